@@ -1,0 +1,1 @@
+"""The agent: conversation loop, events, sessions, compression."""

@@ -1,0 +1,1 @@
+"""Hashline: anchored line rendering, patch parsing and applying (pure functions over strings)."""

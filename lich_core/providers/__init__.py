@@ -1,0 +1,1 @@
+"""LLM providers over httpx: OpenAI-compatible, Anthropic, Ollama, replay; chains with failover."""

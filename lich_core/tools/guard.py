@@ -1,0 +1,193 @@
+"""Safety helpers every builtin composes: confinement, deny list, deadlines, clamping, coercion."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from lich_core.errors import ToolError, ToolTimeoutError
+from lich_core.tools.types import ToolContext, ToolResult
+
+DEFAULT_MAX_OUTPUT_CHARS = 20_000
+
+# Directories no walk descends into (list_dir, find_files, grep_files).
+SKIP_DIRS = frozenset({"node_modules", ".git", "dist", ".lich", ".cursor", "__pycache__", ".venv"})
+
+# .lich/ holds the agent's own config and approvals; tools may only write notes and plugins there.
+LICH_DIR = ".lich"
+LICH_WRITABLE_SUBDIRS = ("skills", "plugins")
+PROTECTED_CONFIG = (".lich", "config.json")
+
+
+def _is_within(root: Path, path: Path) -> bool:
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:  # different drives on Windows
+        return False
+    return not (rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel))
+
+
+def resolve_safe_path(base_dir: str | os.PathLike[str], target: str, *, for_write: bool = False) -> Path:
+    """Resolve `target` against `base_dir` and refuse anything that leaves it.
+
+    Two checks: lexical (`..`, absolute paths elsewhere) and real-path (a symlink anywhere in the
+    path that leads outside the root). A write never goes through a symlink leaf, even one that
+    points inside the root, so a link cannot redirect a write.
+    """
+    base = Path(os.path.abspath(base_dir))
+    resolved = Path(os.path.normpath(os.path.join(base, os.path.expanduser(target))))
+    if not _is_within(base, resolved):
+        raise ToolError(f"path_escape: {target} escapes {base_dir}")
+    real_base = Path(os.path.realpath(base))
+    real = Path(os.path.realpath(resolved))
+    if not _is_within(real_base, real):
+        raise ToolError(f"path_escape: {target} resolves through a symbolic link to {real}, outside {base_dir}")
+    if for_write and resolved.is_symlink():
+        raise ToolError(f"path_escape: {target} is a symbolic link; write to the file it points to instead")
+    return resolved
+
+
+def relative_to_root(base_dir: str | os.PathLike[str], path: Path) -> str:
+    rel = os.path.relpath(path, os.path.abspath(base_dir))
+    return "." if rel == "." else rel.replace(os.sep, "/")
+
+
+def check_file_access(base_dir: str | os.PathLike[str], path: Path, *, write: bool) -> None:
+    """The deny list: raise `forbidden_path:` for files tools must not touch."""
+    rel = relative_to_root(base_dir, path)
+    parts = tuple(rel.split("/"))
+    if parts[:2] == PROTECTED_CONFIG:
+        raise ToolError(f"forbidden_path: {rel} (the agent's config is not accessible to tools)")
+    if not write:
+        return
+    if parts[-1].startswith(".env"):
+        raise ToolError(f"forbidden_path: {rel} (.env files are never written by tools)")
+    if parts[0] == LICH_DIR and (len(parts) < 3 or parts[1] not in LICH_WRITABLE_SUBDIRS):
+        raise ToolError(f"forbidden_path: {rel} (only .lich/skills/ and .lich/plugins/ are writable)")
+
+
+def resolve_file_for(ctx: ToolContext, target: str, *, write: bool) -> Path:
+    """resolve_safe_path plus the deny list: the one call file tools make."""
+    path = resolve_safe_path(ctx.work_dir, target, for_write=write)
+    check_file_access(ctx.work_dir, path, write=write)
+    return path
+
+
+async def with_timeout(
+    factory: Callable[[], Awaitable[Any]], timeout_ms: int, label: str
+) -> Any:
+    """Await `factory()` for at most `timeout_ms`; raise ToolTimeoutError past it."""
+    try:
+        return await asyncio.wait_for(factory(), timeout_ms / 1000)
+    except asyncio.TimeoutError:
+        raise ToolTimeoutError(label, timeout_ms) from None
+
+
+def truncation_marker(omitted: int) -> str:
+    return f"[... truncated, {omitted} chars omitted ...]"
+
+
+def clamp_output(text: str, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+    if len(text) <= max_chars:
+        return text
+    return text[:max_chars] + "\n" + truncation_marker(len(text) - max_chars)
+
+
+# --- argument coercion: models send wrong types; be lenient where the meaning is clear ---
+
+
+def require_string_arg(args: dict[str, Any], key: str) -> str:
+    value = args.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or value == "":
+        raise ToolError(f"missing_arg: {key}")
+    return value
+
+
+def require_raw_string_arg(args: dict[str, Any], key: str) -> str:
+    """Like require_string_arg, but the empty string is a valid value (file content, new text)."""
+    value = args.get(key)
+    if not isinstance(value, str):
+        raise ToolError(f"missing_arg: {key}")
+    return value
+
+
+def optional_string_arg(args: dict[str, Any], key: str, default: str | None = None) -> str | None:
+    value = args.get(key)
+    if isinstance(value, str) and value != "":
+        return value
+    return default
+
+
+def optional_int_arg(
+    args: dict[str, Any], key: str, default: int | None = None, *, low: int | None = None, high: int | None = None
+) -> int | None:
+    value = args.get(key)
+    if isinstance(value, bool):
+        value = None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            value = None
+    if isinstance(value, float):
+        value = int(value) if value == value and abs(value) != float("inf") else None
+    if not isinstance(value, int):
+        return default
+    if low is not None:
+        value = max(low, value)
+    if high is not None:
+        value = min(high, value)
+    return value
+
+
+def optional_bool_arg(args: dict[str, Any], key: str, default: bool = False) -> bool:
+    value = args.get(key)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return default
+
+
+# --- failure shaping ---
+
+
+def error_message(err: BaseException) -> str:
+    if isinstance(err, ToolError):
+        return str(err)
+    if isinstance(err, FileNotFoundError):
+        return f"not_found: {err.filename or err}"
+    if isinstance(err, IsADirectoryError):
+        return f"is_directory: {err.filename or err}"
+    if isinstance(err, PermissionError):
+        return f"permission_denied: {err.filename or err}"
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def error_result(err: BaseException | str) -> ToolResult:
+    message = err if isinstance(err, str) else error_message(err)
+    return ToolResult(ok=False, output="", error=message)
+
+
+def capture_errors(
+    fn: Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]],
+) -> Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]:
+    """Wrap a tool body so any raised exception becomes an error result (never-throw contract)."""
+
+    @functools.wraps(fn)
+    async def wrapper(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        try:
+            return await fn(args, ctx)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the contract is to never throw
+            return error_result(err)
+
+    return wrapper

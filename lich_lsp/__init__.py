@@ -1,0 +1,1 @@
+"""lich_lsp: the pygls language server that adapts lich_core to LSP."""
