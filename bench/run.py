@@ -1,0 +1,92 @@
+"""Benchmark runner.
+
+Each `bench/bench_<area>.py` module defines `run(quick: bool) -> list[Figure]`. A figure is one
+measurement printed next to a reference measured in the same run (GNU find, rg, plain httpx, a
+bare pygls server...), with the ratio and the target. `--quick` makes inputs smaller.
+
+    python -m bench            # everything
+    python -m bench hashline   # only modules whose name contains "hashline"
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+
+@dataclass
+class Figure:
+    name: str
+    value: float
+    unit: str
+    reference_name: str = ""
+    reference_value: float | None = None
+    target: str = ""  # e.g. "<= 2.0x" or "<= 10 ms"
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.reference_value in (None, 0):
+            return None
+        return self.value / self.reference_value
+
+
+def best_of(fn: Callable[[], object], repeat: int = 5) -> float:
+    """Best wall time in seconds over `repeat` runs (least disturbed by other load)."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def format_figure(figure: Figure) -> str:
+    line = f"{figure.name:<52} {figure.value:>12.3f} {figure.unit:<6}"
+    if figure.reference_value is not None:
+        line += f"  ref {figure.reference_name}: {figure.reference_value:.3f} {figure.unit}"
+        if figure.ratio is not None:
+            line += f"  ratio {figure.ratio:.2f}x"
+    if figure.target:
+        line += f"  (target {figure.target})"
+    if figure.note:
+        line += f"  [{figure.note}]"
+    return line
+
+
+def discover() -> list[str]:
+    folder = Path(__file__).parent
+    return sorted(info.name for info in pkgutil.iter_modules([str(folder)]) if info.name.startswith("bench_"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("only", nargs="*", help="run modules whose name contains one of these words")
+    parser.add_argument("--quick", action="store_true", help="smaller inputs, fewer repeats")
+    parser.add_argument("--json", action="store_true", help="print figures as JSON lines")
+    args = parser.parse_args(argv)
+    failures = 0
+    for name in discover():
+        if args.only and not any(word in name for word in args.only):
+            continue
+        module = importlib.import_module(f"bench.{name}")
+        print(f"== {name}", flush=True)
+        try:
+            figures = module.run(args.quick)
+        except Exception as err:  # noqa: BLE001 - one broken benchmark must not hide the rest
+            failures += 1
+            print(f"   failed: {type(err).__name__}: {err}", file=sys.stderr)
+            continue
+        for figure in figures:
+            if args.json:
+                print(json.dumps({**asdict(figure), "ratio": figure.ratio}))
+            else:
+                print("   " + format_figure(figure), flush=True)
+    return 1 if failures else 0

@@ -1,0 +1,78 @@
+"""Build the tool runtime (registry + executor) from a config: shared by the CLI, agent and server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lich_core.tools.builtin import register_builtin_tools
+from lich_core.tools.capabilities import CapabilityGate
+from lich_core.tools.executor import CallGuard, ToolExecutor
+from lich_core.tools.registry import ToolRegistry
+from lich_core.tools.types import ToolContext, tool_capability
+
+# Provider credentials never reach tool child processes (terminal, tests).
+SCRUBBED_ENV_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_ACCESS_TOKEN")
+SCRUBBED_ENV_NAMES = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "LICH_API_KEY"})
+
+
+def scrubbed_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {
+        key: value
+        for key, value in env.items()
+        if key not in SCRUBBED_ENV_NAMES and not key.upper().endswith(SCRUBBED_ENV_SUFFIXES)
+    }
+
+
+@dataclass
+class ToolRuntime:
+    """Everything needed to run tool calls for one work dir."""
+
+    base_registry: ToolRegistry  # every builtin (and plugin) tool, enabled or not
+    registry: ToolRegistry  # the enabled subset
+    executor: ToolExecutor
+    config: Mapping[str, Any]
+
+    def context(self, **overrides: Any) -> ToolContext:
+        ctx = self.executor.default_context()
+        for key, value in overrides.items():
+            setattr(ctx, key, value)
+        return ctx
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every known tool with its capability and whether it is enabled and granted."""
+        return [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+                "capability": tool_capability(tool),
+                "enabled": tool.name in self.registry and self.executor.gate.allows(tool_capability(tool)),
+            }
+            for tool in self.base_registry.list()
+        ]
+
+
+def build_tool_runtime(
+    config: Mapping[str, Any],
+    *,
+    env: Mapping[str, str] | None = None,
+    guards: Sequence[CallGuard] = (),
+) -> ToolRuntime:
+    work_dir = Path(config.get("work_dir") or os.getcwd())
+    base = register_builtin_tools(ToolRegistry())
+    registry = base.filtered(config.get("tools_enabled", "all"))
+    tool_env = scrubbed_env(os.environ if env is None else env)
+    tool_env["LICH_TERMINAL_TIMEOUT_MS"] = str(config.get("terminal_timeout_ms", 60_000))
+    executor = ToolExecutor(
+        registry,
+        gate=CapabilityGate(config.get("capabilities")),
+        work_dir=work_dir,
+        env=tool_env,
+        settings=config,
+        guards=guards,
+    )
+    return ToolRuntime(base_registry=base, registry=registry, executor=executor, config=config)
