@@ -1,0 +1,128 @@
+"""The `lich` command line.
+
+    lich tool NAME 'JSON-ARGS' [--work-dir DIR]   run one tool (exit 0 on ok, 1 otherwise)
+    lich tools [--work-dir DIR] [--json]           list tools with capability and enabled state
+    lich --version
+
+Agent commands (`lich "task"`, `lich init`, `lich config`, `lich sessions`) live in
+`lich_core/agent/cli.py` and are dispatched from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from lich_core import __version__
+from lich_core.errors import ConfigError
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--work-dir", default=None, help="workspace root tools are confined to (default: cwd)")
+    parser.add_argument("--config", default=None, help="extra config file, read before the workspace's own")
+
+
+def load_cli_config(args: argparse.Namespace, overrides: dict[str, Any] | None = None):
+    from lich_core.config import load_config
+
+    work_dir = os.path.abspath(args.work_dir or os.getcwd())
+    return load_config(work_dir, overrides=overrides, config_file=args.config)
+
+
+def cmd_tool(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="lich tool", description="Run one tool through the executor and capability gate.")
+    parser.add_argument("name", help="tool name (see `lich tools`)")
+    parser.add_argument("args", nargs="?", default="{}", help="tool arguments as a JSON object ('-' reads stdin)")
+    add_common_options(parser)
+    parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    args = parser.parse_args(argv)
+    raw = sys.stdin.read() if args.args == "-" else args.args
+    try:
+        tool_args = json.loads(raw)
+    except json.JSONDecodeError as err:
+        print(f"lich: invalid JSON arguments: {err.msg} at column {err.colno}", file=sys.stderr)
+        return 2
+    if not isinstance(tool_args, dict):
+        print("lich: tool arguments must be a JSON object", file=sys.stderr)
+        return 2
+    config = load_cli_config(args)
+    from lich_core.tools.runtime import build_tool_runtime
+
+    runtime = build_tool_runtime(config)
+    result = asyncio.run(runtime.executor.execute(args.name, tool_args))
+    if args.json:
+        print(json.dumps(result.to_json_dict(), ensure_ascii=False, indent=2))
+    elif result.ok:
+        sys.stdout.write(result.output if result.output.endswith("\n") else result.output + "\n")
+    else:
+        if result.output:
+            sys.stdout.write(result.output if result.output.endswith("\n") else result.output + "\n")
+        print(f"error: {result.error}", file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+def cmd_tools(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="lich tools", description="List tools, their capability and whether they are enabled.")
+    add_common_options(parser)
+    parser.add_argument("--json", action="store_true", help="print definitions as JSON")
+    args = parser.parse_args(argv)
+    config = load_cli_config(args)
+    from lich_core.tools.runtime import build_tool_runtime
+
+    tools = build_tool_runtime(config).describe()
+    if args.json:
+        print(json.dumps(tools, indent=2))
+        return 0
+    width = max((len(t["name"]) for t in tools), default=4)
+    for tool in tools:
+        state = "enabled " if tool["enabled"] else "disabled"
+        capability = tool["capability"] or "-"
+        summary = tool["description"].strip().splitlines()[0] if tool["description"] else ""
+        print(f"{tool['name']:<{width}}  {state}  {capability:<13} {summary}")
+    return 0
+
+
+def _agent_commands() -> dict[str, Callable[[list[str]], int]]:
+    try:
+        from lich_core.agent import cli as agent_cli
+    except ImportError:
+        return {}
+    return dict(getattr(agent_cli, "COMMANDS", {}))
+
+
+USAGE = """usage: lich "task" [options]      run the agent on a task
+       lich tool NAME 'JSON-ARGS'    run one tool
+       lich tools                    list tools
+       lich init | config | sessions
+       lich --version"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    if argv[0] in ("-V", "--version"):
+        print(f"lich {__version__}")
+        return 0
+    commands: dict[str, Callable[[list[str]], int]] = {"tool": cmd_tool, "tools": cmd_tools}
+    agent_commands = _agent_commands()
+    commands.update({k: v for k, v in agent_commands.items() if k != "run"})
+    try:
+        if argv[0] in commands:
+            return commands[argv[0]](argv[1:])
+        if "run" in agent_commands:
+            return agent_commands["run"](argv)
+        print(f"lich: unknown command {argv[0]!r}\n{USAGE}", file=sys.stderr)
+        return 2
+    except ConfigError as err:
+        print(f"lich: config error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lich: interrupted", file=sys.stderr)
+        return 130
