@@ -1,0 +1,542 @@
+"""A scripted model server on 127.0.0.1 speaking the OpenAI, Anthropic and Ollama wire formats.
+
+Scripts are wire-format neutral: each request consumes the next turn dict and the server renders
+it in the format of the endpoint that was hit. Streaming responses use chunked transfer encoding
+with one HTTP chunk per event, written straight to the socket, so a client sees every event as
+soon as it is sent; `drop_after_chunks` closes the socket without the final empty chunk, which a
+client sees as a broken body rather than a short one.
+
+Turn keys (all optional): text, chunks, tool_calls [{name, arguments (dict, or str sent verbatim),
+id?}], status, retry_after, body, delay_s, chunk_delay_s, drop_after_chunks, raw, usage
+{input_tokens, output_tokens}. When the script runs out the server answers "(script exhausted)".
+
+Standalone: `python -m tests.support.fake_provider --port 0 --script turns.json` prints
+"LISTENING http://127.0.0.1:PORT" and serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+EXHAUSTED_TEXT = "(script exhausted)"
+DEFAULT_MODEL = "fake-model"
+
+OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
+ANTHROPIC_PATH = "/v1/messages"
+OLLAMA_PATH = "/api/chat"
+
+
+def split_pieces(text: str, count: int) -> list[str]:
+    """Split `text` into `count` nearly equal pieces (never fewer than one, never empty pieces)."""
+    if not text:
+        return []
+    count = max(1, min(count, len(text)))
+    size, extra = divmod(len(text), count)
+    pieces: list[str] = []
+    start = 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def _arguments_text(arguments: Any) -> str:
+    # A str is sent verbatim so tests can script malformed argument JSON.
+    return arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+
+
+def _usage(turn: dict[str, Any]) -> tuple[int, int]:
+    usage = turn.get("usage") or {}
+    text = turn.get("text") or ""
+    return int(usage.get("input_tokens", 10)), int(
+        usage.get("output_tokens", max(1, len(text) // 4))
+    )
+
+
+def _tool_calls(turn: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    calls = []
+    for index, call in enumerate(turn.get("tool_calls") or []):
+        calls.append(
+            {
+                "id": call.get("id") or f"{prefix}_{index}",
+                "name": call["name"],
+                "arguments": call.get("arguments", {}),
+                "arguments_text": _arguments_text(call.get("arguments", {})),
+            }
+        )
+    return calls
+
+
+# --- OpenAI chat completions -------------------------------------------------------------------
+
+
+def openai_events(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
+    model = request.get("model") or DEFAULT_MODEL
+    chunks = int(turn.get("chunks") or 1)
+    base = {
+        "id": f"chatcmpl-{turn_no}",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+    }
+
+    def event(delta: dict[str, Any], finish: str | None = None) -> str:
+        body = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return f"data: {json.dumps(body)}\n\n"
+
+    yield event({"role": "assistant", "content": ""})
+    for piece in split_pieces(turn.get("text") or "", chunks):
+        yield event({"content": piece})
+    calls = _tool_calls(turn, f"call_{turn_no}")
+    for index, call in enumerate(calls):
+        head = {
+            "index": index,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["name"], "arguments": ""},
+        }
+        yield event({"tool_calls": [head]})
+        for piece in split_pieces(call["arguments_text"], chunks):
+            yield event({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield event({}, "tool_calls" if calls else "stop")
+    if (request.get("stream_options") or {}).get("include_usage"):
+        prompt, completion = _usage(turn)
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def openai_body(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> dict[str, Any]:
+    calls = _tool_calls(turn, f"call_{turn_no}")
+    message: dict[str, Any] = {"role": "assistant", "content": turn.get("text") or None}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments_text"]},
+            }
+            for c in calls
+        ]
+    prompt, completion = _usage(turn)
+    return {
+        "id": f"chatcmpl-{turn_no}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": request.get("model") or DEFAULT_MODEL,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+def openai_error(status: int, message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "fake_error", "code": status}}
+
+
+# --- Anthropic messages ------------------------------------------------------------------------
+
+
+def anthropic_events(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
+    model = request.get("model") or DEFAULT_MODEL
+    chunks = int(turn.get("chunks") or 1)
+    prompt, completion = _usage(turn)
+
+    def event(name: str, data: dict[str, Any]) -> str:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
+
+    message = {
+        "id": f"msg_{turn_no}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": prompt, "output_tokens": 1},
+    }
+    yield event("message_start", {"message": message})
+    index = 0
+    text = turn.get("text") or ""
+    if text:
+        yield event(
+            "content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}}
+        )
+        yield event("ping", {})
+        for piece in split_pieces(text, chunks):
+            yield event(
+                "content_block_delta",
+                {"index": index, "delta": {"type": "text_delta", "text": piece}},
+            )
+        yield event("content_block_stop", {"index": index})
+        index += 1
+    calls = _tool_calls(turn, f"toolu_{turn_no}")
+    for call in calls:
+        block = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": {}}
+        yield event("content_block_start", {"index": index, "content_block": block})
+        for piece in split_pieces(call["arguments_text"], chunks):
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            yield event("content_block_delta", {"index": index, "delta": delta})
+        yield event("content_block_stop", {"index": index})
+        index += 1
+    stop = "tool_use" if calls else "end_turn"
+    yield event(
+        "message_delta",
+        {
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": completion},
+        },
+    )
+    yield event("message_stop", {})
+
+
+def anthropic_body(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if turn.get("text"):
+        content.append({"type": "text", "text": turn["text"]})
+    calls = _tool_calls(turn, f"toolu_{turn_no}")
+    for call in calls:
+        content.append(
+            {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]}
+        )
+    prompt, completion = _usage(turn)
+    return {
+        "id": f"msg_{turn_no}",
+        "type": "message",
+        "role": "assistant",
+        "model": request.get("model") or DEFAULT_MODEL,
+        "content": content,
+        "stop_reason": "tool_use" if calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "output_tokens": completion},
+    }
+
+
+def anthropic_error(status: int, message: str) -> dict[str, Any]:
+    kinds = {
+        401: "authentication_error",
+        403: "permission_error",
+        429: "rate_limit_error",
+        529: "overloaded_error",
+    }
+    kind = kinds.get(status, "invalid_request_error" if status < 500 else "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+# --- Ollama /api/chat --------------------------------------------------------------------------
+
+
+def ollama_events(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
+    model = request.get("model") or DEFAULT_MODEL
+    chunks = int(turn.get("chunks") or 1)
+
+    def line(message: dict[str, Any], done: bool = False, **extra: Any) -> str:
+        body = {
+            "model": model,
+            "created_at": "2024-01-01T00:00:00Z",
+            "message": message,
+            "done": done,
+            **extra,
+        }
+        return json.dumps(body) + "\n"
+
+    for piece in split_pieces(turn.get("text") or "", chunks):
+        yield line({"role": "assistant", "content": piece})
+    calls = _tool_calls(turn, f"ollama_{turn_no}")
+    for call in calls:
+        wire = {"function": {"name": call["name"], "arguments": call["arguments"]}}
+        yield line({"role": "assistant", "content": "", "tool_calls": [wire]})
+    prompt, completion = _usage(turn)
+    yield line(
+        {"role": "assistant", "content": ""},
+        True,
+        done_reason="stop",
+        prompt_eval_count=prompt,
+        eval_count=completion,
+    )
+
+
+def ollama_body(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": turn.get("text") or ""}
+    calls = _tool_calls(turn, f"ollama_{turn_no}")
+    if calls:
+        message["tool_calls"] = [
+            {"function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls
+        ]
+    prompt, completion = _usage(turn)
+    return {
+        "model": request.get("model") or DEFAULT_MODEL,
+        "created_at": "2024-01-01T00:00:00Z",
+        "message": message,
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": prompt,
+        "eval_count": completion,
+    }
+
+
+def ollama_error(status: int, message: str) -> dict[str, Any]:
+    return {"error": message}
+
+
+FORMATS = {
+    "openai": (openai_events, openai_body, openai_error, "text/event-stream"),
+    "anthropic": (anthropic_events, anthropic_body, anthropic_error, "text/event-stream"),
+    "ollama": (ollama_events, ollama_body, ollama_error, "application/x-ndjson"),
+}
+
+
+def format_for(path: str) -> str | None:
+    path = path.split("?", 1)[0].rstrip("/")
+    if path in OPENAI_PATHS:
+        return "openai"
+    if path == ANTHROPIC_PATH:
+        return "anthropic"
+    if path == OLLAMA_PATH:
+        return "ollama"
+    return None
+
+
+# --- server ------------------------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base class signature
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        # Lets health checks and "is the server up" probes succeed.
+        self._send_json(200, {"ok": True})
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            body = {"_unparsed": raw.decode("utf-8", "replace")}
+        fake = self.server.fake
+        fake._record(
+            {
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "json": body,
+            }
+        )
+        wire = format_for(self.path)
+        if wire is None:
+            self._send_json(404, {"error": f"fake provider: unknown path {self.path}"})
+            return
+        turn, turn_no = fake._next_turn()
+        try:
+            self._answer(wire, turn, turn_no, body if isinstance(body, dict) else {})
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            # The client went away (cancelled); nothing left to do for this request.
+            self.close_connection = True
+
+    def _answer(
+        self, wire: str, turn: dict[str, Any], turn_no: int, request: dict[str, Any]
+    ) -> None:
+        events_fn, body_fn, error_fn, stream_type = FORMATS[wire]
+        fake = self.server.fake
+        if turn.get("delay_s") and fake._sleep(float(turn["delay_s"])):
+            self.close_connection = True
+            return
+        stream = bool(request.get("stream", wire == "ollama"))
+        if turn.get("status"):
+            status = int(turn["status"])
+            headers = {}
+            if turn.get("retry_after") is not None:
+                headers["Retry-After"] = _retry_after_text(turn["retry_after"])
+            if turn.get("body") is not None:
+                self._send_raw(status, str(turn["body"]).encode(), "application/json", headers)
+            else:
+                self._send_json(status, error_fn(status, f"scripted HTTP {status}"), headers)
+            return
+        if turn.get("raw") is not None:
+            content_type = stream_type if stream else "application/json"
+            self._send_raw(200, str(turn["raw"]).encode(), content_type)
+            return
+        if not stream:
+            self._send_json(200, body_fn(turn, request, turn_no))
+            return
+        self._stream(events_fn(turn, request, turn_no), stream_type, turn)
+
+    def _stream(self, events: Iterator[str], content_type: str, turn: dict[str, Any]) -> None:
+        fake = self.server.fake
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        drop_after = turn.get("drop_after_chunks")
+        chunk_delay_s = float(turn.get("chunk_delay_s") or 0)
+        for sent, event in enumerate(events):
+            if drop_after is not None and sent >= int(drop_after):
+                self._drop()
+                return
+            if sent and chunk_delay_s and fake._sleep(chunk_delay_s):
+                self._drop()
+                return
+            data = event.encode("utf-8")
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        self._send_raw(status, json.dumps(body).encode("utf-8"), "application/json", headers)
+
+    def _send_raw(
+        self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _retry_after_text(value: Any) -> str:
+    # Whole seconds print without a fraction, as real servers send them; strings pass through (HTTP dates).
+    if isinstance(value, (int, float)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    fake: FakeProviderServer
+
+
+class FakeProviderServer:
+    """Real HTTP on 127.0.0.1 in a background thread; each request consumes the next scripted turn."""
+
+    def __init__(self, turns: list[dict[str, Any]] | None = None, *, port: int = 0) -> None:
+        self._turns: list[dict[str, Any]] = list(turns or [])
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._turn_count = 0
+        self._port = port
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.requests: list[dict[str, Any]] = []
+        self.url = ""
+
+    def start(self) -> FakeProviderServer:
+        server = _Server(("127.0.0.1", self._port), _Handler)
+        server.fake = self
+        self._server = server
+        self.url = f"http://127.0.0.1:{server.server_address[1]}"
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeProviderServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def script(self, *turns: dict[str, Any]) -> None:
+        with self._lock:
+            self._turns.extend(turns)
+
+    @property
+    def pending_turns(self) -> int:
+        with self._lock:
+            return len(self._turns)
+
+    def wait_for_requests(self, count: int, timeout_s: float = 10.0) -> bool:
+        """Poll until at least `count` requests arrived (tests use this instead of fixed sleeps)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if len(self.requests) >= count:
+                return True
+            time.sleep(0.01)
+        return len(self.requests) >= count
+
+    def _record(self, request: dict[str, Any]) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next_turn(self) -> tuple[dict[str, Any], int]:
+        with self._lock:
+            self._turn_count += 1
+            turn = self._turns.pop(0) if self._turns else {"text": EXHAUSTED_TEXT}
+            return turn, self._turn_count
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep unless the server is stopping; True means stop now."""
+        return self._stopping.wait(seconds)
+
+
+def load_script(path: str) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    turns = data.get("turns", []) if isinstance(data, dict) else data
+    if not isinstance(turns, list):
+        raise SystemExit(f'{path}: expected a list of turns or {{"turns": [...]}}')
+    return turns
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.support.fake_provider")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--script", help='JSON file: a list of turns (or {"turns": [...]})')
+    args = parser.parse_args(argv)
+    server = FakeProviderServer(load_script(args.script) if args.script else [], port=args.port)
+    server.start()
+    print(f"LISTENING {server.url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
