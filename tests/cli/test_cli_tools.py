@@ -1,0 +1,87 @@
+"""The `lich tool` / `lich tools` commands, run as a user runs them (a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from lich_core import __version__
+
+
+def lich(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lich_core", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_version(tmp_path: Path) -> None:
+    result = lich("--version", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"lich {__version__}"
+
+
+def test_tools_lists_capability_and_enabled_state(tmp_path: Path) -> None:
+    (tmp_path / ".lich").mkdir()
+    (tmp_path / ".lich" / "config.json").write_text(json.dumps({"tools_enabled": ["write_file", "list_dir"]}))
+    result = lich("tools", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    tools = {tool["name"]: tool for tool in json.loads(result.stdout)}
+    assert tools["write_file"]["enabled"] is True
+    assert tools["write_file"]["capability"] == "file/write"
+    assert tools["terminal"]["enabled"] is False
+    assert tools["terminal"]["capability"] == "process/exec"
+
+
+def test_tool_writes_through_executor_and_reports(tmp_path: Path) -> None:
+    args = json.dumps({"path": "notes/a.txt", "content": "hello\n"})
+    result = lich("tool", "write_file", args, "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "notes" / "a.txt").read_text() == "hello\n"
+    assert "6" in result.stdout  # the char count
+
+
+def test_tool_failure_exits_1_with_prefixed_error(tmp_path: Path) -> None:
+    result = lich("tool", "write_file", json.dumps({"path": "../x", "content": ""}), "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "path_escape:" in result.stderr
+    assert not (tmp_path.parent / "x").exists()
+
+
+def test_tool_capability_denied_runs_nothing(tmp_path: Path) -> None:
+    (tmp_path / ".lich").mkdir()
+    (tmp_path / ".lich" / "config.json").write_text(json.dumps({"capabilities": ["file/read"]}))
+    result = lich("tool", "write_file", json.dumps({"path": "a.txt", "content": "x"}), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "capability_denied: file/write" in result.stderr
+    assert not (tmp_path / "a.txt").exists()
+
+
+def test_unknown_tool_and_bad_json(tmp_path: Path) -> None:
+    unknown = lich("tool", "no_such_tool", "{}", cwd=tmp_path)
+    assert unknown.returncode == 1
+    assert "unknown_tool: no_such_tool" in unknown.stderr
+    bad = lich("tool", "write_file", "{not json", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "invalid JSON" in bad.stderr
+
+
+def test_bad_config_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    (tmp_path / ".lich").mkdir()
+    (tmp_path / ".lich" / "config.json").write_text(json.dumps({"capabilities": ["file/rread"]}))
+    result = lich("tools", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "capabilities[0]" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_arguments_from_stdin(tmp_path: Path) -> None:
+    result = lich("tool", "write_file", "-", cwd=tmp_path, stdin=json.dumps({"path": "b.txt", "content": "é"}))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "b.txt").read_text(encoding="utf-8") == "é"
