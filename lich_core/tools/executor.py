@@ -14,9 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.tools.capabilities import CapabilityGate
-from lich_core.tools.guard import clamp_output, error_result
+from lich_core.tools.guard import DEFAULT_MAX_OUTPUT_CHARS, clamp_output, error_result
 from lich_core.tools.registry import ToolRegistry
-from lich_core.tools.types import Tool, ToolContext, ToolResult, tool_capability, tool_timeout_ms
+from lich_core.tools.types import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    tool_capability,
+    tool_max_output_chars,
+    tool_timeout_ms,
+)
 
 DEFAULT_TOOL_TIMEOUT_MS = 30_000
 TERMINAL_TOOL_TIMEOUT_MS = 300_000
@@ -88,7 +95,7 @@ class ToolExecutor:
                 {work, cancel_wait}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
             )
             if work in done:
-                return _shape(work, token)
+                return _shape(work, token, tool_max_output_chars(tool) or DEFAULT_MAX_OUTPUT_CHARS)
             timed_out = not token.cancelled
             token.cancel("timeout" if timed_out else token.reason)
             await _stop(work)
@@ -118,7 +125,7 @@ def _with_token(ctx: ToolContext, token: Any) -> ToolContext:
     return clone
 
 
-def _shape(work: asyncio.Future[Any], token: Any) -> ToolResult:
+def _shape(work: asyncio.Future[Any], token: Any, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> ToolResult:
     try:
         result = work.result()
     except asyncio.CancelledError:
@@ -128,7 +135,7 @@ def _shape(work: asyncio.Future[Any], token: Any) -> ToolResult:
     if not isinstance(result, ToolResult):
         return error_result(f"bad_tool_result: tool returned {type(result).__name__}, not ToolResult")
     if result.ok:
-        result.output = clamp_output(result.output)
+        result.output = clamp_output(result.output, max_output_chars)
     elif token.cancelled and result.error != "cancelled" and not (result.error or "").startswith("timeout"):
         result.error = "cancelled"
     return result

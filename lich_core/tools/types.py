@@ -135,6 +135,11 @@ def tool_capability(tool: Tool) -> str | None:
     return getattr(tool, "capability", None)
 
 
+def tool_max_output_chars(tool: Tool) -> int | None:
+    """A tool that caps its own output (terminal: 50,000) declares it; else the executor's clamp applies."""
+    return getattr(tool, "max_output_chars", None)
+
+
 @dataclass(frozen=True)
 class ToolDefinition:
     """What a provider sees of a tool."""
@@ -157,6 +162,7 @@ class FunctionTool:
     run: Callable[[dict[str, Any], ToolContext], Any]
     capability: str | None = None
     timeout_ms: int | None = None
+    max_output_chars: int | None = None
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await self.run(args, ctx)
