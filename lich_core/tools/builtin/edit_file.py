@@ -1,0 +1,197 @@
+"""edit_file: exact-match string replacement through the Workspace.
+
+The model must quote the text it replaces exactly; an ambiguous quote is refused unless it asks
+for every occurrence. Besides the new text, the change carries the minimal line-range
+replacements, so an editor shows (and undoes) a one-line fix as a one-line edit.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from lich_core.errors import ToolError
+from lich_core.tools.guard import (
+    capture_errors,
+    optional_bool_arg,
+    relative_to_root,
+    require_raw_string_arg,
+    require_string_arg,
+    resolve_file_for,
+)
+from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.workspace import FileChange, LineReplacement
+
+# Byte offsets [start, end) of one occurrence in the old text.
+Span = tuple[int, int]
+
+
+def find_spans(text: str, needle: str) -> list[Span]:
+    """Non-overlapping occurrences, left to right (the same ones str.replace would replace)."""
+    spans: list[Span] = []
+    start = text.find(needle)
+    while start != -1:
+        spans.append((start, start + len(needle)))
+        start = text.find(needle, start + len(needle))
+    return spans
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their terminators, split on "\n" only (str.splitlines also splits on \r, \f, ...)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+        return [line + "\n" for line in lines]
+    return [line + "\n" for line in lines[:-1]] + [lines[-1]]
+
+
+def _line_start(text: str, offset: int) -> int:
+    return text.rfind("\n", 0, offset) + 1
+
+
+def _line_end(text: str, end: int) -> int:
+    """Offset just past the line holding the span's last character."""
+    if end > 0 and text[end - 1] == "\n":
+        return end
+    newline = text.find("\n", end)
+    return len(text) if newline == -1 else newline + 1
+
+
+def line_replacements(old_text: str, spans: list[Span], new: str) -> list[LineReplacement]:
+    """Minimal whole-line replacements turning old_text into the text with every span -> new.
+
+    Spans are widened to whole lines; spans whose lines touch are merged into one group; lines a
+    group leaves unchanged at its edges are trimmed off, so only changed lines are replaced.
+    """
+    groups: list[tuple[int, int, list[Span]]] = []  # (line-start offset, line-end offset, spans)
+    for span in spans:
+        lo, hi = _line_start(old_text, span[0]), _line_end(old_text, span[1])
+        if groups and lo < groups[-1][1]:
+            groups[-1] = (groups[-1][0], max(groups[-1][1], hi), [*groups[-1][2], span])
+        else:
+            groups.append((lo, hi, [span]))
+
+    replacements: list[LineReplacement] = []
+    line_no = 0  # line number of `scanned`
+    scanned = 0
+    for lo, hi, group_spans in groups:
+        line_no += old_text.count("\n", scanned, lo)
+        scanned = lo
+        pieces: list[str] = []
+        cursor = lo
+        for start, end in group_spans:
+            pieces.append(old_text[cursor:start])
+            pieces.append(new)
+            cursor = end
+        pieces.append(old_text[cursor:hi])
+        old_lines = split_lines(old_text[lo:hi])
+        new_lines = split_lines("".join(pieces))
+        head = 0
+        while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
+            head += 1
+        tail = 0
+        while (
+            tail < min(len(old_lines), len(new_lines)) - head
+            and old_lines[-1 - tail] == new_lines[-1 - tail]
+        ):
+            tail += 1
+        if head == len(old_lines) == len(new_lines):
+            continue  # the group's text did not change
+        replacements.append(
+            LineReplacement(
+                start=line_no + head,
+                end=line_no + len(old_lines) - tail,
+                text="".join(new_lines[head : len(new_lines) - tail]),
+            )
+        )
+    return replacements
+
+
+@capture_errors
+async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    target = require_string_arg(args, "path")
+    old = require_raw_string_arg(args, "old_string")
+    new = require_raw_string_arg(args, "new_string")
+    if old == "":
+        raise ToolError("missing_arg: old_string (it must quote the text to replace; use write_file to create a file)")
+    replace_all = optional_bool_arg(args, "replace_all", False)
+    path = resolve_file_for(ctx, target, write=True)
+    rel = relative_to_root(ctx.work_dir, path)
+    if os.path.isdir(path):
+        raise ToolError(f"is_directory: {rel} is a directory")
+    assert ctx.workspace is not None
+    if not ctx.workspace.exists(path):
+        raise ToolError(f"not_found: {rel}")
+    text = ctx.workspace.read_text(path)
+
+    spans = find_spans(text, old)
+    if not spans:
+        raise ToolError(f"old_string_not_found: the text to replace does not occur in {rel}; read the file and quote it exactly")
+    if len(spans) > 1 and not replace_all:
+        raise ToolError(
+            f"old_string_not_unique ({len(spans)}): the text occurs {len(spans)} times in {rel}; "
+            "quote more surrounding lines or pass replace_all"
+        )
+    if old == new:
+        raise ToolError("no_change: old_string and new_string are identical")
+
+    # Build the new text from the spans (not str.replace) so it matches the replacements exactly.
+    pieces: list[str] = []
+    cursor = 0
+    for start, end in spans:
+        pieces.append(text[cursor:start])
+        pieces.append(new)
+        cursor = end
+    pieces.append(text[cursor:])
+    new_text = "".join(pieces)
+    replacements = line_replacements(text, spans, new)
+    change = FileChange(
+        path=path,
+        kind="write",
+        new_text=new_text,
+        base_text=text,
+        replacements=tuple(replacements),
+    )
+    await ctx.workspace.apply([change], ctx.edit_label)
+
+    removed = sum(r.end - r.start for r in replacements)
+    added = sum(len(split_lines(r.text)) for r in replacements)
+    count = len(spans)
+    noun = "occurrence" if count == 1 else "occurrences"
+    return ToolResult(
+        ok=True,
+        output=f"Edited {rel}: replaced {count} {noun} (+{added} -{removed} lines)",
+        details={
+            "path": rel,
+            "abs_path": str(path),
+            "prior_content": text,
+            "replacements": count,
+        },
+    )
+
+
+TOOL = FunctionTool(
+    name="edit_file",
+    description=(
+        "Replace an exact piece of text in a file. old_string must match the file exactly "
+        "(whitespace included) and occur once, unless replace_all is true; new_string is inserted "
+        "literally. Include enough surrounding lines to make old_string unique."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File path, relative to the work dir."},
+            "old_string": {"type": "string", "description": "Exact text to replace."},
+            "new_string": {"type": "string", "description": "Replacement text (taken literally)."},
+            "replace_all": {
+                "type": "boolean",
+                "description": "Replace every occurrence instead of requiring a unique match.",
+                "default": False,
+            },
+        },
+        "required": ["path", "old_string", "new_string"],
+        "additionalProperties": False,
+    },
+    run=edit_file,
+    capability="file/edit",
+)

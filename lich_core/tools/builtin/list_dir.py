@@ -1,0 +1,190 @@
+"""list_dir: a directory's entries (optionally a few levels deep), dirs first, with file sizes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from lich_core.errors import ToolError
+from lich_core.tools.guard import (
+    SKIP_DIRS,
+    capture_errors,
+    optional_int_arg,
+    optional_string_arg,
+    relative_to_root,
+    resolve_file_for,
+)
+from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+
+MAX_LIST_ENTRIES = 500
+MAX_DEPTH = 4
+# Past this many entries we stop counting what the cap omitted (depth <= 4 keeps it small anyway).
+MAX_COUNTED_ENTRIES = 100_000
+
+
+@dataclass(frozen=True)
+class _Entry:
+    rel: str  # relative to the listed directory, "/"-separated
+    abs_path: str
+    kind: str  # "dir", "file", "link", "unsaved", "other"
+    size: int = 0
+    link_target: str = ""
+
+
+def human_size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KB", "MB", "GB", "TB"):
+        value /= 1024
+        if value < 1024 or unit == "TB":
+            return f"{value:.1f} {unit}"
+    return f"{size} B"  # unreachable
+
+
+def _scan(dir_path: str, rel_prefix: str) -> list[_Entry]:
+    """One directory's entries; unreadable directories read as empty."""
+    entries: list[_Entry] = []
+    try:
+        with os.scandir(dir_path) as it:
+            for item in it:
+                rel = rel_prefix + item.name
+                try:
+                    if item.is_symlink():
+                        entries.append(_Entry(rel, item.path, "link", 0, _link_target(item.path)))
+                    elif item.is_dir(follow_symlinks=False):
+                        if item.name not in SKIP_DIRS:
+                            entries.append(_Entry(rel, item.path, "dir"))
+                    elif item.is_file(follow_symlinks=False):
+                        size = item.stat(follow_symlinks=False).st_size
+                        entries.append(_Entry(rel, item.path, "file", size))
+                    else:
+                        entries.append(_Entry(rel, item.path, "other"))
+                except OSError:
+                    continue  # vanished mid-scan
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        pass
+    return entries
+
+
+def _link_target(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
+def _overlay_children(ctx: ToolContext, root: str) -> dict[str, dict[str, bool]]:
+    """Unsaved buffers under `root`: {parent rel prefix: {name: is_dir}} for names not on disk.
+
+    Intermediate directories of a new buffer are included, so `a/b/new.py` shows under `a/`.
+    """
+    children: dict[str, dict[str, bool]] = {}
+    assert ctx.workspace is not None
+    for path in ctx.workspace.overlay_paths():
+        rel = os.path.relpath(os.path.abspath(path), root)
+        if rel == "." or rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
+            continue
+        parts = rel.split(os.sep)
+        prefix = ""
+        for index, part in enumerate(parts):
+            is_dir = index < len(parts) - 1
+            children.setdefault(prefix, {})[part] = is_dir
+            prefix += part + "/"
+    return children
+
+
+def _children(dir_path: str, rel_prefix: str, overlay: dict[str, dict[str, bool]]) -> list[_Entry]:
+    """Entries of one directory (disk plus unsaved buffers), dirs first, each group by name."""
+    entries = _scan(dir_path, rel_prefix)
+    extra = overlay.get(rel_prefix)
+    if extra:
+        present = {entry.rel[len(rel_prefix) :] for entry in entries}
+        for name, is_dir in extra.items():
+            if name in present or (is_dir and name in SKIP_DIRS):
+                continue
+            if not os.path.lexists(os.path.join(dir_path, name)):
+                entries.append(_Entry(rel_prefix + name, os.path.join(dir_path, name), "dir" if is_dir else "unsaved"))
+    entries.sort(key=lambda entry: (entry.kind != "dir", entry.rel))
+    return entries
+
+
+def _render(entry: _Entry) -> str:
+    if entry.kind == "dir":
+        return entry.rel + "/"
+    if entry.kind == "file":
+        return f"{entry.rel}  ({human_size(entry.size)})"
+    if entry.kind == "link":
+        return f"{entry.rel} -> {entry.link_target}  (symlink)"
+    if entry.kind == "unsaved":
+        return f"{entry.rel}  (unsaved)"
+    return f"{entry.rel}  (special file)"
+
+
+def list_entries(ctx: ToolContext, root: str, depth: int) -> tuple[list[str], int, bool]:
+    """Walk with an explicit stack (pre-order): (rendered lines, omitted count, count exact?)."""
+    overlay = _overlay_children(ctx, root)
+    lines: list[str] = []
+    omitted = 0
+    visited = 0
+    # Stack items: (entry, level). Pushed reversed so they pop in display order.
+    stack: list[tuple[_Entry, int]] = [(e, 1) for e in reversed(_children(root, "", overlay))]
+    while stack:
+        entry, level = stack.pop()
+        visited += 1
+        if visited > MAX_COUNTED_ENTRIES:
+            return lines, omitted + 1 + len(stack), False
+        if len(lines) < MAX_LIST_ENTRIES:
+            lines.append(_render(entry))
+        else:
+            omitted += 1
+        if entry.kind == "dir" and level < depth:
+            children = _children(entry.abs_path, entry.rel + "/", overlay)
+            stack.extend((child, level + 1) for child in reversed(children))
+    return lines, omitted, True
+
+
+@capture_errors
+async def list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    target = optional_string_arg(args, "path", ".") or "."
+    depth = optional_int_arg(args, "depth", 1, low=1, high=MAX_DEPTH) or 1
+    path = resolve_file_for(ctx, target, write=False)
+    rel = relative_to_root(ctx.work_dir, path)
+    if not os.path.isdir(path):
+        if os.path.lexists(path):
+            raise ToolError(f"not_a_directory: {rel}")
+        overlay = _overlay_children(ctx, str(path))
+        if not overlay:
+            raise ToolError(f"not_found: {rel}")
+    lines, omitted, exact = list_entries(ctx, str(path), depth)
+    header = f"{rel}/ (depth {depth})" if rel != "." else f"./ (depth {depth})"
+    body = lines or ["(empty directory)"]
+    if omitted:
+        more = f"{omitted}" if exact else f"at least {omitted}"
+        body.append(f"... {more} more entries omitted (cap {MAX_LIST_ENTRIES}); list a subdirectory or lower depth")
+    return ToolResult(
+        ok=True,
+        output="\n".join([header, *body]),
+        details={"path": rel, "entries": len(lines), "omitted": omitted},
+    )
+
+
+TOOL = FunctionTool(
+    name="list_dir",
+    description=(
+        "List a directory's entries, directories first (marked with a trailing /), files with sizes. "
+        f"depth 1-{MAX_DEPTH} descends into subdirectories. Skips {', '.join(sorted(SKIP_DIRS))}. "
+        f"At most {MAX_LIST_ENTRIES} entries."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Directory relative to the work dir (default: the work dir)."},
+            "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "default": 1},
+        },
+        "additionalProperties": False,
+    },
+    run=list_dir,
+    capability="file/read",
+)
