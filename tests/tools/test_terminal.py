@@ -1,0 +1,398 @@
+"""terminal: exit codes, stdin, directory confinement, process-group kills, output caps, refusals, env."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import time
+from pathlib import Path
+
+import pytest
+
+from lich_core.tools.builtin import terminal
+from lich_core.tools.builtin.terminal import (
+    MAX_COMMAND_TIMEOUT_MS,
+    TERMINAL_MAX_OUTPUT_CHARS,
+    TOOL,
+    default_command_timeout_ms,
+    effective_command,
+    interactive_refusal,
+)
+from lich_core.tools.capabilities import CapabilityGate
+from lich_core.tools.executor import TERMINAL_TOOL_TIMEOUT_MS, ToolExecutor
+from lich_core.tools.registry import ToolRegistry
+from lich_core.tools.types import ToolContext
+
+# The capped text plus the truncation note and the `[exit N]` line.
+MAX_RESULT_CHARS = TERMINAL_MAX_OUTPUT_CHARS + 200
+
+
+def make_ctx(work_dir: Path, **kwargs) -> ToolContext:
+    env = kwargs.pop("env", {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work_dir)})
+    return ToolContext(work_dir=work_dir, env=env, **kwargs)
+
+
+def make_executor(work_dir: Path, gate: CapabilityGate | None = None) -> ToolExecutor:
+    registry = ToolRegistry()
+    registry.register(TOOL)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work_dir)}
+    return ToolExecutor(registry, gate=gate, work_dir=work_dir, env=env)
+
+
+def is_alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie (killed, not yet reaped by whoever adopted it) counts as dead."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+async def wait_dead(pid: int, timeout_s: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not is_alive(pid):
+            return True
+        await asyncio.sleep(0.02)
+    return not is_alive(pid)
+
+
+async def wait_for_pids(path: Path, count: int, timeout_s: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists():
+            words = path.read_text().split()
+            if len(words) >= count:
+                return [int(word) for word in words[:count]]
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} never listed {count} pids")
+
+
+# A command whose shell and a background child both record their pids, then wait a long time.
+SPAWNING_COMMAND = "sleep 30 & echo $! > pids; echo $$ >> pids; echo started; sleep 30"
+
+
+# --- running commands ---
+
+
+async def test_success_reports_output_and_exit_zero(tmp_path: Path) -> None:
+    result = await TOOL.execute({"command": "echo hello"}, make_ctx(tmp_path))
+    assert result.ok, result.error
+    assert result.output == "hello\n[exit 0]"
+    assert result.details["exit_code"] == 0
+
+
+async def test_nonzero_exit_is_an_error_with_merged_output(tmp_path: Path) -> None:
+    result = await TOOL.execute({"command": "echo out; echo err >&2; exit 3"}, make_ctx(tmp_path))
+    assert not result.ok
+    assert result.error == "exit_code: 3"
+    assert "out\n" in result.output and "err\n" in result.output
+    assert result.output.endswith("[exit 3]")
+
+
+async def test_input_is_fed_to_stdin(tmp_path: Path) -> None:
+    result = await TOOL.execute({"command": "tr a-z A-Z", "input": "hello\nworld\n"}, make_ctx(tmp_path))
+    assert result.ok
+    assert result.output == "HELLO\nWORLD\n[exit 0]"
+
+
+async def test_stdin_is_empty_without_input(tmp_path: Path) -> None:
+    # `cat` would wait forever on an inherited terminal; it must see EOF at once.
+    result = await TOOL.execute({"command": "cat; wc -c < /dev/stdin", "timeout_ms": 5000}, make_ctx(tmp_path))
+    assert result.ok, result.error
+    assert result.output.strip().endswith("[exit 0]")
+
+
+async def test_runs_in_work_dir_by_default(tmp_path: Path) -> None:
+    result = await TOOL.execute({"command": "pwd -P"}, make_ctx(tmp_path))
+    assert result.output.splitlines()[0] == str(tmp_path.resolve())
+
+
+async def test_directory_inside_work_dir(tmp_path: Path) -> None:
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    result = await TOOL.execute({"command": "pwd -P", "directory": "sub/deeper"}, make_ctx(tmp_path))
+    assert result.ok
+    assert result.output.splitlines()[0] == str((tmp_path / "sub" / "deeper").resolve())
+
+
+@pytest.mark.parametrize("directory", ["..", "../..", "/", "sub/../../x", "link_out"])
+async def test_directory_outside_work_dir_is_refused(tmp_path: Path, directory: str) -> None:
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    (work / "link_out").symlink_to(tmp_path)
+    marker = tmp_path / "ran"
+    result = await TOOL.execute({"command": f"touch {marker}", "directory": directory}, make_ctx(work))
+    assert not result.ok
+    assert result.error.startswith("path_escape:")
+    assert not marker.exists()
+
+
+async def test_missing_directory_and_missing_command(tmp_path: Path) -> None:
+    result = await TOOL.execute({"command": "true", "directory": "nope"}, make_ctx(tmp_path))
+    assert result.error.startswith("not_found:")
+    (tmp_path / "file").write_text("x")
+    result = await TOOL.execute({"command": "true", "directory": "file"}, make_ctx(tmp_path))
+    assert result.error.startswith("not_a_directory:")
+    result = await TOOL.execute({}, make_ctx(tmp_path))
+    assert result.error == "missing_arg: command"
+
+
+# --- timeouts, cancellation, orphans ---
+
+
+async def test_timeout_kills_the_whole_group_and_keeps_partial_output(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = await TOOL.execute({"command": SPAWNING_COMMAND, "timeout_ms": 700}, make_ctx(tmp_path))
+    assert time.monotonic() - started < 3.5
+    assert not result.ok
+    assert result.error == "timeout: command exceeded 700 ms"
+    assert "started" in result.output
+    assert result.details["timed_out"] is True
+    for pid in [int(word) for word in (tmp_path / "pids").read_text().split()]:
+        assert await wait_dead(pid), f"pid {pid} survived the timeout"
+
+
+async def test_default_timeout_comes_from_env_then_settings(tmp_path: Path) -> None:
+    env_ctx = make_ctx(tmp_path)
+    env_ctx.env["LICH_TERMINAL_TIMEOUT_MS"] = "400"
+    result = await TOOL.execute({"command": "sleep 20"}, env_ctx)
+    assert result.error == "timeout: command exceeded 400 ms"
+
+    settings_ctx = make_ctx(tmp_path, settings={"terminal_timeout_ms": 450})
+    result = await TOOL.execute({"command": "sleep 20"}, settings_ctx)
+    assert result.error == "timeout: command exceeded 450 ms"
+
+
+def test_timeouts_are_clamped(tmp_path: Path) -> None:
+    assert default_command_timeout_ms(make_ctx(tmp_path)) == 60_000
+    huge = make_ctx(tmp_path)
+    huge.env["LICH_TERMINAL_TIMEOUT_MS"] = "999999999"
+    assert default_command_timeout_ms(huge) == MAX_COMMAND_TIMEOUT_MS
+    junk = make_ctx(tmp_path, settings={"terminal_timeout_ms": 1234})
+    junk.env["LICH_TERMINAL_TIMEOUT_MS"] = "soon"
+    assert default_command_timeout_ms(junk) == 1234
+    assert TOOL.timeout_ms == TERMINAL_TOOL_TIMEOUT_MS == 300_000
+
+
+async def test_timeout_argument_is_clamped_to_the_maximum(tmp_path: Path) -> None:
+    result = await TOOL.execute({"command": "true", "timeout_ms": 10**9}, make_ctx(tmp_path))
+    assert result.ok
+    assert result.details["timeout_ms"] == MAX_COMMAND_TIMEOUT_MS
+
+
+async def test_ctx_cancel_kills_the_group_quickly(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path)
+    task = asyncio.ensure_future(TOOL.execute({"command": SPAWNING_COMMAND}, ctx))
+    pids = await wait_for_pids(tmp_path / "pids", 2)
+    cancelled_at = time.monotonic()
+    ctx.cancel.cancel()
+    result = await asyncio.wait_for(task, 3)
+    assert time.monotonic() - cancelled_at < 1.5
+    assert not result.ok and result.error == "cancelled"
+    assert "started" in result.output
+    for pid in pids:
+        assert await wait_dead(pid, 1.5), f"pid {pid} survived cancellation"
+
+
+async def test_cancel_through_the_executor_kills_the_group(tmp_path: Path) -> None:
+    executor = make_executor(tmp_path)
+    ctx = executor.default_context()
+    task = asyncio.ensure_future(executor.execute("terminal", {"command": SPAWNING_COMMAND}, ctx))
+    pids = await wait_for_pids(tmp_path / "pids", 2)
+    ctx.cancel.cancel()
+    result = await asyncio.wait_for(task, 3)
+    assert result.error == "cancelled"
+    for pid in pids:
+        assert await wait_dead(pid, 1.5)
+
+
+async def test_asyncio_task_cancellation_kills_the_group(tmp_path: Path) -> None:
+    task = asyncio.ensure_future(TOOL.execute({"command": SPAWNING_COMMAND}, make_ctx(tmp_path)))
+    pids = await wait_for_pids(tmp_path / "pids", 2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for pid in pids:
+        assert await wait_dead(pid, 1.5), f"pid {pid} survived task cancellation"
+
+
+async def test_background_jobs_do_not_outlive_a_finished_command(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = await TOOL.execute({"command": "sleep 30 & echo $!"}, make_ctx(tmp_path))
+    assert time.monotonic() - started < 3.5
+    assert result.ok
+    assert await wait_dead(int(result.output.split()[0]))
+
+
+# --- output caps ---
+
+
+async def test_flood_is_capped_and_counted(tmp_path: Path) -> None:
+    size = 20_000_000
+    result = await TOOL.execute({"command": f"yes | head -c {size}"}, make_ctx(tmp_path))
+    assert result.ok
+    assert len(result.output) < MAX_RESULT_CHARS
+    assert f"[... truncated, {size - TERMINAL_MAX_OUTPUT_CHARS} chars omitted ...]" in result.output
+    assert result.output.endswith("[exit 0]")
+    assert result.details["truncated_chars"] == size - TERMINAL_MAX_OUTPUT_CHARS
+
+
+async def test_huge_flood_keeps_memory_bounded(tmp_path: Path) -> None:
+    size = 200_000_000
+    before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = await TOOL.execute({"command": f"yes | head -c {size}"}, make_ctx(tmp_path))
+    growth_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before_kib
+    assert result.ok
+    assert len(result.output) < MAX_RESULT_CHARS
+    # Buffering the output would cost 200 MB or more.
+    assert growth_kib < 64 * 1024, f"peak RSS grew by {growth_kib} KiB"
+
+
+async def test_endless_flood_times_out_with_capped_output(tmp_path: Path) -> None:
+    result = await TOOL.execute({"command": "yes", "timeout_ms": 800}, make_ctx(tmp_path))
+    assert result.error == "timeout: command exceeded 800 ms"
+    assert len(result.output) < MAX_RESULT_CHARS
+    assert "truncated" in result.output
+
+
+async def test_executor_keeps_the_terminal_cap_and_exit_line(tmp_path: Path) -> None:
+    result = await make_executor(tmp_path).execute("terminal", {"command": "head -c 40000 /dev/zero | tr '\\0' x"})
+    assert result.ok
+    assert result.output == "x" * 40_000 + "\n[exit 0]"
+
+
+# --- interactive programs ---
+
+
+REFUSED_FORMS = [
+    ("vim notes.txt", "vim"),
+    ("/usr/bin/vi notes.txt", "vi"),
+    ("nvim", "nvim"),
+    ("nano x", "nano"),
+    ("emacs -nw x", "emacs"),
+    ("less log.txt", "less"),
+    ("more log.txt", "more"),
+    ("man ls", "man"),
+    ("top", "top"),
+    ("htop", "htop"),
+    ("watch -n 1 ls", "watch"),
+    ("ssh host", "ssh"),
+    ("mosh host", "mosh"),
+    ("tmux new", "tmux"),
+    ("screen -S x", "screen"),
+    ("sudo -u x vim f", "vim"),
+    ("sudo -E -u root -- nano f", "nano"),
+    ("doas -u root htop", "htop"),
+    ("env A=1 less f", "less"),
+    ("env -u HOME -i B=2 more f", "more"),
+    ("FOO=1 time -p top", "top"),
+    ("FOO=1 BAR='a b' vim", "vim"),
+    ("command -p man ls", "man"),
+    ("exec -a name vim", "vim"),
+    ("time sudo env X=1 nvim", "nvim"),
+    ("cat x | less", "less"),
+    ("make && vim out", "vim"),
+    ("echo a; man ls", "man"),
+    ("false || ssh host", "ssh"),
+    ("(cd sub && vim f)", "vim"),
+    ("echo $(less f)", "less"),
+    ("echo hi\ntop", "top"),
+]
+
+
+@pytest.mark.parametrize(("form", "program"), REFUSED_FORMS)
+async def test_interactive_programs_are_refused_before_running(tmp_path: Path, form: str, program: str) -> None:
+    marker = tmp_path / "ran"
+    result = await TOOL.execute({"command": f"touch {marker}; {form}"}, make_ctx(tmp_path))
+    assert not result.ok
+    assert result.error.startswith(f"interactive_command: {program} ")
+    assert "(nothing was run); instead, " in result.error
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo vim",
+        "grep -c less /dev/null",
+        'echo "a | less"',
+        "cat more.txt",
+        "git --version",
+        "vimdiff --version",
+        "env A=1 printenv A",
+        "sudo_like=1 echo top",
+        "cat <<EOF\nless\nEOF",
+    ],
+)
+def test_non_interactive_commands_are_not_refused(command: str) -> None:
+    assert interactive_refusal(command) is None
+
+
+def test_effective_command_looks_past_wrappers() -> None:
+    assert effective_command(["sudo", "-u", "bob", "-g", "staff", "make"]) == "make"
+    assert effective_command(["env", "-u", "X", "A=1", "/bin/ls"]) == "ls"
+    assert effective_command(["A=1", "B=2"]) is None
+
+
+async def test_refusal_through_executor_runs_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    result = await make_executor(tmp_path).execute("terminal", {"command": f"touch {marker} && env X=1 less f"})
+    assert result.error.startswith("interactive_command: less")
+    assert not marker.exists()
+
+
+# --- environment and gating ---
+
+
+async def test_provider_keys_never_reach_the_child(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path)
+    ctx.env.update(
+        {"OPENAI_API_KEY": "sk-openai", "ANTHROPIC_API_KEY": "sk-ant", "ACME_API_KEY": "sk-acme", "KEEP_ME": "yes"}
+    )
+    result = await TOOL.execute({"command": "env"}, ctx)
+    assert result.ok
+    assert "KEEP_ME=yes" in result.output
+    for secret in ("sk-openai", "sk-ant", "sk-acme", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        assert secret not in result.output
+
+
+async def test_inherited_environment_is_scrubbed_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An empty ctx.env means "not configured": the server's environment is used, minus the keys.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-leak")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-leak2")
+    monkeypatch.setenv("LICH_TERMINAL_TEST_VAR", "visible")
+    ctx = ToolContext(work_dir=tmp_path)
+    result = await TOOL.execute({"command": "env"}, ctx)
+    assert "LICH_TERMINAL_TEST_VAR=visible" in result.output
+    assert "sk-leak" not in result.output
+
+
+async def test_executor_env_is_scrubbed(tmp_path: Path) -> None:
+    executor = make_executor(tmp_path)
+    executor.env["OPENAI_API_KEY"] = "sk-exec"
+    result = await executor.execute("terminal", {"command": 'echo "key=${OPENAI_API_KEY:-none}"'})
+    assert result.output.startswith("key=none\n")
+
+
+async def test_capability_denied_runs_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    executor = make_executor(tmp_path, gate=CapabilityGate(["file/read"]))
+    result = await executor.execute("terminal", {"command": f"touch {marker}"})
+    assert result.error == "capability_denied: process/exec"
+    assert not marker.exists()
+
+
+def test_tool_declaration() -> None:
+    assert TOOL.name == "terminal"
+    assert TOOL.capability == "process/exec"
+    assert TOOL.parameters["required"] == ["command"]
+    assert set(TOOL.parameters["properties"]) == {"command", "timeout_ms", "input", "directory"}
+    assert terminal.TOOL is TOOL
