@@ -84,8 +84,8 @@ def encode_text(text: str) -> bytes:
 def _current_text_or_none(path: Path) -> str | None:
     try:
         return read_disk_text(path)
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # a file in place of a parent directory: the target cannot exist
 
 
 def _write_temp_beside(path: Path, text: str) -> Path:
@@ -148,7 +148,10 @@ def apply_to_disk(changes: Sequence[FileChange]) -> None:
     change set never lands half-applied.
     """
     for change in changes:
-        current = _current_text_or_none(change.path)
+        try:
+            current = _current_text_or_none(change.path)
+        except OSError as err:  # a directory in the way, no permission: refuse, never raise raw
+            raise EditRejected(f"unreadable: {change.path}: {err.strerror or err}") from err
         if current != change.base_text:
             raise EditRejected(f"stale_file: {change.path} changed since it was read; read it again")
 

@@ -74,6 +74,11 @@ def resolve_file_for(ctx: ToolContext, target: str, *, write: bool) -> Path:
     """resolve_safe_path plus the deny list: the one call file tools make."""
     path = resolve_safe_path(ctx.work_dir, target, for_write=write)
     check_file_access(ctx.work_dir, path, write=write)
+    # A symlink inside the root (`cfg -> .lich/config.json`, `d -> .lich`) must not launder a
+    # denied path, so the deny list also applies to where the path really leads.
+    real = Path(os.path.realpath(path))
+    if real != path:
+        check_file_access(os.path.realpath(ctx.work_dir), real, write=write)
     return path
 
 

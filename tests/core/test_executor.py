@@ -1,0 +1,293 @@
+"""ToolExecutor: never throws; fast paths, capability gate, guards, deadlines, clamping, shaping."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lich_core.errors import ToolError
+from lich_core.tools import executor as executor_module
+from lich_core.tools.capabilities import CapabilityGate
+from lich_core.tools.executor import (
+    DEFAULT_TOOL_TIMEOUT_MS,
+    MCP_TOOL_TIMEOUT_MS,
+    RUN_TESTS_TOOL_TIMEOUT_MS,
+    TERMINAL_TOOL_TIMEOUT_MS,
+    ToolExecutor,
+)
+from lich_core.tools.registry import ToolRegistry
+from lich_core.tools.types import CancelToken, FunctionTool, ToolContext, ToolResult
+
+WAIT_S = 10  # generous upper bound for anything that should happen "soon"
+
+
+def make_tool(name: str, run, **kwargs: Any) -> FunctionTool:
+    return FunctionTool(name=name, description=name, parameters={"type": "object", "properties": {}}, run=run, **kwargs)
+
+
+class Calls:
+    """Records calls into a tool so a test can assert it ran (or did not)."""
+
+    def __init__(self) -> None:
+        self.args: list[dict[str, Any]] = []
+        self.contexts: list[ToolContext] = []
+
+
+def echo_tool(calls: Calls, name: str = "echo", **kwargs: Any) -> FunctionTool:
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        calls.args.append(args)
+        calls.contexts.append(ctx)
+        return ToolResult(ok=True, output=str(args.get("text", "ok")))
+
+    return make_tool(name, run, **kwargs)
+
+
+def executor_with(*tools: FunctionTool, **kwargs: Any) -> ToolExecutor:
+    return ToolExecutor(ToolRegistry(tools), **kwargs)
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    return ToolContext(work_dir=tmp_path)
+
+
+def test_timeout_constants_follow_the_seed() -> None:
+    assert DEFAULT_TOOL_TIMEOUT_MS == 30_000
+    assert TERMINAL_TOOL_TIMEOUT_MS == 300_000
+    assert RUN_TESTS_TOOL_TIMEOUT_MS == 600_000
+    assert MCP_TOOL_TIMEOUT_MS == 120_000
+
+
+async def test_unknown_tool_is_an_error_result(ctx: ToolContext) -> None:
+    result = await executor_with().execute("nope", {}, ctx)
+    assert result == ToolResult(ok=False, output="", error="unknown_tool: nope")
+
+
+async def test_success_passes_args_and_context(ctx: ToolContext) -> None:
+    calls = Calls()
+    result = await executor_with(echo_tool(calls)).execute("echo", {"text": "hi"}, ctx)
+    assert result.ok and result.output == "hi"
+    assert calls.args == [{"text": "hi"}]
+    assert calls.contexts[0].work_dir == ctx.work_dir
+    # The tool gets its own cancellation token, not the caller's.
+    assert calls.contexts[0].cancel is not ctx.cancel
+
+
+async def test_non_dict_args_become_empty(ctx: ToolContext) -> None:
+    calls = Calls()
+    result = await executor_with(echo_tool(calls)).execute("echo", None, ctx)  # type: ignore[arg-type]
+    assert result.ok and calls.args == [{}]
+
+
+async def test_default_context_uses_executor_settings(tmp_path: Path) -> None:
+    calls = Calls()
+    executor = executor_with(echo_tool(calls), work_dir=tmp_path, env={"A": "1"}, settings={"k": 2})
+    assert (await executor.execute("echo", {})).ok
+    seen = calls.contexts[0]
+    assert seen.work_dir == tmp_path.resolve()
+    assert seen.env == {"A": "1"}
+    assert seen.settings == {"k": 2}
+
+
+async def test_already_cancelled_runs_nothing(ctx: ToolContext) -> None:
+    calls = Calls()
+    ctx.cancel.cancel()
+    result = await executor_with(echo_tool(calls)).execute("echo", {}, ctx)
+    assert result == ToolResult(ok=False, output="", error="cancelled")
+    assert calls.args == []
+
+
+async def test_capability_denied_runs_nothing(ctx: ToolContext) -> None:
+    calls = Calls()
+    executor = executor_with(echo_tool(calls, capability="file/write"), gate=CapabilityGate(["file/read"]))
+    result = await executor.execute("echo", {}, ctx)
+    assert result.ok is False and result.error == "capability_denied: file/write"
+    assert calls.args == []
+
+
+async def test_empty_grant_denies_gated_but_not_ungated_tools(ctx: ToolContext) -> None:
+    gated, free = Calls(), Calls()
+    executor = executor_with(
+        echo_tool(gated, "gated", capability="process/exec"), echo_tool(free, "free"), gate=CapabilityGate([])
+    )
+    assert (await executor.execute("gated", {}, ctx)).error == "capability_denied: process/exec"
+    assert (await executor.execute("free", {}, ctx)).ok
+    assert gated.args == [] and len(free.args) == 1
+
+
+async def test_capability_denied_builtin_writes_nothing(tmp_path: Path) -> None:
+    from lich_core.tools.builtin.write_file import TOOL as WRITE_TOOL
+
+    executor = executor_with(WRITE_TOOL, gate=CapabilityGate(["file/read"]), work_dir=tmp_path)
+    result = await executor.execute("write_file", {"path": "x.txt", "content": "hi"})
+    assert result.error == "capability_denied: file/write"
+    assert not (tmp_path / "x.txt").exists()
+
+
+async def test_guards_can_refuse_and_see_the_call(ctx: ToolContext) -> None:
+    calls = Calls()
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def deny_secret(tool, args, call_ctx) -> str | None:
+        seen.append((tool.name, args))
+        return "blocked_by_plugin: no secrets" if args.get("text") == "secret" else None
+
+    executor = executor_with(echo_tool(calls), guards=[deny_secret])
+    refused = await executor.execute("echo", {"text": "secret"}, ctx)
+    assert refused.ok is False and refused.error == "blocked_by_plugin: no secrets"
+    assert calls.args == []
+    allowed = await executor.execute("echo", {"text": "fine"}, ctx)
+    assert allowed.ok and allowed.output == "fine"
+    assert seen == [("echo", {"text": "secret"}), ("echo", {"text": "fine"})]
+
+
+async def test_a_broken_guard_refuses_instead_of_crashing(ctx: ToolContext) -> None:
+    calls = Calls()
+
+    async def broken(tool, args, call_ctx) -> str | None:
+        raise RuntimeError("guard blew up")
+
+    result = await executor_with(echo_tool(calls), guards=[broken]).execute("echo", {}, ctx)
+    assert result.ok is False and result.error == "guard_error: guard blew up"
+    assert calls.args == []
+
+
+async def test_cancel_during_guard_runs_nothing(ctx: ToolContext) -> None:
+    calls = Calls()
+
+    async def cancel_then_allow(tool, args, call_ctx) -> str | None:
+        call_ctx.cancel.cancel()  # the user hit cancel while an approval prompt was open
+        return None
+
+    result = await executor_with(echo_tool(calls), guards=[cancel_then_allow]).execute("echo", {}, ctx)
+    assert result.error == "cancelled" and calls.args == []
+
+
+async def test_declared_timeout_gives_timeout_error_and_cancels_tool_token(ctx: ToolContext) -> None:
+    tokens: list[CancelToken] = []
+
+    async def slow(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        tokens.append(call_ctx.cancel)
+        await asyncio.sleep(WAIT_S)
+        return ToolResult(ok=True, output="late")
+
+    result = await executor_with(make_tool("slow", slow, timeout_ms=50)).execute("slow", {}, ctx)
+    assert result.ok is False and result.error == "timeout: slow exceeded 50ms"
+    assert tokens[0].cancelled
+    # The caller's own token is left alone: a timeout is not a user cancel.
+    assert not ctx.cancel.cancelled
+
+
+async def test_default_timeout_applies_when_tool_declares_none(ctx: ToolContext, monkeypatch) -> None:
+    monkeypatch.setattr(executor_module, "DEFAULT_TOOL_TIMEOUT_MS", 40)
+
+    async def slow(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        await asyncio.sleep(WAIT_S)
+        return ToolResult(ok=True)
+
+    result = await executor_with(make_tool("slow", slow)).execute("slow", {}, ctx)
+    assert result.error == "timeout: slow exceeded 40ms"
+
+
+async def test_cancellation_mid_run_reports_cancelled_and_lets_tool_clean_up(ctx: ToolContext) -> None:
+    started = asyncio.Event()
+    cleaned = asyncio.Event()
+
+    async def waits(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        started.set()
+        try:
+            await asyncio.sleep(WAIT_S)
+        finally:
+            cleaned.set()
+        return ToolResult(ok=True)
+
+    task = asyncio.ensure_future(executor_with(make_tool("waits", waits)).execute("waits", {}, ctx))
+    await asyncio.wait_for(started.wait(), WAIT_S)
+    ctx.cancel.cancel()
+    result = await asyncio.wait_for(task, WAIT_S)
+    assert result == ToolResult(ok=False, output="", error="cancelled")
+    assert cleaned.is_set()
+
+
+async def test_tool_that_returns_an_error_after_cancel_reports_cancelled(ctx: ToolContext) -> None:
+    async def cooperative(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        call_ctx.cancel.cancel()  # e.g. its child process was killed by the cancel
+        return ToolResult(ok=False, error="exit 137")
+
+    result = await executor_with(make_tool("coop", cooperative)).execute("coop", {}, ctx)
+    assert result.error == "cancelled"
+
+
+async def test_success_output_is_clamped_at_20000_chars(ctx: ToolContext) -> None:
+    async def flood(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        return ToolResult(ok=True, output="z" * 25_000)
+
+    result = await executor_with(make_tool("flood", flood)).execute("flood", {}, ctx)
+    assert result.ok
+    assert result.output.startswith("z" * 20_000)
+    assert result.output.endswith("[... truncated, 5000 chars omitted ...]")
+    assert len(result.output) < 20_100
+
+
+async def test_declared_max_output_chars_raises_the_clamp(ctx: ToolContext) -> None:
+    async def flood(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        return ToolResult(ok=True, output="z" * 60_000)
+
+    tool = make_tool("flood", flood)
+    tool.max_output_chars = 50_000  # type: ignore[attr-defined]
+    result = await executor_with(tool).execute("flood", {}, ctx)
+    assert result.output.endswith("[... truncated, 10000 chars omitted ...]")
+    assert result.output.startswith("z" * 50_000)
+
+
+async def test_throwing_tool_becomes_error_result(ctx: ToolContext) -> None:
+    async def boom(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        raise RuntimeError("kaput")
+
+    async def prefixed(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        raise ToolError("not_found: gone.txt")
+
+    executor = executor_with(make_tool("boom", boom), make_tool("prefixed", prefixed))
+    assert await executor.execute("boom", {}, ctx) == ToolResult(ok=False, output="", error="RuntimeError: kaput")
+    assert (await executor.execute("prefixed", {}, ctx)).error == "not_found: gone.txt"
+
+
+async def test_bad_return_type_is_an_error(ctx: ToolContext) -> None:
+    async def wrong(args: dict[str, Any], call_ctx: ToolContext) -> Any:
+        return "just a string"
+
+    result = await executor_with(make_tool("wrong", wrong)).execute("wrong", {}, ctx)
+    assert result.ok is False and result.error.startswith("bad_tool_result:")
+    assert "str" in result.error
+
+
+async def test_caller_task_cancellation_propagates_and_stops_the_tool(ctx: ToolContext) -> None:
+    started = asyncio.Event()
+    tool_tokens: list[CancelToken] = []
+
+    async def waits(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        tool_tokens.append(call_ctx.cancel)
+        started.set()
+        await asyncio.sleep(WAIT_S)
+        return ToolResult(ok=True)
+
+    task = asyncio.ensure_future(executor_with(make_tool("waits", waits)).execute("waits", {}, ctx))
+    await asyncio.wait_for(started.wait(), WAIT_S)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert tool_tokens[0].cancelled
+
+
+def test_format_result_raw_on_success_json_on_error() -> None:
+    assert ToolExecutor.format_result(ToolResult(ok=True, output="line 1\nline 2")) == "line 1\nline 2"
+    rendered = ToolExecutor.format_result(ToolResult(ok=False, output="partial", error="timeout: x exceeded 5ms"))
+    assert json.loads(rendered) == {"ok": False, "output": "partial", "error": "timeout: x exceeded 5ms"}
+    # Details never reach the model.
+    with_details = ToolResult(ok=False, error="e", details={"prior_content": "secret"})
+    assert "prior_content" not in ToolExecutor.format_result(with_details)
+    assert json.loads(ToolExecutor.format_result(ToolResult(ok=False, error="é")))["error"] == "é"

@@ -1,0 +1,247 @@
+"""Guards: confinement (lexical and through symlinks), the deny list, clamping, arg coercion."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from lich_core.errors import ToolError, ToolTimeoutError
+from lich_core.tools.guard import (
+    capture_errors,
+    check_file_access,
+    clamp_output,
+    error_result,
+    optional_bool_arg,
+    optional_int_arg,
+    optional_string_arg,
+    require_raw_string_arg,
+    require_string_arg,
+    resolve_file_for,
+    resolve_safe_path,
+    with_timeout,
+)
+from lich_core.tools.types import ToolContext, ToolResult
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    (work / "src" / "a.py").write_text("a\n")
+    return work.resolve()
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    other = tmp_path / "outside"
+    other.mkdir()
+    (other / "secret.txt").write_text("s3cret\n")
+    return other.resolve()
+
+
+def escape_message(fn, *args, **kwargs) -> str:
+    with pytest.raises(ToolError) as info:
+        fn(*args, **kwargs)
+    return str(info.value)
+
+
+# --- lexical confinement ---
+
+
+def test_relative_path_inside_resolves_under_root(root: Path) -> None:
+    assert resolve_safe_path(root, "src/a.py") == root / "src" / "a.py"
+    assert resolve_safe_path(root, "src/../src/a.py") == root / "src" / "a.py"
+    assert resolve_safe_path(root, ".") == root
+
+
+def test_dotdot_escape_is_refused(root: Path) -> None:
+    assert escape_message(resolve_safe_path, root, "../x").startswith("path_escape:")
+    assert escape_message(resolve_safe_path, root, "src/../../x").startswith("path_escape:")
+    assert escape_message(resolve_safe_path, root, "..").startswith("path_escape:")
+
+
+def test_sibling_with_root_name_prefix_is_refused(root: Path) -> None:
+    # "/tmp/work-other" starts with "/tmp/work" as a string but is not inside it.
+    sibling = Path(str(root) + "-other")
+    sibling.mkdir()
+    assert escape_message(resolve_safe_path, root, str(sibling / "f")).startswith("path_escape:")
+
+
+def test_absolute_inside_is_accepted_and_outside_refused(root: Path, outside: Path) -> None:
+    assert resolve_safe_path(root, str(root / "src" / "a.py")) == root / "src" / "a.py"
+    message = escape_message(resolve_safe_path, root, str(outside / "secret.txt"))
+    assert message.startswith("path_escape:")
+    assert escape_message(resolve_safe_path, root, "/etc/passwd").startswith("path_escape:")
+
+
+# --- real-path confinement ---
+
+
+def test_symlinked_directory_pointing_outside_is_refused(root: Path, outside: Path) -> None:
+    os.symlink(outside, root / "linkdir")
+    for write in (False, True):
+        message = escape_message(resolve_safe_path, root, "linkdir/secret.txt", for_write=write)
+        assert message.startswith("path_escape:")
+    # Even a file that does not exist yet below the link.
+    assert escape_message(resolve_safe_path, root, "linkdir/new.txt", for_write=True).startswith("path_escape:")
+
+
+def test_symlinked_file_pointing_outside_is_refused(root: Path, outside: Path) -> None:
+    os.symlink(outside / "secret.txt", root / "leak.txt")
+    assert escape_message(resolve_safe_path, root, "leak.txt").startswith("path_escape:")
+    assert escape_message(resolve_safe_path, root, "leak.txt", for_write=True).startswith("path_escape:")
+
+
+def test_symlink_inside_root_readable_but_leaf_never_written(root: Path) -> None:
+    os.symlink(root / "src" / "a.py", root / "alias.py")
+    assert resolve_safe_path(root, "alias.py") == root / "alias.py"
+    message = escape_message(resolve_safe_path, root, "alias.py", for_write=True)
+    assert message.startswith("path_escape:") and "symbolic link" in message
+
+
+def test_symlinked_dir_inside_root_allows_writes_below_it(root: Path) -> None:
+    os.symlink(root / "src", root / "srclink")
+    assert resolve_safe_path(root, "srclink/new.py", for_write=True) == root / "srclink" / "new.py"
+
+
+def test_root_that_is_itself_a_symlink_still_works(tmp_path: Path, root: Path) -> None:
+    link_root = tmp_path / "rootlink"
+    os.symlink(root, link_root)
+    assert resolve_safe_path(link_root, "src/a.py") == link_root / "src" / "a.py"
+
+
+# --- deny list ---
+
+
+def ctx_for(root: Path) -> ToolContext:
+    return ToolContext(work_dir=root)
+
+
+@pytest.mark.parametrize("write", [False, True])
+def test_lich_config_is_neither_readable_nor_writable(root: Path, write: bool) -> None:
+    (root / ".lich").mkdir()
+    (root / ".lich" / "config.json").write_text("{}")
+    message = escape_message(resolve_file_for, ctx_for(root), ".lich/config.json", write=write)
+    assert message.startswith("forbidden_path:")
+
+
+@pytest.mark.parametrize("name", [".env", ".env.local", "sub/.env.production"])
+def test_env_files_are_readable_but_never_writable(root: Path, name: str) -> None:
+    assert resolve_file_for(ctx_for(root), name, write=False) == root / name
+    assert escape_message(resolve_file_for, ctx_for(root), name, write=True).startswith("forbidden_path:")
+
+
+def test_lich_dir_writable_only_under_skills_and_plugins(root: Path) -> None:
+    ctx = ctx_for(root)
+    assert resolve_file_for(ctx, ".lich/skills/notes.md", write=True) == root / ".lich/skills/notes.md"
+    assert resolve_file_for(ctx, ".lich/plugins/p/mod.py", write=True) == root / ".lich/plugins/p/mod.py"
+    for target in (".lich/approvals.json", ".lich/sessions/x.jsonl", ".lich/skills", ".lich"):
+        message = escape_message(resolve_file_for, ctx, target, write=True)
+        assert message.startswith("forbidden_path:"), target
+    # Reading elsewhere in .lich is fine.
+    assert resolve_file_for(ctx, ".lich/sessions/x.jsonl", write=False) == root / ".lich/sessions/x.jsonl"
+
+
+def test_deny_list_applies_through_symlinks_inside_the_root(root: Path) -> None:
+    (root / ".lich").mkdir()
+    (root / ".lich" / "config.json").write_text("{}")
+    os.symlink(root / ".lich" / "config.json", root / "cfg")
+    os.symlink(root / ".lich", root / "dotlich")
+    ctx = ctx_for(root)
+    assert escape_message(resolve_file_for, ctx, "cfg", write=False).startswith("forbidden_path:")
+    assert escape_message(resolve_file_for, ctx, "dotlich/config.json", write=False).startswith("forbidden_path:")
+    assert escape_message(resolve_file_for, ctx, "dotlich/approvals.json", write=True).startswith("forbidden_path:")
+    assert resolve_file_for(ctx, "dotlich/skills/s.md", write=True) == root / "dotlich/skills/s.md"
+
+
+def test_check_file_access_ignores_ordinary_files(root: Path) -> None:
+    check_file_access(root, root / "src" / "a.py", write=True)
+    check_file_access(root, root / "environment.txt", write=True)
+    check_file_access(root, root / "lich" / "config.json", write=True)
+
+
+# --- clamping ---
+
+
+def test_clamp_output_keeps_short_text_and_marks_truncation() -> None:
+    assert clamp_output("short") == "short"
+    exact = "x" * 20_000
+    assert clamp_output(exact) == exact
+    clamped = clamp_output("y" * 20_005)
+    assert clamped.startswith("y" * 20_000)
+    assert clamped.endswith("[... truncated, 5 chars omitted ...]")
+    assert clamp_output("abcdef", 4) == "abcd\n[... truncated, 2 chars omitted ...]"
+
+
+# --- argument coercion ---
+
+
+def test_require_string_arg() -> None:
+    assert require_string_arg({"k": "v"}, "k") == "v"
+    assert require_string_arg({"k": 12}, "k") == "12"
+    for args in ({}, {"k": ""}, {"k": None}, {"k": ["v"]}, {"k": True}):
+        with pytest.raises(ToolError, match=r"^missing_arg: k$"):
+            require_string_arg(args, "k")
+
+
+def test_require_raw_string_arg_accepts_empty() -> None:
+    assert require_raw_string_arg({"k": ""}, "k") == ""
+    with pytest.raises(ToolError, match=r"^missing_arg: k$"):
+        require_raw_string_arg({"k": 5}, "k")
+    with pytest.raises(ToolError, match=r"^missing_arg: k$"):
+        require_raw_string_arg({}, "k")
+
+
+def test_optional_args_fall_back_on_wrong_types() -> None:
+    assert optional_string_arg({"k": ""}, "k", "d") == "d"
+    assert optional_string_arg({"k": 3}, "k", "d") == "d"
+    assert optional_int_arg({"k": "7"}, "k", 1) == 7
+    assert optional_int_arg({"k": 7.9}, "k", 1) == 7
+    assert optional_int_arg({"k": "nope"}, "k", 1) == 1
+    assert optional_int_arg({"k": True}, "k", 1) == 1
+    assert optional_int_arg({"k": float("nan")}, "k", 1) == 1
+    assert optional_int_arg({"k": 99}, "k", 1, low=1, high=4) == 4
+    assert optional_int_arg({"k": -3}, "k", 1, low=1, high=4) == 1
+    assert optional_bool_arg({"k": "true"}, "k") is True
+    assert optional_bool_arg({"k": "FALSE"}, "k", True) is False
+    assert optional_bool_arg({"k": 1}, "k") is False
+
+
+# --- failure shaping and deadlines ---
+
+
+async def test_capture_errors_turns_raises_into_results() -> None:
+    @capture_errors
+    async def body(args: dict, ctx: ToolContext) -> ToolResult:
+        kind = args["kind"]
+        if kind == "tool":
+            raise ToolError("not_found: x.py")
+        if kind == "enoent":
+            raise FileNotFoundError(2, "No such file", "y.py")
+        raise ValueError("boom")
+
+    ctx = ToolContext(work_dir=Path.cwd())
+    assert (await body({"kind": "tool"}, ctx)).error == "not_found: x.py"
+    assert (await body({"kind": "enoent"}, ctx)).error == "not_found: y.py"
+    result = await body({"kind": "other"}, ctx)
+    assert result.ok is False and result.output == "" and result.error == "ValueError: boom"
+
+
+def test_error_result_from_string() -> None:
+    assert error_result("cancelled") == ToolResult(ok=False, output="", error="cancelled")
+
+
+async def test_with_timeout_raises_timeout_error() -> None:
+    async def slow() -> None:
+        await asyncio.sleep(5)
+
+    with pytest.raises(ToolTimeoutError, match=r"^timeout: slow thing exceeded 20ms$"):
+        await with_timeout(slow, 20, "slow thing")
+
+    async def fast() -> int:
+        return 3
+
+    assert await with_timeout(fast, 1000, "fast") == 3

@@ -1,0 +1,195 @@
+"""DiskWorkspace: atomic writes that keep the file mode, create parents, and apply a change set
+all-or-nothing (stale checks, staging failures and a failing rename part-way all leave no trace)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from lich_core import workspace as workspace_module
+from lich_core.errors import EditRejected
+from lich_core.workspace import DiskWorkspace, FileChange, Workspace
+
+
+def write(path: Path, new_text: str, base_text: str | None) -> FileChange:
+    return FileChange(path=path, kind="write", new_text=new_text, base_text=base_text)
+
+
+def temp_leftovers(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.name.endswith(".lich-tmp")]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> DiskWorkspace:
+    return DiskWorkspace(tmp_path)
+
+
+def test_disk_workspace_is_a_workspace(ws: DiskWorkspace, tmp_path: Path) -> None:
+    assert isinstance(ws, Workspace)
+    assert ws.root == tmp_path.resolve()
+    assert list(ws.overlay_paths()) == []
+
+
+def test_reads_keep_line_endings_and_undecodable_bytes(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "crlf.txt"
+    path.write_bytes(b"one\r\ntwo\r\n\xff\xfe end")
+    text = ws.read_text(path)
+    assert text.startswith("one\r\ntwo\r\n")
+    assert ws.read_bytes(path) == b"one\r\ntwo\r\n\xff\xfe end"
+    assert ws.exists(path) and not ws.exists(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError):
+        ws.read_text(tmp_path / "missing")
+
+
+async def test_round_trip_preserves_undecodable_bytes(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"caf\xe9\n")
+    text = ws.read_text(path)
+    await ws.apply([write(path, text + "more\n", text)], "t")
+    assert path.read_bytes() == b"caf\xe9\nmore\n"
+
+
+async def test_write_creates_parents(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "c.txt"
+    await ws.apply([write(path, "hello\n", None)], "t")
+    assert path.read_text() == "hello\n"
+    assert temp_leftovers(tmp_path) == []
+
+
+async def test_write_keeps_existing_file_mode(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "script.sh"
+    path.write_text("echo 1\n")
+    os.chmod(path, 0o751)
+    await ws.apply([write(path, "echo 2\n", "echo 1\n")], "t")
+    assert path.read_text() == "echo 2\n"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o751
+
+
+async def test_new_file_gets_umask_mode_not_temp_file_mode(ws: DiskWorkspace, tmp_path: Path) -> None:
+    old_umask = os.umask(0o022)
+    try:
+        path = tmp_path / "new.txt"
+        await ws.apply([write(path, "x", None)], "t")
+    finally:
+        os.umask(old_umask)
+    # mkstemp creates 0600 files; the result must look like an ordinarily created file.
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+
+
+async def test_write_replaces_inode_atomically(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_text("old")
+    before = os.stat(path).st_ino
+    await ws.apply([write(path, "new", "old")], "t")
+    # A rename swaps in a new inode: a reader never sees a half-written file.
+    assert os.stat(path).st_ino != before
+    assert path.read_text() == "new"
+
+
+async def test_delete(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "gone.txt"
+    path.write_text("bye")
+    await ws.apply([FileChange(path=path, kind="delete", new_text=None, base_text="bye")], "t")
+    assert not path.exists()
+
+
+async def test_stale_single_file_is_rejected(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_text("someone else's edit")
+    with pytest.raises(EditRejected) as info:
+        await ws.apply([write(path, "mine", "what I read")], "t")
+    assert str(info.value).startswith("edit_rejected: stale_file:")
+    assert path.read_text() == "someone else's edit"
+
+
+async def test_creating_a_file_that_appeared_meanwhile_is_stale(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_text("appeared")
+    with pytest.raises(EditRejected):
+        await ws.apply([write(path, "mine", None)], "t")
+    assert path.read_text() == "appeared"
+
+
+async def test_stale_second_file_rejects_whole_set(ws: DiskWorkspace, tmp_path: Path) -> None:
+    first, second = tmp_path / "one.txt", tmp_path / "two.txt"
+    first.write_text("1\n")
+    second.write_text("changed behind our back\n")
+    with pytest.raises(EditRejected, match="stale_file"):
+        await ws.apply([write(first, "1 edited\n", "1\n"), write(second, "2 edited\n", "2\n")], "t")
+    assert first.read_text() == "1\n"
+    assert second.read_text() == "changed behind our back\n"
+    assert temp_leftovers(tmp_path) == []
+
+
+async def test_staging_failure_writes_nothing(ws: DiskWorkspace, tmp_path: Path) -> None:
+    first = tmp_path / "one.txt"
+    first.write_text("1\n")
+    (tmp_path / "blocker").write_text("a file where a directory is needed")
+    second = tmp_path / "blocker" / "two.txt"
+    with pytest.raises(EditRejected, match="write_failed"):
+        await ws.apply([write(first, "1 edited\n", "1\n"), write(second, "2\n", None)], "t")
+    assert first.read_text() == "1\n"
+    assert temp_leftovers(tmp_path) == []
+
+
+async def test_change_to_a_directory_is_rejected_not_raised_raw(ws: DiskWorkspace, tmp_path: Path) -> None:
+    first = tmp_path / "one.txt"
+    first.write_text("1\n")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "adir" / "inside.txt").write_text("keep")
+    with pytest.raises(EditRejected):
+        await ws.apply([write(first, "1 edited\n", "1\n"), write(tmp_path / "adir", "x", None)], "t")
+    assert first.read_text() == "1\n"
+    assert (tmp_path / "adir" / "inside.txt").read_text() == "keep"
+    assert temp_leftovers(tmp_path) == []
+
+
+async def test_failing_rename_part_way_restores_earlier_files(
+    ws: DiskWorkspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    existing, created, third = tmp_path / "existing.txt", tmp_path / "created.txt", tmp_path / "third.txt"
+    existing.write_text("original\n")
+    third.write_text("third\n")
+    os.chmod(existing, 0o640)
+    real_replace = os.replace
+    calls: list[str] = []
+
+    def flaky_replace(src, dst) -> None:
+        calls.append(str(dst))
+        if len(calls) == 3:  # the third swap (third.txt) fails after two succeeded
+            raise OSError(5, "simulated I/O error")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(workspace_module.os, "replace", flaky_replace)
+    changes = [
+        write(existing, "edited\n", "original\n"),
+        write(created, "brand new\n", None),
+        write(third, "third edited\n", "third\n"),
+    ]
+    with pytest.raises(EditRejected, match="write_failed"):
+        await ws.apply(changes, "t")
+    monkeypatch.undo()
+    assert existing.read_text() == "original\n"
+    assert stat.S_IMODE(os.stat(existing).st_mode) == 0o640
+    assert not created.exists()
+    assert third.read_text() == "third\n"
+    assert temp_leftovers(tmp_path) == []
+
+
+async def test_successful_multi_file_set_applies_everything(ws: DiskWorkspace, tmp_path: Path) -> None:
+    a, b, c = tmp_path / "a.txt", tmp_path / "sub" / "b.txt", tmp_path / "c.txt"
+    a.write_text("a")
+    c.write_text("c")
+    await ws.apply(
+        [
+            write(a, "A", "a"),
+            write(b, "B", None),
+            FileChange(path=c, kind="delete", new_text=None, base_text="c"),
+        ],
+        "t",
+    )
+    assert a.read_text() == "A" and b.read_text() == "B" and not c.exists()
+    assert temp_leftovers(tmp_path) == []
