@@ -1,0 +1,256 @@
+"""Anthropic Messages API (`/v1/messages`, anthropic-version 2023-06-01)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
+from lich_core.providers.base import ProviderError, TextCallback
+from lich_core.providers.errors import malformed, stream_error
+from lich_core.providers.http import HttpModel, parse_tool_arguments, sse_events
+from lich_core.tools.types import ToolDefinition
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_HOST = "api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+}
+
+
+def split_system(messages: list[Message]) -> tuple[str, list[Message]]:
+    """The API takes the system prompt as a field: every system message is hoisted and joined."""
+    system = [m.content for m in messages if m.role == "system" and m.content]
+    return "\n\n".join(system), [m for m in messages if m.role != "system"]
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [
+            {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id or "",
+                "content": message.content,
+            }
+        ]
+    blocks: list[dict[str, Any]] = []
+    if message.content:
+        # The API rejects empty text blocks, so an empty content simply adds none.
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        blocks.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+        )
+    return blocks
+
+
+def to_wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Alternating user/assistant turns: tool results become user turns, and consecutive turns of
+    the same role (several tool results, a tool result then a user note) merge into one."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    for item in wire:
+        # A lone text block is sent as a plain string: the shape every client sends for chat.
+        content = item["content"]
+        if len(content) == 1 and content[0]["type"] == "text":
+            item["content"] = content[0]["text"]
+    return wire
+
+
+def to_wire_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
+    return [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+    ]
+
+
+@dataclass
+class _Block:
+    kind: str
+    id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+    input: Any = None
+
+
+class AnthropicModel(HttpModel):
+    kind = "anthropic"
+    default_base_url = ANTHROPIC_BASE_URL
+
+    def messages_url(self) -> str:
+        # Accept base URLs given with or without the /v1 suffix.
+        return (
+            f"{self.base_url}/messages"
+            if self.base_url.endswith("/v1")
+            else f"{self.base_url}/v1/messages"
+        )
+
+    def request_body(self, messages: list[Message], tools: list[ToolDefinition]) -> dict[str, Any]:
+        system, rest = split_system(messages)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": to_wire_messages(rest),
+            "stream": self.stream,
+        }
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = to_wire_tools(tools)
+        return body
+
+    def request_headers(self) -> dict[str, str]:
+        headers = {
+            "anthropic-version": ANTHROPIC_VERSION,
+            "accept": "text/event-stream" if self.stream else "application/json",
+        }
+        if self.api_key:
+            headers["x-api-key"] = self.api_key
+        return headers
+
+    async def _complete(
+        self, messages: list[Message], tools: list[ToolDefinition], on_text: TextCallback | None
+    ) -> ModelResponse:
+        async with self._open(
+            self.messages_url(), self.request_body(messages, tools), self.request_headers()
+        ) as resp:
+            if not self.stream:
+                return self._parse_body(await resp.aread())
+            return await self._read_stream(resp, on_text)
+
+    def _bad(self, what: str) -> ProviderError:
+        return malformed(what, provider=self.name, url=self.base_url)
+
+    def _parse_body(self, raw: bytes) -> ModelResponse:
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, ValueError):
+            raise self._bad(f"expected JSON, got {raw[:120]!r}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+            if isinstance(data, dict) and data.get("type") == "error":
+                raise stream_error(data, provider=self.name, url=self.base_url)
+            raise self._bad(f"expected a message, got {raw[:120]!r}")
+        blocks = []
+        for item in data["content"]:
+            if item.get("type") == "text":
+                blocks.append(_Block("text", parts=[item.get("text", "")]))
+            elif item.get("type") == "tool_use":
+                blocks.append(
+                    _Block(
+                        "tool_use",
+                        id=item.get("id", ""),
+                        name=item.get("name", ""),
+                        input=item.get("input"),
+                    )
+                )
+        usage = data.get("usage") or {}
+        return self._response(
+            blocks,
+            Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            data.get("stop_reason"),
+            data.get("model") or self.model,
+        )
+
+    async def _read_stream(self, resp: Any, on_text: TextCallback | None) -> ModelResponse:
+        blocks: dict[int, _Block] = {}
+        usage = Usage()
+        stop_reason: str | None = None
+        model = self.model
+        finished = False
+        async for event_name, data in sse_events(resp):
+            try:
+                event = json.loads(data)
+            except (json.JSONDecodeError, ValueError):
+                raise self._bad(f"invalid JSON in stream event: {data[:120]!r}") from None
+            if not isinstance(event, dict):
+                raise self._bad(f"stream event is not an object: {data[:120]!r}")
+            kind = event.get("type") or event_name
+            if kind == "message_start":
+                message = event.get("message") or {}
+                model = message.get("model") or model
+                usage.input_tokens = int((message.get("usage") or {}).get("input_tokens") or 0)
+            elif kind == "content_block_start":
+                block = event.get("content_block") or {}
+                blocks[int(event.get("index", len(blocks)))] = _Block(
+                    block.get("type", ""), id=block.get("id", ""), name=block.get("name", "")
+                )
+            elif kind == "content_block_delta":
+                self._apply_delta(blocks, event, on_text)
+            elif kind == "message_delta":
+                stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
+                out = (event.get("usage") or {}).get("output_tokens")
+                if out is not None:
+                    usage.output_tokens = int(out)
+            elif kind == "message_stop":
+                finished = True
+                break
+            elif kind == "error":
+                raise stream_error(event, provider=self.name, url=self.base_url)
+        if not finished:
+            raise ProviderError(
+                "network",
+                "stream ended before the response was complete",
+                provider=self.name,
+                url=self.base_url,
+            )
+        return self._response([blocks[i] for i in sorted(blocks)], usage, stop_reason, model)
+
+    def _apply_delta(
+        self, blocks: dict[int, _Block], event: dict[str, Any], on_text: TextCallback | None
+    ) -> None:
+        index = int(event.get("index", 0))
+        delta = event.get("delta") or {}
+        block = blocks.setdefault(index, _Block("text"))
+        if delta.get("type") == "text_delta":
+            piece = delta.get("text") or ""
+            if piece:
+                block.parts.append(piece)
+                if on_text is not None:
+                    on_text(piece)
+        elif delta.get("type") == "input_json_delta":
+            block.parts.append(delta.get("partial_json") or "")
+
+    def _response(
+        self, blocks: list[_Block], usage: Usage, stop_reason: str | None, model: str
+    ) -> ModelResponse:
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for block in blocks:
+            if block.kind == "text":
+                text.append("".join(block.parts))
+            elif block.kind == "tool_use":
+                source = (
+                    block.input
+                    if block.input is not None and not block.parts
+                    else "".join(block.parts)
+                )
+                arguments, raw = parse_tool_arguments(source)
+                calls.append(
+                    ToolCall(id=block.id, name=block.name, arguments=arguments, raw_arguments=raw)
+                )
+        stop = (
+            "tool_calls"
+            if calls
+            else STOP_REASONS.get(stop_reason or "end_turn", stop_reason or "stop")
+        )
+        return ModelResponse(
+            message=Message(role="assistant", content="".join(text), tool_calls=calls),
+            usage=usage,
+            stop_reason=stop,
+            provider=self.name,
+            model=model,
+        )

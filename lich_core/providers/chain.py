@@ -1,0 +1,135 @@
+"""A chain of providers: retry transient failures in place, fail over on everything else.
+
+- `rate_limit` and `network`: up to MAX_ATTEMPTS calls per provider, waiting
+  min(500·2^a + 250·a, 8000) ms after failed attempt a; a Retry-After is a floor on that wait,
+  and a Retry-After above MAX_RETRY_AFTER_S moves on to the next provider instead of waiting.
+- any other kind (`auth`, `bad_request`, `overflow`, `unknown`): next provider at once.
+- every provider failed: the last ProviderError is raised, its message listing each failure.
+
+Note: a retried streaming call may already have streamed some text through `on_text`; callers
+that display streamed text should treat the final ModelResponse as the source of truth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+
+from lich_core.agent.messages import Message, ModelResponse
+from lich_core.providers.base import Model, ProviderError, TextCallback
+from lich_core.providers.http import run_cancellable
+from lich_core.tools.types import CancelToken, ToolDefinition
+
+MAX_ATTEMPTS = 3
+BACKOFF_BASE_MS = 500
+BACKOFF_STEP_MS = 250
+BACKOFF_CAP_MS = 8000
+MAX_RETRY_AFTER_S = 30.0
+RETRIED_KINDS = ("rate_limit", "network")
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def backoff_ms(attempt: int) -> int:
+    """Wait after failed attempt `attempt` (0-based)."""
+    return min(BACKOFF_BASE_MS * 2**attempt + BACKOFF_STEP_MS * attempt, BACKOFF_CAP_MS)
+
+
+def retry_delay_s(error: ProviderError, attempt: int) -> float | None:
+    """Seconds to wait before retrying, or None to fail over."""
+    if error.kind not in RETRIED_KINDS or attempt + 1 >= MAX_ATTEMPTS:
+        return None
+    delay_s = backoff_ms(attempt) / 1000
+    if error.retry_after_s is not None:
+        if error.retry_after_s > MAX_RETRY_AFTER_S:
+            return None
+        delay_s = max(delay_s, error.retry_after_s)
+    return delay_s
+
+
+class ProviderChain:
+    """Implements Model over an ordered list of models (each usually one provider)."""
+
+    def __init__(self, models: Sequence[Model], *, sleep: Sleep | None = None) -> None:
+        if not models:
+            raise ValueError("ProviderChain needs at least one model")
+        self.models = list(models)
+        self.name = (
+            self.models[0].name
+            if len(self.models) == 1
+            else " > ".join(m.name for m in self.models)
+        )
+        self._sleep: Sleep = sleep or asyncio.sleep
+        # (provider name, attempt, error) for every failed call of the last complete(): for status displays and tests.
+        self.last_failures: list[tuple[str, int, ProviderError]] = []
+
+    def describe(self) -> str:
+        parts = [getattr(m, "describe", lambda m=m: m.name)() for m in self.models]
+        return ", then ".join(parts)
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        *,
+        on_text: TextCallback | None = None,
+        cancel: CancelToken | None = None,
+    ) -> ModelResponse:
+        self.last_failures = []
+        failed: list[ProviderError] = []
+        for model in self.models:
+            outcome = await self._try_model(model, messages, tools, on_text, cancel)
+            if isinstance(outcome, ModelResponse):
+                return outcome
+            failed.append(outcome)
+        raise _combined(failed)
+
+    async def _try_model(
+        self,
+        model: Model,
+        messages: Sequence[Message],
+        tools: Sequence[ToolDefinition],
+        on_text: TextCallback | None,
+        cancel: CancelToken | None,
+    ) -> ModelResponse | ProviderError:
+        attempt = 0
+        while True:
+            if cancel is not None and cancel.cancelled:
+                raise asyncio.CancelledError(cancel.reason or "cancelled")
+            try:
+                response = await model.complete(messages, tools, on_text=on_text, cancel=cancel)
+            except ProviderError as err:
+                if not err.provider:
+                    err.provider = model.name
+                self.last_failures.append((model.name, attempt, err))
+                delay_s = retry_delay_s(err, attempt)
+                if delay_s is None:
+                    return err
+                await run_cancellable(self._sleep(delay_s), cancel)
+                attempt += 1
+                continue
+            response.provider = response.provider or model.name
+            response.model = response.model or getattr(model, "model", "")
+            return response
+
+
+def _brief(error: ProviderError) -> str:
+    text = f"{error.provider or 'provider'}: {error.kind}"
+    return text + (f" (HTTP {error.status})" if error.status else "")
+
+
+def _combined(failed: list[ProviderError]) -> ProviderError:
+    last = failed[-1]
+    if len(failed) == 1:
+        return last
+    others = "; ".join(_brief(e) for e in failed[:-1])
+    combined = ProviderError(
+        last.kind,
+        f"{last.args[0]} (all {len(failed)} providers failed; before it: {others})",
+        provider=last.provider,
+        url=last.url,
+        status=last.status,
+        retry_after_s=last.retry_after_s,
+    )
+    combined.failures = failed  # type: ignore[attr-defined]
+    return combined

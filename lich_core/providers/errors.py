@@ -1,0 +1,171 @@
+"""Classify provider failures into ErrorKind so the chain knows whether to retry, fail over or stop.
+
+Policy (docs/providers.md):
+- 401/403 -> auth; 429 -> rate_limit (Retry-After parsed); 529 (Anthropic "overloaded") -> rate_limit;
+- 413, or any 4xx whose message talks about the context length -> overflow;
+- 400/404/422 and other 4xx -> bad_request; 408 -> network;
+- 5xx -> unknown (a server fault: fail over rather than hammer it);
+- connection errors, timeouts, streams that break or end early -> network;
+- a body that is not the JSON we expect -> unknown, with "malformed response" in the message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from lich_core.providers.base import ErrorKind, ProviderError
+
+MAX_ERROR_DETAIL_CHARS = 200
+
+OVERFLOW_MARKERS = (
+    "context_length_exceeded",
+    "context length",
+    "context window",
+    "maximum context",
+    "prompt is too long",
+    "too many tokens",
+    "input is too long",
+    "reduce the length",
+)
+
+CONNECT_HINT = "is the server running? set providers[].base_url or LICH_BASE_URL"
+AUTH_HINT = "check the API key (providers[].api_key_env, OPENAI_API_KEY or ANTHROPIC_API_KEY)"
+
+
+def parse_retry_after(value: str | None, now_s: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date; None if absent/bad."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    now_s = time.time() if now_s is None else now_s
+    return max(0.0, when.timestamp() - now_s)
+
+
+def error_detail(body: str) -> str:
+    """The human part of an error body: OpenAI, Anthropic and Ollama shapes, else the raw text."""
+    text = body.strip()
+    try:
+        data: Any = json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error", data.get("message"))
+        if isinstance(err, dict):
+            err = err.get("message") or err.get("type") or json.dumps(err)
+        if isinstance(err, str) and err:
+            text = err
+    return shorten(text)
+
+
+def shorten(text: str, limit: int = MAX_ERROR_DETAIL_CHARS) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 3] + "..."
+
+
+def is_overflow_message(text: str) -> bool:
+    lowered = text.lower()
+    return any(marker in lowered for marker in OVERFLOW_MARKERS)
+
+
+def classify_status(status: int, detail: str = "") -> ErrorKind:
+    if status in (401, 403):
+        return "auth"
+    if status in (429, 529):
+        return "rate_limit"
+    if status == 408:
+        return "network"
+    if status == 413 or (400 <= status < 500 and is_overflow_message(detail)):
+        return "overflow"
+    if 400 <= status < 500:
+        return "bad_request"
+    return "unknown"
+
+
+def error_from_response(
+    status: int,
+    body: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    provider: str = "",
+    url: str = "",
+    auth_hint: str = AUTH_HINT,
+) -> ProviderError:
+    detail = error_detail(body) or "(empty body)"
+    kind = classify_status(status, detail)
+    retry_after = (
+        parse_retry_after((headers or {}).get("retry-after")) if headers is not None else None
+    )
+    message = f"HTTP {status}: {detail}"
+    if kind == "auth":
+        message += f"; {auth_hint}"
+    return ProviderError(
+        kind, message, provider=provider, url=url, status=status, retry_after_s=retry_after
+    )
+
+
+def error_from_exception(
+    exc: BaseException, *, provider: str = "", url: str = "", connect_hint: str = CONNECT_HINT
+) -> ProviderError:
+    """An httpx transport failure as a one-line network error."""
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, httpx.ConnectTimeout):
+        message = f"connection timed out: {connect_hint}"
+    elif isinstance(exc, httpx.ConnectError):
+        message = f"cannot connect: {connect_hint}"
+    elif isinstance(exc, httpx.TimeoutException):
+        message = f"timed out waiting for the model ({type(exc).__name__}); raise providers[].timeout_ms if it is just slow"
+    elif isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+        message = f"connection dropped mid-response: {shorten(str(exc)) or type(exc).__name__}"
+    elif isinstance(exc, httpx.UnsupportedProtocol):
+        return ProviderError(
+            "bad_request", f"bad base_url: {shorten(str(exc))}", provider=provider, url=url
+        )
+    else:
+        message = f"{type(exc).__name__}: {shorten(str(exc))}"
+    return ProviderError("network", message, provider=provider, url=url)
+
+
+def malformed(what: str, *, provider: str = "", url: str = "") -> ProviderError:
+    return ProviderError(
+        "unknown", f"malformed response: {shorten(what)}", provider=provider, url=url
+    )
+
+
+def stream_error(payload: Mapping[str, Any], *, provider: str = "", url: str = "") -> ProviderError:
+    """An error object sent inside a 200 stream (OpenAI `{"error":...}`, Anthropic `event: error`)."""
+    err = payload.get("error", payload)
+    kind_name = ""
+    if isinstance(err, Mapping):
+        kind_name = str(err.get("type") or err.get("code") or "")
+        detail = str(err.get("message") or kind_name or json.dumps(dict(err)))
+    else:
+        detail = str(err)
+    kind: ErrorKind = "unknown"
+    if "rate_limit" in kind_name or "overloaded" in kind_name:
+        kind = "rate_limit"
+    elif "authentication" in kind_name or "permission" in kind_name:
+        kind = "auth"
+    elif is_overflow_message(detail):
+        kind = "overflow"
+    elif "invalid_request" in kind_name:
+        kind = "bad_request"
+    return ProviderError(kind, f"error in stream: {shorten(detail)}", provider=provider, url=url)

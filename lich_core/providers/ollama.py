@@ -1,0 +1,144 @@
+"""Ollama `/api/chat` (NDJSON streaming). Ollama sends no tool-call ids, so we make them up."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
+from lich_core.providers.base import ProviderError, TextCallback
+from lich_core.providers.errors import malformed, stream_error
+from lich_core.providers.http import HttpModel, parse_tool_arguments
+from lich_core.tools.types import ToolDefinition
+
+OLLAMA_BASE_URL = "http://localhost:11434"
+OLLAMA_CONNECT_HINT = (
+    "is Ollama running (`ollama serve`)? set providers[].base_url or LICH_BASE_URL"
+)
+
+
+def to_wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.role == "assistant" and message.tool_calls:
+            item["tool_calls"] = [
+                {"function": {"name": call.name, "arguments": call.arguments}}
+                for call in message.tool_calls
+            ]
+        if message.role == "tool" and message.name:
+            item["tool_name"] = message.name
+        wire.append(item)
+    return wire
+
+
+def to_wire_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+class OllamaModel(HttpModel):
+    kind = "ollama"
+    default_base_url = OLLAMA_BASE_URL
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("connect_hint", OLLAMA_CONNECT_HINT)
+        super().__init__(**kwargs)
+        # Ids stay unique across the whole conversation, not just one response.
+        self._call_ids = itertools.count(1)
+
+    def request_body(self, messages: list[Message], tools: list[ToolDefinition]) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_wire_messages(messages),
+            "stream": self.stream,
+        }
+        if tools:
+            body["tools"] = to_wire_tools(tools)
+        if self.max_tokens:
+            body["options"] = {"num_predict": self.max_tokens}
+        return body
+
+    def request_headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    async def _complete(
+        self, messages: list[Message], tools: list[ToolDefinition], on_text: TextCallback | None
+    ) -> ModelResponse:
+        url = f"{self.base_url}/api/chat"
+        async with self._open(
+            url, self.request_body(messages, tools), self.request_headers()
+        ) as resp:
+            if not self.stream:
+                raw = await resp.aread()
+                return self._final([self._decode(raw.decode("utf-8", "replace"))])
+            lines = []
+            async for line in resp.aiter_lines():
+                if not line.strip():
+                    continue
+                chunk = self._decode(line)
+                lines.append(chunk)
+                piece = (chunk.get("message") or {}).get("content")
+                if piece and on_text is not None:
+                    on_text(piece)
+                if chunk.get("done"):
+                    break
+            return self._final(lines)
+
+    def _decode(self, line: str) -> dict[str, Any]:
+        try:
+            chunk = json.loads(line)
+        except (json.JSONDecodeError, ValueError):
+            raise malformed(
+                f"invalid JSON line: {line[:120]!r}", provider=self.name, url=self.base_url
+            ) from None
+        if not isinstance(chunk, dict):
+            raise malformed(
+                f"expected an object, got {line[:120]!r}", provider=self.name, url=self.base_url
+            )
+        if chunk.get("error"):
+            raise stream_error(chunk, provider=self.name, url=self.base_url)
+        return chunk
+
+    def _final(self, chunks: list[dict[str, Any]]) -> ModelResponse:
+        if not chunks or not chunks[-1].get("done"):
+            raise ProviderError(
+                "network",
+                "stream ended before the response was complete",
+                provider=self.name,
+                url=self.base_url,
+            )
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for chunk in chunks:
+            message = chunk.get("message") or {}
+            if message.get("content"):
+                text.append(message["content"])
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                arguments, raw = parse_tool_arguments(function.get("arguments"))
+                call_id = call.get("id") or f"call_{next(self._call_ids)}"
+                calls.append(
+                    ToolCall(
+                        id=call_id,
+                        name=function.get("name", ""),
+                        arguments=arguments,
+                        raw_arguments=raw,
+                    )
+                )
+        last = chunks[-1]
+        usage = Usage(int(last.get("prompt_eval_count") or 0), int(last.get("eval_count") or 0))
+        reason = last.get("done_reason") or "stop"
+        return ModelResponse(
+            message=Message(role="assistant", content="".join(text), tool_calls=calls),
+            usage=usage,
+            stop_reason="tool_calls" if calls else reason,
+            provider=self.name,
+            model=last.get("model") or self.model,
+        )
