@@ -1,0 +1,104 @@
+"""env_get: environment variables as terminal commands would see them.
+
+Source: the same environment the terminal tool gives its child processes (ctx.env, or the server's
+own environment when ctx.env is empty, i.e. unconfigured; provider API keys removed either way),
+so what the model learns here is what its commands will actually get.
+
+Values stay hidden unless `reveal` is true, and a name that looks like a secret
+(secret|token|password|key|credential|auth, any case) is always masked as `<redacted: N chars>`.
+
+Capability: `process/exec`. Values often hold credentials the name rule cannot spot
+(`DATABASE_URL=postgres://user:pw@host`), and a configuration that denies running programs is a
+locked-down one, which should not be able to read the process environment either.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lich_core.tools.builtin.process_list import mask_url_credentials
+from lich_core.tools.builtin.terminal import tool_process_env
+from lich_core.tools.guard import capture_errors, optional_bool_arg, optional_string_arg
+from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+
+SECRET_NAME_RE = re.compile(r"secret|token|password|key|credential|auth", re.IGNORECASE)
+MAX_ENV_ENTRIES = 500
+# A revealed value longer than this is cut (PATH-like lists are the usual long ones).
+MAX_VALUE_CHARS = 2_000
+
+
+def is_secret_name(name: str) -> bool:
+    return SECRET_NAME_RE.search(name) is not None
+
+
+def show_value(name: str, value: str, reveal: bool) -> str:
+    if is_secret_name(name):
+        return f"<redacted: {len(value)} chars>"
+    if not reveal:
+        return f"<hidden: {len(value)} chars>"
+    shown = mask_url_credentials(value)
+    if len(shown) > MAX_VALUE_CHARS:
+        shown = shown[:MAX_VALUE_CHARS] + f"... [{len(shown) - MAX_VALUE_CHARS} chars omitted]"
+    return shown
+
+
+def _requested_keys(args: dict[str, Any]) -> list[str] | None:
+    """`keys` as a list of names; a string is split on commas and whitespace (models send both)."""
+    keys = args.get("keys")
+    if isinstance(keys, str):
+        keys = re.split(r"[,\s]+", keys)
+    if not isinstance(keys, list):
+        return None
+    names = [str(key).strip() for key in keys if isinstance(key, (str, int)) and str(key).strip()]
+    return names or None
+
+
+@capture_errors
+async def run_env_get(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    env = tool_process_env(ctx)
+    keys = _requested_keys(args)
+    prefix = optional_string_arg(args, "prefix")
+    reveal = optional_bool_arg(args, "reveal", False)
+
+    names = sorted(keys if keys is not None else env)
+    if prefix is not None:
+        names = [name for name in names if name.startswith(prefix)]
+    lines: list[str] = []
+    missing: list[str] = []
+    for name in names:
+        if name not in env:
+            missing.append(name)
+            continue
+        if len(lines) < MAX_ENV_ENTRIES:
+            lines.append(f"{name}={show_value(name, env[name], reveal)}")
+    found = len(names) - len(missing)
+    if found > len(lines):
+        lines.append(f"[{found - len(lines)} more variables not shown; narrow with prefix or keys]")
+    lines.extend(f"{name} (not set)" for name in missing)
+    if not lines:
+        lines.append(f"no environment variables starting with {prefix!r}" if prefix else "no environment variables")
+    if not reveal and found:
+        lines.append("[values hidden; pass reveal=true to show them (secret-looking names stay redacted)]")
+    return ToolResult(ok=True, output="\n".join(lines), details={"found": found, "missing": missing})
+
+
+TOOL = FunctionTool(
+    name="env_get",
+    description=(
+        "Read environment variables as terminal commands see them: the named `keys`, those starting "
+        "with `prefix`, or all names. Values are hidden unless `reveal` is true; names that look like "
+        "secrets (secret, token, password, key, credential, auth) are always redacted."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "keys": {"type": "array", "items": {"type": "string"}, "description": "Variable names to read."},
+            "prefix": {"type": "string", "description": "Only variables whose name starts with this."},
+            "reveal": {"type": "boolean", "description": "Show values (default false). Secrets stay redacted."},
+        },
+        "additionalProperties": False,
+    },
+    run=run_env_get,
+    capability="process/exec",
+)
