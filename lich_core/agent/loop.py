@@ -1,0 +1,584 @@
+"""The conversation loop: call the model, run the tools it asks for, repeat until it answers.
+
+One `Agent` can serve many runs (each `run()` keeps its state in a `_Run`). Invariants the loop
+keeps whatever happens (budget, cancellation, provider failure, a crash in a plugin):
+
+- every assistant message with tool calls is followed by exactly one tool message per call;
+- the session file holds every message the run added, written as it was added;
+- `run()` returns a RunResult; it raises only when its own asyncio task is cancelled (after
+  closing the run as "aborted").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from lich_core.agent.compress import CompressionPolicy, compress_messages, estimate_tokens
+from lich_core.agent.events import EventEmitter, EventListener
+from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
+from lich_core.agent.prompts import INVALID_ARGUMENTS_ERROR, system_prompt_for, user_prompt
+from lich_core.agent.sessions import (
+    SessionError,
+    SessionStore,
+    SessionWriter,
+    new_session_id,
+    tool_error_message,
+)
+from lich_core.hashline.read_state import ReadState
+from lich_core.providers.base import Model, ProviderError
+from lich_core.tools.executor import ToolExecutor
+from lich_core.tools.runtime import ToolRuntime
+from lich_core.tools.types import (
+    CancelToken,
+    ToolContext,
+    ToolDefinition,
+    ToolResult,
+    tool_capability,
+)
+
+log = logging.getLogger("lich.agent")
+
+DEFAULT_MAX_TURNS = 25
+BUDGET_EXHAUSTED_ERROR = "turn_budget_exhausted"
+CANCELLED_ERROR = "cancelled"
+# Summaries in tool_call_end events (the full result is in the history).
+EVENT_SUMMARY_MAX_CHARS = 300
+# on_run_end hooks run after a cancellation too, so they get a deadline instead of the token.
+RUN_END_HOOK_TIMEOUT_S = 10.0
+# How long a cancelled model call may take to unwind (close its HTTP stream).
+MODEL_CANCEL_GRACE_S = 2.0
+
+T = TypeVar("T")
+
+
+@dataclass
+class RunResult:
+    stopped_reason: str  # "final" | "budget" | "aborted" | "error"
+    turns_used: int
+    final: str
+    messages: list[Message]
+    usage: Usage
+    run_id: str
+    session_id: str
+    error: str | None = None
+
+    def to_dict(self, *, with_messages: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "stopped_reason": self.stopped_reason,
+            "turns_used": self.turns_used,
+            "final": self.final,
+            "usage": self.usage.to_dict(),
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "error": self.error,
+        }
+        if with_messages:
+            data["messages"] = [m.to_dict() for m in self.messages]
+        return data
+
+
+class _Aborted(Exception):
+    """The run's cancel token fired while the loop was waiting."""
+
+
+class Agent:
+    def __init__(
+        self,
+        *,
+        model: Model,
+        runtime: ToolRuntime,
+        config: Mapping[str, Any],
+        compress_model: Model | None = None,
+        plugins: Any | None = None,  # lich_core.plugins.PluginHost
+        session_store: SessionStore | None = None,
+        workspace: Any | None = None,  # default Workspace for runs that pass none
+    ) -> None:
+        self.model = model
+        self.runtime = runtime
+        self.config = config
+        self.compress_model = compress_model
+        self.plugins = plugins
+        self.session_store = session_store
+        self.workspace = workspace
+        if plugins is not None:
+            plugins.bind_models(self.model_for_role)
+
+    def model_for_role(self, role: str) -> Model | None:
+        if role == "chat":
+            return self.model
+        if role == "compress":
+            return self.compress_model or self.model
+        return None
+
+    def tool_definitions(self) -> list[ToolDefinition]:
+        """Enabled tools the capability gate allows: denied ones are not offered to the model."""
+        gate = self.runtime.executor.gate
+        registry = self.runtime.registry
+        return [
+            definition
+            for definition in registry.definitions()
+            if gate.allows(tool_capability(registry.get(definition.name)))  # type: ignore[arg-type]
+        ]
+
+    async def run(
+        self,
+        prompt: str,
+        *,
+        on_event: EventListener | None = None,
+        cancel: CancelToken | None = None,
+        resume: str | None = None,
+        context: str | None = None,
+        workspace: Any | None = None,
+        read_state: ReadState | None = None,
+        edit_label: str = "lich",
+    ) -> RunResult:
+        run = _Run(
+            self,
+            on_event=on_event,
+            cancel=cancel or CancelToken(),
+            workspace=workspace if workspace is not None else self.workspace,
+            read_state=read_state,
+            edit_label=edit_label,
+        )
+        return await run.execute(prompt, resume=resume, context=context)
+
+
+@dataclass
+class _RunState:
+    history: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    final: str = ""
+    stopped_reason: str = ""
+    error: str | None = None
+
+
+class _Run:
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        on_event: EventListener | None,
+        cancel: CancelToken,
+        workspace: Any | None,
+        read_state: ReadState | None,
+        edit_label: str,
+    ) -> None:
+        self.agent = agent
+        self.config = agent.config
+        self.cancel = cancel
+        self.on_event = on_event
+        self.run_id = uuid.uuid4().hex[:12]
+        self.state = _RunState()
+        self.writer: SessionWriter | None = None
+        self.max_turns = int(self.config.get("max_turns") or DEFAULT_MAX_TURNS)
+        self.policy = CompressionPolicy(self.config)
+        executor = agent.runtime.executor
+        self.executor = executor
+        # One context for the whole run; the executor clones it per call with a child token.
+        self.tool_ctx = ToolContext(
+            work_dir=executor.work_dir,
+            env=dict(executor.env),
+            cancel=cancel,
+            workspace=workspace,
+            settings=executor.settings,
+            read_state=read_state if read_state is not None else ReadState(),
+            edit_label=edit_label,
+        )
+        self.emitter = EventEmitter(self.run_id, "", on_event)
+        self.plugin_run: Any | None = None
+
+    # --- the run ---
+
+    async def execute(self, prompt: str, *, resume: str | None, context: str | None) -> RunResult:
+        state = self.state
+        externally_cancelled = False
+        try:
+            session_problem = self._open_session(prompt, resume)
+            await self._emit(
+                "run_start",
+                prompt_chars=len(prompt),
+                resumed=resume is not None,
+                max_turns=self.max_turns,
+                model=getattr(self.agent.model, "name", ""),
+                work_dir=str(self.tool_ctx.work_dir),
+            )
+            if session_problem is not None:
+                state.stopped_reason = "error"
+                state.error = session_problem
+                await self._emit("error", kind="session", message=session_problem)
+            else:
+                await self._start_plugins(prompt)
+                self._append(Message(role="user", content=user_prompt(prompt, context)))
+                if self.plugin_run is not None:
+                    await self._guarded(self.plugin_run.on_run_start(len(prompt)))
+                await self._loop()
+        except asyncio.CancelledError:
+            externally_cancelled = True
+            self.cancel.cancel(CANCELLED_ERROR)
+            state.stopped_reason = "aborted"
+        except _Aborted:
+            state.stopped_reason = "aborted"
+        except Exception as err:  # noqa: BLE001 - a bug must not lose the history
+            log.exception("agent run failed")
+            state.stopped_reason = "error"
+            state.error = f"internal_error: {type(err).__name__}: {err}"
+            await self._emit_quietly("error", kind="internal", message=state.error)
+        result = await self._finish()
+        if externally_cancelled:
+            raise asyncio.CancelledError()
+        return result
+
+    def _open_session(self, prompt: str, resume: str | None) -> str | None:
+        """Load or create the session; returns an error message instead of raising."""
+        store = self.agent.session_store
+        history = self.state.history
+        try:
+            if resume is not None:
+                if store is None:
+                    return "session_not_found: sessions are not enabled for this agent"
+                session_id, loaded = store.load(resume)
+                history.extend(loaded)
+                self.writer = store.open_append(session_id)
+            elif store is not None:
+                self.writer = store.create(work_dir=str(self.tool_ctx.work_dir), title=prompt)
+                session_id = self.writer.session_id
+            else:
+                session_id = new_session_id()
+        except (SessionError, OSError) as err:
+            self.writer = None
+            return str(err)
+        self.emitter.session_id = session_id
+        self._record({"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()})
+        if not history or history[0].role != "system":
+            self._append(Message(role="system", content=system_prompt_for(self.config)))
+        return None
+
+    async def _start_plugins(self, prompt: str) -> None:
+        host = self.agent.plugins
+        if host is None or not (host.plugins or host.warnings):
+            return
+        for warning in host.warnings:
+            await self._emit("plugin_warning", message=warning)
+        if host.plugins:
+            self.plugin_run = host.start_run(self._plugin_warning)
+
+    async def _plugin_warning(self, plugin_name: str, message: str) -> None:
+        await self._emit("plugin_warning", plugin=plugin_name, message=message)
+
+    async def _loop(self) -> None:
+        state = self.state
+        tools = self.agent.tool_definitions()
+        while True:
+            if self.cancel.cancelled:
+                state.stopped_reason = "aborted"
+                return
+            state.turns += 1
+            turn = state.turns
+            await self._emit("turn_start", turn=turn, max_turns=self.max_turns)
+            if self.policy.due(state.history, turn):
+                await self._compress(turn)
+            notes: list[Message] = []
+            if self.plugin_run is not None:
+                notes = await self._guarded(self.plugin_run.before_llm_call(turn, state.history))
+            call_messages = state.history + notes if notes else list(state.history)
+            await self._emit("llm_start", turn=turn, messages=len(call_messages), tools=len(tools), notes=len(notes))
+            try:
+                response = await self._call_model(call_messages, tools, turn)
+            except _Aborted:
+                state.stopped_reason = "aborted"
+                return
+            except Exception as err:  # noqa: BLE001 - ProviderError or a provider bug: end with "error"
+                if self.cancel.cancelled:
+                    state.stopped_reason = "aborted"
+                    return
+                state.stopped_reason = "error"
+                state.error = _one_line(err)
+                kind = err.kind if isinstance(err, ProviderError) else "internal"
+                await self._emit("error", kind=kind, message=state.error, turn=turn)
+                return
+            assistant = _normalised_assistant(response.message, turn)
+            state.usage.add(response.usage)
+            self._append(assistant)
+            state.final = assistant.content
+            await self._emit(
+                "llm_end",
+                turn=turn,
+                stop_reason=response.stop_reason,
+                provider=response.provider,
+                model=response.model,
+                usage=response.usage.to_dict(),
+                text_chars=len(assistant.content),
+                tool_calls=[call.name for call in assistant.tool_calls],
+            )
+            if not assistant.tool_calls:
+                await self._emit("final", turn=turn, text=assistant.content)
+                await self._emit("turn_end", turn=turn)
+                state.stopped_reason = "final"
+                return
+            if turn >= self.max_turns:
+                for call in assistant.tool_calls:
+                    self._append(tool_error_message(call.id, call.name, BUDGET_EXHAUSTED_ERROR))
+                await self._emit(
+                    "budget_exhausted",
+                    turn=turn,
+                    max_turns=self.max_turns,
+                    skipped_calls=[call.name for call in assistant.tool_calls],
+                )
+                await self._emit("turn_end", turn=turn)
+                state.stopped_reason = "budget"
+                return
+            await self._run_tools(assistant.tool_calls, turn)
+            await self._emit("turn_end", turn=turn)
+
+    async def _call_model(self, messages: list[Message], tools: list[ToolDefinition], turn: int) -> ModelResponse:
+        emitter = self.emitter
+
+        def on_text(text: str) -> None:
+            if text:
+                emitter.emit_nowait("text_delta", turn=turn, text=text)
+
+        return await self._race(
+            self.agent.model.complete(messages, tools, on_text=on_text, cancel=self.cancel),
+            grace_s=MODEL_CANCEL_GRACE_S,
+        )
+
+    async def _run_tools(self, calls: Sequence[ToolCall], turn: int) -> None:
+        for call in calls:
+            if self.cancel.cancelled:
+                # Not started: still answered, so the history stays valid.
+                self._append(tool_error_message(call.id, call.name, CANCELLED_ERROR))
+                continue
+            args, invalid = _parse_arguments(call)
+            await self._emit("tool_call_start", turn=turn, call_id=call.id, name=call.name, arguments=args)
+            started = time.perf_counter()
+            try:
+                result = await self._run_one(call, args, invalid)
+            except _Aborted:
+                result = ToolResult(ok=False, error=CANCELLED_ERROR)
+            content = ToolExecutor.format_result(result)
+            self._append(Message(role="tool", content=content, tool_call_id=call.id, name=call.name))
+            await self._emit(
+                "tool_call_end",
+                turn=turn,
+                call_id=call.id,
+                name=call.name,
+                ok=result.ok,
+                error=result.error,
+                summary=content[:EVENT_SUMMARY_MAX_CHARS],
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            )
+
+    async def _run_one(self, call: ToolCall, args: dict[str, Any], invalid: str | None) -> ToolResult:
+        if invalid is not None:
+            return ToolResult(ok=False, error=INVALID_ARGUMENTS_ERROR.format(detail=invalid))
+        plugin_run = self.plugin_run
+        if plugin_run is not None:
+            veto = await self._race(plugin_run.before_tool_call(call.name, args))
+            if veto:
+                result = ToolResult(ok=False, error=veto)
+                await self._race(plugin_run.after_tool_call(call.name, args, result))
+                return result
+        result = await self.executor.execute(call.name, args, self.tool_ctx)
+        if plugin_run is not None:
+            await self._race(plugin_run.after_tool_call(call.name, args, result))
+        return result
+
+    async def _compress(self, turn: int) -> None:
+        state = self.state
+        model = self.agent.compress_model or self.agent.model
+        await self._emit(
+            "compress_start", turn=turn, messages=len(state.history), estimated_tokens=estimate_tokens(state.history)
+        )
+        try:
+            outcome = await self._race(compress_messages(state.history, model, cancel=self.cancel))
+        except _Aborted:
+            await self._emit("compress_end", turn=turn, ok=False, error=CANCELLED_ERROR)
+            raise
+        self.policy.record(outcome, turn)
+        state.usage.add(outcome.usage)
+        if outcome.ok:
+            state.history[:] = outcome.messages
+            self._record_compaction()
+        await self._emit(
+            "compress_end",
+            turn=turn,
+            ok=outcome.ok,
+            before_tokens=outcome.before_tokens,
+            after_tokens=outcome.after_tokens,
+            removed_messages=outcome.removed_messages,
+            error=outcome.error,
+        )
+
+    async def _finish(self) -> RunResult:
+        state = self.state
+        self._answer_pending_calls()
+        if not state.stopped_reason:
+            state.stopped_reason = "aborted" if self.cancel.cancelled else "error"
+        if self.plugin_run is not None:
+            try:
+                await asyncio.wait_for(
+                    self.plugin_run.on_run_end(state.stopped_reason, state.turns), RUN_END_HOOK_TIMEOUT_S
+                )
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+                log.warning("on_run_end hooks did not finish", exc_info=True)
+        self._record(
+            {
+                "type": "run",
+                "event": "end",
+                "run_id": self.run_id,
+                "ts": time.time(),
+                "stopped_reason": state.stopped_reason,
+                "turns_used": state.turns,
+                "error": state.error,
+            }
+        )
+        if self.writer is not None:
+            self.writer.close()
+        await self._emit_quietly(
+            "run_end",
+            stopped_reason=state.stopped_reason,
+            turns_used=state.turns,
+            usage=state.usage.to_dict(),
+            error=state.error,
+        )
+        return RunResult(
+            stopped_reason=state.stopped_reason,
+            turns_used=state.turns,
+            final=state.final,
+            messages=list(state.history),
+            usage=state.usage,
+            run_id=self.run_id,
+            session_id=self.emitter.session_id,
+            error=state.error,
+        )
+
+    # --- helpers ---
+
+    def _answer_pending_calls(self) -> None:
+        """After an interruption inside _run_tools: answer every call that has no result yet."""
+        history = self.state.history
+        index = len(history) - 1
+        while index >= 0 and history[index].role == "tool":
+            index -= 1
+        if index < 0 or history[index].role != "assistant" or not history[index].tool_calls:
+            return
+        answered = {m.tool_call_id for m in history[index + 1 :]}
+        for call in history[index].tool_calls:
+            if call.id not in answered:
+                self._append(tool_error_message(call.id, call.name, CANCELLED_ERROR))
+
+    def _append(self, message: Message) -> None:
+        self.state.history.append(message)
+        if self.writer is not None:
+            try:
+                self.writer.message(message)
+            except OSError as err:
+                self._drop_writer(err)
+
+    def _record(self, record: dict[str, Any]) -> None:
+        if self.writer is not None:
+            try:
+                self.writer.append(record)
+            except OSError as err:
+                self._drop_writer(err)
+
+    def _record_compaction(self) -> None:
+        if self.writer is not None:
+            try:
+                self.writer.compaction(self.state.history)
+            except OSError as err:
+                self._drop_writer(err)
+
+    def _drop_writer(self, err: OSError) -> None:
+        # A full disk must not end the run; the session just stops growing.
+        log.warning("session log disabled: %s", err)
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except OSError:
+                pass
+
+    async def _emit(self, event_type: str, **data: Any) -> None:
+        await self.emitter.emit(event_type, **data)
+
+    async def _emit_quietly(self, event_type: str, **data: Any) -> None:
+        """Emit during shutdown: a second cancellation must not skip the rest of the cleanup."""
+        try:
+            await self.emitter.emit(event_type, **data)
+        except asyncio.CancelledError:
+            pass
+
+    async def _guarded(self, awaitable: Awaitable[T]) -> T:
+        return await self._race(awaitable)
+
+    async def _race(self, awaitable: Awaitable[T], *, grace_s: float = 0.5) -> T:
+        """Await `awaitable` unless the run's token fires first (then raise _Aborted)."""
+        if self.cancel.cancelled:
+            _close(awaitable)
+            raise _Aborted()
+        work = asyncio.ensure_future(awaitable)
+        waiter = asyncio.ensure_future(self.cancel.wait())
+        try:
+            await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        finally:
+            waiter.cancel()
+        if self.cancel.cancelled:
+            if not work.done():
+                work.cancel()
+                await asyncio.wait({work}, timeout=grace_s)
+            if work.done() and not work.cancelled():
+                work.exception()  # retrieved, so asyncio does not log it as unhandled
+            raise _Aborted()
+        return work.result()
+
+
+def _close(awaitable: Awaitable[Any]) -> None:
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()
+
+
+def _normalised_assistant(message: Message, turn: int) -> Message:
+    """An assistant message whose tool calls all have distinct, non-empty ids."""
+    calls: list[ToolCall] = []
+    seen: set[str] = set()
+    for index, call in enumerate(message.tool_calls):
+        call_id = call.id
+        if not call_id or call_id in seen:
+            call_id = f"call_{turn}_{index}"
+        seen.add(call_id)
+        calls.append(ToolCall(id=call_id, name=call.name, arguments=call.arguments, raw_arguments=call.raw_arguments))
+    return Message(role="assistant", content=message.content or "", tool_calls=calls)
+
+
+def _parse_arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
+    """The call's arguments, or an explanation of why its raw JSON could not be used."""
+    if call.arguments:
+        return dict(call.arguments), None
+    raw = (call.raw_arguments or "").strip()
+    if not raw:
+        return {}, None
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as err:
+        return {}, f"{err.msg} at line {err.lineno} column {err.colno}"
+    if isinstance(parsed, dict):
+        return parsed, None
+    return {}, f"expected a JSON object, got {type(parsed).__name__}"
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    return " ".join(text.split())

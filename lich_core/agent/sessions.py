@@ -1,0 +1,249 @@
+"""Sessions: one JSONL file per conversation, appended as the run goes.
+
+A session file is a sequence of records, one JSON object per line:
+
+    {"type": "meta", "version": 1, "session_id": ..., "created": ts, "work_dir": ..., "title": ...}
+    {"type": "run", "event": "start", "run_id": ..., "ts": ...}
+    {"type": "message", "ts": ..., "message": {role, content, tool_calls?, tool_call_id?, name?}}
+    {"type": "compaction", "ts": ..., "messages": [...]}   # the whole history after compression
+    {"type": "run", "event": "end", "run_id": ..., "stopped_reason": ..., "turns_used": ...}
+
+Each record is flushed when written, so a crash loses nothing already said. Loading replays the
+records (a compaction replaces the history so far), skips a torn last line, and repairs a history
+that stopped between a tool call and its result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from lich_core.agent.messages import Message
+from lich_core.tools.executor import ToolExecutor
+from lich_core.tools.types import ToolResult
+
+SESSION_FORMAT_VERSION = 1
+SESSION_SUFFIX = ".jsonl"
+DEFAULT_SESSION_SUBDIR = (".lich", "sessions")
+LATEST = "latest"
+TITLE_MAX_CHARS = 80
+_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+class SessionError(Exception):
+    """A session that cannot be found or read; the message is one line."""
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    session_id: str
+    path: Path
+    created: float
+    modified: float
+    messages: int
+    runs: int
+    title: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "path": str(self.path),
+            "created": self.created,
+            "modified": self.modified,
+            "messages": self.messages,
+            "runs": self.runs,
+            "title": self.title,
+        }
+
+
+def new_session_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def session_dir_for(config: Mapping[str, Any]) -> Path:
+    configured = config.get("session_dir")
+    work_dir = Path(config.get("work_dir") or os.getcwd())
+    if configured:
+        path = Path(os.path.expanduser(configured))
+        return path if path.is_absolute() else work_dir / path
+    return work_dir.joinpath(*DEFAULT_SESSION_SUBDIR)
+
+
+class SessionWriter:
+    """Appends records to one session file; every record is flushed at once."""
+
+    def __init__(self, path: Path, session_id: str) -> None:
+        self.path = path
+        self.session_id = session_id
+        self._handle: IO[str] | None = None
+
+    def append(self, record: dict[str, Any]) -> None:
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
+        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._handle.flush()
+
+    def message(self, message: Message) -> None:
+        self.append({"type": "message", "ts": time.time(), "message": message.to_dict()})
+
+    def compaction(self, messages: list[Message]) -> None:
+        self.append({"type": "compaction", "ts": time.time(), "messages": [m.to_dict() for m in messages]})
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+class SessionStore:
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+
+    @classmethod
+    def for_config(cls, config: Mapping[str, Any]) -> SessionStore:
+        return cls(session_dir_for(config))
+
+    def path_for(self, session_id: str) -> Path:
+        if not _SESSION_ID_RE.match(session_id):
+            raise SessionError(f"session_not_found: {session_id!r} is not a session id")
+        return self.directory / f"{session_id}{SESSION_SUFFIX}"
+
+    def create(self, *, work_dir: str = "", title: str = "", session_id: str | None = None) -> SessionWriter:
+        session_id = session_id or new_session_id()
+        writer = SessionWriter(self.path_for(session_id), session_id)
+        writer.append(
+            {
+                "type": "meta",
+                "version": SESSION_FORMAT_VERSION,
+                "session_id": session_id,
+                "created": time.time(),
+                "work_dir": work_dir,
+                "title": _title(title),
+            }
+        )
+        return writer
+
+    def open_append(self, session_id: str) -> SessionWriter:
+        path = self.path_for(session_id)
+        if not path.is_file():
+            raise SessionError(f"session_not_found: {session_id}")
+        return SessionWriter(path, session_id)
+
+    def resolve(self, ref: str) -> str:
+        """A session id from an id or "latest" (the most recently written session)."""
+        if ref == LATEST:
+            files = self._files()
+            if not files:
+                raise SessionError(f"session_not_found: no sessions in {self.directory}")
+            newest = max(files, key=lambda p: (p.stat().st_mtime, p.name))
+            return newest.name[: -len(SESSION_SUFFIX)]
+        if not self.path_for(ref).is_file():
+            raise SessionError(f"session_not_found: {ref} (see `lich sessions`)")
+        return ref
+
+    def load(self, ref: str) -> tuple[str, list[Message]]:
+        session_id = self.resolve(ref)
+        messages: list[Message] = []
+        for record in _read_records(self.path_for(session_id)):
+            kind = record.get("type")
+            try:
+                if kind == "message":
+                    messages.append(Message.from_dict(record["message"]))
+                elif kind == "compaction":
+                    messages = [Message.from_dict(item) for item in record["messages"]]
+            except (KeyError, TypeError, ValueError):
+                continue  # a damaged record; the rest of the session is still usable
+        return session_id, repair_history(messages)
+
+    def list(self) -> list[SessionInfo]:
+        """Every session, most recently written first."""
+        infos = [self._info(path) for path in self._files()]
+        return sorted(infos, key=lambda info: (info.modified, info.session_id), reverse=True)
+
+    def _files(self) -> list[Path]:
+        try:
+            return [p for p in self.directory.iterdir() if p.suffix == SESSION_SUFFIX and p.is_file()]
+        except FileNotFoundError:
+            return []
+
+    def _info(self, path: Path) -> SessionInfo:
+        session_id = path.name[: -len(SESSION_SUFFIX)]
+        created = path.stat().st_mtime
+        title = ""
+        messages = 0
+        runs = 0
+        for record in _read_records(path):
+            kind = record.get("type")
+            if kind == "meta" and not title:
+                created = float(record.get("created") or created)
+                title = str(record.get("title") or "")
+            elif kind == "message":
+                messages += 1
+            elif kind == "compaction":
+                messages = len(record.get("messages") or [])
+            elif kind == "run" and record.get("event") == "start":
+                runs += 1
+        return SessionInfo(session_id, path, created, path.stat().st_mtime, messages, runs, title)
+
+
+def _title(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_MAX_CHARS else line[: TITLE_MAX_CHARS - 1] + "…"
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a torn write at a crash
+                if isinstance(record, dict):
+                    records.append(record)
+    except OSError as err:
+        raise SessionError(f"session_unreadable: {path}: {err.strerror}") from err
+    return records
+
+
+def tool_error_message(call_id: str, name: str, error: str) -> Message:
+    content = ToolExecutor.format_result(ToolResult(ok=False, error=error))
+    return Message(role="tool", content=content, tool_call_id=call_id, name=name)
+
+
+def repair_history(messages: list[Message], error: str = "interrupted") -> list[Message]:
+    """Give every assistant tool call a result, so the history is valid for any provider.
+
+    A session written by a process that died mid-tool ends with calls that have no result; each
+    one gets an error result. Tool results that answer no call are dropped.
+    """
+    repaired: list[Message] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message.role == "tool":
+            continue  # orphaned: its call is not directly before it
+        repaired.append(message)
+        if message.role != "assistant" or not message.tool_calls:
+            continue
+        answered: dict[str, Message] = {}
+        while index < len(messages) and messages[index].role == "tool":
+            result = messages[index]
+            answered.setdefault(result.tool_call_id or "", result)
+            index += 1
+        for call in message.tool_calls:
+            repaired.append(answered.get(call.id) or tool_error_message(call.id, call.name, error))
+    return repaired

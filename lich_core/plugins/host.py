@@ -1,0 +1,215 @@
+"""Running loaded plugins: tool registration and the five hooks, each failure isolated."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lich_core.agent.messages import Message
+from lich_core.plugins.types import (
+    NOTE_MAX_CHARS,
+    RESULT_SUMMARY_MAX_CHARS,
+    Plugin,
+    PluginContext,
+    PluginModels,
+)
+from lich_core.tools.executor import ToolExecutor
+from lich_core.tools.registry import is_enabled
+from lich_core.tools.types import Tool, ToolContext, ToolResult
+
+log = logging.getLogger("lich.plugins")
+
+# Called with (plugin name, message) for every isolated failure; the agent turns it into an event.
+WarnFn = Callable[[str, str], Awaitable[None]]
+
+BLOCK_PREFIX = "blocked_by_plugin"
+NO_REASON = "plugin-less"
+HOOK_ERROR = "hook_error"
+
+
+@dataclass
+class LoadedPlugin:
+    plugin: Plugin
+    path: Path
+    settings: Mapping[str, Any]  # types.MappingProxyType
+    models: PluginModels
+
+    @property
+    def name(self) -> str:
+        return self.plugin.name
+
+    def hook(self, name: str) -> Callable[..., Any] | None:
+        return self.plugin.hooks.get(name)
+
+
+class PluginTool:
+    """A plugin's tool as registered: its context carries the plugin's settings and models."""
+
+    def __init__(self, tool: Tool, owner: LoadedPlugin) -> None:
+        self.inner = tool
+        self.owner = owner
+        self.name = tool.name
+        self.description = tool.description
+        self.parameters = tool.parameters
+        self.capability = getattr(tool, "capability", None)
+        self.timeout_ms = getattr(tool, "timeout_ms", None)
+
+    async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        plugin_ctx = copy.copy(ctx)
+        plugin_ctx.settings = self.owner.settings
+        plugin_ctx.models = self.owner.models  # type: ignore[attr-defined]
+        return await self.inner.execute(args, plugin_ctx)
+
+
+class PluginHost:
+    """The plugins of one agent, in config order, plus the warnings from loading them."""
+
+    def __init__(self, plugins: Sequence[LoadedPlugin] = (), warnings: Sequence[str] = (), *, work_dir: Path | None = None) -> None:
+        self.plugins = list(plugins)
+        self.warnings = list(warnings)
+        self.work_dir = Path(work_dir or Path.cwd())
+
+    def names(self) -> list[str]:
+        return [p.name for p in self.plugins]
+
+    def bind_models(self, resolve: Callable[[str], Any]) -> None:
+        for loaded in self.plugins:
+            loaded.models.bind(resolve)
+
+    def register_tools(self, runtime: Any, tools_enabled: str | Sequence[str] = "all") -> list[str]:
+        """Add plugin tools to a ToolRuntime, after its tools_enabled filter was applied.
+
+        A plugin tool becomes callable only when tools_enabled is "all" or names it. A name
+        already taken (a builtin, enabled or not, or an earlier plugin's tool) is skipped with a
+        warning. Returns the new warnings (also kept in `self.warnings`).
+        """
+        new_warnings: list[str] = []
+        base = runtime.base_registry
+        enabled = runtime.registry
+        for loaded in self.plugins:
+            for tool in loaded.plugin.tools:
+                if tool.name in base:
+                    message = f"plugin {loaded.name!r}: duplicate_tool: {tool.name} is already registered; tool skipped"
+                    new_warnings.append(message)
+                    log.warning(message)
+                    continue
+                wrapped = PluginTool(tool, loaded)
+                base.register(wrapped)
+                if enabled is not base and is_enabled(tools_enabled, tool.name):
+                    enabled.register(wrapped)
+        self.warnings.extend(new_warnings)
+        return new_warnings
+
+    def start_run(self, warn: WarnFn | None = None) -> PluginRun:
+        return PluginRun(self, warn)
+
+
+class PluginRun:
+    """Hooks for one run: fresh per-plugin state, failures reported through `warn`."""
+
+    def __init__(self, host: PluginHost, warn: WarnFn | None) -> None:
+        self.host = host
+        self._warn = warn
+        self.contexts = {
+            loaded.name: PluginContext(
+                name=loaded.name,
+                work_dir=host.work_dir,
+                state={},
+                settings=loaded.settings,
+                models=loaded.models,
+            )
+            for loaded in host.plugins
+        }
+
+    def _with_hook(self, hook_name: str) -> list[tuple[LoadedPlugin, Callable[..., Any]]]:
+        found = []
+        for loaded in self.host.plugins:
+            hook = loaded.hook(hook_name)
+            if hook is not None:
+                found.append((loaded, hook))
+        return found
+
+    async def _call(self, loaded: LoadedPlugin, hook: Callable[..., Any], info: dict[str, Any]) -> Any:
+        outcome = hook(info, self.contexts[loaded.name])
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        return outcome
+
+    async def _report(self, loaded: LoadedPlugin, hook_name: str, err: BaseException) -> None:
+        message = f"plugin {loaded.name!r}: {hook_name} raised {type(err).__name__}: {err}"
+        log.warning(message)
+        if self._warn is not None:
+            await self._warn(loaded.name, message)
+
+    async def _observe(self, hook_name: str, info: dict[str, Any]) -> None:
+        for loaded, hook in self._with_hook(hook_name):
+            try:
+                await self._call(loaded, hook, copy.deepcopy(info))
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # noqa: BLE001 - a throwing observer is skipped
+                await self._report(loaded, hook_name, err)
+
+    async def on_run_start(self, input_chars: int) -> None:
+        await self._observe("on_run_start", {"input_chars": input_chars})
+
+    async def on_run_end(self, stopped_reason: str, turns_used: int) -> None:
+        await self._observe("on_run_end", {"stopped_reason": stopped_reason, "turns_used": turns_used})
+
+    async def before_tool_call(self, tool_name: str, args: dict[str, Any]) -> str | None:
+        """The error string for a vetoed call (first block wins), or None to let it run."""
+        for loaded, hook in self._with_hook("before_tool_call"):
+            try:
+                verdict = await self._call(loaded, hook, {"tool_name": tool_name, "args": copy.deepcopy(args)})
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # noqa: BLE001 - a broken guard blocks, it never allows
+                await self._report(loaded, "before_tool_call", err)
+                return f"{BLOCK_PREFIX}: {HOOK_ERROR}"
+            if _get(verdict, "block"):
+                reason = _get(verdict, "reason")
+                return f"{BLOCK_PREFIX}: {reason if isinstance(reason, str) and reason.strip() else NO_REASON}"
+        return None
+
+    async def after_tool_call(self, tool_name: str, args: dict[str, Any], result: ToolResult) -> None:
+        summary = result.output if result.ok else ToolExecutor.format_result(result)
+        info = {
+            "tool_name": tool_name,
+            "args": args,
+            "result_summary": summary[:RESULT_SUMMARY_MAX_CHARS],
+            "ok": result.ok,
+            "error": result.error,
+        }
+        await self._observe("after_tool_call", info)
+
+    async def before_llm_call(self, turn: int, messages: Sequence[Message]) -> list[Message]:
+        """Trailing system notes for this one model call (never saved to history)."""
+        hooks = self._with_hook("before_llm_call")
+        if not hooks:
+            return []
+        notes: list[Message] = []
+        plain = [m.to_dict() for m in messages]
+        for loaded, hook in hooks:
+            try:
+                verdict = await self._call(loaded, hook, {"turn": turn, "messages": copy.deepcopy(plain)})
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # noqa: BLE001
+                await self._report(loaded, "before_llm_call", err)
+                continue
+            note = _get(verdict, "note")
+            if isinstance(note, str) and note.strip():
+                notes.append(Message(role="system", content=f"[plugin {loaded.name}] {note[:NOTE_MAX_CHARS]}"))
+        return notes
+
+
+def _get(verdict: Any, key: str) -> Any:
+    if isinstance(verdict, Mapping):
+        return verdict.get(key)
+    return getattr(verdict, key, None) if verdict is not None else None

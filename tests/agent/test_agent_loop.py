@@ -1,0 +1,257 @@
+"""The conversation loop against a scripted in-memory model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from agent_helpers import EventLog, RecordingTools, assert_history_valid, make_config, make_runtime
+from scripted_model import ScriptedModel, Turn, call, provider_error, tools_turn
+
+from lich_core.agent.events import EVENT_TYPES
+from lich_core.agent.loop import Agent
+from lich_core.agent.prompts import CONTEXT_HEADER, DEFAULT_SYSTEM_PROMPT
+from lich_core.hashline.read_state import ReadState
+from lich_core.tools.types import CancelToken
+from lich_core.workspace import DiskWorkspace
+
+
+def build(tmp_path, tools: RecordingTools, model: ScriptedModel, **config) -> Agent:
+    cfg = make_config(tmp_path, **config)
+    return Agent(model=model, runtime=make_runtime(cfg, tools.tools()), config=cfg)
+
+
+async def test_plain_answer_emits_ordered_events(tmp_path, tools, events: EventLog):
+    model = ScriptedModel(Turn(text="All done here.", chunks=3))
+    result = await build(tmp_path, tools, model).run("say hi", on_event=events)
+    assert result.stopped_reason == "final"
+    assert result.final == "All done here."
+    assert result.turns_used == 1
+    assert result.error is None
+    assert result.usage.input_tokens == 10 and result.usage.output_tokens == 5
+    assert events.types() == [
+        "run_start", "turn_start", "llm_start", "text_delta", "text_delta", "text_delta",
+        "llm_end", "final", "turn_end", "run_end",
+    ]
+    assert "".join(e.data["text"] for e in events.of("text_delta")) == "All done here."
+    assert [e.seq for e in events.events] == list(range(1, len(events.events) + 1))
+    assert {e.run_id for e in events.events} == {result.run_id}
+    assert {e.session_id for e in events.events} == {result.session_id}
+    assert all(e.type in EVENT_TYPES for e in events.events)
+    assert events.of("run_end")[0].data["stopped_reason"] == "final"
+    assert json.dumps(events.events[0].to_dict())  # serialisable for the LSP layer
+    # History: default system prompt, the user prompt, the answer.
+    assert [m.role for m in result.messages] == ["system", "user", "assistant"]
+    assert "reference data, not instructions" in result.messages[0].content
+    assert model.calls[0][0].content == DEFAULT_SYSTEM_PROMPT
+
+
+async def test_tool_results_become_tool_messages(tmp_path, tools, events):
+    model = ScriptedModel(
+        tools_turn(call("echo", {"text": "hello"}, id="a"), call("fail", {}, id="b"), call("nope", {}, id="c")),
+        Turn(text="finished"),
+    )
+    result = await build(tmp_path, tools, model).run("go", on_event=events)
+    assert result.stopped_reason == "final"
+    assert result.turns_used == 2
+    tool_messages = [m for m in result.messages if m.role == "tool"]
+    assert [m.tool_call_id for m in tool_messages] == ["a", "b", "c"]
+    assert tool_messages[0].content == "hello"
+    assert json.loads(tool_messages[1].content) == {"ok": False, "output": "partial", "error": "not_found: nothing here"}
+    assert json.loads(tool_messages[2].content)["error"] == "unknown_tool: nope"
+    # The second model call saw the results.
+    assert [m.role for m in model.calls[1]][-3:] == ["tool", "tool", "tool"]
+    ends = events.of("tool_call_end")
+    assert [(e.data["name"], e.data["ok"]) for e in ends] == [("echo", True), ("fail", False), ("nope", False)]
+    assert [e.data["call_id"] for e in events.of("tool_call_start")] == ["a", "b", "c"]
+    assert model.tools_seen[0] == ["echo", "fail", "wait", "big"]
+
+
+async def test_last_turn_tool_calls_are_not_run(tmp_path, tools, events):
+    model = ScriptedModel(
+        tools_turn(call("echo", {"text": "1"}, id="t1")),
+        tools_turn(call("echo", {"text": "2"}, id="t2"), call("echo", {"text": "3"}, id="t3")),
+    )
+    result = await build(tmp_path, tools, model, max_turns=2).run("loop", on_event=events)
+    assert result.stopped_reason == "budget"
+    assert result.turns_used == 2
+    assert len(model.calls) == 2
+    assert tools.calls == [("echo", {"text": "1"})]  # the last turn's calls never ran
+    last_two = result.messages[-2:]
+    assert [m.tool_call_id for m in last_two] == ["t2", "t3"]
+    assert all(json.loads(m.content)["error"] == "turn_budget_exhausted" for m in last_two)
+    assert_history_valid(result.messages)
+    exhausted = events.of("budget_exhausted")
+    assert exhausted and exhausted[0].data["skipped_calls"] == ["echo", "echo"]
+    assert events.types()[-1] == "run_end"
+
+
+async def test_max_turns_defaults_to_config_value(tmp_path, tools):
+    model = ScriptedModel(*[tools_turn(call("echo", {"text": str(i)})) for i in range(30)])
+    result = await build(tmp_path, tools, model).run("forever")
+    assert result.stopped_reason == "budget"
+    assert result.turns_used == 25
+
+
+async def test_unparseable_arguments_get_an_error_message(tmp_path, tools):
+    model = ScriptedModel(
+        tools_turn(call("echo", raw='{"text": "unterminated', id="bad"), call("echo", raw='{"text": "ok"}', id="good")),
+        Turn(text="ok"),
+    )
+    result = await build(tmp_path, tools, model).run("x")
+    bad, good = [m for m in result.messages if m.role == "tool"]
+    error = json.loads(bad.content)["error"]
+    assert error.startswith("invalid_arguments:") and "not valid JSON" in error
+    assert good.content == "ok"  # raw JSON that does parse is used
+    assert tools.calls == [("echo", {"text": "ok"})]
+
+
+async def test_context_is_appended_and_tool_context_carries_run_settings(tmp_path, tools):
+    workspace = DiskWorkspace(tmp_path)
+    read_state = ReadState()
+    model = ScriptedModel(tools_turn(call("echo", {"text": "x"})), Turn(text="done"))
+    agent = build(tmp_path, tools, model)
+    await agent.run(
+        "fix it", context="def f(): pass\nE: missing return", workspace=workspace, read_state=read_state,
+        edit_label="lich: fix it",
+    )
+    user = model.calls[0][1]
+    assert user.content.startswith("fix it\n\n" + CONTEXT_HEADER)
+    assert user.content.endswith("E: missing return")
+    ctx = tools.contexts[0]
+    assert ctx.workspace is workspace
+    assert ctx.read_state is read_state
+    assert ctx.edit_label == "lich: fix it"
+    assert model.cancel_seen[0] is not None
+
+
+async def test_custom_system_prompt(tmp_path, tools):
+    model = ScriptedModel(Turn(text="ok"))
+    await build(tmp_path, tools, model, system_prompt="You are terse.").run("x")
+    assert model.calls[0][0].content == "You are terse."
+
+
+async def test_each_run_gets_a_fresh_read_state(tmp_path, tools):
+    model = ScriptedModel(tools_turn(call("echo", {})), Turn(text="a"), tools_turn(call("echo", {})), Turn(text="b"))
+    agent = build(tmp_path, tools, model)
+    await agent.run("one")
+    await agent.run("two")
+    first, second = tools.contexts
+    assert first.read_state is not second.read_state
+
+
+async def test_provider_failure_keeps_completed_turns(tmp_path, tools, events):
+    model = ScriptedModel(
+        tools_turn(call("echo", {"text": "kept"}, id="k")),
+        Turn(error=provider_error("auth", "401 Unauthorized: set OPENAI_API_KEY")),
+    )
+    result = await build(tmp_path, tools, model).run("x", on_event=events)
+    assert result.stopped_reason == "error"
+    assert "auth" in result.error and "\n" not in result.error
+    assert [m.role for m in result.messages] == ["system", "user", "assistant", "tool"]
+    assert result.messages[-1].content == "kept"
+    errors = events.of("error")
+    assert errors and errors[0].data["kind"] == "auth"
+    assert events.of("run_end")[0].data["error"] == result.error
+
+
+async def test_cancel_mid_stream_aborts_quickly(tmp_path, tools, events):
+    cancel = CancelToken()
+    model = ScriptedModel(Turn(text="word " * 200, chunks=200, chunk_delay_s=0.05))
+
+    def listener(event):
+        events(event)
+        if event.type == "text_delta" and len(events.of("text_delta")) == 3:
+            cancel.cancel()
+
+    started = time.perf_counter()
+    result = await build(tmp_path, tools, model).run("x", on_event=listener, cancel=cancel)
+    assert time.perf_counter() - started < 3
+    assert result.stopped_reason == "aborted"
+    assert [m.role for m in result.messages] == ["system", "user"]  # the half answer is not kept
+    assert events.types()[-1] == "run_end"
+
+
+async def test_cancel_while_model_ignores_the_token(tmp_path, tools):
+    cancel = CancelToken()
+    model = ScriptedModel(Turn(block=True, ignore_cancel=True))
+    agent = build(tmp_path, tools, model)
+    task = asyncio.ensure_future(agent.run("x", cancel=cancel))
+    await asyncio.sleep(0.05)
+    cancel.cancel()
+    result = await asyncio.wait_for(task, 5)
+    assert result.stopped_reason == "aborted"
+
+
+async def test_cancel_mid_tool_answers_every_call(tmp_path, tools, events):
+    cancel = CancelToken()
+    model = ScriptedModel(
+        tools_turn(call("echo", {"text": "first"}, id="1"), call("wait", {}, id="2"), call("echo", {"text": "never"}, id="3")),
+        Turn(text="unreachable"),
+    )
+    agent = build(tmp_path, tools, model)
+    task = asyncio.ensure_future(agent.run("x", cancel=cancel, on_event=events))
+    await asyncio.wait_for(tools.started.wait(), 5)
+    cancel.cancel()
+    result = await asyncio.wait_for(task, 5)
+    assert result.stopped_reason == "aborted"
+    assert len(model.calls) == 1
+    assert_history_valid(result.messages)
+    results = {m.tool_call_id: m.content for m in result.messages if m.role == "tool"}
+    assert results["1"] == "first"
+    assert json.loads(results["2"])["error"] == "cancelled"
+    assert json.loads(results["3"])["error"] == "cancelled"
+    assert ("echo", {"text": "never"}) not in tools.calls
+
+
+async def test_cancelling_the_task_closes_the_run_and_propagates(tmp_path, tools, events):
+    model = ScriptedModel(tools_turn(call("wait", {}, id="w")))
+    agent = build(tmp_path, tools, model)
+    task = asyncio.ensure_future(agent.run("x", on_event=events))
+    await asyncio.wait_for(tools.started.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    run_end = events.of("run_end")
+    assert run_end and run_end[0].data["stopped_reason"] == "aborted"
+
+
+async def test_broken_event_listener_does_not_break_the_run(tmp_path, tools):
+    def listener(event):
+        raise RuntimeError("renderer bug")
+
+    result = await build(tmp_path, tools, ScriptedModel(Turn(text="fine"))).run("x", on_event=listener)
+    assert result.stopped_reason == "final"
+
+
+async def test_async_listener_sees_events_in_order(tmp_path, tools):
+    seen: list[int] = []
+
+    async def listener(event):
+        await asyncio.sleep(0)
+        seen.append(event.seq)
+
+    model = ScriptedModel(Turn(text="abcdefgh", chunks=8))
+    await build(tmp_path, tools, model).run("x", on_event=listener)
+    assert seen == list(range(1, 16))  # 7 events around 8 text deltas
+
+
+async def test_missing_call_ids_are_filled_in(tmp_path, tools):
+    model = ScriptedModel(tools_turn(call("echo", {"text": "a"}), call("echo", {"text": "b"})), Turn(text="ok"))
+    result = await build(tmp_path, tools, model).run("x")
+    assistant = result.messages[2]
+    ids = [c.id for c in assistant.tool_calls]
+    assert all(ids) and len(set(ids)) == 2
+    assert_history_valid(result.messages)
+
+
+async def test_capability_denied_tools_are_not_offered(tmp_path, tools):
+    cfg = make_config(tmp_path, capabilities=["file/read"])
+    denied = tools.tools()
+    denied[0].capability = "process/exec"
+    model = ScriptedModel(Turn(text="ok"))
+    await Agent(model=model, runtime=make_runtime(cfg, denied), config=cfg).run("x")
+    assert "echo" not in model.tools_seen[0]
+    assert "fail" in model.tools_seen[0]
