@@ -1,0 +1,344 @@
+-- lich.nvim: the Neovim half of lich-lsp. The server does the work; this file asks it, over the
+-- lich client only (workspace/executeCommand sent to that one client; vim.lsp.buf.execute_command
+-- would broadcast to every attached server).
+local client_mod = require("lich.client")
+local compat = require("lich.compat")
+local progress = require("lich.progress")
+local transcript = require("lich.transcript")
+
+local M = {}
+
+M.config = vim.deepcopy(client_mod.defaults)
+---@type table<integer, {prompt: string, client_id: integer, started: number}> running asks by request id
+M.running = {}
+---@type table[] finished asks, newest last: {prompt, result, err}
+M.finished = {}
+
+local MAX_FINISHED = 20
+local INIT_WAIT_MS = 10000
+local INIT_POLL_MS = 100
+
+local function notify(message, level)
+  vim.notify("lich: " .. message, level or vim.log.levels.INFO)
+end
+
+--- Configure and (unless autostart = false) start attaching the lich client.
+---@param opts table|nil see :help lich-setup
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(client_mod.defaults), opts or {})
+  -- Lists replace rather than merge index-by-index.
+  if opts and opts.root_markers then
+    M.config.root_markers = opts.root_markers
+  end
+  if opts and opts.cmd then
+    M.config.cmd = opts.cmd
+  end
+  transcript.max_lines = M.config.transcript_max_lines
+  progress.enabled = M.config.progress
+  progress.attach_autocmd(M.config.name)
+  if M.config.autostart then
+    client_mod.enable(M.config)
+  end
+end
+
+--- Attach the lich client to a buffer now (for autostart = false, or files outside a root when
+--- single_file is set).
+---@param bufnr integer|nil
+function M.attach(bufnr)
+  return client_mod.attach(bufnr or vim.api.nvim_get_current_buf(), M.config)
+end
+
+--- The lich client for `bufnr`: the one attached to it, else the first running one.
+---@param bufnr integer|nil
+---@return table|nil
+function M.get_client(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local attached = compat.get_clients(M.config.name, bufnr)
+  if attached[1] then
+    return attached[1]
+  end
+  return compat.get_clients(M.config.name, nil)[1]
+end
+
+local function resolve_client(opts)
+  if opts.client_id then
+    local client = vim.lsp.get_client_by_id(opts.client_id)
+    if client and not compat.is_stopped(client) then
+      return client
+    end
+  end
+  return M.get_client(opts.bufnr)
+end
+
+--- Send `workspace/executeCommand` to the lich client only.
+---@param command string e.g. "lich.status"
+---@param args table the one object argument
+---@param callback fun(err: table|nil, result: any)|nil
+---@param opts table|nil {bufnr, client_id}
+---@return integer|nil request_id
+function M.execute(command, args, callback, opts)
+  opts = opts or {}
+  callback = callback or function() end
+  local client = resolve_client(opts)
+  if not client then
+    local message = "no lich client is running (is this buffer inside a project root? see :help lich-setup)"
+    notify(message, vim.log.levels.ERROR)
+    callback({ message = message }, nil)
+    return nil
+  end
+  if not client.initialized then
+    -- A command right after startup: wait for initialize instead of failing.
+    local waited = opts._waited_ms or 0
+    if waited >= INIT_WAIT_MS then
+      callback({ message = "lich server did not finish starting" }, nil)
+      return nil
+    end
+    vim.defer_fn(function()
+      M.execute(command, args, callback, vim.tbl_extend("force", opts, { _waited_ms = waited + INIT_POLL_MS }))
+    end, INIT_POLL_MS)
+    return nil
+  end
+  local params = { command = command, arguments = { args or vim.empty_dict() } }
+  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+  local ok, request_id = compat.request(client, "workspace/executeCommand", params, function(err, result)
+    callback(err, result)
+  end, bufnr)
+  if not ok then
+    callback({ message = "the lich client is not running" }, nil)
+    return nil
+  end
+  return request_id
+end
+
+local function file_uri(bufnr)
+  if not vim.api.nvim_buf_is_valid(bufnr) or vim.api.nvim_buf_get_option(bufnr, "buftype") ~= "" then
+    return nil
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" then
+    return nil
+  end
+  return vim.uri_from_bufnr(bufnr)
+end
+
+local function encoding_of(bufnr)
+  local client = M.get_client(bufnr)
+  return client and client.offset_encoding or "utf-16"
+end
+
+--- LSP range for lines `line1`..`line2` (1-based, inclusive) of `bufnr`; when those lines are the
+--- last characterwise visual selection, its columns are used too.
+---@param bufnr integer
+---@param line1 integer
+---@param line2 integer
+---@return table
+function M.range_for_lines(bufnr, line1, line2)
+  local encoding = encoding_of(bufnr)
+  local start_mark = vim.api.nvim_buf_get_mark(bufnr, "<")
+  local end_mark = vim.api.nvim_buf_get_mark(bufnr, ">")
+  local start_col, end_line_text = 0, vim.api.nvim_buf_get_lines(bufnr, line2 - 1, line2, false)[1] or ""
+  local end_byte = #end_line_text
+  if vim.fn.visualmode() == "v" and start_mark[1] == line1 and end_mark[1] == line2 then
+    start_col = start_mark[2]
+    -- The '> mark sits on the first byte of the last selected character; take all its bytes.
+    local lead = end_line_text:byte(end_mark[2] + 1) or 0
+    local width = lead >= 0xF0 and 4 or lead >= 0xE0 and 3 or lead >= 0xC0 and 2 or 1
+    end_byte = math.min(#end_line_text, end_mark[2] + width)
+  end
+  local util = vim.lsp.util
+  return {
+    start = { line = line1 - 1, character = start_col > 0 and util.character_offset(bufnr, line1 - 1, start_col, encoding) or 0 },
+    ["end"] = { line = line2 - 1, character = end_byte > 0 and util.character_offset(bufnr, line2 - 1, end_byte, encoding) or 0 },
+  }
+end
+
+local function summarize_result(result)
+  if type(result) ~= "table" then
+    return tostring(result)
+  end
+  local final = type(result.final) == "string" and result.final or ""
+  local edited = type(result.edited) == "table" and #result.edited or 0
+  local text = (result.stopped_reason or "done")
+  if edited > 0 then
+    text = text .. string.format(" (%d file%s edited)", edited, edited == 1 and "" or "s")
+  end
+  if final ~= "" then
+    text = text .. ": " .. final
+  end
+  return text
+end
+
+local function remember(entry)
+  table.insert(M.finished, entry)
+  if #M.finished > MAX_FINISHED then
+    table.remove(M.finished, 1)
+  end
+end
+
+--- Ask the agent. With no prompt, asks for one with vim.ui.input first.
+---@param opts table {prompt?, uri?, range?, mode?, bufnr?, client_id?, on_done?}
+function M.ask(opts)
+  opts = opts or {}
+  local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+  if not opts.prompt or opts.prompt == "" then
+    vim.ui.input({ prompt = "Ask agent: " }, function(input)
+      if input and input ~= "" then
+        M.ask(vim.tbl_extend("force", opts, { prompt = input, bufnr = bufnr }))
+      end
+    end)
+    return
+  end
+  local args = vim.tbl_extend("force", opts.extra or {}, {
+    prompt = opts.prompt,
+    uri = opts.uri or file_uri(bufnr),
+    range = opts.range,
+    mode = opts.mode,
+  })
+  local client = resolve_client({ client_id = opts.client_id, bufnr = bufnr })
+  local started = vim.loop.now()
+  local request_id
+  request_id = M.execute("lich.ask", args, function(err, result)
+    if request_id then
+      M.running[request_id] = nil
+    end
+    remember({ prompt = opts.prompt, result = result, err = err, elapsed_ms = vim.loop.now() - started })
+    if err then
+      notify("ask failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      transcript.append({ "! " .. (err.message or "ask failed") })
+    else
+      notify(summarize_result(result))
+    end
+    if opts.on_done then
+      opts.on_done(err, result)
+    end
+  end, { bufnr = bufnr, client_id = client and client.id })
+  if request_id then
+    M.running[request_id] = { prompt = opts.prompt, client_id = client and client.id, started = started }
+  end
+  return request_id
+end
+
+--- Cancel a task by id, or every running task.
+---@param task_id string|nil
+---@param callback fun(err, result)|nil
+function M.cancel(task_id, callback)
+  local args = vim.empty_dict()
+  if task_id and task_id ~= "" then
+    args = { task_id = task_id }
+  end
+  return M.execute("lich.cancel", args, function(err, result)
+    if err then
+      notify("cancel failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    end
+    if callback then
+      callback(err, result)
+    end
+  end)
+end
+
+local function tool_result_text(result)
+  if type(result) ~= "table" then
+    return tostring(result)
+  end
+  if result.ok == false then
+    return result.error or result.output or "failed"
+  end
+  return result.output or vim.inspect(result)
+end
+
+--- Apply a hashline patch through the server (same edit path as the agent; no model involved).
+---@param patch string
+---@param callback fun(err, result)|nil
+function M.apply_patch(patch, callback)
+  if not patch or vim.trim(patch) == "" then
+    notify("the patch is empty", vim.log.levels.WARN)
+    return nil
+  end
+  return M.execute("lich.applyPatch", { patch = patch }, function(err, result)
+    if err then
+      notify("patch failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    elseif type(result) == "table" and result.ok == false then
+      notify("patch rejected: " .. tool_result_text(result), vim.log.levels.ERROR)
+    else
+      notify(tool_result_text(result))
+    end
+    if callback then
+      callback(err, result)
+    end
+  end)
+end
+
+local function status_lines(result)
+  local lines = { "lich status" }
+  if type(result) == "table" then
+    local keys = vim.tbl_keys(result)
+    table.sort(keys)
+    for _, key in ipairs(keys) do
+      local value = result[key]
+      local text = type(value) == "string" and value or vim.fn.json_encode(value)
+      table.insert(lines, "  " .. key .. ": " .. text)
+    end
+  end
+  local active = progress.active()
+  for _, entry in ipairs(active) do
+    table.insert(lines, "  running: " .. entry.title .. (entry.message and (" - " .. entry.message) or ""))
+  end
+  return lines
+end
+
+--- Show the server's lich.status (provider, model, tasks).
+---@param callback fun(err, result)|nil
+function M.status(callback)
+  return M.execute("lich.status", vim.empty_dict(), function(err, result)
+    if err then
+      notify("status failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    else
+      vim.notify(table.concat(status_lines(result), "\n"), vim.log.levels.INFO)
+    end
+    if callback then
+      callback(err, result)
+    end
+  end)
+end
+
+--- Anchored rows of a buffer (lich.read), e.g. to write a patch by hand.
+---@param bufnr integer|nil
+---@param callback fun(err, result)
+function M.read(bufnr, callback)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  return M.execute("lich.read", { uri = vim.uri_from_bufnr(bufnr) }, callback, { bufnr = bufnr })
+end
+
+function M.open_transcript()
+  return transcript.open()
+end
+
+-- User command bodies (plugin/lich.lua wires them up).
+
+function M.command_ask(cmd)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local range = nil
+  if cmd.range and cmd.range > 0 then
+    range = M.range_for_lines(bufnr, cmd.line1, cmd.line2)
+  end
+  M.ask({ prompt = cmd.args, bufnr = bufnr, range = range })
+end
+
+function M.command_apply_patch(cmd)
+  local text
+  local register = vim.trim(cmd.args or "")
+  if register ~= "" then
+    text = vim.fn.getreg(register)
+  elseif cmd.range and cmd.range > 0 then
+    text = table.concat(vim.api.nvim_buf_get_lines(0, cmd.line1 - 1, cmd.line2, false), "\n")
+  else
+    text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  end
+  M.apply_patch(text)
+end
+
+function M.command_cancel(cmd)
+  M.cancel(vim.trim(cmd.args or ""))
+end
+
+return M

@@ -1,0 +1,192 @@
+-- The transcript: a scratch buffer fed by the server's `lich/event` notifications (the agent
+-- core's events). Streamed text deltas are glued onto the current line so the buffer reads like
+-- the conversation rather than one line per token.
+local M = {}
+
+M.max_lines = 5000
+M.buf = nil
+-- True while the last line holds streamed assistant text that the next delta continues.
+local streaming = false
+-- True once the current run streamed any text: its `final` event then repeats nothing.
+local streamed_run = false
+
+local BUF_NAME = "lich://transcript"
+
+local function ensure_buf()
+  if M.buf and vim.api.nvim_buf_is_valid(M.buf) then
+    return M.buf
+  end
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, BUF_NAME)
+  vim.api.nvim_buf_set_option(buf, "buftype", "nofile")
+  vim.api.nvim_buf_set_option(buf, "bufhidden", "hide")
+  vim.api.nvim_buf_set_option(buf, "swapfile", false)
+  vim.api.nvim_buf_set_option(buf, "filetype", "lichtranscript")
+  vim.api.nvim_buf_set_option(buf, "modifiable", false)
+  M.buf = buf
+  streaming = false
+  return buf
+end
+
+local function with_modifiable(buf, fn)
+  vim.api.nvim_buf_set_option(buf, "modifiable", true)
+  local ok, err = pcall(fn)
+  vim.api.nvim_buf_set_option(buf, "modifiable", false)
+  if not ok then
+    error(err)
+  end
+end
+
+local function trim(buf)
+  local count = vim.api.nvim_buf_line_count(buf)
+  if count > M.max_lines then
+    vim.api.nvim_buf_set_lines(buf, 0, count - M.max_lines, false, {})
+  end
+end
+
+local function scroll_windows(buf)
+  local last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == buf then
+      vim.api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
+end
+
+--- Append whole lines (each string may contain newlines).
+---@param lines string[]
+function M.append(lines)
+  local buf = ensure_buf()
+  local split = {}
+  for _, line in ipairs(lines) do
+    for _, part in ipairs(vim.split(line, "\n", true)) do
+      table.insert(split, part)
+    end
+  end
+  with_modifiable(buf, function()
+    local count = vim.api.nvim_buf_line_count(buf)
+    local first = vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1]
+    if count == 1 and first == "" then
+      -- A fresh buffer: no blank separator line at the very top.
+      while #split > 1 and split[1] == "" do
+        table.remove(split, 1)
+      end
+      vim.api.nvim_buf_set_lines(buf, 0, 1, false, split)
+    else
+      vim.api.nvim_buf_set_lines(buf, -1, -1, false, split)
+    end
+    trim(buf)
+  end)
+  streaming = false
+  scroll_windows(buf)
+end
+
+--- Glue streamed text onto the current line.
+---@param text string
+function M.stream(text)
+  if not streaming then
+    M.append({ "" })
+  end
+  local buf = ensure_buf()
+  with_modifiable(buf, function()
+    local count = vim.api.nvim_buf_line_count(buf)
+    local last = vim.api.nvim_buf_get_lines(buf, count - 1, count, false)[1] or ""
+    local parts = vim.split(last .. text, "\n", true)
+    vim.api.nvim_buf_set_lines(buf, count - 1, count, false, parts)
+    trim(buf)
+  end)
+  streaming = true
+  scroll_windows(buf)
+end
+
+local function one_line(value, limit)
+  local text = value
+  if type(value) ~= "string" then
+    text = vim.fn.json_encode(value)
+  end
+  text = text:gsub("%s+", " ")
+  limit = limit or 160
+  if #text > limit then
+    text = text:sub(1, limit) .. "…"
+  end
+  return text
+end
+
+local function first_string(data, keys)
+  for _, key in ipairs(keys) do
+    local value = data[key]
+    if type(value) == "string" and value ~= "" then
+      return value
+    end
+  end
+  return nil
+end
+
+--- Render one `lich/event` notification. Accepts the event itself or `{event = ..., task_id = ...}`.
+---@param params table
+function M.on_event(params)
+  if type(params) ~= "table" then
+    return
+  end
+  local event = type(params.event) == "table" and params.event or params
+  local kind = event.type or "event"
+  local data = type(event.data) == "table" and event.data or {}
+  if kind == "text_delta" then
+    streamed_run = true
+    M.stream(first_string(data, { "text", "delta", "content" }) or "")
+  elseif kind == "run_start" then
+    streamed_run = false
+    local prompt = first_string(data, { "prompt", "title" })
+    M.append({ "", "▶ " .. (prompt and one_line(prompt) or "task") })
+  elseif kind == "tool_call_start" then
+    local name = data.name or data.tool or "?"
+    local args = data.arguments or data.args
+    M.append({ "→ " .. name .. (args and (" " .. one_line(args, 120)) or "") })
+  elseif kind == "tool_call_end" then
+    local name = data.name or data.tool or "?"
+    local failed = data.ok == false or (type(data.error) == "string" and data.error ~= "")
+    local detail = first_string(data, { "error", "summary", "output" }) or ""
+    M.append({ "← " .. name .. (failed and " failed: " or " ok: ") .. one_line(detail, 120) })
+  elseif kind == "final" then
+    local text = first_string(data, { "text", "final", "content" })
+    if text and not streamed_run then
+      M.append({ text })
+    end
+  elseif kind == "run_end" then
+    local reason = data.stopped_reason or data.reason or ""
+    M.append({ "■ " .. reason })
+  elseif kind == "error" then
+    M.append({ "! " .. one_line(first_string(data, { "message", "error" }) or data) })
+  elseif kind == "llm_start" or kind == "llm_end" or kind == "turn_start" or kind == "turn_end" then
+    -- Bookkeeping events, not worth a transcript line; they do end a streamed paragraph.
+    streaming = false
+  else
+    M.append({ "· " .. kind .. (next(data) and (" " .. one_line(data, 120)) or "") })
+  end
+end
+
+--- Open the transcript in a split (or focus it if already visible).
+function M.open()
+  local buf = ensure_buf()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == buf then
+      vim.api.nvim_set_current_win(win)
+      return buf
+    end
+  end
+  vim.cmd("botright split")
+  vim.api.nvim_win_set_buf(0, buf)
+  scroll_windows(buf)
+  return buf
+end
+
+--- Lines of the transcript (for tests and for copying).
+---@return string[]
+function M.lines()
+  if not (M.buf and vim.api.nvim_buf_is_valid(M.buf)) then
+    return {}
+  end
+  return vim.api.nvim_buf_get_lines(M.buf, 0, -1, false)
+end
+
+return M

@@ -1,0 +1,33 @@
+-- User commands exist as soon as the plugin is on 'runtimepath', so they also serve users who
+-- start the client through vim.lsp.enable("lich") (lsp/lich.lua) without calling setup().
+if vim.g.loaded_lich then
+  return
+end
+vim.g.loaded_lich = true
+
+local function lich()
+  return require("lich")
+end
+
+vim.api.nvim_create_user_command("LichAsk", function(cmd)
+  lich().command_ask(cmd)
+end, { nargs = "*", range = true, desc = "lich: ask the agent (about the selected lines)" })
+
+vim.api.nvim_create_user_command("LichCancel", function(cmd)
+  lich().command_cancel(cmd)
+end, { nargs = "?", desc = "lich: cancel a task (all running tasks without an id)" })
+
+vim.api.nvim_create_user_command("LichApplyPatch", function(cmd)
+  lich().command_apply_patch(cmd)
+end, { nargs = "?", range = true, desc = "lich: apply a hashline patch from a register or this buffer" })
+
+vim.api.nvim_create_user_command("LichStatus", function()
+  lich().status()
+end, { nargs = 0, desc = "lich: server status, provider and running tasks" })
+
+vim.api.nvim_create_user_command("LichTranscript", function()
+  lich().open_transcript()
+end, { nargs = 0, desc = "lich: open the transcript buffer" })
+
+-- LspProgress (0.10+) is client-agnostic; 0.7-0.9 get a $/progress handler in the client config.
+require("lich.progress").attach_autocmd("lich")
