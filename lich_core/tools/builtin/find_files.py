@@ -283,7 +283,14 @@ def find(ctx: ToolContext, pattern: str) -> tuple[list[str], WalkResult]:
     if not os.path.isdir(start_dir):
         result = WalkResult([], 0)
     else:
-        result = walk(start_dir, start_rel, matcher, is_cancelled=lambda: ctx.cancel.cancelled)
+        result = walk(
+            start_dir,
+            start_rel,
+            matcher,
+            max_entries=MAX_WALK_ENTRIES,
+            max_ms=MAX_WALK_MS,
+            is_cancelled=lambda: ctx.cancel.cancelled,
+        )
     paths = result.paths
     extra = _overlay_matches(ctx, work_dir, start_rel, matcher, set(paths))
     if extra:
