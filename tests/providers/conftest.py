@@ -1,3 +1,26 @@
-"""Make the shared fixtures available even when tests/conftest.py does not load them yet."""
+"""Fixtures for the provider tests."""
 
-from tests.support.fixtures import fake_provider  # noqa: F401
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from lich_core.providers.http import HttpModel
+from tests.support.fake_provider import FakeProviderServer
+from tests.support.fixtures import fake_provider  # noqa: F401 - works before tests/conftest.py loads it
+from tests.support.provider_helpers import SleepRecorder, make_model
+
+
+@pytest.fixture
+def sleeps() -> SleepRecorder:
+    return SleepRecorder()
+
+
+@pytest.fixture
+def model_for(fake_provider: FakeProviderServer) -> Callable[..., HttpModel]:  # noqa: F811
+    def build(kind: str, **kwargs: Any) -> HttpModel:
+        return make_model(kind, fake_provider, **kwargs)
+
+    return build

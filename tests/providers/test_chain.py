@@ -1,0 +1,186 @@
+"""Retry in place, failover, Retry-After and cancellation in ProviderChain, over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from lich_core.agent.messages import Message
+from lich_core.providers.base import ProviderError
+from lich_core.providers.chain import ProviderChain, backoff_ms
+from lich_core.providers.openai_compat import OpenAICompatModel
+from lich_core.tools.types import CancelToken
+from tests.support.fake_provider import FakeProviderServer
+from tests.support.provider_helpers import KINDS, SleepRecorder, make_model, wait_until
+
+HELLO = [Message(role="user", content="hi")]
+
+
+def test_backoff_schedule() -> None:
+    assert [backoff_ms(a) for a in range(3)] == [500, 1250, 2500]
+    assert backoff_ms(10) == 8000
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_rate_limit_retried_in_place_with_retry_after_floor(
+    kind, fake_provider, sleeps
+) -> None:
+    fake_provider.script({"status": 429, "retry_after": 2}, {"text": "ok now"})
+    chain = ProviderChain([make_model(kind, fake_provider)], sleep=sleeps)
+    response = await chain.complete(HELLO, [])
+    assert response.message.content == "ok now"
+    assert len(fake_provider.requests) == 2
+    assert sleeps.delays == [2.0]  # Retry-After 2 s beats the 0.5 s backoff
+
+
+async def test_backoff_wins_over_a_shorter_retry_after(fake_provider, sleeps) -> None:
+    fake_provider.script(
+        {"status": 429, "retry_after": 0}, {"status": 429, "retry_after": 1}, {"text": "ok"}
+    )
+    chain = ProviderChain([make_model("openai_compat", fake_provider)], sleep=sleeps)
+    assert (await chain.complete(HELLO, [])).message.content == "ok"
+    assert sleeps.delays == [0.5, 1.25]
+
+
+async def test_retry_after_http_date_is_understood(fake_provider, sleeps) -> None:
+    from email.utils import formatdate
+
+    fake_provider.script(
+        {"status": 429, "retry_after": formatdate(time.time() + 20, usegmt=True)}, {"text": "ok"}
+    )
+    chain = ProviderChain([make_model("openai_compat", fake_provider)], sleep=sleeps)
+    assert (await chain.complete(HELLO, [])).message.content == "ok"
+    assert len(sleeps.delays) == 1 and 15 < sleeps.delays[0] <= 20
+
+
+async def test_long_retry_after_fails_over_instead_of_waiting(sleeps) -> None:
+    with FakeProviderServer() as first, FakeProviderServer() as second:
+        first.script({"status": 429, "retry_after": 120})
+        second.script({"text": "from second"})
+        chain = ProviderChain(
+            [
+                make_model("openai_compat", first, name="a"),
+                make_model("anthropic", second, name="b"),
+            ],
+            sleep=sleeps,
+        )
+        response = await chain.complete(HELLO, [])
+    assert response.message.content == "from second"
+    assert response.provider == "b"
+    assert sleeps.delays == []
+    assert len(first.requests) == 1
+
+
+async def test_rate_limit_three_attempts_then_failover(sleeps) -> None:
+    with FakeProviderServer() as first, FakeProviderServer() as second:
+        first.script(*[{"status": 429}] * 3)
+        chain = ProviderChain(
+            [make_model("openai_compat", first, name="a"), make_model("ollama", second, name="b")],
+            sleep=sleeps,
+        )
+        response = await chain.complete(HELLO, [])
+    assert len(first.requests) == 3
+    assert sleeps.delays == [0.5, 1.25]
+    assert response.provider == "b"
+    assert [(name, attempt, err.kind) for name, attempt, err in chain.last_failures] == [
+        ("a", 0, "rate_limit"),
+        ("a", 1, "rate_limit"),
+        ("a", 2, "rate_limit"),
+    ]
+
+
+@pytest.mark.parametrize("status", [500, 401, 400, 413])
+async def test_other_errors_fail_over_without_retry(status, sleeps) -> None:
+    with FakeProviderServer() as first, FakeProviderServer() as second:
+        first.script({"status": status})
+        second.script({"text": "second answers"})
+        chain = ProviderChain(
+            [
+                make_model("anthropic", first, name="a"),
+                make_model("openai_compat", second, name="b"),
+            ],
+            sleep=sleeps,
+        )
+        response = await chain.complete(HELLO, [])
+    assert response.message.content == "second answers"
+    assert len(first.requests) == 1
+    assert sleeps.delays == []
+    assert chain.last_failures[0][2].status == status
+
+
+async def test_dropped_stream_is_retried(fake_provider, sleeps) -> None:
+    fake_provider.script(
+        {"text": "b" * 30, "chunks": 10, "drop_after_chunks": 4}, {"text": "whole"}
+    )
+    chain = ProviderChain([make_model("openai_compat", fake_provider)], sleep=sleeps)
+    assert (await chain.complete(HELLO, [])).message.content == "whole"
+    assert sleeps.delays == [0.5]
+
+
+async def test_all_failed_raises_last_error_listing_each(sleeps) -> None:
+    with FakeProviderServer() as first:
+        first.script({"status": 401})
+        dead = OpenAICompatModel(name="dead", model="m", base_url="http://127.0.0.1:9/v1")
+        chain = ProviderChain([make_model("openai_compat", first, name="a"), dead], sleep=sleeps)
+        with pytest.raises(ProviderError) as info:
+            await chain.complete(HELLO, [])
+    err = info.value
+    assert err.kind == "network"
+    assert err.provider == "dead"
+    text = str(err)
+    assert "\n" not in text
+    assert "http://127.0.0.1:9/v1" in text
+    assert "cannot connect" in text and "base_url" in text
+    assert "a: auth (HTTP 401)" in text
+    assert sleeps.delays == [0.5, 1.25]  # the connection failures were retried in place
+
+
+async def test_single_provider_failure_is_raised_unchanged(fake_provider, sleeps) -> None:
+    fake_provider.script({"status": 400, "body": '{"error": {"message": "bad tool schema"}}'})
+    chain = ProviderChain([make_model("openai_compat", fake_provider, name="only")], sleep=sleeps)
+    with pytest.raises(ProviderError) as info:
+        await chain.complete(HELLO, [])
+    assert info.value.kind == "bad_request"
+    assert (
+        str(info.value)
+        == f"provider 'only' at {fake_provider.url}/v1: bad_request: HTTP 400: bad tool schema"
+    )
+
+
+async def test_context_overflow_message_is_overflow(fake_provider, sleeps) -> None:
+    body = '{"error": {"message": "This model\'s maximum context length is 8192 tokens", "code": "context_length_exceeded"}}'
+    fake_provider.script({"status": 400, "body": body})
+    chain = ProviderChain([make_model("openai_compat", fake_provider)], sleep=sleeps)
+    with pytest.raises(ProviderError) as info:
+        await chain.complete(HELLO, [])
+    assert info.value.kind == "overflow"
+
+
+async def test_cancel_during_backoff_sleep_is_prompt(fake_provider) -> None:
+    fake_provider.script({"status": 429, "retry_after": 25})
+    chain = ProviderChain([make_model("openai_compat", fake_provider)])  # real asyncio.sleep
+    cancel = CancelToken()
+    task = asyncio.create_task(chain.complete(HELLO, [], cancel=cancel))
+    await wait_until(lambda: len(fake_provider.requests) == 1)
+    await asyncio.sleep(0.05)
+    started = time.monotonic()
+    cancel.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    assert time.monotonic() - started < 1
+    assert len(fake_provider.requests) == 1
+
+
+async def test_cancel_during_request_through_chain(fake_provider) -> None:
+    fake_provider.script({"text": "slow", "delay_s": 20})
+    second = SleepRecorder()
+    chain = ProviderChain([make_model("anthropic", fake_provider)], sleep=second)
+    cancel = CancelToken()
+    task = asyncio.create_task(chain.complete(HELLO, [], cancel=cancel))
+    await wait_until(lambda: len(fake_provider.requests) == 1)
+    cancel.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5)
+    assert second.delays == []
