@@ -100,10 +100,11 @@ def test_mask_arguments() -> None:
     assert mask_arguments(["https://u:p@h/x"]) == ["https://u:<redacted>@h/x"]
 
 
-async def test_process_list_is_not_capability_gated(tmp_path: Path) -> None:
-    result = await make_executor(tmp_path, gate=CapabilityGate([])).execute("process_list", {"max_results": 1})
-    assert result.ok
-    assert process_list.TOOL.capability is None
+async def test_process_list_is_gated_by_process_exec(tmp_path: Path) -> None:
+    denied = await make_executor(tmp_path, gate=CapabilityGate(["file/read"])).execute("process_list", {"max_results": 1})
+    assert denied.error == "capability_denied: process/exec"
+    allowed = await make_executor(tmp_path, gate=CapabilityGate(["process/exec"])).execute("process_list", {"max_results": 1})
+    assert allowed.ok
 
 
 # --- disk_usage ---

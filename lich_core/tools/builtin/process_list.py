@@ -1,10 +1,9 @@
 """process_list: the running processes (pid and command line), read from /proc.
 
-No capability gate (capability=None), on purpose: the call only reads what `ps` would show any
-user, it neither runs a program (`process/exec`) nor reads workspace files (`file/read`), and
-gating it under either would make a read-only setup lose a harmless diagnostic or let it through
-for the wrong reason. Command lines can carry credentials, so secret-looking arguments are masked
-with the same rule as env_get.
+Gated by `process/exec`, the process surface: every tool declares one capability, and a setup
+that denies processes (an untrusted workspace grants only `file/read`) should not see other
+programs' command lines either, since they can carry credentials. Secret-looking arguments are
+masked with the same rule as env_get.
 """
 
 from __future__ import annotations
@@ -130,5 +129,5 @@ TOOL = FunctionTool(
         "additionalProperties": False,
     },
     run=run_process_list,
-    capability=None,
+    capability="process/exec",
 )
