@@ -1,0 +1,144 @@
+"""Tool approvals: a ToolExecutor guard asking the user before risky tools run.
+
+Policy per tool name or capability (`approval: {"terminal": "ask", "net/fetch": "deny"}`); the
+tool name wins over its capability. Defaults: `ask` for process/exec, net/fetch and image/eval,
+`allow` for everything else (reads, and edits, which the editor can undo). `ask` shows
+`window/showMessageRequest` with Allow once / Allow always / Deny; "Allow always" is remembered
+for the workspace in `.lich/approvals.json`. A client that cannot show such a request gets a
+clear denial instead of a silent allow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from lich_core.tools.types import Tool, ToolContext, tool_capability
+
+if TYPE_CHECKING:
+    from lich_lsp.server import LichLanguageServer
+
+log = logging.getLogger("lich.lsp.approvals")
+
+APPROVALS_FILE = Path(".lich") / "approvals.json"
+DEFAULT_ASK_CAPABILITIES = frozenset({"process/exec", "net/fetch", "image/eval"})
+ALLOW_ONCE = "Allow once"
+ALLOW_ALWAYS = "Allow always"
+DENY = "Deny"
+ARGS_PREVIEW_CHARS = 300
+
+
+def policy_for(approval: Mapping[str, str], tool_name: str, capability: str | None) -> str:
+    if tool_name in approval:
+        return approval[tool_name]
+    if capability and capability in approval:
+        return approval[capability]
+    return "ask" if capability in DEFAULT_ASK_CAPABILITIES else "allow"
+
+
+def summarize_args(args: Mapping[str, Any]) -> str:
+    text = json.dumps(args, ensure_ascii=False, sort_keys=True)
+    if len(text) > ARGS_PREVIEW_CHARS:
+        text = text[:ARGS_PREVIEW_CHARS] + "…"
+    return text
+
+
+class ApprovalStore:
+    """Tools the user allowed always for this workspace (`.lich/approvals.json`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / APPROVALS_FILE
+        self._always: set[str] | None = None
+
+    def _load(self) -> set[str]:
+        if self._always is None:
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+                names = data.get("always", []) if isinstance(data, dict) else []
+                self._always = {name for name in names if isinstance(name, str)}
+            except (OSError, ValueError):
+                self._always = set()
+        return self._always
+
+    def is_always(self, tool_name: str) -> bool:
+        return tool_name in self._load()
+
+    def remember(self, tool_name: str) -> None:
+        names = self._load()
+        names.add(tool_name)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temp = self.path.with_suffix(".json.tmp")
+        temp.write_text(json.dumps({"always": sorted(names)}, indent=2) + "\n", encoding="utf-8")
+        os.replace(temp, self.path)
+
+    def names(self) -> list[str]:
+        return sorted(self._load())
+
+
+class ApprovalGuard:
+    """The CallGuard the server installs in every tool executor it builds."""
+
+    def __init__(self, server: LichLanguageServer) -> None:
+        self._server = server
+        # One question at a time: two prompts for the same tool would both ask.
+        self._prompt_lock = asyncio.Lock()
+
+    async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        state = self._server.lich
+        approval = state.config.get("approval") or {}
+        capability = tool_capability(tool)
+        policy = policy_for(approval, tool.name, capability)
+        if policy == "allow":
+            return None
+        if policy == "deny":
+            return f"approval_denied: {tool.name} is denied by the approval policy"
+        store = state.approvals
+        if store.is_always(tool.name):
+            return None
+        if not state.edit_caps.show_message_request:
+            return (
+                f"approval_denied: {tool.name} needs the user's approval but this editor cannot ask "
+                "(no window/showMessageRequest support); allow it with the config key "
+                f"approval.{tool.name} = \"allow\""
+            )
+        async with self._prompt_lock:
+            if store.is_always(tool.name):
+                return None
+            answer = await self._ask(tool, args, capability)
+        if answer == ALLOW_ONCE:
+            return None
+        if answer == ALLOW_ALWAYS:
+            try:
+                store.remember(tool.name)
+            except OSError as err:
+                state.log(f"lich: could not save {APPROVALS_FILE}: {err}", types.MessageType.Warning)
+            return None
+        return f"approval_denied: the user denied {tool.name}"
+
+    async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None) -> str | None:
+        what = f" ({capability})" if capability else ""
+        try:
+            answer = await self._server.window_show_message_request_async(
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Warning,
+                    message=f"lich wants to run {tool.name}{what}: {summarize_args(args)}",
+                    actions=[
+                        types.MessageActionItem(ALLOW_ONCE),
+                        types.MessageActionItem(ALLOW_ALWAYS),
+                        types.MessageActionItem(DENY),
+                    ],
+                )
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # noqa: BLE001 - no answer is a denial
+            log.warning("approval request failed: %s", err)
+            return None
+        return answer.title if answer is not None else None

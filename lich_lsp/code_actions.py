@@ -1,0 +1,122 @@
+"""Code actions: cheap, static, never a model call.
+
+"Ask agent…" (`refactor.rewrite.lich`) on any range, one "Fix with agent: <message>"
+(`quickfix.lich`) per diagnostic in the request's context (any source), and the user's
+`code_actions: [{title, prompt, kind}]`. Every action carries a `lich.ask` command; the
+diagnostics the client sent are remembered per document version so a later lich.ask on that
+file can put them in the task context.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from lich_lsp.config import DEFAULT_CODE_ACTION_KIND
+
+if TYPE_CHECKING:
+    from lich_lsp.server import LichLanguageServer
+
+ASK_KIND = "refactor.rewrite.lich"
+FIX_KIND = "quickfix.lich"
+ASK_TITLE = "Ask agent…"
+FIX_TITLE_MAX_CHARS = 80
+ASK_COMMAND = "lich.ask"
+
+
+def kind_allowed(kind: str, only: list[str] | None) -> bool:
+    """LSP `only` filters by hierarchical prefix: "refactor" admits "refactor.rewrite.lich"."""
+    if not only:
+        return True
+    return any(kind == allowed or kind.startswith(allowed + ".") for allowed in only)
+
+
+def _range_json(value: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": value.start.line, "character": value.start.character},
+        "end": {"line": value.end.line, "character": value.end.character},
+    }
+
+
+def diagnostic_json(diagnostic: types.Diagnostic) -> dict[str, Any]:
+    return {
+        "range": _range_json(diagnostic.range),
+        "message": diagnostic.message,
+        "severity": int(diagnostic.severity) if diagnostic.severity is not None else None,
+        "source": diagnostic.source,
+        "code": diagnostic.code if isinstance(diagnostic.code, (int, str)) else None,
+    }
+
+
+def fix_prompt(diagnostic: types.Diagnostic) -> str:
+    source = f" ({diagnostic.source})" if diagnostic.source else ""
+    line = diagnostic.range.start.line + 1
+    return f"Fix this problem reported on line {line}{source}: {diagnostic.message}"
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else text
+    return line if len(line) <= FIX_TITLE_MAX_CHARS else line[: FIX_TITLE_MAX_CHARS - 1] + "…"
+
+
+def compute_code_actions(
+    params: types.CodeActionParams, configured: list[dict[str, Any]], literal_support: bool
+) -> list[types.CodeAction | types.Command]:
+    uri = params.text_document.uri
+    only = [str(kind) for kind in params.context.only] if params.context.only else None
+    diagnostics = list(params.context.diagnostics or [])
+    actions: list[types.CodeAction] = []
+
+    def add(title: str, kind: str, arguments: dict[str, Any], diagnostic: types.Diagnostic | None = None) -> None:
+        if not kind_allowed(kind, only):
+            return
+        command = types.Command(title=title, command=ASK_COMMAND, arguments=[arguments])
+        actions.append(
+            types.CodeAction(
+                title=title,
+                kind=kind,
+                command=command,
+                diagnostics=[diagnostic] if diagnostic is not None else None,
+            )
+        )
+
+    base = {"uri": uri, "range": _range_json(params.range)}
+    all_diagnostics = [diagnostic_json(d) for d in diagnostics]
+    add(ASK_TITLE, ASK_KIND, {**base, "diagnostics": all_diagnostics})
+    for diagnostic in diagnostics:
+        add(
+            f"Fix with agent: {_first_line(diagnostic.message)}",
+            FIX_KIND,
+            {
+                "uri": uri,
+                "range": _range_json(diagnostic.range),
+                "prompt": fix_prompt(diagnostic),
+                "diagnostics": [diagnostic_json(diagnostic)],
+            },
+            diagnostic,
+        )
+    for entry in configured:
+        add(
+            str(entry["title"]),
+            str(entry.get("kind") or DEFAULT_CODE_ACTION_KIND),
+            {**base, "prompt": str(entry["prompt"]), "diagnostics": all_diagnostics},
+        )
+    if literal_support:
+        return list(actions)
+    return [action.command for action in actions if action.command is not None]
+
+
+def register(server: LichLanguageServer) -> None:
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[ASK_KIND, FIX_KIND], resolve_provider=False),
+    )
+    def code_action(ls: LichLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
+        state = ls.lich
+        if params.context.diagnostics:
+            state.remember_diagnostics(params.text_document.uri, params.context.diagnostics)
+        caps = ls.client_capabilities.text_document
+        code_action_caps = caps.code_action if caps else None
+        literal_support = bool(code_action_caps and code_action_caps.code_action_literal_support)
+        return compute_code_actions(params, state.config.get("code_actions") or [], literal_support)

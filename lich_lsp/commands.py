@@ -1,0 +1,351 @@
+"""The `workspace/executeCommand` surface (DESIGN.md "The LSP surface"; names are a public contract).
+
+Each command takes one object argument. Malformed arguments are a JSON-RPC InvalidParams error
+naming the command and the field; an unexpected failure is an InternalError with one line of
+text (the traceback goes to the server log, never to the editor).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+
+from lich_core.hashline.read_state import ReadState
+from lich_core.tools.types import ToolContext
+from lich_lsp.workspace import EditorWorkspace, path_key, uri_to_path
+
+if TYPE_CHECKING:
+    from lich_lsp.server import LichLanguageServer
+
+log = logging.getLogger("lich.lsp.commands")
+
+ASK = "lich.ask"
+CANCEL = "lich.cancel"
+STATUS = "lich.status"
+TOOLS = "lich.tools"
+READ = "lich.read"
+APPLY_PATCH = "lich.applyPatch"
+RUN_TOOL = "lich.runTool"
+COMMANDS = (ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL)
+EDIT_MODES = ("apply", "review")
+READ_MAX_LINES = 2_000
+SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
+
+
+class BadArguments(Exception):
+    pass
+
+
+def single_object(command: str, args: tuple[Any, ...], *, required: bool = True) -> dict[str, Any]:
+    """The one object argument; `{}` for commands that may be called without one."""
+    if not args:
+        if required:
+            raise BadArguments(f"{command}: expected one object argument, got none")
+        return {}
+    if len(args) != 1:
+        raise BadArguments(f"{command}: expected one object argument, got {len(args)} arguments")
+    value = args[0]
+    if value is None and not required:
+        return {}
+    if not isinstance(value, dict):
+        raise BadArguments(f"{command}: expected an object argument, got {type(value).__name__}")
+    return value
+
+
+def get_str(command: str, obj: dict[str, Any], key: str, *, required: bool) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise BadArguments(f"{command}: missing required field '{key}'")
+        return None
+    if not isinstance(value, str):
+        raise BadArguments(f"{command}: field '{key}' must be a string, got {type(value).__name__}")
+    if required and not value:
+        raise BadArguments(f"{command}: field '{key}' must not be empty")
+    return value
+
+
+def get_line_number(command: str, obj: dict[str, Any], key: str) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadArguments(f"{command}: field '{key}' must be a line number >= 1, got {value!r}")
+    return value
+
+
+def get_range(command: str, obj: dict[str, Any], key: str) -> types.Range | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    try:
+        start, end = value["start"], value["end"]
+        points = [start["line"], start["character"], end["line"], end["character"]]
+    except (TypeError, KeyError):
+        raise BadArguments(
+            f"{command}: field '{key}' must be an LSP range {{start: {{line, character}}, end: {{line, character}}}}"
+        ) from None
+    if any(isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in points):
+        raise BadArguments(f"{command}: field '{key}' positions must be non-negative integers")
+    return types.Range(
+        start=types.Position(line=points[0], character=points[1]),
+        end=types.Position(line=points[2], character=points[3]),
+    )
+
+
+def guarded(command: str) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
+    """Turn argument errors into InvalidParams and anything unexpected into a one-line InternalError."""
+
+    def wrap(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        # No annotations on purpose: pygls evaluates the handler's type hints to structure
+        # arguments, and the server type is only imported for type checking.
+        async def handler(ls, *args):  # type: ignore[no-untyped-def]
+            try:
+                return await fn(ls, *args)
+            except BadArguments as err:
+                raise JsonRpcInvalidParams(message=str(err)) from None
+            except JsonRpcException:
+                raise
+            except Exception as err:  # noqa: BLE001 - logged once, reported as a clean error
+                log.exception("%s failed", command)
+                ls.lich.report_unexpected(command, err)
+                raise JsonRpcInternalError(message=f"{command}: internal error: {type(err).__name__}: {err}") from None
+
+        handler.__name__ = fn.__name__
+        handler.__doc__ = fn.__doc__
+        return handler
+
+    return wrap
+
+
+def resolve_uri(command: str, ls: LichLanguageServer, uri: str) -> Path:
+    path = uri_to_path(uri)
+    if path is None:
+        raise BadArguments(f"{command}: '{uri}' is not a file URI")
+    root = ls.lich.root
+    try:
+        Path(path_key(path)).relative_to(path_key(root))
+    except ValueError:
+        raise BadArguments(f"{command}: {uri} is outside the workspace root {root}") from None
+    return path
+
+
+def anchored_rows(text: str, start: int, end: int) -> str:
+    from lich_core.hashline.anchors import render_rows, split_lines
+
+    lines = split_lines(text)
+    return render_rows(lines[start - 1 : end], start)
+
+
+def selection_context(ls: LichLanguageServer, path: Path, uri: str, selection: types.Range | None, diagnostics: list[dict[str, Any]]) -> str:
+    """The task context for lich.ask with a uri: the selection as anchored rows and the file's diagnostics."""
+    from lich_core.hashline.anchors import split_lines
+
+    state = ls.lich
+    rel = _relative(state.root, path)
+    text = state.documents.current_text(path)
+    parts: list[str] = []
+    if text is None:
+        parts.append(f"The user is looking at {rel} (the file does not exist yet).")
+    else:
+        total = len(split_lines(text))
+        if selection is None:
+            parts.append(f"The user is looking at {rel} ({total} lines).")
+        else:
+            first = min(selection.start.line + 1, max(total, 1))
+            last = selection.end.line + (0 if selection.end.character == 0 and selection.end.line > selection.start.line else 1)
+            last = max(first, min(last, total))
+            rows = anchored_rows(text, first, last) if total else ""
+            parts.append(
+                f"Selection in {rel}, lines {first}-{last} of {total} (rows are LINE:HASH|content; "
+                "the hashes are valid anchors for apply_patch):\n" + rows
+            )
+    known = diagnostics or state.diagnostics_for(uri)
+    if known:
+        lines = []
+        for diagnostic in known:
+            start = (diagnostic.get("range") or {}).get("start") or {}
+            severity = SEVERITY_NAMES.get(diagnostic.get("severity") or 0, "problem")
+            source = f" [{diagnostic['source']}]" if diagnostic.get("source") else ""
+            lines.append(f"- line {int(start.get('line', 0)) + 1}: {severity}{source}: {diagnostic.get('message', '')}")
+        parts.append(f"Diagnostics in {rel}:\n" + "\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _relative(root: Path, path: Path) -> str:
+    try:
+        return Path(path_key(path)).relative_to(path_key(root)).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _diagnostics_arg(command: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    value = obj.get("diagnostics")
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise BadArguments(f"{command}: field 'diagnostics' must be a list of diagnostic objects")
+    return value
+
+
+async def pick_quick_prompt(ls: LichLanguageServer) -> str | None:
+    """lich.ask without a prompt: offer the configured quick prompts (LSP has no free-text input)."""
+    prompts = [p for p in ls.lich.config.get("quick_prompts") or [] if isinstance(p, str) and p]
+    if not prompts:
+        raise BadArguments(f"{ASK}: no prompt given and no quick_prompts configured")
+    if not ls.lich.edit_caps.show_message_request:
+        raise BadArguments(
+            f"{ASK}: no prompt given, and this editor cannot show a choice of quick prompts "
+            "(no window/showMessageRequest support); pass {prompt}"
+        )
+    answer = await ls.window_show_message_request_async(
+        types.ShowMessageRequestParams(
+            type=types.MessageType.Info,
+            message="lich: what should the agent do?",
+            actions=[types.MessageActionItem(title=p) for p in prompts],
+        )
+    )
+    return answer.title if answer is not None else None
+
+
+def tool_context(ls: LichLanguageServer, workspace: EditorWorkspace, read_state: ReadState, label: str) -> ToolContext:
+    runtime = ls.lich.runtime()
+    ctx = runtime.context()
+    ctx.workspace = workspace
+    ctx.read_state = read_state
+    ctx.edit_label = label
+    return ctx
+
+
+def patch_paths(patch: str) -> list[str]:
+    """The `@@ PATH` section headers of a hashline patch."""
+    return [line[3:].strip() for line in patch.splitlines() if line.startswith("@@ ") and line[3:].strip()]
+
+
+def register(server: LichLanguageServer) -> None:
+    @server.command(ASK)
+    @guarded(ASK)
+    async def ask(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
+        obj = single_object(ASK, args, required=False)
+        prompt = get_str(ASK, obj, "prompt", required=False)
+        uri = get_str(ASK, obj, "uri", required=False)
+        selection = get_range(ASK, obj, "range")
+        mode = get_str(ASK, obj, "mode", required=False) or ls.lich.config.get("edit_mode", "apply")
+        if mode not in EDIT_MODES:
+            raise BadArguments(f"{ASK}: field 'mode' must be one of {', '.join(EDIT_MODES)}, got {mode!r}")
+        diagnostics = _diagnostics_arg(ASK, obj)
+        if selection is not None and uri is None:
+            raise BadArguments(f"{ASK}: field 'range' needs 'uri'")
+        path = resolve_uri(ASK, ls, uri) if uri is not None else None
+        if prompt is not None and not prompt.strip():
+            raise BadArguments(f"{ASK}: field 'prompt' must not be blank")
+        if prompt is None:
+            prompt = await pick_quick_prompt(ls)
+            if prompt is None:
+                return {"task_id": None, "stopped_reason": "dismissed", "final": "", "edited": []}
+        context = selection_context(ls, path, uri, selection, diagnostics) if path is not None and uri else None
+        return await ls.lich.tasks.ask(prompt, context=context, mode=mode)
+
+    @server.command(CANCEL)
+    @guarded(CANCEL)
+    async def cancel(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
+        obj = single_object(CANCEL, args, required=False)
+        task_id = get_str(CANCEL, obj, "task_id", required=False)
+        cancelled = ls.lich.tasks.cancel(task_id)
+        return {"cancelled": cancelled}
+
+    @server.command(STATUS)
+    @guarded(STATUS)
+    async def status(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
+        single_object(STATUS, args, required=False)
+        return ls.lich.status()
+
+    @server.command(TOOLS)
+    @guarded(TOOLS)
+    async def tools(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
+        single_object(TOOLS, args, required=False)
+        from lich_lsp.approvals import policy_for
+
+        approval = ls.lich.config.get("approval") or {}
+        described = ls.lich.runtime().describe()
+        for entry in described:
+            entry["approval"] = policy_for(approval, entry["name"], entry.get("capability"))
+        return {"tools": described}
+
+    @server.command(READ)
+    @guarded(READ)
+    async def read(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
+        from lich_core.hashline.anchors import line_hashes, render_rows, split_lines
+
+        obj = single_object(READ, args)
+        uri = get_str(READ, obj, "uri", required=True)
+        assert uri is not None
+        start = get_line_number(READ, obj, "start") or 1
+        end_arg = get_line_number(READ, obj, "end")
+        path = resolve_uri(READ, ls, uri)
+        text = ls.lich.documents.current_text(path)
+        if text is None:
+            raise BadArguments(f"{READ}: not_found: {uri}")
+        lines = split_lines(text)
+        total = len(lines)
+        if total and start > total:
+            raise BadArguments(f"{READ}: start {start} is past the end of the file ({total} lines)")
+        end = min(end_arg or total, total, start + READ_MAX_LINES - 1)
+        if end_arg is not None and end_arg < start:
+            raise BadArguments(f"{READ}: end {end_arg} is before start {start}")
+        chosen = lines[start - 1 : end]
+        hashes = line_hashes(chosen)
+        ls.lich.command_read_state.record(Path(path_key(path)), dict(zip(range(start, end + 1), hashes, strict=True)))
+        doc = ls.lich.documents.document(path)
+        return {
+            "uri": uri,
+            "version": doc.version if doc is not None else None,
+            "start": start,
+            "end": end,
+            "total_lines": total,
+            "rows": render_rows(chosen, start, hashes),
+        }
+
+    @server.command(APPLY_PATCH)
+    @guarded(APPLY_PATCH)
+    async def apply_patch(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
+        obj = single_object(APPLY_PATCH, args)
+        patch = get_str(APPLY_PATCH, obj, "patch", required=True)
+        assert patch is not None
+        label = get_str(APPLY_PATCH, obj, "label", required=False) or "lich: apply patch"
+        state = ls.lich
+        workspace = EditorWorkspace(ls, mode="apply", title=label)
+        read_state = state.command_read_state
+        # The editor's user sees the buffer: the patch's files count as read (anchors are still
+        # re-hashed against the current text, so a stale patch is still refused).
+        ctx = tool_context(ls, workspace, read_state, label)
+        for target in patch_paths(patch):
+            candidate = Path(os.path.normpath(os.path.join(ctx.work_dir, target)))
+            if not read_state.has_read(candidate):
+                read_state.record(candidate, {})
+        result = await state.runtime().executor.execute("apply_patch", {"input": patch}, ctx)
+        return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
+
+    @server.command(RUN_TOOL)
+    @guarded(RUN_TOOL)
+    async def run_tool(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
+        obj = single_object(RUN_TOOL, args)
+        name = get_str(RUN_TOOL, obj, "name", required=True)
+        assert name is not None
+        tool_args = obj.get("args", {})
+        if tool_args is None:
+            tool_args = {}
+        if not isinstance(tool_args, dict):
+            raise BadArguments(f"{RUN_TOOL}: field 'args' must be an object, got {type(tool_args).__name__}")
+        state = ls.lich
+        label = f"lich: {name}"
+        workspace = EditorWorkspace(ls, mode="apply", title=label)
+        ctx = tool_context(ls, workspace, state.command_read_state, label)
+        result = await state.runtime().executor.execute(name, tool_args, ctx)
+        return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}

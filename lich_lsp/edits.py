@@ -1,0 +1,203 @@
+"""FileChange -> WorkspaceEdit: minimal TextEdits, versions, resource operations, annotations.
+
+Pure conversion: no I/O and no server. Line replacements are whole-line ranges over the text split
+on `\\n` (the hashline convention); positions sent to the client follow LSP's own line breaks
+(`\\r\\n`, `\\n`, `\\r`) and the negotiated position encoding, through pygls' position codec.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+from lich_core.workspace import FileChange, LineReplacement
+
+LSP_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+HASHLINE_BREAK = re.compile(r"\n")
+
+
+@dataclass(frozen=True)
+class EditCapabilities:
+    """What the client said it can do with a WorkspaceEdit (and the lich extensions)."""
+
+    document_changes: bool = False
+    create_files: bool = False
+    delete_files: bool = False
+    change_annotations: bool = False
+    save_documents: bool = False
+    show_message_request: bool = False
+
+    @classmethod
+    def from_client(cls, caps: types.ClientCapabilities) -> EditCapabilities:
+        workspace_edit = caps.workspace.workspace_edit if caps.workspace else None
+        document_changes = bool(workspace_edit and workspace_edit.document_changes)
+        operations = set((workspace_edit.resource_operations or []) if workspace_edit else [])
+        # Resource operations only exist inside documentChanges.
+        create = document_changes and types.ResourceOperationKind.Create in operations
+        delete = document_changes and types.ResourceOperationKind.Delete in operations
+        annotations = bool(document_changes and workspace_edit and workspace_edit.change_annotation_support is not None)
+        window = caps.window
+        return cls(
+            document_changes=document_changes,
+            create_files=create,
+            delete_files=delete,
+            change_annotations=annotations,
+            save_documents=experimental_flag(caps, "saveDocuments"),
+            show_message_request=bool(window and window.show_message is not None),
+        )
+
+
+def experimental_flag(caps: types.ClientCapabilities, name: str) -> bool:
+    experimental = caps.experimental
+    if not isinstance(experimental, dict):
+        return False
+    lich = experimental.get("lich")
+    return isinstance(lich, dict) and bool(lich.get(name))
+
+
+class PositionMapper:
+    """Character offsets in a text -> LSP positions in the client's encoding."""
+
+    def __init__(self, text: str, codec: PositionCodec) -> None:
+        self.text = text
+        self.codec = codec
+        self.line_starts = [0] + [match.end() for match in LSP_LINE_BREAK.finditer(text)]
+
+    def position(self, offset: int) -> types.Position:
+        line = bisect_right(self.line_starts, offset) - 1
+        prefix = self.text[self.line_starts[line] : offset]
+        return types.Position(line=line, character=self.codec.client_num_units(prefix))
+
+
+def hashline_line_starts(text: str) -> list[int]:
+    """Offset where each `\\n`-split line starts (plus len(text) after a final newline)."""
+    return [0] + [match.end() for match in HASHLINE_BREAK.finditer(text)]
+
+
+def _split_on_newline(text: str) -> list[str]:
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def diff_replacements(old_text: str, new_text: str) -> list[LineReplacement]:
+    """Whole-line replacements turning old_text into new_text, touching only changed lines."""
+    old = _split_on_newline(old_text)
+    new = _split_on_newline(new_text)
+    prefix = 0
+    limit = min(len(old), len(new))
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
+        suffix += 1
+    old_mid = old[prefix : len(old) - suffix]
+    new_mid = new[prefix : len(new) - suffix]
+    if not old_mid and not new_mid:
+        return []
+    if not old_mid or not new_mid:
+        return [LineReplacement(prefix, prefix + len(old_mid), "".join(new_mid))]
+    matcher = difflib.SequenceMatcher(None, old_mid, new_mid, autojunk=False)
+    replacements = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            replacements.append(LineReplacement(prefix + i1, prefix + i2, "".join(new_mid[j1:j2])))
+    return replacements
+
+
+def change_replacements(change: FileChange) -> list[LineReplacement]:
+    base = change.base_text or ""
+    new = change.new_text or ""
+    if change.replacements is not None:
+        return list(change.replacements)
+    return diff_replacements(base, new)
+
+
+def text_edits(base_text: str, replacements: Sequence[LineReplacement], codec: PositionCodec) -> list[types.TextEdit]:
+    """One TextEdit per line replacement, in order, non-overlapping (as LSP requires)."""
+    starts = hashline_line_starts(base_text)
+    mapper = PositionMapper(base_text, codec)
+
+    def offset_of_line(line: int) -> int:
+        return starts[line] if line < len(starts) else len(base_text)
+
+    edits = []
+    for replacement in sorted(replacements, key=lambda r: (r.start, r.end)):
+        start = mapper.position(offset_of_line(replacement.start))
+        end = mapper.position(offset_of_line(replacement.end))
+        edits.append(types.TextEdit(range=types.Range(start=start, end=end), new_text=replacement.text))
+    return edits
+
+
+@dataclass
+class EditEntry:
+    """One file's part of a WorkspaceEdit."""
+
+    uri: str
+    change: FileChange
+    version: int | None  # the synced version for an open document, else None
+    annotation_id: str | None = None
+
+
+def _annotated(edits: list[types.TextEdit], annotation_id: str | None) -> list[Any]:
+    if annotation_id is None:
+        return list(edits)
+    return [types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=annotation_id) for e in edits]
+
+
+def build_workspace_edit(
+    entries: Sequence[EditEntry],
+    caps: EditCapabilities,
+    codec: PositionCodec,
+    annotations: dict[str, types.ChangeAnnotation] | None = None,
+) -> types.WorkspaceEdit:
+    """The WorkspaceEdit for entries: documentChanges (versioned) when supported, else `changes`."""
+    if caps.document_changes:
+        document_changes: list[Any] = []
+        for entry in entries:
+            change = entry.change
+            if change.kind == "delete":
+                document_changes.append(
+                    types.DeleteFile(
+                        uri=entry.uri,
+                        options=types.DeleteFileOptions(ignore_if_not_exists=True),
+                        annotation_id=entry.annotation_id,
+                    )
+                )
+                continue
+            if change.base_text is None:
+                document_changes.append(
+                    types.CreateFile(
+                        uri=entry.uri,
+                        options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False),
+                        annotation_id=entry.annotation_id,
+                    )
+                )
+            edits = text_edits(change.base_text or "", change_replacements(change), codec)
+            document_changes.append(
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=entry.uri, version=None if change.base_text is None else entry.version
+                    ),
+                    edits=_annotated(edits, entry.annotation_id),
+                )
+            )
+        return types.WorkspaceEdit(document_changes=document_changes, change_annotations=annotations or None)
+    changes: dict[str, list[types.TextEdit]] = {}
+    for entry in entries:
+        change = entry.change
+        changes[entry.uri] = text_edits(change.base_text or "", change_replacements(change), codec)
+    return types.WorkspaceEdit(changes=changes)
+
+
+def count_hunks(changes: Sequence[FileChange]) -> int:
+    return sum(max(1, len(change_replacements(c))) if c.kind == "write" else 1 for c in changes)

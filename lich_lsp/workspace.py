@@ -1,0 +1,462 @@
+"""EditorWorkspace: the agent reads what the user sees and edits the way the user edits.
+
+Reads: an open document comes from the server's synced copy (unsaved text), everything else from
+disk. Writes: `workspace/applyEdit`, one WorkspaceEdit per change set, after checking that every
+file still has the text the tool computed its change from. Files the editor does not have open
+follow the disk-coherence rule (see docs/lsp.md): through the editor when it can save them for
+us (`experimental.lich.saveDocuments`) or when the user chose `disk_write_policy: "editor"`,
+else written straight to disk, atomically, together with the editor part (all or nothing).
+
+In review mode the changes collect in an in-memory overlay (the agent's own later reads see it)
+and go out at the end of the task as one reviewed WorkspaceEdit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.uris import from_fs_path, to_fs_path
+
+from lich_core.errors import EditRejected
+from lich_core.workspace import FileChange, apply_to_disk, encode_text, read_disk_text
+from lich_lsp.edits import EditCapabilities, EditEntry, build_workspace_edit, count_hunks
+
+if TYPE_CHECKING:
+    from pygls.workspace import TextDocument
+
+    from lich_lsp.server import LichLanguageServer
+
+log = logging.getLogger("lich.lsp.workspace")
+
+SAVE_DOCUMENTS_METHOD = "lich/saveDocuments"
+SAVE_DOCUMENTS_TIMEOUT_S = 10.0
+# After a cancel, how long an edit already sent to the client may take to come back.
+EDIT_SETTLE_TIMEOUT_S = 5.0
+REVIEW_APPLY = "Apply"
+REVIEW_DISCARD = "Discard"
+
+
+def path_key(path: str | os.PathLike[str]) -> str:
+    """One spelling per file, so a URI from the editor and a path from a tool meet."""
+    return os.path.realpath(os.fspath(path))
+
+
+def uri_to_path(uri: str) -> Path | None:
+    fs_path = to_fs_path(uri)
+    return Path(fs_path) if fs_path else None
+
+
+@dataclass
+class Expectation:
+    """Text the client accepted but has not reported back yet (didChange/didOpen still on the way)."""
+
+    text: str
+    version: int | None  # the document's version when the edit was sent; None if it was closed
+
+
+class DocumentStore:
+    """The server's view of open documents, plus edits the client accepted but not yet echoed."""
+
+    def __init__(self, server: LichLanguageServer) -> None:
+        self._server = server
+        self._uri_by_key: dict[str, str] = {}
+        self._expectations: dict[str, Expectation] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # --- open documents ---
+
+    def did_open(self, uri: str) -> None:
+        path = uri_to_path(uri)
+        if path is not None:
+            key = path_key(path)
+            self._uri_by_key[key] = uri
+            self._expectations.pop(key, None)
+
+    def did_close(self, uri: str) -> None:
+        path = uri_to_path(uri)
+        if path is not None:
+            self._uri_by_key.pop(path_key(path), None)
+
+    def did_save(self, uri: str) -> None:
+        path = uri_to_path(uri)
+        if path is not None:
+            key = path_key(path)
+            expectation = self._expectations.get(key)
+            if expectation is not None and key not in self._uri_by_key:
+                self._expectations.pop(key, None)
+
+    def uri_for(self, path: Path) -> str:
+        return self._uri_by_key.get(path_key(path)) or from_fs_path(os.fspath(path)) or path.as_uri()
+
+    def document(self, path: Path) -> TextDocument | None:
+        uri = self._uri_by_key.get(path_key(path))
+        if uri is None:
+            return None
+        docs = self._server.workspace.text_documents
+        from urllib.parse import unquote
+
+        return docs.get(unquote(uri))
+
+    def document_for_uri(self, uri: str) -> TextDocument | None:
+        path = uri_to_path(uri)
+        return self.document(path) if path is not None else None
+
+    def open_paths(self) -> list[Path]:
+        return [Path(key) for key in self._uri_by_key]
+
+    def open_count(self) -> int:
+        return len(self._uri_by_key)
+
+    def is_open(self, path: Path) -> bool:
+        return path_key(path) in self._uri_by_key
+
+    def has_buffer(self, path: Path) -> bool:
+        """Open in the editor, or holding an accepted edit the editor has not echoed yet."""
+        key = path_key(path)
+        return key in self._uri_by_key or key in self._expectations
+
+    # --- effective text ---
+
+    def current_text(self, path: Path) -> str | None:
+        """What the user sees: the echoed buffer, an accepted edit not echoed yet, or disk (None if absent)."""
+        key = path_key(path)
+        doc = self.document(path)
+        expectation = self._expectations.get(key)
+        if expectation is not None:
+            if doc is None and expectation.version is None:
+                return expectation.text
+            if doc is not None and doc.version == expectation.version:
+                return expectation.text
+            self._expectations.pop(key, None)
+        if doc is not None:
+            return doc.source
+        try:
+            return read_disk_text(path)
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError:
+            return None
+
+    def expect(self, path: Path, text: str | None, version: int | None) -> None:
+        key = path_key(path)
+        if text is None:
+            self._expectations.pop(key, None)
+        else:
+            self._expectations[key] = Expectation(text, version)
+
+    def forget_expectation(self, path: Path) -> None:
+        self._expectations.pop(path_key(path), None)
+
+    def expectation_paths(self) -> list[Path]:
+        return [Path(key) for key in self._expectations]
+
+    # --- serialising edits per file ---
+
+    @contextlib.asynccontextmanager
+    async def locked(self, paths: Iterable[Path]) -> Any:
+        keys = sorted({path_key(p) for p in paths})
+        locks = [self._locks.setdefault(key, asyncio.Lock()) for key in keys]
+        acquired: list[asyncio.Lock] = []
+        try:
+            for lock in locks:
+                await lock.acquire()
+                acquired.append(lock)
+            yield
+        finally:
+            for lock in reversed(acquired):
+                lock.release()
+
+
+@dataclass
+class OverlayEntry:
+    base_text: str | None  # text before the task's first change (None: the file did not exist)
+    text: str | None  # the task's latest text (None: deleted)
+
+
+class EditorWorkspace:
+    """A lich_core Workspace over the editor's buffers; one per task (its review overlay is its own)."""
+
+    def __init__(self, server: LichLanguageServer, *, mode: str = "apply", title: str = "lich") -> None:
+        self._server = server
+        self._store: DocumentStore = server.lich.documents
+        self.root = server.lich.root
+        self.mode = mode
+        self.title = title
+        self.overlay: dict[str, tuple[Path, OverlayEntry]] = {}
+        self.edited_uris: list[str] = []
+        self.rejections: list[str] = []
+
+    # --- Workspace protocol: reads ---
+
+    def _text_or_none(self, path: Path) -> str | None:
+        entry = self.overlay.get(path_key(path))
+        if entry is not None:
+            return entry[1].text
+        return self._store.current_text(Path(path))
+
+    def read_text(self, path: Path) -> str:
+        text = self._text_or_none(Path(path))
+        if text is None:
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return text
+
+    def read_bytes(self, path: Path) -> bytes:
+        path = Path(path)
+        if path_key(path) in self.overlay or self._store.has_buffer(path):
+            return encode_text(self.read_text(path))
+        return path.read_bytes()
+
+    def exists(self, path: Path) -> bool:
+        path = Path(path)
+        entry = self.overlay.get(path_key(path))
+        if entry is not None:
+            return entry[1].text is not None
+        if self._store.has_buffer(path):
+            return self._store.current_text(path) is not None
+        return path.exists()
+
+    def overlay_paths(self) -> Iterable[Path]:
+        seen: dict[str, Path] = {}
+        for path in self._store.open_paths() + self._store.expectation_paths():
+            seen.setdefault(path_key(path), path)
+        for key, (path, entry) in self.overlay.items():
+            if entry.text is None:
+                seen.pop(key, None)
+            else:
+                seen.setdefault(key, path)
+        return list(seen.values())
+
+    # --- Workspace protocol: writes ---
+
+    async def apply(self, changes: Sequence[FileChange], label: str) -> None:
+        if not changes:
+            return
+        async with self._store.locked(c.path for c in changes):
+            self._check_not_stale(changes)
+            if self.mode == "review":
+                self._record_overlay(changes)
+                return
+            await send_changes(self._server, changes, label or self.title, self)
+
+    def _check_not_stale(self, changes: Sequence[FileChange]) -> None:
+        for change in changes:
+            if self._text_or_none(change.path) != change.base_text:
+                rel = _relative(self.root, change.path)
+                raise EditRejected(
+                    f"stale_document: {rel} changed in the editor since it was read; read it again"
+                )
+
+    def _record_overlay(self, changes: Sequence[FileChange]) -> None:
+        for change in changes:
+            key = path_key(change.path)
+            new_text = change.new_text if change.kind == "write" else None
+            if key in self.overlay:
+                self.overlay[key][1].text = new_text
+            else:
+                self.overlay[key] = (Path(change.path), OverlayEntry(change.base_text, new_text))
+
+    # --- review mode ---
+
+    def pending_changes(self) -> list[FileChange]:
+        pending = []
+        for path, entry in self.overlay.values():
+            if entry.text == entry.base_text:
+                continue
+            if entry.text is None:
+                if entry.base_text is None:
+                    continue
+                pending.append(FileChange(path, "delete", None, entry.base_text))
+            else:
+                pending.append(FileChange(path, "write", entry.text, entry.base_text))
+        return pending
+
+    def discard_overlay(self) -> None:
+        self.overlay.clear()
+
+    async def flush_review(self, label: str) -> str:
+        """Send the overlay as one reviewed edit; returns a one-line outcome for the user."""
+        changes = self.pending_changes()
+        self.overlay.clear()
+        if not changes:
+            return "no changes"
+        caps = self._server.lich.edit_caps
+        files = len(changes)
+        hunks = count_hunks(changes)
+        async with self._store.locked(c.path for c in changes):
+            for change in changes:
+                if self._store.current_text(change.path) != change.base_text:
+                    rel = _relative(self.root, change.path)
+                    raise EditRejected(f"stale_document: {rel} changed in the editor during the task; nothing applied")
+            if not caps.change_annotations:
+                if not caps.show_message_request:
+                    raise EditRejected(
+                        "review_unavailable: this editor supports neither change annotations nor "
+                        "window/showMessageRequest, so the review could not be shown; nothing applied"
+                    )
+                answer = await self._server.window_show_message_request_async(
+                    types.ShowMessageRequestParams(
+                        type=types.MessageType.Info,
+                        message=f"{label}: apply {hunks} changes to {files} files?",
+                        actions=[types.MessageActionItem(REVIEW_APPLY), types.MessageActionItem(REVIEW_DISCARD)],
+                    )
+                )
+                if answer is None or answer.title != REVIEW_APPLY:
+                    raise EditRejected("review_declined: the user discarded the changes")
+                await send_changes(self._server, changes, label, self, annotate=False)
+            else:
+                await send_changes(self._server, changes, label, self, annotate=True)
+        return f"applied {hunks} changes to {files} files"
+
+
+def _relative(root: Path, path: Path) -> str:
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def route_change(server: LichLanguageServer, change: FileChange) -> str:
+    """"editor" or "disk": where one file's change goes (the disk-coherence rule in docs/lsp.md)."""
+    store = server.lich.documents
+    caps = server.lich.edit_caps
+    policy = server.lich.config.get("disk_write_policy", "auto")
+    if store.has_buffer(change.path):
+        if change.kind == "delete" and not caps.delete_files:
+            rel = _relative(server.lich.root, change.path)
+            raise EditRejected(f"unsupported: the editor cannot delete files and {rel} is open in it; close it first")
+        return "editor"
+    if change.kind == "delete":
+        if policy == "disk" or (policy == "auto" and not caps.save_documents):
+            return "disk"
+        return "editor" if caps.delete_files else "disk"
+    if change.base_text is None and not caps.create_files:
+        return "disk"  # the editor has no way to create it
+    if policy == "disk":
+        return "disk"
+    if policy == "editor":
+        return "editor"
+    return "editor" if caps.save_documents else "disk"
+
+
+def _revert_disk(changes: Sequence[FileChange]) -> None:
+    undo = [
+        FileChange(c.path, "write" if c.base_text is not None else "delete", c.base_text, c.new_text if c.kind == "write" else None)
+        for c in changes
+    ]
+    try:
+        apply_to_disk(undo)
+    except Exception as err:  # noqa: BLE001 - report, the original error is the one that matters
+        log.error("could not revert disk writes after a rejected edit: %s", err)
+
+
+def _annotation_id(index: int) -> str:
+    return f"lich-file-{index}"
+
+
+async def send_changes(
+    server: LichLanguageServer,
+    changes: Sequence[FileChange],
+    label: str,
+    workspace: EditorWorkspace | None = None,
+    *,
+    annotate: bool = False,
+) -> None:
+    """Write one change set: disk part first, then one WorkspaceEdit; all or nothing.
+
+    Once the WorkspaceEdit is on its way the outcome is awaited even if the task is cancelled,
+    so a cancel never leaves the server unsure whether a change landed.
+    """
+    sending = asyncio.ensure_future(_send(server, changes, label, workspace, annotate))
+    try:
+        await asyncio.shield(sending)
+    except asyncio.CancelledError:
+        await asyncio.wait({sending}, timeout=EDIT_SETTLE_TIMEOUT_S)
+        raise
+
+
+async def _send(
+    server: LichLanguageServer,
+    changes: Sequence[FileChange],
+    label: str,
+    workspace: EditorWorkspace | None,
+    annotate: bool,
+) -> None:
+    state = server.lich
+    store = state.documents
+    caps: EditCapabilities = state.edit_caps
+    editor_changes: list[FileChange] = []
+    disk_changes: list[FileChange] = []
+    for change in changes:
+        (editor_changes if route_change(server, change) == "editor" else disk_changes).append(change)
+
+    if disk_changes:
+        apply_to_disk(disk_changes)  # raises EditRejected, and then nothing was written
+
+    entries: list[EditEntry] = []
+    annotations: dict[str, types.ChangeAnnotation] = {}
+    for index, change in enumerate(editor_changes):
+        doc = store.document(change.path)
+        annotation = None
+        if annotate:
+            annotation = _annotation_id(index)
+            annotations[annotation] = types.ChangeAnnotation(
+                label=f"{label}: {_relative(state.root, change.path)}",
+                needs_confirmation=True,
+                description=f"{label}: {_relative(state.root, change.path)}",
+            )
+        entries.append(EditEntry(store.uri_for(change.path), change, doc.version if doc else None, annotation))
+
+    if entries:
+        edit = build_workspace_edit(entries, caps, server.workspace.position_codec, annotations or None)
+        try:
+            result = await server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
+        except JsonRpcException as err:
+            _revert_disk(disk_changes)
+            raise EditRejected(f"client_error: {err.message}") from None
+        except asyncio.CancelledError:
+            _revert_disk(disk_changes)
+            raise
+        except Exception as err:  # noqa: BLE001 - a broken response is a rejection, not a crash
+            _revert_disk(disk_changes)
+            raise EditRejected(f"client_error: {err}") from None
+        applied = bool(getattr(result, "applied", False))
+        if not applied:
+            _revert_disk(disk_changes)
+            reason = getattr(result, "failure_reason", None) or "the editor did not apply the edit (applied: false)"
+            raise EditRejected(reason)
+        for entry in entries:
+            change = entry.change
+            store.expect(change.path, change.new_text if change.kind == "write" else None, entry.version)
+
+    uris = [store.uri_for(c.path) for c in changes]
+    if workspace is not None:
+        for uri in uris:
+            if uri not in workspace.edited_uris:
+                workspace.edited_uris.append(uri)
+    if entries and caps.save_documents:
+        await save_documents(server, [e.uri for e in entries if e.change.kind == "write"])
+
+
+async def save_documents(server: LichLanguageServer, uris: list[str]) -> bool:
+    """Ask the editor to save buffers so disk matches them (clients with experimental.lich.saveDocuments)."""
+    if not uris:
+        return True
+    try:
+        await asyncio.wait_for(
+            server.protocol.send_request_async(SAVE_DOCUMENTS_METHOD, {"uris": uris}), SAVE_DOCUMENTS_TIMEOUT_S
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the edit stands; the user is told disk may lag
+        server.lich.log(f"lich: the editor did not save {len(uris)} edited files: {err}", types.MessageType.Warning)
+        return False
+    return True
