@@ -1,0 +1,57 @@
+"""build_agent: one call that wires models, tools, plugins and sessions from a config."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lich_core.agent.loop import Agent
+from lich_core.agent.sessions import SessionStore
+from lich_core.providers.base import Model
+from lich_core.tools.executor import CallGuard
+from lich_core.tools.runtime import build_tool_runtime
+
+log = logging.getLogger("lich.agent")
+
+
+def build_agent(
+    config: Mapping[str, Any],
+    *,
+    workspace: Any | None = None,
+    guards: Sequence[CallGuard] = (),
+    env: Mapping[str, str] | None = None,
+    model: Model | None = None,
+    compress_model: Model | None = None,
+    session_store: SessionStore | None = None,
+) -> Agent:
+    """An Agent for `config`.
+
+    `model` replaces the configured chat chain (and, unless `compress_model` is given, the
+    compress chain too). A misconfigured provider raises ConfigError/ProviderError with one line.
+    Plugins that fail to load are warnings (logged now, and reported as `plugin_warning` events
+    at the start of each run); the agent is built without them.
+    """
+    from lich_core.plugins import load_plugins
+    from lich_core.providers.factory import build_model
+
+    if model is None:
+        model = build_model(config, "chat")
+        if compress_model is None:
+            compress_model = build_model(config, "compress")
+    runtime = build_tool_runtime(config, env=env, guards=guards)
+    work_dir = Path(config.get("work_dir") or runtime.executor.work_dir)
+    plugins = None
+    if config.get("plugins"):
+        plugins = load_plugins(config.get("plugins"), work_dir=work_dir)
+        plugins.register_tools(runtime, config.get("tools_enabled", "all"))
+    return Agent(
+        model=model,
+        runtime=runtime,
+        config=config,
+        compress_model=compress_model,
+        plugins=plugins,
+        session_store=session_store or SessionStore.for_config(config),
+        workspace=workspace,
+    )
