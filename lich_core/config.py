@@ -124,6 +124,25 @@ def v_list_of_objects(key: str, value: Any) -> list[dict[str, Any]]:
     return [dict(item) for item in value]
 
 
+def v_approval(key: str, value: Any) -> dict[str, str]:
+    policy = v_object(key, value)
+    for name, choice in policy.items():
+        if choice not in ("allow", "ask", "deny"):
+            raise ConfigError(f"{key}.{name}: expected allow, ask or deny, got {choice!r}")
+    return policy
+
+
+def v_code_actions(key: str, value: Any) -> list[dict[str, Any]]:
+    actions = v_list_of_objects(key, value)
+    for index, action in enumerate(actions):
+        for field_name in ("title", "prompt"):
+            if not isinstance(action.get(field_name), str) or not action[field_name]:
+                raise ConfigError(f"{key}[{index}].{field_name}: expected a non-empty string")
+        if "kind" in action and not isinstance(action["kind"], str):
+            raise ConfigError(f"{key}[{index}].kind: expected a code action kind string")
+    return actions
+
+
 def v_list(key: str, value: Any) -> list[Any]:
     if not isinstance(value, list):
         raise ConfigError(f"{key}: expected a list, got {_type_name(value)}")
@@ -157,8 +176,8 @@ KEYS: dict[str, KeySpec] = {
     "plugins": KeySpec([], v_list, None, "Plugin module paths or {path, settings, models} entries."),
     # language server
     "edit_mode": KeySpec("apply", v_choice("apply", "review"), "LICH_EDIT_MODE", "apply: each edit at once; review: one reviewed edit at the end."),
-    "approval": KeySpec({}, v_object, None, "Capability or tool name → allow | ask | deny."),
-    "code_actions": KeySpec([], v_list_of_objects, None, "Extra code actions: [{title, prompt, kind}]."),
+    "approval": KeySpec({}, v_approval, None, "Capability or tool name → allow | ask | deny."),
+    "code_actions": KeySpec([], v_code_actions, None, "Extra code actions: [{title, prompt, kind}]."),
     "quick_prompts": KeySpec(
         ["Explain this code", "Find bugs in this code", "Add tests for this code"],
         v_str_list,

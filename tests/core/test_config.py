@@ -202,3 +202,14 @@ def test_mask_secrets() -> None:
     assert masked["token_count"] == 5  # only string values are masked
     assert masked["models"] == {"chat": ["p"]}
     assert value["providers"][0]["api_key"] == "sk-123456"  # the input is not modified
+
+
+def test_approval_and_code_action_values_are_checked() -> None:
+    from lich_core.config import validate_values
+
+    with pytest.raises(ConfigError, match=r"approval\.terminal: expected allow, ask or deny"):
+        validate_values({"approval": {"terminal": "maybe"}}, "f")
+    with pytest.raises(ConfigError, match=r"code_actions\[0\]\.prompt"):
+        validate_values({"code_actions": [{"title": "Docstring"}]}, "f")
+    ok = validate_values({"approval": {"process/exec": "allow"}, "code_actions": [{"title": "T", "prompt": "P"}]}, "f")
+    assert ok["approval"] == {"process/exec": "allow"}
