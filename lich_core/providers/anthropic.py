@@ -172,6 +172,8 @@ class AnthropicModel(HttpModel):
         model = self.model
         finished = False
         async for event_name, data in sse_events(resp):
+            if finished:
+                continue  # drain the body so the connection goes back to the pool
             try:
                 event = json.loads(data)
             except (json.JSONDecodeError, ValueError):
@@ -197,7 +199,6 @@ class AnthropicModel(HttpModel):
                     usage.output_tokens = int(out)
             elif kind == "message_stop":
                 finished = True
-                break
             elif kind == "error":
                 raise stream_error(event, provider=self.name, url=self.base_url)
         if not finished:

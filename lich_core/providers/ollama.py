@@ -78,17 +78,16 @@ class OllamaModel(HttpModel):
             if not self.stream:
                 raw = await resp.aread()
                 return self._final([self._decode(raw.decode("utf-8", "replace"))])
-            lines = []
+            lines: list[dict[str, Any]] = []
             async for line in resp.aiter_lines():
-                if not line.strip():
+                # After the done line only drain the body, so the connection goes back to the pool.
+                if not line.strip() or (lines and lines[-1].get("done")):
                     continue
                 chunk = self._decode(line)
                 lines.append(chunk)
                 piece = (chunk.get("message") or {}).get("content")
                 if piece and on_text is not None:
                     on_text(piece)
-                if chunk.get("done"):
-                    break
             return self._final(lines)
 
     def _decode(self, line: str) -> dict[str, Any]:

@@ -147,9 +147,13 @@ class OpenAICompatModel(HttpModel):
         done = False
         model = self.model
         async for _event, data in sse_events(resp):
+            # Reading on to the end of the body (rather than breaking out) returns the
+            # connection to the pool instead of closing it.
+            if done:
+                continue
             if data == "[DONE]":
                 done = True
-                break
+                continue
             try:
                 chunk = json.loads(data)
             except (json.JSONDecodeError, ValueError):

@@ -174,3 +174,17 @@ async def test_already_cancelled_token_sends_nothing(fake_provider, model_for) -
     with pytest.raises(asyncio.CancelledError):
         await model_for("openai_compat").complete(HELLO, [], cancel=cancel)
     assert fake_provider.requests == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("stream", [True, False])
+async def test_connection_is_reused_across_calls(kind, stream, fake_provider, model_for) -> None:
+    fake_provider.script(
+        {"text": "one", "chunks": 2},
+        {"text": "two", "tool_calls": [{"name": "t", "arguments": {}}]},
+    )
+    model = model_for(kind, stream=stream)
+    await model.complete(HELLO, [])
+    await model.complete(HELLO, [])
+    first, second = (r["peer"] for r in fake_provider.requests)
+    assert first == second

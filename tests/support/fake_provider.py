@@ -321,6 +321,12 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
+    def setup(self) -> None:
+        super().setup()
+        # Real servers disable Nagle for streaming; without this each small SSE chunk waits for
+        # the client's delayed ACK (~40 ms) on a kept-alive connection.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base class signature
         pass
 
@@ -341,6 +347,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "path": self.path,
                 "headers": {k.lower(): v for k, v in self.headers.items()},
                 "json": body,
+                # Which client socket sent it: tests check that connections are reused.
+                "peer": f"{self.client_address[0]}:{self.client_address[1]}",
             }
         )
         wire = format_for(self.path)
