@@ -1,0 +1,450 @@
+/**
+ * The VS Code client for lich-lsp. Speaks only the LSP surface of DESIGN.md: server-advertised
+ * `lich.*` commands (registered by the language client), `lich/event` notifications and the
+ * `lich/saveDocuments` request. Palette commands live under `lichClient.*` so they never clash
+ * with the server's command ids.
+ */
+import * as path from "node:path";
+import * as vscode from "vscode";
+import {
+  CloseAction,
+  DidChangeConfigurationNotification,
+  ErrorAction,
+  ExecuteCommandRequest,
+  LanguageClient,
+  State,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from "vscode-languageclient/node";
+import { CONFIG_TEMPLATE } from "./configTemplate";
+import { ASK_COMMAND, createMiddleware, trackedAsk, type AskArgs } from "./middleware";
+import { canImportLichLsp, findOnPath, pythonExtensionInterpreter } from "./nodeResolveDeps";
+import { choosePatch } from "./patchSource";
+import { askForPrompt, PromptHistory } from "./prompt";
+import { SAVE_DOCUMENTS_METHOD, SaveDocumentsCapability, saveDocuments, type SaveDocumentsParams } from "./saveDocuments";
+import { resolveServer, serverMissingMessage, type ServerSpec } from "./serverResolve";
+import { RESTART_SETTINGS, SECTION, serverSettings, type ServerSettings } from "./settings";
+import { providerModel, statusView } from "./status";
+import { TaskTracker } from "./tasks";
+import { EVENT_METHOD, eventTaskId, TRANSCRIPT_CHANNEL, TranscriptRenderer, type LichEvent } from "./transcript";
+
+export const CLIENT_ID = "lich";
+export const CLIENT_NAME = "Lich Language Server";
+export const COMMANDS = {
+  askAgent: "lichClient.askAgent",
+  askAboutSelection: "lichClient.askAboutSelection",
+  cancelTask: "lichClient.cancelTask",
+  applyPatch: "lichClient.applyPatch",
+  showTranscript: "lichClient.showTranscript",
+  showTools: "lichClient.showTools",
+  restartServer: "lichClient.restartServer",
+  openConfig: "lichClient.openConfig",
+} as const;
+const ACTION_RESTART = "Restart Server";
+const ACTION_SETTINGS = "Open Settings";
+const MAX_CRASH_RESTARTS = 3;
+
+type ServerState = "starting" | "running" | "stopped" | "missing";
+
+interface ServerTask {
+  id?: string;
+  title: string;
+}
+
+export class LichController implements vscode.Disposable {
+  readonly transcript: vscode.OutputChannel;
+  readonly serverOutput: vscode.OutputChannel;
+  readonly tasks = new TaskTracker();
+  readonly history: PromptHistory;
+  client: LanguageClient | undefined;
+  serverSpec: ServerSpec | undefined;
+  private state: ServerState = "stopped";
+  private provider: string | undefined;
+  private model: string | undefined;
+  private readonly statusItem: vscode.StatusBarItem;
+  private readonly renderer = new TranscriptRenderer();
+  private readonly disposables: vscode.Disposable[] = [];
+  private crashes = 0;
+
+  constructor(context: vscode.ExtensionContext) {
+    this.transcript = vscode.window.createOutputChannel(TRANSCRIPT_CHANNEL);
+    this.serverOutput = vscode.window.createOutputChannel(CLIENT_NAME);
+    this.history = new PromptHistory(context.workspaceState);
+    this.statusItem = vscode.window.createStatusBarItem("lich.status", vscode.StatusBarAlignment.Left, 10);
+    this.statusItem.name = "Lich";
+    this.disposables.push(this.transcript, this.serverOutput, this.statusItem);
+    this.disposables.push(this.tasks.onDidChange(() => this.updateStatus()));
+    this.updateStatus();
+    this.statusItem.show();
+  }
+
+  registerCommands(): void {
+    const register = (id: string, run: (...args: unknown[]) => unknown): void => {
+      this.disposables.push(vscode.commands.registerCommand(id, run));
+    };
+    register(COMMANDS.askAgent, () => this.askAgent(false));
+    register(COMMANDS.askAboutSelection, () => this.askAgent(true));
+    register(COMMANDS.cancelTask, () => this.cancelTask());
+    register(COMMANDS.applyPatch, () => this.applyPatch());
+    register(COMMANDS.showTranscript, () => this.transcript.show(true));
+    register(COMMANDS.showTools, () => this.showTools());
+    register(COMMANDS.restartServer, () => this.restart());
+    register(COMMANDS.openConfig, () => this.openConfig());
+    this.disposables.push(
+      vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => {
+        // Trust widens the capabilities sent at initialize, so the server must start again.
+        void this.restart();
+      }),
+    );
+  }
+
+  currentSettings(): ServerSettings {
+    return serverSettings(vscode.workspace.getConfiguration(SECTION), vscode.workspace.isTrusted);
+  }
+
+  async start(): Promise<void> {
+    this.setState("starting");
+    const config = vscode.workspace.getConfiguration(SECTION);
+    const resource = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const spec = await resolveServer({
+      configuredCommand: config.get<string>("server.command"),
+      configuredArgs: config.get<string[]>("server.args"),
+      pythonInterpreter: () => pythonExtensionInterpreter(resource),
+      canImportLichLsp,
+      findOnPath: (name) => findOnPath(name),
+    });
+    this.serverSpec = spec;
+    if (!spec) {
+      this.reportMissing(undefined);
+      return;
+    }
+    if (!(await commandExists(spec.command))) {
+      this.reportMissing(spec, "not found");
+      return;
+    }
+    this.serverOutput.appendLine(`Starting ${[spec.command, ...spec.args].join(" ")} (from ${spec.source})`);
+    const client = this.createClient(spec);
+    this.client = client;
+    try {
+      await client.start();
+    } catch (err) {
+      this.client = undefined;
+      this.reportMissing(spec, err instanceof Error ? err.message : String(err));
+      return;
+    }
+    this.crashes = 0;
+    this.setState("running");
+    void this.refreshStatus();
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.tasks.clear();
+    if (client && client.state !== State.Stopped) {
+      try {
+        await client.stop(5000);
+      } catch {
+        // The process may already be gone; dispose below kills what is left.
+      }
+    }
+    if (client) {
+      await client.dispose().catch(() => undefined);
+    }
+    this.setState("stopped");
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  private createClient(spec: ServerSpec): LanguageClient {
+    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const serverOptions: ServerOptions = { command: spec.command, args: spec.args, options: { cwd, env: { ...process.env } } };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
+      initializationOptions: this.currentSettings(),
+      outputChannel: this.serverOutput,
+      middleware: createMiddleware({
+        askPrompt: (args) => askForPrompt(vscode.window, this.history, { title: args.range ? "Lich: Ask Agent About Selection" : "Lich: Ask Agent" }),
+        tasks: this.tasks,
+        settings: () => this.currentSettings(),
+        onAskResult: () => void this.refreshStatus(),
+      }),
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Continue }),
+        closed: () => {
+          this.tasks.clear();
+          this.crashes += 1;
+          if (this.crashes <= MAX_CRASH_RESTARTS) {
+            return { action: CloseAction.Restart, handled: true };
+          }
+          this.reportMissing(this.serverSpec, "the server exited repeatedly; see the Lich Language Server output");
+          return { action: CloseAction.DoNotRestart, handled: true };
+        },
+      },
+    };
+    const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+    client.registerFeature(new SaveDocumentsCapability());
+    client.onNotification(EVENT_METHOD, (event: LichEvent) => this.onEvent(event));
+    client.onRequest(SAVE_DOCUMENTS_METHOD, (params: SaveDocumentsParams) =>
+      saveDocuments(params, vscode.workspace.textDocuments, (uri) => vscode.Uri.parse(uri).toString()),
+    );
+    return client;
+  }
+
+  private onEvent(event: LichEvent): void {
+    const text = this.renderer.render(event);
+    if (text) {
+      this.transcript.append(text);
+    }
+    const id = eventTaskId(event);
+    if (id && event.type === "run_start") {
+      const prompt = event.data?.prompt;
+      this.tasks.serverStarted(id, typeof prompt === "string" ? prompt.slice(0, 60) : id);
+    } else if (id && event.type === "run_end") {
+      this.tasks.serverEnded(id);
+    }
+  }
+
+  private reportMissing(spec: ServerSpec | undefined, detail?: string): void {
+    this.setState("missing");
+    const message = serverMissingMessage(spec, detail);
+    this.serverOutput.appendLine(message);
+    void vscode.window.showErrorMessage(message, ACTION_RESTART, ACTION_SETTINGS).then((choice) => {
+      if (choice === ACTION_RESTART) {
+        void this.restart();
+      } else if (choice === ACTION_SETTINGS) {
+        void vscode.commands.executeCommand("workbench.action.openSettings", "lich.server");
+      }
+    });
+  }
+
+  private setState(state: ServerState): void {
+    this.state = state;
+    this.updateStatus();
+  }
+
+  private updateStatus(): void {
+    const view = statusView(this.state, this.tasks.list(), this.provider, this.model);
+    this.statusItem.text = view.text;
+    this.statusItem.tooltip = view.tooltip;
+    this.statusItem.command = view.command;
+  }
+
+  /** Send one server command; undefined (after telling the user) when the server is not running. */
+  async serverCommand<T = unknown>(command: string, args: Record<string, unknown> = {}): Promise<T | undefined> {
+    const client = this.client;
+    if (!client || client.state !== State.Running) {
+      this.reportMissing(this.serverSpec, this.state === "missing" ? undefined : "the server is not running");
+      return undefined;
+    }
+    return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] })) as T;
+  }
+
+  private async refreshStatus(): Promise<void> {
+    if (!this.client || this.client.state !== State.Running) {
+      return;
+    }
+    try {
+      const status = await this.client.sendRequest(ExecuteCommandRequest.type, { command: "lich.status", arguments: [{}] });
+      const { provider, model } = providerModel(status);
+      this.provider = provider;
+      this.model = model;
+      this.updateStatus();
+    } catch (err) {
+      this.serverOutput.appendLine(`lich.status failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  async askAgent(aboutSelection: boolean): Promise<unknown> {
+    const editor = vscode.window.activeTextEditor;
+    if (aboutSelection && (!editor || editor.selection.isEmpty)) {
+      void vscode.window.showWarningMessage("Lich: select the code to ask about first.");
+      return undefined;
+    }
+    const prompt = await askForPrompt(vscode.window, this.history, {
+      title: aboutSelection ? "Lich: Ask Agent About Selection" : "Lich: Ask Agent",
+    });
+    if (prompt === undefined) {
+      return undefined;
+    }
+    const args: AskArgs = { prompt };
+    if (editor && !editor.document.isUntitled) {
+      args.uri = editor.document.uri.toString();
+    }
+    if (editor && !editor.selection.isEmpty && this.client) {
+      args.range = this.client.code2ProtocolConverter.asRange(editor.selection);
+    }
+    const client = this.client;
+    if (!client || client.state !== State.Running) {
+      this.reportMissing(this.serverSpec, this.state === "missing" ? undefined : "the server is not running");
+      return undefined;
+    }
+    this.transcript.appendLine(`» ${prompt}`);
+    try {
+      return await trackedAsk(this.tasks, args, (sent) =>
+        client.sendRequest(ExecuteCommandRequest.type, { command: ASK_COMMAND, arguments: [sent] }),
+      );
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Lich: the task failed: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    } finally {
+      void this.refreshStatus();
+    }
+  }
+
+  private async runningServerTasks(): Promise<ServerTask[]> {
+    const found: ServerTask[] = [];
+    try {
+      const status = await this.serverCommand<{ tasks?: unknown }>("lich.status");
+      const tasks = Array.isArray(status?.tasks) ? status!.tasks : [];
+      for (const task of tasks as Record<string, unknown>[]) {
+        const id = typeof task.task_id === "string" ? task.task_id : typeof task.id === "string" ? task.id : undefined;
+        const title = typeof task.title === "string" ? task.title : typeof task.prompt === "string" ? task.prompt : id ?? "task";
+        found.push({ id, title });
+      }
+    } catch {
+      // fall back to what the client tracked
+    }
+    for (const task of this.tasks.list()) {
+      if (!task.taskId || !found.some((known) => known.id === task.taskId)) {
+        found.push({ id: task.taskId, title: task.title });
+      }
+    }
+    return found;
+  }
+
+  async cancelTask(): Promise<void> {
+    const running = await this.runningServerTasks();
+    if (running.length === 0) {
+      void vscode.window.showInformationMessage("Lich: no task is running.");
+      return;
+    }
+    let targets: ServerTask[] = running;
+    if (running.length > 1) {
+      const items = [
+        { label: "All tasks", task: undefined as ServerTask | undefined },
+        ...running.map((task) => ({ label: task.title, description: task.id, task })),
+      ];
+      const choice = await vscode.window.showQuickPick(items, { title: "Lich: Cancel Task", placeHolder: "Which task?" });
+      if (!choice) {
+        return;
+      }
+      targets = choice.task ? [choice.task] : running;
+    }
+    for (const task of targets) {
+      await this.serverCommand("lich.cancel", task.id ? { task_id: task.id } : {});
+    }
+    this.transcript.appendLine(`■ cancel requested for ${targets.map((task) => task.id ?? task.title).join(", ")}`);
+  }
+
+  async applyPatch(): Promise<unknown> {
+    const editor = vscode.window.activeTextEditor;
+    const chosen = choosePatch({
+      selectionText: editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : undefined,
+      documentText: editor?.document.getText(),
+      clipboardText: await vscode.env.clipboard.readText(),
+    });
+    if (!chosen) {
+      void vscode.window.showWarningMessage(
+        "Lich: no hashline patch found. Copy a patch (starting with `@@ PATH`) to the clipboard, or open or select it in an editor.",
+      );
+      return undefined;
+    }
+    try {
+      const result = await this.serverCommand<{ ok?: boolean; output?: string; error?: string | null }>("lich.applyPatch", { patch: chosen.patch });
+      if (!result) {
+        return undefined;
+      }
+      if (result.ok === false) {
+        void vscode.window.showErrorMessage(`Lich: patch rejected: ${result.error ?? "unknown error"}`);
+      } else {
+        const summary = (result.output ?? "").split("\n").filter((line) => line.startsWith("Edited ")).join("; ");
+        void vscode.window.showInformationMessage(`Lich: ${summary || "patch applied"} (from ${chosen.origin})`);
+      }
+      return result;
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Lich: applying the patch failed: ${err instanceof Error ? err.message : String(err)}`);
+      return undefined;
+    }
+  }
+
+  async showTools(): Promise<void> {
+    const result = await this.serverCommand<unknown>("lich.tools");
+    if (result === undefined) {
+      return;
+    }
+    const list = Array.isArray(result) ? result : Array.isArray((result as { tools?: unknown }).tools) ? (result as { tools: unknown[] }).tools : [];
+    const items = (list as Record<string, unknown>[]).map((tool) => ({
+      label: `${tool.enabled === false ? "$(circle-slash)" : "$(tools)"} ${String(tool.name ?? "?")}`,
+      description: [tool.capability, tool.enabled === false ? "disabled" : ""].filter(Boolean).join(" · "),
+      detail: typeof tool.description === "string" ? tool.description.split("\n")[0] : undefined,
+    }));
+    await vscode.window.showQuickPick(items, { title: `Lich: ${items.length} tools`, matchOnDetail: true });
+  }
+
+  async openConfig(): Promise<void> {
+    const folder = (vscode.window.activeTextEditor && vscode.workspace.getWorkspaceFolder(vscode.window.activeTextEditor.document.uri)) ?? vscode.workspace.workspaceFolders?.[0];
+    if (!folder) {
+      void vscode.window.showWarningMessage("Lich: open a folder first; the config lives in <folder>/.lich/config.json.");
+      return;
+    }
+    const uri = vscode.Uri.joinPath(folder.uri, ".lich", "config.json");
+    try {
+      await vscode.workspace.fs.stat(uri);
+    } catch {
+      await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(folder.uri, ".lich"));
+      await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(CONFIG_TEMPLATE));
+    }
+    await vscode.window.showTextDocument(uri);
+  }
+
+  private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
+    if (RESTART_SETTINGS.some((key) => event.affectsConfiguration(key))) {
+      void this.restart();
+      return;
+    }
+    if (event.affectsConfiguration(SECTION) && this.client?.state === State.Running) {
+      void this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: this.currentSettings() } });
+    }
+  }
+
+  dispose(): void {
+    void this.stop();
+    for (const disposable of this.disposables.splice(0)) {
+      disposable.dispose();
+    }
+  }
+}
+
+/** Whether `command` names an executable: a path that exists, or a bare name found on PATH. */
+export async function commandExists(command: string): Promise<boolean> {
+  if (path.isAbsolute(command) || command.includes("/") || command.includes("\\")) {
+    try {
+      await vscode.workspace.fs.stat(vscode.Uri.file(path.resolve(command)));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  return (await findOnPath(command)) !== undefined;
+}
+
+let controller: LichController | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<LichController> {
+  controller = new LichController(context);
+  context.subscriptions.push(controller);
+  controller.registerCommands();
+  await controller.start();
+  return controller;
+}
+
+export async function deactivate(): Promise<void> {
+  const current = controller;
+  controller = undefined;
+  await current?.stop();
+}

@@ -1,0 +1,103 @@
+/**
+ * Renders `lich/event` notifications (the agent core's events) as readable transcript text.
+ * Pure: the extension appends the returned text to the "Lich Transcript" output channel.
+ */
+
+export const EVENT_METHOD = "lich/event";
+export const TRANSCRIPT_CHANNEL = "Lich Transcript";
+const SUMMARY_MAX_CHARS = 200;
+
+export interface LichEvent {
+  type?: string;
+  task_id?: string;
+  run_id?: string;
+  data?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+function str(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+export function summarise(value: unknown, limit = SUMMARY_MAX_CHARS): string {
+  let text: string;
+  if (typeof value === "string") {
+    text = value;
+  } else if (value === undefined || value === null) {
+    text = "";
+  } else {
+    try {
+      text = JSON.stringify(value);
+    } catch {
+      text = String(value);
+    }
+  }
+  text = text.replace(/\s*\n\s*/g, " ⏎ ").trim();
+  return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
+}
+
+/** The event's task id: the server's `task_id`, else the core's `run_id`. */
+export function eventTaskId(event: LichEvent): string | undefined {
+  return str(event.task_id) ?? str(event.data?.task_id) ?? str(event.run_id);
+}
+
+export class TranscriptRenderer {
+  private midLine = false;
+
+  /** Text to append for this event ("" for events not worth showing). */
+  render(event: LichEvent): string {
+    const data = event.data ?? {};
+    const line = (text: string): string => {
+      const prefix = this.midLine ? "\n" : "";
+      this.midLine = false;
+      return `${prefix}${text}\n`;
+    };
+    switch (event.type) {
+      case "run_start": {
+        const prompt = str(data.prompt) ?? str(data.title) ?? "";
+        const id = eventTaskId(event);
+        return line(`▶ task${id ? ` ${id}` : ""}: ${summarise(prompt)}`);
+      }
+      case "text_delta": {
+        const text = str(data.text) ?? str(data.delta) ?? "";
+        if (!text) {
+          return "";
+        }
+        this.midLine = !text.endsWith("\n");
+        return text;
+      }
+      case "llm_end":
+        if (this.midLine) {
+          this.midLine = false;
+          return "\n";
+        }
+        return "";
+      case "tool_call_start": {
+        const name = str(data.name) ?? str(data.tool) ?? "tool";
+        return line(`  → ${name} ${summarise(data.arguments ?? data.args)}`);
+      }
+      case "tool_call_end": {
+        const name = str(data.name) ?? str(data.tool) ?? "tool";
+        const ok = data.ok !== false && !data.error;
+        const body = ok ? summarise(data.output ?? data.result) : summarise(data.error);
+        return line(`  ${ok ? "←" : "✖"} ${name}${body ? `: ${body}` : ""}`);
+      }
+      case "compress_start":
+        return line("  … compressing the conversation");
+      case "final": {
+        const text = str(data.text) ?? str(data.final) ?? "";
+        return line(`✔ ${text}`);
+      }
+      case "budget_exhausted":
+        return line(`✖ turn budget exhausted${data.max_turns !== undefined ? ` (${String(data.max_turns)} turns)` : ""}`);
+      case "error":
+        return line(`✖ error: ${summarise(data.message ?? data.error)}`);
+      case "run_end": {
+        const reason = str(data.stopped_reason) ?? str(data.reason) ?? "done";
+        return line(`■ task ended: ${reason}`);
+      }
+      default:
+        return "";
+    }
+  }
+}

@@ -1,0 +1,135 @@
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { activate } from "../src/extension";
+import { clients } from "./mocks/languageclient";
+import { mock, window } from "./mocks/vscode";
+
+vi.mock("vscode-languageclient/node", () => import("./mocks/languageclient"));
+
+function context() {
+  const state = new Map<string, unknown>();
+  return {
+    subscriptions: [] as { dispose(): void }[],
+    workspaceState: { get: (k: string, d: unknown) => (state.has(k) ? state.get(k) : d), update: async (k: string, v: unknown) => void state.set(k, v) },
+  };
+}
+
+beforeEach(() => {
+  mock.reset();
+  clients.length = 0;
+  (window as { activeTextEditor: unknown }).activeTextEditor = undefined;
+});
+
+describe("activate", () => {
+  it("starts the configured server with mapped initializationOptions and the save capability", async () => {
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.config["lich.server.args"] = { global: ["-m", "lich_lsp"] };
+    mock.config["lich.editMode"] = { global: "review" };
+    mock.files.set("/opt/py/bin/python", "");
+    const ctx = context();
+    await activate(ctx as never);
+    expect(clients).toHaveLength(1);
+    const client = clients[0];
+    expect(client.id).toBe("lich"); // so lich.trace.server is the trace setting
+    expect(client.serverOptions).toMatchObject({ command: "/opt/py/bin/python", args: ["-m", "lich_lsp"] });
+    expect(client.clientOptions.initializationOptions).toEqual({ edit_mode: "review" });
+    const caps: Record<string, unknown> = {};
+    client.features.forEach((feature) => feature.fillClientCapabilities(caps));
+    expect(caps).toEqual({ experimental: { lich: { saveDocuments: true } } });
+    expect([...client.requests.keys()]).toContain("lich/saveDocuments");
+    expect([...client.notifications.keys()]).toContain("lich/event");
+    expect(mock.errors).toEqual([]);
+    // Status bar picks up the model from lich.status.
+    await vi.waitFor(() => expect(mock.statusItems[0].text).toBe("$(hubot) Lich: fake/fake-model"));
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("registers exactly the contributed palette commands and none of the server's", async () => {
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.files.set("/opt/py/bin/python", "");
+    const ctx = context();
+    await activate(ctx as never);
+    const manifest = JSON.parse(readFileSync(path.join(__dirname, "..", "package.json"), "utf8"));
+    const contributed = (manifest.contributes.commands as { command: string }[]).map((c) => c.command).sort();
+    expect([...mock.commands.keys()].sort()).toEqual(contributed);
+    expect([...mock.commands.keys()].some((id) => id.startsWith("lich."))).toBe(false);
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("shows one actionable error when no server can be found", async () => {
+    mock.config["lich.server.command"] = { global: "/does/not/exist/lich-lsp" };
+    const ctx = context();
+    await activate(ctx as never);
+    expect(clients).toHaveLength(0);
+    expect(mock.errors).toHaveLength(1);
+    expect(mock.errors[0].message).toContain("pip install lich-lsp");
+    expect(mock.errors[0].actions).toContain("Restart Server");
+    expect(mock.statusItems[0].text).toContain("no server");
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("passes only read capability in an untrusted workspace", async () => {
+    mock.isTrusted = false;
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.files.set("/opt/py/bin/python", "");
+    const ctx = context();
+    await activate(ctx as never);
+    expect(clients[0].clientOptions.initializationOptions).toEqual({ capabilities: ["file/read"] });
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("Ask Agent sends lich.ask with the typed prompt, the active file and the selection", async () => {
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.files.set("/opt/py/bin/python", "");
+    const ctx = context();
+    await activate(ctx as never);
+    const selection = { isEmpty: false, start: 1, end: 2 };
+    (window as { activeTextEditor: unknown }).activeTextEditor = {
+      selection,
+      document: { isUntitled: false, uri: { toString: () => "file:///ws/a.py" } },
+    };
+    clients[0].responses["lich.ask"] = { task_id: "t1", stopped_reason: "final" };
+    mock.onQuickPickShown = (pick) => {
+      pick.type("add a docstring");
+      pick.accept();
+    };
+    const result = await mock.commands.get("lichClient.askAgent")!();
+    expect(result).toEqual({ task_id: "t1", stopped_reason: "final" });
+    const ask = clients[0].sent.find((s) => s.command === "lich.ask")!;
+    expect(ask.arguments).toEqual([{ prompt: "add a docstring", uri: "file:///ws/a.py", range: { converted: selection } }]);
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("the saveDocuments handler saves the open dirty document it is asked for", async () => {
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.files.set("/opt/py/bin/python", "");
+    const save = vi.fn(async () => true);
+    const other = vi.fn(async () => true);
+    mock.textDocuments = [
+      { uri: { toString: () => "file:///ws/a.py" }, isDirty: true, save },
+      { uri: { toString: () => "file:///ws/b.py" }, isDirty: true, save: other },
+    ];
+    const ctx = context();
+    await activate(ctx as never);
+    const reply = await clients[0].requests.get("lich/saveDocuments")!({ uris: ["file:///ws/a.py"] });
+    expect(reply).toEqual({ saved: ["file:///ws/a.py"], failed: [] });
+    expect(save).toHaveBeenCalledOnce();
+    expect(other).not.toHaveBeenCalled();
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("renders lich/event into the transcript channel", async () => {
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.files.set("/opt/py/bin/python", "");
+    const ctx = context();
+    await activate(ctx as never);
+    const notify = clients[0].notifications.get("lich/event")!;
+    notify({ type: "run_start", task_id: "t7", data: { prompt: "do it" } });
+    expect(mock.statusItems[0].text).toBe("$(sync~spin) Lich: 1 task");
+    notify({ type: "run_end", task_id: "t7", data: { stopped_reason: "final" } });
+    expect(mock.outputs.get("Lich Transcript")!.join("")).toBe("▶ task t7: do it\n■ task ended: final\n");
+    expect(mock.statusItems[0].text).not.toContain("task");
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+});

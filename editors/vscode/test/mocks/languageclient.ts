@@ -1,0 +1,47 @@
+/** A fake LanguageClient that records what the extension configured and sent. */
+export const clients: FakeClient[] = [];
+export class FakeClient {
+  state = 1;
+  features: { fillClientCapabilities(c: Record<string, unknown>): void }[] = [];
+  notifications = new Map<string, (params: unknown) => void>();
+  requests = new Map<string, (params: unknown) => unknown>();
+  sent: { command: string; arguments: unknown[] }[] = [];
+  responses: Record<string, unknown> = { "lich.status": { provider: "fake", model: "fake-model", tasks: [] } };
+  code2ProtocolConverter = { asRange: (r: unknown) => ({ converted: r }) };
+  constructor(
+    readonly id: string,
+    readonly name: string,
+    readonly serverOptions: { command: string; args: string[] },
+    readonly clientOptions: { initializationOptions: unknown; middleware: unknown },
+  ) {
+    clients.push(this);
+  }
+  registerFeature(feature: FakeClient["features"][number]) {
+    this.features.push(feature);
+  }
+  onNotification(method: string, handler: (params: unknown) => void) {
+    this.notifications.set(method, handler);
+  }
+  onRequest(method: string, handler: (params: unknown) => unknown) {
+    this.requests.set(method, handler);
+  }
+  async start() {
+    this.state = 2;
+  }
+  async stop() {
+    this.state = 1;
+  }
+  async dispose() {}
+  async sendRequest(_type: unknown, params: { command: string; arguments: unknown[] }) {
+    this.sent.push(params);
+    return this.responses[params.command];
+  }
+  async sendNotification() {}
+}
+
+export const LanguageClient = FakeClient;
+export const State = { Stopped: 1, Running: 2, Starting: 3 };
+export const CloseAction = { DoNotRestart: 1, Restart: 2 };
+export const ErrorAction = { Continue: 1, Shutdown: 2 };
+export const ExecuteCommandRequest = { type: "workspace/executeCommand" };
+export const DidChangeConfigurationNotification = { type: "workspace/didChangeConfiguration" };

@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import { patchSourceCases } from "./fixtures";
+import { choosePatch, looksLikePatch } from "../src/patchSource";
+import { providerModel, statusView } from "../src/status";
+import { TaskTracker } from "../src/tasks";
+import { eventTaskId, summarise, TranscriptRenderer } from "../src/transcript";
+
+describe("TranscriptRenderer", () => {
+  it("renders a task's events as readable lines, streaming text inline", () => {
+    const r = new TranscriptRenderer();
+    const out = [
+      r.render({ type: "run_start", task_id: "t1", data: { prompt: "fix the bug" } }),
+      r.render({ type: "turn_start", data: {} }),
+      r.render({ type: "text_delta", data: { text: "Let me " } }),
+      r.render({ type: "text_delta", data: { text: "look." } }),
+      r.render({ type: "llm_end", data: {} }),
+      r.render({ type: "tool_call_start", data: { name: "read_file", arguments: { path: "a.py" } } }),
+      r.render({ type: "tool_call_end", data: { name: "read_file", ok: true, output: "1:ab|x = 1\n2:cd|y = 2" } }),
+      r.render({ type: "tool_call_end", data: { name: "apply_patch", ok: false, error: "edit_rejected: stale_document" } }),
+      r.render({ type: "final", data: { text: "Done." } }),
+      r.render({ type: "run_end", data: { stopped_reason: "final" } }),
+    ].join("");
+    expect(out).toBe(
+      [
+        "▶ task t1: fix the bug",
+        "Let me look.",
+        '  → read_file {"path":"a.py"}',
+        "  ← read_file: 1:ab|x = 1 ⏎ 2:cd|y = 2",
+        "  ✖ apply_patch: edit_rejected: stale_document",
+        "✔ Done.",
+        "■ task ended: final",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("starts a new line when a tool call follows unterminated text", () => {
+    const r = new TranscriptRenderer();
+    expect(r.render({ type: "text_delta", data: { text: "thinking" } }) + r.render({ type: "error", data: { message: "boom" } })).toBe("thinking\n✖ error: boom\n");
+  });
+
+  it("tolerates unknown and malformed events", () => {
+    const r = new TranscriptRenderer();
+    expect(r.render({ type: "something_new" })).toBe("");
+    expect(r.render({})).toBe("");
+    expect(r.render({ type: "run_end" })).toBe("■ task ended: done\n");
+  });
+
+  it("summarises long values and finds the task id", () => {
+    expect(summarise("x".repeat(500)).length).toBe(200);
+    expect(eventTaskId({ run_id: "r" })).toBe("r");
+    expect(eventTaskId({ run_id: "r", task_id: "t" })).toBe("t");
+  });
+});
+
+describe("status bar", () => {
+  it("shows running tasks and cancels on click, else the model", () => {
+    const tasks = new TaskTracker();
+    expect(statusView("running", tasks.list(), "fake", "fake-model")).toMatchObject({ text: "$(hubot) Lich: fake/fake-model", command: "lichClient.showTranscript" });
+    const key = tasks.begin("patch the file");
+    const view = statusView("running", tasks.list(), "fake", "fake-model");
+    expect(view.text).toBe("$(sync~spin) Lich: 1 task");
+    expect(view.command).toBe("lichClient.cancelTask");
+    expect(view.tooltip).toContain("patch the file");
+    tasks.begin("second");
+    expect(statusView("running", tasks.list()).text).toBe("$(sync~spin) Lich: 2 tasks");
+    tasks.end(key);
+    expect(tasks.size).toBe(1);
+    expect(statusView("missing", []).text).toContain("no server");
+  });
+
+  it("adopts the server's id for its own request instead of counting it twice", () => {
+    const tasks = new TaskTracker();
+    tasks.begin("mine");
+    tasks.serverStarted("t9", "mine");
+    expect(tasks.list()).toHaveLength(1);
+    expect(tasks.list()[0].taskId).toBe("t9");
+    tasks.serverStarted("t10", "from a code action elsewhere");
+    expect(tasks.size).toBe(2);
+    tasks.serverEnded("t10");
+    expect(tasks.size).toBe(1);
+  });
+
+  it("reads provider and model from lich.status in either shape", () => {
+    expect(providerModel({ provider: "fake", model: "m" })).toEqual({ provider: "fake", model: "m" });
+    expect(providerModel({ provider: { name: "p", model: "m2" } })).toEqual({ provider: "p", model: "m2" });
+    expect(providerModel(null)).toEqual({});
+  });
+});
+
+describe("patch source", () => {
+  it.each(patchSourceCases)("%s", (_name, candidates, origin) => {
+    expect(choosePatch(candidates)?.origin).toBe(origin);
+  });
+
+  it("recognises a patch by its section header", () => {
+    expect(looksLikePatch("@@ src/a.py\n= 1:ab..1:ab\n~x")).toBe(true);
+    expect(looksLikePatch("def f():\n    return '@@ not a header'")).toBe(false);
+  });
+});
