@@ -12,7 +12,7 @@ import json
 import os
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
 import httpx
@@ -256,7 +256,9 @@ class HttpModel:
     def describe(self) -> str:
         return f"{self.kind} {self.model} @ {self.base_url}"
 
-    def _open(self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]):  # noqa: ANN202
+    def _open(
+        self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> AbstractAsyncContextManager[httpx.Response]:
         return open_response(
             url,
             body,

@@ -1,4 +1,4 @@
-"""Fixtures for the provider tests."""
+"""Fixtures for the provider tests (`fake_provider` comes from tests.support.fixtures)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 
 from lich_core.providers.http import HttpModel
 from tests.support.fake_provider import FakeProviderServer
-from tests.support.fixtures import fake_provider  # noqa: F401 - works before tests/conftest.py loads it
 from tests.support.provider_helpers import SleepRecorder, make_model
 
 
@@ -19,7 +18,7 @@ def sleeps() -> SleepRecorder:
 
 
 @pytest.fixture
-def model_for(fake_provider: FakeProviderServer) -> Callable[..., HttpModel]:  # noqa: F811
+def model_for(fake_provider: FakeProviderServer) -> Callable[..., HttpModel]:
     def build(kind: str, **kwargs: Any) -> HttpModel:
         return make_model(kind, fake_provider, **kwargs)
 

@@ -1,0 +1,69 @@
+"""The pooled client and the cancellation wrapper."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from lich_core.providers.http import (
+    aclose_client,
+    get_client,
+    parse_tool_arguments,
+    run_cancellable,
+)
+from lich_core.tools.types import CancelToken
+
+
+async def test_one_client_per_loop_until_closed() -> None:
+    first = get_client()
+    assert get_client() is first
+    await aclose_client()
+    assert first.is_closed
+    second = get_client()
+    assert second is not first and not second.is_closed
+    await aclose_client()
+
+
+def test_each_event_loop_gets_its_own_client() -> None:
+    async def grab() -> object:
+        client = get_client()
+        await aclose_client()
+        return client
+
+    assert asyncio.run(grab()) is not asyncio.run(grab())
+
+
+async def test_cancel_from_another_thread_stops_the_awaitable() -> None:
+    cancel = CancelToken()
+    timer = threading.Timer(0.1, cancel.cancel)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(asyncio.CancelledError):
+        await run_cancellable(asyncio.sleep(30), cancel)
+    assert time.monotonic() - started < 5
+    timer.join()
+
+
+async def test_run_cancellable_passes_results_and_errors_through() -> None:
+    async def value() -> int:
+        return 42
+
+    async def boom() -> None:
+        raise ValueError("inner")
+
+    assert await run_cancellable(value(), CancelToken()) == 42
+    assert await run_cancellable(value(), None) == 42
+    with pytest.raises(ValueError, match="inner"):
+        await run_cancellable(boom(), CancelToken())
+
+
+def test_parse_tool_arguments() -> None:
+    assert parse_tool_arguments('{"a": 1}') == ({"a": 1}, "")
+    assert parse_tool_arguments("") == ({}, "")
+    assert parse_tool_arguments(None) == ({}, "")
+    assert parse_tool_arguments({"b": 2}) == ({"b": 2}, "")
+    assert parse_tool_arguments("[1, 2]") == ({}, "[1, 2]")
+    assert parse_tool_arguments('{"a": ') == ({}, '{"a": ')
