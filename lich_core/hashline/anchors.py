@@ -1,0 +1,131 @@
+"""Line hashes, line splitting and row rendering: the hashline format, byte for byte.
+
+A line's hash is FNV-1a 32-bit over its code points, each fed as its bytes low byte first (at
+least one byte, so U+0000 feeds one zero byte), XOR-folded to 8 bits and printed as two lowercase
+hex digits. Lines split on "\\n" only; a trailing newline ends the last line instead of opening
+an empty one, and a "\\r" stays part of the line it is in (CRLF files hash their "\\r").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+FNV_OFFSET_BASIS = 2166136261
+FNV_PRIME = 16777619
+_MASK_32 = 0xFFFFFFFF
+EMPTY_LINE_HASH = "c5"
+
+# Below this many characters a batch is hashed line by line: numpy's per-call overhead only pays
+# off on larger inputs.
+VECTOR_MIN_CHARS = 2_000
+
+HEX_BYTE = tuple(f"{value:02x}" for value in range(256))
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on "\\n" only (never on "\\r", U+2028 or the other characters str.splitlines uses)."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def fold_hash(value: int) -> int:
+    value ^= value >> 16
+    value ^= value >> 8
+    return value & 0xFF
+
+
+def line_hash_int(line: str) -> int:
+    """The 8-bit hash of one line (no terminator) as an int."""
+    value = FNV_OFFSET_BASIS
+    try:
+        # Code points below 256 feed exactly one byte each: their Latin-1 encoding.
+        data = line.encode("latin-1")
+    except UnicodeEncodeError:
+        for char in line:
+            point = ord(char)
+            while True:
+                value = ((value ^ (point & 0xFF)) * FNV_PRIME) & _MASK_32
+                point >>= 8
+                if not point:
+                    break
+        return fold_hash(value)
+    for byte in data:
+        value = ((value ^ byte) * FNV_PRIME) & _MASK_32
+    return fold_hash(value)
+
+
+@lru_cache(maxsize=65_536)
+def line_hash(line: str) -> str:
+    """The two-hex-digit anchor hash of one line (no terminator)."""
+    return HEX_BYTE[line_hash_int(line)]
+
+
+def line_hash_values(
+    lines: Sequence[str], *, text: str | None = None, vectorised: bool | None = None
+) -> list[int]:
+    """8-bit hashes of many lines; numpy across lines when it is installed and worth it.
+
+    `text` may pass the text the lines were split from (`"\\n".join(lines)`, optionally with a
+    final newline). `vectorised=False` forces the pure-Python path, `True` forces numpy.
+    """
+    if vectorised is not False and lines:
+        total_chars = len(text) if text is not None else sum(map(len, lines))
+        if vectorised or total_chars >= VECTOR_MIN_CHARS:
+            values = _vector_hashes(lines, text)
+            if values is not None:
+                return values
+    return [line_hash_int(line) for line in lines]
+
+
+def line_hashes(
+    lines: Sequence[str], *, text: str | None = None, vectorised: bool | None = None
+) -> list[str]:
+    """Two-hex-digit hashes of many lines (see line_hash_values)."""
+    return list(map(HEX_BYTE.__getitem__, line_hash_values(lines, text=text, vectorised=vectorised)))
+
+
+def _vector_hashes(lines: Sequence[str], text: str | None) -> list[int] | None:
+    try:
+        from lich_core.hashline import _vector_hash
+    except ImportError:  # numpy is optional
+        return None
+    return _vector_hash.hash_lines(lines, text)
+
+
+_HASH_PIPE = tuple(f"{digest}|" for digest in HEX_BYTE)
+# "N:" strings for line numbers, built once and reused by every rendering.
+_NUMBER_PREFIXES: list[str] = [""]
+
+
+def _number_prefixes(first: int, count: int) -> list[str]:
+    last = first + count
+    if last > len(_NUMBER_PREFIXES):
+        _NUMBER_PREFIXES.extend(f"{number}:" for number in range(len(_NUMBER_PREFIXES), last))
+    return _NUMBER_PREFIXES[first:last]
+
+
+def render_row(number: int, line: str, marker: str = "") -> str:
+    """`LINE:HH|content`; `marker` is "*" for a search match and " " for search context."""
+    return f"{marker}{number}:{line_hash(line)}|{line}"
+
+
+def render_rows(
+    lines: Sequence[str],
+    first_number: int = 1,
+    values: Sequence[int] | None = None,
+    *,
+    text: str | None = None,
+) -> str:
+    """Rows for consecutive lines starting at `first_number`, joined by newlines (no final one).
+
+    `values` are the lines' 8-bit hashes when the caller already has them.
+    """
+    if values is None:
+        values = line_hash_values(lines, text=text)
+    prefixes = _number_prefixes(first_number, len(lines))
+    return "\n".join(map("".join, zip(prefixes, map(_HASH_PIPE.__getitem__, values), lines)))

@@ -1,0 +1,327 @@
+"""Validate and apply parsed hashline ops to file texts (pure: strings in, strings out).
+
+Validation re-hashes every anchor against the *current* text; read state only says whether the
+file was seen. Any problem in any file rejects the whole patch. Applying sorts inserts after line
+N at N+½ and before line N at N−½ (equal positions keep patch order), builds the new text, and
+derives the minimal line-range replacements the editor layer turns into small TextEdits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lich_core.errors import ToolError
+from lich_core.hashline.anchors import line_hash, render_rows, split_lines
+from lich_core.hashline.patch import PatchOp
+from lich_core.workspace import LineReplacement
+
+# Lines of unchanged context shown around each changed region in an edit result.
+RESULT_CONTEXT_LINES = 2
+# Rows shown per file in an edit result; past this the result says how to read the rest.
+MAX_RESULT_ROWS_PER_FILE = 200
+MAX_PROBLEMS_SHOWN = 12
+
+
+class PatchRejected(ToolError):
+    """One or more problems; nothing of the patch may be written."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        shown = self.problems[:MAX_PROBLEMS_SHOWN]
+        more = len(self.problems) - len(shown)
+        text = "\n".join(shown)
+        if more > 0:
+            text += f"\n(... {more} more problems)"
+        super().__init__(text + "\nNothing was written; fix the patch and send it again.")
+
+
+@dataclass
+class FileTarget:
+    """One file a patch touches: its current text (None when it does not exist) and its ops."""
+
+    display: str
+    text: str | None
+    was_read: bool
+    ops: list[PatchOp] = field(default_factory=list)
+
+
+@dataclass
+class FileEdit:
+    display: str
+    old_text: str | None
+    new_text: str
+    replacements: tuple[LineReplacement, ...]
+    added: int
+    removed: int
+    # New-text line ranges [start, end) (0-based) the ops touched, for the result rows.
+    regions: list[tuple[int, int]]
+
+    @property
+    def created(self) -> bool:
+        return self.old_text is None
+
+
+@dataclass
+class _Slot:
+    """Old lines [start, end) become `lines` (contents without terminators)."""
+
+    start: int
+    end: int
+    lines: list[str]
+    is_range: bool
+    order: int
+
+
+def uses_crlf(text: str) -> bool:
+    """The file's line-ending style: CRLF when most of its newlines are CRLF."""
+    newlines = text.count("\n")
+    return newlines > 0 and text.count("\r\n") * 2 > newlines
+
+
+def validate(target: FileTarget) -> list[str]:
+    """Every problem with `target`'s ops against its current text (empty when valid)."""
+    name = target.display
+    if target.text is None:
+        if any(op.start is not None for op in target.ops):
+            return [
+                f"not_found: {name} does not exist; anchors need an existing file "
+                "(create a file with bare `+` inserts only, or with write_file)"
+            ]
+        return []
+    if not target.was_read:
+        return [f"not_read: {name} has not been read in this session; read it with read_file (or find it with grep_files) first"]
+    lines = split_lines(target.text)
+    count = len(lines)
+    problems: list[str] = []
+    for op in target.ops:
+        anchors = [op.start] if not op.is_range else [op.start, op.end]
+        if op.is_range and op.start == op.end:
+            anchors = [op.start]
+        for anchor in anchors:
+            if anchor is None:
+                continue
+            if anchor.line < 1 or anchor.line > count:
+                where = "lines start at 1" if anchor.line < 1 else f"the file has {count} lines"
+                problems.append(
+                    f"out_of_range: {name}: anchor {anchor} (patch line {op.patch_line}) is past the end of the file "
+                    f"({where}); re-read {name}"
+                )
+                continue
+            current = lines[anchor.line - 1]
+            digest = line_hash(current)
+            if digest != anchor.digest:
+                low = max(1, anchor.line - 2)
+                problems.append(
+                    f"stale_anchor: {name} line {anchor.line}: anchor {anchor} (patch line {op.patch_line}) no longer "
+                    f"matches; the line is now {anchor.line}:{digest}|{_short(current)} ; re-read {name} "
+                    f"(read_file start={low} end={anchor.line + 2})"
+                )
+    problems.extend(_overlap_problems(name, target.ops))
+    return problems
+
+
+def _short(line: str, limit: int = 80) -> str:
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
+def _overlap_problems(name: str, ops: Sequence[PatchOp]) -> list[str]:
+    ranges = sorted((op for op in ops if op.is_range), key=lambda op: (op.start.line, op.end.line))  # type: ignore[union-attr]
+    problems: list[str] = []
+    for index, first in enumerate(ranges):
+        for second in ranges[index + 1 :]:
+            if second.start.line > first.end.line:  # type: ignore[union-attr]
+                break
+            problems.append(
+                f"overlap: {name}: ranges {first.span_text()} (patch line {first.patch_line}) and "
+                f"{second.span_text()} (patch line {second.patch_line}) overlap; merge them into one op"
+            )
+    for op in ops:
+        if op.is_range or op.start is None:
+            continue
+        # Position of the insert in half-lines: after N is N+½, before N is N−½.
+        position = op.start.line + (0.5 if op.kind == "insert_after" else -0.5)
+        for span in ranges:
+            if span.start.line - 0.5 < position < span.end.line + 0.5:  # type: ignore[union-attr]
+                problems.append(
+                    f"overlap: {name}: insert {op.source.strip()} (patch line {op.patch_line}) falls inside range "
+                    f"{span.span_text()} (patch line {span.patch_line}); put those lines in the range's payload "
+                    "or anchor the insert outside the range"
+                )
+    return problems
+
+
+def _slots(ops: Sequence[PatchOp], count: int) -> list[_Slot]:
+    slots: list[_Slot] = []
+    for order, op in enumerate(ops):
+        if op.is_range:
+            assert op.start is not None and op.end is not None
+            payload = op.payload if op.kind == "replace" else []
+            slots.append(_Slot(op.start.line - 1, op.end.line, list(payload), True, order))
+            continue
+        if op.start is None:
+            gap = count if op.kind == "insert_after" else 0
+        else:
+            gap = op.start.line if op.kind == "insert_after" else op.start.line - 1
+        slots.append(_Slot(gap, gap, list(op.payload), False, order))
+    # Inserts at a gap go before a range that starts there; equal positions keep patch order.
+    slots.sort(key=lambda slot: (slot.start, slot.is_range, slot.order))
+    return slots
+
+
+def apply_ops(target: FileTarget) -> FileEdit:
+    """Apply validated ops (call validate first). The new text ends with a newline."""
+    old_text = target.text or ""
+    old_lines = split_lines(old_text)
+    count = len(old_lines)
+    crlf = uses_crlf(old_text)
+
+    def terminated(line: str) -> str:
+        return line + "\r\n" if crlf and not line.endswith("\r") else line + "\n"
+
+    slots = _slots(target.ops, count)
+    has_final_newline = old_text.endswith("\n") or count == 0
+    if not has_final_newline and not any(slot.is_range and slot.start <= count - 1 < slot.end for slot in slots):
+        # The last line gains its terminator, so it is part of the change.
+        slots.append(_Slot(count - 1, count, [old_lines[-1]], True, len(slots)))
+        slots.sort(key=lambda slot: (slot.start, slot.is_range, slot.order))
+
+    old_full = [line + "\n" for line in old_lines]
+    if old_full and not has_final_newline:
+        old_full[-1] = old_lines[-1]
+
+    new_full: list[str] = []
+    merged: list[tuple[int, int, list[str]]] = []
+    regions: list[tuple[int, int]] = []
+    added = removed = 0
+    cursor = 0
+    for slot in slots:
+        new_full.extend(old_full[cursor : slot.start])
+        cursor = max(cursor, slot.start)
+        payload_full = [terminated(line) for line in slot.lines]
+        region_start = len(new_full)
+        new_full.extend(payload_full)
+        cursor = max(cursor, slot.end)
+        if slot.order < len(target.ops):
+            added += len(slot.lines)
+            removed += slot.end - slot.start
+        regions.append((region_start, len(new_full)))
+        if merged and merged[-1][1] >= slot.start:
+            merged[-1] = (merged[-1][0], slot.end, merged[-1][2] + payload_full)
+        else:
+            merged.append((slot.start, slot.end, payload_full))
+    new_full.extend(old_full[cursor:])
+    new_text = "".join(new_full)
+
+    replacements = tuple(_trimmed(old_full, merged))
+    return FileEdit(target.display, target.text, new_text, replacements, added, removed, _merge_regions(regions))
+
+
+def _trimmed(old_full: list[str], merged: list[tuple[int, int, list[str]]]) -> list[LineReplacement]:
+    """Drop the leading and trailing lines a replacement leaves as they were."""
+    result: list[LineReplacement] = []
+    for start, end, lines in merged:
+        head = 0
+        while start + head < end and head < len(lines) and old_full[start + head] == lines[head]:
+            head += 1
+        start += head
+        lines = lines[head:]
+        while start < end and lines and old_full[end - 1] == lines[-1]:
+            end -= 1
+            lines = lines[:-1]
+        if start == end and not lines:
+            continue
+        result.append(LineReplacement(start, end, "".join(lines)))
+    return result
+
+
+def _merge_regions(regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(regions):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def apply_replacements(old_text: str, replacements: Sequence[LineReplacement]) -> str:
+    """Apply non-overlapping line replacements to `old_text` (what an editor does with them)."""
+    old_full = _split_keep_lf(old_text)
+    pieces: list[str] = []
+    cursor = 0
+    for replacement in sorted(replacements, key=lambda item: (item.start, item.end)):
+        pieces.extend(old_full[cursor : replacement.start])
+        pieces.append(replacement.text)
+        cursor = replacement.end
+    pieces.extend(old_full[cursor:])
+    return "".join(pieces)
+
+
+def _split_keep_lf(text: str) -> list[str]:
+    """Lines with their "\\n" kept (never split on "\\r" or other separators)."""
+    parts = text.split("\n")
+    pieces = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        pieces.append(parts[-1])
+    return pieces
+
+
+def plan_edits(targets: Sequence[FileTarget]) -> list[FileEdit]:
+    """Validate every target, then apply; raise PatchRejected listing every problem."""
+    problems: list[str] = []
+    for target in targets:
+        problems.extend(validate(target))
+    if problems:
+        raise PatchRejected(problems)
+    return [apply_ops(target) for target in targets]
+
+
+def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES) -> str:
+    """`Edited PATH (+added -removed)` and fresh anchored rows around each changed region."""
+    verb = "Created" if edit.created else "Edited"
+    header = f"{verb} {edit.display} (+{edit.added} -{edit.removed})"
+    lines = split_lines(edit.new_text)
+    if not lines:
+        return header + "\n(empty file)"
+    windows: list[tuple[int, int]] = []
+    for start, end in edit.regions:
+        low = max(0, start - context)
+        high = min(len(lines), max(end, start) + context)
+        if windows and low <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], max(windows[-1][1], high))
+        else:
+            windows.append((low, high))
+    parts = [header]
+    shown = 0
+    for index, (low, high) in enumerate(windows):
+        if shown >= MAX_RESULT_ROWS_PER_FILE:
+            rest = windows[index:]
+            parts.append(
+                f"(more changes at lines {', '.join(f'{a + 1}-{b}' for a, b in rest[:5])}"
+                f"{' ...' if len(rest) > 5 else ''}; read_file {edit.display} to see them)"
+            )
+            break
+        if index:
+            parts.append("...")
+        room = MAX_RESULT_ROWS_PER_FILE - shown
+        if high - low > room:
+            parts.append(render_rows(lines[low : low + room], low + 1))
+            parts.append(f"(... lines {low + room + 1}-{high} not shown; read_file {edit.display} start={low + room + 1})")
+            shown = MAX_RESULT_ROWS_PER_FILE
+            continue
+        parts.append(render_rows(lines[low:high], low + 1))
+        shown += high - low
+    return "\n".join(parts)
+
+
+def shown_rows(edit: FileEdit, context: int = RESULT_CONTEXT_LINES) -> dict[int, str]:
+    """{line: hash} of the rows render_edit_result shows (to arm the read state)."""
+    lines = split_lines(edit.new_text)
+    rows: dict[int, str] = {}
+    for start, end in edit.regions:
+        for index in range(max(0, start - context), min(len(lines), max(end, start) + context)):
+            if len(rows) >= MAX_RESULT_ROWS_PER_FILE:
+                return rows
+            rows[index + 1] = line_hash(lines[index])
+    return rows
