@@ -263,6 +263,8 @@ def role_specs(
     by_name = {spec.name: spec for spec in specs}
     chain: list[ProviderSpec] = []
     for index, name in enumerate(wanted):
+        if not isinstance(name, str):
+            raise ConfigError(f"models.{role}[{index}]: expected a provider name, got {name!r}")
         if name not in by_name:
             raise ConfigError(
                 f"models.{role}[{index}]: unknown provider {name!r} (configured: {', '.join(by_name)})"

@@ -172,6 +172,11 @@ def test_compress_falls_back_to_chat_and_chat_to_all_providers() -> None:
             r"^models\.chat\[1\]: unknown provider 'zz' \(configured: a\)",
         ),
         (["ollama"], {}, r"^providers\[0\]: expected an object"),
+        (
+            [{"name": "a", "kind": "ollama", "model": "m"}],
+            {"chat": [{"a": 1}]},
+            r"^models\.chat\[0\]: expected a provider name",
+        ),
         ([], {"chat": ["a"]}, r"^models: names providers but no providers are configured"),
     ],
 )
