@@ -1,0 +1,398 @@
+"""Agent commands of the `lich` CLI (dispatched from lich_core/cli.py through COMMANDS).
+
+    lich "task" [--work-dir D] [--model M] [--provider-kind K] [--base-url U] [--max-turns N]
+                [--config FILE] [--resume ID|latest] [--record FILE] [--quiet]
+    lich init [--work-dir D]            write a commented .lich/config.json (never overwrites)
+    lich config [--work-dir D] [--json] effective config, secrets masked, with each key's source
+    lich sessions [--work-dir D] [--json]
+
+A run prints the model's text on stdout as it streams and progress lines on stderr; it exits 0
+when the model answered, 1 on budget exhaustion, cancellation (Ctrl-C) or an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from lich_core.agent.events import AgentEvent
+from lich_core.config import Config, load_config, mask_secrets, workspace_config_path
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+PROGRESS_ERROR_MAX_CHARS = 200
+PROGRESS_ARGS_MAX_CHARS = 80
+
+
+# --- shared option handling ---
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--work-dir", default=None, help="workspace root (default: current directory)")
+    parser.add_argument("--config", default=None, help="extra config file, read before the workspace's own")
+
+
+def _load(args: argparse.Namespace, overrides: dict[str, Any] | None = None) -> Config:
+    work_dir = os.path.abspath(args.work_dir or os.getcwd())
+    return load_config(work_dir, overrides=overrides, config_file=args.config)
+
+
+def apply_provider_flags(config: Config, *, model: str | None, kind: str | None, base_url: str | None) -> None:
+    """Point the chat role at the provider the flags describe.
+
+    With providers configured, the first chat provider is copied with the flags applied and
+    becomes the only one. Without, the flags feed the default provider (LICH_MODEL,
+    LICH_PROVIDER_KIND, LICH_BASE_URL), which is the CLI process's own environment.
+    """
+    if not (model or kind or base_url):
+        return
+    providers = config.get("providers") or []
+    if not providers:
+        for name, value in (("LICH_MODEL", model), ("LICH_PROVIDER_KIND", kind), ("LICH_BASE_URL", base_url)):
+            if value:
+                os.environ[name] = value
+        return
+    chat_names = (config.get("models") or {}).get("chat") or []
+    by_name = {entry.get("name") or entry.get("kind"): entry for entry in providers}
+    first = by_name.get(chat_names[0]) if chat_names else None
+    entry = dict(first or providers[0])
+    if kind and kind != entry.get("kind"):
+        entry = {k: v for k, v in entry.items() if k in ("api_key", "api_key_env", "headers", "timeout_ms")}
+        entry["kind"] = kind
+    if model:
+        entry["model"] = model
+    if base_url:
+        entry["base_url"] = base_url
+    entry["name"] = "cli"
+    config["providers"] = [entry]
+    config["models"] = {}
+    config.sources["providers"] = "command line"
+
+
+# --- lich "task" ---
+
+
+class ProgressPrinter:
+    """Renders run events: streamed text to `out`, one-line progress to `err`."""
+
+    def __init__(self, out: TextIO, err: TextIO, *, quiet: bool = False) -> None:
+        self.out = out
+        self.err = err
+        self.quiet = quiet
+        self._streamed_this_turn = False
+        self._out_needs_newline = False
+
+    def __call__(self, event: AgentEvent) -> None:
+        handler: Callable[[dict[str, Any]], None] | None = getattr(self, f"on_{event.type}", None)
+        if handler is not None:
+            handler(event.data)
+
+    def _progress(self, line: str) -> None:
+        if self.quiet:
+            return
+        self._end_out_line()
+        self.err.write(line + "\n")
+        self.err.flush()
+
+    def _warn(self, line: str) -> None:
+        self._end_out_line()
+        self.err.write(line + "\n")
+        self.err.flush()
+
+    def _end_out_line(self) -> None:
+        if self._out_needs_newline:
+            self.out.write("\n")
+            self.out.flush()
+            self._out_needs_newline = False
+
+    def on_run_start(self, data: dict[str, Any]) -> None:
+        resumed = " (resumed)" if data.get("resumed") else ""
+        self._progress(f"lich: model {data.get('model') or '?'}, up to {data.get('max_turns')} turns{resumed}")
+
+    def on_llm_start(self, data: dict[str, Any]) -> None:
+        self._streamed_this_turn = False
+
+    def on_text_delta(self, data: dict[str, Any]) -> None:
+        text = data.get("text") or ""
+        self.out.write(text)
+        self.out.flush()
+        self._streamed_this_turn = True
+        self._out_needs_newline = not text.endswith("\n")
+
+    def on_final(self, data: dict[str, Any]) -> None:
+        text = data.get("text") or ""
+        if not self._streamed_this_turn and text:
+            # A provider that does not stream: the answer arrives whole.
+            self.out.write(text)
+            self._out_needs_newline = not text.endswith("\n")
+        self._end_out_line()
+
+    def on_tool_call_start(self, data: dict[str, Any]) -> None:
+        args = json.dumps(data.get("arguments") or {}, ensure_ascii=False)
+        if len(args) > PROGRESS_ARGS_MAX_CHARS:
+            args = args[: PROGRESS_ARGS_MAX_CHARS - 3] + "..."
+        self._progress(f"-> {data.get('name')} {args}")
+
+    def on_tool_call_end(self, data: dict[str, Any]) -> None:
+        took = f"{data.get('duration_ms', 0):.0f} ms"
+        if data.get("ok"):
+            self._progress(f"   ok {data.get('name')} ({took})")
+        else:
+            error = " ".join(str(data.get("error") or "").split())[:PROGRESS_ERROR_MAX_CHARS]
+            self._progress(f"   failed {data.get('name')} ({took}): {error}")
+
+    def on_compress_start(self, data: dict[str, Any]) -> None:
+        self._progress(f"lich: compressing context (~{data.get('estimated_tokens')} tokens)")
+
+    def on_compress_end(self, data: dict[str, Any]) -> None:
+        if data.get("ok"):
+            self._progress(f"lich: compressed ~{data.get('before_tokens')} -> ~{data.get('after_tokens')} tokens")
+        else:
+            self._progress(f"lich: compression skipped: {data.get('error')}")
+
+    def on_budget_exhausted(self, data: dict[str, Any]) -> None:
+        self._warn(f"lich: turn budget exhausted ({data.get('max_turns')} model calls); raise --max-turns to go on")
+
+    def on_error(self, data: dict[str, Any]) -> None:
+        self._warn(f"lich: error: {data.get('message')}")
+
+    def on_plugin_warning(self, data: dict[str, Any]) -> None:
+        self._warn(f"lich: warning: {data.get('message')}")
+
+    def on_run_end(self, data: dict[str, Any]) -> None:
+        self._end_out_line()
+        usage = data.get("usage") or {}
+        self._progress(
+            f"lich: {data.get('stopped_reason')} after {data.get('turns_used')} turn(s) "
+            f"(tokens in {usage.get('input_tokens', 0)}, out {usage.get('output_tokens', 0)})"
+        )
+
+
+def cmd_run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="lich", description="Run the agent on a task (one shot).")
+    parser.add_argument("task", nargs="*", help="what to do ('-' reads the task from stdin)")
+    _add_common(parser)
+    parser.add_argument("--model", default=None, help="model name for the chat provider")
+    parser.add_argument("--provider-kind", default=None, choices=("openai_compat", "anthropic", "ollama"))
+    parser.add_argument("--base-url", default=None, help="provider base URL")
+    parser.add_argument("--max-turns", type=int, default=None, help="model calls allowed (default 25)")
+    parser.add_argument("--resume", default=None, metavar="ID|latest", help="continue a saved session")
+    parser.add_argument("--record", default=None, metavar="FILE", help="record model turns as a replay JSONL file")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+    task = " ".join(args.task).strip()
+    if task == "-":
+        task = sys.stdin.read().strip()
+    if not task:
+        parser.print_usage(sys.stderr)
+        print("lich: give a task, e.g. lich \"explain src/main.py\"", file=sys.stderr)
+        return EXIT_USAGE
+    overrides = {"max_turns": args.max_turns} if args.max_turns is not None else None
+    config = _load(args, overrides)
+    apply_provider_flags(config, model=args.model, kind=args.provider_kind, base_url=args.base_url)
+    return asyncio.run(_run_task(config, task, resume=args.resume, record=args.record, quiet=args.quiet))
+
+
+async def _run_task(config: Config, task: str, *, resume: str | None, record: str | None, quiet: bool) -> int:
+    from lich_core.agent.factory import build_agent
+    from lich_core.providers.base import ProviderError
+    from lich_core.tools.types import CancelToken
+
+    try:
+        model = compress_model = None
+        if record:
+            from lich_core.providers.factory import build_model
+            from lich_core.providers.replay import RecordingModel
+
+            model = RecordingModel(build_model(config, "chat"), record)
+            compress_model = build_model(config, "compress")
+        agent = build_agent(config, model=model, compress_model=compress_model)
+    except ProviderError as err:
+        print(f"lich: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    cancel = CancelToken()
+    printer = ProgressPrinter(sys.stdout, sys.stderr, quiet=quiet)
+    run_task = asyncio.ensure_future(agent.run(task, on_event=printer, cancel=cancel, resume=resume))
+    remove_handler = _install_interrupt(cancel, run_task)
+    try:
+        result = await run_task
+    except asyncio.CancelledError:
+        print("lich: aborted", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        remove_handler()
+        await _close_http()
+    if result.session_id and not quiet:
+        print(f"lich: session {result.session_id} (resume with --resume {result.session_id})", file=sys.stderr)
+    return EXIT_OK if result.stopped_reason == "final" else EXIT_FAILED
+
+
+def _install_interrupt(cancel: Any, run_task: asyncio.Future[Any]) -> Callable[[], None]:
+    """First Ctrl-C cancels the run cleanly (stopped "aborted"); a second one stops it at once."""
+    loop = asyncio.get_running_loop()
+    presses = 0
+
+    def on_interrupt() -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1:
+            print("\nlich: cancelling (Ctrl-C again to stop at once)", file=sys.stderr)
+            cancel.cancel("interrupted")
+        else:
+            run_task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return lambda: None  # no signal handlers here (Windows, non-main thread)
+
+    def remove() -> None:
+        loop.remove_signal_handler(signal.SIGINT)
+
+    return remove
+
+
+async def _close_http() -> None:
+    try:
+        from lich_core.providers.http import aclose_client
+    except ImportError:
+        return
+    await aclose_client()
+
+
+# --- lich init ---
+
+CONFIG_TEMPLATE = """\
+// lich configuration for this workspace (JSON with // comments).
+// Keys not set here come from ~/.config/lich/config.json, then LICH_* environment variables,
+// then built-in defaults. `lich config` shows the effective value of every key and its source.
+{
+  // Model providers. With none configured, lich uses LICH_PROVIDER_KIND / LICH_BASE_URL /
+  // LICH_MODEL, else OpenAI when OPENAI_API_KEY is set, Anthropic when ANTHROPIC_API_KEY is
+  // set, else Ollama on localhost. Listed providers form a chain: rate limits and network errors
+  // are retried, anything else fails over to the next one. Prefer api_key_env to api_key.
+  "providers": [
+    // {"name": "openai", "kind": "openai_compat", "base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"},
+    // {"name": "claude", "kind": "anthropic", "model": "claude-sonnet-4-0", "api_key_env": "ANTHROPIC_API_KEY"},
+    // {"name": "local", "kind": "ollama", "base_url": "http://localhost:11434", "model": "llama3.1"}
+  ],
+
+  // Which providers serve each role, by name; "compress" falls back to the chat chain.
+  // "models": {"chat": ["claude", "openai"], "compress": ["local"]},
+
+  // Model calls per task; tool calls asked for on the last turn are not run.
+  "max_turns": 25,
+
+  // "all", or a list of tool names (see `lich tools`).
+  "tools_enabled": "all",
+
+  // Granted capabilities; leave out to grant all of:
+  // file/read, file/write, file/edit, process/exec, image/eval, net/fetch
+  // "capabilities": ["file/read", "file/edit"],
+
+  // Summarise older turns when the estimated context reaches this share of the budget.
+  "context_budget_tokens": 100000,
+  "compress_threshold": 0.8,
+
+  // Python plugins (trusted code, runs in-process): paths relative to this workspace, or
+  // {"path": ..., "settings": {...}, "models": ["compress"]}. See docs/plugins.md.
+  "plugins": []
+
+  // Replace the default system prompt:
+  // , "system_prompt": "You are ..."
+}
+"""
+
+GITIGNORE_TEMPLATE = "# lich session logs stay local\nsessions/\n"
+
+
+def cmd_init(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="lich init", description="Write a commented .lich/config.json.")
+    parser.add_argument("--work-dir", default=None, help="workspace root (default: current directory)")
+    args = parser.parse_args(argv)
+    work_dir = Path(os.path.abspath(args.work_dir or os.getcwd()))
+    target = workspace_config_path(work_dir)
+    if target.exists():
+        print(f"lich: {target} already exists; not overwritten", file=sys.stderr)
+        return EXIT_FAILED
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(target, "x", encoding="utf-8") as handle:  # "x": never clobber, even in a race
+            handle.write(CONFIG_TEMPLATE)
+    except FileExistsError:
+        print(f"lich: {target} already exists; not overwritten", file=sys.stderr)
+        return EXIT_FAILED
+    gitignore = target.parent / ".gitignore"
+    if not gitignore.exists():
+        gitignore.write_text(GITIGNORE_TEMPLATE, encoding="utf-8")
+    print(f"lich: wrote {target}")
+    return EXIT_OK
+
+
+# --- lich config ---
+
+
+def cmd_config(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="lich config", description="Show the effective configuration.")
+    _add_common(parser)
+    parser.add_argument("--json", action="store_true", help="print {config, sources} as JSON")
+    args = parser.parse_args(argv)
+    config = _load(args)
+    masked = mask_secrets(dict(config))
+    if args.json:
+        print(json.dumps({"config": masked, "sources": config.sources}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    print(f"# effective configuration for {config['work_dir']} (secrets masked)")
+    width = max(len(key) for key in masked)
+    for key in sorted(masked):
+        value = json.dumps(masked[key], ensure_ascii=False)
+        print(f"{key:<{width}} = {value}  # {config.sources.get(key, '?')}")
+    try:
+        from lich_core.providers.factory import describe_model
+
+        print(f"# chat model: {describe_model(config, 'chat')}")
+        print(f"# compress model: {describe_model(config, 'compress')}")
+    except ImportError:
+        pass
+    return EXIT_OK
+
+
+# --- lich sessions ---
+
+
+def cmd_sessions(argv: list[str]) -> int:
+    from lich_core.agent.sessions import SessionStore
+
+    parser = argparse.ArgumentParser(prog="lich sessions", description="List saved sessions, newest first.")
+    _add_common(parser)
+    parser.add_argument("--json", action="store_true", help="print the list as JSON")
+    args = parser.parse_args(argv)
+    store = SessionStore.for_config(_load(args))
+    infos = store.list()
+    if args.json:
+        print(json.dumps([info.to_dict() for info in infos], indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if not infos:
+        print(f"no sessions in {store.directory}")
+        return EXIT_OK
+    for info in infos:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.modified))
+        print(f"{info.session_id}  {when}  {info.runs} run(s)  {info.messages:>3} msgs  {info.title}")
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "run": cmd_run,
+    "init": cmd_init,
+    "config": cmd_config,
+    "sessions": cmd_sessions,
+}

@@ -1,0 +1,150 @@
+"""The `lich` agent commands, run as a real subprocess against the fake provider server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lich_core.config import load_config
+
+CLI_TIMEOUT_S = 60
+
+
+def lich(*args: str, cwd: Path, timeout: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lich_core", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=os.environ.copy(),
+    )
+
+
+def server_flags(server) -> list[str]:
+    return ["--provider-kind", "openai_compat", "--base-url", server.url + "/v1", "--model", "fake-model"]
+
+
+def test_one_shot_streams_the_answer_on_stdout(tmp_path, fake_provider):
+    fake_provider.script(
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo hi"}}]},
+        {"text": "All good, it says hi.", "chunks": 5},
+    )
+    done = lich("check", "the", "greeting", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "All good, it says hi.\n"
+    assert "-> terminal" in done.stderr and "ok terminal" in done.stderr
+    assert "final after 2 turn(s)" in done.stderr
+    assert fake_provider.requests[0]["json"]["model"] == "fake-model"
+    user = [m for m in fake_provider.requests[0]["json"]["messages"] if m["role"] == "user"][0]
+    assert user["content"] == "check the greeting"
+    # The run was saved; `lich sessions` lists it and --resume latest continues it.
+    listed = lich("sessions", "--work-dir", str(tmp_path), "--json", cwd=tmp_path)
+    sessions = json.loads(listed.stdout)
+    assert len(sessions) == 1 and sessions[0]["title"] == "check the greeting"
+    fake_provider.script({"text": "Resumed."})
+    again = lich("more?", "--resume", "latest", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "Resumed.\n"
+    contents = [m["content"] for m in fake_provider.requests[-1]["json"]["messages"]]
+    assert "check the greeting" in contents and contents[-1] == "more?"
+    plain = lich("sessions", "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert sessions[0]["session_id"] in plain.stdout and "2 run(s)" in plain.stdout
+
+
+def test_budget_exhaustion_exits_1(tmp_path, fake_provider):
+    fake_provider.script({"tool_calls": [{"name": "terminal", "arguments": {"command": "echo hi"}}]})
+    done = lich("loop", "--max-turns", "1", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "turn budget exhausted" in done.stderr
+
+
+def test_unreachable_provider_is_one_line_and_exit_1(tmp_path):
+    done = lich("hello", "--work-dir", str(tmp_path), "--provider-kind", "openai_compat",
+                "--base-url", "http://127.0.0.1:9/v1", "--model", "m", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("lich: error:")]
+    assert len(errors) == 1 and "127.0.0.1:9" in errors[0]
+
+
+def test_configured_providers_and_record_then_replay(tmp_path, fake_provider):
+    (tmp_path / ".lich").mkdir()
+    config = {"providers": [{"name": "srv", "kind": "openai_compat", "base_url": fake_provider.url + "/v1", "model": "fake-model"}]}
+    (tmp_path / ".lich" / "config.json").write_text(json.dumps(config))
+    fake_provider.script({"text": "recorded answer"})
+    record = tmp_path / "run.jsonl"
+    done = lich("hi", "--record", str(record), "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "recorded answer\n"
+    replay_config = tmp_path / "replay.json"
+    replay_config.write_text(json.dumps({"providers": [{"name": "r", "kind": "replay", "path": str(record)}]}))
+    # --config is read before the workspace file, so its providers win.
+    replayed = lich("hi", "--config", str(replay_config), "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == "recorded answer\n"
+    assert len(fake_provider.requests) == 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_cancels_the_run_cleanly(tmp_path, fake_provider):
+    fake_provider.script({"text": "tick " * 100, "chunks": 100, "chunk_delay_s": 0.1})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lich_core", "talk", "--work-dir", str(tmp_path), *server_flags(fake_provider)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )
+    try:
+        first = proc.stdout.read(5)  # blocks until the stream has started
+        assert first == "tick "
+        interrupted_at = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert time.perf_counter() - interrupted_at < 5  # the whole stream would take 10 s
+    assert proc.returncode == 1
+    assert "cancelling" in err and "aborted after 1 turn" in err
+    assert "Traceback" not in err
+
+
+def test_init_writes_a_loadable_template_and_never_overwrites(tmp_path):
+    done = lich("init", "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    target = tmp_path / ".lich" / "config.json"
+    text = target.read_text()
+    assert text.startswith("//") and "// {\"name\": \"openai\"" in text
+    config = load_config(tmp_path, env={"HOME": str(tmp_path)})
+    assert config.sources["max_turns"] == str(target)
+    target.write_text('{"max_turns": 7}')
+    again = lich("init", "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert again.returncode == 1 and "not overwritten" in again.stderr
+    assert target.read_text() == '{"max_turns": 7}'
+
+
+def test_config_masks_secrets_and_names_sources(tmp_path):
+    (tmp_path / ".lich").mkdir()
+    config = {
+        "max_turns": 9,
+        "providers": [{"name": "p", "kind": "openai_compat", "base_url": "http://127.0.0.1:1/v1", "model": "m",
+                       "api_key": "sk-super-secret-value"}],
+    }
+    (tmp_path / ".lich" / "config.json").write_text(json.dumps(config))
+    done = lich("config", "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "sk-super-secret-value" not in done.stdout
+    assert "<redacted" in done.stdout
+    max_line = next(line for line in done.stdout.splitlines() if line.startswith("max_turns"))
+    assert "9" in max_line and ".lich/config.json" in max_line
+    compress_line = next(line for line in done.stdout.splitlines() if line.startswith("compress_threshold"))
+    assert compress_line.endswith("# default")
+    as_json = json.loads(lich("config", "--json", "--work-dir", str(tmp_path), cwd=tmp_path).stdout)
+    assert as_json["sources"]["max_turns"].endswith("config.json")
+    assert "sk-super-secret-value" not in json.dumps(as_json)
