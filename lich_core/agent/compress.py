@@ -142,11 +142,29 @@ class CompressionPolicy:
         threshold = float(config.get("compress_threshold") or DEFAULT_COMPRESS_THRESHOLD)
         self.limit_tokens = int(budget * threshold)
         self._next_allowed_turn = 0
+        # Running character count of the history: messages are only ever appended between
+        # compressions, so each one is measured once (keeps the check O(1) per turn).
+        self._counted = 0
+        self._chars = 0
+
+    def estimate(self, messages: Sequence[Message]) -> int:
+        if len(messages) < self._counted:
+            self.reset()
+        for message in messages[self._counted :]:
+            self._chars += message_chars(message)
+        self._counted = len(messages)
+        return self._chars // CHARS_PER_TOKEN
+
+    def reset(self) -> None:
+        """Forget the running count (the history was replaced)."""
+        self._counted = 0
+        self._chars = 0
 
     def due(self, messages: Sequence[Message], turn: int) -> bool:
-        return turn >= self._next_allowed_turn and estimate_tokens(messages) >= self.limit_tokens
+        return turn >= self._next_allowed_turn and self.estimate(messages) >= self.limit_tokens
 
     def record(self, outcome: CompressionOutcome, turn: int) -> None:
+        self.reset()
         if not outcome.ok:
             self._next_allowed_turn = turn + COMPRESS_BACKOFF_TURNS
 

@@ -196,3 +196,18 @@ def test_a_crashed_session_loads_repaired(tmp_path):
 def test_repair_drops_orphaned_results():
     messages = [Message("user", "u"), Message("tool", "orphan", tool_call_id="x")]
     assert [m.role for m in repair_history(messages)] == ["user"]
+
+
+def test_running_estimate_matches_a_full_count():
+    from lich_core.agent.compress import CompressionPolicy
+
+    policy = CompressionPolicy({"context_budget_tokens": 1000, "compress_threshold": 0.5})
+    history = [Message("system", "s" * 50), Message("user", "u" * 300)]
+    assert policy.estimate(history) == estimate_tokens(history)
+    history.append(Message("assistant", "", tool_calls=[ToolCall("a", "big", {"size": 5})]))
+    history.append(Message("tool", "x" * 2000, tool_call_id="a"))
+    assert policy.estimate(history) == estimate_tokens(history)
+    assert policy.due(history, 1)
+    history[:] = [history[0], Message("user", "short")]  # replaced by a compaction
+    assert policy.estimate(history) == estimate_tokens(history)
+    assert not policy.due(history, 2)
