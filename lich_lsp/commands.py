@@ -309,7 +309,7 @@ def register(server: LichLanguageServer) -> None:
             "start": start,
             "end": end,
             "total_lines": total,
-            "rows": render_rows(chosen, start, hashes),
+            "rows": render_rows(chosen, start),
         }
 
     @server.command(APPLY_PATCH)

@@ -126,9 +126,11 @@ async def refresh_config(server: LichLanguageServer, pushed: Any = None) -> None
         pulled = await pull_client_settings(server)
         if pulled is not None:
             holder.client_settings = pulled
+    previous = holder.last_error
     error = holder.rebuild()
     if error is not None:
-        report_config_error(server, error)
+        if error != previous:  # the same mistake re-read is not worth a second popup
+            report_config_error(server, error)
     else:
         server.lich.on_config_changed()
 

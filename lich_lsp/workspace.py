@@ -165,6 +165,10 @@ class DocumentStore:
     async def locked(self, paths: Iterable[Path]) -> Any:
         keys = sorted({path_key(p) for p in paths})
         locks = [self._locks.setdefault(key, asyncio.Lock()) for key in keys]
+        busy = [key for key, lock in zip(keys, locks, strict=True) if lock.locked()]
+        if busy:
+            names = ", ".join(Path(key).name for key in busy)
+            self._server.lich.log(f"lich: edit queued behind another edit to {names}")
         acquired: list[asyncio.Lock] = []
         try:
             for lock in locks:

@@ -1,0 +1,47 @@
+"""Fixtures for the language-server tests: sessions against a real `python -m lich_lsp`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+# The helper module sits beside the tests (no __init__.py here); importable in any import mode.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from lsp_harness import CLIENTS, EditorClient, start_session, stop_session  # noqa: E402
+
+Session = Callable[..., Awaitable[EditorClient]]
+
+
+@pytest.fixture(params=CLIENTS)
+def client_name(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return workspace.resolve()
+
+
+@pytest_asyncio.fixture
+async def session(root: Path) -> AsyncIterator[Session]:
+    """`await session(client_name, **options)` starts a server for this test; all stop at the end."""
+    clients: list[EditorClient] = []
+
+    async def start(client_name: str = "visual-studio-code", **options: Any) -> EditorClient:
+        client = await start_session(options.pop("root", root), client_name, **options)
+        clients.append(client)
+        return client
+
+    yield start
+    for client in clients:
+        await stop_session(client)
+        assert not client.failures, client.failures

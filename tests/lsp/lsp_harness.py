@@ -1,0 +1,399 @@
+"""A test editor for lich-lsp: a pytest-lsp client that behaves like a real one.
+
+It keeps its own copy of every document, applies `workspace/applyEdit` to that copy for real
+(documentChanges with version checks, `changes`, CreateFile/DeleteFile, every position
+encoding), echoes the result back with `didChange`/`didOpen` as an editor does, can answer
+`applied: false` or an error, can hold an edit while the "user" types, answers
+`window/showMessageRequest` from a script, and saves on `lich/saveDocuments`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pygls.uris import from_fs_path, to_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import register_lsp_features
+
+CLIENTS = ("visual-studio-code", "neovim@v0.7.0", "neovim", "emacs")
+SERVER_COMMAND = [sys.executable, "-m", "lich_lsp"]
+LSP_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+WAIT_S = 20.0
+INTENDED_FAILURE = "editor exploded while applying the edit"
+
+
+def uri_of(path: Path) -> str:
+    return from_fs_path(str(path)) or path.as_uri()
+
+
+def units(text: str, encoding: str) -> int:
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    if encoding == "utf-32":
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def offset_at(text: str, position: types.Position, encoding: str) -> int:
+    """Client-side position -> code point offset, following LSP's line breaks and the encoding."""
+    starts = [0] + [m.end() for m in LSP_LINE_BREAK.finditer(text)]
+    if position.line >= len(starts):
+        return len(text)
+    start = starts[position.line]
+    end = starts[position.line + 1] if position.line + 1 < len(starts) else len(text)
+    line = text[start:end]
+    line = line[: len(line) - len(m.group())] if (m := re.search(r"(\r\n|\r|\n)$", line)) else line
+    count = 0
+    for index, char in enumerate(line):
+        if count >= position.character:
+            return start + index
+        count += units(char, encoding)
+    if count < position.character:
+        raise ValueError(f"position {position} is past the end of line {position.line}")
+    return start + len(line)
+
+
+def apply_text_edits(text: str, edits: list[Any], encoding: str) -> str:
+    spans = sorted(
+        (
+            (
+                offset_at(text, e.range.start, encoding),
+                offset_at(text, e.range.end, encoding),
+                e.new_text,
+            )
+            for e in edits
+        ),
+        key=lambda span: (span[0], span[1]),
+    )
+    for (_, end_a, _), (start_b, _, _) in zip(spans, spans[1:], strict=False):
+        if start_b < end_a:
+            raise ValueError("overlapping text edits")
+    for start, end, new in reversed(spans):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+@dataclass
+class Doc:
+    text: str
+    version: int
+    open: bool  # open in the editor (the server was told with didOpen)
+
+
+@dataclass
+class EditorState:
+    docs: dict[str, Doc] = field(default_factory=dict)
+    applied: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
+    answer: str = "apply"  # "apply" | "reject" | "error"
+    hold: asyncio.Event | None = None
+    before_apply: Callable[[], None] | None = None
+    message_answers: list[str | None] = field(default_factory=list)
+    message_requests: list[types.ShowMessageRequestParams] = field(default_factory=list)
+    saved: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    open_on_edit: bool = True
+
+
+class EditorClient(LanguageClient):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.editor = EditorState()
+        self.encoding = "utf-16"
+        self.failures: list[str] = []
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        if INTENDED_FAILURE not in str(error):
+            self.failures.append(f"{getattr(source, '__name__', source)}: {error!r}")
+        super().report_server_error(error, source)
+
+    # --- the user's side ---
+
+    def open(self, path: Path, text: str | None = None, language_id: str = "python") -> str:
+        uri = uri_of(path)
+        if text is None:
+            text = path.read_text(encoding="utf-8")
+        self.editor.docs[uri] = Doc(text, 1, True)
+        self.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri, language_id=language_id, version=1, text=text
+                )
+            )
+        )
+        return uri
+
+    def type_text(self, uri: str, new_text: str) -> None:
+        """The user replaces the buffer's text (a full-content change, like a paste)."""
+        doc = self.editor.docs[uri]
+        doc.text = new_text
+        doc.version += 1
+        self.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=doc.version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=new_text)],
+            )
+        )
+
+    def text(self, uri: str) -> str:
+        return self.editor.docs[uri].text
+
+    async def command(self, name: str, argument: Any = None, *, no_args: bool = False) -> Any:
+        arguments = None if no_args else [argument if argument is not None else {}]
+        return await self.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=name, arguments=arguments)
+        )
+
+    # --- applying edits like an editor ---
+
+    def _doc_for_edit(self, uri: str, staged: dict[str, Doc]) -> Doc:
+        if uri in staged:
+            return staged[uri]
+        if uri in self.editor.docs:
+            current = self.editor.docs[uri]
+            return Doc(current.text, current.version, current.open)
+        path = Path(to_fs_path(uri) or "")
+        return Doc(path.read_text(encoding="utf-8") if path.exists() else "", 0, False)
+
+    async def handle_apply_edit(
+        self, params: types.ApplyWorkspaceEditParams
+    ) -> types.ApplyWorkspaceEditResult:
+        self.editor.applied.append(params)
+        if self.editor.hold is not None:
+            await self.editor.hold.wait()
+        if self.editor.before_apply is not None:
+            self.editor.before_apply()
+        if self.editor.answer == "reject":
+            return types.ApplyWorkspaceEditResult(
+                applied=False, failure_reason="the user rejected the edit"
+            )
+        if self.editor.answer == "error":
+            raise RuntimeError(INTENDED_FAILURE)
+        edit = params.edit
+        staged: dict[str, Doc] = {}
+        created: list[str] = []
+        deleted: list[str] = []
+        if edit.document_changes is not None:
+            for change in edit.document_changes:
+                if isinstance(change, types.CreateFile):
+                    path = Path(to_fs_path(change.uri) or "")
+                    if path.exists() and not (
+                        change.options
+                        and (change.options.overwrite or change.options.ignore_if_exists)
+                    ):
+                        return types.ApplyWorkspaceEditResult(
+                            applied=False, failure_reason=f"{change.uri} exists"
+                        )
+                    staged[change.uri] = Doc("", 0, False)
+                    created.append(change.uri)
+                elif isinstance(change, types.DeleteFile):
+                    deleted.append(change.uri)
+                elif isinstance(change, types.TextDocumentEdit):
+                    uri = change.text_document.uri
+                    doc = self._doc_for_edit(uri, staged)
+                    version = change.text_document.version
+                    if version is not None and doc.open and version != doc.version:
+                        return types.ApplyWorkspaceEditResult(
+                            applied=False,
+                            failure_reason=f"version mismatch: edit for {version}, buffer at {doc.version}",
+                        )
+                    doc.text = apply_text_edits(doc.text, list(change.edits), self.encoding)
+                    staged[uri] = doc
+                else:
+                    return types.ApplyWorkspaceEditResult(
+                        applied=False, failure_reason=f"unsupported {change!r}"
+                    )
+        for uri, edits in (edit.changes or {}).items():
+            doc = self._doc_for_edit(uri, staged)
+            doc.text = apply_text_edits(doc.text, list(edits), self.encoding)
+            staged[uri] = doc
+        for uri in created:
+            Path(to_fs_path(uri) or "").touch()
+        for uri, doc in staged.items():
+            if doc.open:
+                doc.version += 1
+                self.editor.docs[uri] = doc
+                self.text_document_did_change(
+                    types.DidChangeTextDocumentParams(
+                        text_document=types.VersionedTextDocumentIdentifier(
+                            uri=uri, version=doc.version
+                        ),
+                        content_changes=[
+                            types.TextDocumentContentChangeWholeDocument(text=doc.text)
+                        ],
+                    )
+                )
+            else:
+                doc.version = 1
+                doc.open = self.editor.open_on_edit
+                self.editor.docs[uri] = doc
+                if doc.open:
+                    self.text_document_did_open(
+                        types.DidOpenTextDocumentParams(
+                            text_document=types.TextDocumentItem(
+                                uri=uri, language_id="text", version=1, text=doc.text
+                            )
+                        )
+                    )
+        for uri in deleted:
+            path = Path(to_fs_path(uri) or "")
+            if path.exists():
+                path.unlink()
+            doc = self.editor.docs.pop(uri, None)
+            if doc is not None and doc.open:
+                self.text_document_did_close(
+                    types.DidCloseTextDocumentParams(
+                        text_document=types.TextDocumentIdentifier(uri=uri)
+                    )
+                )
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    def handle_save_documents(self, params: Any) -> dict[str, Any]:
+        uris = as_dict(params)["uris"]
+        for uri in uris:
+            doc = self.editor.docs.get(uri)
+            if doc is None:
+                continue
+            Path(to_fs_path(uri) or "").write_text(doc.text, encoding="utf-8")
+            self.editor.saved.append(uri)
+            if doc.open:
+                self.text_document_did_save(
+                    types.DidSaveTextDocumentParams(
+                        text_document=types.TextDocumentIdentifier(uri=uri)
+                    )
+                )
+        return {"saved": list(uris)}
+
+    def handle_message_request(
+        self, params: types.ShowMessageRequestParams
+    ) -> types.MessageActionItem | None:
+        self.editor.message_requests.append(params)
+        answer = self.editor.message_answers.pop(0) if self.editor.message_answers else None
+        return types.MessageActionItem(title=answer) if answer is not None else None
+
+    # --- waiting ---
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not predicate():
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError("timed out waiting for the condition")
+            await asyncio.sleep(0.02)
+
+
+def as_dict(value: Any) -> Any:
+    """Custom messages arrive as pygls' generic objects (namedtuple-like); tests want plain data."""
+    if isinstance(value, dict):
+        return {k: as_dict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return [as_dict(v) for v in value]
+    if hasattr(value, "_asdict"):
+        return {k: as_dict(v) for k, v in value._asdict().items()}
+    return value
+
+
+def client_converter() -> Any:
+    """pygls' converter, except that a CodeAction carrying a Command parses as a CodeAction.
+
+    lsprotocol's hook takes any object with a "command" key for a Command, which misreads
+    `CodeAction.command` (an object, where Command.command is a string); editors check the type.
+    """
+    converter = default_converter()
+
+    def command_or_code_action(obj: Any, _: type) -> Any:
+        if isinstance(obj.get("command"), str):
+            return converter.structure(obj, types.Command)
+        return converter.structure(obj, types.CodeAction)
+
+    converter.register_structure_hook(Union[types.Command, types.CodeAction], command_or_code_action)  # noqa: UP007
+    return converter
+
+
+def make_client() -> EditorClient:
+    client = EditorClient(converter_factory=client_converter)
+    register_lsp_features(client)
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    async def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        return await client.handle_apply_edit(params)
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def message_request(params: types.ShowMessageRequestParams) -> types.MessageActionItem | None:
+        return client.handle_message_request(params)
+
+    @client.feature("lich/saveDocuments")
+    def save_documents(params: Any) -> dict[str, Any]:
+        return client.handle_save_documents(params)
+
+    @client.feature("lich/event")
+    def lich_event(params: Any) -> None:
+        client.editor.events.append(as_dict(params))
+
+    return client
+
+
+def capabilities_for(
+    name: str, *, encodings: list[str] | None = None, save_documents: bool = False
+) -> types.ClientCapabilities:
+    caps = client_capabilities(name)
+    if encodings is not None:
+        caps.general = caps.general or types.GeneralClientCapabilities()
+        caps.general.position_encodings = encodings
+    if save_documents:
+        caps.experimental = {"lich": {"saveDocuments": True}}
+    return caps
+
+
+def negotiated_encoding(result: types.InitializeResult) -> str:
+    value = result.capabilities.position_encoding
+    return str(getattr(value, "value", value) or "utf-16")
+
+
+async def start_session(
+    root: Path,
+    client_name: str = "visual-studio-code",
+    *,
+    init_options: dict[str, Any] | None = None,
+    encodings: list[str] | None = None,
+    save_documents: bool = False,
+    env: dict[str, str] | None = None,
+) -> EditorClient:
+    server_env = {**os.environ, **(env or {})}
+    config = ClientServerConfig(
+        server_command=SERVER_COMMAND, client_factory=make_client, server_env=server_env
+    )
+    client = await config.start()
+    assert isinstance(client, EditorClient)
+    caps = capabilities_for(client_name, encodings=encodings, save_documents=save_documents)
+    # Editors without documentChanges (Neovim) load an edited file into a hidden buffer.
+    client.editor.open_on_edit = bool(
+        caps.workspace
+        and caps.workspace.workspace_edit
+        and caps.workspace.workspace_edit.document_changes
+    )
+    result = await client.initialize_session(
+        types.InitializeParams(
+            capabilities=caps,
+            root_uri=uri_of(root),
+            workspace_folders=[types.WorkspaceFolder(uri=uri_of(root), name=root.name)],
+            initialization_options=init_options,
+        )
+    )
+    client.encoding = negotiated_encoding(result)
+    client.init_result = result  # type: ignore[attr-defined]
+    return client
+
+
+async def stop_session(client: EditorClient) -> None:
+    try:
+        await asyncio.wait_for(client.shutdown_session(), WAIT_S)
+    finally:
+        await client.stop()

@@ -1,0 +1,277 @@
+"""lich.ask end to end: a real server, the fake provider over HTTP, a test editor applying edits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsp_harness import uri_of
+from lsprotocol import types
+
+from tests.support.fake_provider import FakeProviderServer
+
+pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
+
+
+def provider_options(fake: FakeProviderServer, **extra: Any) -> dict[str, Any]:
+    return {
+        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "fake-model"}],
+        **extra,
+    }
+
+
+def tool_messages(fake: FakeProviderServer) -> list[str]:
+    """Contents of every tool message the model was sent (last request holds the whole history)."""
+    if not fake.requests:
+        return []
+    messages = fake.requests[-1]["json"].get("messages", [])
+    return [m.get("content") or "" for m in messages if m.get("role") == "tool"]
+
+
+def edit(path: str, old: str, new: str) -> dict[str, Any]:
+    return {"name": "edit_file", "arguments": {"path": path, "old_string": old, "new_string": new}}
+
+
+async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_name: str, fake_provider) -> None:
+    (root / "open.py").write_text("x = 1\ny = 2\n", encoding="utf-8")
+    (root / "closed.py").write_text("a = 1\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [edit("open.py", "y = 2", "y = 3"), edit("closed.py", "a = 1", "a = 10")]},
+        {"text": "done: both edited"},
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    open_uri = client.open(root / "open.py", "x = 1\ny = 2\n# unsaved note\n")
+    result = await client.command("lich.ask", {"prompt": "bump the numbers"})
+    assert result["stopped_reason"] == "final"
+    assert result["final"] == "done: both edited"
+    assert result["task_id"]
+    assert set(result["edited"]) == {open_uri, uri_of(root / "closed.py")}
+    # The open file changed in the editor (unsaved text kept), not behind it on disk.
+    assert client.text(open_uri) == "x = 1\ny = 3\n# unsaved note\n"
+    assert (root / "open.py").read_text(encoding="utf-8") == "x = 1\ny = 2\n"
+    # Without experimental.lich.saveDocuments the closed file is written to disk (policy "auto").
+    assert (root / "closed.py").read_text(encoding="utf-8") == "a = 10\n"
+    edits = client.editor.applied
+    assert len(edits) == 1 and edits[0].label == "lich: bump the numbers"
+    # The one-line change went out as a one-line TextEdit.
+    if edits[0].edit.document_changes:
+        (doc_edit,) = edits[0].edit.document_changes
+        assert doc_edit.text_document.version == 1
+        text_edits = doc_edit.edits
+    else:
+        text_edits = edits[0].edit.changes[open_uri]
+    assert [(e.range.start.line, e.range.end.line, e.new_text) for e in text_edits] == [(1, 2, "y = 3\n")]
+    # The final answer is shown; the transcript went to the log and to .lich/transcripts.
+    await client.wait_until(lambda: any("done: both edited" in m.message for m in client.messages))
+    assert any("edit_file" in m.message for m in client.log_messages)
+    assert list((root / ".lich" / "transcripts").glob("*.md"))
+    assert any(e.get("type") == "run_end" for e in client.editor.events)
+
+
+@pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim"])
+async def test_save_documents_keeps_disk_coherent(session, root: Path, client_name: str, fake_provider) -> None:
+    (root / "open.py").write_text("x = 1\n", encoding="utf-8")
+    (root / "closed.py").write_text("a = 1\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [edit("open.py", "x = 1", "x = 2"), edit("closed.py", "a = 1", "a = 2")]},
+        {"text": "ok"},
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider), save_documents=True)
+    open_uri = client.open(root / "open.py")
+    result = await client.command("lich.ask", {"prompt": "edit"})
+    assert result["stopped_reason"] == "final"
+    # Both files went through the editor (one WorkspaceEdit per tool call), then were saved.
+    assert len(client.editor.applied) == 2
+    assert set(client.editor.saved) == {open_uri, uri_of(root / "closed.py")}
+    assert (root / "open.py").read_text(encoding="utf-8") == "x = 2\n"
+    assert (root / "closed.py").read_text(encoding="utf-8") == "a = 2\n"
+
+
+async def test_the_model_reads_the_unsaved_buffer(session, root: Path, fake_provider) -> None:
+    (root / "m.py").write_text("disk text\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [edit("m.py", "buffer text", "buffer text!")]},
+        {"text": "ok"},
+    )
+    client = await session(init_options=provider_options(fake_provider))
+    uri = client.open(root / "m.py", "buffer text\n")
+    result = await client.command("lich.ask", {"prompt": "edit the buffer"})
+    assert result["stopped_reason"] == "final"
+    assert client.text(uri) == "buffer text!\n"
+    assert (root / "m.py").read_text(encoding="utf-8") == "disk text\n"
+
+
+async def test_applied_false_is_an_edit_rejected_tool_error(session, root: Path, client_name: str, fake_provider) -> None:
+    (root / "f.py").write_text("v = 1\n", encoding="utf-8")
+    (root / "g.py").write_text("w = 1\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "f.py", "content": "v = 2\n"}}]},
+        {"text": "gave up"},
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    uri = client.open(root / "f.py")
+    client.editor.answer = "reject"
+    result = await client.command("lich.ask", {"prompt": "change v"})
+    assert result["stopped_reason"] == "final"
+    assert result["edited"] == []
+    (message,) = tool_messages(fake_provider)
+    assert "edit_rejected: the user rejected the edit" in message
+    assert client.text(uri) == "v = 1\n"
+    assert (root / "f.py").read_text(encoding="utf-8") == "v = 1\n"
+
+
+async def test_client_error_while_applying_is_an_edit_rejected_tool_error(session, root: Path, fake_provider) -> None:
+    (root / "f.py").write_text("v = 1\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "f.py", "content": "v = 2\n"}}]},
+        {"text": "gave up"},
+    )
+    client = await session("visual-studio-code", init_options=provider_options(fake_provider))
+    client.open(root / "f.py")
+    client.editor.answer = "error"
+    result = await client.command("lich.ask", {"prompt": "change v"})
+    assert result["stopped_reason"] == "final"
+    (message,) = tool_messages(fake_provider)
+    assert "edit_rejected: client_error" in message
+    assert (root / "f.py").read_text(encoding="utf-8") == "v = 1\n"
+
+
+async def test_user_typing_mid_task_makes_the_edit_stale(session, root: Path, client_name: str, fake_provider) -> None:
+    """The user types while the editor holds the first edit: the second edit is never sent."""
+    (root / "s.py").write_text("one\ntwo\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [edit("s.py", "one", "ONE")]},
+        {"text": "done"},
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    uri = client.open(root / "s.py")
+    client.editor.hold = asyncio.Event()
+    first = asyncio.ensure_future(client.command("lich.ask", {"prompt": "shout"}))
+    await client.wait_until(lambda: len(client.editor.applied) == 1)
+    # While the editor holds the agent's edit, a second edit computed from the same text queues
+    # behind it, and then the user types.
+    second = asyncio.ensure_future(
+        client.command("lich.runTool", {"name": "write_file", "args": {"path": "s.py", "content": "one\n2\n"}})
+    )
+    await client.wait_until(lambda: any("edit queued behind" in m.message for m in client.log_messages))
+    client.type_text(uri, "one\ntwo\nthree\n")
+    client.editor.hold.set()
+    result = await first
+    stale = await second
+    assert result["stopped_reason"] == "final"
+    assert stale["ok"] is False
+    assert stale["error"].startswith("edit_rejected: stale_document")
+    assert len(client.editor.applied) == 1  # the stale edit was never sent
+    if client.editor.applied[0].edit.document_changes:
+        # A versioned edit the user typed under is refused by the editor itself.
+        assert client.text(uri) == "one\ntwo\nthree\n"
+        assert "edit_rejected: version mismatch" in tool_messages(fake_provider)[0]
+    assert (root / "s.py").read_text(encoding="utf-8") == "one\ntwo\n"
+
+
+async def test_stale_anchor_after_the_user_edits_during_the_model_call(session, root: Path, fake_provider) -> None:
+    """The model's edit was computed from text the user changed meanwhile: it is refused, not merged."""
+    (root / "t.py").write_text("alpha\n", encoding="utf-8")
+    fake_provider.script(
+        {"text": "thinking", "delay_s": 1.0, "tool_calls": [edit("t.py", "alpha", "beta")]},
+        {"text": "ok"},
+    )
+    client = await session(init_options=provider_options(fake_provider))
+    uri = client.open(root / "t.py")
+    task = asyncio.ensure_future(client.command("lich.ask", {"prompt": "rename"}))
+    await client.wait_until(lambda: len(fake_provider.requests) >= 1)
+    client.type_text(uri, "gamma\n")
+    result = await task
+    assert result["stopped_reason"] == "final"
+    assert client.text(uri) == "gamma\n"
+    assert client.editor.applied == []
+    assert any("not_found" in m or "no match" in m.lower() or "not found" in m.lower() for m in tool_messages(fake_provider))
+
+
+async def test_two_concurrent_tasks(session, root: Path, fake_provider) -> None:
+    (root / "a.py").write_text("a\n", encoding="utf-8")
+    (root / "b.py").write_text("b\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [edit("a.py", "a", "A")], "delay_s": 0.3},
+        {"tool_calls": [edit("b.py", "b", "B")], "delay_s": 0.3},
+        {"text": "first done"},
+        {"text": "second done"},
+    )
+    client = await session(init_options=provider_options(fake_provider))
+    a = client.open(root / "a.py")
+    b = client.open(root / "b.py")
+    results = await asyncio.gather(
+        client.command("lich.ask", {"prompt": "task one"}), client.command("lich.ask", {"prompt": "task two"})
+    )
+    assert {r["task_id"] for r in results} == {"t1", "t2"}
+    assert all(r["stopped_reason"] == "final" for r in results)
+    assert client.text(a) == "A\n" and client.text(b) == "B\n"
+    status = await client.command("lich.status", {})
+    assert {t["task_id"] for t in status["tasks"]} == {"t1", "t2"}
+
+
+async def test_code_actions_stay_fast_while_a_task_streams(session, root: Path, fake_provider) -> None:
+    fake_provider.script({"text": "slow answer " * 20, "chunks": 40, "chunk_delay_s": 0.05})
+    client = await session(init_options=provider_options(fake_provider))
+    uri = client.open(root / "c.py", "pass\n")
+    task = asyncio.ensure_future(client.command("lich.ask", {"prompt": "talk"}))
+    await client.wait_until(lambda: any(e.get("type") == "text_delta" for e in client.editor.events))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=4)),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert loop.time() - started < 1.0
+    assert not task.done()
+    assert [a.title for a in actions] == ["Ask agent…"]
+    result = await task
+    assert result["stopped_reason"] == "final"
+
+
+async def test_ask_with_selection_puts_rows_and_diagnostics_in_context(session, root: Path, fake_provider) -> None:
+    from lich_core.hashline.anchors import line_hash
+
+    fake_provider.script({"text": "looked"})
+    client = await session(init_options=provider_options(fake_provider))
+    uri = client.open(root / "sel.py", "first\nsecönd\nthird\n")
+    selection = {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 3}}
+    diagnostics = [{"range": selection, "message": "undefined name 'secönd'", "severity": 1, "source": "pyflakes"}]
+    result = await client.command(
+        "lich.ask", {"prompt": "explain", "uri": uri, "range": selection, "diagnostics": diagnostics}
+    )
+    assert result["stopped_reason"] == "final"
+    sent = json.dumps(fake_provider.requests[0]["json"]["messages"], ensure_ascii=False)
+    assert f"2:{line_hash('secönd')}|secönd" in sent
+    assert "first" not in sent.split("Selection in", 1)[1].split("Diagnostics", 1)[0]
+    assert "undefined name 'secönd'" in sent and "pyflakes" in sent
+
+
+async def test_ask_without_prompt_offers_quick_prompts(session, root: Path, fake_provider) -> None:
+    fake_provider.script({"text": "explained"})
+    client = await session(init_options=provider_options(fake_provider, quick_prompts=["Explain this", "Fix it"]))
+    client.editor.message_answers = ["Explain this"]
+    result = await client.command("lich.ask", {})
+    assert result["stopped_reason"] == "final"
+    assert [a.title for a in client.editor.message_requests[0].actions] == ["Explain this", "Fix it"]
+    assert "Explain this" in json.dumps(fake_provider.requests[0]["json"]["messages"])
+    client.editor.message_answers = [None]
+    dismissed = await client.command("lich.ask", {})
+    assert dismissed["stopped_reason"] == "dismissed"
+
+
+async def test_provider_failure_is_an_error_result_not_a_crash(session, root: Path, fake_provider) -> None:
+    fake_provider.script({"status": 401, "body": '{"error": {"message": "bad key"}}'})
+    client = await session(init_options=provider_options(fake_provider))
+    result = await client.command("lich.ask", {"prompt": "hi"})
+    assert result["stopped_reason"] == "error"
+    assert result["error"]
+    await client.wait_until(lambda: any(m.type == types.MessageType.Error for m in client.messages))
+    status = await client.command("lich.status", {})
+    assert status["tasks"][0]["state"] == "done"
