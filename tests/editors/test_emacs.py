@@ -1,0 +1,97 @@
+"""editors/emacs/lich-eglot.el in a real batch Emacs (Debian's emacs-nox 28 + elpa-eglot 1.9).
+
+Starts lich-lsp through Eglot with our server class, checks the server initialized, that
+lich.read returns anchored rows, that lich.applyPatch edits the buffer and the lich/saveDocuments
+request saves it, and that the "Ask agent…" code action is offered. Skips when there is no
+`emacs` or no Eglot (never under CI=true, where .ci/run installs both).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lich_core.hashline.anchors import line_hash
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO = Path(__file__).resolve().parent / "emacs" / "eglot_scenario.el"
+PROCESS_TIMEOUT_S = 180
+
+
+def _eglot_available(emacs: str) -> bool:
+    probe = subprocess.run(
+        [emacs, "--batch", "--eval", "(require (quote eglot))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return probe.returncode == 0
+
+
+@pytest.fixture
+def emacs() -> str:
+    binary = shutil.which("emacs")
+    problem = None
+    if binary is None:
+        problem = "no `emacs` binary on PATH (Debian: apt-get install emacs-nox elpa-eglot)"
+    elif not _eglot_available(binary):
+        problem = "Emacs has no Eglot (Debian: apt-get install elpa-eglot)"
+    if problem:
+        if os.environ.get("CI") == "true":
+            pytest.fail(problem + " under CI=true")
+        pytest.skip(problem)
+    assert binary is not None
+    return binary
+
+
+def test_eglot_config_starts_server_and_runs_commands(emacs: str, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    hello = workspace / "hello.py"
+    hello.write_text("def hello():\n    return 1\n", encoding="utf-8")
+    anchor = f"2:{line_hash('    return 1')}"
+    result_file = tmp_path / "result.json"
+    env = dict(os.environ)
+    env.update(
+        {
+            "LICH_TEST_WORKSPACE": str(workspace),
+            "LICH_TEST_PYTHON": sys.executable,
+            "LICH_TEST_RESULT": str(result_file),
+            "LICH_TEST_PATCH": f"@@ hello.py\n= {anchor}..{anchor}\n~    return 2\n",
+            "HOME": str(tmp_path / "home"),
+        }
+    )
+    command = [
+        emacs,
+        # --batch skips the user's init file but keeps Debian's site-start, which puts the
+        # elpa-* packages (Eglot) on the load path; -Q would drop them.
+        "--batch",
+        "-L",
+        str(REPO / "editors" / "emacs"),
+        "-l",
+        str(SCENARIO),
+    ]
+    proc = subprocess.run(
+        command,
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+    )
+    assert result_file.exists(), (
+        f"emacs wrote no result (rc={proc.returncode})\n{proc.stdout}\n{proc.stderr}"
+    )
+    result = json.loads(result_file.read_text(encoding="utf-8"))
+    context = json.dumps(result, indent=1) + "\n" + proc.stderr[-4000:]
+    assert result["error"] is None, context
+    failed = [check for check in result["checks"] if not check["ok"]]
+    assert not failed, context
+    assert hello.read_text(encoding="utf-8") == "def hello():\n    return 2\n"
