@@ -128,4 +128,4 @@ def render_rows(
     if values is None:
         values = line_hash_values(lines, text=text)
     prefixes = _number_prefixes(first_number, len(lines))
-    return "\n".join(map("".join, zip(prefixes, map(_HASH_PIPE.__getitem__, values), lines)))
+    return "\n".join(map("".join, zip(prefixes, map(_HASH_PIPE.__getitem__, values), lines, strict=True)))

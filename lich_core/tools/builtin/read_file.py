@@ -1,0 +1,152 @@
+"""read_file: a file's lines as hashline rows (`LINE:HH|content`), the anchors apply_patch needs.
+
+Reads go through the Workspace, so an open editor buffer's unsaved text is what the model sees.
+Reading records the shown rows in the session's read state (read-before-edit).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from lich_core.errors import ToolError
+from lich_core.hashline.anchors import HEX_BYTE, line_hash_values, render_rows, split_lines
+from lich_core.tools.guard import (
+    capture_errors,
+    optional_bool_arg,
+    optional_int_arg,
+    relative_to_root,
+    require_string_arg,
+    resolve_file_for,
+)
+from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.workspace import Workspace, encode_text
+
+MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_LINES_PER_READ = 1_000
+MAX_BYTES_PER_READ = 256 * 1024
+BINARY_SNIFF_BYTES = 8 * 1024
+# The executor's generic output clamp must not cut a read short of its own limits.
+MAX_OUTPUT_CHARS = MAX_BYTES_PER_READ + 4 * 1024
+
+
+def overlay_set(workspace: Workspace) -> set[Path]:
+    return {Path(os.path.normpath(os.path.abspath(path))) for path in workspace.overlay_paths()}
+
+
+def read_workspace_text(ctx: ToolContext, path: Path, rel: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The file's current text through the workspace, refusing missing, huge and binary files."""
+    workspace = ctx.workspace
+    assert workspace is not None
+    in_overlay = path in overlay_set(workspace)
+    if not in_overlay:
+        if os.path.isdir(path):
+            raise ToolError(f"is_directory: {rel} is a directory; list it with list_dir or find_files")
+        if not workspace.exists(path):
+            raise ToolError(f"not_found: {rel}")
+        size = os.path.getsize(path)
+        if size > max_bytes:
+            raise ToolError(_too_large(rel, size))
+    try:
+        text = workspace.read_text(path)
+    except FileNotFoundError:
+        raise ToolError(f"not_found: {rel}") from None
+    if in_overlay:
+        size = len(encode_text(text))
+        if size > max_bytes:
+            raise ToolError(_too_large(rel, size))
+    if "\0" in text[:BINARY_SNIFF_BYTES]:
+        raise ToolError(f"binary_file: {rel} looks binary (a NUL byte in its first 8 KB); read_file shows text files only")
+    return text
+
+
+def _too_large(rel: str, size: int) -> str:
+    return (
+        f"file_too_large: {rel} is {size} bytes, over the 2 MiB read limit; "
+        f"search it with grep_files (pattern, path={rel!r}) to see the lines you need"
+    )
+
+
+@capture_errors
+async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    target = require_string_arg(args, "path")
+    raw = optional_bool_arg(args, "raw", False)
+    path = resolve_file_for(ctx, target, write=False)
+    rel = relative_to_root(ctx.work_dir, path)
+    text = read_workspace_text(ctx, path, rel)
+    lines = split_lines(text)
+    count = len(lines)
+    assert ctx.read_state is not None
+    if count == 0:
+        ctx.read_state.record(path, {})
+        return ToolResult(ok=True, output="(empty file)", details={"path": rel, "lines": 0})
+
+    start = optional_int_arg(args, "start", 1, low=1)
+    end = optional_int_arg(args, "end", count)
+    assert start is not None and end is not None
+    if start > count:
+        raise ToolError(f"out_of_range: start={start} is past the end of {rel}, which has {count} lines")
+    end = min(end, count)
+    if end < start:
+        raise ToolError(f"out_of_range: end={end} is before start={start}; {rel} has {count} lines")
+
+    last = min(end, start + MAX_LINES_PER_READ - 1)
+    shown = lines[start - 1 : last]
+    values = line_hash_values(shown, text=text if len(shown) == count else None)
+    kept, omitted = _fit_bytes(shown, start, raw)
+    last = start + kept - 1
+    shown, values = shown[:kept], values[:kept]
+    body = "\n".join(shown) if raw else render_rows(shown, start, values)
+    if omitted:
+        # The row's anchor stays valid: it hashes the whole line, only the display is cut.
+        body = body[: len(body) - omitted] + f"\n(line {start} is cut here: {omitted} more characters)"
+    ctx.read_state.record(path, {start + index: HEX_BYTE[value] for index, value in enumerate(values)})
+    if last < end:
+        body += f"\n(lines {start}-{last} of {count} shown; read on with start={last + 1})"
+    return ToolResult(
+        ok=True,
+        output=body,
+        details={"path": rel, "lines": count, "start": start, "end": last},
+    )
+
+
+def _fit_bytes(lines: list[str], start: int, raw: bool) -> tuple[int, int]:
+    """(rows that fit in MAX_BYTES_PER_READ, characters to cut from a lone overlong first row)."""
+    budget = MAX_BYTES_PER_READ
+    for index, line in enumerate(lines):
+        prefix = 0 if raw else len(str(start + index)) + 4  # "N:HH|"
+        cost = len(line.encode("utf-8", "surrogatepass")) + prefix + 1
+        if cost > budget:
+            if index == 0:
+                return 1, max(0, len(line) - (budget - prefix - 1))
+            return index, 0
+        budget -= cost
+    return len(lines), 0
+
+
+TOOL = FunctionTool(
+    name="read_file",
+    description=(
+        "Read a text file. Each line comes back as LINE:HH|content, where LINE is the 1-based line "
+        "number and HH a two-hex-digit hash of the line: these anchors are what apply_patch uses. "
+        "start/end select an inclusive 1-based range (end clamps to the last line). At most 1000 "
+        "lines or 256 KB per call; the closing line says where to read on. raw=true returns plain "
+        "lines without anchors. Files over 2 MiB cannot be read: search them with grep_files."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File path, relative to the work dir."},
+            "start": {"type": "integer", "description": "First line to show (1-based, default 1)."},
+            "end": {"type": "integer", "description": "Last line to show (inclusive; default the last line)."},
+            "raw": {"type": "boolean", "description": "Plain lines without LINE:HH| anchors (default false)."},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    },
+    run=read_file,
+    capability="file/read",
+)
+# Read by the executor's output clamp when it honours per-tool limits.
+TOOL.max_output_chars = MAX_OUTPUT_CHARS  # type: ignore[attr-defined]
