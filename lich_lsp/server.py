@@ -21,6 +21,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from lich_core import __version__
@@ -132,9 +133,28 @@ class LspState:
         }
 
 
+class LichProtocol(LanguageServerProtocol):
+    """pygls' protocol, plus: `$/cancelRequest` for a lich.ask request stops its agent task.
+
+    pygls cancels only the request's outer future for workspace/executeCommand, not the command
+    coroutine, so the task manager is told directly.
+    """
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        super()._handle_cancel_notification(msg_id)
+        server = self._server
+        if isinstance(server, LichLanguageServer):
+            server.lich.tasks.cancel_for_request(msg_id)
+
+
 class LichLanguageServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("lich-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "lich-lsp",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=LichProtocol,
+        )
         self.lich = LspState(self)
         self.parent_watch: asyncio.Task[None] | None = None
 

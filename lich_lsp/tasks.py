@@ -87,6 +87,7 @@ class TaskManager:
         self._ids = itertools.count(1)
         self.tasks: dict[str, LichTask] = {}
         self.by_progress_token: dict[str, LichTask] = {}
+        self.by_request_id: dict[str, LichTask] = {}
 
     def running(self) -> list[LichTask]:
         return [task for task in self.tasks.values() if task.state == "running"]
@@ -100,6 +101,9 @@ class TaskManager:
         workspace = EditorWorkspace(self._server, mode=mode, title=f"lich: {title}")
         task = LichTask(task_id, title, prompt, mode, CancelToken(), workspace)
         self.tasks[task_id] = task
+        request_id = self._server.protocol.msg_id
+        if request_id is not None:
+            self.by_request_id[str(request_id)] = task
         await self._begin_progress(task)
         task.future = asyncio.ensure_future(self._drive(task, context))
         try:
@@ -148,6 +152,8 @@ class TaskManager:
             log.debug("task %s failed", task.task_id, exc_info=True)
         finally:
             task.state = "done"
+            for key in [k for k, v in self.by_request_id.items() if v is task]:
+                self.by_request_id.pop(key, None)
         self._flush_text(task)
         if review_note:
             self._log(task, f"review: {review_note}")
@@ -182,6 +188,11 @@ class TaskManager:
         for task in targets:
             self.cancel_task(task, "lich.cancel")
         return [t.task_id for t in targets]
+
+    def cancel_for_request(self, request_id: Any) -> None:
+        task = self.by_request_id.pop(str(request_id), None)
+        if task is not None:
+            self.cancel_task(task, "request cancelled")
 
     def cancel_for_progress(self, token: Any) -> None:
         task = self.by_progress_token.get(str(token))
