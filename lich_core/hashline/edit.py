@@ -278,15 +278,26 @@ def _split_keep_lf(text: str) -> list[str]:
     return pieces
 
 
-def diff_replacements(old_text: str, new_text: str) -> tuple[LineReplacement, ...]:
-    """Line replacements from any old text to any new text (for texts not built from ops)."""
-    old_full = _split_keep_lf(old_text)
+def edit_from_texts(display: str, old_text: str | None, new_text: str) -> FileEdit:
+    """A FileEdit for a new text not built from ops (a repaired or accepted text)."""
+    old_full = _split_keep_lf(old_text or "")
     new_full = _split_keep_lf(new_text)
     matcher = difflib.SequenceMatcher(None, old_full, new_full, autojunk=False)
-    return tuple(
+    opcodes = [code for code in matcher.get_opcodes() if code[0] != "equal"]
+    replacements = tuple(
         LineReplacement(old_start, old_end, "".join(new_full[new_start:new_end]))
-        for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes()
-        if tag != "equal"
+        for _, old_start, old_end, new_start, new_end in opcodes
+    )
+    hunks = [(old_start, old_end, new_start, new_end) for _, old_start, old_end, new_start, new_end in opcodes]
+    return FileEdit(
+        display,
+        old_text,
+        new_text,
+        replacements,
+        added=sum(new_end - new_start for _, _, new_start, new_end in hunks),
+        removed=sum(old_end - old_start for old_start, old_end, _, _ in hunks),
+        regions=[(new_start, new_end) for _, _, new_start, new_end in hunks],
+        hunks=hunks,
     )
 
 
@@ -300,9 +311,9 @@ def plan_edits(targets: Sequence[FileTarget]) -> list[FileEdit]:
     return [apply_ops(target) for target in targets]
 
 
-def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES) -> str:
+def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb: str | None = None) -> str:
     """`Edited PATH (+added -removed)` and fresh anchored rows around each changed region."""
-    verb = "Created" if edit.created else "Edited"
+    verb = verb or ("Created" if edit.created else "Edited")
     header = f"{verb} {edit.display} (+{edit.added} -{edit.removed})"
     lines = split_lines(edit.new_text)
     if not lines:

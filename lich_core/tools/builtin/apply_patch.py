@@ -1,0 +1,307 @@
+"""apply_patch: the hashline edit tool (kli's `edit`), whole-or-nothing across files.
+
+Every anchor is re-hashed against the file's current workspace text; any problem in any file
+rejects the whole patch and nothing is written. A valid patch goes to the Workspace as ONE
+change set (in the editor: one undoable WorkspaceEdit made of small TextEdits).
+
+A file that does not exist yet may be created by a section whose ops are all bare inserts
+(`+` / `<` with no anchor): there is nothing to have read and nothing to go stale.
+
+Lisp-family files are checked for balanced delimiters after patching. `repair: safe` (default)
+writes a repair only when it stays inside the edited lines and keeps the top-level form count;
+otherwise, and always with `repair: preview`, the result is a preview with a candidate id and
+nothing is written; `apply_patch(accept_repair=ID, path=PATH)` then writes that candidate if
+none of its files changed since. `repair: reject` refuses unbalanced output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lich_core.errors import ToolError
+from lich_core.hashline.edit import (
+    FileEdit,
+    FileTarget,
+    edit_from_texts,
+    plan_edits,
+    render_edit_result,
+    shown_rows,
+)
+from lich_core.hashline.lisp import RepairOutcome, dialect_for, is_lisp_path, repair
+from lich_core.hashline.patch import parse_patch
+from lich_core.tools.builtin.read_file import overlay_set
+from lich_core.tools.guard import (
+    capture_errors,
+    optional_string_arg,
+    relative_to_root,
+    require_string_arg,
+    resolve_file_for,
+)
+from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.workspace import FileChange
+
+REPAIR_POLICIES = ("safe", "preview", "reject")
+MAX_OUTPUT_CHARS = 200_000
+
+
+@dataclass
+class _PlannedFile:
+    path: Path
+    edit: FileEdit
+
+
+@dataclass
+class RepairCandidate:
+    """A previewed patch (with its Lisp repairs) waiting for accept_repair."""
+
+    candidate_id: str
+    # path → (display, sha256 of the text the preview was computed from or None, new text)
+    files: dict[Path, tuple[str, str | None, str]]
+    repaired: set[Path]
+
+
+def _digest(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _current_text(ctx: ToolContext, path: Path, overlays: set[Path]) -> str | None:
+    workspace = ctx.workspace
+    assert workspace is not None
+    if path not in overlays and not workspace.exists(path):
+        return None
+    try:
+        return workspace.read_text(path)
+    except FileNotFoundError:
+        return None
+
+
+def _targets(ctx: ToolContext, patch_text: str) -> tuple[list[Path], list[FileTarget]]:
+    sections = parse_patch(patch_text)
+    assert ctx.read_state is not None
+    overlays = overlay_set(ctx.workspace)  # type: ignore[arg-type]
+    by_path: dict[Path, FileTarget] = {}
+    for section in sections:
+        path = resolve_file_for(ctx, section.path, write=True)
+        target = by_path.get(path)
+        if target is None:
+            display = relative_to_root(ctx.work_dir, path)
+            if os.path.isdir(path):
+                raise ToolError(f"is_directory: {display} is a directory; a section header names a file")
+            target = FileTarget(display, _current_text(ctx, path, overlays), ctx.read_state.has_read(path))
+            by_path[path] = target
+        target.ops.extend(section.ops)
+    return list(by_path), list(by_path.values())
+
+
+def _record_rows(ctx: ToolContext, planned: list[_PlannedFile]) -> None:
+    assert ctx.read_state is not None
+    for item in planned:
+        # Line numbers moved: keep only the fresh rows the result shows.
+        ctx.read_state.forget(item.path)
+        ctx.read_state.record(item.path, shown_rows(item.edit))
+
+
+def _changes(planned: list[_PlannedFile]) -> list[FileChange]:
+    return [
+        FileChange(
+            path=item.path,
+            kind="write",
+            new_text=item.edit.new_text,
+            base_text=item.edit.old_text,
+            replacements=item.edit.replacements,
+        )
+        for item in planned
+    ]
+
+
+def _with_text(edit: FileEdit, text: str) -> None:
+    """Swap in a repaired text; counts stay those of the patch, regions those of the repair."""
+    repaired = edit_from_texts(edit.display, edit.old_text, text)
+    edit.new_text = text
+    edit.replacements = repaired.replacements
+    edit.regions = repaired.regions
+
+
+def _store_candidate(ctx: ToolContext, planned: list[_PlannedFile], repaired: set[Path]) -> str:
+    assert ctx.read_state is not None
+    candidate_id = "repair-" + secrets.token_hex(4)
+    ctx.read_state.repair_candidates[candidate_id] = RepairCandidate(
+        candidate_id,
+        {item.path: (item.edit.display, _digest(item.edit.old_text), item.edit.new_text) for item in planned},
+        repaired,
+    )
+    return candidate_id
+
+
+def _lisp_problem_text(display: str, outcome: RepairOutcome) -> str:
+    return f"{display}: " + "; ".join(outcome.problems or ["unbalanced delimiters"])
+
+
+async def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    patch_text = require_string_arg(args, "input")
+    policy = (optional_string_arg(args, "repair", "safe") or "safe").strip().lower()
+    if policy not in REPAIR_POLICIES:
+        raise ToolError(f"invalid_arg: repair must be one of {', '.join(REPAIR_POLICIES)}, not {policy!r}")
+    paths, targets = _targets(ctx, patch_text)
+    edits = plan_edits(targets)
+    planned = [_PlannedFile(path, edit) for path, edit in zip(paths, edits, strict=True)]
+
+    notes: list[str] = []
+    rejected: list[str] = []
+    needs_preview: list[tuple[_PlannedFile, RepairOutcome]] = []
+    repaired: set[Path] = set()
+    for item in planned:
+        if not is_lisp_path(item.path):
+            continue
+        edit = item.edit
+        outcome = repair(edit.old_text, edit.new_text, edit.hunks, dialect_for(item.path))
+        if outcome.status == "balanced":
+            continue
+        if outcome.status in ("syntax", "preexisting"):
+            why = "not repaired" if outcome.status == "syntax" else "already so before this patch"
+            notes.append(f"note: {_lisp_problem_text(edit.display, outcome)} ({why})")
+            continue
+        if outcome.status == "unrepairable":
+            rejected.append(
+                f"lisp_unbalanced: {_lisp_problem_text(edit.display, outcome)}; no repair found, fix the patch"
+            )
+            continue
+        if policy == "reject":
+            suggestion = f" (a repair would be: {'; '.join(outcome.fixes)})" if outcome.fixes else ""
+            rejected.append(f"lisp_unbalanced: {_lisp_problem_text(edit.display, outcome)}{suggestion}")
+            continue
+        _with_text(edit, outcome.text)
+        repaired.add(item.path)
+        if outcome.status == "repaired" and policy == "safe":
+            notes.append(f"repaired {edit.display}: {'; '.join(outcome.fixes)}")
+        else:
+            needs_preview.append((item, outcome))
+    if rejected:
+        raise ToolError("\n".join(rejected) + "\nNothing was written.")
+
+    if needs_preview:
+        candidate_id = _store_candidate(ctx, planned, repaired)
+        first = needs_preview[0][0]
+        parts = [f"Repair preview {candidate_id}: nothing was written."]
+        for item, outcome in needs_preview:
+            why = "requested preview" if policy == "preview" else "the repair is not local to the edit"
+            if outcome.status == "candidate" and policy != "preview":
+                why = "the repair reaches outside the edited lines or changes the top-level form count"
+            parts.append(f"{item.edit.display}: {'; '.join(outcome.problems)} ({why})")
+            parts.append(f"proposed repair: {'; '.join(outcome.fixes)}")
+            parts.append(render_edit_result(item.edit, verb="Would edit"))
+        parts.append(
+            f'Accept it with apply_patch(accept_repair="{candidate_id}", path="{first.edit.display}"), '
+            "or send a corrected patch."
+        )
+        return ToolResult(
+            ok=True,
+            output="\n".join(parts),
+            details={"candidate": candidate_id, "written": False, "paths": [item.edit.display for item in planned]},
+        )
+
+    assert ctx.workspace is not None
+    await ctx.workspace.apply(_changes(planned), ctx.edit_label)
+    _record_rows(ctx, planned)
+    output = "\n\n".join(render_edit_result(item.edit) for item in planned)
+    if notes:
+        output += "\n\n" + "\n".join(notes)
+    return ToolResult(
+        ok=True,
+        output=output,
+        details={
+            "written": True,
+            "files": [
+                {
+                    "path": item.edit.display,
+                    "added": item.edit.added,
+                    "removed": item.edit.removed,
+                    "created": item.edit.created,
+                    "prior_content": item.edit.old_text,
+                }
+                for item in planned
+            ],
+        },
+    )
+
+
+async def _accept_repair(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    candidate_id = require_string_arg(args, "accept_repair").strip()
+    target = optional_string_arg(args, "path")
+    if not target:
+        raise ToolError("missing_arg: path (the file the repair preview is for)")
+    path = resolve_file_for(ctx, target, write=True)
+    assert ctx.read_state is not None and ctx.workspace is not None
+    candidate = ctx.read_state.repair_candidates.get(candidate_id)
+    if not isinstance(candidate, RepairCandidate):
+        raise ToolError(f"unknown_candidate: {candidate_id} (no pending repair preview with that id in this session)")
+    if path not in candidate.repaired:
+        names = ", ".join(sorted(candidate.files[p][0] for p in candidate.repaired))
+        raise ToolError(f"invalid_arg: {candidate_id} repairs {names}, not {relative_to_root(ctx.work_dir, path)}")
+    overlays = overlay_set(ctx.workspace)
+    planned: list[_PlannedFile] = []
+    for file_path, (display, base_digest, new_text) in candidate.files.items():
+        resolve_file_for(ctx, display, write=True)  # the deny list may have changed since
+        current = _current_text(ctx, file_path, overlays)
+        if _digest(current) != base_digest:
+            raise ToolError(
+                f"stale_candidate: {display} changed since the preview {candidate_id}; read it again and "
+                "send the patch again. Nothing was written."
+            )
+        planned.append(_PlannedFile(file_path, edit_from_texts(display, current, new_text)))
+    await ctx.workspace.apply(_changes(planned), ctx.edit_label)
+    del ctx.read_state.repair_candidates[candidate_id]
+    _record_rows(ctx, planned)
+    output = "\n\n".join(render_edit_result(item.edit) for item in planned)
+    return ToolResult(
+        ok=True,
+        output=f"Accepted {candidate_id}.\n" + output,
+        details={"written": True, "candidate": candidate_id, "paths": [item.edit.display for item in planned]},
+    )
+
+
+@capture_errors
+async def apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    if args.get("accept_repair"):
+        return await _accept_repair(args, ctx)
+    return await _apply_patch(args, ctx)
+
+
+TOOL = FunctionTool(
+    name="apply_patch",
+    description=(
+        "Edit files with a hashline patch, using LINE:HH anchors from read_file or grep_files. "
+        "Sections start with '@@ PATH'; ops (in column 1): '+ LINE:HH' insert after the line, bare '+' "
+        "append at end of file, '< LINE:HH' insert before, bare '<' insert at the beginning, "
+        "'- A:HH..B:HH' delete lines A-B, '= A:HH..B:HH' replace lines A-B with the payload. Payload "
+        "lines follow an op and start with '~' (the rest of the line is taken verbatim). Every anchor "
+        "is checked against the current file: a stale or unread anchor rejects the whole patch and "
+        "nothing is written. A new file can be created with a bare '+' section. The result shows "
+        "fresh anchors for the changed lines. For Lisp files, unbalanced delimiters are repaired per "
+        "'repair' (safe, preview or reject); accept a previewed repair with accept_repair and path."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "input": {"type": "string", "description": "The hashline patch (required unless accept_repair)."},
+            "repair": {
+                "type": "string",
+                "enum": list(REPAIR_POLICIES),
+                "description": "Lisp delimiter repair policy: safe (default), preview or reject.",
+            },
+            "accept_repair": {"type": "string", "description": "Candidate id from a repair preview."},
+            "path": {"type": "string", "description": "With accept_repair: the file the preview is for."},
+        },
+        "additionalProperties": False,
+    },
+    run=apply_patch,
+    capability="file/edit",
+)
+TOOL.max_output_chars = MAX_OUTPUT_CHARS  # type: ignore[attr-defined]
