@@ -216,7 +216,9 @@ class EditorClient(LanguageClient):
             doc.text = apply_text_edits(doc.text, list(edits), self.encoding)
             staged[uri] = doc
         for uri in created:
-            Path(to_fs_path(uri) or "").touch()
+            path = Path(to_fs_path(uri) or "")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
         for uri, doc in staged.items():
             if doc.open:
                 doc.version += 1

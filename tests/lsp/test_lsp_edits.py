@@ -1,0 +1,209 @@
+"""WorkspaceEdit shape: position encodings, minimal edits, resource operations, disk policy; exit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsp_harness import SERVER_COMMAND, uri_of
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+from lich_core.workspace import FileChange, LineReplacement
+from lich_lsp.edits import (
+    EditCapabilities,
+    EditEntry,
+    build_workspace_edit,
+    diff_replacements,
+    text_edits,
+)
+
+pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
+
+NON_ASCII = "naïve 😀 日本 café"
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+@pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim"])
+async def test_position_encodings_with_non_ascii_lines(session, root: Path, client_name: str, encoding: str) -> None:
+    # A lone "\r" is a line break for LSP but not for hashline; the last line has no newline.
+    text = f"{NON_ASCII}\nmid\rdle 😀\nlast {NON_ASCII} end"
+    (root / "u.txt").write_text(text, encoding="utf-8")
+    client = await session(client_name, encodings=[encoding])
+    assert client.encoding == encoding
+    uri = client.open(root / "u.txt", text)
+    result = await client.command(
+        "lich.runTool", {"name": "edit_file", "args": {"path": "u.txt", "old_string": "end", "new_string": "fin ✓"}}
+    )
+    assert result["ok"] is True, result
+    expected = f"{NON_ASCII}\nmid\rdle 😀\nlast {NON_ASCII} fin ✓"
+    assert client.text(uri) == expected
+    read = await client.command("lich.read", {"uri": uri})
+    assert read["rows"].endswith(f"|last {NON_ASCII} fin ✓")
+    (applied,) = client.editor.applied
+    edits = applied.edit.document_changes[0].edits if applied.edit.document_changes else applied.edit.changes[uri]
+    (only,) = edits
+    assert only.range.start == types.Position(line=3, character=0)  # LSP counts the "\r" break
+
+
+def test_one_line_change_in_a_big_file_is_a_one_line_edit() -> None:
+    old = "".join(f"line {i}\n" for i in range(10_000))
+    new = old.replace("line 5000\n", "line five thousand\n")
+    change = FileChange(Path("/w/big.txt"), "write", new, old)
+    edit = build_workspace_edit(
+        [EditEntry("file:///w/big.txt", change, 3)], EditCapabilities(document_changes=True), PositionCodec("utf-16")
+    )
+    (doc_edit,) = edit.document_changes
+    (text_edit,) = doc_edit.edits
+    assert doc_edit.text_document.version == 3
+    assert (text_edit.range.start.line, text_edit.range.end.line, text_edit.new_text) == (5000, 5001, "line five thousand\n")
+
+
+def test_diff_replacements_reproduce_the_new_text() -> None:
+    old = "a\nb\nc\nd\n"
+    for new in ["a\nB\nc\nd\n", "a\nc\n", "x\na\nb\nc\nd\ny", "", "a\nb\nc\nd\ne\n", "d\n"]:
+        lines = old.split("\n")[:-1]
+        lines = [line + "\n" for line in lines]
+        for r in reversed(diff_replacements(old, new)):
+            lines[r.start : r.end] = [r.text] if r.text else []
+        assert "".join(lines) == new
+
+
+def test_text_edits_use_the_codec_for_a_last_line_without_newline() -> None:
+    base = "é😀"
+    replacement = [LineReplacement(0, 1, "x")]
+    assert text_edits(base, replacement, PositionCodec("utf-8"))[0].range.end.character == 6
+    assert text_edits(base, replacement, PositionCodec("utf-16"))[0].range.end.character == 3
+    assert text_edits(base, replacement, PositionCodec("utf-32"))[0].range.end.character == 2
+
+
+async def test_new_files_use_create_file_when_supported(session, root: Path) -> None:
+    client = await session("visual-studio-code", save_documents=True)
+    result = await client.command("lich.runTool", {"name": "write_file", "args": {"path": "new/made.txt", "content": "made\n"}})
+    assert result["ok"] is True, result
+    (applied,) = client.editor.applied
+    create, doc_edit = applied.edit.document_changes
+    assert isinstance(create, types.CreateFile) and create.uri == uri_of(root / "new" / "made.txt")
+    assert doc_edit.text_document.version is None
+    # The editor saved it on request, so disk matches.
+    assert (root / "new" / "made.txt").read_text(encoding="utf-8") == "made\n"
+
+
+@pytest.mark.parametrize(
+    ("client_name", "policy", "save", "via_editor"),
+    [
+        ("visual-studio-code", "auto", False, False),
+        ("visual-studio-code", "auto", True, True),
+        ("visual-studio-code", "disk", True, False),
+        ("neovim@v0.7.0", "editor", False, True),
+        ("neovim@v0.7.0", "auto", False, False),
+    ],
+)
+async def test_disk_write_policy_for_closed_files(
+    session, root: Path, client_name: str, policy: str, save: bool, via_editor: bool
+) -> None:
+    (root / "c.txt").write_text("old\n", encoding="utf-8")
+    client = await session(client_name, init_options={"disk_write_policy": policy}, save_documents=save)
+    result = await client.command(
+        "lich.runTool", {"name": "edit_file", "args": {"path": "c.txt", "old_string": "old", "new_string": "new"}}
+    )
+    assert result["ok"] is True, result
+    assert len(client.editor.applied) == (1 if via_editor else 0)
+    on_disk = (root / "c.txt").read_text(encoding="utf-8")
+    if via_editor and not save:
+        # The editor holds the change unsaved; the server's own reads already see it.
+        assert on_disk == "old\n"
+        read = await client.command("lich.read", {"uri": uri_of(root / "c.txt")})
+        assert read["rows"].endswith("|new")
+        assert client.text(uri_of(root / "c.txt")) == "new\n"
+    else:
+        assert on_disk == "new\n"
+
+
+async def test_rejected_edit_rolls_back_the_disk_part(session, root: Path) -> None:
+    (root / "open.txt").write_text("o\n", encoding="utf-8")
+    (root / "closed.txt").write_text("c\n", encoding="utf-8")
+    client = await session("visual-studio-code")
+    client.open(root / "open.txt")
+    client.editor.answer = "reject"
+    # One patch over an open file (editor) and a closed one (disk, policy auto): all or nothing.
+    from lich_core.hashline.anchors import line_hash
+
+    patch = f"@@ open.txt\n= 1:{line_hash('o')}..1:{line_hash('o')}\n~O\n@@ closed.txt\n= 1:{line_hash('c')}..1:{line_hash('c')}\n~C\n"
+    result = await client.command("lich.applyPatch", {"patch": patch})
+    assert result["ok"] is False and "edit_rejected: the user rejected the edit" in result["error"]
+    assert len(client.editor.applied) == 1
+    assert (root / "closed.txt").read_text(encoding="utf-8") == "c\n"
+    assert (root / "open.txt").read_text(encoding="utf-8") == "o\n"
+    client.editor.answer = "apply"
+    result = await client.command("lich.applyPatch", {"patch": patch})
+    assert result["ok"] is True, result
+    assert (root / "closed.txt").read_text(encoding="utf-8") == "C\n"
+    assert client.text(uri_of(root / "open.txt")) == "O\n"
+
+
+def _frame(payload: dict) -> bytes:
+    body = json.dumps(payload).encode()
+    return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def _initialize(root: Path, process_id: int) -> bytes:
+    return _frame(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"processId": process_id, "rootUri": uri_of(root), "capabilities": {}},
+        }
+    )
+
+
+async def test_exit_after_shutdown_is_clean(root: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(_initialize(root, os.getpid()))
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+    proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    await proc.stdin.drain()
+    # stdin stays open: the server must leave on `exit` alone.
+    assert await asyncio.wait_for(proc.wait(), 10) == 0
+    proc.stdin.close()
+
+
+async def test_exit_when_the_client_process_dies(root: Path) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    proc = await asyncio.create_subprocess_exec(
+        *SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(_initialize(root, parent.pid))
+        await proc.stdin.drain()
+        assert b"Content-Length" in await asyncio.wait_for(proc.stdout.readline(), 10)
+        parent.kill()
+        parent.wait()
+        # stdin stays open: only the parent watch can notice.
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        parent.kill()
+
+
+async def test_end_of_input_exits(root: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(_initialize(root, os.getpid()))
+    await proc.stdin.drain()
+    proc.stdin.close()
+    assert await asyncio.wait_for(proc.wait(), 10) == 1  # no shutdown was asked for
