@@ -1,0 +1,131 @@
+"""Line hashes, splitting and row rendering: the exact hashline format."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lich_core.hashline import anchors
+from lich_core.hashline.anchors import (
+    EMPTY_LINE_HASH,
+    line_hash,
+    line_hash_int,
+    line_hash_values,
+    line_hashes,
+    render_row,
+    render_rows,
+    split_lines,
+    text_lines_and_hashes,
+)
+
+numpy = pytest.importorskip("numpy")
+
+
+def reference_hash(line: str) -> str:
+    """Straight from the definition: FNV-1a 32 over each code point's bytes, low byte first."""
+    value = 2166136261
+    for char in line:
+        point = ord(char)
+        data = point.to_bytes(max(1, (point.bit_length() + 7) // 8), "little")
+        for byte in data:
+            value = ((value ^ byte) * 16777619) % 2**32
+    folded = (value ^ (value >> 8) ^ (value >> 16) ^ (value >> 24)) & 0xFF
+    return f"{folded:02x}"
+
+
+def test_empty_line_hashes_to_c5():
+    assert EMPTY_LINE_HASH == "c5"
+    assert line_hash("") == "c5"
+    assert line_hashes([""]) == ["c5"]
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("a", "ed"),  # FNV-1a("a") = 0xe40c292c → e4^0c^29^2c
+        ("foobar", reference_hash("foobar")),
+        ("\x00", reference_hash("\x00")),
+    ],
+)
+def test_known_hashes(line, expected):
+    assert line_hash(line) == expected
+
+
+def test_code_points_feed_minimal_little_endian_bytes():
+    # é (U+00E9) is ONE byte 0xE9, not its UTF-8 pair; U+0100 is two bytes 00 01.
+    def fnv(data: bytes) -> str:
+        value = 2166136261
+        for byte in data:
+            value = ((value ^ byte) * 16777619) % 2**32
+        return f"{(value ^ (value >> 8) ^ (value >> 16) ^ (value >> 24)) & 0xFF:02x}"
+
+    assert line_hash("é") == fnv(b"\xe9")
+    assert line_hash("Ā") == fnv(b"\x00\x01")
+    assert line_hash("数") == fnv((0x6570).to_bytes(2, "little"))
+    assert line_hash("🙂") == fnv((0x1F642).to_bytes(3, "little"))
+    assert line_hash("\x00") == fnv(b"\x00")
+    assert line_hash("\udc80") == fnv(b"\x80\xdc")  # a surrogate-escaped byte keeps its code point
+
+
+def test_line_is_hashed_raw():
+    assert line_hash("x ") != line_hash("x")
+    assert line_hash("x\r") != line_hash("x")
+    assert line_hash("\tx") != line_hash("x")
+
+
+def test_split_lines_only_on_newline():
+    assert split_lines("") == []
+    assert split_lines("\n") == [""]
+    assert split_lines("a\nb") == ["a", "b"]
+    assert split_lines("a\nb\n") == ["a", "b"]
+    assert split_lines("a\n\n") == ["a", ""]
+    assert split_lines("a\r\nb\r\n") == ["a\r", "b\r"]
+    assert split_lines("lone\rcr\u2028sep\x0cff\n") == ["lone\rcr\u2028sep\x0cff"]
+
+
+def test_render_rows_golden():
+    assert render_rows(["a", "", "é"], 7) == "7:ed|a\n8:c5|\n9:" + reference_hash("é") + "|é"
+    assert render_row(12, "a", "*") == "*12:ed|a"
+    assert render_row(3, "", " ") == " 3:c5|"
+
+
+LINE_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)),
+        st.sampled_from(["\r", "\x00", "é", "数", "🙂", "\udc80", "\udcff", " ", "\t"]),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(LINE_TEXT, max_size=40))
+def test_vectorised_hashes_equal_scalar_reference(lines):
+    expected = [reference_hash(line) for line in lines]
+    assert [line_hash(line) for line in lines] == expected
+    assert line_hashes(lines, vectorised=True) == expected
+    assert line_hashes(lines, vectorised=False) == expected
+
+
+def test_vectorised_handles_long_and_mixed_lines():
+    lines = ["x" * 5000, "数" * 300 + "a", "", "a\rb", "y" * 40] * 20 + ["z" * i for i in range(200)]
+    expected = [reference_hash(line) for line in lines]
+    assert line_hashes(lines, vectorised=True) == expected
+    text = "\n".join(lines) + "\n"
+    split, hashes = text_lines_and_hashes(text)
+    assert split == lines and hashes == expected
+
+
+def test_batch_refuses_lines_with_newlines_and_falls_back():
+    from lich_core.hashline import _vector_hash
+
+    assert _vector_hash.hash_lines(["a\nb", "c"]) is None
+    # line_hash_values falls back to the scalar path instead of giving wrong answers.
+    assert line_hash_values(["a\nb", "c"] * 2000) == [line_hash_int("a\nb"), line_hash_int("c")] * 2000
+
+
+def test_pure_python_path_when_numpy_is_missing(monkeypatch):
+    monkeypatch.setattr(anchors, "_vector_hashes", lambda lines, text: None)
+    lines = ["abc", "数据", ""] * 1000
+    assert line_hashes(lines) == [reference_hash(line) for line in lines]
