@@ -46,7 +46,7 @@ async def test_read_patch_verify_with_hashline(tmp_path, fake_provider):
     patch = f"@@ calc.py\n= {anchor}..{anchor}\n~    return a + b\n"
     fake_provider.script(
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
-        {"tool_calls": [{"name": "apply_patch", "arguments": {"patch": patch}}], "chunks": 3},
+        {"tool_calls": [{"name": "apply_patch", "arguments": {"input": patch}}], "chunks": 3},
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
         {"text": "Fixed the subtraction.", "chunks": 4},
     )
@@ -253,3 +253,25 @@ async def test_session_resume_through_the_server(tmp_path, fake_provider):
     assert second.session_id == first.session_id
     contents = [m.get("content") for m in sent_messages(fake_provider, 1)]
     assert contents[-3:] == ["what is the answer?", "the answer is 42", "are you sure?"]
+
+
+@pytest.mark.skipif(not HAS_HASHLINE_TOOLS, reason="read_file/apply_patch not in the tree yet")
+async def test_a_resumed_session_must_read_again_before_patching(tmp_path, fake_provider):
+    from lich_core.hashline.anchors import line_hash
+
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
+    anchor = f"1:{line_hash('alpha')}"
+    patch = f"@@ notes.txt\n= {anchor}..{anchor}\n~ALPHA\n"
+    fake_provider.script(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+        {"text": "read it"},
+        {"tool_calls": [{"name": "apply_patch", "arguments": {"input": patch}}]},
+        {"text": "the patch was refused"},
+    )
+    cfg = config_for(tmp_path, fake_provider)
+    await build_agent(cfg).run("read notes")
+    resumed = await build_agent(cfg).run("now patch it", resume="latest")
+    assert resumed.stopped_reason == "final"
+    error = json.loads(tool_contents(resumed)[-1])["error"]
+    assert "not_read" in error  # the new run's read state is empty
+    assert (tmp_path / "notes.txt").read_text() == "alpha\nbeta\n"
