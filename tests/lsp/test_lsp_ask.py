@@ -275,3 +275,33 @@ async def test_provider_failure_is_an_error_result_not_a_crash(session, root: Pa
     await client.wait_until(lambda: any(m.type == types.MessageType.Error for m in client.messages))
     status = await client.command("lich.status", {})
     assert status["tasks"][0]["state"] == "done"
+
+
+@pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim@v0.7.0"])
+async def test_one_patch_over_two_files_is_one_workspace_edit(session, root: Path, client_name: str, fake_provider) -> None:
+    from lich_core.hashline.anchors import line_hash
+
+    (root / "p.py").write_text("keep\nold p\n", encoding="utf-8")
+    (root / "q.py").write_text("old q\n", encoding="utf-8")
+    patch = (
+        f"@@ p.py\n= 2:{line_hash('old p')}..2:{line_hash('old p')}\n~new p\n"
+        f"@@ q.py\n= 1:{line_hash('old q')}..1:{line_hash('old q')}\n~new q\n"
+    )
+    fake_provider.script(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "p.py"}}, {"name": "read_file", "arguments": {"path": "q.py"}}]},
+        {"tool_calls": [{"name": "apply_patch", "arguments": {"input": patch}}]},
+        {"text": "patched"},
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider), save_documents=True)
+    p_uri = client.open(root / "p.py")
+    result = await client.command("lich.ask", {"prompt": "patch both"})
+    assert result["stopped_reason"] == "final", result
+    (applied,) = client.editor.applied
+    assert applied.label == "lich: patch both"
+    if applied.edit.document_changes:
+        assert len(applied.edit.document_changes) == 2
+    else:
+        assert set(applied.edit.changes) == {p_uri, uri_of(root / "q.py")}
+    assert client.text(p_uri) == "keep\nnew p\n"
+    assert (root / "q.py").read_text(encoding="utf-8") == "new q\n"
+    assert (root / "p.py").read_text(encoding="utf-8") == "keep\nnew p\n"  # saved on request
