@@ -250,9 +250,12 @@ export class LichController implements vscode.Disposable {
     }
     try {
       const status = await this.client.sendRequest(ExecuteCommandRequest.type, { command: "lich.status", arguments: [{}] });
+      // lich.status may not name the model; then the settings (or the last run_start) do.
       const { provider, model } = providerModel(status);
-      this.provider = provider;
-      this.model = model;
+      const config = vscode.workspace.getConfiguration(SECTION);
+      const configuredKind = config.get<string>("provider.kind") || undefined;
+      this.provider = provider ?? configuredKind ?? this.provider;
+      this.model = model ?? (configuredKind ? config.get<string>("model") || undefined : undefined) ?? this.model;
       this.updateStatus();
     } catch (err) {
       this.serverOutput.appendLine(`lich.status failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -302,6 +305,9 @@ export class LichController implements vscode.Disposable {
       const status = await this.serverCommand<{ tasks?: unknown }>("lich.status");
       const tasks = Array.isArray(status?.tasks) ? status!.tasks : [];
       for (const task of tasks as Record<string, unknown>[]) {
+        if (typeof task.state === "string" && task.state !== "running") {
+          continue; // the server also lists finished tasks
+        }
         const id = typeof task.task_id === "string" ? task.task_id : typeof task.id === "string" ? task.id : undefined;
         const title = typeof task.title === "string" ? task.title : typeof task.prompt === "string" ? task.prompt : id ?? "task";
         found.push({ id, title });
@@ -343,10 +349,10 @@ export class LichController implements vscode.Disposable {
 
   async applyPatch(): Promise<unknown> {
     const editor = vscode.window.activeTextEditor;
-    const chosen = choosePatch({
+    const chosen = await choosePatch({
       selectionText: editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : undefined,
       documentText: editor?.document.getText(),
-      clipboardText: await vscode.env.clipboard.readText(),
+      readClipboard: () => vscode.env.clipboard.readText(),
     });
     if (!chosen) {
       void vscode.window.showWarningMessage(

@@ -56,7 +56,7 @@ export class TranscriptRenderer {
       case "run_start": {
         const prompt = str(data.prompt) ?? str(data.title) ?? "";
         const id = eventTaskId(event);
-        return line(`▶ task${id ? ` ${id}` : ""}: ${summarise(prompt)}`);
+        return line(`▶ task${id ? ` ${id}` : ""}${prompt ? `: ${summarise(prompt)}` : ""}`);
       }
       case "text_delta": {
         const text = str(data.text) ?? str(data.delta) ?? "";
@@ -79,7 +79,7 @@ export class TranscriptRenderer {
       case "tool_call_end": {
         const name = str(data.name) ?? str(data.tool) ?? "tool";
         const ok = data.ok !== false && !data.error;
-        const body = ok ? summarise(data.output ?? data.result) : summarise(data.error);
+        const body = ok ? summarise(data.output ?? data.result ?? data.summary) : summarise(data.error);
         return line(`  ${ok ? "←" : "✖"} ${name}${body ? `: ${body}` : ""}`);
       }
       case "compress_start":

@@ -132,4 +132,34 @@ describe("activate", () => {
     expect(mock.statusItems[0].text).not.toContain("task");
     ctx.subscriptions.forEach((d) => d.dispose());
   });
+
+  it("Cancel Task cancels the one running task and ignores finished ones", async () => {
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.files.set("/opt/py/bin/python", "");
+    const ctx = context();
+    await activate(ctx as never);
+    clients[0].responses["lich.status"] = {
+      tasks: [
+        { task_id: "t1", title: "done already", state: "final" },
+        { task_id: "t2", title: "slow one", state: "running" },
+      ],
+    };
+    clients[0].responses["lich.cancel"] = { cancelled: ["t2"] };
+    await mock.commands.get("lichClient.cancelTask")!();
+    const cancels = clients[0].sent.filter((s) => s.command === "lich.cancel");
+    expect(cancels).toEqual([{ command: "lich.cancel", arguments: [{ task_id: "t2" }] }]);
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("Cancel Task with nothing running says so and sends nothing", async () => {
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.files.set("/opt/py/bin/python", "");
+    const ctx = context();
+    await activate(ctx as never);
+    clients[0].responses["lich.status"] = { tasks: [{ task_id: "t1", state: "aborted" }] };
+    await mock.commands.get("lichClient.cancelTask")!();
+    expect(clients[0].sent.some((s) => s.command === "lich.cancel")).toBe(false);
+    expect(mock.infos).toContain("Lich: no task is running.");
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
 });

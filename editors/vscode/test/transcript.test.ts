@@ -39,6 +39,12 @@ describe("TranscriptRenderer", () => {
     expect(r.render({ type: "text_delta", data: { text: "thinking" } }) + r.render({ type: "error", data: { message: "boom" } })).toBe("thinking\n✖ error: boom\n");
   });
 
+  it("renders a run_start without a prompt (the core sends prompt_chars only) and tool summaries", () => {
+    const r = new TranscriptRenderer();
+    expect(r.render({ type: "run_start", task_id: "t2", data: { prompt_chars: 12, model: "vscode" } })).toBe("▶ task t2\n");
+    expect(r.render({ type: "tool_call_end", data: { name: "edit_file", ok: true, summary: "Edited a.py" } })).toBe("  ← edit_file: Edited a.py\n");
+  });
+
   it("tolerates unknown and malformed events", () => {
     const r = new TranscriptRenderer();
     expect(r.render({ type: "something_new" })).toBe("");
@@ -89,8 +95,29 @@ describe("status bar", () => {
 });
 
 describe("patch source", () => {
-  it.each(patchSourceCases)("%s", (_name, candidates, origin) => {
-    expect(choosePatch(candidates)?.origin).toBe(origin);
+  it.each(patchSourceCases)("%s", async (_name, c, origin) => {
+    let clipboardReads = 0;
+    const chosen = await choosePatch({
+      selectionText: c.selectionText,
+      documentText: c.documentText,
+      readClipboard: async () => {
+        clipboardReads += 1;
+        return c.clipboardText ?? "";
+      },
+    });
+    expect(chosen?.origin).toBe(origin);
+    // The clipboard is only read when nothing in the editor is a patch.
+    expect(clipboardReads).toBe(origin === "selection" || origin === "editor" ? 0 : 1);
+  });
+
+  it("survives a clipboard that cannot be read", async () => {
+    const chosen = await choosePatch({
+      documentText: "x",
+      readClipboard: async () => {
+        throw new Error("permission denied");
+      },
+    });
+    expect(chosen).toBeUndefined();
   });
 
   it("recognises a patch by its section header", () => {

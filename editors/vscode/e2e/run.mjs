@@ -1,0 +1,555 @@
+#!/usr/bin/env node
+// End-to-end test of the packaged extension in a real VS Code (code-server 4.100.3 = VS Code
+// 1.100.3) driven by headless Chromium, like a person would: command palette, input box, editor.
+//
+// Scenarios: Ask Agent (the fake model reads and patches hello.py; the edit shows in the editor
+// and, after lich/saveDocuments, on disk); Apply Hashline Patch (from the active editor, on a file
+// that is not open); Cancel Task on a slow task (the status bar shows the task while it runs).
+//
+// Environment: LICH_PYTHON (interpreter with lich_lsp importable; default python3),
+// LICH_VSCODE_CACHE (install.sh's cache, default <repo>/.ci/cache/vscode), LICH_VSIX (default
+// editors/vscode/dist/lich-lsp.vsix), LICH_ARTIFACTS_DIR (default <repo>/test-artifacts),
+// LICH_E2E_KEEP=1 keeps the scratch folder. Prints one line `E2E_RESULT {json}` and exits 0 when
+// every scenario passed, 1 otherwise, 2 when the setup itself failed.
+import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, "..", "..", "..");
+const CACHE = process.env.LICH_VSCODE_CACHE || path.join(REPO, ".ci", "cache", "vscode");
+const CS_ENTRY = path.join(CACHE, "code-server", "node_modules", "code-server", "out", "node", "entry.js");
+const TOOLS_PKG = path.join(CACHE, "tools", "package.json");
+const VSIX = process.env.LICH_VSIX || path.join(REPO, "editors", "vscode", "dist", "lich-lsp.vsix");
+const PYTHON = process.env.LICH_PYTHON || "python3";
+const ARTIFACTS = process.env.LICH_ARTIFACTS_DIR || path.join(REPO, "test-artifacts");
+const CHROMIUM = process.env.LICH_CHROMIUM || "/usr/bin/chromium";
+const FAKE_KEY_ENV = "LICH_E2E_FAKE_KEY";
+
+const STEP_TIMEOUT_MS = 60_000;
+const SERVER_START_TIMEOUT_MS = 60_000;
+const CANCEL_DEADLINE_MS = 15_000;
+const POLL_MS = 200;
+
+const started = Date.now();
+const children = [];
+const result = { ok: false, scenarios: {}, screenshots: [], errors: [], timings_ms: {}, uses: null };
+
+function log(message) {
+  process.stderr.write(`[vscode-e2e +${((Date.now() - started) / 1000).toFixed(1)}s] ${message}\n`);
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function waitFor(what, fn, timeoutMs = STEP_TIMEOUT_MS) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      last = await fn();
+      if (last) {
+        return last;
+      }
+    } catch (err) {
+      last = err;
+    }
+    await sleep(POLL_MS);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? ` (${last.message})` : ""}`);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+/** Start a child in its own process group so the whole tree can be killed at the end. */
+function startGroup(command, args, options) {
+  const child = spawn(command, args, { ...options, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  return child;
+}
+
+function killGroup(child, signal = "SIGTERM") {
+  if (!child || child.pid === undefined) {
+    return;
+  }
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+async function stopAll() {
+  for (const child of children) {
+    killGroup(child, "SIGTERM");
+  }
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline && children.some((c) => c.exitCode === null && c.signalCode === null)) {
+    await sleep(100);
+  }
+  for (const child of children) {
+    killGroup(child, "SIGKILL");
+  }
+}
+
+function logTo(file, child) {
+  const out = fs.createWriteStream(file);
+  child.stdout.pipe(out);
+  child.stderr.pipe(out);
+}
+
+async function startFakeProvider(scriptFile, env, logFile) {
+  const child = startGroup(PYTHON, ["-m", "tests.support.fake_provider", "--port", "0", "--script", scriptFile], { cwd: REPO, env });
+  const url = await new Promise((resolve, reject) => {
+    let buffer = "";
+    const timer = setTimeout(() => reject(new Error("fake provider did not print LISTENING")), 30_000);
+    child.stdout.on("data", (chunk) => {
+      buffer += chunk.toString();
+      const match = /LISTENING (http:\/\/\S+)/.exec(buffer);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`fake provider exited with ${code}`)));
+  });
+  const out = fs.createWriteStream(logFile);
+  child.stdout.pipe(out);
+  child.stderr.pipe(out);
+  return url;
+}
+
+// --- browser helpers -----------------------------------------------------------------------
+
+async function quickInputVisible(page) {
+  return page.evaluate(() => {
+    const widget = document.querySelector(".quick-input-widget");
+    return !!widget && widget.style.display !== "none" && getComputedStyle(widget).display !== "none";
+  });
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("F1");
+  await waitFor("the command palette", () => quickInputVisible(page), 15_000);
+  await page.keyboard.type(title, { delay: 5 });
+  // Click the row whose label is exactly the title: "Ask Agent" must not pick "Ask Agent About Selection".
+  const clicked = await waitFor(`palette row "${title}"`, () =>
+    page.evaluate((wanted) => {
+      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
+      const row = rows.find((r) => (r.querySelector(".label-name")?.textContent || "").replace(/\u00a0/g, " ").trim() === wanted);
+      if (!row) {
+        return false;
+      }
+      row.click();
+      return true;
+    }, title),
+  );
+  return clicked;
+}
+
+async function quickInputTitle(page) {
+  return page.evaluate(() => document.querySelector(".quick-input-widget .quick-input-title")?.textContent || "");
+}
+
+async function typeIntoQuickInput(page, expectedTitle, text) {
+  await waitFor(`input box "${expectedTitle}"`, async () => (await quickInputVisible(page)) && (await quickInputTitle(page)).includes(expectedTitle));
+  const input = page.locator(".quick-input-widget input.input").first();
+  await input.fill(text);
+  await sleep(150); // the extension rebuilds its items on every change
+  await page.keyboard.press("Enter");
+}
+
+async function openFile(page, name) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+P");
+  await waitFor("quick open", () => quickInputVisible(page), 15_000);
+  await page.locator(".quick-input-widget input.input").first().fill(name);
+  // Click the exact file row once the list is filtered (Enter could pick a stale first row).
+  await waitFor(`quick open result ${name}`, () =>
+    page.evaluate((wanted) => {
+      const input = document.querySelector(".quick-input-widget input.input");
+      if (!input || input.value !== wanted) {
+        return false;
+      }
+      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
+      const row = rows.find((r) => (r.querySelector(".label-name")?.textContent || "").trim() === wanted);
+      if (!row) {
+        return false;
+      }
+      row.click();
+      return true;
+    }, name),
+  );
+  await waitFor(`editor tab ${name}`, () =>
+    page.evaluate((wanted) => {
+      const active = document.querySelector(".tabs-container .tab.active .label-name, .tabs-container .tab.active .monaco-icon-label");
+      return !!active && active.textContent.includes(wanted);
+    }, name),
+  );
+}
+
+/** The active editor's text: Monaco recycles line elements, so sort them by their top offset. */
+async function editorText(page) {
+  return page.evaluate(() => {
+    const editor = document.querySelector(".editor-group-container.active .monaco-editor .view-lines") || document.querySelector(".monaco-editor .view-lines");
+    if (!editor) {
+      return "";
+    }
+    const lines = [...editor.querySelectorAll(".view-line")].map((el) => ({ top: parseFloat(el.style.top || "0"), text: el.textContent.replace(/\u00a0/g, " ") }));
+    lines.sort((a, b) => a.top - b.top);
+    return lines.map((l) => l.text).join("\n");
+  });
+}
+
+async function activeTabDirty(page) {
+  return page.evaluate(() => !!document.querySelector(".tabs-container .tab.active.dirty"));
+}
+
+async function statusTexts(page) {
+  return page.evaluate(() => [...document.querySelectorAll(".statusbar-item")].map((el) => el.textContent.replace(/\s+/g, " ").trim()).filter(Boolean));
+}
+
+async function lichStatus(page) {
+  return (await statusTexts(page)).find((text) => /^Lich\b/.test(text)) || "";
+}
+
+async function notifications(page) {
+  return page.evaluate(() => [...document.querySelectorAll(".notifications-toasts .notification-list-item-message, .notification-toast .notification-list-item-message")].map((el) => el.textContent.trim()));
+}
+
+async function screenshot(page, name) {
+  const file = path.join(ARTIFACTS, `vscode-${name}.png`);
+  await page.screenshot({ path: file });
+  result.screenshots.push(file);
+  return file;
+}
+
+function transcriptLog(userData) {
+  // Output channels are written under <user-data>/logs/<session>/exthost1/output_logging_*/N-<name>.log
+  const found = [];
+  const worklist = [path.join(userData, "logs")];
+  while (worklist.length) {
+    const dir = worklist.pop();
+    let entries = [];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        worklist.push(full);
+      } else if (entry.name.endsWith("Lich Transcript.log")) {
+        found.push(full);
+      }
+    }
+  }
+  return found.map((file) => fs.readFileSync(file, "utf8")).join("\n");
+}
+
+// --- scenarios -------------------------------------------------------------------------------
+
+async function scenario(name, fn, page) {
+  const t0 = Date.now();
+  log(`scenario ${name}`);
+  try {
+    const details = await fn();
+    result.scenarios[name] = { ok: true, ms: Date.now() - t0, ...(details || {}) };
+  } catch (err) {
+    result.scenarios[name] = { ok: false, ms: Date.now() - t0, error: err instanceof Error ? err.message : String(err) };
+    if (page) {
+      result.scenarios[name].notifications = await notifications(page).catch(() => []);
+      await screenshot(page, `failed-${name}`).catch(() => undefined);
+    }
+    log(`scenario ${name} FAILED: ${err instanceof Error ? err.stack : err}`);
+  }
+}
+
+async function main() {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  for (const [what, file] of [
+    ["code-server (run .ci/vscode/install.sh)", CS_ENTRY],
+    ["playwright-core (run .ci/vscode/install.sh)", TOOLS_PKG],
+    ["chromium (apt-get install chromium)", CHROMIUM],
+    ["the packaged extension (run .ci/vscode/build.sh)", VSIX],
+  ]) {
+    if (!fs.existsSync(file)) {
+      throw Object.assign(new Error(`missing ${what}: ${file}`), { setup: true });
+    }
+  }
+  const { chromium } = createRequire(TOOLS_PKG)("playwright-core");
+
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "lich-vscode-e2e-"));
+  result.scratch = scratch;
+  const home = path.join(scratch, "home");
+  const userData = path.join(scratch, "user-data");
+  const extensionsDir = path.join(scratch, "extensions");
+  const workspace = path.join(scratch, "workspace");
+  for (const dir of [home, path.join(userData, "User"), extensionsDir, workspace]) {
+    fs.mkdirSync(dir, { recursive: true });
+  }
+
+  // The scripted model and the workspace files it expects.
+  const turnsFile = path.join(scratch, "turns.json");
+  const planRun = spawnSync(PYTHON, [path.join(HERE, "script_turns.py"), "--out", turnsFile], { cwd: REPO, encoding: "utf8" });
+  if (planRun.status !== 0) {
+    throw Object.assign(new Error(`script_turns.py failed: ${planRun.stderr}`), { setup: true });
+  }
+  const plan = JSON.parse(planRun.stdout);
+  result.uses = plan.uses;
+  for (const [name, text] of Object.entries(plan.files)) {
+    fs.writeFileSync(path.join(workspace, name), text);
+  }
+  fs.writeFileSync(path.join(workspace, "fix.hashline"), plan.user_patch);
+
+  const env = {
+    ...process.env,
+    HOME: home,
+    XDG_CONFIG_HOME: path.join(home, ".config"),
+    XDG_DATA_HOME: path.join(home, ".local", "share"),
+    XDG_CACHE_HOME: path.join(home, ".cache"),
+    PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
+    [FAKE_KEY_ENV]: "sk-fake-e2e",
+  };
+  delete env.OPENAI_API_KEY;
+  delete env.ANTHROPIC_API_KEY;
+
+  const providerUrl = await startFakeProvider(turnsFile, env, path.join(scratch, "fake-provider.log"));
+  log(`fake provider at ${providerUrl} (model uses ${plan.uses})`);
+
+  const settings = {
+    "workbench.startupEditor": "none",
+    "workbench.welcomePage.walkthroughs.openOnInstall": false,
+    "workbench.tips.enabled": false,
+    "workbench.enableExperiments": false,
+    "security.workspace.trust.enabled": false,
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "extensions.autoUpdate": false,
+    "extensions.autoCheckUpdates": false,
+    "extensions.ignoreRecommendations": true,
+    "files.autoSave": "off",
+    "files.hotExit": "off",
+    "window.restoreWindows": "none",
+    "chat.commandCenter.enabled": false,
+    "lich.server.command": PYTHON,
+    "lich.server.args": ["-m", "lich_lsp"],
+    "lich.provider.kind": "openai_compat",
+    "lich.baseUrl": `${providerUrl}/v1`,
+    "lich.model": "fake-model",
+    "lich.apiKeyEnv": FAKE_KEY_ENV,
+    "lich.approval": { "file/edit": "allow", "file/write": "allow" },
+  };
+  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
+
+  const csArgs = ["--user-data-dir", userData, "--extensions-dir", extensionsDir];
+  let t0 = Date.now();
+  const install = spawnSync(process.execPath, [CS_ENTRY, ...csArgs, "--install-extension", VSIX, "--force"], { env, encoding: "utf8", timeout: 120_000 });
+  if (install.status !== 0 || !/successfully installed/i.test(install.stdout + install.stderr)) {
+    throw Object.assign(new Error(`installing the .vsix failed: ${install.stdout}\n${install.stderr}`), { setup: true });
+  }
+  result.timings_ms.install_vsix = Date.now() - t0;
+
+  const port = await freePort();
+  t0 = Date.now();
+  const codeServer = startGroup(
+    process.execPath,
+    [
+      CS_ENTRY,
+      "--auth",
+      "none",
+      "--bind-addr",
+      `127.0.0.1:${port}`,
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      ...csArgs,
+      workspace,
+    ],
+    { env, cwd: workspace },
+  );
+  logTo(path.join(scratch, "code-server.log"), codeServer);
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor("code-server /healthz", async () => (await fetch(`${base}/healthz`)).ok, SERVER_START_TIMEOUT_MS);
+  result.timings_ms.code_server_ready = Date.now() - t0;
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--disable-dev-shm-usage",
+    ],
+  });
+  try {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+    const page = await context.newPage();
+    t0 = Date.now();
+    await page.goto(`${base}/?folder=${encodeURIComponent(workspace)}`);
+    await page.waitForSelector(".monaco-workbench", { timeout: SERVER_START_TIMEOUT_MS });
+    result.timings_ms.workbench = Date.now() - t0;
+
+    await openFile(page, "hello.py");
+    // The extension activates on startup; its status item shows the model once the server answered.
+    t0 = Date.now();
+    const ready = await waitFor("the Lich status bar item", async () => {
+      // Ready = the server answered lich.status: the item then names the configured model.
+      const text = await lichStatus(page);
+      return /^Lich: .*fake-model/.test(text) ? text : false;
+    }, SERVER_START_TIMEOUT_MS);
+    result.timings_ms.extension_ready = Date.now() - t0;
+    result.status_idle = ready;
+    log(`status bar: ${ready}`);
+
+    await scenario("ask_agent", async () => {
+      const before = await editorText(page);
+      if (!before.includes('return "Hello, " + name')) {
+        throw new Error(`hello.py is not showing in the editor: ${JSON.stringify(before)}`);
+      }
+      const t = Date.now();
+      await runCommand(page, "Lich: Ask Agent");
+      await typeIntoQuickInput(page, "Lich: Ask Agent", "Use an f-string in greet()");
+      const shown = await waitFor("the agent's edit in the editor", async () => {
+        const text = await editorText(page);
+        return text.includes(plan.expected["hello.py"]) ? text : false;
+      });
+      const editMs = Date.now() - t;
+      const diskFile = path.join(workspace, "hello.py");
+      const disk = await waitFor("the edit on disk (lich/saveDocuments)", () => {
+        const text = fs.readFileSync(diskFile, "utf8");
+        return text.includes(plan.expected["hello.py"]) ? text : false;
+      });
+      await waitFor("the editor tab to be clean after the save", async () => !(await activeTabDirty(page)), 15_000);
+      const idle = await waitFor("the status bar to drop the finished task", async () => {
+        const text = await lichStatus(page);
+        return /^Lich: .*fake-model/.test(text) ? text : false;
+      }, 30_000);
+      if (!disk.includes("def greet(name):") || disk.includes('"Hello, " + name')) {
+        throw new Error(`unexpected file on disk: ${JSON.stringify(disk)}`);
+      }
+      await screenshot(page, "ask-agent");
+      return { edit_visible_ms: editMs, editor_text: shown, disk_text: disk, status_after: idle };
+    }, page);
+
+    await scenario("apply_patch", async () => {
+      if (!plan.has_apply_patch) {
+        return { skipped: "the apply_patch tool is not installed in this tree" };
+      }
+      await openFile(page, "fix.hashline");
+      await runCommand(page, "Lich: Apply Hashline Patch");
+      const diskFile = path.join(workspace, "patch_me.py");
+      const disk = await waitFor("the patched file on disk", () => {
+        const text = fs.readFileSync(diskFile, "utf8");
+        return text.includes(plan.expected["patch_me.py"]) ? text : false;
+      });
+      if (disk !== plan.files["patch_me.py"].replace("y = 2", plan.expected["patch_me.py"])) {
+        throw new Error(`unexpected patched file: ${JSON.stringify(disk)}`);
+      }
+      const toast = await waitFor("the patch notification", async () => (await notifications(page)).find((m) => m.includes("Edited")), 15_000);
+      await screenshot(page, "apply-patch");
+
+      // Same command, patch from the clipboard (the active editor then holds ordinary code).
+      await openFile(page, "hello.py");
+      await page.evaluate((text) => navigator.clipboard.writeText(text), plan.clipboard_patch);
+      await runCommand(page, "Lich: Apply Hashline Patch");
+      const wanted = plan.files["patch_me.py"].replace("y = 2", plan.expected["patch_me.py"]).replace("z = 3", plan.expected["patch_me.py@clipboard"]);
+      const disk2 = await waitFor("the clipboard patch on disk", () => {
+        const text = fs.readFileSync(diskFile, "utf8");
+        return text === wanted ? text : false;
+      });
+      return { disk_text: disk, notification: toast, clipboard_disk_text: disk2 };
+    }, page);
+
+    await scenario("cancel_task", async () => {
+      await openFile(page, "hello.py");
+      await runCommand(page, "Lich: Ask Agent");
+      await typeIntoQuickInput(page, "Lich: Ask Agent", "Take your time with this one");
+      const running = await waitFor("the status bar to show the running task", async () => {
+        const text = await lichStatus(page);
+        return /1 task/.test(text) ? text : false;
+      }, 30_000);
+      await screenshot(page, "task-running");
+      const t = Date.now();
+      await runCommand(page, "Lich: Cancel Task");
+      const idle = await waitFor("the task to stop", async () => {
+        const text = await lichStatus(page);
+        return /^Lich\b/.test(text) && !/task/.test(text) ? text : false;
+      }, CANCEL_DEADLINE_MS);
+      const cancelMs = Date.now() - t;
+      const transcript = await waitFor("the transcript to record the cancelled task", () => {
+        const text = transcriptLog(userData);
+        return /task ended: (aborted|cancelled)/.test(text) ? text : false;
+      }, 15_000).catch(() => transcriptLog(userData));
+      if (!/task ended: (aborted|cancelled)/.test(transcript)) {
+        throw new Error(`the transcript does not show an aborted task:\n${transcript.slice(-2000)}`);
+      }
+      const disk = fs.readFileSync(path.join(workspace, "hello.py"), "utf8");
+      return { status_while_running: running, status_after: idle, cancel_ms: cancelMs, file_unchanged_by_cancel: disk.includes(plan.expected["hello.py"]) };
+    }, page);
+
+    await screenshot(page, "final");
+    result.transcript_tail = transcriptLog(userData).slice(-1500);
+  } finally {
+    await browser.close().catch(() => undefined);
+  }
+  result.ok = Object.values(result.scenarios).length === 3 && Object.values(result.scenarios).every((s) => s.ok);
+}
+
+let exitCode = 1;
+try {
+  await main();
+  exitCode = result.ok ? 0 : 1;
+} catch (err) {
+  result.errors.push(err instanceof Error ? err.message : String(err));
+  log(`setup failed: ${err instanceof Error ? err.stack : err}`);
+  exitCode = err && err.setup ? 2 : 1;
+} finally {
+  await stopAll();
+  result.total_ms = Date.now() - started;
+  if (result.scratch) {
+    // Keep the logs next to the screenshots; drop the rest unless asked to keep it.
+    const logsOut = path.join(ARTIFACTS, "vscode-logs");
+    fs.rmSync(logsOut, { recursive: true, force: true });
+    fs.mkdirSync(logsOut, { recursive: true });
+    for (const name of ["code-server.log", "fake-provider.log"]) {
+      const file = path.join(result.scratch, name);
+      if (fs.existsSync(file)) {
+        fs.copyFileSync(file, path.join(logsOut, name));
+      }
+    }
+    const userLogs = path.join(result.scratch, "user-data", "logs");
+    if (fs.existsSync(userLogs)) {
+      fs.cpSync(userLogs, path.join(logsOut, "user-data-logs"), { recursive: true });
+    }
+    if (!process.env.LICH_E2E_KEEP) {
+      fs.rmSync(result.scratch, { recursive: true, force: true });
+    }
+  }
+  fs.writeFileSync(path.join(ARTIFACTS, "vscode-e2e-result.json"), JSON.stringify(result, null, 2));
+  process.stdout.write(`E2E_RESULT ${JSON.stringify(result)}\n`);
+  process.exit(exitCode);
+}

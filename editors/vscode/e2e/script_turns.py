@@ -1,0 +1,140 @@
+"""Fake-provider script for the VS Code end-to-end run (called by run.mjs with the repo's Python).
+
+Prints {"turns": [...], "uses": "apply_patch" | "edit_file", "expected": {...}} for the workspace
+files run.mjs creates. The scripted model reads hello.py and patches one line with correct hashline
+anchors (computed by lich_core.hashline), falling back to edit_file while the hashline tools are
+not installed; then a slow turn for the cancel scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HELLO_PY = 'def greet(name):\n    return "Hello, " + name\n\n\nprint(greet("world"))\n'
+HELLO_OLD_LINE = '    return "Hello, " + name'
+HELLO_NEW_LINE = '    return f"Hello, {name}!"'
+PATCH_ME_PY = "x = 1\ny = 2\nz = 3\n"
+PATCH_ME_NEW_LINE = "y = 42"
+PATCH_ME_CLIPBOARD_LINE = "z = 7"
+SLOW_TURN_DELAY_S = 120.0
+
+
+def builtin_tool_names() -> set[str]:
+    from lich_core.tools.builtin import builtin_tools
+
+    return {tool.name for tool in builtin_tools()}
+
+
+def tool_properties(name: str) -> dict[str, Any]:
+    from lich_core.tools.builtin import builtin_tools
+
+    for tool in builtin_tools():
+        if tool.name == name:
+            return dict(tool.parameters.get("properties") or {})
+    return {}
+
+
+def anchor(text: str, line_no: int) -> str:
+    from lich_core.hashline.anchors import line_hash, split_lines
+
+    return f"{line_no}:{line_hash(split_lines(text)[line_no - 1])}"
+
+
+def replace_line_patch(path: str, text: str, line_no: int, new_line: str) -> str:
+    a = anchor(text, line_no)
+    return f"@@ {path}\n= {a}..{a}\n~{new_line}\n"
+
+
+def patch_arguments(patch: str) -> dict[str, Any]:
+    # The tool's own schema names its payload field; "input" is the name lich.applyPatch uses.
+    props = tool_properties("apply_patch")
+    for key in ("input", "patch", "text"):
+        if key in props:
+            return {key: patch}
+    return {"input": patch}
+
+
+def read_arguments(path: str) -> dict[str, Any]:
+    props = tool_properties("read_file")
+    key = "path" if "path" in props or not props else next(iter(props))
+    return {key: path}
+
+
+def build() -> dict[str, Any]:
+    names = builtin_tool_names()
+    hashline = {"read_file", "apply_patch"} <= names
+    turns: list[dict[str, Any]] = []
+    if hashline:
+        turns.append(
+            {
+                "tool_calls": [
+                    {
+                        "name": "read_file",
+                        "arguments": read_arguments("hello.py"),
+                        "id": "call_read",
+                    }
+                ]
+            }
+        )
+        patch = replace_line_patch("hello.py", HELLO_PY, 2, HELLO_NEW_LINE)
+        turns.append(
+            {
+                "tool_calls": [
+                    {"name": "apply_patch", "arguments": patch_arguments(patch), "id": "call_patch"}
+                ],
+                "chunks": 3,
+            }
+        )
+    else:
+        turns.append(
+            {
+                "tool_calls": [
+                    {
+                        "name": "edit_file",
+                        "arguments": {
+                            "path": "hello.py",
+                            "old_string": HELLO_OLD_LINE,
+                            "new_string": HELLO_NEW_LINE,
+                        },
+                        "id": "call_edit",
+                    }
+                ]
+            }
+        )
+    turns.append({"text": "Done: greet() now uses an f-string.", "chunks": 4})
+    # Cancel scenario: the model never answers in time.
+    turns.append({"delay_s": SLOW_TURN_DELAY_S, "text": "(too late)"})
+    return {
+        "turns": turns,
+        "uses": "apply_patch" if hashline else "edit_file",
+        "files": {"hello.py": HELLO_PY, "patch_me.py": PATCH_ME_PY},
+        "has_apply_patch": "apply_patch" in names,
+        "user_patch": replace_line_patch("patch_me.py", PATCH_ME_PY, 2, PATCH_ME_NEW_LINE),
+        # Applied after user_patch; line 3 is untouched by it, so its anchor still holds.
+        "clipboard_patch": replace_line_patch(
+            "patch_me.py", PATCH_ME_PY, 3, PATCH_ME_CLIPBOARD_LINE
+        ),
+        "expected": {
+            "hello.py": HELLO_NEW_LINE,
+            "patch_me.py": PATCH_ME_NEW_LINE,
+            "patch_me.py@clipboard": PATCH_ME_CLIPBOARD_LINE,
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True, help="write the fake-provider turns here")
+    args = parser.parse_args(argv)
+    plan = build()
+    Path(args.out).write_text(json.dumps(plan["turns"], indent=1), encoding="utf-8")
+    json.dump({key: value for key, value in plan.items() if key != "turns"}, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,153 @@
+"""The packaged extension in a real VS Code (code-server 4.100.3 = VS Code 1.100.3) driven by
+headless Chromium through editors/vscode/e2e/run.mjs: Ask Agent via the palette and input box
+(the fake model reads and patches a file: the edit shows in the editor and, after
+lich/saveDocuments, on disk), Apply Hashline Patch from the editor and from the clipboard, Cancel
+Task on a slow task with the status bar showing it. Screenshots land in test-artifacts/.
+
+Install with .ci/vscode/install.sh and .ci/vscode/build.sh. Skips when they have not run, except
+under CI=true where that is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.editors.vscode_support import (
+    CACHE_DIR,
+    CHROMIUM,
+    CODE_SERVER_ENTRY,
+    EXT_DIR,
+    PLAYWRIGHT_CORE,
+    REPO,
+    VSIX,
+    newest_source_mtime,
+    node_binary,
+    require,
+)
+
+pytestmark = [pytest.mark.vscode, pytest.mark.slow]
+
+DRIVER = EXT_DIR / "e2e" / "run.mjs"
+ARTIFACTS = REPO / "test-artifacts"
+# Generous: a cold code-server + Chromium start on a loaded 2-core machine.
+DRIVER_TIMEOUT_S = 420
+PACKAGE_TIMEOUT_S = 180
+
+
+def _ensure_fresh_vsix() -> None:
+    """Repackage when the sources are newer than the .vsix, so the test never runs a stale build."""
+    if VSIX.exists() and VSIX.stat().st_mtime >= newest_source_mtime():
+        return
+    vsce = EXT_DIR / "node_modules" / ".bin" / "vsce"
+    require(
+        vsce.exists(),
+        f"{VSIX} is missing or stale and node_modules is not installed: run .ci/vscode/build.sh",
+    )
+    done = subprocess.run(
+        ["npm", "run", "--silent", "package"],
+        cwd=EXT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=PACKAGE_TIMEOUT_S,
+    )
+    assert done.returncode == 0, f"packaging the extension failed:\n{done.stdout}\n{done.stderr}"
+
+
+def _run_driver() -> tuple[dict[str, Any], str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "LICH_PYTHON": sys.executable,
+            "LICH_VSCODE_CACHE": str(CACHE_DIR),
+            "LICH_VSIX": str(VSIX),
+            "LICH_ARTIFACTS_DIR": str(ARTIFACTS),
+            "LICH_CHROMIUM": str(CHROMIUM),
+        }
+    )
+    done = subprocess.run(
+        [node_binary() or "node", str(DRIVER)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DRIVER_TIMEOUT_S,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("E2E_RESULT ")]
+    assert lines, (
+        f"the driver printed no result (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    )
+    return json.loads(lines[-1][len("E2E_RESULT ") :]), done.stderr
+
+
+@pytest.fixture(scope="module")
+def e2e() -> dict[str, Any]:
+    require(node_binary() is not None, "node is not installed")
+    require(
+        CODE_SERVER_ENTRY.exists(),
+        f"code-server is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
+    )
+    require(
+        PLAYWRIGHT_CORE.exists(),
+        f"playwright-core is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
+    )
+    require(
+        CHROMIUM.exists(),
+        f"{CHROMIUM} is missing: run .ci/vscode/install.sh (apt-get install chromium)",
+    )
+    _ensure_fresh_vsix()
+    result, stderr = _run_driver()
+    result["_stderr"] = stderr
+    assert not result.get("errors"), f"the e2e setup failed: {result['errors']}\n{stderr[-6000:]}"
+    return result
+
+
+def _scenario(result: dict[str, Any], name: str) -> dict[str, Any]:
+    scenario = result["scenarios"].get(name)
+    assert scenario is not None, f"scenario {name} did not run: {sorted(result['scenarios'])}"
+    assert scenario["ok"], (
+        f"{name} failed: {scenario.get('error')}\nnotifications: {scenario.get('notifications')}\n{result['_stderr'][-4000:]}"
+    )
+    return scenario
+
+
+def test_ask_agent_edits_the_editor_and_saves_to_disk(e2e: dict[str, Any]) -> None:
+    ask = _scenario(e2e, "ask_agent")
+    assert 'return f"Hello, {name}!"' in ask["editor_text"]
+    assert (
+        ask["disk_text"]
+        == 'def greet(name):\n    return f"Hello, {name}!"\n\n\nprint(greet("world"))\n'
+    )
+    assert "fake-model" in ask["status_after"] and "task" not in ask["status_after"]
+    assert e2e["uses"] == "apply_patch", (
+        "the scripted model fell back to edit_file: the hashline tools are missing"
+    )
+
+
+def test_apply_hashline_patch_from_editor_and_clipboard(e2e: dict[str, Any]) -> None:
+    patch = _scenario(e2e, "apply_patch")
+    assert patch["disk_text"] == "x = 1\ny = 42\nz = 3\n"
+    assert patch["clipboard_disk_text"] == "x = 1\ny = 42\nz = 7\n"
+    assert "Edited patch_me.py" in patch["notification"]
+
+
+def test_cancel_task_stops_a_slow_task_shown_in_the_status_bar(e2e: dict[str, Any]) -> None:
+    cancel = _scenario(e2e, "cancel_task")
+    assert cancel["status_while_running"].endswith("1 task")
+    assert "task" not in cancel["status_after"]
+    assert cancel["cancel_ms"] < 15_000
+
+
+def test_screenshots_are_saved(e2e: dict[str, Any]) -> None:
+    shots = [Path(p) for p in e2e["screenshots"]]
+    names = {p.name for p in shots}
+    assert {"vscode-ask-agent.png", "vscode-task-running.png", "vscode-final.png"} <= names
+    for shot in shots:
+        assert shot.stat().st_size > 10_000, f"{shot} looks empty"
+    assert e2e["ok"] is True
