@@ -2,7 +2,8 @@
 headless Chromium through editors/vscode/e2e/run.mjs: Ask Agent via the palette and input box
 (the fake model reads and patches a file: the edit shows in the editor and, after
 lich/saveDocuments, on disk), Apply Hashline Patch from the editor and from the clipboard, Cancel
-Task on a slow task with the status bar showing it. Screenshots land in test-artifacts/.
+Task on a slow task with the status bar showing it; the server's "Ask agent…" code action
+prompting through the client middleware. Screenshots land in test-artifacts/.
 
 Install with .ci/vscode/install.sh and .ci/vscode/build.sh. Skips when they have not run, except
 under CI=true where that is a failure.
@@ -135,6 +136,13 @@ def test_apply_hashline_patch_from_editor_and_clipboard(e2e: dict[str, Any]) -> 
     assert patch["disk_text"] == "x = 1\ny = 42\nz = 3\n"
     assert patch["clipboard_disk_text"] == "x = 1\ny = 42\nz = 7\n"
     assert "Edited patch_me.py" in patch["notification"]
+
+
+def test_code_action_without_prompt_asks_in_an_input_box(e2e: dict[str, Any]) -> None:
+    action = _scenario(e2e, "code_action_prompt")
+    assert action["code_action"].startswith("Ask agent")
+    assert action["transcript_has_answer"] is True
+    assert "task" not in action["status_after"]
 
 
 def test_cancel_task_stops_a_slow_task_shown_in_the_status_bar(e2e: dict[str, Any]) -> None:

@@ -484,6 +484,37 @@ async function main() {
       return { disk_text: disk, notification: toast, clipboard_disk_text: disk2 };
     }, page);
 
+    await scenario("code_action_prompt", async () => {
+      // The server's "Ask agent…" code action runs lich.ask without a prompt; the extension's
+      // middleware must ask for one in an input box (not the server's quick-prompt list).
+      await openFile(page, "hello.py");
+      await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+      await page.keyboard.press("Control+Home");
+      await page.keyboard.press("Shift+End");
+      await runCommand(page, "Refactor...");
+      const picked = await waitFor("the Ask agent code action", () =>
+        page.evaluate(() => {
+          const rows = [...document.querySelectorAll(".action-widget .monaco-list-row")];
+          const row = rows.find((r) => r.textContent.includes("Ask agent"));
+          if (!row) {
+            return false;
+          }
+          row.click();
+          return row.textContent.trim();
+        }),
+      );
+      await typeIntoQuickInput(page, "Lich: Ask Agent About Selection", "Explain this line");
+      const transcript = await waitFor("the code action task to finish", () => {
+        const text = transcriptLog(userData);
+        return text.includes(plan.code_action_answer) && (text.match(/task ended: final/g) || []).length >= 2 ? text : false;
+      });
+      const idle = await waitFor("the status bar to drop the task", async () => {
+        const text = await lichStatus(page);
+        return /^Lich: .*fake-model/.test(text) ? text : false;
+      }, 30_000);
+      return { code_action: picked, status_after: idle, transcript_has_answer: transcript.includes(plan.code_action_answer) };
+    }, page);
+
     await scenario("cancel_task", async () => {
       await openFile(page, "hello.py");
       await runCommand(page, "Lich: Ask Agent");
@@ -516,7 +547,7 @@ async function main() {
   } finally {
     await browser.close().catch(() => undefined);
   }
-  result.ok = Object.values(result.scenarios).length === 3 && Object.values(result.scenarios).every((s) => s.ok);
+  result.ok = Object.values(result.scenarios).length === 4 && Object.values(result.scenarios).every((s) => s.ok);
 }
 
 let exitCode = 1;

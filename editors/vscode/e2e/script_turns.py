@@ -21,6 +21,7 @@ PATCH_ME_PY = "x = 1\ny = 2\nz = 3\n"
 PATCH_ME_NEW_LINE = "y = 42"
 PATCH_ME_CLIPBOARD_LINE = "z = 7"
 SLOW_TURN_DELAY_S = 120.0
+CODE_ACTION_ANSWER = "Explained: greet builds a greeting."
 
 
 def builtin_tool_names() -> set[str]:
@@ -106,6 +107,8 @@ def build() -> dict[str, Any]:
             }
         )
     turns.append({"text": "Done: greet() now uses an f-string.", "chunks": 4})
+    # Code action scenario: "Ask agent…" without a prompt; the extension asks for one.
+    turns.append({"text": CODE_ACTION_ANSWER})
     # Cancel scenario: the model never answers in time.
     turns.append({"delay_s": SLOW_TURN_DELAY_S, "text": "(too late)"})
     return {
@@ -118,6 +121,7 @@ def build() -> dict[str, Any]:
         "clipboard_patch": replace_line_patch(
             "patch_me.py", PATCH_ME_PY, 3, PATCH_ME_CLIPBOARD_LINE
         ),
+        "code_action_answer": CODE_ACTION_ANSWER,
         "expected": {
             "hello.py": HELLO_NEW_LINE,
             "patch_me.py": PATCH_ME_NEW_LINE,
