@@ -148,6 +148,8 @@ async def _rg_tree(
     if process.returncode == 2 and b"regex" in err and not out:
         return None
     files = hits.files
+    current_path = b""
+    current: list[int] = []
     for record in out.split(b"\n"):
         path, sep, rest = record.partition(b"\0")
         if not sep:
@@ -155,9 +157,12 @@ async def _rg_tree(
         number, colon, _ = rest.partition(b":")
         if not colon or not number.isdigit():
             continue
-        rel = path.decode("utf-8", "surrogateescape")
-        rel = rel[2:] if rel.startswith("./") else rel
-        files.setdefault(rel, []).append(int(number))
+        if path != current_path:
+            # rg prints each file's lines together, so decode a path once per file.
+            rel = path.decode("utf-8", "surrogateescape")
+            current = files.setdefault(rel[2:] if rel.startswith("./") else rel, [])
+            current_path = path
+        current.append(int(number))
     for line in err.decode("utf-8", "replace").splitlines():
         if "ignoring" in line and line.endswith("bytes"):
             match = _RG_SIZE_SKIP_RE.search(line)
@@ -381,24 +386,24 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     else:
         raise ToolError(f"not_found: {rel_target}")
 
-    candidates: list[tuple[str, Path, list[int]]] = []
-    for rel in sorted(hits.files):
-        absolute = Path(os.path.normpath(os.path.join(base, rel)))
-        try:
-            check_file_access(ctx.work_dir, absolute, write=False)
-        except ToolError:
-            continue  # the deny list: never shown, never counted
-        candidates.append((relative_to_root(ctx.work_dir, absolute), absolute, hits.files[rel]))
-
+    # Thousands of overflow files are only counted: they skip the path arithmetic and the
+    # deny-list check (a walk never enters .lich, the only place that list denies reads).
     assert ctx.read_state is not None
     output: list[str] = []
     files_shown = rows_shown = 0
     hidden_files = hidden_rows = 0
-    for display, absolute, matches in candidates:
+    for rel in sorted(hits.files):
+        matches = hits.files[rel]
         if files_shown >= MAX_FILES or rows_shown >= max_rows:
             hidden_files += 1
             hidden_rows += len(matches)
             continue
+        absolute = Path(os.path.normpath(os.path.join(base, rel)))
+        try:
+            check_file_access(ctx.work_dir, absolute, write=False)
+        except ToolError:
+            continue  # the deny list: never shown
+        display = relative_to_root(ctx.work_dir, absolute)
         text = _workspace_text(ctx, absolute)
         if text is None or "\0" in text:
             if text is not None:
