@@ -6,6 +6,8 @@ an anchor is valid: validation always re-hashes the file's current text.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,8 @@ from typing import Any
 class ReadState:
     def __init__(self) -> None:
         self._seen: dict[Path, dict[int, str]] = {}
-        # Pending Lisp repair previews by candidate id (apply_patch's accept_repair).
+        # Pending Lisp repair previews by candidate id (apply_patch's accept_repair); values
+        # are JSON-able dicts so the state can be saved between CLI invocations.
         self.repair_candidates: dict[str, Any] = {}
 
     def record(self, path: Path, rows: dict[int, str]) -> None:
@@ -28,3 +31,42 @@ class ReadState:
 
     def forget(self, path: Path) -> None:
         self._seen.pop(Path(path), None)
+
+    # --- persistence: `lich tool` runs one tool per process, so a CLI session keeps its read
+    # state in a file between calls (read_file, then apply_patch in a later invocation).
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seen": {str(path): {str(line): digest for line, digest in rows.items()} for path, rows in self._seen.items()},
+            "repair_candidates": self.repair_candidates,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> ReadState:
+        state = cls()
+        if not isinstance(data, dict):
+            return state
+        seen = data.get("seen")
+        if isinstance(seen, dict):
+            for path, rows in seen.items():
+                if isinstance(rows, dict):
+                    state.record(Path(path), {int(line): str(digest) for line, digest in rows.items() if str(line).isdigit()})
+        candidates = data.get("repair_candidates")
+        if isinstance(candidates, dict):
+            state.repair_candidates = dict(candidates)
+        return state
+
+    def save(self, file: str | os.PathLike[str]) -> None:
+        target = Path(file)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = target.with_name(target.name + ".tmp")
+        temp.write_text(json.dumps(self.to_json()), encoding="utf-8")
+        os.replace(temp, target)
+
+    @classmethod
+    def load(cls, file: str | os.PathLike[str]) -> ReadState:
+        """The saved state, or an empty one when the file is missing or unreadable."""
+        try:
+            return cls.from_json(json.loads(Path(file).read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return cls()

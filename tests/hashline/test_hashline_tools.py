@@ -554,3 +554,24 @@ def test_any_invalid_patch_leaves_every_file_byte_identical(lines, data):
         result = run(patch(ctx, patch_text))
         assert not result.ok
         assert first.read_bytes() == text.encode() and second.read_bytes() == b"keep\n"
+
+
+async def test_read_state_survives_a_save_and_load_between_invocations(tmp_path):
+    from lich_core.hashline.read_state import ReadState
+
+    path = write(tmp_path, "f.lisp", LISP)
+    state_file = tmp_path / "state" / "read_state.json"
+    first = make_ctx(tmp_path)
+    rows = rows_of(await read(first, "f.lisp"))
+    first.read_state.save(state_file)
+
+    second = ToolContext(work_dir=tmp_path, read_state=ReadState.load(state_file))
+    result = await patch(second, f"@@ f.lisp\n+ {rows[5]}\n~(defun h ()\n~  3\n")
+    assert result.details["written"] is False
+    second.read_state.save(state_file)
+
+    third = ToolContext(work_dir=tmp_path, read_state=ReadState.load(state_file))
+    accepted = await APPLY_PATCH.execute({"accept_repair": result.details["candidate"], "path": "f.lisp"}, third)
+    assert accepted.ok, accepted.error
+    assert path.read_text() == LISP + "(defun h ()\n  3)\n"
+    assert ReadState.load(tmp_path / "missing.json").to_json() == {"seen": {}, "repair_candidates": {}}

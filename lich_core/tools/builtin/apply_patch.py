@@ -55,14 +55,9 @@ class _PlannedFile:
     edit: FileEdit
 
 
-@dataclass
-class RepairCandidate:
-    """A previewed patch (with its Lisp repairs) waiting for accept_repair."""
-
-    candidate_id: str
-    # path → (display, sha256 of the text the preview was computed from or None, new text)
-    files: dict[Path, tuple[str, str | None, str]]
-    repaired: set[Path]
+# A pending candidate in ReadState.repair_candidates (JSON-able, so a CLI session can save it):
+# {"files": {abs_path: [display, sha256 of the previewed base text or None, new text]},
+#  "repaired": [abs_path, ...]}
 
 
 def _digest(text: str | None) -> str | None:
@@ -132,11 +127,12 @@ def _with_text(edit: FileEdit, text: str) -> None:
 def _store_candidate(ctx: ToolContext, planned: list[_PlannedFile], repaired: set[Path]) -> str:
     assert ctx.read_state is not None
     candidate_id = "repair-" + secrets.token_hex(4)
-    ctx.read_state.repair_candidates[candidate_id] = RepairCandidate(
-        candidate_id,
-        {item.path: (item.edit.display, _digest(item.edit.old_text), item.edit.new_text) for item in planned},
-        repaired,
-    )
+    ctx.read_state.repair_candidates[candidate_id] = {
+        "files": {
+            str(item.path): [item.edit.display, _digest(item.edit.old_text), item.edit.new_text] for item in planned
+        },
+        "repaired": sorted(str(path) for path in repaired),
+    }
     return candidate_id
 
 
@@ -240,14 +236,16 @@ async def _accept_repair(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path = resolve_file_for(ctx, target, write=True)
     assert ctx.read_state is not None and ctx.workspace is not None
     candidate = ctx.read_state.repair_candidates.get(candidate_id)
-    if not isinstance(candidate, RepairCandidate):
+    if not isinstance(candidate, dict) or not isinstance(candidate.get("files"), dict):
         raise ToolError(f"unknown_candidate: {candidate_id} (no pending repair preview with that id in this session)")
-    if path not in candidate.repaired:
-        names = ", ".join(sorted(candidate.files[p][0] for p in candidate.repaired))
+    files: dict[str, list[Any]] = candidate["files"]
+    if str(path) not in candidate.get("repaired", []):
+        names = ", ".join(sorted(files[name][0] for name in candidate.get("repaired", []) if name in files))
         raise ToolError(f"invalid_arg: {candidate_id} repairs {names}, not {relative_to_root(ctx.work_dir, path)}")
     overlays = overlay_set(ctx.workspace)
     planned: list[_PlannedFile] = []
-    for file_path, (display, base_digest, new_text) in candidate.files.items():
+    for name, (display, base_digest, new_text) in files.items():
+        file_path = Path(name)
         resolve_file_for(ctx, display, write=True)  # the deny list may have changed since
         current = _current_text(ctx, file_path, overlays)
         if _digest(current) != base_digest:
