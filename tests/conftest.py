@@ -12,8 +12,14 @@ pytest_plugins = ["tests.support.fixtures"] if importlib.util.find_spec("tests.s
 
 @pytest.fixture(autouse=True)
 def _isolated_user_config(tmp_path_factory, monkeypatch):
-    """Keep the developer's own ~/.config/lich and provider keys out of every test."""
-    home = tmp_path_factory.mktemp("xdg")
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    """Keep the developer's own ~/.config/lich, shell profile and provider keys out of every test.
+
+    HOME matters beyond config: `terminal` runs `bash -lc`, and a login profile that does slow or
+    lock-taking work (pyenv's rehash takes a lock file that a killed process group leaves behind)
+    would make every later command in the suite wait on it.
+    """
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LICH_PROVIDER_KIND", "LICH_BASE_URL", "LICH_MODEL"):
         monkeypatch.delenv(name, raising=False)

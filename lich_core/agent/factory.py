@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from lich_core.agent.loop import Agent
@@ -33,7 +32,6 @@ def build_agent(
     Plugins that fail to load are warnings (logged now, and reported as `plugin_warning` events
     at the start of each run); the agent is built without them.
     """
-    from lich_core.plugins import load_plugins
     from lich_core.providers.factory import build_model
 
     if model is None:
@@ -41,11 +39,7 @@ def build_agent(
         if compress_model is None:
             compress_model = build_model(config, "compress")
     runtime = build_tool_runtime(config, env=env, guards=guards)
-    work_dir = Path(config.get("work_dir") or runtime.executor.work_dir)
-    plugins = None
-    if config.get("plugins"):
-        plugins = load_plugins(config.get("plugins"), work_dir=work_dir)
-        plugins.register_tools(runtime, config.get("tools_enabled", "all"))
+    plugins = runtime.plugins
     return Agent(
         model=model,
         runtime=runtime,

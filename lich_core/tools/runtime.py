@@ -35,6 +35,8 @@ class ToolRuntime:
     registry: ToolRegistry  # the enabled subset
     executor: ToolExecutor
     config: Mapping[str, Any]
+    # The plugins from config["plugins"] (their hooks run in the agent loop); None without any.
+    plugins: Any = None
 
     def context(self, **overrides: Any) -> ToolContext:
         ctx = self.executor.default_context()
@@ -61,7 +63,9 @@ def build_tool_runtime(
     *,
     env: Mapping[str, str] | None = None,
     guards: Sequence[CallGuard] = (),
+    load_plugins: bool = True,
 ) -> ToolRuntime:
+    """Builtins filtered by tools_enabled, then plugin tools (registered after the filter)."""
     work_dir = Path(config.get("work_dir") or os.getcwd())
     base = register_builtin_tools(ToolRegistry())
     registry = base.filtered(config.get("tools_enabled", "all"))
@@ -75,4 +79,10 @@ def build_tool_runtime(
         settings=config,
         guards=guards,
     )
-    return ToolRuntime(base_registry=base, registry=registry, executor=executor, config=config)
+    runtime = ToolRuntime(base_registry=base, registry=registry, executor=executor, config=config)
+    if load_plugins and config.get("plugins"):
+        from lich_core.plugins import load_plugins as load_plugin_host
+
+        runtime.plugins = load_plugin_host(config.get("plugins"), work_dir=work_dir)
+        runtime.plugins.register_tools(runtime, config.get("tools_enabled", "all"))
+    return runtime
