@@ -170,7 +170,14 @@ async function typeIntoQuickInput(page, expectedTitle, text) {
   await waitFor(`input box "${expectedTitle}"`, async () => (await quickInputVisible(page)) && (await quickInputTitle(page)).includes(expectedTitle));
   const input = page.locator(".quick-input-widget input.input").first();
   await input.fill(text);
-  await sleep(150); // the extension rebuilds its items on every change
+  // The extension puts the typed text in as the first item (earlier prompts follow); Enter only
+  // once that item is there, or an earlier prompt could be picked instead.
+  await waitFor(`the typed prompt as the first item`, () =>
+    page.evaluate((wanted) => {
+      const first = document.querySelector(".quick-input-list .monaco-list-row .label-name");
+      return !!first && first.textContent.replace(/\u00a0/g, " ").trim() === wanted;
+    }, text),
+  );
   await page.keyboard.press("Enter");
 }
 

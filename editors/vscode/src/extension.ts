@@ -168,7 +168,13 @@ export class LichController implements vscode.Disposable {
       initializationOptions: this.currentSettings(),
       outputChannel: this.serverOutput,
       middleware: createMiddleware({
-        askPrompt: (args) => askForPrompt(vscode.window, this.history, { title: args.range ? "Lich: Ask Agent About Selection" : "Lich: Ask Agent" }),
+        askPrompt: async (args) => {
+          const prompt = await askForPrompt(vscode.window, this.history, { title: args.range ? "Lich: Ask Agent About Selection" : "Lich: Ask Agent" });
+          if (prompt !== undefined) {
+            this.transcript.appendLine(`» ${prompt}`);
+          }
+          return prompt;
+        },
         tasks: this.tasks,
         settings: () => this.currentSettings(),
         onAskResult: () => void this.refreshStatus(),
