@@ -85,3 +85,33 @@ def test_arguments_from_stdin(tmp_path: Path) -> None:
     result = lich("tool", "write_file", "-", cwd=tmp_path, stdin=json.dumps({"path": "b.txt", "content": "é"}))
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "b.txt").read_text(encoding="utf-8") == "é"
+
+
+PLUGIN_WITH_TOOL = '''
+from lich_core.plugins import Plugin
+from lich_core.tools.types import FunctionTool, ToolResult
+
+
+async def shout(args, ctx):
+    return ToolResult(ok=True, output=str(args.get("text", "")).upper())
+
+
+plugin = Plugin(
+    name="shouter",
+    tools=[FunctionTool("acme_shout", "Uppercase text.", {"type": "object", "properties": {"text": {"type": "string"}}}, shout)],
+)
+'''
+
+
+def test_plugin_tools_are_listed_and_runnable(tmp_path: Path) -> None:
+    (tmp_path / ".lich" / "plugins").mkdir(parents=True)
+    (tmp_path / ".lich" / "plugins" / "shouter.py").write_text(PLUGIN_WITH_TOOL)
+    (tmp_path / ".lich" / "config.json").write_text(json.dumps({"plugins": [".lich/plugins/shouter.py"]}))
+    listed = lich("tools", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert {"name": "acme_shout", "enabled": True}.items() <= next(
+        t for t in json.loads(listed.stdout) if t["name"] == "acme_shout"
+    ).items()
+    ran = lich("tool", "acme_shout", json.dumps({"text": "hey"}), cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "HEY"
