@@ -59,9 +59,20 @@ def line_hash_int(line: str) -> int:
     return fold_hash(value)
 
 
+# Lines up to this long are memoised (validation re-hashes the same anchored lines often);
+# longer ones are hashed each time so the cache never pins big strings.
+CACHED_LINE_CHARS = 256
+
+
 @lru_cache(maxsize=65_536)
+def _cached_line_hash(line: str) -> str:
+    return HEX_BYTE[line_hash_int(line)]
+
+
 def line_hash(line: str) -> str:
     """The two-hex-digit anchor hash of one line (no terminator)."""
+    if len(line) <= CACHED_LINE_CHARS:
+        return _cached_line_hash(line)
     return HEX_BYTE[line_hash_int(line)]
 
 

@@ -14,6 +14,7 @@ from lich_core.hashline.edit import (
     edit_from_texts,
     plan_edits,
     render_edit_result,
+    uses_crlf,
 )
 from lich_core.hashline.patch import parse_patch
 from lich_core.workspace import LineReplacement
@@ -275,8 +276,8 @@ def reference_model(lines: list[str], ops: list[tuple]) -> str:
 @given(file_and_ops())
 def test_random_valid_patches_match_the_list_model(case):
     text, lines, ops = case
-    if not ops:
-        return
+    if not ops or uses_crlf(text):
+        return  # CRLF files give inserted lines a "\r": the next test covers them
     edit = edit_one(text, patch_text(lines, ops).split("\n", 1)[1])
     assert edit.new_text == reference_model(lines, ops)
     assert apply_replacements(text, edit.replacements) == edit.new_text

@@ -575,3 +575,28 @@ async def test_read_state_survives_a_save_and_load_between_invocations(tmp_path)
     assert accepted.ok, accepted.error
     assert path.read_text() == LISP + "(defun h ()\n  3)\n"
     assert ReadState.load(tmp_path / "missing.json").to_json() == {"seen": {}, "repair_candidates": {}}
+
+
+async def test_a_two_mib_file_reads_searches_and_patches(tmp_path, engine):
+    lines: list[str] = []
+    size = 0
+    while True:
+        n = len(lines) + 1
+        line = f"row {n} {'数据' if n % 97 == 0 else 'text'} {'x' * (n % 50)}"
+        size += len(line.encode()) + 1
+        if size > 2 * 1024 * 1024:
+            break
+        lines.append(line)
+    text = "".join(line + "\n" for line in lines)
+    path = write(tmp_path, "big.txt", text)
+    ctx = make_ctx(tmp_path)
+    last = len(lines)
+    out = await read(ctx, "big.txt", start=last - 1)
+    assert out == render_rows(lines[-2:], last - 1)
+    found = await grep(ctx, pattern=f"^row {last} ")
+    assert rows_of(found.output) == {last: f"{last}:{line_hash(lines[-1])}"}
+    middle = last // 2
+    result = await patch(ctx, f"@@ big.txt\n- {middle}:{line_hash(lines[middle - 1])}..{middle}:{line_hash(lines[middle - 1])}\n")
+    # Only the grep match and the tail read were seen, but validation re-hashes the text itself.
+    assert result.ok, result.error
+    assert path.read_text() == "".join(line + "\n" for index, line in enumerate(lines, 1) if index != middle)
