@@ -145,8 +145,8 @@ async def _rg_tree(
     if not finished:
         hits.stopped = "time budget"
         return hits
-    if process.returncode == 2 and b"regex" in err and not out:
-        return None
+    if process.returncode == 2 and not out and _rg_fatal_error(err):
+        return None  # rg refused the pattern (look-around, backreference, size limit, ...)
     files = hits.files
     current_path = b""
     current: list[int] = []
@@ -176,6 +176,12 @@ async def _rg_tree(
                 binary_rel = match.group(1)
                 files.pop(binary_rel[2:] if binary_rel.startswith("./") else binary_rel, None)
     return hits
+
+
+def _rg_fatal_error(err: bytes) -> str:
+    """rg's own error text (its --debug lines left out); empty when there is none."""
+    lines = [line for line in err.decode("utf-8", "replace").splitlines() if not line.startswith("rg: DEBUG|")]
+    return "\n".join(lines).strip()
 
 
 async def _python_engine(job: dict[str, Any], deadline: float, cancel: CancelToken) -> SearchHits:
