@@ -16,10 +16,15 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from lich_core import __version__
 from lich_core.errors import ConfigError
+
+
+# Where `lich tool` keeps the read state between calls (hashline read-before-edit).
+CLI_READ_STATE_FILE = Path(".lich") / "state" / "read_state.json"
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -51,10 +56,20 @@ def cmd_tool(argv: list[str]) -> int:
         print("lich: tool arguments must be a JSON object", file=sys.stderr)
         return 2
     config = load_cli_config(args)
+    from lich_core.hashline.read_state import ReadState
     from lich_core.tools.runtime import build_tool_runtime
 
     runtime = build_tool_runtime(config)
-    result = asyncio.run(runtime.executor.execute(args.name, tool_args))
+    # Each `lich tool` call is a new process; the read state (what the model has "seen") is kept
+    # between calls so `read_file` then `apply_patch` works from the shell as in a session.
+    state_file = Path(config["work_dir"]) / CLI_READ_STATE_FILE
+    read_state = ReadState.load(state_file)
+    ctx = runtime.context(read_state=read_state)
+    result = asyncio.run(runtime.executor.execute(args.name, tool_args, ctx))
+    try:
+        read_state.save(state_file)
+    except OSError as err:
+        print(f"lich: note: could not save the read state to {state_file}: {err.strerror}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_json_dict(), ensure_ascii=False, indent=2))
     elif result.ok:

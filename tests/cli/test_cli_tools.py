@@ -115,3 +115,26 @@ def test_plugin_tools_are_listed_and_runnable(tmp_path: Path) -> None:
     ran = lich("tool", "acme_shout", json.dumps({"text": "hey"}), cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == "HEY"
+
+
+def test_read_then_patch_from_the_shell(tmp_path: Path) -> None:
+    """Issue 3's "done when": read_file, grep_files and apply_patch work through `lich tool`."""
+    from lich_core.hashline.anchors import line_hash
+
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    unread = lich("tool", "apply_patch", json.dumps({"input": f"@@ a.py\n= 2:{line_hash('    return 1')}\n~    return 2\n"}), cwd=tmp_path)
+    assert unread.returncode == 1
+    assert "not_read:" in unread.stderr
+
+    read = lich("tool", "read_file", json.dumps({"path": "a.py"}), cwd=tmp_path)
+    assert read.returncode == 0, read.stderr
+    assert f"2:{line_hash('    return 1')}|    return 1" in read.stdout
+
+    patched = lich("tool", "apply_patch", json.dumps({"input": f"@@ a.py\n= 2:{line_hash('    return 1')}\n~    return 2\n"}), cwd=tmp_path)
+    assert patched.returncode == 0, patched.stderr
+    assert "Edited a.py (+1 -1)" in patched.stdout
+    assert (tmp_path / "a.py").read_text() == "def f():\n    return 2\n"
+
+    found = lich("tool", "grep_files", json.dumps({"pattern": "return"}), cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert f"*2:{line_hash('    return 2')}|    return 2" in found.stdout

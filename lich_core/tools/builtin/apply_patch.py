@@ -301,5 +301,5 @@ TOOL = FunctionTool(
     },
     run=apply_patch,
     capability="file/edit",
+    max_output_chars=MAX_OUTPUT_CHARS,
 )
-TOOL.max_output_chars = MAX_OUTPUT_CHARS  # type: ignore[attr-defined]

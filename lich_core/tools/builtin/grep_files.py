@@ -485,5 +485,5 @@ TOOL = FunctionTool(
     },
     run=grep_files,
     capability="file/read",
+    max_output_chars=MAX_OUTPUT_CHARS,
 )
-TOOL.max_output_chars = MAX_OUTPUT_CHARS  # type: ignore[attr-defined]

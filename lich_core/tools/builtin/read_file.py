@@ -147,6 +147,5 @@ TOOL = FunctionTool(
     },
     run=read_file,
     capability="file/read",
+    max_output_chars=MAX_OUTPUT_CHARS,
 )
-# Read by the executor's output clamp when it honours per-tool limits.
-TOOL.max_output_chars = MAX_OUTPUT_CHARS  # type: ignore[attr-defined]
