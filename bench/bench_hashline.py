@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import shutil
 import subprocess
 import tempfile
 import time
@@ -24,6 +23,7 @@ from lich_core.hashline.edit import FileTarget, plan_edits
 from lich_core.hashline.patch import parse_patch
 from lich_core.tools.builtin.apply_patch import TOOL as APPLY_PATCH
 from lich_core.tools.builtin.grep_files import TOOL as GREP_FILES
+from lich_core.tools.builtin.grep_files import find_rg
 from lich_core.tools.types import ToolContext
 from lich_core.workspace import read_disk_text
 
@@ -142,7 +142,7 @@ def make_tree(root: Path, file_count: int, seed: int = 11) -> None:
 def _grep_figures(folder: Path, file_count: int, repeat: int) -> list[Figure]:
     root = folder / "tree"
     make_tree(root, file_count)
-    rg = shutil.which("rg")
+    rg = find_rg()
     figures: list[Figure] = []
     for label, pattern in (("rare match", "special_needle_token"), ("match in every file", r"def \w+_value")):
 

