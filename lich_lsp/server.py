@@ -158,6 +158,15 @@ class LichLanguageServer(LanguageServer):
         self.lich = LspState(self)
         self.parent_watch: asyncio.Task[None] | None = None
 
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Out-of-band failures (a broken notification handler, bad JSON): logged, shown once per kind."""
+        from pygls.exceptions import FeatureRequestError
+
+        if source == FeatureRequestError:
+            return  # the request's own error response already says it
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        self.lich.report_unexpected(getattr(source, "__name__", "server"), error)
+
     def shutdown(self) -> None:
         # pygls waits for its thread pool here, which blocks on a stdin read that may never
         # return; the process exits right after this anyway.

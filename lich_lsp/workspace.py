@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -101,10 +102,7 @@ class DocumentStore:
         uri = self._uri_by_key.get(path_key(path))
         if uri is None:
             return None
-        docs = self._server.workspace.text_documents
-        from urllib.parse import unquote
-
-        return docs.get(unquote(uri))
+        return self._server.workspace.text_documents.get(unquote(uri))
 
     def document_for_uri(self, uri: str) -> TextDocument | None:
         path = uri_to_path(uri)
