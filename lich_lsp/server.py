@@ -115,6 +115,7 @@ class LspState:
         caps = self.edit_caps
         return {
             "version": __version__,
+            "provider": _chat_provider(self.config),
             "root": str(self.root),
             "edit_mode": self.config.get("edit_mode"),
             "disk_write_policy": self.config.get("disk_write_policy"),
@@ -131,6 +132,18 @@ class LspState:
             },
             "config_error": self.config_holder.last_error,
         }
+
+
+def _chat_provider(config: Any) -> dict[str, str]:
+    """The chat chain's first provider, for status displays; never raises (a bad config says so)."""
+    from lich_core.errors import ConfigError
+    from lich_core.providers.factory import describe_model, role_specs
+
+    try:
+        first = role_specs(config, "chat")[0]
+    except (ConfigError, IndexError) as err:
+        return {"name": "", "kind": "", "model": "", "describe": f"misconfigured: {err}"}
+    return {"name": first.name, "kind": first.kind, "model": first.model, "describe": describe_model(config)}
 
 
 class LichProtocol(LanguageServerProtocol):

@@ -211,6 +211,10 @@ async def test_two_concurrent_tasks(session, root: Path, fake_provider) -> None:
     assert client.text(a) == "A\n" and client.text(b) == "B\n"
     status = await client.command("lich.status", {})
     assert {t["task_id"] for t in status["tasks"]} == {"t1", "t2"}
+    # The status bar of editor integrations shows which provider and model answer.
+    assert status["provider"]["kind"] == "openai_compat"
+    assert status["provider"]["model"] == "fake-model"
+    assert fake_provider.url in status["provider"]["describe"]
 
 
 async def test_code_actions_stay_fast_while_a_task_streams(session, root: Path, fake_provider) -> None:
