@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from lich_core.errors import ToolError
 from lich_core.hashline.anchors import line_hash, render_rows, split_lines
-from lich_core.hashline.patch import PatchOp
+from lich_core.hashline.patch import PatchOp, quote
 from lich_core.workspace import LineReplacement
 
 # Lines of unchanged context shown around each changed region in an edit result.
@@ -107,8 +107,8 @@ def validate(target: FileTarget) -> list[str]:
             if anchor.line < 1 or anchor.line > count:
                 where = "lines start at 1" if anchor.line < 1 else f"the file has {count} lines"
                 problems.append(
-                    f"out_of_range: {name}: anchor {anchor} (patch line {op.patch_line}) is past the end of the file "
-                    f"({where}); re-read {name}"
+                    f"out_of_range: {name}: anchor {anchor} ({_op_ref(op)}) is outside the file ({where}); "
+                    f"re-read {name} and take the anchor from its rows"
                 )
                 continue
             current = lines[anchor.line - 1]
@@ -116,12 +116,17 @@ def validate(target: FileTarget) -> list[str]:
             if digest != anchor.digest:
                 low = max(1, anchor.line - 2)
                 problems.append(
-                    f"stale_anchor: {name} line {anchor.line}: anchor {anchor} (patch line {op.patch_line}) no longer "
+                    f"stale_anchor: {name} line {anchor.line}: anchor {anchor} ({_op_ref(op)}) no longer "
                     f"matches; the line is now {anchor.line}:{digest}|{_short(current)} ; re-read {name} "
                     f"(read_file start={low} end={anchor.line + 2})"
                 )
     problems.extend(_overlap_problems(name, target.ops))
     return problems
+
+
+def _op_ref(op: PatchOp) -> str:
+    """Where an op is in the patch: its line number and its text, quoted."""
+    return f"patch line {op.patch_line} {quote(op.source)}"
 
 
 def _short(line: str, limit: int = 80) -> str:
@@ -136,8 +141,8 @@ def _overlap_problems(name: str, ops: Sequence[PatchOp]) -> list[str]:
             if second.start.line > first.end.line:  # type: ignore[union-attr]
                 break
             problems.append(
-                f"overlap: {name}: ranges {first.span_text()} (patch line {first.patch_line}) and "
-                f"{second.span_text()} (patch line {second.patch_line}) overlap; merge them into one op"
+                f"overlap: {name}: ranges {first.span_text()} ({_op_ref(first)}) and "
+                f"{second.span_text()} ({_op_ref(second)}) overlap; merge them into one op"
             )
     for op in ops:
         if op.is_range or op.start is None:
@@ -147,8 +152,8 @@ def _overlap_problems(name: str, ops: Sequence[PatchOp]) -> list[str]:
         for span in ranges:
             if span.start.line - 0.5 < position < span.end.line + 0.5:  # type: ignore[union-attr]
                 problems.append(
-                    f"overlap: {name}: insert {op.source.strip()} (patch line {op.patch_line}) falls inside range "
-                    f"{span.span_text()} (patch line {span.patch_line}); put those lines in the range's payload "
+                    f"overlap: {name}: insert at {op.span_text()} ({_op_ref(op)}) falls inside range "
+                    f"{span.span_text()} ({_op_ref(span)}); put those lines in the range's payload "
                     "or anchor the insert outside the range"
                 )
     return problems
@@ -311,9 +316,12 @@ def plan_edits(targets: Sequence[FileTarget]) -> list[FileEdit]:
     return [apply_ops(target) for target in targets]
 
 
-def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb: str | None = None) -> str:
-    """`Edited PATH (+added -removed)` and fresh anchored rows around each changed region."""
-    verb = verb or ("Created" if edit.created else "Edited")
+def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb: str = "Edited") -> str:
+    """`Edited PATH (+added -removed)` and fresh anchored rows around each changed region.
+
+    A file the patch created reads "Edited" too: the format is kli's, byte for byte (the tool's
+    details say which files are new).
+    """
     header = f"{verb} {edit.display} (+{edit.added} -{edit.removed})"
     lines = split_lines(edit.new_text)
     if not lines:

@@ -185,6 +185,9 @@ class _Lines:
 def describe(text: str, found: Scan, report: Balance, limit: int = 5) -> list[str]:
     lines = _Lines(text)
     notes = [f"{what} at {lines.where(offset)}" for offset, what in found.problems]
+    if notes:
+        # The scan stopped at the problem, so "never closed" openers before it are noise.
+        return notes[:limit]
     notes += [f"unmatched `{char}` at {lines.where(offset)}" for offset, char in report.unmatched]
     notes += [
         f"`{found_char}` at {lines.where(offset)} closes a form that needs `{expected}`"

@@ -120,7 +120,7 @@ def test_empty_file_and_new_file():
     assert edit_one("", "+\n~first\n").new_text == "first\n"
     created = edit_one(None, "<\n~a\n+\n~b\n")
     assert created.created and created.new_text == "a\nb\n"
-    assert render_edit_result(created).startswith("Created f.txt (+2 -0)")
+    assert render_edit_result(created).startswith("Edited f.txt (+2 -0)\n1:")
 
 
 def test_deleting_everything_leaves_an_empty_file():
@@ -162,6 +162,35 @@ def test_insert_inside_a_range_names_both_spans():
     assert "falls inside range" in message and span in message and f"+ {anchor(TEXT, 3)}" in message
     message = rejected(TEXT, f"- {span}\n< {anchor(TEXT, 4)}\n~x\n")
     assert "falls inside range" in message
+
+
+def validator_rejections() -> list[tuple[str, bool, str, list[str]]]:
+    """(ops, was_read, message start, what the message must also say: quotes and the fix).
+
+    Patch line numbers count the `@@ f.txt` header as line 1.
+    """
+    a1, a2, a3, a4 = (anchor(TEXT, n) for n in (1, 2, 3, 4))
+    return [
+        (f"+ {a1}\n~x\n", False, "not_read: f.txt has not been read", ["read it with read_file"]),
+        ("+ 2:00\n~x\n", True, "stale_anchor: f.txt line 2: anchor 2:00",
+         ["patch line 2 `+ 2:00`", f"the line is now {a2}|two", "re-read f.txt (read_file start=1 end=4)"]),
+        ("= 7:aa..7:aa\n~x\n", True, "out_of_range: f.txt: anchor 7:aa",
+         ["patch line 2 `= 7:aa..7:aa`", "the file has 5 lines", "re-read f.txt"]),
+        (f"- {a1}..{a3}\n= {a3}..{a4}\n~x\n", True, f"overlap: f.txt: ranges {a1}..{a3}",
+         [f"patch line 2 `- {a1}..{a3}`", f"patch line 3 `= {a3}..{a4}`", "merge them into one op"]),
+        (f"- {a2}..{a4}\n+ {a3}\n~x\n", True, f"overlap: f.txt: insert at {a3}",
+         [f"patch line 3 `+ {a3}`", f"range {a2}..{a4} (patch line 2 `- {a2}..{a4}`)",
+          "put those lines in the range's payload or anchor the insert outside the range"]),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_every_validator_rejection_quotes_the_op_and_says_how_to_fix_it(index):
+    body, was_read, start, parts = validator_rejections()[index]
+    message = rejected(TEXT, body, was_read=was_read)
+    assert message.startswith(start)
+    for part in parts:
+        assert part in message
 
 
 def test_every_problem_of_every_file_is_reported():

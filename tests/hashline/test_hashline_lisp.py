@@ -46,6 +46,12 @@ def test_dialect_specific_character_syntax():
     assert check("(a | b)", CL)[0].problems
 
 
+def test_edn_is_read_like_clojure():
+    edn = dialect_for("data.edn")
+    assert check('{:a "(" :b \\( :c [1 2] ; note (\n :d #{3}}', edn)[1].balanced
+    assert not check("{:a [1 2}", edn)[1].balanced
+
+
 def test_reports_each_kind_of_problem():
     _, report = check("(a))", CL)
     assert report.unmatched == [(3, ")")]
@@ -91,6 +97,12 @@ def test_extra_closer_inside_the_edit_is_removed():
 def test_wrong_closer_kind_is_swapped():
     _, outcome = patched("= {a2}..{a2}\n~  (* x 2])\n")
     assert outcome.status == "repaired" and outcome.text.split("\n")[1] == "  (* x 2))"
+
+
+def test_repair_skips_character_literals_and_block_comments_in_the_edit():
+    _, outcome = patched("= {a2}..{a2}\n~  (list #\\( x #| ) |# 1)\n")
+    assert outcome.status == "repaired" and outcome.safe
+    assert outcome.text.split("\n")[1] == "  (list #\\( x #| ) |# 1))"
 
 
 def test_repair_that_changes_the_form_count_is_only_a_candidate():

@@ -104,3 +104,30 @@ def test_structure_errors():
     assert "outside an op" in str(_error("@@ f\n~x\n"))
     assert "blank line inside a section" in str(_error("@@ f\n+ 1:aa\n~x\n\n~y\n"))
     assert "a patch starts with" in str(_error(""))
+
+
+# Every named grammar rejection: (patch, offending line number, the quote it must show, the fix it must give).
+REJECTIONS = [
+    ("@@ f\n  + 1:aa\n~x\n", 2, "`  + 1:aa`", "remove the leading whitespace"),
+    ("@@ f\n+ 1:aa\n\t~x\n", 3, "`\t~x`", "markers must start in column 1"),
+    ("@@ f\n+ 1:aa\nforgot the tilde\n", 3, "`forgot the tilde`", "write `~forgot the tilde`"),
+    ("@@ f\n+ 1:aa\n+new line\n", 3, "`+new line`", "write `~new line`"),
+    ("@@ f\n- 1:aa..2:bb\n~x\n", 3, "`~x`", "use `= A:HH..B:HH` to replace lines"),
+    ("@@ f\n- 5:aa..2:bb\n", 2, "`- 5:aa..2:bb`", "write the lower line first"),
+    ("@@ f\n= 9:aa..3:bb\n~x\n", 2, "`= 9:aa..3:bb`", "reversed range"),
+    ("@@ f\n* 3:aa\n~x\n", 2, "`* 3:aa`", "ops are `+`, `<`, `-`, `=`"),
+    ("@@ f\n> 3:aa..4:bb\n", 2, "`> 3:aa..4:bb`", "unknown op `>`"),
+    ("@@ f\n+ 3:zz\n~x\n", 2, "`+ 3:zz`", "write `+ LINE:HH` with the line number and two hex digits"),
+    ("@@ f\n< x:ab\n~x\n", 2, "`< x:ab`", "write `< LINE:HH`"),
+    ("@@ f\n- 3:aa..\n", 2, "`- 3:aa..`", "write `- A:HH..B:HH`"),
+    ("@@ f\n= 3:aa..4\n", 2, "`= 3:aa..4`", "write `= A:HH..B:HH`"),
+    ("@@ f\n-\n", 2, "`-`", "`-` needs a range: `- A:HH..B:HH`"),
+]
+
+
+@pytest.mark.parametrize("text, number, quoted, fix", REJECTIONS)
+def test_every_rejection_quotes_the_line_and_says_how_to_fix_it(text, number, quoted, fix):
+    err = _error(text)
+    assert err.line_number == number
+    assert str(err).startswith(f"patch_syntax: patch line {number}: {quoted}: ")
+    assert fix in str(err)

@@ -185,6 +185,9 @@ def make_tree(root: Path) -> None:
     write(root, "node_modules/pkg/index.js", "find_me()\n")
     write(root, ".git/config", "find_me\n")
     write(root, "__pycache__/m.pyc", "find_me\n")
+    write(root, "dist/bundle.js", "find_me\n")
+    write(root, "sub/.cursor/rules.txt", "find_me\n")
+    write(root, "sub/.venv/lib/site.py", "find_me\n")
     write(root, ".lich/config.json", '{"find_me": 1}\n')
     write(root, "data.bin", b"find_me\0\1\2")
     write(root, "huge.log", "find_me\n" + "y" * (2 * 1024 * 1024))
@@ -271,6 +274,50 @@ async def test_grep_caps_files_and_rows_and_counts_the_overflow(tmp_path, engine
     assert result.output.splitlines()[-1].startswith("(not shown: 207 more matching lines in 103 more files")
 
 
+async def test_grep_caps_rows_at_one_thousand_by_default(tmp_path, engine):
+    write(tmp_path, "many.txt", "hit\n" * 1_500)
+    write(tmp_path, "z.txt", "hit\n")
+    result = await grep(make_ctx(tmp_path), pattern="hit")
+    assert result.details["matches"] == 1_000 and result.details["hidden_matches"] == 501
+    assert result.output.splitlines()[-1] == (
+        "(not shown: 501 more matching lines in 1 more file; narrow the pattern, path or glob)"
+    )
+    single = await grep(make_ctx(tmp_path), pattern="hit", path="many.txt")
+    assert single.output.splitlines()[-1] == "(not shown: 500 more matching lines; narrow the pattern, path or glob)"
+
+
+async def test_grep_never_shows_denied_files(tmp_path, engine):
+    write(tmp_path, ".lich/config.json", '{"secret_key": 1}\n')
+    write(tmp_path, ".lich/notes/n.md", "secret_key mentioned\n")
+    ctx = make_ctx(tmp_path)
+    result = await grep(ctx, pattern="secret_key", path=".lich")
+    assert result.output.splitlines()[0] == ".lich/notes/n.md" and "config.json" not in result.output
+    assert result.details["files"] == 1
+    assert not ctx.read_state.has_read(tmp_path / ".lich" / "config.json")
+    denied = await GREP_FILES.execute({"pattern": "x", "path": "./.lich//config.json"}, ctx)
+    assert denied.error.startswith("forbidden_path:")
+
+
+async def test_python_walk_stops_at_the_entry_limit_and_says_so(tmp_path, monkeypatch):
+    from lich_core.tools.builtin import find_files, grep_files
+
+    assert grep_files.MAX_WALK_ENTRIES == find_files.MAX_WALK_ENTRIES == 100_000  # kli's bound
+    monkeypatch.setenv("LICH_GREP_ENGINE", "python")
+    monkeypatch.setattr(grep_files, "MAX_WALK_ENTRIES", 30)
+    for index in range(50):
+        write(tmp_path, f"d/f{index:02}.txt", "hit\n")
+    result = await grep(make_ctx(tmp_path), pattern="hit")
+    # The root's one entry (d) and 29 files of d make 30 entries.
+    assert result.details["stopped"] == "entry limit of 30 entries visited"
+    assert result.details["files"] == 29
+    assert result.output.splitlines()[-1] == (
+        "(walk stopped early at the entry limit of 30 entries visited; results are partial, narrow the path or glob)"
+    )
+    monkeypatch.setattr(grep_files, "MAX_WALK_ENTRIES", 51)
+    complete = await grep(make_ctx(tmp_path), pattern="hit")
+    assert complete.details["stopped"] is None and complete.details["files"] == 50
+
+
 async def test_grep_searches_editor_buffers_instead_of_disk(tmp_path, engine):
     disk = write(tmp_path, "a.txt", "old needle\n")
     write(tmp_path, "b.txt", "needle on disk\n")
@@ -325,6 +372,19 @@ async def test_catastrophic_pattern_is_stopped_and_reported(tmp_path, monkeypatc
     result = await grep(make_ctx(tmp_path), pattern=r"(a|aa)+(?=c)")
     assert time.monotonic() - started < 15
     assert result.details["stopped"] and "search stopped after 1 s" in result.output
+
+
+async def test_rg_search_is_bounded_by_the_time_budget_too(tmp_path, monkeypatch):
+    if "rg" not in ENGINES:
+        pytest.skip("rg is not installed")
+    monkeypatch.setenv("LICH_GREP_ENGINE", "rg")
+    # 1 ms cannot cover starting a process: the budget runs out and the search reports it.
+    monkeypatch.setenv("LICH_GREP_TIME_BUDGET_MS", "1")
+    write(tmp_path, "a.txt", "hit\n")
+    result = await grep(make_ctx(tmp_path), pattern="hit")
+    assert result.details["stopped"] == "time budget" and "results are partial" in result.output
+    single = await grep(make_ctx(tmp_path), pattern="hit", path="a.txt")
+    assert single.details["stopped"] == "time budget"
 
 
 async def test_rg_handles_patterns_that_backtrack_in_python(tmp_path, monkeypatch):
@@ -392,7 +452,7 @@ async def test_one_change_set_with_minimal_replacements(tmp_path):
         ("b.txt", None, "hello\n"),
     ]
     assert [(r.start, r.end, r.text) for r in changes[0].replacements] == [(1, 2, "two\n")]
-    assert "Created new/b.txt (+1 -0)" in result.output
+    assert "Edited new/b.txt (+1 -0)" in result.output and result.details["files"][1]["created"]
 
 
 async def test_rejected_edit_is_an_error_and_writes_nothing(tmp_path):
@@ -484,6 +544,16 @@ async def test_lisp_reject_policy(tmp_path):
     assert balanced.ok, balanced.error
 
 
+async def test_lisp_syntax_problem_is_reported_not_repaired(tmp_path):
+    path = write(tmp_path, "f.scm", LISP)
+    ctx = make_ctx(tmp_path)
+    rows = rows_of(await read(ctx, "f.scm"))
+    result = await patch(ctx, f'@@ f.scm\n= {rows[2]}..{rows[2]}\n~  (+ x "1))\n')
+    assert result.ok, result.error
+    assert path.read_text() == LISP.replace('(+ x 1))', '(+ x "1))')
+    assert result.output.endswith("\n\nnote: f.scm: unterminated string at line 2 column 8 (not repaired)")
+
+
 # --- properties through the tools ---
 
 LINE = st.text(alphabet=st.sampled_from("ab é数🙂\t~|"), max_size=6)
@@ -530,6 +600,7 @@ def test_any_invalid_patch_leaves_every_file_byte_identical(lines, data):
         root = Path(folder)
         first = write(root, "a.txt", text)
         second = write(root, "b.txt", "keep\n")
+        unread = write(root, "unread.txt", "unread\n")
         ctx = make_ctx(root)
         rows = rows_of(run(read(ctx, "a.txt")))
         run(read(ctx, "b.txt"))
@@ -537,23 +608,31 @@ def test_any_invalid_patch_leaves_every_file_byte_identical(lines, data):
         number = data.draw(st.integers(1, len(lines)))
         anchor = rows[number]
         wrong_digest = f"{(int(anchor.split(':')[1], 16) + data.draw(st.integers(1, 255))) % 256:02x}"
-        breakage = data.draw(
-            st.sampled_from(
-                [
-                    f"+ {number}:{wrong_digest}\n~x\n",  # stale
-                    f"+ {len(lines) + data.draw(st.integers(1, 5))}:aa\n~x\n",  # past the end
-                    f"- {anchor}..{anchor}\n~x\n",  # payload on a delete
-                    f"- {anchor}..{anchor}\n= {anchor}..{anchor}\n~x\n",  # overlap
-                    f" + {anchor}\n~x\n",  # not in column 1
-                    f"+ {anchor}\nno tilde\n",  # payload without ~
-                ]
-            )
-        )
+        breakages = [
+            f"+ {number}:{wrong_digest}\n~x\n",  # stale
+            f"+ {len(lines) + data.draw(st.integers(1, 5))}:aa\n~x\n",  # past the end
+            f"- {anchor}..{anchor}\n~x\n",  # payload on a delete
+            f"- {anchor}..{anchor}\n= {anchor}..{anchor}\n~x\n",  # overlap
+            f" + {anchor}\n~x\n",  # not in column 1
+            f"+ {anchor}\nno tilde\n",  # payload without ~
+            f"- {number + 1}:00..{anchor}\n",  # reversed range
+            f"* {anchor}\n~x\n",  # unknown op
+            f"+ {number}:{wrong_digest}x\n~x\n",  # malformed anchor
+        ]
+        if len(lines) >= 2:
+            breakages.append(f"- {rows[1]}..{rows[2]}\n+ {rows[1]}\n~x\n")  # insert inside a range
+        breakage = data.draw(st.sampled_from(breakages))
+        if data.draw(st.booleans()):
+            section = "@@ a.txt\n" + breakage
+        else:
+            # A valid op on a file that was never read: read-before-edit rejects it.
+            section = f"@@ a.txt\n+ {anchor}\n~x\n@@ unread.txt\n+ 1:{line_hash('unread')}\n~x\n"
         order = data.draw(st.booleans())
-        patch_text = good + "@@ a.txt\n" + breakage if order else "@@ a.txt\n" + breakage + good
+        patch_text = good + section if order else section + good
         result = run(patch(ctx, patch_text))
         assert not result.ok
         assert first.read_bytes() == text.encode() and second.read_bytes() == b"keep\n"
+        assert unread.read_bytes() == b"unread\n"
 
 
 async def test_read_state_survives_a_save_and_load_between_invocations(tmp_path):

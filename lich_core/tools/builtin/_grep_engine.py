@@ -5,14 +5,15 @@ pathological regular expression (Python's `re` backtracks) can be stopped by kil
 at the time budget instead of hanging the server. The parent imports it for the glob matcher.
 
 Job (one JSON object on stdin):
-    {"pattern", "root", "glob", "skip_dirs", "max_bytes", "exclude": [rel...],
+    {"pattern", "root", "glob", "skip_dirs", "max_bytes", "max_entries", "exclude": [rel...],
      "texts": {rel: text}, "walk": bool}
 Output, one JSON object per line: {"file": rel, "lines": [n, ...]} for each file with matches
 (flushed as found, so a stopped search still yields what it found), then
-{"done": true, "too_large": n, "binary": n}.
+{"done": true, "too_large": n, "binary": n, "visited": n, "stopped": reason or ""}.
 
 Walk semantics mirror how grep_files runs rg (`--no-ignore --hidden`, no symlinks): every
 regular file under root except inside a skipped directory name; .gitignore is not consulted.
+Like find_files, the walk stops after `max_entries` directory entries and says so.
 """
 
 from __future__ import annotations
@@ -23,8 +24,12 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 
 GlobMatcher = Callable[[str], bool]
+# find_files' bound (kli's find/search): directory entries one walk may visit. The parent passes
+# its own value; this default only serves a job without one.
+DEFAULT_MAX_WALK_ENTRIES = 100_000
 
 
 def _translate_glob(glob: str) -> str:
@@ -103,10 +108,28 @@ def in_skipped_dir(rel: str, skip_dirs: frozenset[str] | set[str]) -> bool:
     return any(part in skip_dirs for part in rel.split("/")[:-1])
 
 
+@dataclass
+class WalkCounts:
+    too_large: int = 0
+    binary: int = 0
+    visited: int = 0
+    stopped: str = ""
+
+
 def walk_files(
-    root: str, matcher: GlobMatcher | None, negated: bool, skip_dirs: set[str], counts: dict[str, int], max_bytes: int
+    root: str,
+    matcher: GlobMatcher | None,
+    negated: bool,
+    skip_dirs: set[str],
+    counts: WalkCounts,
+    max_bytes: int,
+    max_entries: int = DEFAULT_MAX_WALK_ENTRIES,
 ) -> Iterator[str]:
-    """Root-relative paths of regular files to search (explicit stack; symlinks skipped)."""
+    """Root-relative paths of regular files to search (explicit stack; symlinks skipped).
+
+    Stops after `max_entries` directory entries (counts.stopped says so): a huge tree must not
+    keep the search busy until its time budget runs out.
+    """
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -116,6 +139,10 @@ def walk_files(
             continue
         subdirs: list[str] = []
         for entry in entries:
+            if counts.visited >= max_entries:
+                counts.stopped = f"entry limit of {max_entries} entries visited"
+                return
+            counts.visited += 1
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -132,7 +159,7 @@ def walk_files(
             if not stat.S_ISREG(info.st_mode) or not glob_allows_file(rel, matcher, negated):
                 continue
             if info.st_size > max_bytes:
-                counts["too_large"] += 1
+                counts.too_large += 1
                 continue
             yield rel
         stack.extend(reversed(subdirs))
@@ -153,7 +180,7 @@ def _emit(record: dict[str, object]) -> None:
 
 def run_job(job: dict[str, object]) -> None:
     regex = re.compile(str(job["pattern"]))
-    counts = {"too_large": 0, "binary": 0}
+    counts = WalkCounts()
     texts = job.get("texts") or {}
     assert isinstance(texts, dict)
     for rel in sorted(texts):
@@ -166,7 +193,8 @@ def run_job(job: dict[str, object]) -> None:
         skip = set(job.get("skip_dirs") or ())  # type: ignore[call-overload]
         exclude = set(job.get("exclude") or ())  # type: ignore[call-overload]
         max_bytes = int(job.get("max_bytes") or 2 * 1024 * 1024)  # type: ignore[call-overload]
-        for rel in walk_files(root, matcher, negated, skip, counts, max_bytes):
+        max_entries = int(job.get("max_entries") or DEFAULT_MAX_WALK_ENTRIES)  # type: ignore[call-overload]
+        for rel in walk_files(root, matcher, negated, skip, counts, max_bytes, max_entries):
             if rel in exclude:
                 continue
             try:
@@ -175,12 +203,12 @@ def run_job(job: dict[str, object]) -> None:
             except OSError:
                 continue
             if b"\0" in data:
-                counts["binary"] += 1
+                counts.binary += 1
                 continue
             found = matching_lines(regex, data.decode("utf-8", "surrogateescape"))
             if found:
                 _emit({"file": rel, "lines": found})
-    _emit({"done": True, **counts})
+    _emit({"done": True, **asdict(counts)})
 
 
 def main() -> None:

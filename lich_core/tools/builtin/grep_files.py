@@ -37,6 +37,7 @@ from typing import Any
 from lich_core.errors import ToolError
 from lich_core.hashline.anchors import HEX_BYTE, line_hash_values, split_lines
 from lich_core.tools.builtin import _grep_engine
+from lich_core.tools.builtin.find_files import MAX_WALK_ENTRIES
 from lich_core.tools.builtin.read_file import MAX_FILE_BYTES, overlay_set
 from lich_core.tools.guard import (
     SKIP_DIRS,
@@ -56,6 +57,7 @@ MAX_CONTEXT_LINES = 20
 DEFAULT_TIME_BUDGET_MS = 10_000
 ENGINE_ENV = "LICH_GREP_ENGINE"
 TIME_BUDGET_ENV = "LICH_GREP_TIME_BUDGET_MS"
+TIME_BUDGET_STOP = "time budget"
 MAX_OUTPUT_CHARS = 400_000
 _ENGINE_SCRIPT = _grep_engine.__file__
 _RG_SIZE_SKIP_RE = re.compile(r"ignoring (.+): (\d+) bytes$")
@@ -69,6 +71,7 @@ class SearchHits:
     files: dict[str, list[int]] = field(default_factory=dict)
     too_large: int = 0
     binary: int = 0
+    # Why the search ended early: TIME_BUDGET_STOP or the walk's entry limit; "" when complete.
     stopped: str = ""
     engine: str = ""
 
@@ -145,7 +148,7 @@ async def _rg_tree(
     hits = SearchHits(engine="rg")
     out, err, finished = await _communicate(process, None, deadline, cancel)
     if not finished:
-        hits.stopped = "time budget"
+        hits.stopped = TIME_BUDGET_STOP
         return hits
     if process.returncode == 2 and not out and _rg_fatal_error(err):
         return None  # rg refused the pattern (look-around, backreference, size limit, ...)
@@ -215,12 +218,13 @@ async def _python_engine(job: dict[str, Any], deadline: float, cancel: CancelTok
             if record.get("done"):
                 hits.too_large += int(record.get("too_large", 0))
                 hits.binary += int(record.get("binary", 0))
+                hits.stopped = str(record.get("stopped") or "")
                 done = True
                 break
             hits.files[record["file"]] = record["lines"]
         if not done:
             if process.returncode is None and time.monotonic() >= deadline:
-                hits.stopped = "time budget"
+                hits.stopped = TIME_BUDGET_STOP
             else:
                 error = (await process.stderr.read()).decode("utf-8", "replace").strip().splitlines()
                 raise ToolError(f"search_failed: {error[-1] if error else 'the search process ended early'}")
@@ -303,13 +307,14 @@ async def _search_tree(ctx: ToolContext, root: Path, pattern: str, glob: str | N
                     if found:
                         hits.files[rel] = found
             except TimeoutError:
-                hits.stopped = "time budget"
+                hits.stopped = TIME_BUDGET_STOP
         elif choice == "rg":
             raise ToolError(f"invalid_pattern: rg cannot compile {pattern!r}")
     if hits is None:
         job = {
             "pattern": pattern, "root": str(root), "glob": glob, "skip_dirs": sorted(SKIP_DIRS),
-            "max_bytes": MAX_FILE_BYTES, "exclude": sorted(overlays), "texts": overlay_texts, "walk": True,
+            "max_bytes": MAX_FILE_BYTES, "max_entries": MAX_WALK_ENTRIES, "exclude": sorted(overlays),
+            "texts": overlay_texts, "walk": True,
         }  # fmt: skip
         hits = await _python_engine(job, deadline, ctx.cancel)
     hits.too_large += too_large
@@ -340,7 +345,7 @@ async def _search_one_file(ctx: ToolContext, path: Path, rel: str, pattern: str)
         try:
             found = await _rg_stdin(rg, pattern, text, deadline, ctx.cancel)
         except TimeoutError:
-            hits.stopped = "time budget"
+            hits.stopped = TIME_BUDGET_STOP
             return hits
         hits.engine = "rg"
     if found is None:
@@ -444,20 +449,22 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         f"{_count(rows_shown, 'matching line')} in {_count(files_shown, 'file')}" if files_shown else "No matches."
     ]
     if hidden_files or hidden_rows:
+        where = f" in {_count(hidden_files, 'more file')}" if hidden_files else ""
         summary.append(
-            f"(not shown: {_count(hidden_rows, 'more matching line')} in {_count(hidden_files, 'more file')}; "
-            "narrow the pattern, path or glob)"
+            f"(not shown: {_count(hidden_rows, 'more matching line')}{where}; narrow the pattern, path or glob)"
         )
     if hits.too_large:
         summary.append(f"(skipped {_count(hits.too_large, 'file')} over 2 MiB)")
     if hits.binary:
         summary.append(f"(skipped {_count(hits.binary, 'binary file')})")
-    if hits.stopped:
+    if hits.stopped == TIME_BUDGET_STOP:
         budget_s = _time_budget_ms(ctx) / 1000
         summary.append(
             f"(search stopped after {budget_s:g} s, its time budget: results are partial; "
             "the pattern may backtrack catastrophically, simplify it or narrow the path)"
         )
+    elif hits.stopped:
+        summary.append(f"(walk stopped early at the {hits.stopped}; results are partial, narrow the path or glob)")
     text_out = "\n".join(output + ([""] if output else []) + summary)
     return ToolResult(
         ok=True,
@@ -469,7 +476,7 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             "hidden_matches": hidden_rows,
             "too_large": hits.too_large,
             "binary": hits.binary,
-            "stopped": bool(hits.stopped),
+            "stopped": hits.stopped or None,
             "engine": hits.engine,
         },
     )
