@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,6 @@ from typing import Any
 
 from lich_core import __version__
 from lich_core.errors import ConfigError
-
 
 # Where `lich tool` keeps the read state between calls (hashline read-before-edit).
 CLI_READ_STATE_FILE = Path(".lich") / "state" / "read_state.json"
@@ -93,13 +93,40 @@ def cmd_tools(argv: list[str]) -> int:
     if args.json:
         print(json.dumps(tools, indent=2))
         return 0
-    width = max((len(t["name"]) for t in tools), default=4)
-    for tool in tools:
-        state = "enabled " if tool["enabled"] else "disabled"
-        capability = tool["capability"] or "-"
-        summary = tool["description"].strip().splitlines()[0] if tool["description"] else ""
-        print(f"{tool['name']:<{width}}  {state}  {capability:<13} {summary}")
+    print(render_tool_table(tools))
     return 0
+
+
+# One line per tool; the full description is in `lich tools --json`.
+TOOL_SUMMARY_MAX_CHARS = 72
+
+
+def tool_state(tool: dict[str, Any]) -> str:
+    """enabled (runs), denied (selected, capability not granted) or disabled (not in tools_enabled)."""
+    if tool["enabled"]:
+        return "enabled"
+    return "denied" if tool.get("selected") else "disabled"
+
+
+def tool_summary(description: str) -> str:
+    """The description's first sentence, cut to fit one terminal line."""
+    text = " ".join(description.split())
+    end = re.search(r"(?<!e\.g)(?<!i\.e)\.\s", text)  # "e.g. src" does not end a sentence
+    first = text[: end.start() + 1] if end else text
+    if len(first) > TOOL_SUMMARY_MAX_CHARS:
+        first = first[: TOOL_SUMMARY_MAX_CHARS - 3].rstrip() + "..."
+    return first
+
+
+def render_tool_table(tools: list[dict[str, Any]]) -> str:
+    rows = [("TOOL", "STATE", "CAPABILITY", "SUMMARY")]
+    rows += [(t["name"], tool_state(t), t["capability"] or "-", tool_summary(t["description"] or "")) for t in tools]
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        for row in rows
+    ]
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def _agent_commands() -> dict[str, Callable[[list[str]], int]]:
@@ -141,3 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lich: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`lich tools | head`): stop quietly, as a SIGPIPE'd tool would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

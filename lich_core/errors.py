@@ -17,6 +17,13 @@ class ToolTimeoutError(ToolError):
         self.timeout_ms = timeout_ms
 
 
+class ToolCancelledError(ToolError):
+    """The caller cancelled the call; the model sees exactly `cancelled`."""
+
+    def __init__(self) -> None:
+        super().__init__("cancelled")
+
+
 class EditRejected(ToolError):
     """The workspace refused a change (stale document, client said no, I/O failure).
 

@@ -13,10 +13,18 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lich_core.errors import ToolError
 from lich_core.tools.capabilities import CapabilityGate
-from lich_core.tools.guard import DEFAULT_MAX_OUTPUT_CHARS, clamp_output, error_result
+from lich_core.tools.guard import (
+    CANCEL_GRACE_MS,  # noqa: F401 - re-exported: callers read the grace from here
+    DEFAULT_MAX_OUTPUT_CHARS,
+    clamp_output,
+    error_result,
+    with_timeout,
+)
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import (
+    CancelToken,
     Tool,
     ToolContext,
     ToolResult,
@@ -29,8 +37,6 @@ DEFAULT_TOOL_TIMEOUT_MS = 30_000
 TERMINAL_TOOL_TIMEOUT_MS = 300_000
 RUN_TESTS_TOOL_TIMEOUT_MS = 600_000
 MCP_TOOL_TIMEOUT_MS = 120_000
-# After cancelling a tool, how long to wait for it to clean up (kill children, remove temps).
-CANCEL_GRACE_MS = 5_000
 
 # A guard inspects a call before it runs and returns an error string to refuse it (approvals).
 CallGuard = Callable[[Tool, dict[str, Any], ToolContext], Awaitable[str | None]]
@@ -86,29 +92,20 @@ class ToolExecutor:
 
     async def _run(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         timeout_ms = tool_timeout_ms(tool) or DEFAULT_TOOL_TIMEOUT_MS
-        token = ctx.cancel.child()
-        call_ctx = _with_token(ctx, token)
-        work = asyncio.ensure_future(tool.execute(args, call_ctx))
-        cancel_wait = asyncio.ensure_future(token.wait())
+        max_output_chars = tool_max_output_chars(tool) or DEFAULT_MAX_OUTPUT_CHARS
+
+        async def run(token: CancelToken) -> ToolResult:
+            # The tool sees one token: cancelled by the caller's token or by the deadline.
+            try:
+                result = await tool.execute(args, _with_token(ctx, token))
+            except Exception as err:  # noqa: BLE001 - never throw
+                return error_result("cancelled") if token.cancelled else error_result(err)
+            return _shape(result, token, max_output_chars)
+
         try:
-            done, _ = await asyncio.wait(
-                {work, cancel_wait}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
-            )
-            if work in done:
-                return _shape(work, token, tool_max_output_chars(tool) or DEFAULT_MAX_OUTPUT_CHARS)
-            timed_out = not token.cancelled
-            token.cancel("timeout" if timed_out else token.reason)
-            await _stop(work)
-            if timed_out:
-                return error_result(f"timeout: {tool.name} exceeded {timeout_ms}ms")
-            return error_result("cancelled")
-        except asyncio.CancelledError:
-            token.cancel("cancelled")
-            await _stop(work)
-            raise
-        finally:
-            cancel_wait.cancel()
-            token.detach()
+            return await with_timeout(run, timeout_ms, tool.name, cancel=ctx.cancel)
+        except ToolError as err:  # the deadline (`timeout: ...`) or the caller (`cancelled`)
+            return error_result(err)
 
     @staticmethod
     def format_result(result: ToolResult) -> str:
@@ -118,33 +115,20 @@ class ToolExecutor:
         return json.dumps(result.to_json_dict(), ensure_ascii=False)
 
 
-def _with_token(ctx: ToolContext, token: Any) -> ToolContext:
+def _with_token(ctx: ToolContext, token: CancelToken) -> ToolContext:
     clone = object.__new__(ToolContext)
     clone.__dict__.update(ctx.__dict__)
     clone.cancel = token
     return clone
 
 
-def _shape(work: asyncio.Future[Any], token: Any, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> ToolResult:
-    try:
-        result = work.result()
-    except asyncio.CancelledError:
-        return error_result("cancelled")
-    except Exception as err:  # noqa: BLE001 - never throw
-        return error_result("cancelled") if token.cancelled else error_result(err)
+def _shape(result: Any, token: CancelToken, max_output_chars: int) -> ToolResult:
     if not isinstance(result, ToolResult):
         return error_result(f"bad_tool_result: tool returned {type(result).__name__}, not ToolResult")
     if result.ok:
         result.output = clamp_output(result.output, max_output_chars)
     elif token.cancelled and result.error != "cancelled" and not (result.error or "").startswith("timeout"):
+        # A tool that noticed the cancellation reports how it died ("exit 137"); the model
+        # should read why instead.
         result.error = "cancelled"
     return result
-
-
-async def _stop(work: asyncio.Future[Any]) -> None:
-    """Cancel the tool's task and give it a moment to clean up (kill its children)."""
-    work.cancel()
-    try:
-        await asyncio.wait_for(asyncio.shield(work), CANCEL_GRACE_MS / 1000)
-    except (asyncio.CancelledError, asyncio.TimeoutError, Exception):  # noqa: BLE001
-        pass

@@ -7,12 +7,16 @@ import functools
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from lich_core.errors import ToolError, ToolTimeoutError
-from lich_core.tools.types import ToolContext, ToolResult
+from lich_core.errors import ToolCancelledError, ToolError, ToolTimeoutError
+from lich_core.tools.types import CancelToken, ToolContext, ToolResult
+
+T = TypeVar("T")
 
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
+# After a deadline or a cancellation, how long timed work may take to clean up (kill children).
+CANCEL_GRACE_MS = 5_000
 
 # Directories no walk descends into (list_dir, find_files, grep_files).
 SKIP_DIRS = frozenset({"node_modules", ".git", "dist", ".lich", ".cursor", "__pycache__", ".venv"})
@@ -83,13 +87,55 @@ def resolve_file_for(ctx: ToolContext, target: str, *, write: bool) -> Path:
 
 
 async def with_timeout(
-    factory: Callable[[], Awaitable[Any]], timeout_ms: int, label: str
-) -> Any:
-    """Await `factory()` for at most `timeout_ms`; raise ToolTimeoutError past it."""
+    factory: Callable[[CancelToken], Awaitable[T]],
+    timeout_ms: int,
+    label: str,
+    *,
+    cancel: CancelToken | None = None,
+    grace_ms: int = CANCEL_GRACE_MS,
+) -> T:
+    """Run `factory(token)` for at most `timeout_ms`: the deadline race every timed call uses.
+
+    `token` is cancelled at the deadline and whenever `cancel` (the caller's token) is, so the
+    work can stop what it started (kill a process group) as soon as either fires. The work then
+    gets `grace_ms` to finish cleaning up before it is abandoned. Raises ToolTimeoutError
+    (`timeout: <label> exceeded <n>ms`) past the deadline and ToolCancelledError (`cancelled`)
+    when `cancel` fired first. Cancelling the awaiting task cancels the token and the work too.
+    Nothing outlives the call: the deadline timer and the link to `cancel` are always released.
+    """
+    token = cancel.child() if cancel is not None else CancelToken()
+    work = asyncio.ensure_future(factory(token))
+    cancel_wait = asyncio.ensure_future(token.wait())
     try:
-        return await asyncio.wait_for(factory(), timeout_ms / 1000)
-    except asyncio.TimeoutError:
-        raise ToolTimeoutError(label, timeout_ms) from None
+        done, _ = await asyncio.wait(
+            {work, cancel_wait}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+        )
+        if work in done:
+            if work.cancelled():  # the work cancelled itself; the caller was not cancelled
+                raise ToolCancelledError()
+            return work.result()
+        timed_out = not token.cancelled
+        token.cancel("timeout" if timed_out else token.reason)
+        await _abandon(work, grace_ms)
+        if timed_out:
+            raise ToolTimeoutError(label, timeout_ms)
+        raise ToolCancelledError()
+    except asyncio.CancelledError:
+        token.cancel("cancelled")
+        await _abandon(work, grace_ms)
+        raise
+    finally:
+        cancel_wait.cancel()
+        token.detach()
+
+
+async def _abandon(work: asyncio.Future[Any], grace_ms: int) -> None:
+    """Cancel `work` and wait up to `grace_ms` for it to finish cleaning up; never raises."""
+    work.cancel()
+    try:
+        await asyncio.wait_for(asyncio.shield(work), grace_ms / 1000)
+    except (asyncio.CancelledError, asyncio.TimeoutError, Exception):  # noqa: BLE001
+        pass  # its outcome no longer matters, only that it had the chance to clean up
 
 
 def truncation_marker(omitted: int) -> str:

@@ -45,17 +45,28 @@ class ToolRuntime:
         return ctx
 
     def describe(self) -> list[dict[str, Any]]:
-        """Every known tool with its capability and whether it is enabled and granted."""
-        return [
-            {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool.parameters,
-                "capability": tool_capability(tool),
-                "enabled": tool.name in self.registry and self.executor.gate.allows(tool_capability(tool)),
-            }
-            for tool in self.base_registry.list()
-        ]
+        """Every known tool with its capability and whether it can run.
+
+        `selected`: named by tools_enabled; `granted`: its capability is granted; `enabled`:
+        both, i.e. a call would run (a selected but ungranted tool answers `capability_denied:`).
+        """
+        described: list[dict[str, Any]] = []
+        for tool in self.base_registry.list():
+            capability = tool_capability(tool)
+            selected = tool.name in self.registry
+            granted = self.executor.gate.allows(capability)
+            described.append(
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                    "capability": capability,
+                    "selected": selected,
+                    "granted": granted,
+                    "enabled": selected and granted,
+                }
+            )
+        return described
 
 
 def build_tool_runtime(

@@ -138,3 +138,40 @@ def test_read_then_patch_from_the_shell(tmp_path: Path) -> None:
     found = lich("tool", "grep_files", json.dumps({"pattern": "return"}), cwd=tmp_path)
     assert found.returncode == 0, found.stderr
     assert f"*2:{line_hash('    return 2')}|    return 2" in found.stdout
+
+
+def test_tools_table_shows_enabled_denied_and_disabled(tmp_path: Path) -> None:
+    (tmp_path / ".lich").mkdir()
+    config = {"tools_enabled": ["read_file", "terminal"], "capabilities": ["file/read"]}
+    (tmp_path / ".lich" / "config.json").write_text(json.dumps(config))
+    result = lich("tools", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["TOOL", "STATE", "CAPABILITY", "SUMMARY"]
+    rows = {line.split()[0]: line.split()[1:3] for line in lines[1:]}
+    assert rows["read_file"] == ["enabled", "file/read"]
+    assert rows["terminal"] == ["denied", "process/exec"]  # selected, capability not granted
+    assert rows["write_file"] == ["disabled", "file/write"]  # not in tools_enabled
+    # One short line per tool: the summary is the description's first sentence, cut.
+    assert all(len(line) <= 120 for line in lines), max(lines, key=len)
+    assert "Read a text file." in result.stdout
+    listed = {t["name"]: t for t in json.loads(lich("tools", "--json", cwd=tmp_path).stdout)}
+    assert (listed["terminal"]["selected"], listed["terminal"]["granted"], listed["terminal"]["enabled"]) == (
+        True,
+        False,
+        False,
+    )
+
+
+def test_closed_stdout_is_not_a_traceback(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lich_core", "tools", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    process.stdout.close()  # the reader is gone before lich writes (`lich tools | head -0`)
+    _, stderr = process.communicate(timeout=60)
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr

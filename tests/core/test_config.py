@@ -213,3 +213,39 @@ def test_approval_and_code_action_values_are_checked() -> None:
         validate_values({"code_actions": [{"title": "Docstring"}]}, "f")
     ok = validate_values({"approval": {"process/exec": "allow"}, "code_actions": [{"title": "T", "prompt": "P"}]}, "f")
     assert ok["approval"] == {"process/exec": "allow"}
+
+
+# One wrong value per key; a key added to KEYS without an entry here fails the coverage test.
+BAD_VALUE_FOR_KEY: dict[str, Any] = {
+    "work_dir": 42,
+    "tools_enabled": {"read_file": True},
+    "capabilities": ["net/teleport"],
+    "terminal_timeout_ms": 0,
+    "providers": {"name": "p"},
+    "models": ["p"],
+    "max_turns": "many",
+    "system_prompt": ["be", "brief"],
+    "context_budget_tokens": 10,
+    "compress_threshold": "most",
+    "session_dir": False,
+    "plugins": "a.py",
+    "edit_mode": "auto",
+    "approval": {"terminal": "sometimes"},
+    "code_actions": [{"title": "no prompt"}],
+    "quick_prompts": [1, 2],
+    "disk_write_policy": "never",
+}
+
+
+def test_every_key_has_a_bad_value_example() -> None:
+    assert set(BAD_VALUE_FOR_KEY) == set(KEYS)
+
+
+@pytest.mark.parametrize("key", sorted(BAD_VALUE_FOR_KEY))
+def test_every_key_names_itself_in_its_error(work: Path, xdg: Path, key: str) -> None:
+    path = write_workspace_config(work, {key: BAD_VALUE_FOR_KEY[key]})
+    with pytest.raises(ConfigError) as info:
+        load_config(work, env={"XDG_CONFIG_HOME": str(xdg)})
+    message = str(info.value)
+    assert message.startswith(key), message
+    assert str(path) in message

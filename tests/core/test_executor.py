@@ -213,6 +213,24 @@ async def test_cancellation_mid_run_reports_cancelled_and_lets_tool_clean_up(ctx
     assert cleaned.is_set()
 
 
+async def test_finished_call_stops_listening_to_the_callers_token(ctx: ToolContext) -> None:
+    calls = Calls()
+    executor = executor_with(echo_tool(calls))
+    for _ in range(3):
+        assert (await executor.execute("echo", {}, ctx)).ok
+    ctx.cancel.cancel()  # e.g. the session is cancelled later, long after these calls
+    assert not any(call_ctx.cancel.cancelled for call_ctx in calls.contexts)
+
+
+async def test_tool_that_cancels_itself_reports_cancelled(ctx: ToolContext) -> None:
+    async def gives_up(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        raise asyncio.CancelledError()
+
+    result = await executor_with(make_tool("gives_up", gives_up)).execute("gives_up", {}, ctx)
+    assert result == ToolResult(ok=False, output="", error="cancelled")
+    assert not ctx.cancel.cancelled
+
+
 async def test_tool_that_returns_an_error_after_cancel_reports_cancelled(ctx: ToolContext) -> None:
     async def cooperative(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
         call_ctx.cancel.cancel()  # e.g. its child process was killed by the cancel

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lich_core.errors import ToolError, ToolTimeoutError
+from lich_core.errors import ToolCancelledError, ToolError, ToolTimeoutError
 from lich_core.tools.guard import (
     capture_errors,
     check_file_access,
@@ -23,7 +23,9 @@ from lich_core.tools.guard import (
     resolve_safe_path,
     with_timeout,
 )
-from lich_core.tools.types import ToolContext, ToolResult
+from lich_core.tools.types import CancelToken, ToolContext, ToolResult
+
+WAIT_S = 10  # generous upper bound for anything that should happen "soon"
 
 
 @pytest.fixture
@@ -234,14 +236,104 @@ def test_error_result_from_string() -> None:
     assert error_result("cancelled") == ToolResult(ok=False, output="", error="cancelled")
 
 
-async def test_with_timeout_raises_timeout_error() -> None:
-    async def slow() -> None:
-        await asyncio.sleep(5)
+async def test_with_timeout_raises_timeout_error_and_cancels_the_token() -> None:
+    seen: list[CancelToken] = []
+
+    async def slow(token: CancelToken) -> None:
+        seen.append(token)
+        await asyncio.sleep(WAIT_S)
 
     with pytest.raises(ToolTimeoutError, match=r"^timeout: slow thing exceeded 20ms$"):
         await with_timeout(slow, 20, "slow thing")
+    assert seen[0].cancelled and seen[0].reason == "timeout"
 
-    async def fast() -> int:
+    async def fast(token: CancelToken) -> int:
         return 3
 
     assert await with_timeout(fast, 1000, "fast") == 3
+
+
+async def test_with_timeout_lets_late_work_clean_up_after_the_deadline() -> None:
+    cleaned = asyncio.Event()
+
+    async def stubborn(token: CancelToken) -> None:
+        try:
+            await asyncio.sleep(WAIT_S)
+        finally:
+            await asyncio.sleep(0.05)  # e.g. waiting for a killed child to be reaped
+            cleaned.set()
+
+    with pytest.raises(ToolTimeoutError):
+        await with_timeout(stubborn, 20, "stubborn")
+    assert cleaned.is_set()
+
+
+async def test_with_timeout_follows_the_callers_token() -> None:
+    caller = CancelToken()
+    started = asyncio.Event()
+    seen: list[CancelToken] = []
+
+    async def waits(token: CancelToken) -> None:
+        seen.append(token)
+        started.set()
+        await asyncio.sleep(WAIT_S)
+
+    task = asyncio.ensure_future(with_timeout(waits, WAIT_S * 1000, "waits", cancel=caller))
+    await asyncio.wait_for(started.wait(), WAIT_S)
+    caller.cancel()
+    with pytest.raises(ToolCancelledError, match=r"^cancelled$"):
+        await asyncio.wait_for(task, WAIT_S)
+    assert seen[0].cancelled
+
+
+async def test_with_timeout_unlinks_from_the_callers_token_when_done() -> None:
+    caller = CancelToken()
+    seen: list[CancelToken] = []
+
+    async def quick(token: CancelToken) -> str:
+        seen.append(token)
+        return "done"
+
+    for _ in range(3):
+        assert await with_timeout(quick, 1000, "quick", cancel=caller) == "done"
+    caller.cancel()
+    # Finished calls no longer listen to the caller: no callbacks pile up on a long-lived token.
+    assert not any(token.cancelled for token in seen)
+
+
+async def test_with_timeout_propagates_task_cancellation_to_the_work() -> None:
+    started = asyncio.Event()
+    seen: list[CancelToken] = []
+
+    async def waits(token: CancelToken) -> None:
+        seen.append(token)
+        started.set()
+        await asyncio.sleep(WAIT_S)
+
+    task = asyncio.ensure_future(with_timeout(waits, WAIT_S * 1000, "waits"))
+    await asyncio.wait_for(started.wait(), WAIT_S)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen[0].cancelled
+
+
+async def test_capture_errors_maps_os_errors_to_prefixes(tmp_path: Path) -> None:
+    @capture_errors
+    async def body(args: dict, ctx: ToolContext) -> ToolResult:
+        if args["kind"] == "perm":
+            raise PermissionError(13, "Permission denied", "locked.txt")
+        raise IsADirectoryError(21, "Is a directory", "src")
+
+    ctx = ToolContext(work_dir=tmp_path)
+    assert (await body({"kind": "perm"}, ctx)).error == "permission_denied: locked.txt"
+    assert (await body({"kind": "dir"}, ctx)).error == "is_directory: src"
+
+
+async def test_capture_errors_lets_task_cancellation_through(tmp_path: Path) -> None:
+    @capture_errors
+    async def body(args: dict, ctx: ToolContext) -> ToolResult:
+        raise asyncio.CancelledError()
+
+    with pytest.raises(asyncio.CancelledError):
+        await body({}, ToolContext(work_dir=tmp_path))

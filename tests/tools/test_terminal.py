@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import resource
 import time
@@ -212,6 +213,19 @@ async def test_cancel_through_the_executor_kills_the_group(tmp_path: Path) -> No
     assert result.error == "cancelled"
     for pid in pids:
         assert await wait_dead(pid, 1.5)
+
+
+async def test_executor_deadline_kills_the_group(tmp_path: Path) -> None:
+    """The per-tool deadline reaches the command through the merged token, not only ctx.cancel."""
+    deadline_ms = 3_000  # well under the command's own 60 s timeout
+    registry = ToolRegistry([dataclasses.replace(TOOL, timeout_ms=deadline_ms)])
+    executor = ToolExecutor(registry, work_dir=tmp_path, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    task = asyncio.ensure_future(executor.execute("terminal", {"command": SPAWNING_COMMAND}))
+    pids = await wait_for_pids(tmp_path / "pids", 2, timeout_s=10)
+    result = await asyncio.wait_for(task, 30)
+    assert result.error == f"timeout: terminal exceeded {deadline_ms}ms"
+    for pid in pids:
+        assert await wait_dead(pid, 3), f"pid {pid} survived the executor deadline"
 
 
 async def test_asyncio_task_cancellation_kills_the_group(tmp_path: Path) -> None:

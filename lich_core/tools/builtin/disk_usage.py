@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lich_core.errors import ToolError
+from lich_core.errors import ToolError, ToolTimeoutError
 from lich_core.tools.builtin.terminal import tool_process_env
 from lich_core.tools.guard import (
     capture_errors,
@@ -25,6 +25,7 @@ from lich_core.tools.guard import (
     optional_string_arg,
     relative_to_root,
     resolve_safe_path,
+    with_timeout,
 )
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
 
@@ -66,8 +67,8 @@ async def du_bytes(du: str, path: Path, env: dict[str, str]) -> tuple[int | None
         env=env, start_new_session=True,
     )
     try:
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), DU_TIMEOUT_MS / 1000)
-    except asyncio.TimeoutError:
+        stdout, stderr = await with_timeout(lambda _token: proc.communicate(), DU_TIMEOUT_MS, f"du {path.name}")
+    except ToolTimeoutError:
         return None, f"timeout after {DU_TIMEOUT_MS // 1000} s"
     finally:
         # Runs on timeout and on cancellation alike; harmless after a normal exit.

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lich_core.errors import ToolError
+from lich_core.errors import ToolCancelledError, ToolError
 from lich_core.tools.guard import (
     SKIP_DIRS,
     capture_errors,
@@ -334,7 +334,7 @@ async def find_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     pattern = require_string_arg(args, "pattern").strip()
     paths, result = await asyncio.to_thread(find, ctx, pattern)
     if result.stop == "cancelled":
-        raise ToolError("cancelled")
+        raise ToolCancelledError()
     return ToolResult(
         ok=True,
         output=render(pattern, paths, result),
