@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,11 @@ def _nvim_binaries() -> list[str]:
 def _version(binary: str) -> str:
     out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout
     return out.splitlines()[0].split()[-1] if out else "unknown"
+
+
+def _version_tuple(binary: str) -> tuple[int, ...]:
+    numbers = re.findall(r"\d+", _version(binary))
+    return tuple(int(n) for n in numbers[:3])
 
 
 NVIMS = _nvim_binaries()
@@ -183,6 +189,8 @@ def test_ask_edits_and_saves(
         {"text": "Changed the return value to 42."},
         # The second ask, started from the "Ask agent…" code action.
         {"text": "Looked at it."},
+        # The third, from :LichAsk without a prompt.
+        {"text": "Prompted."},
     )
     write_provider_config(workspace, fake_provider)
     result = run_scenario(nvim, "ask", workspace, tmp_path)
@@ -194,6 +202,54 @@ def test_ask_edits_and_saves(
     assert "lines 1-2" in first_prompt
     code_action_prompt = json.dumps(fake_provider.requests[3]["json"]["messages"])
     assert "typed into vim.ui.input" in code_action_prompt
+    assert "typed at the LichAsk prompt" in json.dumps(
+        fake_provider.requests[4]["json"]["messages"]
+    )
+    # Exactly one model call per turn: no command was broadcast to the bystander server too.
+    assert len(fake_provider.requests) == 5
+
+
+def test_builtin_config_without_setup(nvim: str, workspace: Path, tmp_path: Path) -> None:
+    if _version_tuple(nvim) < (0, 11):
+        pytest.skip(f"vim.lsp.enable and lsp/lich.lua need Neovim 0.11+ (this is {_version(nvim)})")
+    outside = tmp_path / "outside" / "loose.py"
+    outside.parent.mkdir()
+    outside.write_text("x = 1\n", encoding="utf-8")
+    result = run_scenario(nvim, "builtin_config", workspace, tmp_path, {"outside": str(outside)})
+    assert_passed(result)
+
+
+def test_help_tags(nvim: str, tmp_path: Path) -> None:
+    """`:helptags` accepts doc/lich.txt, `:help lich` opens it, and every user command has a tag."""
+    doc = tmp_path / "rtp" / "doc"
+    doc.mkdir(parents=True)
+    shutil.copy(PLUGIN_DIR / "doc" / "lich.txt", doc / "lich.txt")
+    out = tmp_path / "help.txt"
+    script = (
+        f"helptags {doc} | help lich | "
+        f"call writefile([expand('%:t'), getline('.')] + v:errors, '{out}') | qall!"
+    )
+    proc = subprocess.run(
+        [nvim, "--headless", "--clean", "-n", "-i", "NONE", "--cmd", f"set rtp^={doc.parent}"]
+        + ["-c", script],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.exists(), f"nvim wrote nothing (rc={proc.returncode}): {proc.stdout}{proc.stderr}"
+    name, line = out.read_text(encoding="utf-8").splitlines()[:2]
+    assert name == "lich.txt" and "*lich*" in line, (name, line)
+    tags = {row.split("\t")[0] for row in (doc / "tags").read_text(encoding="utf-8").splitlines()}
+    commands = re.findall(
+        r'nvim_create_user_command\("(\w+)"', (PLUGIN_DIR / "plugin" / "lich.lua").read_text()
+    )
+    assert commands, "no user commands found in plugin/lich.lua"
+    missing = [f":{name}" for name in commands if f":{name}" not in tags]
+    assert not missing, f"commands without a help tag: {missing}"
+    # Every |lich...| link in the file points at a tag it defines.
+    links = set(re.findall(r"\|(lich[^|\s]*)\|", (doc / "lich.txt").read_text(encoding="utf-8")))
+    assert links - tags == set(), f"dangling links: {links - tags}"
 
 
 def test_cancel_stops_a_slow_task(

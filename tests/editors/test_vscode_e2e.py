@@ -125,7 +125,9 @@ def test_ask_agent_edits_the_editor_and_saves_to_disk(e2e: dict[str, Any]) -> No
         ask["disk_text"]
         == 'def greet(name):\n    return f"Hello, {name}!"\n\n\nprint(greet("world"))\n'
     )
-    assert "fake-model" in ask["status_after"] and "task" not in ask["status_after"]
+    # Provider kind and model come from the server's lich.status, not the extension's settings.
+    assert e2e["status_idle"] == "Lich: openai_compat/fake-model"
+    assert ask["status_after"] == "Lich: openai_compat/fake-model"
     assert e2e["uses"] == "apply_patch", (
         "the scripted model fell back to edit_file: the hashline tools are missing"
     )
@@ -149,7 +151,8 @@ def test_cancel_task_stops_a_slow_task_shown_in_the_status_bar(e2e: dict[str, An
     cancel = _scenario(e2e, "cancel_task")
     assert cancel["status_while_running"].endswith("1 task")
     assert "task" not in cancel["status_after"]
-    assert cancel["cancel_ms"] < 15_000
+    # The slow model turn waits 120 s: stopping well before proves the cancel.
+    assert cancel["cancel_ms"] < 45_000
 
 
 def test_screenshots_are_saved(e2e: dict[str, Any]) -> None:

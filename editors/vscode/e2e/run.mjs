@@ -32,7 +32,11 @@ const FAKE_KEY_ENV = "LICH_E2E_FAKE_KEY";
 
 const STEP_TIMEOUT_MS = 60_000;
 const SERVER_START_TIMEOUT_MS = 60_000;
-const CANCEL_DEADLINE_MS = 15_000;
+// Well under the slow turn's 120 s, so a pass proves the cancel, with room for a loaded machine.
+const CANCEL_DEADLINE_MS = 45_000;
+// The idle status bar text: provider kind and model exactly as the server reports them in
+// lich.status (the extension does not fall back to its settings, so this proves the round trip).
+const IDLE_STATUS = /^Lich: openai_compat\/fake-model$/;
 const POLL_MS = 200;
 
 const started = Date.now();
@@ -290,6 +294,12 @@ async function scenario(name, fn, page) {
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
+  // Screenshots of an earlier run (a failed-* one especially) must not pass for this run's.
+  for (const name of fs.readdirSync(ARTIFACTS)) {
+    if (name.startsWith("vscode-") && name.endsWith(".png")) {
+      fs.rmSync(path.join(ARTIFACTS, name), { force: true });
+    }
+  }
   for (const [what, file] of [
     ["code-server (run .ci/vscode/install.sh)", CS_ENTRY],
     ["playwright-core (run .ci/vscode/install.sh)", TOOLS_PKG],
@@ -424,9 +434,9 @@ async function main() {
     // The extension activates on startup; its status item shows the model once the server answered.
     t0 = Date.now();
     const ready = await waitFor("the Lich status bar item", async () => {
-      // Ready = the server answered lich.status: the item then names the configured model.
+      // Ready = the server answered lich.status: the item then names its provider and model.
       const text = await lichStatus(page);
-      return /^Lich: .*fake-model/.test(text) ? text : false;
+      return IDLE_STATUS.test(text) ? text : false;
     }, SERVER_START_TIMEOUT_MS);
     result.timings_ms.extension_ready = Date.now() - t0;
     result.status_idle = ready;
@@ -453,11 +463,13 @@ async function main() {
       await waitFor("the editor tab to be clean after the save", async () => !(await activeTabDirty(page)), 15_000);
       const idle = await waitFor("the status bar to drop the finished task", async () => {
         const text = await lichStatus(page);
-        return /^Lich: .*fake-model/.test(text) ? text : false;
+        return IDLE_STATUS.test(text) ? text : false;
       }, 30_000);
       if (!disk.includes("def greet(name):") || disk.includes('"Hello, " + name')) {
         throw new Error(`unexpected file on disk: ${JSON.stringify(disk)}`);
       }
+      // The server may have opened the task's transcript; show the edited file instead.
+      await openFile(page, "hello.py");
       await screenshot(page, "ask-agent");
       return { edit_visible_ms: editMs, editor_text: shown, disk_text: disk, status_after: idle };
     }, page);
@@ -517,7 +529,7 @@ async function main() {
       });
       const idle = await waitFor("the status bar to drop the task", async () => {
         const text = await lichStatus(page);
-        return /^Lich: .*fake-model/.test(text) ? text : false;
+        return IDLE_STATUS.test(text) ? text : false;
       }, 30_000);
       return { code_action: picked, status_after: idle, transcript_has_answer: transcript.includes(plan.code_action_answer) };
     }, page);

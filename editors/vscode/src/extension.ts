@@ -24,7 +24,7 @@ import { askForPrompt, PromptHistory } from "./prompt";
 import { SAVE_DOCUMENTS_METHOD, SaveDocumentsCapability, saveDocuments, type SaveDocumentsParams } from "./saveDocuments";
 import { resolveServer, serverMissingMessage, type ServerSpec } from "./serverResolve";
 import { RESTART_SETTINGS, SECTION, serverSettings, type ServerSettings } from "./settings";
-import { providerModel, statusView } from "./status";
+import { providerInfo, statusView, type ProviderInfo } from "./status";
 import { TaskTracker } from "./tasks";
 import { EVENT_METHOD, eventTaskId, TRANSCRIPT_CHANNEL, TranscriptRenderer, type LichEvent } from "./transcript";
 
@@ -59,8 +59,7 @@ export class LichController implements vscode.Disposable {
   client: LanguageClient | undefined;
   serverSpec: ServerSpec | undefined;
   private state: ServerState = "stopped";
-  private provider: string | undefined;
-  private model: string | undefined;
+  private provider: ProviderInfo = {};
   private readonly statusItem: vscode.StatusBarItem;
   private readonly renderer = new TranscriptRenderer();
   private readonly disposables: vscode.Disposable[] = [];
@@ -234,7 +233,7 @@ export class LichController implements vscode.Disposable {
   }
 
   private updateStatus(): void {
-    const view = statusView(this.state, this.tasks.list(), this.provider, this.model);
+    const view = statusView(this.state, this.tasks.list(), this.provider);
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
     this.statusItem.command = view.command;
@@ -256,12 +255,7 @@ export class LichController implements vscode.Disposable {
     }
     try {
       const status = await this.client.sendRequest(ExecuteCommandRequest.type, { command: "lich.status", arguments: [{}] });
-      // lich.status may not name the model; then the settings (or the last run_start) do.
-      const { provider, model } = providerModel(status);
-      const config = vscode.workspace.getConfiguration(SECTION);
-      const configuredKind = config.get<string>("provider.kind") || undefined;
-      this.provider = provider ?? configuredKind ?? this.provider;
-      this.model = model ?? (configuredKind ? config.get<string>("model") || undefined : undefined) ?? this.model;
+      this.provider = providerInfo(status);
       this.updateStatus();
     } catch (err) {
       this.serverOutput.appendLine(`lich.status failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -420,7 +414,9 @@ export class LichController implements vscode.Disposable {
       return;
     }
     if (event.affectsConfiguration(SECTION) && this.client?.state === State.Running) {
-      void this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: this.currentSettings() } });
+      void this.client
+        .sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: this.currentSettings() } })
+        .then(() => this.refreshStatus());
     }
   }
 

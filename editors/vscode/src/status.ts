@@ -1,4 +1,4 @@
-/** Status bar text for the running tasks and the configured provider/model. */
+/** Status bar text for the running tasks and the provider/model the server reports in lich.status. */
 import type { TaskInfo } from "./tasks";
 
 export interface StatusView {
@@ -10,23 +10,40 @@ export interface StatusView {
 
 export const CANCEL_COMMAND = "lichClient.cancelTask";
 export const TRANSCRIPT_COMMAND = "lichClient.showTranscript";
+export const CONFIG_COMMAND = "lichClient.openConfig";
 
-/** Provider and model from a `lich.status` result, whatever nesting the server uses. */
-export function providerModel(status: unknown): { provider?: string; model?: string } {
+/** What `lich.status` says about the chat provider: `provider: {name, kind, model, describe}`. */
+export interface ProviderInfo {
+  /** Provider kind (`openai_compat`, `ollama`, ...): more telling than the synthetic names "default"/"vscode". */
+  kind?: string;
+  model?: string;
+  /** The server's one-line description of the chat chain, e.g. "ollama qwen3 @ http://...". */
+  describe?: string;
+  /** Set when the server could not build the provider chain ("misconfigured: KEY: ..."). */
+  problem?: string;
+}
+
+export function providerInfo(status: unknown): ProviderInfo {
   if (!status || typeof status !== "object") {
     return {};
   }
-  const record = status as Record<string, unknown>;
-  const nested = (record.provider && typeof record.provider === "object" ? record.provider : undefined) as Record<string, unknown> | undefined;
-  const pick = (...values: unknown[]): string | undefined => values.find((v): v is string => typeof v === "string" && v !== "");
-  return {
-    provider: pick(nested?.name, nested?.kind, record.provider, record.provider_name),
-    model: pick(nested?.model, record.model),
-  };
+  const provider = (status as Record<string, unknown>).provider;
+  if (!provider || typeof provider !== "object") {
+    return {};
+  }
+  const record = provider as Record<string, unknown>;
+  const text = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined);
+  const describe = text(record.describe);
+  const info: ProviderInfo = { kind: text(record.kind), model: text(record.model), describe };
+  if (!info.kind && describe?.startsWith("misconfigured")) {
+    info.problem = describe;
+  }
+  return info;
 }
 
-export function statusView(state: "starting" | "running" | "stopped" | "missing", tasks: readonly TaskInfo[], provider?: string, model?: string): StatusView {
-  const where = [provider, model].filter(Boolean).join("/");
+export function statusView(state: "starting" | "running" | "stopped" | "missing", tasks: readonly TaskInfo[], provider: ProviderInfo = {}): StatusView {
+  const where = [provider.kind, provider.model].filter(Boolean).join("/");
+  const detail = provider.describe ?? where;
   if (state === "missing") {
     return { text: "$(error) Lich: no server", tooltip: "The lich-lsp server was not found. Click for the transcript.", command: TRANSCRIPT_COMMAND };
   }
@@ -41,13 +58,16 @@ export function statusView(state: "starting" | "running" | "stopped" | "missing"
     const lines = tasks.map((task) => `• ${task.title}${task.taskId ? ` (${task.taskId})` : ""}`);
     return {
       text: `$(sync~spin) Lich: ${count}`,
-      tooltip: [`Running (click to cancel):`, ...lines, where ? `Model: ${where}` : ""].filter(Boolean).join("\n"),
+      tooltip: [`Running (click to cancel):`, ...lines, detail ? `Model: ${detail}` : ""].filter(Boolean).join("\n"),
       command: CANCEL_COMMAND,
     };
   }
+  if (provider.problem) {
+    return { text: "$(warning) Lich: misconfigured", tooltip: `${provider.problem}\nClick to open .lich/config.json.`, command: CONFIG_COMMAND };
+  }
   return {
     text: `$(hubot) Lich${where ? `: ${where}` : ""}`,
-    tooltip: `lich-lsp is ready${where ? ` (model ${where})` : ""}. Click for the transcript.`,
+    tooltip: `lich-lsp is ready${detail ? ` (model ${detail})` : ""}. Click for the transcript.`,
     command: TRANSCRIPT_COMMAND,
   };
 }

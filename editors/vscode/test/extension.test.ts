@@ -40,8 +40,9 @@ describe("activate", () => {
     expect([...client.requests.keys()]).toContain("lich/saveDocuments");
     expect([...client.notifications.keys()]).toContain("lich/event");
     expect(mock.errors).toEqual([]);
-    // Status bar picks up the model from lich.status.
-    await vi.waitFor(() => expect(mock.statusItems[0].text).toBe("$(hubot) Lich: fake/fake-model"));
+    // Status bar picks up the provider kind and model from lich.status.
+    await vi.waitFor(() => expect(mock.statusItems[0].text).toBe("$(hubot) Lich: openai_compat/fake-model"));
+    expect(mock.statusItems[0].tooltip).toContain("@ http://127.0.0.1:9/v1");
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { patchSourceCases } from "./fixtures";
 import { choosePatch, looksLikePatch } from "../src/patchSource";
-import { providerModel, statusView } from "../src/status";
+import { providerInfo, statusView } from "../src/status";
 import { TaskTracker } from "../src/tasks";
 import { eventTaskId, summarise, TranscriptRenderer } from "../src/transcript";
 
@@ -62,12 +62,14 @@ describe("TranscriptRenderer", () => {
 describe("status bar", () => {
   it("shows running tasks and cancels on click, else the model", () => {
     const tasks = new TaskTracker();
-    expect(statusView("running", tasks.list(), "fake", "fake-model")).toMatchObject({ text: "$(hubot) Lich: fake/fake-model", command: "lichClient.showTranscript" });
+    const provider = { kind: "ollama", model: "qwen3", describe: "ollama qwen3 @ http://localhost:11434" };
+    expect(statusView("running", tasks.list(), provider)).toMatchObject({ text: "$(hubot) Lich: ollama/qwen3", command: "lichClient.showTranscript" });
     const key = tasks.begin("patch the file");
-    const view = statusView("running", tasks.list(), "fake", "fake-model");
+    const view = statusView("running", tasks.list(), provider);
     expect(view.text).toBe("$(sync~spin) Lich: 1 task");
     expect(view.command).toBe("lichClient.cancelTask");
     expect(view.tooltip).toContain("patch the file");
+    expect(view.tooltip).toContain("ollama qwen3 @ http://localhost:11434");
     tasks.begin("second");
     expect(statusView("running", tasks.list()).text).toBe("$(sync~spin) Lich: 2 tasks");
     tasks.end(key);
@@ -87,10 +89,17 @@ describe("status bar", () => {
     expect(tasks.size).toBe(1);
   });
 
-  it("reads provider and model from lich.status in either shape", () => {
-    expect(providerModel({ provider: "fake", model: "m" })).toEqual({ provider: "fake", model: "m" });
-    expect(providerModel({ provider: { name: "p", model: "m2" } })).toEqual({ provider: "p", model: "m2" });
-    expect(providerModel(null)).toEqual({});
+  it("reads the provider from lich.status and flags a misconfigured one", () => {
+    const status = { provider: { name: "vscode", kind: "openai_compat", model: "m2", describe: "openai_compat m2 @ http://x/v1" }, tasks: [] };
+    expect(providerInfo(status)).toEqual({ kind: "openai_compat", model: "m2", describe: "openai_compat m2 @ http://x/v1" });
+    expect(providerInfo(null)).toEqual({});
+    expect(providerInfo({ tasks: [] })).toEqual({});
+    const bad = providerInfo({ provider: { name: "", kind: "", model: "", describe: "misconfigured: models: names providers but no providers are configured" } });
+    expect(bad.problem).toContain("models: names providers");
+    const view = statusView("running", [], bad);
+    expect(view.text).toBe("$(warning) Lich: misconfigured");
+    expect(view.tooltip).toContain("models: names providers");
+    expect(view.command).toBe("lichClient.openConfig");
   });
 });
 

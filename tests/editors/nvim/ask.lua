@@ -1,6 +1,8 @@
 -- :1,2LichAsk with the fake provider scripted to read then patch: the buffer changes and the
 -- saveDocuments request writes it to disk; the transcript and progress saw the task. Then the
--- "Ask agent…" code action, chosen through vim.lsp.buf.code_action, prompts with vim.ui.input.
+-- "Ask agent…" code action, chosen through vim.lsp.buf.code_action, prompts with vim.ui.input,
+-- and so does :LichAsk without a prompt. A second server ("bystander") is attached to the same
+-- buffer throughout: none of the plugin's commands may reach it.
 return function(H)
   local ws = H.env.workspace
   vim.cmd("edit " .. ws .. "/hello.py")
@@ -8,6 +10,7 @@ return function(H)
   local lich = require("lich")
   lich.setup({ cmd = { H.env.python, "-m", "lich_lsp" } })
   H.wait_client(buf)
+  local bystander = H.start_bystander(buf)
 
   vim.cmd("1,2LichAsk make it return 42")
   H.wait("the ask finished", 60000, function()
@@ -33,10 +36,13 @@ return function(H)
 
   -- The code action path: the server's "Ask agent…" carries lich.ask without a prompt; the
   -- client-side lich.ask handler asks for one.
+  -- 0.7-0.9 list {client_id, action} pairs, 0.10+ {action, ctx}; pick the lich client's action.
+  local lich_id = lich.get_client(buf).id
   vim.ui.select = function(items, opts, on_choice)
     for index, item in ipairs(items) do
       local action = item.action or item[2]
-      if action and action.title == "Ask agent…" then
+      local client_id = item.ctx and item.ctx.client_id or item[1]
+      if action and action.title == "Ask agent…" and client_id == lich_id then
         return on_choice(item, index)
       end
     end
@@ -57,4 +63,23 @@ return function(H)
   local second = lich.finished[2]
   H.values.second = second
   H.check("code action ask finished", second.err == nil and second.result and second.result.stopped_reason == "final", second)
+
+  -- :LichAsk with no prompt asks for one.
+  local input_prompt = nil
+  vim.ui.input = function(opts, on_confirm)
+    input_prompt = opts.prompt
+    on_confirm("typed at the LichAsk prompt")
+  end
+  vim.cmd("LichAsk")
+  H.wait("the prompted :LichAsk finished", 60000, function()
+    return #lich.finished >= 3
+  end)
+  H.check(":LichAsk without a prompt used vim.ui.input", input_prompt ~= nil, input_prompt)
+  local third = lich.finished[3]
+  H.check("prompted ask finished", third.prompt == "typed at the LichAsk prompt" and third.err == nil, third)
+
+  -- Everything above went to the lich client only.
+  local err, status = H.execute_on(bystander, "lich.status", vim.empty_dict())
+  H.values.bystander_tasks = status and status.tasks
+  H.check("the bystander server received no task", err == nil and type(status) == "table" and #(status.tasks or {}) == 0, status)
 end

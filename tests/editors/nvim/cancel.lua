@@ -13,7 +13,7 @@ return function(H)
   end)
   local started = vim.loop.now()
   vim.cmd("LichCancel")
-  H.wait("the cancelled ask returned", 30000, function()
+  H.wait("the cancelled ask returned", 40000, function()
     return #lich.finished >= 1
   end)
   local elapsed = vim.loop.now() - started
@@ -21,6 +21,7 @@ return function(H)
   H.values.stopped_reason = result.stopped_reason
   H.values.cancel_ms = elapsed
   H.check("stopped as aborted", result.stopped_reason == "aborted", lich.finished[1])
-  H.check("stopped well before the model answered", elapsed < 20000, elapsed)
+  -- The model turn waits 60 s; 40 s leaves room for a loaded machine and still proves the cancel.
+  H.check("stopped well before the model answered", elapsed < 40000, elapsed)
   H.check("progress ended", #require("lich.progress").active() == 0, require("lich.progress").tokens)
 end

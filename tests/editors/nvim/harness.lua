@@ -117,6 +117,41 @@ function H.execute(command, args, timeout_ms)
   return err, result
 end
 
+--- A second lich_lsp client, named "bystander", attached to `bufnr`: commands the plugin sends
+--- must reach only the "lich" client, and this one's lich.status proves none arrived.
+function H.start_bystander(bufnr)
+  local config = {
+    name = "bystander",
+    cmd = { H.env.python, "-m", "lich_lsp" },
+    root_dir = H.env.workspace,
+  }
+  local client_id
+  if vim.fn.has("nvim-0.8") == 1 then
+    client_id = vim.lsp.start(config, { bufnr = bufnr })
+  else
+    client_id = vim.lsp.start_client(config)
+    vim.lsp.buf_attach_client(bufnr, client_id)
+  end
+  local client
+  H.wait("bystander client initialized", 30000, function()
+    client = vim.lsp.get_client_by_id(client_id)
+    return client and client.initialized and vim.lsp.buf_is_attached(bufnr, client_id)
+  end)
+  return client
+end
+
+--- workspace/executeCommand straight to `client` (not through the plugin).
+function H.execute_on(client, command, args)
+  local done, err, result = false, nil, nil
+  require("lich.compat").request(client, "workspace/executeCommand", { command = command, arguments = { args } }, function(e, r)
+    done, err, result = true, e, r
+  end, 0)
+  H.wait("answer to " .. command .. " from " .. client.name, 30000, function()
+    return done
+  end)
+  return err, result
+end
+
 function H.buf_text(bufnr)
   return table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n")
 end

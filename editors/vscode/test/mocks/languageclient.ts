@@ -6,7 +6,9 @@ export class FakeClient {
   notifications = new Map<string, (params: unknown) => void>();
   requests = new Map<string, (params: unknown) => unknown>();
   sent: { command: string; arguments: unknown[] }[] = [];
-  responses: Record<string, unknown> = { "lich.status": { provider: "fake", model: "fake-model", tasks: [] } };
+  responses: Record<string, unknown> = {
+    "lich.status": { provider: { name: "fake", kind: "openai_compat", model: "fake-model", describe: "openai_compat fake-model @ http://127.0.0.1:9/v1" }, tasks: [] },
+  };
   code2ProtocolConverter = { asRange: (r: unknown) => ({ converted: r }) };
   constructor(
     readonly id: string,
