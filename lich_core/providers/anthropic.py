@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
-from lich_core.providers.base import ProviderError, TextCallback
-from lich_core.providers.errors import malformed, stream_error
-from lich_core.providers.http import HttpModel, parse_tool_arguments, sse_events
+from lich_core.providers.base import TextCallback
+from lich_core.providers.http import HttpModel, parse_tool_arguments, preview, sse_events
 from lich_core.tools.types import ToolDefinition
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -91,7 +91,7 @@ class AnthropicModel(HttpModel):
     kind = "anthropic"
     default_base_url = ANTHROPIC_BASE_URL
 
-    def messages_url(self) -> str:
+    def endpoint(self) -> str:
         # Accept base URLs given with or without the /v1 suffix.
         return (
             f"{self.base_url}/messages"
@@ -122,28 +122,12 @@ class AnthropicModel(HttpModel):
             headers["x-api-key"] = self.api_key
         return headers
 
-    async def _complete(
-        self, messages: list[Message], tools: list[ToolDefinition], on_text: TextCallback | None
-    ) -> ModelResponse:
-        async with self._open(
-            self.messages_url(), self.request_body(messages, tools), self.request_headers()
-        ) as resp:
-            if not self.stream:
-                return self._parse_body(await resp.aread())
-            return await self._read_stream(resp, on_text)
-
-    def _bad(self, what: str) -> ProviderError:
-        return malformed(what, provider=self.name, url=self.base_url)
-
-    def _parse_body(self, raw: bytes) -> ModelResponse:
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, ValueError):
-            raise self._bad(f"expected JSON, got {raw[:120]!r}") from None
+    def parse_body(self, raw: bytes) -> ModelResponse:
+        data = self.parse_json(raw, "response body")
         if not isinstance(data, dict) or not isinstance(data.get("content"), list):
             if isinstance(data, dict) and data.get("type") == "error":
-                raise stream_error(data, provider=self.name, url=self.base_url)
-            raise self._bad(f"expected a message, got {raw[:120]!r}")
+                raise self.error_in_body(data)
+            raise self.malformed(f"expected a message, got {preview(raw)}")
         blocks = []
         for item in data["content"]:
             if item.get("type") == "text":
@@ -165,21 +149,23 @@ class AnthropicModel(HttpModel):
             data.get("model") or self.model,
         )
 
-    async def _read_stream(self, resp: Any, on_text: TextCallback | None) -> ModelResponse:
+    async def read_stream(
+        self, resp: httpx.Response, on_text: TextCallback | None
+    ) -> ModelResponse:
         blocks: dict[int, _Block] = {}
         usage = Usage()
         stop_reason: str | None = None
         model = self.model
         finished = False
-        async for event_name, data in sse_events(resp):
+        events = 0
+        stray: list[str] = []
+        async for event_name, data in sse_events(resp, stray):
             if finished:
                 continue  # drain the body so the connection goes back to the pool
-            try:
-                event = json.loads(data)
-            except (json.JSONDecodeError, ValueError):
-                raise self._bad(f"invalid JSON in stream event: {data[:120]!r}") from None
+            events += 1
+            event = self.parse_json(data, "stream event")
             if not isinstance(event, dict):
-                raise self._bad(f"stream event is not an object: {data[:120]!r}")
+                raise self.malformed(f"stream event is not an object: {preview(data)}")
             kind = event.get("type") or event_name
             if kind == "message_start":
                 message = event.get("message") or {}
@@ -200,14 +186,9 @@ class AnthropicModel(HttpModel):
             elif kind == "message_stop":
                 finished = True
             elif kind == "error":
-                raise stream_error(event, provider=self.name, url=self.base_url)
+                raise self.error_in_body(event)
         if not finished:
-            raise ProviderError(
-                "network",
-                "stream ended before the response was complete",
-                provider=self.name,
-                url=self.base_url,
-            )
+            raise self.cut_short(events, stray)
         return self._response([blocks[i] for i in sorted(blocks)], usage, stop_reason, model)
 
     def _apply_delta(

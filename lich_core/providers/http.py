@@ -18,12 +18,14 @@ from typing import Any, TypeVar
 import httpx
 
 from lich_core.agent.messages import Message, ModelResponse
-from lich_core.providers.base import TextCallback
+from lich_core.providers.base import ProviderError, TextCallback
 from lich_core.providers.errors import (
     AUTH_HINT,
     CONNECT_HINT,
     error_from_exception,
     error_from_response,
+    malformed,
+    stream_error,
 )
 from lich_core.tools.types import CancelToken, ToolDefinition
 
@@ -34,6 +36,11 @@ DEFAULT_WRITE_TIMEOUT_S = 30.0
 DEFAULT_POOL_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 20
 MAX_KEEPALIVE_CONNECTIONS = 10
+# How long a cancelled request may take to close its connection before the caller moves on.
+CANCEL_UNWIND_S = 2.0
+SSE_OTHER_FIELDS = ("id", "retry")
+MAX_STRAY_LINES = 3
+MALFORMED_PREVIEW_CHARS = 120
 
 T = TypeVar("T")
 
@@ -88,8 +95,10 @@ async def aclose_client() -> None:
 async def run_cancellable(awaitable: Awaitable[T], cancel: CancelToken | None) -> T:
     """Await `awaitable` as its own task and cancel that task when `cancel` fires.
 
-    Raises asyncio.CancelledError if the token fires first; in-flight HTTP is torn down because
-    the task running it is cancelled.
+    Raises asyncio.CancelledError if the token fires (or the caller is cancelled) first. The
+    task is cancelled exactly once and given CANCEL_UNWIND_S to unwind before this returns: a
+    second cancellation landing while httpx closes a half-read stream would interrupt the
+    close and leave the connection open, the server still streaming into it.
     """
     if cancel is None:
         return await awaitable
@@ -99,17 +108,27 @@ async def run_cancellable(awaitable: Awaitable[T], cancel: CancelToken | None) -
         raise asyncio.CancelledError(cancel.reason or "cancelled")
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(awaitable)
+    requested = False
+
+    def cancel_once() -> None:
+        nonlocal requested
+        if not requested and not task.done():
+            requested = True
+            task.cancel()
 
     def on_cancel() -> None:
         # The token may be fired from another thread (an editor request handler).
-        loop.call_soon_threadsafe(task.cancel)
+        loop.call_soon_threadsafe(cancel_once)
 
     unsubscribe = cancel.on_cancel(on_cancel)
     try:
-        return await task
+        # Shielded so that cancelling the caller does not cancel `task` behind cancel_once's back.
+        return await asyncio.shield(task)
     except asyncio.CancelledError:
-        if not task.done():
-            task.cancel()
+        cancel_once()
+        await asyncio.wait({task}, timeout=CANCEL_UNWIND_S)
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved, so asyncio does not log it as never retrieved
         raise
     finally:
         unsubscribe()
@@ -155,8 +174,14 @@ async def open_response(
         ) from None
 
 
-async def sse_events(resp: httpx.Response) -> AsyncIterator[tuple[str, str]]:
-    """Server-sent events as (event name, data) pairs; multi-line data is joined with newlines."""
+async def sse_events(
+    resp: httpx.Response, stray: list[str] | None = None
+) -> AsyncIterator[tuple[str, str]]:
+    """Server-sent events as (event name, data) pairs; multi-line data is joined with newlines.
+
+    Lines that are not SSE fields are skipped; the first few go into `stray`, so a caller whose
+    stream produced no events can show what the server sent instead (an HTML error page, say).
+    """
     event = ""
     data: list[str] = []
     async for line in resp.aiter_lines():
@@ -174,8 +199,21 @@ async def sse_events(resp: httpx.Response) -> AsyncIterator[tuple[str, str]]:
             data.append(value)
         elif field == "event":
             event = value
+        elif field not in SSE_OTHER_FIELDS and stray is not None and len(stray) < MAX_STRAY_LINES:
+            stray.append(line)
     if data:
         yield event, "\n".join(data)
+
+
+def function_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
+    """Tool definitions in the OpenAI "function" shape (also what Ollama takes)."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
 
 
 def host_of(url: str) -> str:
@@ -208,7 +246,12 @@ def parse_tool_arguments(text: Any) -> tuple[dict[str, Any], str]:
 
 
 class HttpModel:
-    """Shared settings and the cancellation wrapper for the HTTP providers."""
+    """One request/response cycle shared by the HTTP providers.
+
+    A subclass says where to POST (`endpoint`), what to send (`request_body`, `request_headers`)
+    and how to read the answer, whole (`parse_body`) or streamed (`read_stream`); this class
+    owns the pooled client, error translation, timeouts and cancellation.
+    """
 
     kind = "http"
     default_base_url = ""
@@ -238,6 +281,27 @@ class HttpModel:
         self.connect_hint = connect_hint
         self.auth_hint = auth_hint
 
+    # --- what a provider defines ---
+
+    def endpoint(self) -> str:
+        raise NotImplementedError
+
+    def request_body(self, messages: list[Message], tools: list[ToolDefinition]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def request_headers(self) -> dict[str, str]:
+        return {}
+
+    def parse_body(self, raw: bytes) -> ModelResponse:
+        raise NotImplementedError
+
+    async def read_stream(
+        self, resp: httpx.Response, on_text: TextCallback | None
+    ) -> ModelResponse:
+        raise NotImplementedError
+
+    # --- shared ---
+
     async def complete(
         self,
         messages: Sequence[Message],
@@ -251,10 +315,43 @@ class HttpModel:
     async def _complete(
         self, messages: list[Message], tools: list[ToolDefinition], on_text: TextCallback | None
     ) -> ModelResponse:
-        raise NotImplementedError
+        body = self.request_body(messages, tools)
+        async with self._open(self.endpoint(), body, self.request_headers()) as resp:
+            if not self.stream:
+                return self.parse_body(await resp.aread())
+            return await self.read_stream(resp, on_text)
 
     def describe(self) -> str:
         return f"{self.kind} {self.model} @ {self.base_url}"
+
+    def malformed(self, what: str) -> ProviderError:
+        return malformed(what, provider=self.name, url=self.base_url)
+
+    def error_in_body(self, payload: Mapping[str, Any]) -> ProviderError:
+        return stream_error(payload, provider=self.name, url=self.base_url)
+
+    def parse_json(self, raw: str | bytes, what: str) -> Any:
+        """JSON from the server, or a one-line "malformed response" error showing what came."""
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, ValueError):
+            raise self.malformed(f"{what} is not JSON: {preview(raw)}") from None
+
+    def cut_short(self, events_seen: int, stray: Sequence[str] = ()) -> ProviderError:
+        """The stream ended before its final event.
+
+        With no event at all the server did not speak the protocol (a proxy's HTML page, a
+        wrong base_url): that is a malformed response, not a network blip worth retrying.
+        """
+        if events_seen == 0:
+            got = preview(stray[0]) if stray else "an empty body"
+            return self.malformed(f"expected a stream of events, got {got}")
+        return ProviderError(
+            "network",
+            "stream ended before the response was complete",
+            provider=self.name,
+            url=self.base_url,
+        )
 
     def _open(
         self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]
@@ -269,3 +366,12 @@ class HttpModel:
             connect_hint=self.connect_hint,
             auth_hint=self.auth_hint,
         )
+
+
+def preview(raw: str | bytes) -> str:
+    """A short, quoted, single-line sample of what a server sent."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    text = " ".join(text.split())
+    if len(text) > MALFORMED_PREVIEW_CHARS:
+        text = text[:MALFORMED_PREVIEW_CHARS] + "..."
+    return repr(text)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import json
 from typing import Any
 
+import httpx
+
 from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
-from lich_core.providers.base import ProviderError, TextCallback
-from lich_core.providers.errors import malformed, stream_error
-from lich_core.providers.http import HttpModel, parse_tool_arguments
+from lich_core.providers.base import TextCallback
+from lich_core.providers.http import HttpModel, function_tools, parse_tool_arguments, preview
 from lich_core.tools.types import ToolDefinition
 
 OLLAMA_BASE_URL = "http://localhost:11434"
@@ -33,16 +33,6 @@ def to_wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return wire
 
 
-def to_wire_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-    ]
-
-
 class OllamaModel(HttpModel):
     kind = "ollama"
     default_base_url = OLLAMA_BASE_URL
@@ -60,7 +50,7 @@ class OllamaModel(HttpModel):
             "stream": self.stream,
         }
         if tools:
-            body["tools"] = to_wire_tools(tools)
+            body["tools"] = function_tools(tools)
         if self.max_tokens:
             body["options"] = {"num_predict": self.max_tokens}
         return body
@@ -68,51 +58,38 @@ class OllamaModel(HttpModel):
     def request_headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
-    async def _complete(
-        self, messages: list[Message], tools: list[ToolDefinition], on_text: TextCallback | None
-    ) -> ModelResponse:
-        url = f"{self.base_url}/api/chat"
-        async with self._open(
-            url, self.request_body(messages, tools), self.request_headers()
-        ) as resp:
-            if not self.stream:
-                raw = await resp.aread()
-                return self._final([self._decode(raw.decode("utf-8", "replace"))])
-            lines: list[dict[str, Any]] = []
-            async for line in resp.aiter_lines():
-                # After the done line only drain the body, so the connection goes back to the pool.
-                if not line.strip() or (lines and lines[-1].get("done")):
-                    continue
-                chunk = self._decode(line)
-                lines.append(chunk)
-                piece = (chunk.get("message") or {}).get("content")
-                if piece and on_text is not None:
-                    on_text(piece)
-            return self._final(lines)
+    def endpoint(self) -> str:
+        return f"{self.base_url}/api/chat"
 
-    def _decode(self, line: str) -> dict[str, Any]:
-        try:
-            chunk = json.loads(line)
-        except (json.JSONDecodeError, ValueError):
-            raise malformed(
-                f"invalid JSON line: {line[:120]!r}", provider=self.name, url=self.base_url
-            ) from None
+    def parse_body(self, raw: bytes) -> ModelResponse:
+        return self._final([self._decode(raw)])
+
+    async def read_stream(
+        self, resp: httpx.Response, on_text: TextCallback | None
+    ) -> ModelResponse:
+        lines: list[dict[str, Any]] = []
+        async for line in resp.aiter_lines():
+            # After the done line only drain the body, so the connection goes back to the pool.
+            if not line.strip() or (lines and lines[-1].get("done")):
+                continue
+            chunk = self._decode(line)
+            lines.append(chunk)
+            piece = (chunk.get("message") or {}).get("content")
+            if piece and on_text is not None:
+                on_text(piece)
+        return self._final(lines)
+
+    def _decode(self, line: str | bytes) -> dict[str, Any]:
+        chunk = self.parse_json(line, "response line")
         if not isinstance(chunk, dict):
-            raise malformed(
-                f"expected an object, got {line[:120]!r}", provider=self.name, url=self.base_url
-            )
+            raise self.malformed(f"expected an object, got {preview(line)}")
         if chunk.get("error"):
-            raise stream_error(chunk, provider=self.name, url=self.base_url)
+            raise self.error_in_body(chunk)
         return chunk
 
     def _final(self, chunks: list[dict[str, Any]]) -> ModelResponse:
         if not chunks or not chunks[-1].get("done"):
-            raise ProviderError(
-                "network",
-                "stream ended before the response was complete",
-                provider=self.name,
-                url=self.base_url,
-            )
+            raise self.cut_short(len(chunks))
         text: list[str] = []
         calls: list[ToolCall] = []
         for chunk in chunks:

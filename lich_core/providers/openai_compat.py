@@ -6,10 +6,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
-from lich_core.providers.base import ProviderError, TextCallback
-from lich_core.providers.errors import malformed, stream_error
-from lich_core.providers.http import HttpModel, parse_tool_arguments, sse_events
+from lich_core.providers.base import TextCallback
+from lich_core.providers.http import (
+    HttpModel,
+    function_tools,
+    parse_tool_arguments,
+    preview,
+    sse_events,
+)
 from lich_core.tools.types import ToolDefinition
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -51,16 +58,6 @@ def to_wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return wire
 
 
-def to_wire_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-    ]
-
-
 @dataclass
 class _PendingCall:
     id: str = ""
@@ -79,7 +76,7 @@ class OpenAICompatModel(HttpModel):
             "stream": self.stream,
         }
         if tools:
-            body["tools"] = to_wire_tools(tools)
+            body["tools"] = function_tools(tools)
         if self.stream:
             body["stream_options"] = {"include_usage": True}
         if self.max_tokens:
@@ -92,32 +89,18 @@ class OpenAICompatModel(HttpModel):
             headers["authorization"] = f"Bearer {self.api_key}"
         return headers
 
-    async def _complete(
-        self, messages: list[Message], tools: list[ToolDefinition], on_text: TextCallback | None
-    ) -> ModelResponse:
-        url = f"{self.base_url}/chat/completions"
-        async with self._open(
-            url, self.request_body(messages, tools), self.request_headers()
-        ) as resp:
-            if not self.stream:
-                return self._parse_body(await resp.aread())
-            return await self._read_stream(resp, on_text)
+    def endpoint(self) -> str:
+        return f"{self.base_url}/chat/completions"
 
-    def _bad(self, what: str) -> ProviderError:
-        return malformed(what, provider=self.name, url=self.base_url)
-
-    def _parse_body(self, raw: bytes) -> ModelResponse:
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, ValueError):
-            raise self._bad(f"expected JSON, got {raw[:120]!r}") from None
+    def parse_body(self, raw: bytes) -> ModelResponse:
+        data = self.parse_json(raw, "response body")
         if isinstance(data, dict) and data.get("error"):
-            raise stream_error(data, provider=self.name, url=self.base_url)
+            raise self.error_in_body(data)
         try:
             choice = data["choices"][0]
             wire = choice["message"]
         except (KeyError, IndexError, TypeError):
-            raise self._bad(f"expected a chat completion, got {raw[:120]!r}") from None
+            raise self.malformed(f"expected a chat completion, got {preview(raw)}") from None
         calls = []
         for index, call in enumerate(wire.get("tool_calls") or []):
             function = call.get("function") or {}
@@ -139,29 +122,31 @@ class OpenAICompatModel(HttpModel):
             model=data.get("model") or self.model,
         )
 
-    async def _read_stream(self, resp: Any, on_text: TextCallback | None) -> ModelResponse:
+    async def read_stream(
+        self, resp: httpx.Response, on_text: TextCallback | None
+    ) -> ModelResponse:
         text_parts: list[str] = []
         pending: dict[int, _PendingCall] = {}
         usage = Usage()
         finish: str | None = None
         done = False
         model = self.model
-        async for _event, data in sse_events(resp):
+        events = 0
+        stray: list[str] = []
+        async for _event, data in sse_events(resp, stray):
             # Reading on to the end of the body (rather than breaking out) returns the
             # connection to the pool instead of closing it.
             if done:
                 continue
+            events += 1
             if data == "[DONE]":
                 done = True
                 continue
-            try:
-                chunk = json.loads(data)
-            except (json.JSONDecodeError, ValueError):
-                raise self._bad(f"invalid JSON in stream chunk: {data[:120]!r}") from None
+            chunk = self.parse_json(data, "stream chunk")
             if not isinstance(chunk, dict):
-                raise self._bad(f"stream chunk is not an object: {data[:120]!r}")
+                raise self.malformed(f"stream chunk is not an object: {preview(data)}")
             if chunk.get("error"):
-                raise stream_error(chunk, provider=self.name, url=self.base_url)
+                raise self.error_in_body(chunk)
             if chunk.get("usage"):
                 usage = _usage(chunk["usage"])
             model = chunk.get("model") or model
@@ -177,12 +162,7 @@ class OpenAICompatModel(HttpModel):
                 if choice.get("finish_reason"):
                     finish = choice["finish_reason"]
         if not done and finish is None:
-            raise ProviderError(
-                "network",
-                "stream ended before the response was complete",
-                provider=self.name,
-                url=self.base_url,
-            )
+            raise self.cut_short(events, stray)
         calls = []
         for index in sorted(pending):
             call = pending[index]

@@ -124,6 +124,8 @@ async def test_cancel_mid_stream(tmp_path, fake_provider):
     assert result.stopped_reason == "aborted"
     assert time.perf_counter() - started < 3  # the full stream would take 6 s
     assert [m.role for m in result.messages] == ["system", "user"]
+    # The HTTP stream was really closed: the server saw its client hang up mid-answer.
+    assert await asyncio.to_thread(fake_provider.wait_for_disconnects, 1)
 
 
 async def test_cancel_mid_tool_stops_sleep_quickly(tmp_path, fake_provider):

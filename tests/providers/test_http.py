@@ -60,6 +60,30 @@ async def test_run_cancellable_passes_results_and_errors_through() -> None:
         await run_cancellable(boom(), CancelToken())
 
 
+async def test_token_and_caller_cancelling_together_let_cleanup_finish() -> None:
+    # The agent loop fires the token and cancels its own await at the same moment; a second
+    # cancellation must not cut short the cleanup (httpx closing a half-read stream).
+    cleaned_up = asyncio.Event()
+    started = asyncio.Event()
+
+    async def stream() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            await asyncio.sleep(0.05)  # an await during cleanup, like closing a socket
+            cleaned_up.set()
+
+    cancel = CancelToken()
+    caller = asyncio.ensure_future(run_cancellable(stream(), cancel))
+    await started.wait()
+    cancel.cancel()
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert cleaned_up.is_set()
+
+
 def test_parse_tool_arguments() -> None:
     assert parse_tool_arguments('{"a": 1}') == ({"a": 1}, "")
     assert parse_tool_arguments("") == ({}, "")

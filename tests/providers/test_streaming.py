@@ -128,13 +128,48 @@ async def test_dropped_connection_mid_stream_is_a_network_error(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_error_status_is_classified(kind, fake_provider, model_for) -> None:
-    fake_provider.script({"status": 401})
+@pytest.mark.parametrize(
+    ("status", "error_kind"),
+    [(401, "auth"), (429, "rate_limit"), (500, "unknown"), (400, "bad_request")],
+)
+async def test_error_status_is_classified(
+    kind, status, error_kind, fake_provider, model_for
+) -> None:
+    fake_provider.script({"status": status, "retry_after": 3})
     with pytest.raises(ProviderError) as info:
         await model_for(kind).complete(HELLO, [])
-    assert (info.value.kind, info.value.status) == ("auth", 401)
-    assert "scripted HTTP 401" in str(info.value)
+    assert (info.value.kind, info.value.status) == (error_kind, status)
+    assert info.value.retry_after_s == 3.0
+    assert f"scripted HTTP {status}" in str(info.value)
     assert fake_provider.url in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("stream", [True, False])
+async def test_html_page_instead_of_an_answer_is_a_one_line_error(
+    kind, stream, fake_provider, model_for
+) -> None:
+    # What a misconfigured proxy or a wrong base_url returns: 200 with a web page.
+    fake_provider.script({"raw": "<html>\n<body>Welcome to nginx!</body>\n</html>\n"})
+    with pytest.raises(ProviderError) as info:
+        await model_for(kind, stream=stream).complete(HELLO, [])
+    message = str(info.value)
+    assert info.value.kind == "unknown", "garbage is not retried as a network blip"
+    assert "malformed response" in message and "<html>" in message
+    assert "\n" not in message and len(message) < 400
+
+
+@pytest.mark.parametrize("kind", ["openai_compat", "anthropic"])
+async def test_broken_json_after_good_events_names_the_chunk(kind, fake_provider, model_for) -> None:
+    good = 'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
+    if kind == "anthropic":
+        good = 'event: message_start\ndata: {"type": "message_start", "message": {}}\n\n'
+    fake_provider.script({"raw": good + 'data: {"half": \n\n'})
+    with pytest.raises(ProviderError) as info:
+        await model_for(kind).complete(HELLO, [])
+    assert info.value.kind == "unknown"
+    assert "is not JSON" in str(info.value) and '{"half":' in str(info.value)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -148,6 +183,7 @@ async def test_cancel_during_slow_response_is_prompt(kind, fake_provider, model_
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 5)
     assert time.monotonic() - started < 2
+    await wait_until(lambda: fake_provider.disconnects == [1])
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -166,6 +202,8 @@ async def test_cancel_mid_stream_stops_reading(kind, fake_provider, model_for) -
         await model_for(kind).complete(HELLO, [], on_text=on_text, cancel=cancel)
     assert time.monotonic() - started < 3
     assert len(pieces) == 2
+    # Cancelling closes the connection (it is not left streaming into the pool).
+    await wait_until(lambda: fake_provider.disconnects == [1])
 
 
 async def test_already_cancelled_token_sends_nothing(fake_provider, model_for) -> None:

@@ -9,6 +9,8 @@ client sees as a broken body rather than a short one.
 Turn keys (all optional): text, chunks, tool_calls [{name, arguments (dict, or str sent verbatim),
 id?}], status, retry_after, body, delay_s, chunk_delay_s, drop_after_chunks, raw, usage
 {input_tokens, output_tokens}. When the script runs out the server answers "(script exhausted)".
+While it waits (delay_s, chunk_delay_s) the server watches the socket: a client that hangs up
+is recorded in `disconnects`.
 
 Standalone: `python -m tests.support.fake_provider --port 0 --script turns.json` prints
 "LISTENING http://127.0.0.1:PORT" and serves until killed.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import select
 import socket
 import sys
 import threading
@@ -32,6 +35,8 @@ DEFAULT_MODEL = "fake-model"
 OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
 ANTHROPIC_PATH = "/v1/messages"
 OLLAMA_PATH = "/api/chat"
+# How often a waiting handler checks whether the client hung up or the server is stopping.
+WATCH_INTERVAL_S = 0.05
 
 
 def split_pieces(text: str, count: int) -> list[str]:
@@ -356,18 +361,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": f"fake provider: unknown path {self.path}"})
             return
         turn, turn_no = fake._next_turn()
+        self._turn_no = turn_no
         try:
             self._answer(wire, turn, turn_no, body if isinstance(body, dict) else {})
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             # The client went away (cancelled); nothing left to do for this request.
+            fake._record_disconnect(turn_no)
             self.close_connection = True
 
     def _answer(
         self, wire: str, turn: dict[str, Any], turn_no: int, request: dict[str, Any]
     ) -> None:
         events_fn, body_fn, error_fn, stream_type = FORMATS[wire]
-        fake = self.server.fake
-        if turn.get("delay_s") and fake._sleep(float(turn["delay_s"])):
+        if turn.get("delay_s") and self._pause(float(turn["delay_s"])):
             self.close_connection = True
             return
         stream = bool(request.get("stream", wire == "ollama"))
@@ -391,7 +397,6 @@ class _Handler(BaseHTTPRequestHandler):
         self._stream(events_fn(turn, request, turn_no), stream_type, turn)
 
     def _stream(self, events: Iterator[str], content_type: str, turn: dict[str, Any]) -> None:
-        fake = self.server.fake
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Cache-Control", "no-cache")
@@ -403,12 +408,36 @@ class _Handler(BaseHTTPRequestHandler):
             if drop_after is not None and sent >= int(drop_after):
                 self._drop()
                 return
-            if sent and chunk_delay_s and fake._sleep(chunk_delay_s):
+            if sent and chunk_delay_s and self._pause(chunk_delay_s):
                 self._drop()
                 return
             data = event.encode("utf-8")
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.write(b"0\r\n\r\n")
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait `seconds` while watching the socket. True: stop answering, because the server is
+        stopping or the client hung up (recorded in `disconnects`, so tests can prove that a
+        cancelled client really closed its connection)."""
+        fake = self.server.fake
+        deadline = time.monotonic() + seconds
+        while (remaining := deadline - time.monotonic()) > 0:
+            if fake._stopping.is_set():
+                return True
+            readable, _, _ = select.select(
+                [self.connection], [], [], min(remaining, WATCH_INTERVAL_S)
+            )
+            if readable and self._client_hung_up():
+                fake._record_disconnect(self._turn_no)
+                return True
+        return fake._stopping.is_set()
+
+    def _client_hung_up(self) -> bool:
+        # A client waiting for its answer sends nothing, so a readable socket means EOF or reset.
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (ConnectionResetError, ConnectionAbortedError, OSError):
+            return True
 
     def _drop(self) -> None:
         self.close_connection = True
@@ -457,6 +486,8 @@ class FakeProviderServer:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.requests: list[dict[str, Any]] = []
+        # Turn numbers (1-based, in request order) whose answer the client hung up on.
+        self.disconnects: list[int] = []
         self.url = ""
 
     def start(self) -> FakeProviderServer:
@@ -503,6 +534,19 @@ class FakeProviderServer:
                 return True
             time.sleep(0.01)
         return len(self.requests) >= count
+
+    def wait_for_disconnects(self, count: int, timeout_s: float = 10.0) -> bool:
+        """Poll until at least `count` clients hung up mid-answer."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if len(self.disconnects) >= count:
+                return True
+            time.sleep(0.01)
+        return len(self.disconnects) >= count
+
+    def _record_disconnect(self, turn_no: int) -> None:
+        with self._lock:
+            self.disconnects.append(turn_no)
 
     def _record(self, request: dict[str, Any]) -> None:
         with self._lock:
