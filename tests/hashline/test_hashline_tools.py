@@ -288,12 +288,18 @@ async def test_grep_caps_rows_at_one_thousand_by_default(tmp_path, engine):
 
 async def test_grep_never_shows_denied_files(tmp_path, engine):
     write(tmp_path, ".lich/config.json", '{"secret_key": 1}\n')
-    write(tmp_path, ".lich/notes/n.md", "secret_key mentioned\n")
+    write(tmp_path, ".lich/a.md", "secret_key mentioned\n")
+    os.symlink(".lich", tmp_path / "d")
     ctx = make_ctx(tmp_path)
-    result = await grep(ctx, pattern="secret_key", path=".lich")
-    assert result.output.splitlines()[0] == ".lich/notes/n.md" and "config.json" not in result.output
-    assert result.details["files"] == 1
+    for path in (".lich", "d", "d/"):
+        # Through a symlinked directory too: the deny list sees where the files really are.
+        result = await grep(ctx, pattern="secret_key", path=path)
+        assert result.output == f".lich/a.md\n*1:{line_hash('secret_key mentioned')}|secret_key mentioned\n\n1 matching line in 1 file"
+    # Not even counted as an overflow file.
+    capped = await grep(ctx, pattern="secret_key", path=".lich", max_results=1)
+    assert capped.details["hidden_files"] == 0 and "not shown" not in capped.output
     assert not ctx.read_state.has_read(tmp_path / ".lich" / "config.json")
+    assert not ctx.read_state.has_read(tmp_path / "d" / "config.json")
     denied = await GREP_FILES.execute({"pattern": "x", "path": "./.lich//config.json"}, ctx)
     assert denied.error.startswith("forbidden_path:")
 

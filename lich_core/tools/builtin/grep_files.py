@@ -40,6 +40,7 @@ from lich_core.tools.builtin import _grep_engine
 from lich_core.tools.builtin.find_files import MAX_WALK_ENTRIES
 from lich_core.tools.builtin.read_file import MAX_FILE_BYTES, overlay_set
 from lich_core.tools.guard import (
+    LICH_DIR,
     SKIP_DIRS,
     capture_errors,
     check_file_access,
@@ -358,6 +359,29 @@ async def _search_one_file(ctx: ToolContext, path: Path, rel: str, pattern: str)
     return hits
 
 
+def _real_dir_in_root(ctx: ToolContext, path: Path) -> Path:
+    """`path` with every symlink resolved, still spelled under the work dir.
+
+    The walk then meets no symlinks on the way to a file, so the deny list sees each file's
+    real place: `d -> .lich` must not show `d/config.json`.
+    """
+    real = os.path.realpath(path)
+    rel = os.path.relpath(real, os.path.realpath(ctx.work_dir))  # inside: resolve_safe_path checked
+    return Path(os.path.normpath(os.path.join(os.path.abspath(ctx.work_dir), rel)))
+
+
+def _inside_lich_dir(ctx: ToolContext, path: Path) -> bool:
+    return relative_to_root(ctx.work_dir, path).split("/")[0] == LICH_DIR
+
+
+def _readable(ctx: ToolContext, path: Path) -> bool:
+    try:
+        check_file_access(ctx.work_dir, path, write=False)
+    except ToolError:
+        return False
+    return True
+
+
 def _render_file(
     rel: str, lines: list[str], matches: list[int], context: int, room: int
 ) -> tuple[list[str], dict[int, str], int]:
@@ -402,8 +426,12 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     rel_target = relative_to_root(ctx.work_dir, path)
     overlays = overlay_set(ctx.workspace)  # type: ignore[arg-type]
     if os.path.isdir(path):
-        hits = await _search_tree(ctx, path, pattern, glob)
-        base = path
+        base = _real_dir_in_root(ctx, path)
+        hits = await _search_tree(ctx, base, pattern, glob)
+        if _inside_lich_dir(ctx, base):
+            # Only a search rooted in .lich can reach the denied config; drop it before anything
+            # is shown or even counted.
+            hits.files = {rel: lines for rel, lines in hits.files.items() if _readable(ctx, base / rel)}
     elif path in overlays or os.path.isfile(path):
         hits = await _search_one_file(ctx, path, rel_target, pattern)
         base = path.parent
@@ -412,7 +440,7 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(f"not_found: {rel_target}")
 
     # Thousands of overflow files are only counted: they skip the path arithmetic and the
-    # deny-list check (a walk never enters .lich, the only place that list denies reads).
+    # deny-list check (denied files were dropped above: only .lich holds any).
     assert ctx.read_state is not None
     output: list[str] = []
     files_shown = rows_shown = 0
