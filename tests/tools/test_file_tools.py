@@ -446,7 +446,7 @@ async def test_list_dir_dirs_first_sorted_with_sizes(tree: Path) -> None:
     assert result.ok
     lines = result.output.splitlines()
     assert lines[0].startswith("./")
-    assert lines[1:] == ["docs/", "src/", "a.py  (2.0 KB)", "b.txt  (2 B)"]
+    assert lines[1:] == ["docs/", "src/", "a.py  (2.0 KiB)", "b.txt  (2 B)"]
 
 
 async def test_list_dir_skips_skip_dirs(tree: Path) -> None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError, ToolTimeoutError
-from lich_core.tools.builtin.terminal import tool_process_env
+from lich_core.tools.builtin.terminal import kill_process_group, tool_process_env
 from lich_core.tools.guard import (
     capture_errors,
     optional_int_arg,
@@ -52,13 +51,6 @@ def human_size(size_bytes: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 async def du_bytes(du: str, path: Path, env: dict[str, str]) -> tuple[int | None, str]:
     """(apparent size in bytes, problem) of `path` from `du -sb`."""
     proc = await asyncio.create_subprocess_exec(
@@ -73,7 +65,7 @@ async def du_bytes(du: str, path: Path, env: dict[str, str]) -> tuple[int | None
     finally:
         # Runs on timeout and on cancellation alike; harmless after a normal exit.
         if proc.returncode is None:
-            _kill_group(proc.pid)
+            kill_process_group(proc.pid)
             await proc.wait()
     first = stdout.decode("utf-8", "replace").split(maxsplit=1)
     # du still prints a total when part of the tree was unreadable (exit 1): keep it, note it.

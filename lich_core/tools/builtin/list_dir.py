@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lich_core.errors import ToolError
+from lich_core.tools.builtin.disk_usage import human_size
 from lich_core.tools.guard import (
     SKIP_DIRS,
     capture_errors,
@@ -30,17 +31,6 @@ class _Entry:
     kind: str  # "dir", "file", "link", "unsaved", "other"
     size: int = 0
     link_target: str = ""
-
-
-def human_size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    value = float(size)
-    for unit in ("KB", "MB", "GB", "TB"):
-        value /= 1024
-        if value < 1024 or unit == "TB":
-            return f"{value:.1f} {unit}"
-    return f"{size} B"  # unreachable
 
 
 def _scan(dir_path: str, rel_prefix: str) -> list[_Entry]:

@@ -221,7 +221,8 @@ class _OutputSink(asyncio.SubprocessProtocol):
         return "".join(self.parts)
 
 
-def _kill_group(pgid: int) -> None:
+def kill_process_group(pgid: int) -> None:
+    """SIGKILL a whole process group (a child started with start_new_session=True)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -288,7 +289,7 @@ async def run_terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         start_new_session=True,  # pid == pgid: one killpg reaches every descendant
     )
     pgid = transport.get_pid()
-    unsubscribe = ctx.cancel.on_cancel(lambda: _kill_group(pgid))
+    unsubscribe = ctx.cancel.on_cancel(lambda: kill_process_group(pgid))
     if stdin_text is not None:
         stdin = transport.get_pipe_transport(0)
         if stdin is not None:
@@ -307,7 +308,7 @@ async def run_terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         cancelled = ctx.cancel.cancelled
         exited = sink.exited.done() and not cancelled
     finally:
-        _kill_group(pgid)
+        kill_process_group(pgid)
         unsubscribe()
         cancel_wait.cancel()
         if not finished:  # task cancelled: no more awaiting, just release the pipes
