@@ -100,14 +100,30 @@ def _write_temp_beside(path: Path, text: str) -> Path:
         try:
             mode = stat.S_IMODE(os.stat(path).st_mode)
         except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
+            mode = 0o666 & ~current_umask()
         os.chmod(temp_name, mode)
     except BaseException:
         _remove_quietly(Path(temp_name))
         raise
     return Path(temp_name)
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS allows.
+
+    os.umask can only be read by setting it; in the window between the two calls, a file created
+    by another thread (find_files and grep run in threads) would get mode 0o666.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
 
 
 def _remove_quietly(path: Path) -> None:

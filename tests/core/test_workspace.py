@@ -140,7 +140,7 @@ async def test_change_to_a_directory_is_rejected_not_raised_raw(ws: DiskWorkspac
     first.write_text("1\n")
     (tmp_path / "adir").mkdir()
     (tmp_path / "adir" / "inside.txt").write_text("keep")
-    with pytest.raises(EditRejected):
+    with pytest.raises(EditRejected, match=r"^edit_rejected: unreadable: .*adir"):
         await ws.apply([write(first, "1 edited\n", "1\n"), write(tmp_path / "adir", "x", None)], "t")
     assert first.read_text() == "1\n"
     assert (tmp_path / "adir" / "inside.txt").read_text() == "keep"
@@ -193,3 +193,14 @@ async def test_successful_multi_file_set_applies_everything(ws: DiskWorkspace, t
     )
     assert a.read_text() == "A" and b.read_text() == "B" and not c.exists()
     assert temp_leftovers(tmp_path) == []
+
+
+def test_current_umask_reads_without_changing_it() -> None:
+    from lich_core.workspace import current_umask
+
+    previous = os.umask(0o027)
+    try:
+        assert current_umask() == 0o027
+        assert current_umask() == 0o027  # reading did not reset it
+    finally:
+        os.umask(previous)

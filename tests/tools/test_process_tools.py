@@ -182,6 +182,35 @@ async def test_disk_usage_errors(tmp_path: Path) -> None:
     assert result.error.startswith("du_unavailable:")
 
 
+async def test_disk_usage_slow_du_is_killed_and_noted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_du = bin_dir / "du"
+    # A du that hangs (a huge tree, a dead network mount) and records its pid first.
+    fake_du.write_text(f"#!/bin/sh\necho $$ > {tmp_path / 'du.pid'}\nexec sleep 30\n")
+    fake_du.chmod(0o755)
+    work = tmp_path / "work"
+    (work / "big").mkdir(parents=True)
+    (work / "small.txt").write_text("abc")
+    monkeypatch.setattr(disk_usage, "DU_TIMEOUT_MS", 1_000)
+    ctx = ToolContext(work_dir=work, env={"PATH": f"{bin_dir}:{PATH}"})
+    result = await disk_usage.TOOL.execute({}, ctx)
+    assert result.ok, result.error
+    assert "big/  (du timed out after 1 s)" in result.output
+    assert "small.txt" in result.output
+    pid = int((tmp_path / "du.pid").read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists(), "the timed-out du survived"
+
+
+async def test_process_list_without_proc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process_list, "PROC_ROOT", tmp_path / "no-proc")
+    result = await process_list.TOOL.execute({}, ToolContext(work_dir=tmp_path))
+    assert result.error.startswith("proc_unavailable:")
+
+
 async def test_disk_usage_needs_file_read(tmp_path: Path) -> None:
     result = await make_executor(tmp_path, gate=CapabilityGate(["process/exec"])).execute("disk_usage", {})
     assert result.error == "capability_denied: file/read"

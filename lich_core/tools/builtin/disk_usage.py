@@ -61,7 +61,7 @@ async def du_bytes(du: str, path: Path, env: dict[str, str]) -> tuple[int | None
     try:
         stdout, stderr = await with_timeout(lambda _token: proc.communicate(), DU_TIMEOUT_MS, f"du {path.name}")
     except ToolTimeoutError:
-        return None, f"timeout after {DU_TIMEOUT_MS // 1000} s"
+        return None, f"du timed out after {DU_TIMEOUT_MS / 1000:g} s"
     finally:
         # Runs on timeout and on cancellation alike; harmless after a normal exit.
         if proc.returncode is None:
