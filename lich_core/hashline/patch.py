@@ -30,6 +30,8 @@ PATCH_SYNTAX_PREFIX = "patch_syntax"
 _ANCHOR = r"(\d+):([0-9A-Fa-f]{2})(?![0-9A-Za-z])\|?"
 _ANCHOR_RE = re.compile(rf"^{_ANCHOR}.*$", re.DOTALL)
 _RANGE_RE = re.compile(rf"^{_ANCHOR}[^.]*?\.\.\s*{_ANCHOR}.*$", re.DOTALL)
+# A single anchor followed by the rest of a copied row: `12:ab|content`.
+_COPIED_ROW_RE = re.compile(r"^\d+:[0-9A-Fa-f]{2}\|")
 _OP_MARKERS = "+<-="
 # A line that looks like an op with a marker we do not know: `* 12:ab`, `> 3:00..4:11`, `! 5:ab`.
 _UNKNOWN_OP_RE = re.compile(r"^[^\w\s~@]\s+\d+:")
@@ -104,8 +106,8 @@ def _parse_range(text: str) -> tuple[Anchor, Anchor] | None:
             Anchor(int(match.group(1)), match.group(2).lower()),
             Anchor(int(match.group(3)), match.group(4).lower()),
         )
-    if ".." in text:
-        return None
+    if ".." in text and _COPIED_ROW_RE.match(text) is None:
+        return None  # a range with a bad half (a copied row's content may hold "..")
     single = _parse_anchor(text)
     return (single, single) if single is not None else None
 

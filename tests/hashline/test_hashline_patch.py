@@ -39,8 +39,11 @@ def test_payload_is_verbatim():
 
 
 def test_tolerates_pipe_copied_from_a_row_and_single_anchor_ranges():
-    [section] = parse_patch("@@ f\n+ 12:ab|\n~x\n- 3:cd|..4:ef|\n= 5:aa|old content\n~y\n- 9:0a\n")
+    [section] = parse_patch(
+        "@@ f\n+ 12:ab|\n~x\n- 3:cd|..4:ef|\n= 5:aa|old content\n~y\n- 9:0a\n- 10:0b|for i in 0..9\n"
+    )
     ops = section.ops
+    assert (ops[4].start, ops[4].end) == (Anchor(10, "0b"), Anchor(10, "0b"))
     assert ops[0].start == Anchor(12, "ab")
     assert (ops[1].start, ops[1].end) == (Anchor(3, "cd"), Anchor(4, "ef"))
     assert (ops[2].start, ops[2].end) == (Anchor(5, "aa"), Anchor(5, "aa"))
