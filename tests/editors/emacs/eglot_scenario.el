@@ -48,6 +48,9 @@
     (setq eglot-sync-connect t
           eglot-connect-timeout 60
           eglot-confirm-server-initiated-edits nil)
+    ;; Synchronous requests (lich.read, lich.applyPatch) default to a 10 s timeout: too tight
+    ;; when the whole suite shares two cores.
+    (with-no-warnings (setq jsonrpc-default-request-timeout 60))
     (find-file file)
     (lich-eglot-start)
     (lich-test-wait "eglot connected" 60

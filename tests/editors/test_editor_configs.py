@@ -1,0 +1,135 @@
+"""The copy-paste configs for editors without an end-to-end test (Helix, Zed, Sublime, Kate,
+Emacs lsp-mode) and the editor docs: they parse, the settings they send are accepted by the
+server's config loader, and every `lich.*` command they or the docs name is one the server has.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lich_core.config import load_config
+from lich_lsp.commands import COMMANDS
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = None
+
+REPO = Path(__file__).resolve().parents[2]
+EDITORS = REPO / "editors"
+DOCS = REPO / "docs"
+EMACS_TIMEOUT_S = 120
+
+
+def _jsonc(path: Path) -> Any:
+    """JSON with whole-line `//` comments (Sublime's and Zed's settings files)."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines()]
+    kept = [line for line in lines if not line.lstrip().startswith("//")]
+    return json.loads("\n".join(kept))
+
+
+def _toml(path: Path) -> dict[str, Any]:
+    if tomllib is None:
+        pytest.skip("tomllib needs Python 3.11+")
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def _init_options() -> dict[str, dict[str, Any]]:
+    helix = _toml(EDITORS / "helix" / "languages.toml")
+    kate = json.loads((EDITORS / "kate" / "settings.json").read_text(encoding="utf-8"))
+    sublime = _jsonc(EDITORS / "sublime" / "LSP.sublime-settings")
+    zed = _jsonc(EDITORS / "zed" / "settings.json")
+    return {
+        "helix": helix["language-server"]["lich"]["config"],
+        "kate": kate["servers"]["python"]["initializationOptions"],
+        "sublime": sublime["clients"]["lich"]["initializationOptions"],
+        "zed": zed["lsp"]["lich-lsp"]["initialization_options"],
+    }
+
+
+@pytest.mark.parametrize("editor", ["helix", "kate", "sublime", "zed"])
+def test_sent_settings_are_valid_server_config(editor: str, tmp_path: Path) -> None:
+    options = _init_options()[editor]
+    assert options, f"{editor}: no initialization options found"
+    config = load_config(tmp_path, overrides=options, env={})
+    for key, value in options.items():
+        assert config[key] == value, f"{editor}: {key} did not reach the server config"
+
+
+def test_helix_attaches_lich_next_to_the_usual_server() -> None:
+    helix = _toml(EDITORS / "helix" / "languages.toml")
+    assert helix["language-server"]["lich"]["command"] == "lich-lsp"
+    for language in helix["language"]:
+        assert language["language-servers"][-1] == "lich", language
+
+
+def test_zed_extension_manifest_names_its_server() -> None:
+    manifest = _toml(EDITORS / "zed" / "extension.toml")
+    cargo = _toml(EDITORS / "zed" / "Cargo.toml")
+    assert "lich-lsp" in manifest["language_servers"]
+    assert "zed_extension_api" in cargo["dependencies"]
+    assert "lich-lsp" in (EDITORS / "zed" / "src" / "lib.rs").read_text(encoding="utf-8")
+
+
+def test_sublime_palette_entries_run_real_commands() -> None:
+    entries = _jsonc(EDITORS / "sublime" / "Lich.sublime-commands")
+    for entry in entries:
+        assert entry["command"] == "lsp_execute"
+        assert entry["args"]["command_name"] in COMMANDS, entry
+        assert isinstance(entry["args"]["command_args"][0], dict), "lich commands take one object"
+
+
+def test_every_named_lich_command_exists() -> None:
+    """Docs and editor READMEs/configs name only commands the server advertises."""
+    settings = json.loads((EDITORS / "vscode" / "package.json").read_text(encoding="utf-8"))
+    # `lich.<x>` that are not commands: VS Code settings and the plugin entry-point group.
+    not_commands = {
+        key.split(".")[1] for key in settings["contributes"]["configuration"]["properties"]
+    }
+    not_commands.add("plugins")
+    known = {name.split(".", 1)[1] for name in COMMANDS} | not_commands
+    quoted = re.compile(r"[`\"']lich\.([A-Za-z]+)[`\"'(]")
+    files = [*DOCS.rglob("*.md"), *EDITORS.glob("*/README.md"), *EDITORS.glob("*/*.sublime-*")]
+    files += [EDITORS / "nvim" / "doc" / "lich.txt", EDITORS / "helix" / "languages.toml"]
+    unknown = {
+        f"lich.{match.group(1)} in {path.relative_to(REPO)}"
+        for path in files
+        for match in quoted.finditer(path.read_text(encoding="utf-8"))
+        if match.group(1) not in known
+    }
+    assert not unknown, sorted(unknown)
+
+
+def test_emacs_configs_byte_compile(tmp_path: Path) -> None:
+    """Both Emacs configs byte-compile without warnings against Debian's Eglot and lsp-mode."""
+    emacs = shutil.which("emacs")
+    if emacs is None:
+        pytest.skip("no `emacs` binary on PATH (Debian: apt-get install emacs-nox)")
+    for name in ("lich-eglot.el", "lich-lsp-mode.el"):
+        shutil.copy(EDITORS / "emacs" / name, tmp_path / name)
+    probe = subprocess.run(
+        [emacs, "--batch", "--eval", "(require 'lsp-mode)"],
+        capture_output=True,
+        text=True,
+        timeout=EMACS_TIMEOUT_S,
+    )
+    files = ["lich-eglot.el"] + (["lich-lsp-mode.el"] if probe.returncode == 0 else [])
+    done = subprocess.run(
+        [emacs, "--batch", "-L", str(tmp_path), "--eval", "(setq byte-compile-error-on-warn t)"]
+        + ["-f", "batch-byte-compile"]
+        + [str(tmp_path / f) for f in files],
+        capture_output=True,
+        text=True,
+        timeout=EMACS_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "Error" not in done.stderr, done.stderr[-4000:]
+    for name in files:
+        assert (tmp_path / name).with_suffix(".elc").exists()
