@@ -128,6 +128,19 @@ class ProgressPrinter:
         self._streamed_this_turn = True
         self._out_needs_newline = not text.endswith("\n")
 
+    def on_llm_retry(self, data: dict[str, Any]) -> None:
+        if data.get("action") == "retry":
+            what = f"retrying in {data.get('delay_s', 0):.1f} s (attempt {data.get('attempt', 0) + 1} of {data.get('max_attempts')})"
+        else:
+            what = f"trying {data.get('next_provider')}"
+        line = f"lich: {data.get('provider')} failed ({data.get('kind')}): {what}"
+        if data.get("discarded_chars"):
+            # Printed text cannot be taken back: say where the restarted answer begins.
+            self._streamed_this_turn = False
+            self._warn(line + "; the answer restarts below")
+        else:
+            self._progress(line)
+
     def on_final(self, data: dict[str, Any]) -> None:
         text = data.get("text") or ""
         if not self._streamed_this_turn and text:
@@ -275,11 +288,15 @@ CONFIG_TEMPLATE = """\
 // lich configuration for this workspace (JSON with // comments).
 // Keys not set here come from ~/.config/lich/config.json, then LICH_* environment variables,
 // then built-in defaults. `lich config` shows the effective value of every key and its source.
+// A commented-out "key": line shows an example; remove the // to use it.
+// "work_dir" is not set here: it is the folder holding .lich/ (or --work-dir / LICH_WORK_DIR).
 {
   // Model providers. With none configured, lich uses LICH_PROVIDER_KIND / LICH_BASE_URL /
   // LICH_MODEL, else OpenAI when OPENAI_API_KEY is set, Anthropic when ANTHROPIC_API_KEY is
   // set, else Ollama on localhost. Listed providers form a chain: rate limits and network errors
   // are retried, anything else fails over to the next one. Prefer api_key_env to api_key.
+  // Entry keys: name, kind, base_url, model, api_key, api_key_env, path (replay), timeout_ms,
+  // headers, stream, max_tokens. See docs/providers.md.
   "providers": [
     // {"name": "openai", "kind": "openai_compat", "base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"},
     // {"name": "claude", "kind": "anthropic", "model": "claude-sonnet-4-0", "api_key_env": "ANTHROPIC_API_KEY"},
@@ -292,6 +309,9 @@ CONFIG_TEMPLATE = """\
   // Model calls per task; tool calls asked for on the last turn are not run.
   "max_turns": 25,
 
+  // Replaces the default system prompt:
+  // "system_prompt": "You are a careful engineer working in this repository.",
+
   // "all", or a list of tool names (see `lich tools`).
   "tools_enabled": "all",
 
@@ -299,20 +319,36 @@ CONFIG_TEMPLATE = """\
   // file/read, file/write, file/edit, process/exec, image/eval, net/fetch
   // "capabilities": ["file/read", "file/edit"],
 
+  // Default timeout of one `terminal` command, in ms (at most 300000).
+  "terminal_timeout_ms": 60000,
+
   // Summarise older turns when the estimated context reaches this share of the budget.
   "context_budget_tokens": 100000,
   "compress_threshold": 0.8,
 
+  // Session logs (JSONL, one file per session; `lich sessions`, --resume ID|latest).
+  // Default: .lich/sessions in this workspace.
+  // "session_dir": ".lich/sessions",
+
   // Python plugins (trusted code, runs in-process): paths relative to this workspace, or
   // {"path": ..., "settings": {...}, "models": ["compress"]}. See docs/plugins.md.
-  "plugins": []
+  "plugins": [],
 
-  // Replace the default system prompt:
-  // , "system_prompt": "You are ..."
+  // Language server (see docs/lsp.md). "apply": each edit at once; "review": one edit to
+  // confirm at the end of a task.
+  "edit_mode": "apply",
+  // Per tool name or capability: "allow", "ask" or "deny".
+  // "approval": {"process/exec": "ask", "net/fetch": "deny"},
+  // Extra code actions offered on a selection.
+  // "code_actions": [{"title": "Add docstrings", "prompt": "Add docstrings to the selection", "kind": "refactor.rewrite.lich"}],
+  // Prompts lich.ask offers when invoked without one.
+  // "quick_prompts": ["Explain this code", "Find bugs in this code", "Add tests for this code"],
+  // How files the editor does not have open are written: "auto", "editor" or "disk".
+  "disk_write_policy": "auto"
 }
 """
 
-GITIGNORE_TEMPLATE = "# lich session logs stay local\nsessions/\n"
+GITIGNORE_TEMPLATE = "# lich session logs and per-workspace state stay local\nsessions/\nstate/\n"
 
 
 def cmd_init(argv: list[str]) -> int:

@@ -21,6 +21,9 @@ EVENT_TYPES = (
     "turn_start",
     "llm_start",
     "text_delta",
+    # A provider attempt failed and another follows (retry or failover); data.discarded_chars
+    # of this turn's streamed text are void, the next attempt streams the answer from its start.
+    "llm_retry",
     "llm_end",
     "tool_call_start",
     "tool_call_end",

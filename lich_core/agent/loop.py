@@ -32,7 +32,7 @@ from lich_core.agent.sessions import (
     tool_error_message,
 )
 from lich_core.hashline.read_state import ReadState
-from lich_core.providers.base import Model, ProviderError
+from lich_core.providers.base import Model, ProviderError, RetryNotice, accepts_retry_notices
 from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.runtime import ToolRuntime
 from lich_core.tools.types import (
@@ -107,6 +107,8 @@ class Agent:
         self.plugins = plugins
         self.session_store = session_store
         self.workspace = workspace
+        # A chain reports retries and failovers, which become `llm_retry` events.
+        self.model_reports_retries = accepts_retry_notices(model)
         if plugins is not None:
             plugins.bind_models(self.model_for_role)
 
@@ -345,8 +347,14 @@ class _Run:
             if text:
                 emitter.emit_nowait("text_delta", turn=turn, text=text)
 
+        def on_retry(notice: RetryNotice) -> None:
+            # Renderers drop the turn's streamed text when discarded_chars > 0: the next
+            # attempt streams the answer again from its start.
+            emitter.emit_nowait("llm_retry", turn=turn, **notice.to_dict())
+
+        extra = {"on_retry": on_retry} if self.agent.model_reports_retries else {}
         return await self._race(
-            self.agent.model.complete(messages, tools, on_text=on_text, cancel=self.cancel),
+            self.agent.model.complete(messages, tools, on_text=on_text, cancel=self.cancel, **extra),
             grace_s=MODEL_CANCEL_GRACE_S,
         )
 

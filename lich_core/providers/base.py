@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
-from typing import Literal, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from lich_core.agent.messages import Message, ModelResponse
 from lich_core.tools.types import CancelToken, ToolDefinition
@@ -12,6 +14,57 @@ ErrorKind = Literal["auth", "rate_limit", "overflow", "bad_request", "network", 
 
 # Called with each piece of streamed assistant text as it arrives.
 TextCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RetryNotice:
+    """A failed attempt that will be followed by another one (same provider, or the next).
+
+    `discarded_chars` is how much text the failed attempt had already streamed through
+    `on_text`: a display showing streamed text must drop it, because the next attempt starts
+    the answer again from the beginning.
+    """
+
+    provider: str
+    attempt: int  # 1-based attempt on `provider` that failed
+    max_attempts: int
+    kind: str  # ErrorKind of the failure
+    message: str  # one line
+    action: Literal["retry", "failover"]
+    delay_s: float  # wait before the next attempt (0 for a failover)
+    next_provider: str
+    discarded_chars: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "attempt": self.attempt,
+            "max_attempts": self.max_attempts,
+            "kind": self.kind,
+            "message": self.message,
+            "action": self.action,
+            "delay_s": self.delay_s,
+            "next_provider": self.next_provider,
+            "discarded_chars": self.discarded_chars,
+        }
+
+
+RetryCallback = Callable[[RetryNotice], None]
+
+
+def accepts_retry_notices(model: object) -> bool:
+    """Whether `model.complete` takes `on_retry` (ProviderChain and wrappers of it do).
+
+    `on_retry` is an optional extension of the Model protocol, so simple models (tests, replay)
+    need not know about it.
+    """
+    complete = getattr(model, "complete", None)
+    if complete is None:
+        return False
+    try:
+        return "on_retry" in inspect.signature(complete).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class ProviderError(Exception):

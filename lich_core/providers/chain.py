@@ -6,8 +6,9 @@
 - any other kind (`auth`, `bad_request`, `overflow`, `unknown`): next provider at once.
 - every provider failed: the last ProviderError is raised, its message listing each failure.
 
-Note: a retried streaming call may already have streamed some text through `on_text`; callers
-that display streamed text should treat the final ModelResponse as the source of truth.
+A failed attempt may already have streamed text through `on_text`; the next attempt streams
+its answer from the start. Callers that display streamed text pass `on_retry`: it gets a
+RetryNotice (with `discarded_chars`) before every retry and failover, so they can drop that text.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from lich_core.agent.messages import Message, ModelResponse
-from lich_core.providers.base import Model, ProviderError, TextCallback
+from lich_core.providers.base import (
+    Model,
+    ProviderError,
+    RetryCallback,
+    RetryNotice,
+    TextCallback,
+)
 from lich_core.providers.http import run_cancellable
 from lich_core.tools.types import CancelToken, ToolDefinition
 
@@ -74,11 +81,15 @@ class ProviderChain:
         *,
         on_text: TextCallback | None = None,
         cancel: CancelToken | None = None,
+        on_retry: RetryCallback | None = None,
     ) -> ModelResponse:
         self.last_failures = []
         failed: list[ProviderError] = []
-        for model in self.models:
-            outcome = await self._try_model(model, messages, tools, on_text, cancel)
+        for index, model in enumerate(self.models):
+            next_name = self.models[index + 1].name if index + 1 < len(self.models) else ""
+            outcome = await self._try_model(
+                model, messages, tools, on_text, cancel, on_retry, next_name
+            )
             if isinstance(outcome, ModelResponse):
                 return outcome
             failed.append(outcome)
@@ -91,18 +102,37 @@ class ProviderChain:
         tools: Sequence[ToolDefinition],
         on_text: TextCallback | None,
         cancel: CancelToken | None,
+        on_retry: RetryCallback | None,
+        next_name: str,
     ) -> ModelResponse | ProviderError:
         attempt = 0
         while True:
             if cancel is not None and cancel.cancelled:
                 raise asyncio.CancelledError(cancel.reason or "cancelled")
+            streamed = _CharCounter(on_text)
             try:
-                response = await model.complete(messages, tools, on_text=on_text, cancel=cancel)
+                response = await model.complete(
+                    messages, tools, on_text=streamed if on_text else None, cancel=cancel
+                )
             except ProviderError as err:
                 if not err.provider:
                     err.provider = model.name
                 self.last_failures.append((model.name, attempt, err))
                 delay_s = retry_delay_s(err, attempt)
+                if on_retry is not None and (delay_s is not None or next_name):
+                    on_retry(
+                        RetryNotice(
+                            provider=model.name,
+                            attempt=attempt + 1,
+                            max_attempts=MAX_ATTEMPTS if err.kind in RETRIED_KINDS else 1,
+                            kind=err.kind,
+                            message=" ".join(str(err).split()),
+                            action="failover" if delay_s is None else "retry",
+                            delay_s=delay_s or 0.0,
+                            next_provider=model.name if delay_s is not None else next_name,
+                            discarded_chars=streamed.chars,
+                        )
+                    )
                 if delay_s is None:
                     return err
                 await run_cancellable(self._sleep(delay_s), cancel)
@@ -111,6 +141,19 @@ class ProviderChain:
             response.provider = response.provider or model.name
             response.model = response.model or getattr(model, "model", "")
             return response
+
+
+class _CharCounter:
+    """Passes streamed text on, counting it (what a failed attempt already showed)."""
+
+    def __init__(self, on_text: TextCallback | None) -> None:
+        self.on_text = on_text
+        self.chars = 0
+
+    def __call__(self, text: str) -> None:
+        self.chars += len(text)
+        if self.on_text is not None:
+            self.on_text(text)
 
 
 def _brief(error: ProviderError) -> str:

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.agent.messages import Message, ModelResponse, Usage
-from lich_core.providers.base import Model, ProviderError, TextCallback
+from lich_core.providers.base import (
+    Model,
+    ProviderError,
+    RetryCallback,
+    TextCallback,
+    accepts_retry_notices,
+)
 from lich_core.tools.types import CancelToken, ToolDefinition
 
 
@@ -154,7 +160,11 @@ class RecordingModel:
         *,
         on_text: TextCallback | None = None,
         cancel: CancelToken | None = None,
+        on_retry: RetryCallback | None = None,
     ) -> ModelResponse:
-        response = await self.inner.complete(messages, tools, on_text=on_text, cancel=cancel)
+        extra = {"on_retry": on_retry} if on_retry and accepts_retry_notices(self.inner) else {}
+        response = await self.inner.complete(
+            messages, tools, on_text=on_text, cancel=cancel, **extra
+        )
         record_turn(self.path, response)
         return response

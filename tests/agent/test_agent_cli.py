@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lich_core.config import load_config
+from lich_core.config import KEYS, load_config
 
 CLI_TIMEOUT_S = 60
 
@@ -57,6 +58,19 @@ def test_one_shot_streams_the_answer_on_stdout(tmp_path, fake_provider):
     assert "check the greeting" in contents and contents[-1] == "more?"
     plain = lich("sessions", "--work-dir", str(tmp_path), cwd=tmp_path)
     assert sessions[0]["session_id"] in plain.stdout and "2 run(s)" in plain.stdout
+
+
+def test_a_retried_stream_says_where_the_answer_restarts(tmp_path, fake_provider):
+    fake_provider.script(
+        {"text": "partial partial", "chunks": 5, "drop_after_chunks": 3},
+        {"text": "The full answer.", "chunks": 2},
+    )
+    done = lich("hi", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "failed (network): retrying in 0.5 s (attempt 2 of 3); the answer restarts below" in done.stderr
+    first, second = done.stdout.split("\n", 1)
+    assert first and "partial partial".startswith(first)  # the broken attempt, ended by a newline
+    assert second == "The full answer.\n"
 
 
 def test_budget_exhaustion_exits_1(tmp_path, fake_provider):
@@ -123,6 +137,19 @@ def test_init_writes_a_loadable_template_and_never_overwrites(tmp_path):
     assert text.startswith("//") and "// {\"name\": \"openai\"" in text
     config = load_config(tmp_path, env={"HOME": str(tmp_path)})
     assert config.sources["max_turns"] == str(target)
+    # Every configuration key is documented in the template (set, or commented out).
+    undocumented = [key for key in KEYS if f'"{key}"' not in text]
+    assert undocumented == []
+    # Every commented-out example key loads too once its // is removed.
+    examples = [m for m in (re.match(r'\s*// "(\w+)": ', line) for line in text.splitlines()) if m]
+    assert len(examples) >= 7
+    for example in examples:
+        line = example.string
+        target.write_text(text.replace(line, line.replace("// ", "", 1)))
+        loaded = load_config(tmp_path, env={"HOME": str(tmp_path)})
+        assert loaded.sources[example.group(1)] == str(target), line
+    ignored = (tmp_path / ".lich" / ".gitignore").read_text().split()
+    assert "sessions/" in ignored and "state/" in ignored
     target.write_text('{"max_turns": 7}')
     again = lich("init", "--work-dir", str(tmp_path), cwd=tmp_path)
     assert again.returncode == 1 and "not overwritten" in again.stderr

@@ -163,6 +163,27 @@ async def test_failover_across_a_chain(tmp_path, fake_provider):
     assert events.of("llm_end")[0].data["provider"] == "backup"
 
 
+async def test_a_stream_that_breaks_and_is_retried_emits_llm_retry(tmp_path, fake_provider):
+    fake_provider.script(
+        {"text": "first try " * 4, "chunks": 8, "drop_after_chunks": 4},
+        {"text": "second try, complete.", "chunks": 3},
+    )
+    events = EventLog()
+    result = await build_agent(config_for(tmp_path, fake_provider)).run("x", on_event=events)
+    assert result.stopped_reason == "final" and result.final == "second try, complete."
+    kinds = [e.type for e in events.events if e.type in ("text_delta", "llm_retry", "llm_end")]
+    retry_at = kinds.index("llm_retry")
+    assert "text_delta" in kinds[:retry_at] and kinds[-1] == "llm_end"
+    (retry,) = events.of("llm_retry")
+    before = "".join(e.data["text"] for e in events.of("text_delta") if e.seq < retry.seq)
+    after = "".join(e.data["text"] for e in events.of("text_delta") if e.seq > retry.seq)
+    # A renderer that drops `discarded_chars` of streamed text shows exactly the final answer.
+    assert retry.data["discarded_chars"] == len(before) > 0
+    assert after == result.final
+    assert retry.data["action"] == "retry" and retry.data["kind"] == "network"
+    assert retry.data["turn"] == 1 and retry.data["provider"] == "fake"
+
+
 async def test_provider_error_ends_the_run_with_one_line(tmp_path, fake_provider):
     fake_provider.script(
         {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo kept"}}]},

@@ -184,3 +184,54 @@ async def test_cancel_during_request_through_chain(fake_provider) -> None:
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 5)
     assert second.delays == []
+
+
+async def test_retry_notice_says_how_much_streamed_text_to_drop(fake_provider, sleeps) -> None:
+    fake_provider.script(
+        {"text": "abcdefghij" * 3, "chunks": 10, "drop_after_chunks": 4}, {"text": "whole answer"}
+    )
+    shown: list[str] = []
+    notices = []
+
+    def on_retry(notice) -> None:
+        notices.append(notice)
+        del shown[len(shown) - notice.discarded_chars :]  # what a display would do
+
+    def on_text(piece: str) -> None:
+        shown.extend(piece)
+
+    chain = ProviderChain([make_model("openai_compat", fake_provider, name="p")], sleep=sleeps)
+    response = await chain.complete(HELLO, [], on_text=on_text, on_retry=on_retry)
+    assert response.message.content == "whole answer"
+    assert "".join(shown) == "whole answer"
+    (notice,) = notices
+    assert (notice.provider, notice.attempt, notice.action, notice.kind) == (
+        "p",
+        1,
+        "retry",
+        "network",
+    )
+    assert notice.discarded_chars == 9  # chunk 1 is the role header, then 3 pieces of 3 chars
+    assert notice.delay_s == 0.5 and notice.next_provider == "p"
+
+
+async def test_failover_notice_names_the_next_provider(sleeps) -> None:
+    with FakeProviderServer() as first, FakeProviderServer() as second:
+        first.script({"status": 500})
+        second.script({"status": 401})
+        notices = []
+        chain = ProviderChain(
+            [make_model("ollama", first, name="a"), make_model("anthropic", second, name="b")],
+            sleep=sleeps,
+        )
+        with pytest.raises(ProviderError):
+            await chain.complete(HELLO, [], on_retry=notices.append)
+    # Only failures followed by another attempt are announced; the last one is the error.
+    (notice,) = notices
+    assert (notice.action, notice.next_provider, notice.kind, notice.discarded_chars) == (
+        "failover",
+        "b",
+        "unknown",
+        0,
+    )
+    assert "HTTP 500" in notice.message and "\n" not in notice.message
