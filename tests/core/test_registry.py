@@ -87,3 +87,25 @@ def test_builtin_catalog_registers_without_clashes() -> None:
     assert capabilities["edit_file"] == "file/edit"
     assert capabilities["list_dir"] == "file/read"
     assert capabilities["find_files"] == "file/read"
+
+
+def test_every_builtin_declares_one_known_capability() -> None:
+    from lich_core.tools.types import CAPABILITIES
+
+    expected = {
+        "read_file": "file/read",
+        "grep_files": "file/read",
+        "find_files": "file/read",
+        "list_dir": "file/read",
+        "disk_usage": "file/read",
+        "apply_patch": "file/edit",
+        "edit_file": "file/edit",
+        "write_file": "file/write",
+        "terminal": "process/exec",
+        "process_list": "process/exec",
+        "env_get": "process/exec",
+    }
+    declared = {tool.name: getattr(tool, "capability", None) for tool in builtin_tools()}
+    assert {name: declared.get(name) for name in expected} == expected
+    # A builtin added later must be gated too: an ungated tool would run under `capabilities: []`.
+    assert all(capability in CAPABILITIES for capability in declared.values()), declared
