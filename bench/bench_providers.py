@@ -1,9 +1,12 @@
-"""Time to first streamed token: OpenAICompatModel.complete(on_text=...) against plain httpx.
+"""Time to first streamed token through the agent loop, and through the provider alone, against
+plain httpx.
 
-Both read the same 200-chunk SSE stream from the fake provider server (run as a separate process
+All read the same 200-chunk SSE stream from the fake provider server (run as a separate process
 so its thread does not compete with the client for the GIL), over a warm keep-alive connection,
-in the same run. The reference is the least a client can do: POST, iterate lines, json.loads each
-data line, take the first non-empty delta. Runs alternate between the two so drift hits both.
+in the same run. "Through the loop" is Agent.run with the provider chain (retry wrapper), from
+the call until the first `text_delta` event reaches the listener, and the whole run. The
+reference is the least a client can do: POST, iterate lines, json.loads each data line, take the
+first non-empty delta. Runs rotate so drift and ordering hit all of them.
 """
 
 from __future__ import annotations
@@ -21,9 +24,16 @@ from pathlib import Path
 import httpx
 
 from bench.run import Figure
+from lich_core.agent.events import AgentEvent
+from lich_core.agent.loop import Agent
 from lich_core.agent.messages import Message
-from lich_core.providers.http import aclose_client
+from lich_core.config import load_config
+from lich_core.providers.chain import ProviderChain
+from lich_core.providers.http import aclose_client, get_client
 from lich_core.providers.openai_compat import OpenAICompatModel
+from lich_core.tools.executor import ToolExecutor
+from lich_core.tools.registry import ToolRegistry
+from lich_core.tools.runtime import ToolRuntime
 
 ROOT = Path(__file__).resolve().parents[1]
 STREAM_CHUNKS = 200
@@ -62,6 +72,28 @@ async def _through_model(model: OpenAICompatModel, messages: list[Message]) -> t
     return first[0] - start, end - start
 
 
+def _agent(model: OpenAICompatModel, work_dir: Path) -> Agent:
+    config = load_config(work_dir, env={"HOME": str(work_dir)})
+    registry = ToolRegistry([])
+    executor = ToolExecutor(registry, work_dir=work_dir, settings=config)
+    runtime = ToolRuntime(registry, registry, executor, config)
+    return Agent(model=ProviderChain([model]), runtime=runtime, config=config)
+
+
+async def _through_loop(agent: Agent) -> tuple[float, float]:
+    first: list[float] = []
+    start = time.perf_counter()
+
+    def on_event(event: AgentEvent) -> None:
+        if event.type == "text_delta" and not first:
+            first.append(time.perf_counter())
+
+    result = await agent.run("benchmark", on_event=on_event)
+    end = time.perf_counter()
+    assert result.stopped_reason == "final", result.error
+    return first[0] - start, end - start
+
+
 async def _plain_httpx(client: httpx.AsyncClient, url: str, body: dict) -> tuple[float, float]:
     first = 0.0
     start = time.perf_counter()
@@ -77,36 +109,48 @@ async def _plain_httpx(client: httpx.AsyncClient, url: str, body: dict) -> tuple
     return first - start, end - start
 
 
-async def _measure(url: str, rounds: int) -> dict[str, list[float]]:
+async def _measure(url: str, rounds: int, work_dir: Path) -> dict[str, list[float]]:
     messages = [Message(role="user", content="benchmark")]
     model = OpenAICompatModel(model="fake-model", name="bench", base_url=url + "/v1")
+    agent = _agent(model, work_dir)
     body = model.request_body(messages, [])
     results: dict[str, list[float]] = {
+        "loop_first": [],
+        "loop_total": [],
         "model_first": [],
         "model_total": [],
         "plain_first": [],
         "plain_total": [],
     }
-    async with httpx.AsyncClient(trust_env=False) as client:
-        # Warm both connections before timing.
-        await _through_model(model, messages)
-        await _plain_httpx(client, url + "/v1/chat/completions", body)
-        for _ in range(rounds):
-            first, total = await _through_model(model, messages)
-            results["model_first"].append(first)
-            results["model_total"].append(total)
-            first, total = await _plain_httpx(client, url + "/v1/chat/completions", body)
-            results["plain_first"].append(first)
-            results["plain_total"].append(total)
+    # The reference uses the same pooled client, so all three read over the same warm
+    # connection (a second client would add a second connection and server thread as a confound).
+    client = get_client()
+    # Warm the connection before timing.
+    await _through_loop(agent)
+    await _through_model(model, messages)
+    await _plain_httpx(client, url + "/v1/chat/completions", body)
+    runners = {
+        "loop": lambda: _through_loop(agent),
+        "model": lambda: _through_model(model, messages),
+        "plain": lambda: _plain_httpx(client, url + "/v1/chat/completions", body),
+    }
+    names = list(runners)
+    for index in range(rounds):
+        # Rotate the order each round so no variant always runs first (or right after another).
+        for name in names[index % 3 :] + names[: index % 3]:
+            first, total = await runners[name]()
+            results[f"{name}_first"].append(first)
+            results[f"{name}_total"].append(total)
     await aclose_client()
     return results
 
 
 def run(quick: bool) -> list[Figure]:
     rounds = 15 if quick else 60
-    proc, url, script_path = _start_server(2 * rounds + 4)
+    proc, url, script_path = _start_server(3 * rounds + 6)
     try:
-        results = asyncio.run(_measure(url, rounds))
+        with tempfile.TemporaryDirectory() as work_dir:
+            results = asyncio.run(_measure(url, rounds, Path(work_dir)))
     finally:
         proc.kill()
         proc.wait(timeout=10)
@@ -114,6 +158,15 @@ def run(quick: bool) -> list[Figure]:
     ms = {key: statistics.median(values) * 1000 for key, values in results.items()}
     note = f"median of {rounds}, {STREAM_CHUNKS}-chunk SSE stream, fake server in a subprocess"
     return [
+        Figure(
+            "providers: time to first token through the agent loop",
+            ms["loop_first"],
+            "ms",
+            "plain httpx",
+            ms["plain_first"],
+            f"<= {TARGET_RATIO}x",
+            note + "; Agent.run + ProviderChain, first text_delta event",
+        ),
         Figure(
             "providers: time to first token, OpenAICompatModel",
             ms["model_first"],
