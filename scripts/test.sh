@@ -20,8 +20,9 @@ if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     step "apt-get install$missing"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    # Not fatal: the tests that need a missing program say so (and fail under CI=true).
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null; } \
+      || echo "note: apt-get install failed for:$missing"
   else
     echo "note: missing Debian packages:$missing (not root: their tests will skip)"
   fi
@@ -40,8 +41,8 @@ fi
 
 if [ -f .ci/vscode/install.sh ] && command -v npm >/dev/null; then
   step "VS Code extension build and code-server (for the end-to-end test)"
-  bash .ci/vscode/install.sh
-  bash .ci/vscode/build.sh
+  { bash .ci/vscode/install.sh && bash .ci/vscode/build.sh; } \
+    || echo "note: VS Code toolchain install failed; its tests will say so"
 fi
 
 step "pytest"
