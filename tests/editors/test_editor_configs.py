@@ -133,3 +133,39 @@ def test_emacs_configs_byte_compile(tmp_path: Path) -> None:
     assert "Error" not in done.stderr, done.stderr[-4000:]
     for name in files:
         assert (tmp_path / name).with_suffix(".elc").exists()
+
+
+def test_vscode_settings_have_descriptions_defaults_and_docs() -> None:
+    manifest = json.loads((EDITORS / "vscode" / "package.json").read_text(encoding="utf-8"))
+    properties = manifest["contributes"]["configuration"]["properties"]
+    page = (DOCS / "editors" / "vscode.md").read_text(encoding="utf-8")
+    for key, spec in properties.items():
+        assert spec.get("markdownDescription") or spec.get("description"), f"{key}: no description"
+        assert "default" in spec, f"{key}: no default"
+        assert f"| `{key}` | `{json.dumps(spec['default'])}` |" in page, (
+            f"{key} (default {spec['default']!r}) is not in the settings table of docs/editors/vscode.md"
+        )
+    # The API key is only ever named, never stored in settings.
+    assert not [key for key in properties if key.lower().endswith(("apikey", "api_key", "token"))]
+
+
+def test_docs_links_resolve() -> None:
+    """Relative links in docs/ and the editor READMEs point at files that exist."""
+    link = re.compile(r"\]\(([^)\s]+)\)")
+    pages = [*DOCS.rglob("*.md"), *EDITORS.glob("*/README.md")]
+    broken = []
+    for page in pages:
+        for target in link.findall(page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = (page.parent / target.split("#", 1)[0]).resolve()
+            if not path.exists():
+                broken.append(f"{page.relative_to(REPO)} -> {target}")
+    assert not broken, broken
+
+
+def test_docs_index_lists_every_page() -> None:
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    pages = [p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md") if p.name != "README.md"]
+    missing = [p for p in pages if f"({p})" not in index]
+    assert not missing, f"docs/README.md does not link {missing}"
