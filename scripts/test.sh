@@ -11,7 +11,7 @@ step() { printf '\n== %s\n' "$*"; }
 
 # Debian packages: a real Neovim (0.7.2) for the plugin tests, Chromium and ripgrep for the
 # VS Code end-to-end test, build headers for code-server's native modules, Emacs + eglot.
-APT_PACKAGES="neovim chromium ripgrep libkrb5-dev emacs-nox elpa-eglot"
+APT_PACKAGES="neovim chromium ripgrep libkrb5-dev emacs-nox elpa-eglot elpa-lsp-mode"
 missing=""
 for pkg in $APT_PACKAGES; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
