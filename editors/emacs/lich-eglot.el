@@ -138,6 +138,25 @@ For a project's own Python use e.g.
       (setq lich-eglot--streaming stream))
     (setq buffer-read-only t)))
 
+(defun lich-eglot--retry-notice (data)
+  "The transcript line for `llm_retry' DATA (a model attempt failed).
+Text the failed attempt streamed stays in the buffer, so the line
+says where the restarted answer begins."
+  (let* ((delay (plist-get data :delay_s))
+         (attempt (plist-get data :attempt))
+         (max (plist-get data :max_attempts))
+         (discarded (plist-get data :discarded_chars))
+         (next (if (equal (plist-get data :action) "failover")
+                   (format "failing over to %s" (or (plist-get data :next_provider) "the next provider"))
+                 (concat "retrying"
+                         (if (and (numberp delay) (> delay 0)) (format " in %.1f s" delay) "")
+                         (if (and (numberp attempt) (numberp max))
+                             (format " (attempt %d of %d)" (1+ attempt) max)
+                           "")))))
+    (format "… provider %s failed (%s): %s%s"
+            (or (plist-get data :provider) "?") (or (plist-get data :kind) "error") next
+            (if (and (numberp discarded) (> discarded 0)) "; the answer restarts below" ""))))
+
 (defun lich-eglot--render-event (event)
   "Render one lich/event plist (the agent core's event with `:task_id')."
   (let* ((type (plist-get event :type))
@@ -153,6 +172,7 @@ For a project's own Python use e.g.
         (if (eq (plist-get data :ok) t)
             (format "← %s ok: %s" (plist-get data :name) (lich-eglot--one-line (or (plist-get data :summary) "")))
           (format "← %s failed: %s" (plist-get data :name) (lich-eglot--one-line (or (plist-get data :error) ""))))))
+      ("llm_retry" (lich-eglot--transcript-insert (lich-eglot--retry-notice data)))
       ("run_end" (lich-eglot--transcript-insert (format "■ %s" (or (plist-get data :stopped_reason) ""))))
       ("error" (lich-eglot--transcript-insert (format "! %s" (or (plist-get data :message) ""))))
       (_ nil))))

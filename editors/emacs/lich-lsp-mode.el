@@ -102,6 +102,26 @@ OBJECT is a hash table (lsp-mode's default) or a plist (`lsp-use-plists')."
   (let ((text (if (stringp value) value (format "%s" (json-encode value)))))
     (truncate-string-to-width (replace-regexp-in-string "[ \t\n]+" " " text) 160 nil nil "…")))
 
+(defun lich-lsp-mode--retry-notice (data)
+  "The transcript line for `llm_retry' DATA (a model attempt failed).
+Text the failed attempt streamed stays in the buffer, so the line
+says where the restarted answer begins."
+  (let* ((delay (lich-lsp-mode--get data "delay_s"))
+         (attempt (lich-lsp-mode--get data "attempt"))
+         (max (lich-lsp-mode--get data "max_attempts"))
+         (discarded (lich-lsp-mode--get data "discarded_chars"))
+         (next (if (equal (lich-lsp-mode--get data "action") "failover")
+                   (format "failing over to %s"
+                           (or (lich-lsp-mode--get data "next_provider") "the next provider"))
+                 (concat "retrying"
+                         (if (and (numberp delay) (> delay 0)) (format " in %.1f s" delay) "")
+                         (if (and (numberp attempt) (numberp max))
+                             (format " (attempt %d of %d)" (1+ attempt) max)
+                           "")))))
+    (format "… provider %s failed (%s): %s%s"
+            (or (lich-lsp-mode--get data "provider") "?") (or (lich-lsp-mode--get data "kind") "error")
+            next (if (and (numberp discarded) (> discarded 0)) "; the answer restarts below" ""))))
+
 (defun lich-lsp-mode--event (_workspace event)
   (ignore-errors
     (let ((type (lich-lsp-mode--get event "type"))
@@ -120,6 +140,7 @@ OBJECT is a hash table (lsp-mode's default) or a plist (`lsp-use-plists')."
             (format "← %s %s: %s" (lich-lsp-mode--get data "name") (if ok "ok" "failed")
                     (lich-lsp-mode--one-line
                      (or (lich-lsp-mode--get data (if ok "summary" "error")) ""))))))
+        ("llm_retry" (lich-lsp-mode--transcript-insert (lich-lsp-mode--retry-notice data)))
         ("run_end" (lich-lsp-mode--transcript-insert
                     (format "■ %s" (or (lich-lsp-mode--get data "stopped_reason") ""))))
         ("error" (lich-lsp-mode--transcript-insert

@@ -95,3 +95,18 @@ def test_eglot_config_starts_server_and_runs_commands(emacs: str, tmp_path: Path
     failed = [check for check in result["checks"] if not check["ok"]]
     assert not failed, context
     assert hello.read_text(encoding="utf-8") == "def hello():\n    return 2\n"
+
+
+def test_transcript_renders_llm_retry(emacs: str) -> None:
+    """ERT in batch Emacs: both configs turn an llm_retry event into a restart notice."""
+    test_file = SCENARIO.parent / "transcript_retry.el"
+    proc = subprocess.run(
+        [emacs, "--batch", "-L", str(REPO / "editors" / "emacs"), "-l", str(test_file)]
+        + ["-f", "ert-run-tests-batch-and-exit"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "0 unexpected" in proc.stderr, proc.stderr[-4000:]

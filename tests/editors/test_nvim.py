@@ -261,3 +261,10 @@ def test_cancel_stops_a_slow_task(
     assert_passed(result)
     assert result["values"]["stopped_reason"] == "aborted"
     assert (workspace / "hello.py").read_text(encoding="utf-8") == HELLO
+
+
+def test_transcript_drops_the_text_of_a_failed_attempt(nvim: str, tmp_path: Path) -> None:
+    """Synthetic llm_retry events through lich.transcript (no server): the void partial goes."""
+    result = run_scenario(nvim, "transcript_retry", tmp_path, tmp_path)
+    assert_passed(result)
+    assert len(result["checks"]) == 4

@@ -36,6 +36,36 @@ export function summarise(value: unknown, limit = SUMMARY_MAX_CHARS): string {
   return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
 }
 
+function num(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * The line for an `llm_retry` event: which provider failed, why, and what happens next.
+ * `restartsBelow` adds where the restarted answer begins, for a view that cannot un-print the
+ * streamed text the failed attempt left behind.
+ */
+export function retryNotice(data: Record<string, unknown>, restartsBelow: boolean): string {
+  const provider = str(data.provider) ?? "?";
+  const kind = str(data.kind) ?? "error";
+  let next: string;
+  if (data.action === "failover") {
+    next = `failing over to ${str(data.next_provider) ?? "the next provider"}`;
+  } else {
+    const delay = num(data.delay_s);
+    const attempt = num(data.attempt);
+    const max = num(data.max_attempts);
+    next = "retrying";
+    if (delay !== undefined && delay > 0) {
+      next += ` in ${delay.toFixed(1)} s`;
+    }
+    if (attempt !== undefined && max !== undefined) {
+      next += ` (attempt ${attempt + 1} of ${max})`;
+    }
+  }
+  return `… provider ${provider} failed (${kind}): ${next}${restartsBelow ? "; the answer restarts below" : ""}`;
+}
+
 /** The event's task id: the server's `task_id`, else the core's `run_id`. */
 export function eventTaskId(event: LichEvent): string | undefined {
   return str(event.task_id) ?? str(event.data?.task_id) ?? str(event.run_id);
@@ -65,6 +95,12 @@ export class TranscriptRenderer {
         }
         this.midLine = !text.endsWith("\n");
         return text;
+      }
+      case "llm_retry": {
+        // An output channel cannot take text back: end the void partial line and say where
+        // the next attempt's answer starts.
+        const discarded = (num(data.discarded_chars) ?? 0) > 0;
+        return line(retryNotice(data, discarded));
       }
       case "llm_end":
         if (this.midLine) {

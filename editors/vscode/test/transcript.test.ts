@@ -3,7 +3,7 @@ import { patchSourceCases } from "./fixtures";
 import { choosePatch, looksLikePatch } from "../src/patchSource";
 import { providerInfo, statusView } from "../src/status";
 import { TaskTracker } from "../src/tasks";
-import { eventTaskId, summarise, TranscriptRenderer } from "../src/transcript";
+import { eventTaskId, retryNotice, summarise, TranscriptRenderer } from "../src/transcript";
 
 describe("TranscriptRenderer", () => {
   it("renders a task's events as readable lines, streaming text inline", () => {
@@ -50,6 +50,46 @@ describe("TranscriptRenderer", () => {
     expect(r.render({ type: "something_new" })).toBe("");
     expect(r.render({})).toBe("");
     expect(r.render({ type: "run_end" })).toBe("■ task ended: done\n");
+  });
+
+  it("marks the void partial answer of a failed attempt and shows the restarted one", () => {
+    const r = new TranscriptRenderer();
+    const retry = {
+      turn: 1,
+      provider: "primary",
+      attempt: 1,
+      max_attempts: 3,
+      kind: "timeout",
+      message: "read timed out",
+      action: "retry",
+      delay_s: 1.5,
+      next_provider: "primary",
+      discarded_chars: 9,
+    };
+    const out = [
+      r.render({ type: "llm_start", task_id: "t1", data: { turn: 1 } }),
+      r.render({ type: "text_delta", task_id: "t1", data: { turn: 1, text: "The answ" } }),
+      r.render({ type: "text_delta", task_id: "t1", data: { turn: 1, text: "e" } }),
+      r.render({ type: "llm_retry", task_id: "t1", data: retry }),
+      r.render({ type: "text_delta", task_id: "t1", data: { turn: 1, text: "The answer is 42." } }),
+      r.render({ type: "llm_end", task_id: "t1", data: { turn: 1 } }),
+    ].join("");
+    expect(out).toBe(
+      [
+        "The answe",
+        "… provider primary failed (timeout): retrying in 1.5 s (attempt 2 of 3); the answer restarts below",
+        "The answer is 42.",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("names the next provider on failover and stays quiet about restarts when nothing streamed", () => {
+    const r = new TranscriptRenderer();
+    const failover = { provider: "a", attempt: 2, max_attempts: 2, kind: "server", action: "failover", delay_s: 0, next_provider: "b", discarded_chars: 0 };
+    expect(r.render({ type: "llm_retry", data: failover })).toBe("… provider a failed (server): failing over to b\n");
+    expect(retryNotice({ ...failover, discarded_chars: 3 }, true)).toBe("… provider a failed (server): failing over to b; the answer restarts below");
+    expect(retryNotice({ action: "retry", delay_s: 0 }, false)).toBe("… provider ? failed (error): retrying");
   });
 
   it("summarises long values and finds the task id", () => {

@@ -9,6 +9,10 @@ M.buf = nil
 local streaming = false
 -- True once the current run streamed any text: its `final` event then repeats nothing.
 local streamed_run = false
+-- The text the current model attempt streamed and where it starts in the buffer (0-based row,
+-- byte column): an `llm_retry` voids it, and the buffer can take it back. Nil once anything
+-- else was appended after it (then it is no longer the buffer's tail).
+local attempt = nil
 
 local BUF_NAME = "lich://transcript"
 
@@ -25,6 +29,7 @@ local function ensure_buf()
   vim.api.nvim_buf_set_option(buf, "modifiable", false)
   M.buf = buf
   streaming = false
+  attempt = nil
   return buf
 end
 
@@ -40,7 +45,14 @@ end
 local function trim(buf)
   local count = vim.api.nvim_buf_line_count(buf)
   if count > M.max_lines then
-    vim.api.nvim_buf_set_lines(buf, 0, count - M.max_lines, false, {})
+    local removed = count - M.max_lines
+    vim.api.nvim_buf_set_lines(buf, 0, removed, false, {})
+    if attempt then
+      attempt.row = attempt.row - removed
+      if attempt.row < 0 then
+        attempt = nil
+      end
+    end
   end
 end
 
@@ -78,6 +90,7 @@ function M.append(lines)
     trim(buf)
   end)
   streaming = false
+  attempt = nil
   scroll_windows(buf)
 end
 
@@ -91,12 +104,85 @@ function M.stream(text)
   with_modifiable(buf, function()
     local count = vim.api.nvim_buf_line_count(buf)
     local last = vim.api.nvim_buf_get_lines(buf, count - 1, count, false)[1] or ""
+    if not attempt then
+      attempt = { row = count - 1, col = #last, text = "" }
+    end
+    attempt.text = attempt.text .. text
     local parts = vim.split(last .. text, "\n", true)
     vim.api.nvim_buf_set_lines(buf, count - 1, count, false, parts)
     trim(buf)
   end)
   streaming = true
   scroll_windows(buf)
+end
+
+local function first_string(data, keys)
+  for _, key in ipairs(keys) do
+    local value = data[key]
+    if type(value) == "string" and value ~= "" then
+      return value
+    end
+  end
+  return nil
+end
+
+--- Take back the last `chars` characters (code points, as the server counts them) of the current
+--- attempt's streamed text. False when that text is no longer the buffer's tail.
+---@param chars integer
+---@return boolean
+local function drop_streamed(chars)
+  local buf = M.buf
+  if not (attempt and buf and vim.api.nvim_buf_is_valid(buf)) then
+    return false
+  end
+  local tail = vim.api.nvim_buf_get_lines(buf, attempt.row, -1, false)
+  if #tail == 0 then
+    return false
+  end
+  tail[1] = tail[1]:sub(attempt.col + 1)
+  if table.concat(tail, "\n") ~= attempt.text then
+    return false
+  end
+  local total = vim.fn.strchars(attempt.text)
+  local keep = vim.fn.strcharpart(attempt.text, 0, math.max(total - chars, 0))
+  with_modifiable(buf, function()
+    if keep == "" and attempt.col == 0 then
+      -- The attempt began on a line of its own: remove the line too.
+      vim.api.nvim_buf_set_lines(buf, attempt.row, -1, false, {})
+    else
+      local count = vim.api.nvim_buf_line_count(buf)
+      local last = vim.api.nvim_buf_get_lines(buf, count - 1, count, false)[1] or ""
+      vim.api.nvim_buf_set_text(buf, attempt.row, attempt.col, count - 1, #last, vim.split(keep, "\n", true))
+    end
+  end)
+  attempt = nil
+  streaming = false
+  return true
+end
+
+--- The line for an `llm_retry` event: which provider failed, why, and what happens next.
+local function retry_notice(data, restarts_below)
+  local next_step
+  if data.action == "failover" then
+    next_step = "failing over to " .. (first_string(data, { "next_provider" }) or "the next provider")
+  else
+    next_step = "retrying"
+    local delay = tonumber(data.delay_s)
+    if delay and delay > 0 then
+      next_step = next_step .. string.format(" in %.1f s", delay)
+    end
+    local number, max = tonumber(data.attempt), tonumber(data.max_attempts)
+    if number and max then
+      next_step = next_step .. string.format(" (attempt %d of %d)", number + 1, max)
+    end
+  end
+  return "… provider "
+    .. (first_string(data, { "provider" }) or "?")
+    .. " failed ("
+    .. (first_string(data, { "kind" }) or "error")
+    .. "): "
+    .. next_step
+    .. (restarts_below and "; the answer restarts below" or "")
 end
 
 local function one_line(value, limit)
@@ -110,16 +196,6 @@ local function one_line(value, limit)
     text = text:sub(1, limit) .. "…"
   end
   return text
-end
-
-local function first_string(data, keys)
-  for _, key in ipairs(keys) do
-    local value = data[key]
-    if type(value) == "string" and value ~= "" then
-      return value
-    end
-  end
-  return nil
 end
 
 --- Render one `lich/event` notification. Accepts the event itself or `{event = ..., task_id = ...}`.
@@ -159,9 +235,19 @@ function M.on_event(params)
     M.append({ "■ " .. reason .. (problem and (": " .. one_line(problem)) or "") })
   elseif kind == "error" then
     M.append({ "! " .. one_line(first_string(data, { "message", "error" }) or data) })
+  elseif kind == "llm_retry" then
+    -- The failed attempt's streamed text is void: the next attempt streams the answer again.
+    local discarded = tonumber(data.discarded_chars) or 0
+    local dropped = discarded > 0 and drop_streamed(discarded)
+    if discarded > 0 then
+      -- A failover provider may not stream: its `final` then has to be shown.
+      streamed_run = false
+    end
+    M.append({ retry_notice(data, discarded > 0 and not dropped) })
   elseif kind == "llm_start" or kind == "llm_end" or kind == "turn_start" or kind == "turn_end" then
     -- Bookkeeping events, not worth a transcript line; they do end a streamed paragraph.
     streaming = false
+    attempt = nil
   else
     M.append({ "· " .. kind .. (next(data) and (" " .. one_line(data, 120)) or "") })
   end
