@@ -20,6 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from lsprotocol.types import ResponseError
+from pygls.exceptions import (
+    FeatureRequestError,
+    JsonRpcException,
+    JsonRpcInternalError,
+    JsonRpcInvalidParams,
+)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -84,16 +91,16 @@ class LspState:
 
     def report_unexpected(self, where: str, err: BaseException) -> None:
         """Tell the user about an unexpected failure once per kind (the log has the details)."""
-        key = f"{where}:{type(err).__name__}"
+        self.report_once(
+            f"{where}:{type(err).__name__}",
+            f"lich: unexpected error in {where}: {type(err).__name__}: {err} (details in the server log)",
+        )
+
+    def report_once(self, key: str, message: str) -> None:
         if key in self._reported_errors:
             return
         self._reported_errors.add(key)
-        self._server.window_show_message(
-            types.ShowMessageParams(
-                type=types.MessageType.Error,
-                message=f"lich: unexpected error in {where}: {type(err).__name__}: {err} (details in the server log)",
-            )
-        )
+        self._server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
 
     def remember_diagnostics(self, uri: str, diagnostics: Any) -> None:
         doc = self.documents.document_for_uri(uri)
@@ -146,11 +153,28 @@ def _chat_provider(config: Any) -> dict[str, str]:
     return {"name": first.name, "kind": first.kind, "model": first.model, "describe": describe_model(config)}
 
 
-class LichProtocol(LanguageServerProtocol):
-    """pygls' protocol, plus: `$/cancelRequest` for a lich.ask request stops its agent task.
+class MalformedMessage(JsonRpcInvalidParams):
+    """A message from the editor that does not fit its method's types.
 
-    pygls cancels only the request's outer future for workspace/executeCommand, not the command
-    coroutine, so the task manager is told directly.
+    `handled`: whoever waits on it was told (a request got an error answer, or our pending
+    request failed with this error), so the user needs no separate message.
+    """
+
+    def __init__(self, what: str, handled: bool) -> None:
+        super().__init__(message=f"{what}: malformed params")
+        self.what = what
+        self.handled = handled
+
+
+class LichProtocol(LanguageServerProtocol):
+    """pygls' protocol with three changes for robustness:
+
+    - `$/cancelRequest` for a lich.ask request stops its agent task (pygls cancels only the
+      request's outer future for workspace/executeCommand, not the command coroutine);
+    - a request whose params cannot be read gets an InvalidParams answer (pygls drops it, and
+      the editor would wait forever);
+    - error responses never carry a Python traceback (pygls puts one in `data`; it stays in the
+      server log).
     """
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
@@ -158,6 +182,30 @@ class LichProtocol(LanguageServerProtocol):
         server = self._server
         if isinstance(server, LichLanguageServer):
             server.lich.tasks.cancel_for_request(msg_id)
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as err:
+            if "method" in data:
+                what = str(data["method"])
+                handled = "id" in data
+                if handled:
+                    self._send_response(data["id"], None, MalformedMessage(what, True).to_response_error())
+            else:
+                # A bad answer to one of our requests (applyEdit, showMessageRequest...): fail
+                # that request so its caller turns it into an error instead of waiting forever.
+                what = "response"
+                future = self._request_futures.pop(data.get("id"), None)
+                handled = future is not None and not future.done()
+                if handled:
+                    future.set_exception(MalformedMessage(what, True))
+            raise MalformedMessage(what, handled) from err
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: ResponseError | None = None) -> None:
+        if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
+            error = ResponseError(code=error.code, message=error.message)
+        super()._send_response(msg_id, result, error)
 
 
 class LichLanguageServer(LanguageServer):
@@ -172,11 +220,17 @@ class LichLanguageServer(LanguageServer):
         self.parent_watch: asyncio.Task[None] | None = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """Out-of-band failures (a broken notification handler, bad JSON): logged, shown once per kind."""
-        from pygls.exceptions import FeatureRequestError
-
-        if source == FeatureRequestError:
-            return  # the request's own error response already says it
+        """Failures outside the command handlers: logged, shown to the user once per kind."""
+        if isinstance(error, MalformedMessage):
+            log.warning("ignored a malformed %s from the editor", error.what)
+            if not error.handled:
+                self.lich.report_once(
+                    f"malformed:{error.what}",
+                    f"lich: ignored a malformed {error.what} from the editor (details in the server log)",
+                )
+            return
+        if source is FeatureRequestError and not _unexpected_request_error(error):
+            return  # a deliberate error response (bad arguments, cancelled): it says everything
         log.error("server error (%s): %s", getattr(source, "__name__", source), error)
         self.lich.report_unexpected(getattr(source, "__name__", "server"), error)
 
@@ -189,6 +243,13 @@ class LichLanguageServer(LanguageServer):
             self._thread_pool.shutdown(wait=False, cancel_futures=True)
         if self._server:
             self._server.close()
+
+
+def _unexpected_request_error(error: Exception) -> bool:
+    """A request handler raised something other than a JSON-RPC error (pygls wraps it with a traceback)."""
+    if not isinstance(error, JsonRpcException):
+        return True
+    return isinstance(error, JsonRpcInternalError) and isinstance(error.data, dict) and "traceback" in error.data
 
 
 def workspace_root(params: types.InitializeParams) -> Path:
@@ -301,8 +362,6 @@ class _QuietClientErrors(logging.Filter):
     """pygls logs a traceback for every error response; argument errors are the client's, not ours."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from pygls.exceptions import JsonRpcInvalidParams
-
         if record.exc_info and isinstance(record.exc_info[1], JsonRpcInvalidParams):
             record.exc_info = None
             record.exc_text = None

@@ -23,7 +23,7 @@ from lsprotocol import types
 
 from lich_core.errors import EditRejected
 from lich_core.tools.types import CancelToken
-from lich_lsp.workspace import EditorWorkspace
+from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, EditorWorkspace
 
 if TYPE_CHECKING:
     from lich_lsp.server import LichLanguageServer
@@ -60,7 +60,8 @@ class LichTask:
     turns: int = 0
     tool_calls: int = 0
     progress_token: str | None = None
-    future: asyncio.Future[dict[str, Any]] | None = None
+    future: asyncio.Future[dict[str, Any]] | None = None  # run + wrap-up; what lich.ask awaits
+    run_future: asyncio.Future[Any] | None = None  # the agent run alone; what a hard stop cancels
     transcript: list[str] = field(default_factory=list)
     text_buffer: list[str] = field(default_factory=list)
     cancel_reason: str = ""
@@ -104,56 +105,42 @@ class TaskManager:
         request_id = self._server.protocol.msg_id
         if request_id is not None:
             self.by_request_id[str(request_id)] = task
-        await self._begin_progress(task)
+        try:
+            await self._begin_progress(task)
+        except asyncio.CancelledError:
+            # $/cancelRequest before the task started: it must not stay "running" in lich.status.
+            self._finish(task)
+            raise
         task.future = asyncio.ensure_future(self._drive(task, context))
         try:
             return await asyncio.shield(task.future)
         except asyncio.CancelledError:
             # $/cancelRequest on lich.ask: stop the task, then let pygls answer "cancelled".
             self.cancel_task(task, "request cancelled")
-            await asyncio.wait({task.future}, timeout=CANCEL_HARD_STOP_S + 5)
+            await asyncio.wait({task.future}, timeout=CANCEL_HARD_STOP_S + EDIT_SETTLE_TIMEOUT_S)
             raise
 
-    async def _drive(self, task: LichTask, context: str | None) -> dict[str, Any]:
-        state = self._server.lich
-        stopped_reason = "error"
-        final = ""
-        error: str | None = None
-        review_note = ""
-        try:
-            from lich_core.agent.factory import build_agent  # heavy: only when a task runs
+    def _finish(self, task: LichTask) -> None:
+        task.state = "done"
+        for key in [k for k, v in self.by_request_id.items() if v is task]:
+            self.by_request_id.pop(key, None)
 
-            agent = build_agent(state.config, workspace=task.workspace, guards=(state.guard,))
-            result = await agent.run(
-                task.prompt,
-                on_event=lambda event: self._on_event(task, event),
-                cancel=task.cancel,
-                context=context,
-                workspace=task.workspace,
-                edit_label=task.label,
-            )
-            stopped_reason, final, error = result.stopped_reason, result.final or "", result.error
-            if task.cancel.cancelled:
-                stopped_reason = "aborted"
-            if task.mode == "review":
-                if stopped_reason in ("final", "budget"):
-                    try:
-                        review_note = await task.workspace.flush_review(task.label)
-                    except EditRejected as err:
-                        review_note = str(err)
-                else:
-                    task.workspace.discard_overlay()
+    async def _drive(self, task: LichTask, context: str | None) -> dict[str, Any]:
+        """The run, then the wrap-up (progress end, message, transcript) that a cancel never cuts short."""
+        # Only the run is hard-stopped after a cancel: cancelling the wrap-up would turn a
+        # finished task's answer into a "request cancelled" error.
+        task.run_future = asyncio.ensure_future(self._run(task, context))
+        try:
+            stopped_reason, final, error, review_note = await task.run_future
         except asyncio.CancelledError:
-            stopped_reason, error = "aborted", task.cancel_reason or "cancelled"
+            stopped_reason, final, error, review_note = "aborted", "", task.cancel_reason or "cancelled", ""
             task.workspace.discard_overlay()
-        except Exception as err:  # noqa: BLE001 - a bad provider/config is a result, not a crash
-            stopped_reason, error = "error", _error_text(err)
-            task.workspace.discard_overlay()
-            log.debug("task %s failed", task.task_id, exc_info=True)
         finally:
-            task.state = "done"
-            for key in [k for k, v in self.by_request_id.items() if v is task]:
-                self.by_request_id.pop(key, None)
+            # The agent gives up on a cancelled tool call after a short grace, but an edit already
+            # sent to the editor is still answered: wait for it, so `edited` says what landed.
+            if not await task.workspace.settle():
+                log.warning("task %s: an edit is still unanswered by the editor", task.task_id)
+            self._finish(task)
         self._flush_text(task)
         if review_note:
             self._log(task, f"review: {review_note}")
@@ -171,6 +158,37 @@ class TaskManager:
         await self._announce(task, outcome)
         return outcome
 
+    async def _run(self, task: LichTask, context: str | None) -> tuple[str, str, str | None, str]:
+        """The agent run and, in review mode, the reviewed edit: (stopped_reason, final, error, review_note)."""
+        state = self._server.lich
+        try:
+            from lich_core.agent.factory import build_agent  # heavy: only when a task runs
+
+            agent = build_agent(state.config, workspace=task.workspace, guards=(state.guard,))
+            result = await agent.run(
+                task.prompt,
+                on_event=lambda event: self._on_event(task, event),
+                cancel=task.cancel,
+                context=context,
+                workspace=task.workspace,
+                edit_label=task.label,
+            )
+        except Exception as err:  # noqa: BLE001 - a bad provider/config is a result, not a crash
+            task.workspace.discard_overlay()
+            log.debug("task %s failed", task.task_id, exc_info=True)
+            return "error", "", _error_text(err), ""
+        stopped_reason = "aborted" if task.cancel.cancelled else result.stopped_reason
+        review_note = ""
+        if task.mode == "review":
+            if stopped_reason in ("final", "budget"):
+                try:
+                    review_note = await task.workspace.flush_review(task.label)
+                except EditRejected as err:
+                    review_note = str(err)
+            else:
+                task.workspace.discard_overlay()
+        return stopped_reason, result.final or "", result.error, review_note
+
     # --- cancelling ---
 
     def cancel_task(self, task: LichTask, reason: str) -> None:
@@ -178,7 +196,7 @@ class TaskManager:
             return
         task.cancel_reason = reason
         task.cancel.cancel("cancelled")
-        future = task.future
+        future = task.run_future
         if future is not None and not future.done():
             loop = asyncio.get_running_loop()
             loop.call_later(CANCEL_HARD_STOP_S, _hard_stop, future)

@@ -195,7 +195,15 @@ class EditorWorkspace:
         self.title = title
         self.overlay: dict[str, tuple[Path, OverlayEntry]] = {}
         self.edited_uris: list[str] = []
-        self.rejections: list[str] = []
+        # Edits sent to the editor and not answered yet; a cancel does not stop them (see send_changes).
+        self.in_flight: set[asyncio.Future[None]] = set()
+
+    async def settle(self, timeout_s: float = EDIT_SETTLE_TIMEOUT_S) -> bool:
+        """Wait for edits still on their way to the editor; False if some are still unanswered."""
+        pending = {future for future in self.in_flight if not future.done()}
+        if pending:
+            await asyncio.wait(pending, timeout=timeout_s)
+        return all(future.done() for future in pending)
 
     # --- Workspace protocol: reads ---
 
@@ -378,11 +386,21 @@ async def send_changes(
     so a cancel never leaves the server unsure whether a change landed.
     """
     sending = asyncio.ensure_future(_send(server, changes, label, workspace, annotate))
+    if workspace is not None:
+        workspace.in_flight.add(sending)
+        sending.add_done_callback(workspace.in_flight.discard)
     try:
         await asyncio.shield(sending)
     except asyncio.CancelledError:
+        sending.add_done_callback(_note_outcome_after_cancel)
         await asyncio.wait({sending}, timeout=EDIT_SETTLE_TIMEOUT_S)
         raise
+
+
+def _note_outcome_after_cancel(sending: asyncio.Future[None]) -> None:
+    # Nobody awaits the edit any more (the cancel is what the task reports); log its fate.
+    if not sending.cancelled() and sending.exception() is not None:
+        log.info("edit answered after its task was cancelled: %s", sending.exception())
 
 
 async def _send(

@@ -13,6 +13,7 @@ import asyncio
 import os
 import re
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,7 +94,7 @@ class Doc:
 class EditorState:
     docs: dict[str, Doc] = field(default_factory=dict)
     applied: list[types.ApplyWorkspaceEditParams] = field(default_factory=list)
-    answer: str = "apply"  # "apply" | "reject" | "error"
+    answer: str = "apply"  # "apply" | "reject" | "error" | "garbage" (a result of the wrong type)
     hold: asyncio.Event | None = None
     before_apply: Callable[[], None] | None = None
     message_answers: list[str | None] = field(default_factory=list)
@@ -109,6 +110,7 @@ class EditorClient(LanguageClient):
         self.editor = EditorState()
         self.encoding = "utf-16"
         self.failures: list[str] = []
+        self.declared = types.ClientCapabilities()  # what this test editor told the server it supports
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         if INTENDED_FAILURE not in str(error):
@@ -152,6 +154,17 @@ class EditorClient(LanguageClient):
             types.ExecuteCommandParams(command=name, arguments=arguments)
         )
 
+    async def raw_request(self, method: str, params: Any) -> Any:
+        """Send a request as plain JSON, bypassing the client's types (for malformed params)."""
+        msg_id = f"raw-{uuid.uuid4().hex}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.protocol._request_futures[msg_id] = future
+        self.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        return await asyncio.wait_for(future, WAIT_S)
+
+    def raw_notify(self, method: str, params: Any) -> None:
+        self.protocol._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+
     # --- applying edits like an editor ---
 
     def _doc_for_edit(self, uri: str, staged: dict[str, Doc]) -> Doc:
@@ -177,6 +190,8 @@ class EditorClient(LanguageClient):
             )
         if self.editor.answer == "error":
             raise RuntimeError(INTENDED_FAILURE)
+        if self.editor.answer == "garbage":
+            return 5  # type: ignore[return-value]
         edit = params.edit
         staged: dict[str, Doc] = {}
         created: list[str] = []
@@ -290,6 +305,17 @@ class EditorClient(LanguageClient):
                 raise AssertionError("timed out waiting for the condition")
             await asyncio.sleep(0.02)
 
+    async def wait_for_status(self, predicate: Callable[[dict[str, Any]], bool], timeout_s: float = WAIT_S) -> dict[str, Any]:
+        """Poll lich.status until predicate(status) holds; returns that status."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            status = await self.command("lich.status", {})
+            if predicate(status):
+                return status
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"timed out waiting for the status; last: {status}")
+            await asyncio.sleep(0.02)
+
 
 def as_dict(value: Any) -> Any:
     """Custom messages arrive as pygls' generic objects (namedtuple-like); tests want plain data."""
@@ -343,9 +369,15 @@ def make_client() -> EditorClient:
 
 
 def capabilities_for(
-    name: str, *, encodings: list[str] | None = None, save_documents: bool = False
+    name: str,
+    *,
+    encodings: list[str] | None = None,
+    save_documents: bool = False,
+    work_done_progress: bool = True,
 ) -> types.ClientCapabilities:
     caps = client_capabilities(name)
+    if not work_done_progress and caps.window is not None:
+        caps.window.work_done_progress = False
     if encodings is not None:
         caps.general = caps.general or types.GeneralClientCapabilities()
         caps.general.position_encodings = encodings
@@ -366,6 +398,7 @@ async def start_session(
     init_options: dict[str, Any] | None = None,
     encodings: list[str] | None = None,
     save_documents: bool = False,
+    work_done_progress: bool = True,
     env: dict[str, str] | None = None,
 ) -> EditorClient:
     server_env = {**os.environ, **(env or {})}
@@ -374,7 +407,10 @@ async def start_session(
     )
     client = await config.start()
     assert isinstance(client, EditorClient)
-    caps = capabilities_for(client_name, encodings=encodings, save_documents=save_documents)
+    caps = capabilities_for(
+        client_name, encodings=encodings, save_documents=save_documents, work_done_progress=work_done_progress
+    )
+    client.declared = caps
     # Editors without documentChanges (Neovim) load an edited file into a hidden buffer.
     client.editor.open_on_edit = bool(
         caps.workspace

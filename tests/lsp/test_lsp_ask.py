@@ -67,8 +67,17 @@ async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_n
     # The final answer is shown; the transcript went to the log and to .lich/transcripts.
     await client.wait_until(lambda: any("done: both edited" in m.message for m in client.messages))
     assert any("edit_file" in m.message for m in client.log_messages)
-    assert list((root / ".lich" / "transcripts").glob("*.md"))
     assert any(e.get("type") == "run_end" for e in client.editor.events)
+    (transcript,) = (root / ".lich" / "transcripts").glob("*.md")
+    written = transcript.read_text(encoding="utf-8")
+    assert "bump the numbers" in written and "edit_file" in written and "done: both edited" in written
+    # The transcript is shown (without taking focus) exactly when the client can show documents.
+    window = client.declared.window
+    if window is not None and window.show_document is not None and window.show_document.support:
+        (shown,) = client.shown_documents
+        assert shown.uri == uri_of(transcript) and shown.take_focus is False
+    else:
+        assert client.shown_documents == []
 
 
 @pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim"])
@@ -90,16 +99,24 @@ async def test_save_documents_keeps_disk_coherent(session, root: Path, client_na
     assert (root / "closed.py").read_text(encoding="utf-8") == "a = 2\n"
 
 
-async def test_the_model_reads_the_unsaved_buffer(session, root: Path, fake_provider) -> None:
+async def test_the_model_reads_the_unsaved_buffer(session, root: Path, client_name: str, fake_provider) -> None:
     (root / "m.py").write_text("disk text\n", encoding="utf-8")
     fake_provider.script(
+        {"tool_calls": [
+            {"name": "read_file", "arguments": {"path": "m.py", "raw": True}},
+            {"name": "grep_files", "arguments": {"pattern": "(buffer|disk) text"}},
+        ]},
         {"tool_calls": [edit("m.py", "buffer text", "buffer text!")]},
         {"text": "ok"},
     )
-    client = await session(init_options=provider_options(fake_provider))
+    client = await session(client_name, init_options=provider_options(fake_provider))
     uri = client.open(root / "m.py", "buffer text\n")
     result = await client.command("lich.ask", {"prompt": "edit the buffer"})
     assert result["stopped_reason"] == "final"
+    read, grep, edited = tool_messages(fake_provider)
+    assert "buffer text" in read and "disk text" not in read
+    assert "m.py" in grep and "buffer text" in grep and "disk text" not in grep
+    assert "error" not in edited
     assert client.text(uri) == "buffer text!\n"
     assert (root / "m.py").read_text(encoding="utf-8") == "disk text\n"
 
@@ -172,23 +189,34 @@ async def test_user_typing_mid_task_makes_the_edit_stale(session, root: Path, cl
     assert (root / "s.py").read_text(encoding="utf-8") == "one\ntwo\n"
 
 
-async def test_stale_anchor_after_the_user_edits_during_the_model_call(session, root: Path, fake_provider) -> None:
-    """The model's edit was computed from text the user changed meanwhile: it is refused, not merged."""
+async def test_stale_anchor_after_the_user_edits_during_the_task(session, root: Path, client_name: str, fake_provider) -> None:
+    """The model's patch was computed from text the user changed meanwhile: it is refused, not merged."""
+    from lich_core.hashline.anchors import line_hash
+
     (root / "t.py").write_text("alpha\n", encoding="utf-8")
+    (root / "x.py").write_text("x\n", encoding="utf-8")
+    anchor = f"1:{line_hash('alpha')}"
     fake_provider.script(
-        {"text": "thinking", "delay_s": 1.0, "tool_calls": [edit("t.py", "alpha", "beta")]},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "t.py"}}, edit("x.py", "x", "X")]},
+        {"tool_calls": [{"name": "apply_patch", "arguments": {"input": f"@@ t.py\n= {anchor}..{anchor}\n~beta\n"}}]},
         {"text": "ok"},
     )
-    client = await session(init_options=provider_options(fake_provider))
+    client = await session(client_name, init_options=provider_options(fake_provider))
     uri = client.open(root / "t.py")
+    client.open(root / "x.py")
+    # The editor holds the x.py edit while the user types in t.py; the didChange reaches the
+    # server before the edit's answer does, so the order is certain.
+    client.editor.hold = asyncio.Event()
     task = asyncio.ensure_future(client.command("lich.ask", {"prompt": "rename"}))
-    await client.wait_until(lambda: len(fake_provider.requests) >= 1)
+    await client.wait_until(lambda: len(client.editor.applied) == 1)
     client.type_text(uri, "gamma\n")
+    client.editor.hold.set()
     result = await task
     assert result["stopped_reason"] == "final"
     assert client.text(uri) == "gamma\n"
-    assert client.editor.applied == []
-    assert any("not_found" in m or "no match" in m.lower() or "not found" in m.lower() for m in tool_messages(fake_provider))
+    assert len(client.editor.applied) == 1  # only the x.py edit
+    assert "stale_anchor" in tool_messages(fake_provider)[-1]
+    assert (root / "t.py").read_text(encoding="utf-8") == "alpha\n"
 
 
 async def test_two_concurrent_tasks(session, root: Path, fake_provider) -> None:
@@ -217,14 +245,44 @@ async def test_two_concurrent_tasks(session, root: Path, fake_provider) -> None:
     assert fake_provider.url in status["provider"]["describe"]
 
 
+@pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim@v0.7.0"])
+async def test_edits_from_two_tasks_to_one_file_are_serialised(session, root: Path, client_name: str, fake_provider) -> None:
+    """While the editor holds one task's edit, the other task's edit to the same file waits; once the
+    first lands, the second (computed from the old text) is refused as stale, never merged over it."""
+    (root / "s.py").write_text("one\ntwo\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [edit("s.py", "one", "ONE")]},
+        {"tool_calls": [edit("s.py", "two", "TWO")]},
+        {"text": "done"},
+        {"text": "done"},
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    uri = client.open(root / "s.py")
+    client.editor.hold = asyncio.Event()
+    tasks = [asyncio.ensure_future(client.command("lich.ask", {"prompt": f"task {n}"})) for n in (1, 2)]
+    await client.wait_until(lambda: any("edit queued behind another edit to s.py" in m.message for m in client.log_messages))
+    assert len(client.editor.applied) == 1  # the second edit was not sent while the first is pending
+    client.editor.hold.set()
+    results = await asyncio.gather(*tasks)
+    assert all(r["stopped_reason"] == "final" for r in results)
+    assert len(client.editor.applied) == 1
+    assert client.text(uri) in ("ONE\ntwo\n", "one\nTWO\n")
+    # Exactly one task saw its edit land; the other was told to re-read.
+    assert sorted(len(r["edited"]) for r in results) == [0, 1]
+    stale = [m for request in fake_provider.requests for m in _tool_contents(request) if "stale_document" in m]
+    assert stale and all('"error": "edit_rejected: stale_document: s.py changed in the editor' in m for m in stale)
+
+
+def _tool_contents(request: dict[str, Any]) -> list[str]:
+    return [m.get("content") or "" for m in request["json"].get("messages", []) if m.get("role") == "tool"]
+
+
 async def test_code_actions_stay_fast_while_a_task_streams(session, root: Path, fake_provider) -> None:
-    fake_provider.script({"text": "slow answer " * 20, "chunks": 40, "chunk_delay_s": 0.05})
+    fake_provider.script({"text": "slow answer " * 40, "chunks": 80, "chunk_delay_s": 0.05})
     client = await session(init_options=provider_options(fake_provider))
     uri = client.open(root / "c.py", "pass\n")
     task = asyncio.ensure_future(client.command("lich.ask", {"prompt": "talk"}))
     await client.wait_until(lambda: any(e.get("type") == "text_delta" for e in client.editor.events))
-    loop = asyncio.get_running_loop()
-    started = loop.time()
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
@@ -232,7 +290,7 @@ async def test_code_actions_stay_fast_while_a_task_streams(session, root: Path, 
             context=types.CodeActionContext(diagnostics=[]),
         )
     )
-    assert loop.time() - started < 1.0
+    # Answered while the task still streams (latency itself is measured by `python -m bench lsp`).
     assert not task.done()
     assert [a.title for a in actions] == ["Ask agent…"]
     result = await task

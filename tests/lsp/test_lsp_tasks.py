@@ -117,27 +117,31 @@ async def test_review_declined_applies_nothing(session, root: Path, fake_provide
 
 
 SLOW_TURN = {"text": "never finishes", "delay_s": 30}
+# The slow turn takes 30 s, so ending well before that proves the cancel stopped it; the bound is
+# loose because CI shares two cores (`python -m bench lsp` measures the real cancel latency).
+STOPPED_WITHIN_S = 5.0
 
 
-async def _running_task(client, fake_provider) -> tuple[asyncio.Future, str]:
+async def _running_task(client, fake_provider) -> str:
     await client.wait_until(lambda: len(fake_provider.requests) >= 1)
     status = await client.command("lich.status", {})
     (task,) = [t for t in status["tasks"] if t["state"] == "running"]
     return task["task_id"]
 
 
-async def _assert_stopped_quickly(client, started: float) -> None:
-    loop = asyncio.get_running_loop()
-    while True:
-        status = await client.command("lich.status", {})
-        if all(t["state"] == "done" for t in status["tasks"]):
-            break
-        assert loop.time() - started < 5, "task still running"
-        await asyncio.sleep(0.02)
-    assert loop.time() - started < 2.0
+def _elapsed(started: float) -> float:
+    return asyncio.get_running_loop().time() - started
 
 
-@pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim@v0.7.0"])
+def _assert_progress_begin_end(client) -> None:
+    (token,) = client.progress_reports
+    reports = client.progress_reports[token]
+    kinds = [type(v).__name__ for v in reports]
+    assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
+    assert reports[0].cancellable is True and reports[0].title == "lich: slow"
+    assert reports[-1].message == "aborted"
+
+
 async def test_cancel_with_lich_cancel(session, root: Path, client_name: str, fake_provider) -> None:
     fake_provider.script(SLOW_TURN)
     client = await session(client_name, init_options=provider_options(fake_provider))
@@ -146,16 +150,12 @@ async def test_cancel_with_lich_cancel(session, root: Path, client_name: str, fa
     started = asyncio.get_running_loop().time()
     cancelled = await client.command("lich.cancel", {"task_id": task_id})
     assert cancelled == {"cancelled": [task_id]}
-    result = await asyncio.wait_for(ask, 5)
-    assert asyncio.get_running_loop().time() - started < 2.0
+    result = await asyncio.wait_for(ask, 10)
+    assert _elapsed(started) < STOPPED_WITHIN_S
     assert result["stopped_reason"] == "aborted"
-    (token,) = client.progress_reports
-    kinds = [type(v).__name__ for v in client.progress_reports[token]]
-    assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
-    assert client.progress_reports[token][0].cancellable is True
+    _assert_progress_begin_end(client)
 
 
-@pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim"])
 async def test_cancel_with_the_progress_button(session, root: Path, client_name: str, fake_provider) -> None:
     fake_provider.script(SLOW_TURN)
     client = await session(client_name, init_options=provider_options(fake_provider))
@@ -164,23 +164,111 @@ async def test_cancel_with_the_progress_button(session, root: Path, client_name:
     (token,) = client.progress_reports
     started = asyncio.get_running_loop().time()
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
-    result = await asyncio.wait_for(ask, 5)
-    assert asyncio.get_running_loop().time() - started < 2.0
+    result = await asyncio.wait_for(ask, 10)
+    assert _elapsed(started) < STOPPED_WITHIN_S
     assert result["stopped_reason"] == "aborted"
+    _assert_progress_begin_end(client)
 
 
-async def test_cancel_request_on_lich_ask(session, root: Path, fake_provider) -> None:
+async def test_cancel_request_on_lich_ask(session, root: Path, client_name: str, fake_provider) -> None:
     fake_provider.script(SLOW_TURN)
-    client = await session("emacs", init_options=provider_options(fake_provider))
+    client = await session(client_name, init_options=provider_options(fake_provider))
     params = types.ExecuteCommandParams(command="lich.ask", arguments=[{"prompt": "slow"}])
     ask = asyncio.ensure_future(client.protocol.send_request_async("workspace/executeCommand", params, msg_id="ask-1"))
     await _running_task(client, fake_provider)
     started = asyncio.get_running_loop().time()
     client.protocol.notify("$/cancelRequest", types.CancelParams(id="ask-1"))
     with pytest.raises(JsonRpcException) as caught:
-        await asyncio.wait_for(ask, 5)
+        await asyncio.wait_for(ask, 10)
     assert caught.value.code == -32800  # RequestCancelled
-    await _assert_stopped_quickly(client, started)
+    status = await client.wait_for_status(lambda status: all(t["state"] == "done" for t in status["tasks"]))
+    assert _elapsed(started) < STOPPED_WITHIN_S
+    assert len(status["tasks"]) == 1
+
+
+async def test_no_progress_for_a_client_without_work_done_progress(session, root: Path, fake_provider) -> None:
+    fake_provider.script(SLOW_TURN)
+    client = await session("neovim", init_options=provider_options(fake_provider), work_done_progress=False)
+    ask = asyncio.ensure_future(client.command("lich.ask", {"prompt": "slow"}))
+    task_id = await _running_task(client, fake_provider)
+    await client.command("lich.cancel", {"task_id": task_id})
+    result = await asyncio.wait_for(ask, 10)
+    assert result["stopped_reason"] == "aborted"
+    assert client.progress_reports == {}  # and pytest-lsp saw no workDoneProgress/create
+
+
+async def test_cancel_kills_the_task_processes(session, root: Path, fake_provider) -> None:
+    fake_provider.script(
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo $$ > pid.txt; exec sleep 60"}}]},
+        {"text": "never asked"},
+    )
+    client = await session("visual-studio-code", init_options=provider_options(fake_provider, approval={"terminal": "allow"}))
+    ask = asyncio.ensure_future(client.command("lich.ask", {"prompt": "sleep"}))
+    pid_file = root / "pid.txt"
+    await client.wait_until(lambda: pid_file.exists() and pid_file.read_text().strip().isdigit())
+    pid = int(pid_file.read_text())
+    assert _process_running(pid)
+    await client.command("lich.cancel", {})
+    result = await asyncio.wait_for(ask, 10)
+    assert result["stopped_reason"] == "aborted"
+    await client.wait_until(lambda: not _process_running(pid))
+
+
+def _process_running(pid: int) -> bool:
+    """Alive and not a zombie (a killed child may linger unreaped for a moment)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim@v0.7.0"])
+@pytest.mark.parametrize("answer", ["apply", "reject"])
+async def test_cancel_while_the_editor_holds_a_two_file_patch(
+    session, root: Path, client_name: str, answer: str, fake_provider
+) -> None:
+    """Cancel arrives while a patch over an open file (editor) and a closed one (disk) waits for
+    the editor: the patch lands whole or not at all, and the server knows which."""
+    from lich_core.hashline.anchors import line_hash
+
+    (root / "p.py").write_text("p = 1\n", encoding="utf-8")
+    (root / "q.py").write_text("q = 1\n", encoding="utf-8")
+    patch = (
+        f"@@ p.py\n= 1:{line_hash('p = 1')}..1:{line_hash('p = 1')}\n~p = 2\n"
+        f"@@ q.py\n= 1:{line_hash('q = 1')}..1:{line_hash('q = 1')}\n~q = 2\n"
+    )
+    fake_provider.script(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "p.py"}}, {"name": "read_file", "arguments": {"path": "q.py"}}]},
+        {"tool_calls": [{"name": "apply_patch", "arguments": {"input": patch}}]},
+        SLOW_TURN,
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    p_uri = client.open(root / "p.py")
+    q_uri = uri_of(root / "q.py")
+    client.editor.hold = asyncio.Event()
+    ask = asyncio.ensure_future(client.command("lich.ask", {"prompt": "patch"}))
+    await client.wait_until(lambda: len(client.editor.applied) == 1)
+    await client.command("lich.cancel", {})
+    # Well past the agent's grace for a cancelled tool call and the task's hard stop (0.8 s):
+    # whatever gave up, the task still waits for the editor's answer before it reports.
+    await asyncio.sleep(1.2)
+    assert not ask.done()
+    client.editor.answer = answer
+    client.editor.hold.set()
+    result = await asyncio.wait_for(ask, 10)
+    assert result["stopped_reason"] == "aborted"
+    if answer == "apply":
+        assert client.text(p_uri) == "p = 2\n"
+        assert (root / "q.py").read_text(encoding="utf-8") == "q = 2\n"
+        assert set(result["edited"]) == {p_uri, q_uri}
+    else:
+        assert client.text(p_uri) == "p = 1\n"
+        assert (root / "q.py").read_text(encoding="utf-8") == "q = 1\n"  # the disk part was rolled back
+        assert result["edited"] == []
+    assert (root / "p.py").read_text(encoding="utf-8") == "p = 1\n"  # never behind the editor
+    assert len(fake_provider.requests) == 2  # the slow turn was never asked for
 
 
 async def test_cancel_in_review_mode_leaves_nothing_applied(session, root: Path, fake_provider) -> None:
@@ -191,7 +279,7 @@ async def test_cancel_in_review_mode_leaves_nothing_applied(session, root: Path,
     ask = asyncio.ensure_future(client.command("lich.ask", {"prompt": "half"}))
     await client.wait_until(lambda: len(fake_provider.requests) >= 2)
     await client.command("lich.cancel", {})
-    result = await asyncio.wait_for(ask, 5)
+    result = await asyncio.wait_for(ask, 10)
     assert result["stopped_reason"] == "aborted"
     assert client.editor.applied == []
     assert client.text(uri) == "k = 1\n"
