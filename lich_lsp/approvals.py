@@ -78,9 +78,6 @@ class ApprovalStore:
         temp.write_text(json.dumps({"always": sorted(names)}, indent=2) + "\n", encoding="utf-8")
         os.replace(temp, self.path)
 
-    def names(self) -> list[str]:
-        return sorted(self._load())
-
 
 class ApprovalGuard:
     """The CallGuard the server installs in every tool executor it builds."""

@@ -18,7 +18,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 
 from lich_core.hashline.read_state import ReadState
 from lich_core.tools.types import ToolContext
-from lich_lsp.workspace import EditorWorkspace, path_key, uri_to_path
+from lich_lsp.workspace import EditorWorkspace, path_key, relative_path, uri_to_path
 
 if TYPE_CHECKING:
     from lich_lsp.server import LichLanguageServer
@@ -148,7 +148,7 @@ def selection_context(ls: LichLanguageServer, path: Path, uri: str, selection: t
     from lich_core.hashline.anchors import split_lines
 
     state = ls.lich
-    rel = _relative(state.root, path)
+    rel = relative_path(state.root, path)
     text = state.documents.current_text(path)
     parts: list[str] = []
     if text is None:
@@ -176,13 +176,6 @@ def selection_context(ls: LichLanguageServer, path: Path, uri: str, selection: t
             lines.append(f"- line {int(start.get('line', 0)) + 1}: {severity}{source}: {diagnostic.get('message', '')}")
         parts.append(f"Diagnostics in {rel}:\n" + "\n".join(lines))
     return "\n\n".join(parts)
-
-
-def _relative(root: Path, path: Path) -> str:
-    try:
-        return Path(path_key(path)).relative_to(path_key(root)).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def _diagnostics_arg(command: str, obj: dict[str, Any]) -> list[dict[str, Any]]:

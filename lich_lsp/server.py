@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import logging
 import os
 import sys
@@ -375,6 +376,9 @@ def run(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietClientErrors())
+    if args.ws and importlib.util.find_spec("websockets") is None:
+        print("lich-lsp: --ws needs the websockets package: pip install 'pygls[ws]'", file=sys.stderr)
+        return 2
     server = create_server()
     if args.tcp:
         server.start_tcp(args.host, args.port)

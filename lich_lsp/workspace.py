@@ -89,11 +89,9 @@ class DocumentStore:
 
     def did_save(self, uri: str) -> None:
         path = uri_to_path(uri)
-        if path is not None:
-            key = path_key(path)
-            expectation = self._expectations.get(key)
-            if expectation is not None and key not in self._uri_by_key:
-                self._expectations.pop(key, None)
+        if path is not None and path_key(path) not in self._uri_by_key:
+            # A closed file the editor saved for us: disk has the accepted text now.
+            self._expectations.pop(path_key(path), None)
 
     def uri_for(self, path: Path) -> str:
         return self._uri_by_key.get(path_key(path)) or from_fs_path(os.fspath(path)) or path.as_uri()
@@ -113,9 +111,6 @@ class DocumentStore:
 
     def open_count(self) -> int:
         return len(self._uri_by_key)
-
-    def is_open(self, path: Path) -> bool:
-        return path_key(path) in self._uri_by_key
 
     def has_buffer(self, path: Path) -> bool:
         """Open in the editor, or holding an accepted edit the editor has not echoed yet."""
@@ -150,9 +145,6 @@ class DocumentStore:
             self._expectations.pop(key, None)
         else:
             self._expectations[key] = Expectation(text, version)
-
-    def forget_expectation(self, path: Path) -> None:
-        self._expectations.pop(path_key(path), None)
 
     def expectation_paths(self) -> list[Path]:
         return [Path(key) for key in self._expectations]
@@ -260,7 +252,7 @@ class EditorWorkspace:
     def _check_not_stale(self, changes: Sequence[FileChange]) -> None:
         for change in changes:
             if self._text_or_none(change.path) != change.base_text:
-                rel = _relative(self.root, change.path)
+                rel = relative_path(self.root, change.path)
                 raise EditRejected(
                     f"stale_document: {rel} changed in the editor since it was read; read it again"
                 )
@@ -304,7 +296,7 @@ class EditorWorkspace:
         async with self._store.locked(c.path for c in changes):
             for change in changes:
                 if self._store.current_text(change.path) != change.base_text:
-                    rel = _relative(self.root, change.path)
+                    rel = relative_path(self.root, change.path)
                     raise EditRejected(f"stale_document: {rel} changed in the editor during the task; nothing applied")
             if not caps.change_annotations:
                 if not caps.show_message_request:
@@ -327,9 +319,10 @@ class EditorWorkspace:
         return f"applied {hunks} changes to {files} files"
 
 
-def _relative(root: Path, path: Path) -> str:
+def relative_path(root: Path, path: Path) -> str:
+    """`path` relative to the workspace root for messages (as given when outside it)."""
     try:
-        return Path(path).relative_to(root).as_posix()
+        return Path(path_key(path)).relative_to(path_key(root)).as_posix()
     except ValueError:
         return str(path)
 
@@ -341,7 +334,7 @@ def route_change(server: LichLanguageServer, change: FileChange) -> str:
     policy = server.lich.config.get("disk_write_policy", "auto")
     if store.has_buffer(change.path):
         if change.kind == "delete" and not caps.delete_files:
-            rel = _relative(server.lich.root, change.path)
+            rel = relative_path(server.lich.root, change.path)
             raise EditRejected(f"unsupported: the editor cannot delete files and {rel} is open in it; close it first")
         return "editor"
     if change.kind == "delete":
@@ -429,9 +422,9 @@ async def _send(
         if annotate:
             annotation = _annotation_id(index)
             annotations[annotation] = types.ChangeAnnotation(
-                label=f"{label}: {_relative(state.root, change.path)}",
+                label=f"{label}: {relative_path(state.root, change.path)}",
                 needs_confirmation=True,
-                description=f"{label}: {_relative(state.root, change.path)}",
+                description=f"{label}: {relative_path(state.root, change.path)}",
             )
         entries.append(EditEntry(store.uri_for(change.path), change, doc.version if doc else None, annotation))
 

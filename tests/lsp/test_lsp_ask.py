@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from lsp_harness import uri_of
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from tests.support.fake_provider import FakeProviderServer
 
@@ -68,6 +69,12 @@ async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_n
     await client.wait_until(lambda: any("done: both edited" in m.message for m in client.messages))
     assert any("edit_file" in m.message for m in client.log_messages)
     assert any(e.get("type") == "run_end" for e in client.editor.events)
+    # Work-done progress (all four clients declare it): begin with the title, turns and tool calls, the outcome.
+    (token,) = client.progress_reports
+    reports = client.progress_reports[token]
+    assert reports[0].title == "lich: bump the numbers" and reports[0].cancellable is True
+    assert "turn 1: edit_file" in [r.message for r in reports[1:-1]]
+    assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "final"
     (transcript,) = (root / ".lich" / "transcripts").glob("*.md")
     written = transcript.read_text(encoding="utf-8")
     assert "bump the numbers" in written and "edit_file" in written and "done: both edited" in written
@@ -219,7 +226,7 @@ async def test_stale_anchor_after_the_user_edits_during_the_task(session, root: 
     assert (root / "t.py").read_text(encoding="utf-8") == "alpha\n"
 
 
-async def test_two_concurrent_tasks(session, root: Path, fake_provider) -> None:
+async def test_two_concurrent_tasks(session, root: Path, client_name: str, fake_provider) -> None:
     (root / "a.py").write_text("a\n", encoding="utf-8")
     (root / "b.py").write_text("b\n", encoding="utf-8")
     fake_provider.script(
@@ -228,7 +235,7 @@ async def test_two_concurrent_tasks(session, root: Path, fake_provider) -> None:
         {"text": "first done"},
         {"text": "second done"},
     )
-    client = await session(init_options=provider_options(fake_provider))
+    client = await session(client_name, init_options=provider_options(fake_provider))
     a = client.open(root / "a.py")
     b = client.open(root / "b.py")
     results = await asyncio.gather(
@@ -315,9 +322,17 @@ async def test_ask_with_selection_puts_rows_and_diagnostics_in_context(session, 
     assert "undefined name 'secönd'" in sent and "pyflakes" in sent
 
 
-async def test_ask_without_prompt_offers_quick_prompts(session, root: Path, fake_provider) -> None:
+async def test_ask_without_prompt_offers_quick_prompts(session, root: Path, client_name: str, fake_provider) -> None:
     fake_provider.script({"text": "explained"})
-    client = await session(init_options=provider_options(fake_provider, quick_prompts=["Explain this", "Fix it"]))
+    options = provider_options(fake_provider, quick_prompts=["Explain this", "Fix it"])
+    client = await session(client_name, init_options=options)
+    if not client.declared.window or client.declared.window.show_message is None:
+        # No window/showMessageRequest: the choice cannot be offered, and the error says so.
+        with pytest.raises(JsonRpcException) as caught:
+            await client.command("lich.ask", {})
+        assert caught.value.code == -32602 and "pass {prompt}" in caught.value.message
+        assert fake_provider.requests == []
+        return
     client.editor.message_answers = ["Explain this"]
     result = await client.command("lich.ask", {})
     assert result["stopped_reason"] == "final"

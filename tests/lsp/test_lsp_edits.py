@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -259,3 +260,48 @@ async def test_end_of_input_exits(root: Path) -> None:
     await proc.stdin.drain()
     proc.stdin.close()
     assert await asyncio.wait_for(proc.wait(), EXIT_WAIT_S) == 1  # no shutdown was asked for
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_tcp_transport(root: Path) -> None:
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        *SERVER_COMMAND, "--tcp", "--port", str(port), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = asyncio.get_running_loop().time() + EXIT_WAIT_S
+        while True:
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                break
+            except OSError:
+                assert asyncio.get_running_loop().time() < deadline, "lich-lsp --tcp never listened"
+                await asyncio.sleep(0.05)
+        writer.write(_initialize(root, os.getpid()))
+        answer = await asyncio.wait_for(_response(reader, 1), EXIT_WAIT_S)
+        assert "lich.ask" in answer["result"]["capabilities"]["executeCommandProvider"]["commands"]
+        writer.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        await asyncio.wait_for(_response(reader, 2), EXIT_WAIT_S)
+        writer.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+        await writer.drain()
+        assert await asyncio.wait_for(proc.wait(), EXIT_WAIT_S) == 0
+        writer.close()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def test_ws_without_websockets_is_one_clear_line() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("websockets") is not None:
+        pytest.skip("websockets is installed here")
+    done = subprocess.run([*SERVER_COMMAND, "--ws"], capture_output=True, text=True, timeout=EXIT_WAIT_S, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "lich-lsp: --ws needs the websockets package: pip install 'pygls[ws]'"

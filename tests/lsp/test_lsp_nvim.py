@@ -42,10 +42,17 @@ local ok, err = pcall(function()
   assert(vim.wait(15000, function() return client.initialized end, 20), "no initialize")
   -- An unsaved change the server must see.
   vim.api.nvim_buf_set_lines(bufnr, 0, 1, false, { "print('unsaved')" })
-  vim.wait(200)
   local uri = vim.uri_from_bufnr(bufnr)
-  local read = client.request_sync("workspace/executeCommand",
-    { command = "lich.read", arguments = { { uri = uri } } }, 10000, bufnr)
+  -- Poll: on a loaded machine the didChange may still be on its way.
+  local read
+  for _ = 1, 150 do
+    read = client.request_sync("workspace/executeCommand",
+      { command = "lich.read", arguments = { { uri = uri } } }, 10000, bufnr)
+    if read and read.result and read.result.rows:find("print('unsaved')", 1, true) then
+      break
+    end
+    vim.wait(100)
+  end
   assert(read and read.result, "lich.read failed: " .. vim.inspect(read))
   local rows = vim.split(read.result.rows, "\n")
   local anchor = rows[2]:match("^(2:%x%x)|")
@@ -53,7 +60,7 @@ local ok, err = pcall(function()
   local applied = client.request_sync("workspace/executeCommand",
     { command = "lich.applyPatch", arguments = { { patch = patch } } }, 10000, bufnr)
   assert(applied and applied.result, "lich.applyPatch failed: " .. vim.inspect(applied))
-  vim.wait(5000, function()
+  vim.wait(15000, function()
     return vim.api.nvim_buf_get_lines(bufnr, 1, 2, false)[1] == "print('patched by lich')"
   end, 20)
   finish({
@@ -88,7 +95,7 @@ def test_apply_patch_changes_the_neovim_buffer(tmp_path: Path) -> None:
     subprocess.run(
         [NVIM, "--headless", "--clean", "-n", "-c", f"luafile {script}"],
         env=env,
-        timeout=60,
+        timeout=120,
         check=False,
         stdin=subprocess.DEVNULL,
         capture_output=True,
