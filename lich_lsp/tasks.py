@@ -304,6 +304,11 @@ class TaskManager:
             self._log(task, f"error: {data.get('message', '')}")
         elif kind == "plugin_warning":
             self._log(task, f"plugin warning: {data.get('message', '')}")
+        elif kind == "llm_retry":
+            # The broken stream's text is void: the next attempt streams the answer from the start.
+            task.text_buffer.clear()
+            action = "retrying" if data.get("action") == "retry" else f"failing over to {data.get('next_provider', '?')}"
+            self._log(task, f"provider {data.get('provider', '?')} failed ({data.get('kind', '?')}): {action}")
 
     async def _announce(self, task: LichTask, outcome: dict[str, Any]) -> None:
         reason = outcome["stopped_reason"]
@@ -336,7 +341,7 @@ class TaskManager:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(task.started))
         path = root / TRANSCRIPTS_DIR / f"{stamp}-{task.task_id}.md"
         lines = [f"# {task.label}", "", "## Prompt", "", task.prompt, "", "## Transcript", ""]
-        lines += [f"    {line}" if line.startswith(("→", "←")) else line for line in task.transcript]
+        lines += [_markdown_entry(line) for line in task.transcript]
         lines += ["", f"## Outcome: {outcome['stopped_reason']}", "", outcome["final"] or outcome.get("error") or ""]
         if outcome["edited"]:
             lines += ["", "Edited:", *[f"- {uri}" for uri in outcome["edited"]]]
@@ -347,6 +352,13 @@ class TaskManager:
             log.warning("could not write transcript %s: %s", path, err)
             return None
         return path
+
+
+def _markdown_entry(line: str) -> str:
+    """Tool calls and results go in as indented code blocks, every line of them (anchored rows)."""
+    if line.startswith(("→", "←")):
+        return "\n".join(f"    {part}" for part in line.split("\n"))
+    return line
 
 
 def _hard_stop(future: asyncio.Future[Any]) -> None:

@@ -382,3 +382,26 @@ async def test_one_patch_over_two_files_is_one_workspace_edit(session, root: Pat
     assert client.text(p_uri) == "keep\nnew p\n"
     assert (root / "q.py").read_text(encoding="utf-8") == "new q\n"
     assert (root / "p.py").read_text(encoding="utf-8") == "keep\nnew p\n"  # saved on request
+
+
+async def test_a_retried_stream_shows_the_answer_once(session, root: Path, fake_provider) -> None:
+    """A stream that breaks mid-answer is retried; the transcript keeps only the answer that landed."""
+    fake_provider.script(
+        {"text": "BROKEN half of an answer that never finishes", "chunks": 6, "drop_after_chunks": 2},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "r.txt"}}]},
+        {"text": "the whole answer"},
+    )
+    (root / "r.txt").write_text("one\ntwo\n", encoding="utf-8")
+    client = await session(init_options=provider_options(fake_provider))
+    result = await client.command("lich.ask", {"prompt": "retry please"})
+    assert result["stopped_reason"] == "final" and result["final"] == "the whole answer"
+    assert any(e.get("type") == "llm_retry" for e in client.editor.events)
+    logs = [m.message for m in client.log_messages]
+    assert any("provider fake failed (network): retrying" in line for line in logs)
+    assert not any("BROKEN" in line for line in logs)
+    (transcript,) = (root / ".lich" / "transcripts").glob("*.md")
+    written = transcript.read_text(encoding="utf-8")
+    # Multi-line tool results (anchored rows) stay inside their indented block.
+    result_block = written[written.index("← read_file") :].split("\n")
+    assert result_block[1].startswith("    ") and "two" in written
+    assert not any(line.startswith("2:") for line in written.splitlines())
