@@ -305,3 +305,35 @@ def test_ws_without_websockets_is_one_clear_line() -> None:
     done = subprocess.run([*SERVER_COMMAND, "--ws"], capture_output=True, text=True, timeout=EXIT_WAIT_S, check=False)
     assert done.returncode == 2
     assert done.stderr.strip() == "lich-lsp: --ws needs the websockets package: pip install 'pygls[ws]'"
+
+
+async def test_ws_transport(root: Path) -> None:
+    """`lich-lsp --ws`: one JSON-RPC message per WebSocket frame (no Content-Length headers)."""
+    websockets = pytest.importorskip("websockets", reason="pip install 'pygls[ws]' for the --ws transport")
+    import json as json_module
+
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        *SERVER_COMMAND, "--ws", "--port", str(port), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = asyncio.get_running_loop().time() + EXIT_WAIT_S
+        while True:
+            try:
+                connection = await websockets.connect(f"ws://127.0.0.1:{port}")
+                break
+            except OSError:
+                assert asyncio.get_running_loop().time() < deadline, "lich-lsp --ws never listened"
+                await asyncio.sleep(0.05)
+        initialize = json_module.loads(_initialize(root, os.getpid()).split(b"\r\n\r\n", 1)[1])
+        await connection.send(json_module.dumps(initialize))
+        while True:
+            answer = json_module.loads(await asyncio.wait_for(connection.recv(), EXIT_WAIT_S))
+            if answer.get("id") == 1:
+                break
+        assert "lich.ask" in answer["result"]["capabilities"]["executeCommandProvider"]["commands"]
+        await connection.close()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
