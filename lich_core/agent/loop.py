@@ -534,14 +534,18 @@ class _Run:
             _close(awaitable)
             raise _Aborted()
         work = asyncio.ensure_future(awaitable)
-        waiter = asyncio.ensure_future(self.cancel.wait())
+        # A plain future set by the token's callback: cheaper than a task waiting on the token,
+        # and this sits on the path to the first streamed token.
+        fired = asyncio.get_running_loop().create_future()
+        unlink = self.cancel.on_cancel(lambda: fired.done() or fired.set_result(None))
         try:
-            await asyncio.wait({work, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({work, fired}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             work.cancel()
             raise
         finally:
-            waiter.cancel()
+            unlink()
+            fired.cancel()
         if self.cancel.cancelled:
             if not work.done():
                 work.cancel()
