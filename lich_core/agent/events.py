@@ -83,10 +83,12 @@ class EventEmitter:
         event = AgentEvent(event_type, self.run_id, self.session_id, self._seq, time.time(), data)
         if self._listener is None:
             return event
-        await self.drain()
+        if self._pending:
+            await self.drain()
         try:
             outcome = self._listener(event)
-            if inspect.isawaitable(outcome):
+            # A plain function returns None: skip the (abc-based, slow) awaitable check.
+            if outcome is not None and inspect.isawaitable(outcome):
                 await outcome
         except Exception:  # noqa: BLE001 - a broken renderer must not end the run
             log.warning("event listener failed on %s", event_type, exc_info=True)
@@ -100,7 +102,7 @@ class EventEmitter:
             return event
         try:
             outcome = self._listener(event)
-            if inspect.isawaitable(outcome):
+            if outcome is not None and inspect.isawaitable(outcome):
                 self._pending.append(asyncio.ensure_future(_ordered(self._pending[-1:], outcome)))
         except Exception:  # noqa: BLE001
             log.warning("event listener failed on %s", event_type, exc_info=True)

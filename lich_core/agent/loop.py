@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 import time
-import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from lich_core.agent.compress import CompressionPolicy, compress_messages, estimate_tokens
@@ -109,8 +110,18 @@ class Agent:
         self.workspace = workspace
         # A chain reports retries and failovers, which become `llm_retry` events.
         self.model_reports_retries = accepts_retry_notices(model)
+        self._work_dir_raw: Any = None
+        self._resolved_work_dir = Path()
         if plugins is not None:
             plugins.bind_models(self.model_for_role)
+
+    def resolved_work_dir(self) -> Path:
+        """The executor's work_dir, resolved once per Agent (not per run: it costs file system calls)."""
+        raw = self.runtime.executor.work_dir
+        if self._work_dir_raw != raw:
+            self._resolved_work_dir = Path(raw).resolve()
+            self._work_dir_raw = raw
+        return self._resolved_work_dir
 
     def model_for_role(self, role: str) -> Model | None:
         if role == "chat":
@@ -177,25 +188,40 @@ class _Run:
         self.config = agent.config
         self.cancel = cancel
         self.on_event = on_event
-        self.run_id = uuid.uuid4().hex[:12]
+        self.run_id = secrets.token_hex(6)  # 12 hex digits, as uuid4().hex[:12] gave
         self.state = _RunState()
         self.writer: SessionWriter | None = None
         self.max_turns = int(self.config.get("max_turns") or DEFAULT_MAX_TURNS)
         self.policy = CompressionPolicy(self.config)
         executor = agent.runtime.executor
         self.executor = executor
-        # One context for the whole run; the executor clones it per call with a child token.
-        self.tool_ctx = ToolContext(
-            work_dir=executor.work_dir,
-            env=dict(executor.env),
-            cancel=cancel,
-            workspace=workspace,
-            settings=executor.settings,
-            read_state=read_state if read_state is not None else ReadState(),
-            edit_label=edit_label,
-        )
+        self.work_dir = agent.resolved_work_dir()
+        self._workspace = workspace
+        self._read_state = read_state
+        self._edit_label = edit_label
+        self._tool_ctx: ToolContext | None = None
         self.emitter = EventEmitter(self.run_id, "", on_event)
         self.plugin_run: Any | None = None
+
+    @property
+    def tool_ctx(self) -> ToolContext:
+        """One context for the whole run; the executor clones it per call with a child token.
+
+        Built on first use: its default DiskWorkspace resolves paths (file system calls), work a
+        run that never calls a tool need not do before its first streamed token.
+        """
+        if self._tool_ctx is None:
+            executor = self.executor
+            self._tool_ctx = ToolContext(
+                work_dir=self.work_dir,
+                env=dict(executor.env),
+                cancel=self.cancel,
+                workspace=self._workspace,
+                settings=executor.settings,
+                read_state=self._read_state if self._read_state is not None else ReadState(),
+                edit_label=self._edit_label,
+            )
+        return self._tool_ctx
 
     # --- the run ---
 
@@ -210,7 +236,7 @@ class _Run:
                 resumed=resume is not None,
                 max_turns=self.max_turns,
                 model=getattr(self.agent.model, "name", ""),
-                work_dir=str(self.tool_ctx.work_dir),
+                work_dir=str(self.work_dir),
             )
             if session_problem is not None:
                 state.stopped_reason = "error"
@@ -250,7 +276,7 @@ class _Run:
                 history.extend(loaded)
                 self.writer = store.open_append(session_id)
             elif store is not None:
-                self.writer = store.create(work_dir=str(self.tool_ctx.work_dir), title=prompt)
+                self.writer = store.create(work_dir=str(self.work_dir), title=prompt)
                 session_id = self.writer.session_id
             else:
                 session_id = new_session_id()
