@@ -560,18 +560,26 @@ class _Run:
             _close(awaitable)
             raise _Aborted()
         work = asyncio.ensure_future(awaitable)
-        # A plain future set by the token's callback: cheaper than a task waiting on the token,
-        # and this sits on the path to the first streamed token.
-        fired = asyncio.get_running_loop().create_future()
-        unlink = self.cancel.on_cancel(lambda: fired.done() or fired.set_result(None))
+        # One plain future woken by whichever comes first, the work or the token: cheaper than
+        # asyncio.wait (or a task waiting on the token), and this sits on the path to the first
+        # streamed token.
+        woken = asyncio.get_running_loop().create_future()
+
+        def wake(_: Any = None) -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        work.add_done_callback(wake)
+        unlink = self.cancel.on_cancel(wake)
         try:
-            await asyncio.wait({work, fired}, return_when=asyncio.FIRST_COMPLETED)
+            await woken
         except asyncio.CancelledError:
             work.cancel()
             raise
         finally:
             unlink()
-            fired.cancel()
+            work.remove_done_callback(wake)
+            woken.cancel()
         if self.cancel.cancelled:
             if not work.done():
                 work.cancel()
