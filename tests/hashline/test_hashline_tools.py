@@ -6,53 +6,20 @@ import asyncio
 import os
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lich_core.errors import EditRejected
 from lich_core.hashline.anchors import line_hash, render_rows, split_lines
 from lich_core.tools.builtin.apply_patch import TOOL as APPLY_PATCH
 from lich_core.tools.builtin.grep_files import TOOL as GREP_FILES
 from lich_core.tools.builtin.grep_files import find_rg
 from lich_core.tools.builtin.read_file import TOOL as READ_FILE
 from lich_core.tools.types import ToolContext
-from lich_core.workspace import DiskWorkspace, FileChange, apply_to_disk
-
-
-class BufferWorkspace(DiskWorkspace):
-    """Disk plus open 'editor buffers' whose text differs from disk; records change sets."""
-
-    def __init__(self, root: Path, buffers: dict[Path, str] | None = None, reject: str | None = None) -> None:
-        super().__init__(root)
-        self.buffers = {Path(path): text for path, text in (buffers or {}).items()}
-        self.reject = reject
-        self.applied: list[list[FileChange]] = []
-
-    def read_text(self, path: Path) -> str:
-        if Path(path) in self.buffers:
-            return self.buffers[Path(path)]
-        return super().read_text(path)
-
-    def exists(self, path: Path) -> bool:
-        return Path(path) in self.buffers or super().exists(path)
-
-    def overlay_paths(self) -> Sequence[Path]:
-        return list(self.buffers)
-
-    async def apply(self, changes: Sequence[FileChange], label: str) -> None:
-        if self.reject:
-            raise EditRejected(self.reject)
-        self.applied.append(list(changes))
-        on_disk = [change for change in changes if change.path not in self.buffers]
-        for change in changes:
-            if change.path in self.buffers:
-                assert change.new_text is not None
-                self.buffers[change.path] = change.new_text
-        apply_to_disk(on_disk)
+from lich_core.workspace import DiskWorkspace
+from tests.support.workspaces import BufferWorkspace
 
 
 def make_ctx(root: Path, workspace: DiskWorkspace | None = None) -> ToolContext:
@@ -452,7 +419,7 @@ async def test_one_change_set_with_minimal_replacements(tmp_path):
     rows = rows_of(await read(ctx, "a.txt"))
     result = await patch(ctx, f"@@ a.txt\n= {rows[2]}..{rows[2]}\n~two\n@@ new/b.txt\n+\n~hello\n")
     assert result.ok, result.error
-    [changes] = workspace.applied
+    [(changes, _label)] = workspace.applied
     assert [(change.path.name, change.base_text, change.new_text) for change in changes] == [
         ("a.txt", "1\n2\n3\n", "1\ntwo\n3\n"),
         ("b.txt", None, "hello\n"),

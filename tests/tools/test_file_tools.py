@@ -25,6 +25,7 @@ from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import ToolContext, ToolResult
 from lich_core.workspace import DiskWorkspace, FileChange, LineReplacement
+from tests.support.workspaces import BufferWorkspace
 
 # --- workspaces that show the tools go through the seam ---
 
@@ -46,34 +47,6 @@ class RejectingWorkspace(DiskWorkspace):
 
     async def apply(self, changes: Sequence[FileChange], label: str) -> None:
         raise EditRejected("the editor refused the edit")
-
-
-class BufferWorkspace(RecordingWorkspace):
-    """Open editor buffers whose unsaved text differs from disk; changes update the buffers."""
-
-    def __init__(self, root: Path, buffers: dict[Path, str]) -> None:
-        super().__init__(root)
-        self.buffers = dict(buffers)
-
-    def read_text(self, path: Path) -> str:
-        if Path(path) in self.buffers:
-            return self.buffers[Path(path)]
-        return super().read_text(path)
-
-    def exists(self, path: Path) -> bool:
-        return Path(path) in self.buffers or super().exists(path)
-
-    def overlay_paths(self) -> Iterable[Path]:
-        return list(self.buffers)
-
-    async def apply(self, changes: Sequence[FileChange], label: str) -> None:
-        self.applied.append((list(changes), label))
-        for change in changes:
-            current = self.read_text(change.path) if self.exists(change.path) else None
-            if current != change.base_text:
-                raise EditRejected("stale buffer")
-        for change in changes:
-            self.buffers[Path(change.path)] = change.new_text or ""
 
 
 def make_ctx(root: Path, workspace: Any = None) -> ToolContext:
