@@ -175,6 +175,11 @@ local function remember(entry)
   end
 end
 
+--- One error line for a failed request to the server.
+local function notify_error(what, err)
+  notify(what .. " failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+end
+
 --- Ask the agent. With no prompt, asks for one with vim.ui.input first.
 ---@param opts table {prompt?, uri?, range?, mode?, bufnr?, client_id?, on_done?}
 function M.ask(opts)
@@ -205,7 +210,7 @@ function M.ask(opts)
     end
     remember({ prompt = opts.prompt, result = result, err = err, elapsed_ms = vim.loop.now() - started })
     if err then
-      notify("ask failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      notify_error("ask", err)
       transcript.append({ "! " .. (err.message or "ask failed") })
     else
       notify(summarize_result(result))
@@ -230,7 +235,7 @@ function M.cancel(task_id, callback)
   end
   return M.execute("lich.cancel", args, function(err, result)
     if err then
-      notify("cancel failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      notify_error("cancel", err)
     end
     if callback then
       callback(err, result)
@@ -258,7 +263,7 @@ function M.apply_patch(patch, callback)
   end
   return M.execute("lich.applyPatch", { patch = patch }, function(err, result)
     if err then
-      notify("patch failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      notify_error("patch", err)
     elseif type(result) == "table" and result.ok == false then
       notify("patch rejected: " .. tool_result_text(result), vim.log.levels.ERROR)
     else
@@ -293,7 +298,7 @@ end
 function M.status(callback)
   return M.execute("lich.status", vim.empty_dict(), function(err, result)
     if err then
-      notify("status failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      notify_error("status", err)
     else
       vim.notify(table.concat(status_lines(result), "\n"), vim.log.levels.INFO)
     end
