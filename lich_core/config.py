@@ -67,14 +67,6 @@ def v_str(key: str, value: Any) -> str:
     return value
 
 
-def v_bool(key: str, value: Any) -> bool:
-    if isinstance(value, str) and value.lower() in ("1", "true", "0", "false"):
-        return value.lower() in ("1", "true")
-    if not isinstance(value, bool):
-        raise ConfigError(f"{key}: expected true or false, got {_type_name(value)} {value!r}")
-    return value
-
-
 def v_choice(*choices: str) -> Validator:
     def check(key: str, value: Any) -> str:
         if value not in choices:
@@ -155,7 +147,6 @@ class KeySpec:
     validate: Validator
     env: str | None = None
     doc: str = ""
-    secret: bool = False
 
 
 # Every configuration key. Later features add their keys here, in one table, so the loader,

@@ -100,12 +100,6 @@ def line_hashes(
     return list(map(HEX_BYTE.__getitem__, line_hash_values(lines, text=text, vectorised=vectorised)))
 
 
-def text_lines_and_hashes(text: str, *, vectorised: bool | None = None) -> tuple[list[str], list[str]]:
-    """split_lines(text) and the hash of every line."""
-    lines = split_lines(text)
-    return lines, line_hashes(lines, text=text, vectorised=vectorised)
-
-
 def _vector_hashes(lines: Sequence[str], text: str | None) -> list[int] | None:
     try:
         from lich_core.hashline import _vector_hash

@@ -16,7 +16,6 @@ from lich_core.hashline.anchors import (
     render_row,
     render_rows,
     split_lines,
-    text_lines_and_hashes,
 )
 
 numpy = pytest.importorskip("numpy")
@@ -113,8 +112,8 @@ def test_vectorised_handles_long_and_mixed_lines():
     expected = [reference_hash(line) for line in lines]
     assert line_hashes(lines, vectorised=True) == expected
     text = "\n".join(lines) + "\n"
-    split, hashes = text_lines_and_hashes(text)
-    assert split == lines and hashes == expected
+    split = split_lines(text)
+    assert split == lines and line_hashes(split, text=text) == expected
 
 
 def test_batch_refuses_lines_with_newlines_and_falls_back():
