@@ -17,26 +17,45 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from lich_core import __version__
 from lich_core.errors import ConfigError
 
-# Where `lich tool` keeps the read state between calls (hashline read-before-edit).
-CLI_READ_STATE_FILE = Path(".lich") / "state" / "read_state.json"
+# Where `lich tool` keeps the read state between calls (hashline read-before-edit), inside the
+# workspace's folder in the user state dir: the CLI writes nothing into the directory it runs in.
+CLI_READ_STATE_FILE_NAME = "read_state.json"
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--work-dir", default=None, help="workspace root tools are confined to (default: cwd)")
-    parser.add_argument("--config", default=None, help="extra config file, read before the workspace's own")
+    parser.add_argument(
+        "--work-dir", default=None, help="workspace root tools are confined to (default: $LICH_WORK_DIR, else cwd)"
+    )
+    parser.add_argument("--config", default=None, help="extra config file (trusted), read before the workspace's own")
 
 
-def load_cli_config(args: argparse.Namespace, overrides: dict[str, Any] | None = None):
+def cli_root(args: argparse.Namespace) -> str:
+    """The workspace root: --work-dir, else LICH_WORK_DIR, else the current directory."""
+    return os.path.abspath(args.work_dir or os.environ.get("LICH_WORK_DIR") or os.getcwd())
+
+
+def warn_ignored(config: Any) -> None:
+    """Say once per command which workspace settings were not applied and how to trust them."""
+    trust = config.trust
+    if trust.state not in ("untrusted", "refused") or not trust.ignored:
+        return
+    print(trust.summary(), file=sys.stderr)
+    if trust.state == "untrusted":
+        print(f"lich: to apply them, review {trust.config_path} and run `lich trust`", file=sys.stderr)
+
+
+def load_cli_config(args: argparse.Namespace, overrides: dict[str, Any] | None = None, *, quiet: bool = False) -> Any:
     from lich_core.config import load_config
 
-    work_dir = os.path.abspath(args.work_dir or os.getcwd())
-    return load_config(work_dir, overrides=overrides, config_file=args.config)
+    config = load_config(cli_root(args), overrides=overrides, config_file=args.config)
+    if not quiet:
+        warn_ignored(config)
+    return config
 
 
 def cmd_tool(argv: list[str]) -> int:
@@ -62,7 +81,9 @@ def cmd_tool(argv: list[str]) -> int:
     runtime = build_tool_runtime(config)
     # Each `lich tool` call is a new process; the read state (what the model has "seen") is kept
     # between calls so `read_file` then `apply_patch` works from the shell as in a session.
-    state_file = Path(config["work_dir"]) / CLI_READ_STATE_FILE
+    from lich_core.userstate import workspace_state_dir
+
+    state_file = workspace_state_dir(config["work_dir"]) / CLI_READ_STATE_FILE_NAME
     read_state = ReadState.load(state_file)
     ctx = runtime.context(read_state=read_state)
     result = asyncio.run(runtime.executor.execute(args.name, tool_args, ctx))
@@ -129,6 +150,26 @@ def render_tool_table(tools: list[dict[str, Any]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def cmd_trust(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="lich trust",
+        description="Trust this workspace's .lich/config.json as it is now (and the plugins and replay files it names). "
+        "Any later change to them revokes it.",
+    )
+    parser.add_argument("--work-dir", default=None, help="workspace root (default: $LICH_WORK_DIR, else cwd)")
+    parser.add_argument("--revoke", action="store_true", help="forget the trust given to this workspace")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    from lich_core.config import set_workspace_trust
+
+    change = set_workspace_trust(cli_root(args), trust=not args.revoke)
+    if args.json:
+        print(json.dumps(change.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(change.message)
+    return 0 if change.after.state in ("trusted", "no_config") or args.revoke else 1
+
+
 def _agent_commands() -> dict[str, Callable[[list[str]], int]]:
     try:
         from lich_core.agent import cli as agent_cli
@@ -137,11 +178,18 @@ def _agent_commands() -> dict[str, Callable[[list[str]], int]]:
     return dict(getattr(agent_cli, "COMMANDS", {}))
 
 
-USAGE = """usage: lich "task" [options]      run the agent on a task
+USAGE = """usage: lich "task" [options]      run the agent on a task (quote it: one argument)
+       lich run TASK... [options]    the same, with the task in any number of words
        lich tool NAME 'JSON-ARGS'    run one tool
        lich tools                    list tools
+       lich trust [--revoke]         trust this workspace's .lich/config.json (docs/trust.md)
        lich init | config | sessions
        lich --version"""
+
+
+def looks_like_subcommand(word: str) -> bool:
+    """A lone word such as `update` or `mcp` is a mistyped or unknown command, not a task."""
+    return bool(re.fullmatch(r"[A-Za-z][\w-]*", word))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,16 +200,21 @@ def main(argv: list[str] | None = None) -> int:
     if argv[0] in ("-V", "--version"):
         print(f"lich {__version__}")
         return 0
-    commands: dict[str, Callable[[list[str]], int]] = {"tool": cmd_tool, "tools": cmd_tools}
-    agent_commands = _agent_commands()
-    commands.update({k: v for k, v in agent_commands.items() if k != "run"})
+    commands: dict[str, Callable[[list[str]], int]] = {"tool": cmd_tool, "tools": cmd_tools, "trust": cmd_trust}
+    commands.update(_agent_commands())
     try:
         if argv[0] in commands:
             return commands[argv[0]](argv[1:])
-        if "run" in agent_commands:
-            return agent_commands["run"](argv)
-        print(f"lich: unknown command {argv[0]!r}\n{USAGE}", file=sys.stderr)
-        return 2
+        if looks_like_subcommand(argv[0]) or "run" not in commands:
+            # `lich update` must not become a prompt to the agent: a task is one quoted argument
+            # (it has spaces), follows `run`, or comes after options such as --model.
+            print(
+                f"lich: unknown command {argv[0]!r}; to give the agent a task, quote it "
+                f"(lich \"{' '.join(argv)}\") or use `lich run {' '.join(argv)}`\n{USAGE}",
+                file=sys.stderr,
+            )
+            return 2
+        return commands["run"](argv)
     except ConfigError as err:
         print(f"lich: config error: {err}", file=sys.stderr)
         return 2

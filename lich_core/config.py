@@ -1,10 +1,13 @@
 """Configuration: defaults < environment < user config < workspace config < explicit overrides.
 
-Files are read in DESIGN.md's search order: `<work_dir>/.lich/config.json` first, then the user's
+Files are read in DESIGN.md's search order: `<root>/.lich/config.json` first, then the user's
 `$XDG_CONFIG_HOME/lich/config.json` (default `~/.config/lich/config.json`), then `LICH_*`
 environment variables; the first source that sets a key wins. Overrides (CLI flags, LSP
 initializationOptions and workspace/configuration) go on top. Every value is validated by the
 key's entry in `KEYS`; a bad value is a ConfigError whose message names the key and the source.
+
+The workspace file is the repository's, so it is untrusted until the user trusts its content
+(lich_core.trust): until then each key counts only as far as its declared side allows.
 """
 
 from __future__ import annotations
@@ -18,6 +21,18 @@ from typing import Any
 
 from lich_core.errors import ConfigError
 from lich_core.tools.types import CAPABILITIES
+from lich_core.trust import (
+    MISSING_FILE_HASH,
+    NO_CONFIG,
+    REFUSED,
+    TRUSTED,
+    UNTRUSTED,
+    Fingerprint,
+    IgnoredKey,
+    TrustStatus,
+    TrustStore,
+    resolve_in_root,
+)
 
 CONFIG_DIR_NAME = ".lich"
 CONFIG_FILE_NAME = "config.json"
@@ -141,52 +156,227 @@ def v_list(key: str, value: Any) -> list[Any]:
     return list(value)
 
 
+# --- trust sides: what a workspace file (`.lich/config.json`) may do before the user trusts it ---
+#
+# Every key declares one side (DESIGN.md "Configuration and trust"):
+#   SIDE_ANY     harmless either way: an untrusted workspace file sets it as it likes;
+#   SIDE_NARROW  an untrusted workspace file may only narrow the trusted value (KeySpec.narrow says
+#                how; a value that would loosen is ignored and reported);
+#   SIDE_USER    runs a program, loads code, sends data somewhere or widens what tools touch: ignored
+#                from an untrusted workspace file (KeySpec.effects says what it would do);
+#   SIDE_NEVER   never read from a workspace file, trusted or not.
+SIDE_ANY = "any"
+SIDE_NARROW = "narrow"
+SIDE_USER = "user"
+SIDE_NEVER = "never"
+SIDES = (SIDE_ANY, SIDE_NARROW, SIDE_USER, SIDE_NEVER)
+
+# narrow(key, trusted_value, workspace_value) -> (value to use, what was refused or None)
+Narrower = Callable[[str, Any, Any], "tuple[Any, str | None]"]
+# effects(workspace_value, root) -> one line per thing the value would make lich do
+Effects = Callable[[Any, Path], list[str]]
+
+APPROVAL_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+# The approval policy a capability has when no entry names it (lich_lsp.approvals uses it too).
+DEFAULT_ASK_CAPABILITIES = frozenset({"process/exec", "net/fetch", "image/eval"})
+
+
+def default_approval(capability: str | None) -> str:
+    return "ask" if capability in DEFAULT_ASK_CAPABILITIES else "allow"
+
+
+def narrow_min(key: str, trusted: Any, workspace: Any) -> tuple[Any, str | None]:
+    if workspace <= trusted:
+        return workspace, None
+    return trusted, f"raise {key} from {trusted} to {workspace}"
+
+
+def narrow_rank(*order: str) -> Narrower:
+    """Values in `order` from loosest to strictest: a workspace may pick one at least as strict."""
+
+    def narrow(key: str, trusted: Any, workspace: Any) -> tuple[Any, str | None]:
+        if order.index(workspace) >= order.index(trusted):
+            return workspace, None
+        return trusted, f"set {key} to {workspace!r} (looser than {trusted!r})"
+
+    return narrow
+
+
+def narrow_capabilities(key: str, trusted: Any, workspace: Any) -> tuple[Any, str | None]:
+    """A subset of the trusted grant (None = every capability)."""
+    granted = [name for name in workspace if trusted is None or name in trusted]
+    return granted, None
+
+
+def narrow_tools_enabled(key: str, trusted: Any, workspace: Any) -> tuple[Any, str | None]:
+    if workspace == "all":
+        return trusted, None
+    if trusted == "all":
+        return workspace, None
+    return [name for name in workspace if name in trusted], None
+
+
+def narrow_approval(key: str, trusted: Any, workspace: Any) -> tuple[Any, str | None]:
+    """Entries may only go towards ask/deny; each is merged as the stricter of both sides.
+
+    A tool-name entry wins over its capability's entry when policies are looked up, so a workspace
+    `{"terminal": "ask"}` must not shadow the user's `{"process/exec": "deny"}`: a tool entry of
+    "ask" is only taken when the user denies no capability outright.
+    """
+    merged = dict(trusted)
+    refused: list[str] = []
+    user_denies_a_capability = any(name in CAPABILITIES and value == "deny" for name, value in trusted.items())
+    for name, value in workspace.items():
+        if value == "allow":
+            refused.append(f"run {name} without asking")
+            continue
+        if name in CAPABILITIES:
+            current = trusted.get(name, default_approval(name))
+        elif name in trusted:
+            current = trusted[name]
+        elif value == "ask" and user_denies_a_capability:
+            continue  # might loosen a denied capability for this tool; the user's deny stands
+        else:
+            current = "allow"
+        merged[name] = max(current, value, key=APPROVAL_STRICTNESS.__getitem__)
+    return merged, "; ".join(refused) or None
+
+
+def _host_of(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return url
+    return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+
+
+def provider_effects(value: Any, root: Path) -> list[str]:
+    # Default hosts and key variables per kind (providers/factory.py has the same table; importing
+    # it here would load httpx on every config read).
+    default_hosts = {"openai_compat": "api.openai.com", "anthropic": "api.anthropic.com", "ollama": "localhost"}
+    default_key_env = {"openai_compat": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+    effects: list[str] = []
+    for entry in value:
+        kind = entry.get("kind")
+        if kind == "replay":
+            effects.append(f"let the file {entry.get('path')} play the model (it chooses every tool call)")
+            continue
+        base_url = entry.get("base_url")
+        host = _host_of(base_url) if isinstance(base_url, str) and base_url else default_hosts.get(kind, "?")
+        what = f"send your prompts and workspace content to {host}"
+        key_env = entry.get("api_key_env") or default_key_env.get(kind)
+        if entry.get("api_key"):
+            what += " with the API key written in the file"
+        elif key_env:
+            what += f" with the key in ${key_env}"
+        effects.append(what)
+    return effects
+
+
+def plugin_effects(value: Any, root: Path) -> list[str]:
+    effects = []
+    for entry in value:
+        path = entry.get("path") if isinstance(entry, dict) else entry
+        effects.append(f"load plugin {path} (runs its Python code inside lich)")
+    return effects
+
+
+def one_effect(text: str) -> Effects:
+    return lambda value, root: [text.format(value=value)]
+
+
 @dataclass(frozen=True)
 class KeySpec:
     default: Any
     validate: Validator
     env: str | None = None
     doc: str = ""
+    side: str = SIDE_USER
+    narrow: Narrower | None = None
+    effects: Effects | None = None
+
+    def __post_init__(self) -> None:
+        if self.side not in SIDES or (self.side == SIDE_NARROW) != (self.narrow is not None):
+            raise ValueError(f"KeySpec: side {self.side!r} needs narrow exactly when it is {SIDE_NARROW!r}")
 
 
 # Every configuration key. Later features add their keys here, in one table, so the loader,
-# the validation messages and `lich config` all know them.
+# the validation messages, the trust rule and `lich config` all know them.
 KEYS: dict[str, KeySpec] = {
-    "work_dir": KeySpec(None, v_str, "LICH_WORK_DIR", "Root the tools are confined to."),
-    "tools_enabled": KeySpec("all", v_tools_enabled, "LICH_TOOLS_ENABLED", '"all" or a list of tool names.'),
-    "capabilities": KeySpec(None, v_capabilities, "LICH_CAPABILITIES", "Granted capabilities; absent = all."),
-    "terminal_timeout_ms": KeySpec(60_000, v_int(1, 300_000), "LICH_TERMINAL_TIMEOUT_MS", "Default terminal command timeout."),
+    "work_dir": KeySpec(
+        None, v_str, "LICH_WORK_DIR", "Narrows the tools' root to a folder inside the workspace root.", SIDE_NEVER
+    ),
+    "tools_enabled": KeySpec(
+        "all", v_tools_enabled, "LICH_TOOLS_ENABLED", '"all" or a list of tool names.', SIDE_NARROW, narrow_tools_enabled
+    ),
+    "capabilities": KeySpec(
+        None, v_capabilities, "LICH_CAPABILITIES", "Granted capabilities; absent = all.", SIDE_NARROW, narrow_capabilities
+    ),
+    "terminal_timeout_ms": KeySpec(
+        60_000, v_int(1, 300_000), "LICH_TERMINAL_TIMEOUT_MS", "Default terminal command timeout.", SIDE_NARROW, narrow_min
+    ),
     # agent loop and providers
-    "providers": KeySpec([], v_list_of_objects, None, "Provider definitions (name, kind, base_url, model, ...)."),
-    "models": KeySpec({}, v_object, None, "Role → provider names: {chat: [...], compress: [...]}."),
-    "max_turns": KeySpec(25, v_int(1, 1000), "LICH_MAX_TURNS", "Model calls per task."),
-    "system_prompt": KeySpec(None, v_str, "LICH_SYSTEM_PROMPT", "Replaces the default system prompt."),
-    "context_budget_tokens": KeySpec(100_000, v_int(1000, 10_000_000), None, "Context size estimate budget."),
-    "compress_threshold": KeySpec(0.8, v_float(0.1, 1.0), None, "Fraction of the budget that triggers compression."),
-    "session_dir": KeySpec(None, v_str, "LICH_SESSION_DIR", "Session logs; default <work_dir>/.lich/sessions."),
-    "plugins": KeySpec([], v_list, None, "Plugin module paths or {path, settings, models} entries."),
+    "providers": KeySpec(
+        [], v_list_of_objects, None, "Provider definitions (name, kind, base_url, model, ...).", effects=provider_effects
+    ),
+    "models": KeySpec(
+        {}, v_object, None, "Role → provider names: {chat: [...], compress: [...]}.",
+        effects=one_effect("choose which providers serve each role ({value})"),
+    ),
+    "max_turns": KeySpec(25, v_int(1, 1000), "LICH_MAX_TURNS", "Model calls per task.", SIDE_NARROW, narrow_min),
+    "system_prompt": KeySpec(
+        None, v_str, "LICH_SYSTEM_PROMPT", "Replaces the default system prompt.",
+        effects=one_effect("replace the agent's system prompt"),
+    ),
+    "context_budget_tokens": KeySpec(
+        100_000, v_int(1000, 10_000_000), None, "Context size estimate budget.", SIDE_NARROW, narrow_min
+    ),
+    "compress_threshold": KeySpec(
+        0.8, v_float(0.1, 1.0), None, "Fraction of the budget that triggers compression.", SIDE_ANY
+    ),
+    "session_dir": KeySpec(
+        None, v_str, "LICH_SESSION_DIR", "Session logs; default: the workspace's folder in the user state dir.",
+        effects=one_effect("write session logs to {value}"),
+    ),
+    "plugins": KeySpec([], v_list, None, "Plugin module paths or {path, settings, models} entries.", effects=plugin_effects),
     # language server
-    "edit_mode": KeySpec("apply", v_choice("apply", "review"), "LICH_EDIT_MODE", "apply: each edit at once; review: one reviewed edit at the end."),
-    "approval": KeySpec({}, v_approval, None, "Capability or tool name → allow | ask | deny."),
-    "code_actions": KeySpec([], v_code_actions, None, "Extra code actions: [{title, prompt, kind}]."),
+    "edit_mode": KeySpec(
+        "apply", v_choice("apply", "review"), "LICH_EDIT_MODE",
+        "apply: each edit at once; review: one reviewed edit at the end.", SIDE_NARROW, narrow_rank("apply", "review"),
+    ),
+    "approval": KeySpec({}, v_approval, None, "Capability or tool name → allow | ask | deny.", SIDE_NARROW, narrow_approval),
+    "code_actions": KeySpec([], v_code_actions, None, "Extra code actions: [{title, prompt, kind}].", side=SIDE_ANY),
     "quick_prompts": KeySpec(
         ["Explain this code", "Find bugs in this code", "Add tests for this code"],
         v_str_list,
         None,
         "Prompts offered by lich.ask without a prompt.",
+        SIDE_ANY,
     ),
-    "disk_write_policy": KeySpec("auto", v_choice("auto", "editor", "disk"), None, "How closed files are written."),
+    "disk_write_policy": KeySpec(
+        "auto", v_choice("disk", "auto", "editor"), None, "How closed files are written.",
+        SIDE_NARROW, narrow_rank("disk", "auto", "editor"),
+    ),
+    "workspace_trust": KeySpec(
+        "ask", v_choice("ask", "never"), "LICH_WORKSPACE_TRUST",
+        'ask: offer to trust a workspace config that asks for more; never: ignore such keys, never ask.',
+        SIDE_NARROW, narrow_rank("ask", "never"),
+    ),
 }
 
 
 class Config(dict):
-    """The effective configuration: every known key present, plus `sources` for diagnostics."""
+    """The effective configuration: every known key present, plus `sources` for diagnostics and
+    `trust`: whether the workspace file counted, and which of its settings were ignored."""
 
     sources: dict[str, str]
+    trust: TrustStatus
 
-    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str], trust: TrustStatus | None = None) -> None:
         super().__init__(values)
         self.sources = dict(sources)
+        self.trust = trust if trust is not None else TrustStatus(NO_CONFIG, Path(CONFIG_DIR_NAME) / CONFIG_FILE_NAME)
 
 
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -256,30 +446,15 @@ def env_values(env: Mapping[str, str]) -> dict[str, Any]:
     return {key: env[spec.env] for key, spec in KEYS.items() if spec.env and env.get(spec.env)}
 
 
-def load_config(
-    work_dir: str | os.PathLike[str],
-    *,
-    overrides: Mapping[str, Any] | None = None,
-    env: Mapping[str, str] | None = None,
-    config_file: str | os.PathLike[str] | None = None,
-) -> Config:
-    """Build the effective config for `work_dir`. Raises ConfigError naming the bad key."""
-    env = os.environ if env is None else env
-    layers: list[tuple[str, Mapping[str, Any]]] = []
-    if overrides:
-        layers.append(("overrides", overrides))
-    if config_file is not None:
-        layers.append((str(config_file), read_config_file(Path(config_file))))
-    workspace_file = workspace_config_path(work_dir)
-    layers.append((str(workspace_file), read_config_file(workspace_file)))
-    user_file = user_config_path(env)
-    layers.append((str(user_file), read_config_file(user_file)))
-    layers.append(("environment", env_values(env)))
+Layer = tuple[str, Mapping[str, Any]]
 
+
+def _merge(layers: list[Layer]) -> tuple[dict[str, Any], dict[str, str]]:
+    """First layer that sets a key wins; every known key not set takes its default."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for source, layer in layers:
-        for key, value in validate_values(layer, source).items():
+        for key, value in layer.items():
             if key not in values and value is not None:
                 values[key] = value
                 sources[key] = source
@@ -287,8 +462,161 @@ def load_config(
         if key not in values:
             values[key] = spec.default
             sources[key] = "default"
-    values["work_dir"] = str(Path(values["work_dir"] or work_dir).resolve())
-    return Config(values, sources)
+    return values, sources
+
+
+def _keys_on(side: str) -> frozenset[str]:
+    return frozenset(key for key, spec in KEYS.items() if spec.side == side)
+
+
+def ignored_settings(workspace: Mapping[str, Any], trusted: Mapping[str, Any], root: Path) -> list[IgnoredKey]:
+    """What an untrusted workspace file asked for and does not get (loosening narrow keys included)."""
+    ignored: list[IgnoredKey] = []
+    for key, value in workspace.items():
+        spec = KEYS.get(key)
+        if spec is None or value is None:
+            continue
+        if spec.side == SIDE_NEVER:
+            ignored.append(IgnoredKey(key, f"set the tools' root to {value} (never read from a workspace file)"))
+        elif spec.side == SIDE_USER:
+            effects = spec.effects(value, root) if spec.effects else [f"set {key}"]
+            ignored.extend(IgnoredKey(key, what) for what in effects)
+        elif spec.side == SIDE_NARROW and spec.narrow is not None:
+            _, refused = spec.narrow(key, trusted[key], value)
+            if refused:
+                ignored.append(IgnoredKey(key, refused))
+    return ignored
+
+
+def _with_absolute_paths(values: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Plugin and replay paths made absolute against the folder of the file that names them, so a
+    relative path in the user's own config never picks up a same-named file in the repository."""
+    if not values.get("plugins") and not values.get("providers"):
+        return values
+    resolved = dict(values)
+    if isinstance(values.get("plugins"), list):
+        plugins = []
+        for entry in values["plugins"]:
+            item = dict(entry) if isinstance(entry, dict) else {"path": entry}
+            if isinstance(item.get("path"), str) and item["path"]:
+                item["path"] = str(resolve_in_root(base, item["path"]))
+            plugins.append(item)
+        resolved["plugins"] = plugins
+    if isinstance(values.get("providers"), list):
+        providers = []
+        for entry in values["providers"]:
+            item = dict(entry)
+            if item.get("kind") == "replay" and isinstance(item.get("path"), str):
+                item["path"] = str(resolve_in_root(base, item["path"]))
+            providers.append(item)
+        resolved["providers"] = providers
+    return resolved
+
+
+def _pinned_workspace_entries(workspace: dict[str, Any], root: Path, fingerprint: Fingerprint) -> dict[str, Any]:
+    """A trusted workspace's plugins pinned to the trusted hash, so a file changed after trust is
+    refused when it is loaded, not only at the next config read."""
+    pinned = _with_absolute_paths(workspace, root)
+    if isinstance(pinned.get("plugins"), list):
+        pinned["plugins"] = [
+            {**item, "sha256": fingerprint.files.get(item["path"], MISSING_FILE_HASH)} if "path" in item else item
+            for item in pinned["plugins"]
+        ]
+    return pinned
+
+
+def _narrowed_work_dir(value: str | None, source: str, root: Path) -> str:
+    """The tools' root: the workspace root, or a folder inside it that a trusted setting names."""
+    if not value:
+        return str(root)
+    path = resolve_in_root(root, value)
+    if not _is_inside(root, path):
+        raise ConfigError(
+            f"work_dir: {value} is outside the workspace root {root}; it may only narrow to a folder inside it (in {source})"
+        )
+    return str(path)
+
+
+def _is_inside(root: Path, path: Path) -> bool:
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def load_config(
+    work_dir: str | os.PathLike[str],
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    trust_store: TrustStore | None = None,
+) -> Config:
+    """Build the effective config for the workspace root `work_dir`. Raises ConfigError naming the bad key.
+
+    Trusted layers: overrides (CLI flags, editor settings), an explicit `--config` file, the user's
+    config file, the environment. The workspace's `.lich/config.json` counts in full only once the
+    user trusted its exact content (lich_core.trust); until then each of its keys is applied as
+    its KeySpec.side allows, and the rest is listed in `config.trust.ignored`.
+    """
+    env = os.environ if env is None else env
+    root = Path(work_dir).resolve()
+    trusted_layers: list[Layer] = []
+    if overrides:
+        trusted_layers.append(("overrides", validate_values(overrides, "overrides")))
+    if config_file is not None:
+        explicit = validate_values(read_config_file(Path(config_file)), str(config_file))
+        trusted_layers.append((str(config_file), _with_absolute_paths(explicit, Path(config_file).resolve().parent)))
+    workspace_file = workspace_config_path(root)
+    workspace = validate_values(read_config_file(workspace_file), str(workspace_file))
+    user_file = user_config_path(env)
+    user_values = validate_values(read_config_file(user_file), str(user_file))
+    after_workspace: list[Layer] = [
+        (str(user_file), _with_absolute_paths(user_values, user_file.parent)),
+        ("environment", validate_values(env_values(env), "environment")),
+    ]
+    trusted, trusted_sources = _merge(trusted_layers + after_workspace)
+    trust = workspace_trust_status(root, workspace_file, workspace, trusted, trust_store or TrustStore.for_env(env))
+    never = _keys_on(SIDE_NEVER)
+    source = str(workspace_file)
+    if trust.state == TRUSTED:
+        assert trust.fingerprint is not None
+        layer = {k: v for k, v in _pinned_workspace_entries(workspace, root, trust.fingerprint).items() if k not in never}
+        values, sources = _merge([*trusted_layers, (source, layer), *after_workspace])
+    else:
+        free = {k: v for k, v in workspace.items() if k not in KEYS or KEYS[k].side == SIDE_ANY}
+        values, sources = _merge([*trusted_layers, (source, free), *after_workspace])
+        for key in _keys_on(SIDE_NARROW) & workspace.keys():
+            if workspace[key] is None:
+                continue
+            narrowed, _ = KEYS[key].narrow(key, trusted[key], workspace[key])  # type: ignore[misc]
+            values[key] = narrowed
+            if narrowed == workspace[key]:
+                sources[key] = source
+            elif narrowed != trusted[key]:
+                sources[key] = f"{trusted_sources[key]}, narrowed by {source}"
+    values["work_dir"] = _narrowed_work_dir(values.get("work_dir"), sources.get("work_dir", "default"), root)
+    return Config(values, sources, trust)
+
+
+def workspace_trust_status(
+    root: Path,
+    config_path: Path,
+    workspace: Mapping[str, Any],
+    trusted: Mapping[str, Any],
+    store: TrustStore,
+) -> TrustStatus:
+    """Trusted, untrusted (with what is ignored), refused, or no workspace config at all."""
+    if not config_path.is_file():
+        return TrustStatus(NO_CONFIG, config_path)
+    ignored = ignored_settings(workspace, trusted, root)
+    refuses = trusted.get("workspace_trust") == "never" or workspace.get("workspace_trust") == "never"
+    if refuses:
+        return TrustStatus(REFUSED, config_path, ignored)
+    fingerprint = Fingerprint.of(config_path, workspace, root)
+    if store.is_trusted(root, fingerprint):
+        never_ignored = [item for item in ignored if KEYS[item.key].side == SIDE_NEVER]
+        return TrustStatus(TRUSTED, config_path, never_ignored, fingerprint)
+    return TrustStatus(UNTRUSTED, config_path, ignored, fingerprint, changed=store.record_for(root) is not None)
 
 
 SECRET_KEY_NAMES = ("secret", "token", "password", "key", "credential", "auth")
@@ -311,3 +639,55 @@ def mask_secrets(value: Any) -> Any:
     if isinstance(value, list):
         return [mask_secrets(item) for item in value]
     return value
+
+
+@dataclass(frozen=True)
+class TrustChange:
+    """What `lich trust` / lich.trustWorkspace did: the status before and after, and one line for the user."""
+
+    before: TrustStatus
+    after: TrustStatus
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        # `keys`: what trusting applies (or, after a revoke or refusal, what is ignored now).
+        keys = self.before.ignored if self.after.state == TRUSTED else self.after.ignored
+        return {**self.after.to_json(), "keys": [item.to_json() for item in keys], "message": self.message}
+
+
+def set_workspace_trust(
+    root: str | os.PathLike[str],
+    *,
+    trust: bool,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    trust_store: TrustStore | None = None,
+) -> TrustChange:
+    """Trust the workspace config's current content (and the files it runs), or revoke trust."""
+    env = os.environ if env is None else env
+    store = trust_store or TrustStore.for_env(env)
+    root_path = Path(root).resolve()
+
+    def status() -> TrustStatus:
+        return load_config(root_path, overrides=overrides, env=env, config_file=config_file, trust_store=store).trust
+
+    before = status()
+    if not trust:
+        had = store.revoke(root_path)
+        after = status()
+        what = "revoked trust in" if had else "did not trust"
+        return TrustChange(before, after, f"lich: {what} {before.config_path}; its settings that need trust are ignored")
+    if before.state == NO_CONFIG:
+        return TrustChange(before, before, f"lich: nothing to trust: {before.config_path} does not exist")
+    if before.state == REFUSED:
+        return TrustChange(
+            before, before, "lich: not trusted: your settings say never to trust workspace configs here (workspace_trust: \"never\")"
+        )
+    if before.state == UNTRUSTED:
+        assert before.fingerprint is not None
+        store.trust(root_path, before.fingerprint)
+    after = status()
+    applied = [item for item in before.ignored if KEYS[item.key].side != SIDE_NEVER]
+    effects = "; ".join(f"{item.key}: {item.what}" for item in applied) or "nothing beyond what it narrows"
+    return TrustChange(before, after, f"lich: trusted {before.config_path}; now applied: {effects}")

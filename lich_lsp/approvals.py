@@ -4,8 +4,9 @@ Policy per tool name or capability (`approval: {"terminal": "ask", "net/fetch": 
 tool name wins over its capability. Defaults: `ask` for process/exec, net/fetch and image/eval,
 `allow` for everything else (reads, and edits, which the editor can undo). `ask` shows
 `window/showMessageRequest` with Allow once / Allow always / Deny; "Allow always" is remembered
-for the workspace in `.lich/approvals.json`. A client that cannot show such a request gets a
-clear denial instead of a silent allow.
+for the workspace in the user state dir (`approvals.json` in the workspace's folder there), never
+in the repository, so a repository cannot ship answers. A client that cannot show such a request
+gets a clear denial instead of a silent allow.
 """
 
 from __future__ import annotations
@@ -13,22 +14,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from lich_core.config import default_approval
 from lich_core.tools.types import Tool, ToolContext, tool_capability
+from lich_core.userstate import read_json, workspace_state_dir, write_json_atomic
 
 if TYPE_CHECKING:
     from lich_lsp.server import LichLanguageServer
 
 log = logging.getLogger("lich.lsp.approvals")
 
-APPROVALS_FILE = Path(".lich") / "approvals.json"
-DEFAULT_ASK_CAPABILITIES = frozenset({"process/exec", "net/fetch", "image/eval"})
+APPROVALS_FILE_NAME = "approvals.json"
 ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always"
 DENY = "Deny"
@@ -40,7 +41,7 @@ def policy_for(approval: Mapping[str, str], tool_name: str, capability: str | No
         return approval[tool_name]
     if capability and capability in approval:
         return approval[capability]
-    return "ask" if capability in DEFAULT_ASK_CAPABILITIES else "allow"
+    return default_approval(capability)
 
 
 def summarize_args(args: Mapping[str, Any]) -> str:
@@ -51,20 +52,17 @@ def summarize_args(args: Mapping[str, Any]) -> str:
 
 
 class ApprovalStore:
-    """Tools the user allowed always for this workspace (`.lich/approvals.json`)."""
+    """Tools the user allowed always for this workspace (its folder in the user state dir)."""
 
     def __init__(self, root: Path) -> None:
-        self.path = root / APPROVALS_FILE
+        self.path = workspace_state_dir(root) / APPROVALS_FILE_NAME
         self._always: set[str] | None = None
 
     def _load(self) -> set[str]:
         if self._always is None:
-            try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-                names = data.get("always", []) if isinstance(data, dict) else []
-                self._always = {name for name in names if isinstance(name, str)}
-            except (OSError, ValueError):
-                self._always = set()
+            data = read_json(self.path)
+            names = data.get("always", []) if isinstance(data, dict) else []
+            self._always = {name for name in names if isinstance(name, str)}
         return self._always
 
     def is_always(self, tool_name: str) -> bool:
@@ -73,10 +71,7 @@ class ApprovalStore:
     def remember(self, tool_name: str) -> None:
         names = self._load()
         names.add(tool_name)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temp = self.path.with_suffix(".json.tmp")
-        temp.write_text(json.dumps({"always": sorted(names)}, indent=2) + "\n", encoding="utf-8")
-        os.replace(temp, self.path)
+        write_json_atomic(self.path, {"always": sorted(names)})
 
 
 class ApprovalGuard:
@@ -115,7 +110,7 @@ class ApprovalGuard:
             try:
                 store.remember(tool.name)
             except OSError as err:
-                state.log(f"lich: could not save {APPROVALS_FILE}: {err}", types.MessageType.Warning)
+                state.log(f"lich: could not save {store.path}: {err}", types.MessageType.Warning)
             return None
         return f"approval_denied: the user denied {tool.name}"
 

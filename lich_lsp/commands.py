@@ -32,7 +32,8 @@ TOOLS = "lich.tools"
 READ = "lich.read"
 APPLY_PATCH = "lich.applyPatch"
 RUN_TOOL = "lich.runTool"
-COMMANDS = (ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL)
+TRUST_WORKSPACE = "lich.trustWorkspace"
+COMMANDS = (ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL, TRUST_WORKSPACE)
 EDIT_MODES = ("apply", "review")
 READ_MAX_LINES = 2_000
 SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
@@ -258,6 +259,17 @@ def register(server: LichLanguageServer) -> None:
     async def status(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
         single_object(STATUS, args, required=False)
         return ls.lich.status()
+
+    @server.command(TRUST_WORKSPACE)
+    @guarded(TRUST_WORKSPACE)
+    async def trust_workspace(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
+        from lich_lsp.trust import change_trust
+
+        obj = single_object(TRUST_WORKSPACE, args, required=False)
+        revoke = obj.get("revoke", False)
+        if not isinstance(revoke, bool):
+            raise BadArguments(f"{TRUST_WORKSPACE}: field 'revoke' must be true or false, got {type(revoke).__name__}")
+        return change_trust(ls, trust=not revoke)
 
     @server.command(TOOLS)
     @guarded(TOOLS)

@@ -1,5 +1,6 @@
 """Server configuration: `.lich/config.json` (and the rest of lich_core's layers) overridden by the
-editor's `initializationOptions` and the `workspace/configuration` section `lich`.
+editor's `initializationOptions` and the `workspace/configuration` section `lich`. The editor's
+settings are trusted; the workspace file counts only as far as trust allows (lich_lsp.trust).
 
 The effective config is rebuilt on `workspace/didChangeConfiguration`. A bad value is reported once
 as a `window/showMessage` error naming the key, and the server keeps its last good config.
@@ -16,6 +17,7 @@ from lsprotocol import types
 
 from lich_core.config import KEYS, Config, load_config
 from lich_core.errors import ConfigError
+from lich_lsp import trust
 
 if TYPE_CHECKING:
     from lich_lsp.server import LichLanguageServer
@@ -70,11 +72,14 @@ class ConfigHolder:
         self.last_error: str | None = None
         self.generation = 0
 
+    def overrides(self) -> dict[str, Any]:
+        """The editor's settings (trusted): initializationOptions, then workspace/configuration on top."""
+        return {**self.init_options, **self.client_settings}
+
     def rebuild(self) -> str | None:
         """Reload every layer; keep the old config and return the error text on a bad value."""
-        overrides = {**self.init_options, **self.client_settings}
         try:
-            config = load_config(self.root, overrides=overrides)
+            config = load_config(self.root, overrides=self.overrides())
             check_lsp_values(config)
         except ConfigError as err:
             self.last_error = str(err)
@@ -133,6 +138,7 @@ async def refresh_config(server: LichLanguageServer, pushed: Any = None) -> None
             report_config_error(server, error)
     else:
         server.lich.on_config_changed()
+        trust.offer_trust(server)
 
 
 def register(server: LichLanguageServer) -> None:

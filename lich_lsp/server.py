@@ -34,7 +34,7 @@ from pygls.uris import to_fs_path
 
 from lich_core import __version__
 from lich_core.hashline.read_state import ReadState
-from lich_lsp import code_actions, commands, config
+from lich_lsp import code_actions, commands, config, trust
 from lich_lsp.approvals import ApprovalGuard, ApprovalStore
 from lich_lsp.edits import EditCapabilities
 from lich_lsp.tasks import TaskManager
@@ -65,6 +65,15 @@ class LspState:
         self._runtime_generation = -1
         self._diagnostics: dict[str, tuple[int | None, list[dict[str, Any]]]] = {}
         self._reported_errors: set[str] = set()
+        # Workspace config contents the user was already asked to trust (one question per content).
+        self.trust_offered: set[Any] = set()
+        self._background: set[asyncio.Future[Any]] = set()
+
+    def background(self, work: Any) -> None:
+        """Run a coroutine without waiting for it; the reference is kept until it ends."""
+        future = asyncio.ensure_future(work)
+        self._background.add(future)
+        future.add_done_callback(self._background.discard)
 
     @property
     def config(self) -> Any:
@@ -139,6 +148,8 @@ class LspState:
                 "show_message_request": caps.show_message_request,
             },
             "config_error": self.config_holder.last_error,
+            "work_dir": self.config.get("work_dir"),
+            "trust": self.config.trust.to_json(),
         }
 
 
@@ -309,7 +320,9 @@ def register_lifecycle(server: LichLanguageServer) -> None:
     @server.feature(types.INITIALIZED)
     async def initialized(ls: LichLanguageServer, params: types.InitializedParams) -> None:
         if config.client_supports_configuration(ls):
-            await config.refresh_config(ls)
+            await config.refresh_config(ls)  # offers trust itself once the editor's settings are in
+        else:
+            trust.offer_trust(ls)
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: LichLanguageServer, params: Any) -> None:

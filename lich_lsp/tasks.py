@@ -34,7 +34,7 @@ CANCEL_HARD_STOP_S = 0.8
 TITLE_MAX_CHARS = 60
 FINAL_MESSAGE_MAX_CHARS = 1_000
 LOG_SUMMARY_MAX_CHARS = 300
-TRANSCRIPTS_DIR = Path(".lich") / "transcripts"
+TRANSCRIPTS_DIR_NAME = "transcripts"
 
 
 def task_title(prompt: str) -> str:
@@ -337,9 +337,11 @@ class TaskManager:
                 log.warning("window/showDocument failed: %s", err)
 
     def _write_transcript(self, task: LichTask, outcome: dict[str, Any]) -> Path | None:
-        root = self._server.lich.root
+        from lich_core.userstate import workspace_state_dir
+
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(task.started))
-        path = root / TRANSCRIPTS_DIR / f"{stamp}-{task.task_id}.md"
+        # The user state dir, not the repository's .lich/: a symlink there cannot redirect the write.
+        path = workspace_state_dir(self._server.lich.root) / TRANSCRIPTS_DIR_NAME / f"{stamp}-{task.task_id}.md"
         lines = [f"# {task.label}", "", "## Prompt", "", task.prompt, "", "## Transcript", ""]
         lines += [_markdown_entry(line) for line in task.transcript]
         lines += ["", f"## Outcome: {outcome['stopped_reason']}", "", outcome["final"] or outcome.get("error") or ""]

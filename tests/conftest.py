@@ -21,5 +21,10 @@ def _isolated_user_config(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LICH_PROVIDER_KIND", "LICH_BASE_URL", "LICH_MODEL"):
+    # Trust records, "allow always" answers, sessions and transcripts live here.
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    for name in (
+        "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LICH_PROVIDER_KIND", "LICH_BASE_URL", "LICH_MODEL",
+        "LICH_WORK_DIR", "LICH_WORKSPACE_TRUST",
+    ):
         monkeypatch.delenv(name, raising=False)

@@ -20,11 +20,10 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from lich_core.agent.events import AgentEvent
-from lich_core.config import Config, load_config, mask_secrets, workspace_config_path
+from lich_core.config import Config, mask_secrets, workspace_config_path
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -41,9 +40,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="extra config file, read before the workspace's own")
 
 
-def _load(args: argparse.Namespace, overrides: dict[str, Any] | None = None) -> Config:
-    work_dir = os.path.abspath(args.work_dir or os.getcwd())
-    return load_config(work_dir, overrides=overrides, config_file=args.config)
+def _load(args: argparse.Namespace, overrides: dict[str, Any] | None = None, *, quiet: bool = False) -> Config:
+    from lich_core.cli import load_cli_config
+
+    return load_cli_config(args, overrides, quiet=quiet)
 
 
 def apply_provider_flags(config: Config, *, model: str | None, kind: str | None, base_url: str | None) -> None:
@@ -289,7 +289,11 @@ CONFIG_TEMPLATE = """\
 // Keys not set here come from ~/.config/lich/config.json, then LICH_* environment variables,
 // then built-in defaults. `lich config` shows the effective value of every key and its source.
 // A commented-out "key": line shows an example; remove the // to use it.
-// "work_dir" is not set here: it is the folder holding .lich/ (or --work-dir / LICH_WORK_DIR).
+// "work_dir" is never read from this file: the root is the folder holding .lich/ (or --work-dir).
+// This file belongs to the repository, so it is untrusted until you run `lich trust` (or trust it
+// from the editor): until then it may only narrow settings, and keys that load code, choose a
+// provider or write elsewhere (plugins, providers, models, session_dir, system_prompt) are
+// ignored. Any change to it, or to a plugin it names, needs trusting again. See docs/trust.md.
 {
   // Model providers. With none configured, lich uses LICH_PROVIDER_KIND / LICH_BASE_URL /
   // LICH_MODEL, else OpenAI when OPENAI_API_KEY is set, Anthropic when ANTHROPIC_API_KEY is
@@ -343,6 +347,8 @@ CONFIG_TEMPLATE = """\
   // "code_actions": [{"title": "Add docstrings", "prompt": "Add docstrings to the selection", "kind": "refactor.rewrite.lich"}],
   // Prompts lich.ask offers when invoked without one.
   // "quick_prompts": ["Explain this code", "Find bugs in this code", "Add tests for this code"],
+  // Set to "never" to ignore settings that need trust and never be offered to trust them.
+  // "workspace_trust": "never",
   // How files the editor does not have open are written: "auto", "editor" or "disk".
   "disk_write_policy": "auto"
 }
@@ -355,8 +361,9 @@ def cmd_init(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="lich init", description="Write a commented .lich/config.json.")
     parser.add_argument("--work-dir", default=None, help="workspace root (default: current directory)")
     args = parser.parse_args(argv)
-    work_dir = Path(os.path.abspath(args.work_dir or os.getcwd()))
-    target = workspace_config_path(work_dir)
+    from lich_core.cli import cli_root
+
+    target = workspace_config_path(cli_root(args))
     if target.exists():
         print(f"lich: {target} already exists; not overwritten", file=sys.stderr)
         return EXIT_FAILED
@@ -382,16 +389,22 @@ def cmd_config(argv: list[str]) -> int:
     _add_common(parser)
     parser.add_argument("--json", action="store_true", help="print {config, sources} as JSON")
     args = parser.parse_args(argv)
-    config = _load(args)
+    config = _load(args, quiet=True)
     masked = mask_secrets(dict(config))
+    trust = config.trust
     if args.json:
-        print(json.dumps({"config": masked, "sources": config.sources}, indent=2, ensure_ascii=False))
+        print(json.dumps({"config": masked, "sources": config.sources, "trust": trust.to_json()}, indent=2, ensure_ascii=False))
         return EXIT_OK
     print(f"# effective configuration for {config['work_dir']} (secrets masked)")
     width = max(len(key) for key in masked)
     for key in sorted(masked):
         value = json.dumps(masked[key], ensure_ascii=False)
         print(f"{key:<{width}} = {value}  # {config.sources.get(key, '?')}")
+    print(f"# workspace config: {trust.config_path} ({trust.state}{', changed since trusted' if trust.changed else ''})")
+    for item in trust.ignored:
+        print(f"# ignored {item.key}: would {item.what}")
+    if trust.state == "untrusted" and trust.ignored:
+        print("# run `lich trust` to apply the ignored settings (see docs/trust.md)")
     try:
         from lich_core.providers.factory import describe_model
 

@@ -28,10 +28,11 @@ from typing import IO, Any
 from lich_core.agent.messages import Message
 from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.types import ToolResult
+from lich_core.userstate import workspace_state_dir
 
 SESSION_FORMAT_VERSION = 1
 SESSION_SUFFIX = ".jsonl"
-DEFAULT_SESSION_SUBDIR = (".lich", "sessions")
+SESSIONS_DIR_NAME = "sessions"
 LATEST = "latest"
 TITLE_MAX_CHARS = 80
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -73,7 +74,8 @@ def session_dir_for(config: Mapping[str, Any]) -> Path:
     if configured:
         path = Path(os.path.expanduser(configured))
         return path if path.is_absolute() else work_dir / path
-    return work_dir.joinpath(*DEFAULT_SESSION_SUBDIR)
+    # In the user state dir, not the repository: a repository cannot redirect these writes.
+    return workspace_state_dir(work_dir) / SESSIONS_DIR_NAME
 
 
 class SessionWriter:

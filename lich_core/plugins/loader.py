@@ -1,13 +1,18 @@
 """Load plugin modules listed in config `plugins`, isolating every failure.
 
 An entry is a path (relative to work_dir, or absolute) to a `.py` file, or an object
-`{"path": ..., "settings": {...}, "models": ["chat", "compress"]}`. A bad entry, a module that
-fails to import, a missing or malformed export, or a duplicate plugin name becomes one warning;
-the agent starts without that plugin.
+`{"path": ..., "settings": {...}, "models": ["chat", "compress"], "sha256": ...}`. A bad entry, a
+module that fails to import, a missing or malformed export, or a duplicate plugin name becomes one
+warning; the agent starts without that plugin.
+
+`sha256` pins the module's content: a trusted workspace config's plugins are pinned to the hash
+the user trusted (lich_core.config), and the module is executed from the very bytes that were
+checked, so a file changed after trust never runs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
 import os
@@ -22,7 +27,7 @@ from lich_core.plugins.types import HOOK_NAMES, MODEL_ROLES, Plugin, PluginModel
 
 log = logging.getLogger("lich.plugins")
 
-ENTRY_KEYS = ("path", "settings", "models")
+ENTRY_KEYS = ("path", "settings", "models", "sha256")
 PLUGIN_SUFFIX = ".py"
 EXPORT_NAMES = ("plugin", "PLUGIN")
 
@@ -39,8 +44,8 @@ def load_plugins(entries: Sequence[Any] | None, *, work_dir: str | os.PathLike[s
     for index, entry in enumerate(entries or []):
         label = _label(entry, index)
         try:
-            path, settings, roles = _parse_entry(entry, index, root)
-            plugin, dropped = _import_plugin(path, index)
+            path, settings, roles, pinned_sha256 = _parse_entry(entry, index, root)
+            plugin, dropped = _import_plugin(path, index, pinned_sha256)
             if plugin.name in seen_names:
                 raise PluginLoadError(f"duplicate plugin name {plugin.name!r}; the first one is kept")
         except PluginLoadError as err:
@@ -69,10 +74,11 @@ def _label(entry: Any, index: int) -> str:
     return f"plugins[{index}]"
 
 
-def _parse_entry(entry: Any, index: int, root: Path) -> tuple[Path, Mapping[str, Any], list[str]]:
+def _parse_entry(entry: Any, index: int, root: Path) -> tuple[Path, Mapping[str, Any], list[str], str | None]:
     key = f"plugins[{index}]"
     settings: Mapping[str, Any] = {}
     roles: list[str] = []
+    pinned_sha256: str | None = None
     if isinstance(entry, str):
         raw_path = entry
     elif isinstance(entry, Mapping):
@@ -91,6 +97,9 @@ def _parse_entry(entry: Any, index: int, root: Path) -> tuple[Path, Mapping[str,
         bad_roles = [r for r in roles if r not in MODEL_ROLES]
         if bad_roles:
             raise PluginLoadError(f"{key}.models: unknown role(s) {', '.join(bad_roles)} (known: {', '.join(MODEL_ROLES)})")
+        pinned_sha256 = entry.get("sha256")
+        if pinned_sha256 is not None and not isinstance(pinned_sha256, str):
+            raise PluginLoadError(f"{key}.sha256: expected a hex digest string")
     else:
         raise PluginLoadError(f"{key}: expected a path or an object with path/settings/models")
     path = Path(os.path.expanduser(raw_path))
@@ -99,20 +108,34 @@ def _parse_entry(entry: Any, index: int, root: Path) -> tuple[Path, Mapping[str,
         raise PluginLoadError(f"{key}: a plugin must be a Python module ending in {PLUGIN_SUFFIX}")
     if not path.is_file():
         raise PluginLoadError(f"file not found: {path}")
-    return path, settings, roles
+    return path, settings, roles, pinned_sha256
 
 
-def _import_plugin(path: Path, index: int) -> tuple[Plugin, list[str]]:
+def _read_source(path: Path, pinned_sha256: str | None) -> bytes:
+    try:
+        source = path.read_bytes()
+    except OSError as err:
+        raise PluginLoadError(f"cannot read {path}: {err.strerror}") from None
+    if pinned_sha256 is not None and hashlib.sha256(source).hexdigest() != pinned_sha256:
+        raise PluginLoadError(
+            "changed since the workspace config was trusted; not loaded (trust it again: `lich trust` or lich.trustWorkspace)"
+        )
+    return source
+
+
+def _import_plugin(path: Path, index: int, pinned_sha256: str | None = None) -> tuple[Plugin, list[str]]:
     """Import the module and validate its export. Returns the plugin and what was dropped from it."""
+    source = _read_source(path, pinned_sha256)
     module_name = f"lich_plugin_{index}_{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
+    if spec is None:
         raise PluginLoadError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     # Registered before running it: dataclasses and pickling look their module up by name.
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        # Run the bytes that were read (and checked against the pin), not a second read of the file.
+        exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 - loading a plugin is running its code
     except (Exception, SystemExit) as err:  # noqa: BLE001 - any import failure is isolated
         sys.modules.pop(module_name, None)
         raise PluginLoadError(f"import failed: {type(err).__name__}: {err}") from None

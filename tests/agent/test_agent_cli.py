@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lich_core.config import KEYS, load_config
+from lich_core.config import KEYS, load_config, set_workspace_trust
 
 CLI_TIMEOUT_S = 60
 
@@ -38,7 +38,7 @@ def test_one_shot_streams_the_answer_on_stdout(tmp_path, fake_provider):
         {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo hi"}}]},
         {"text": "All good, it says hi.", "chunks": 5},
     )
-    done = lich("check", "the", "greeting", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    done = lich("run", "check", "the", "greeting", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "All good, it says hi.\n"
     assert "-> terminal" in done.stderr and "ok terminal" in done.stderr
@@ -65,7 +65,7 @@ def test_a_retried_stream_says_where_the_answer_restarts(tmp_path, fake_provider
         {"text": "partial partial", "chunks": 5, "drop_after_chunks": 3},
         {"text": "The full answer.", "chunks": 2},
     )
-    done = lich("hi", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    done = lich("say hi", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "failed (network): retrying in 0.5 s (attempt 2 of 3); the answer restarts below" in done.stderr
     first, second = done.stdout.split("\n", 1)
@@ -75,13 +75,13 @@ def test_a_retried_stream_says_where_the_answer_restarts(tmp_path, fake_provider
 
 def test_budget_exhaustion_exits_1(tmp_path, fake_provider):
     fake_provider.script({"tool_calls": [{"name": "terminal", "arguments": {"command": "echo hi"}}]})
-    done = lich("loop", "--max-turns", "1", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    done = lich("run", "loop", "--max-turns", "1", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
     assert done.returncode == 1
     assert "turn budget exhausted" in done.stderr
 
 
 def test_unreachable_provider_is_one_line_and_exit_1(tmp_path):
-    done = lich("hello", "--work-dir", str(tmp_path), "--provider-kind", "openai_compat",
+    done = lich("run", "hello", "--work-dir", str(tmp_path), "--provider-kind", "openai_compat",
                 "--base-url", "http://127.0.0.1:9/v1", "--model", "m", cwd=tmp_path)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
@@ -93,15 +93,21 @@ def test_configured_providers_and_record_then_replay(tmp_path, fake_provider):
     (tmp_path / ".lich").mkdir()
     config = {"providers": [{"name": "srv", "kind": "openai_compat", "base_url": fake_provider.url + "/v1", "model": "fake-model"}]}
     (tmp_path / ".lich" / "config.json").write_text(json.dumps(config))
+    # Providers from the workspace file count only once the user trusts it.
+    untrusted = lich("run", "hi", "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert "ignored settings" in untrusted.stderr and fake_provider.url.split("//")[1] in untrusted.stderr
+    assert "lich trust" in untrusted.stderr and fake_provider.requests == []
+    trusted = lich("trust", "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert trusted.returncode == 0 and "now applied: providers: send your prompts" in trusted.stdout
     fake_provider.script({"text": "recorded answer"})
     record = tmp_path / "run.jsonl"
-    done = lich("hi", "--record", str(record), "--work-dir", str(tmp_path), cwd=tmp_path)
+    done = lich("run", "hi", "--record", str(record), "--work-dir", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "recorded answer\n"
     replay_config = tmp_path / "replay.json"
     replay_config.write_text(json.dumps({"providers": [{"name": "r", "kind": "replay", "path": str(record)}]}))
     # --config is read before the workspace file, so its providers win.
-    replayed = lich("hi", "--config", str(replay_config), "--work-dir", str(tmp_path), cwd=tmp_path)
+    replayed = lich("run", "hi", "--config", str(replay_config), "--work-dir", str(tmp_path), cwd=tmp_path)
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout == "recorded answer\n"
     assert len(fake_provider.requests) == 1
@@ -111,7 +117,7 @@ def test_configured_providers_and_record_then_replay(tmp_path, fake_provider):
 def test_ctrl_c_cancels_the_run_cleanly(tmp_path, fake_provider):
     fake_provider.script({"text": "tick " * 100, "chunks": 100, "chunk_delay_s": 0.1})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lich_core", "talk", "--work-dir", str(tmp_path), *server_flags(fake_provider)],
+        [sys.executable, "-m", "lich_core", "run", "talk", "--work-dir", str(tmp_path), *server_flags(fake_provider)],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )
     try:
@@ -135,7 +141,8 @@ def test_init_writes_a_loadable_template_and_never_overwrites(tmp_path):
     target = tmp_path / ".lich" / "config.json"
     text = target.read_text()
     assert text.startswith("//") and "// {\"name\": \"openai\"" in text
-    config = load_config(tmp_path, env={"HOME": str(tmp_path)})
+    env = {"HOME": str(tmp_path)}
+    config = load_config(tmp_path, env=env)
     assert config.sources["max_turns"] == str(target)
     # Every configuration key is documented in the template (set, or commented out).
     undocumented = [key for key in KEYS if f'"{key}"' not in text]
@@ -146,7 +153,8 @@ def test_init_writes_a_loadable_template_and_never_overwrites(tmp_path):
     for example in examples:
         line = example.string
         target.write_text(text.replace(line, line.replace("// ", "", 1)))
-        loaded = load_config(tmp_path, env={"HOME": str(tmp_path)})
+        set_workspace_trust(tmp_path, trust=True, env=env)  # user-side keys count once trusted
+        loaded = load_config(tmp_path, env=env)
         assert loaded.sources[example.group(1)] == str(target), line
     ignored = (tmp_path / ".lich" / ".gitignore").read_text().split()
     assert "sessions/" in ignored and "state/" in ignored
@@ -164,8 +172,13 @@ def test_config_masks_secrets_and_names_sources(tmp_path):
                        "api_key": "sk-super-secret-value"}],
     }
     (tmp_path / ".lich" / "config.json").write_text(json.dumps(config))
+    untrusted = lich("config", "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert "# ignored providers: would send your prompts and workspace content to 127.0.0.1:1 with the API key written in the file" in untrusted.stdout
+    assert "sk-super-secret-value" not in untrusted.stdout and "run `lich trust`" in untrusted.stdout
+    assert lich("trust", "--work-dir", str(tmp_path), cwd=tmp_path).returncode == 0
     done = lich("config", "--work-dir", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    assert "(trusted)" in done.stdout
     assert "sk-super-secret-value" not in done.stdout
     assert "<redacted" in done.stdout
     max_line = next(line for line in done.stdout.splitlines() if line.startswith("max_turns"))

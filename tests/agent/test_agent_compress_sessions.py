@@ -18,7 +18,7 @@ from lich_core.agent.compress import (
 from lich_core.agent.loop import Agent
 from lich_core.agent.messages import Message, ToolCall
 from lich_core.agent.prompts import COMPRESS_SYSTEM_PROMPT
-from lich_core.agent.sessions import SessionStore, repair_history
+from lich_core.agent.sessions import SessionStore, repair_history, session_dir_for
 
 # With these settings compression is due from turn 5 (see the arithmetic in the first test).
 SMALL_BUDGET = {"context_budget_tokens": 1000, "compress_threshold": 0.5, "system_prompt": "sys"}
@@ -116,7 +116,7 @@ async def test_session_file_is_written_as_the_run_goes(tmp_path, tools):
     model = ScriptedModel(tools_turn(call("echo", {"text": "hi"})), Turn(text="done"))
     agent = build(tmp_path, tools, model)
     result = await agent.run("write a session")
-    path = tmp_path / ".lich" / "sessions" / f"{result.session_id}.jsonl"
+    path = session_dir_for({"work_dir": str(tmp_path)}) / f"{result.session_id}.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert records[0]["type"] == "meta" and records[0]["session_id"] == result.session_id
     assert records[0]["title"] == "write a session"
@@ -138,7 +138,7 @@ async def test_resume_by_id_and_latest_appends_to_the_same_session(tmp_path, too
     third = await agent.run("and again", resume="latest")
     assert third.session_id == first.session_id
     assert [m.content for m in third.messages][-2:] == ["and again", "third"]
-    store = SessionStore(tmp_path / ".lich" / "sessions")
+    store = SessionStore(session_dir_for({"work_dir": str(tmp_path)}))
     infos = store.list()
     assert len(infos) == 1 and infos[0].runs == 3 and infos[0].messages == 7
     _, loaded = store.load(first.session_id)
@@ -150,7 +150,7 @@ async def test_latest_is_the_most_recently_written_session(tmp_path, tools):
     agent = build(tmp_path, tools, model)
     older = await agent.run("older")
     newer = await agent.run("newer")
-    store = SessionStore(tmp_path / ".lich" / "sessions")
+    store = SessionStore(session_dir_for({"work_dir": str(tmp_path)}))
     os.utime(store.path_for(older.session_id), (time.time() - 100, time.time() - 100))
     assert store.resolve("latest") == newer.session_id
     assert [i.session_id for i in store.list()] == [newer.session_id, older.session_id]
@@ -171,7 +171,7 @@ async def test_compaction_is_recorded_and_loaded(tmp_path, tools):
     model = ScriptedModel(*big_turns(8), Turn(text="done"))
     agent = build(tmp_path, tools, model, compress_model=compressor, **SMALL_BUDGET)
     result = await agent.run("go")
-    store = SessionStore(tmp_path / ".lich" / "sessions")
+    store = SessionStore(session_dir_for({"work_dir": str(tmp_path)}))
     _, loaded = store.load(result.session_id)
     assert [m.to_dict() for m in loaded] == [m.to_dict() for m in result.messages]
 

@@ -13,7 +13,7 @@ from scripted_model import ScriptedModel, Turn, call, tools_turn
 
 from lich_core.agent.factory import build_agent
 from lich_core.agent.loop import Agent
-from lich_core.agent.sessions import SessionStore
+from lich_core.agent.sessions import SessionStore, session_dir_for
 from lich_core.plugins import PluginHost, load_plugins
 
 GUARD_PLUGIN = """
@@ -203,7 +203,7 @@ async def test_note_goes_to_that_call_only_and_never_to_history(tmp_path, tools)
         assert note.content.startswith(f"[plugin annotate] turn {turn} saw ")
         assert len(note.content) == len("[plugin annotate] ") + 2000
     assert not any(m.content.startswith("[plugin") for m in result.messages)
-    session_text = next((tmp_path / ".lich" / "sessions").glob("*.jsonl")).read_text()
+    session_text = next(session_dir_for({"work_dir": str(tmp_path)}).glob("*.jsonl")).read_text()
     assert "[plugin annotate]" not in session_text
 
 

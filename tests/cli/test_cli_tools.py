@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lich_core import __version__
 
 
@@ -107,6 +109,10 @@ def test_plugin_tools_are_listed_and_runnable(tmp_path: Path) -> None:
     (tmp_path / ".lich" / "plugins").mkdir(parents=True)
     (tmp_path / ".lich" / "plugins" / "shouter.py").write_text(PLUGIN_WITH_TOOL)
     (tmp_path / ".lich" / "config.json").write_text(json.dumps({"plugins": [".lich/plugins/shouter.py"]}))
+    untrusted = lich("tools", "--json", cwd=tmp_path)
+    assert "acme_shout" not in untrusted.stdout
+    assert "load plugin .lich/plugins/shouter.py" in untrusted.stderr and "lich trust" in untrusted.stderr
+    assert lich("trust", cwd=tmp_path).returncode == 0
     listed = lich("tools", "--json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert {"name": "acme_shout", "enabled": True}.items() <= next(
@@ -175,3 +181,36 @@ def test_closed_stdout_is_not_a_traceback(tmp_path: Path) -> None:
     process.stdout.close()  # the reader is gone before lich writes (`lich tools | head -0`)
     _, stderr = process.communicate(timeout=60)
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+@pytest.mark.parametrize("argv", [["update"], ["mcp", "add", "x"], ["upgrade", "--work-dir", "."]])
+def test_unknown_subcommands_are_errors_not_tasks(tmp_path: Path, argv: list[str]) -> None:
+    result = lich(*argv, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"lich: unknown command {argv[0]!r}")
+    assert "lich run" in result.stderr and "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []  # no .lich, no session: nothing ran
+
+
+def test_the_cli_writes_nothing_into_the_directory_it_runs_in(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("hello\n")
+    assert lich("tool", "read_file", json.dumps({"path": "a.txt"}), cwd=tmp_path).returncode == 0
+    assert lich("tools", cwd=tmp_path).returncode == 0
+    assert lich("config", cwd=tmp_path).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
+def test_trust_and_revoke_from_the_shell(tmp_path: Path) -> None:
+    nothing = lich("trust", cwd=tmp_path)
+    assert nothing.returncode == 0 and "nothing to trust" in nothing.stdout
+    (tmp_path / ".lich").mkdir()
+    (tmp_path / ".lich" / "config.json").write_text(json.dumps({"system_prompt": "be terse", "max_turns": 3}))
+    shown = json.loads(lich("config", "--json", cwd=tmp_path).stdout)
+    assert shown["trust"]["state"] == "untrusted" and shown["config"]["system_prompt"] is None
+    assert shown["trust"]["keys"] == [{"key": "system_prompt", "what": "replace the agent's system prompt"}]
+    trusted = json.loads(lich("trust", "--json", cwd=tmp_path).stdout)
+    assert trusted["state"] == "trusted" and trusted["keys"] == shown["trust"]["keys"]
+    assert json.loads(lich("config", "--json", cwd=tmp_path).stdout)["config"]["system_prompt"] == "be terse"
+    revoked = lich("trust", "--revoke", cwd=tmp_path)
+    assert revoked.returncode == 0 and "revoked trust" in revoked.stdout
+    assert json.loads(lich("config", "--json", cwd=tmp_path).stdout)["trust"]["state"] == "untrusted"

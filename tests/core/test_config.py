@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lich_core.config import KEYS, load_config, mask_secrets, read_config_file, user_config_path
+from lich_core.config import (
+    KEYS,
+    load_config,
+    mask_secrets,
+    read_config_file,
+    set_workspace_trust,
+    user_config_path,
+)
 from lich_core.errors import ConfigError
 
 
@@ -61,9 +69,9 @@ def test_precedence_workspace_over_user_over_env_over_default(work: Path, xdg: P
         "LICH_TOOLS_ENABLED": "read_file, list_dir",
     }
     user_file = write_user_config(xdg, {"terminal_timeout_ms": 2000, "max_turns": 8})
-    workspace_file = write_workspace_config(work, {"terminal_timeout_ms": 3000})
+    workspace_file = write_workspace_config(work, {"terminal_timeout_ms": 1500})
     config = load_config(work, env=env)
-    assert config["terminal_timeout_ms"] == 3000  # workspace file wins
+    assert config["terminal_timeout_ms"] == 1500  # workspace file wins (it narrows, so no trust needed)
     assert config.sources["terminal_timeout_ms"] == str(workspace_file)
     assert config["max_turns"] == 8  # user file beats env
     assert config.sources["max_turns"] == str(user_file)
@@ -74,12 +82,21 @@ def test_precedence_workspace_over_user_over_env_over_default(work: Path, xdg: P
 
 
 def test_overrides_and_explicit_file_go_on_top(work: Path, xdg: Path, tmp_path: Path) -> None:
-    write_workspace_config(work, {"terminal_timeout_ms": 3000, "max_turns": 3, "edit_mode": "review"})
+    workspace_file = write_workspace_config(work, {"terminal_timeout_ms": 3000, "max_turns": 3, "edit_mode": "review"})
     explicit = tmp_path / "explicit.json"
     explicit.write_text(json.dumps({"max_turns": 4, "terminal_timeout_ms": 4000}))
-    config = load_config(
-        work, env={"XDG_CONFIG_HOME": str(xdg)}, config_file=explicit, overrides={"terminal_timeout_ms": 5000}
-    )
+    env = {"XDG_CONFIG_HOME": str(xdg)}
+
+    def load() -> Any:
+        return load_config(work, env=env, config_file=explicit, overrides={"terminal_timeout_ms": 5000})
+
+    # Untrusted, the workspace file still narrows what the trusted layers say.
+    untrusted = load()
+    assert untrusted["terminal_timeout_ms"] == 3000 and untrusted.sources["terminal_timeout_ms"] == str(workspace_file)
+    assert untrusted["max_turns"] == 3
+    # Trusted, it is one layer among the others again, below overrides and --config.
+    set_workspace_trust(work, trust=True, env=env)
+    config = load()
     assert config["terminal_timeout_ms"] == 5000 and config.sources["terminal_timeout_ms"] == "overrides"
     assert config["max_turns"] == 4 and config.sources["max_turns"] == str(explicit)
     assert config["edit_mode"] == "review"
@@ -96,11 +113,22 @@ def test_user_config_path_follows_xdg_then_home(tmp_path: Path) -> None:
     assert user_config_path({"HOME": str(tmp_path)}) == tmp_path / ".config" / "lich" / "config.json"
 
 
-def test_work_dir_key_is_resolved(work: Path, xdg: Path, tmp_path: Path) -> None:
+def test_work_dir_may_only_narrow_to_a_folder_inside_the_root(work: Path, xdg: Path, tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(xdg)}
+    (work / "src").mkdir()
+    inside = load_config(work, env=env, overrides={"work_dir": str(work / "src")})
+    assert inside["work_dir"] == str((work / "src").resolve())
+    # A relative value resolves against the root, not the process's current directory.
+    relative = load_config(work, env={**env, "LICH_WORK_DIR": "src"})
+    assert relative["work_dir"] == str((work / "src").resolve())
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    config = load_config(work, env={"XDG_CONFIG_HOME": str(xdg)}, overrides={"work_dir": str(elsewhere)})
-    assert config["work_dir"] == str(elsewhere.resolve())
+    for value in (str(elsewhere), "..", "/"):
+        with pytest.raises(ConfigError, match=r"^work_dir: .* is outside the workspace root .*narrow"):
+            load_config(work, env=env, overrides={"work_dir": value})
+    os.symlink(elsewhere, work / "link")
+    with pytest.raises(ConfigError, match="outside the workspace root"):
+        load_config(work, env=env, overrides={"work_dir": "link"})
 
 
 @pytest.mark.parametrize(
@@ -170,6 +198,7 @@ def test_line_comments_are_allowed_outside_strings(work: Path, xdg: Path) -> Non
 }
 """,
     )
+    set_workspace_trust(work, trust=True, env={"XDG_CONFIG_HOME": str(xdg)})  # system_prompt needs trust
     config = load_config(work, env={"XDG_CONFIG_HOME": str(xdg)})
     assert config["terminal_timeout_ms"] == 1234
     assert config["system_prompt"] == 'see https://example.test/a//b and "quoted // text"'
@@ -234,6 +263,7 @@ BAD_VALUE_FOR_KEY: dict[str, Any] = {
     "code_actions": [{"title": "no prompt"}],
     "quick_prompts": [1, 2],
     "disk_write_policy": "never",
+    "workspace_trust": "sometimes",
 }
 
 

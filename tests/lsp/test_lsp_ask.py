@@ -12,6 +12,7 @@ from lsp_harness import uri_of
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from lich_core.userstate import workspace_state_dir
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
@@ -65,7 +66,7 @@ async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_n
     else:
         text_edits = edits[0].edit.changes[open_uri]
     assert [(e.range.start.line, e.range.end.line, e.new_text) for e in text_edits] == [(1, 2, "y = 3\n")]
-    # The final answer is shown; the transcript went to the log and to .lich/transcripts.
+    # The final answer is shown; the transcript went to the log and to the user state dir.
     await client.wait_until(lambda: any("done: both edited" in m.message for m in client.messages))
     assert any("edit_file" in m.message for m in client.log_messages)
     assert any(e.get("type") == "run_end" for e in client.editor.events)
@@ -75,7 +76,7 @@ async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_n
     assert reports[0].title == "lich: bump the numbers" and reports[0].cancellable is True
     assert "turn 1: edit_file" in [r.message for r in reports[1:-1]]
     assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "final"
-    (transcript,) = (root / ".lich" / "transcripts").glob("*.md")
+    (transcript,) = (workspace_state_dir(root) / "transcripts").glob("*.md")
     written = transcript.read_text(encoding="utf-8")
     assert "bump the numbers" in written and "edit_file" in written and "done: both edited" in written
     # The transcript is shown (without taking focus) exactly when the client can show documents.
@@ -399,7 +400,7 @@ async def test_a_retried_stream_shows_the_answer_once(session, root: Path, fake_
     logs = [m.message for m in client.log_messages]
     assert any("provider fake failed (network): retrying" in line for line in logs)
     assert not any("BROKEN" in line for line in logs)
-    (transcript,) = (root / ".lich" / "transcripts").glob("*.md")
+    (transcript,) = (workspace_state_dir(root) / "transcripts").glob("*.md")
     written = transcript.read_text(encoding="utf-8")
     # Multi-line tool results (anchored rows) stay inside their indented block.
     result_block = written[written.index("← read_file") :].split("\n")

@@ -12,6 +12,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from test_lsp_ask import edit, provider_options, tool_messages
 
+from lich_core.userstate import workspace_state_dir
+
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
 ECHO = {"name": "terminal", "args": {"command": "echo approved-$((40+2))"}}
@@ -36,7 +38,9 @@ async def test_approval_allow_once_always_and_deny(session, root: Path, client_n
     assert denied["ok"] is False and denied["error"] == "approval_denied: the user denied terminal"
     always = await client.command("lich.runTool", ECHO)
     assert always["ok"] is True
-    saved = json.loads((root / ".lich" / "approvals.json").read_text(encoding="utf-8"))
+    # Remembered in the user state dir, never in the repository.
+    saved = json.loads((workspace_state_dir(root) / "approvals.json").read_text(encoding="utf-8"))
+    assert not (root / ".lich").exists()
     assert saved == {"always": ["terminal"]}
     again = await client.command("lich.runTool", ECHO)
     assert again["ok"] is True

@@ -1,0 +1,93 @@
+"""Workspace trust in the editor: ask once, and the `lich.trustWorkspace` command.
+
+When the workspace's `.lich/config.json` asks for settings that need trust (lich_core.config's
+sides), the server says which and what they would do, once per content of that file:
+`window/showMessageRequest` with Trust / Not now (no answer = not trusted), or, for clients
+without it (Helix), a `window/showMessage` naming the command. Trusting rebuilds the config, so
+plugins and providers apply from the next request on. `workspace_trust: "never"` (what VS Code
+sends in Restricted Mode) means never ask and never trust.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from lich_core.config import set_workspace_trust
+from lich_core.errors import ConfigError
+from lich_core.trust import UNTRUSTED
+
+if TYPE_CHECKING:
+    from lich_lsp.server import LichLanguageServer
+
+log = logging.getLogger("lich.lsp.trust")
+
+TRUST_COMMAND = "lich.trustWorkspace"
+TRUST = "Trust"
+NOT_NOW = "Not now"
+
+
+def offer_trust(server: LichLanguageServer) -> None:
+    """Ask about the current config's ignored keys, unless asked already for this content."""
+    state = server.lich
+    trust = state.config.trust
+    if trust.state != UNTRUSTED or not trust.ignored or trust.fingerprint is None:
+        return
+    if trust.fingerprint.key() in state.trust_offered:
+        return
+    state.trust_offered.add(trust.fingerprint.key())
+    effects = "; ".join(f"{item.what}" for item in trust.ignored)
+    why = "changed since you trusted it, so these" if trust.changed else "These"
+    text = (
+        f"lich: this workspace's .lich/config.json ({trust.config_path}) asks for settings that are ignored "
+        f"until you trust it. {why} would: {effects}."
+    )
+    if not state.edit_caps.show_message_request:
+        server.window_show_message(
+            types.ShowMessageParams(
+                type=types.MessageType.Warning,
+                message=f"{text} To trust it, run the command {TRUST_COMMAND} (or `lich trust` in a terminal).",
+            )
+        )
+        return
+    # Not awaited by the caller: an editor may leave the question open for as long as it likes.
+    state.background(_ask(server, text))
+
+
+async def _ask(server: LichLanguageServer, text: str) -> None:
+    try:
+        answer = await server.window_show_message_request_async(
+            types.ShowMessageRequestParams(
+                type=types.MessageType.Warning,
+                message=text,
+                actions=[types.MessageActionItem(TRUST), types.MessageActionItem(NOT_NOW)],
+            )
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as err:  # noqa: BLE001 - no answer is "not now"
+        log.warning("trust question failed: %s", err)
+        return
+    if answer is not None and answer.title == TRUST:
+        result = change_trust(server, trust=True)
+        server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=result["message"]))
+
+
+def change_trust(server: LichLanguageServer, *, trust: bool) -> dict[str, Any]:
+    """Record or revoke trust, rebuild the config, and return lich.trustWorkspace's result
+    (`{state, config, keys, changed, message}`; the editor shows `message`)."""
+    state = server.lich
+    holder = state.config_holder
+    try:
+        change = set_workspace_trust(holder.root, trust=trust, overrides=holder.overrides())
+    except (ConfigError, OSError) as err:
+        message = f"lich: cannot change workspace trust: {err}"
+        server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
+        return {"state": state.config.trust.state, "config": str(state.config.trust.config_path), "keys": [], "message": message}
+    if holder.rebuild() is None:
+        state.on_config_changed()
+    state.log(change.message)
+    return change.to_json()
