@@ -14,7 +14,8 @@
 ;;  - shows `$/progress' in the echo area;
 ;;  - asks for the prompt when the "Ask agent…" code action runs `lich.ask' without one;
 ;;  - commands that talk to the lich server only: `lich-eglot-ask', `lich-eglot-cancel',
-;;    `lich-eglot-apply-patch', `lich-eglot-status', `lich-eglot-transcript'.
+;;    `lich-eglot-apply-patch', `lich-eglot-status', `lich-eglot-trust-workspace',
+;;    `lich-eglot-transcript'.
 ;;
 ;; Setup (see README.md next to this file):
 ;;   (add-to-list 'load-path "/path/to/lich-lsp/editors/emacs")
@@ -262,6 +263,31 @@ Synchronous: use `lich-eglot-execute-async' for agent tasks."
   (interactive)
   (let ((result (lich-eglot-execute "lich.status" nil)))
     (message "lich: %s" (json-encode result))
+    result))
+
+(defun lich-eglot--trust-text (result)
+  "The line to show for a `lich.trustWorkspace' RESULT: the server's message.
+The state is added when the message does not name it."
+  (let* ((state (format "%s" (or (plist-get result :state) "unknown")))
+         (text (string-trim (or (plist-get result :message) "")))
+         (text (replace-regexp-in-string "\\`lich:[ \t]*" "" text)))
+    (cond
+     ((string-empty-p text)
+      (format "workspace config %s is %s" (or (plist-get result :config) "") state))
+     ((string-match-p (regexp-quote (downcase state)) (downcase text)) text)
+     (t (format "%s (%s)" text state)))))
+
+(defun lich-eglot-trust-workspace (&optional revoke)
+  "Trust this workspace's .lich/config.json; with prefix arg REVOKE, revoke it.
+Until trusted, the file's keys that load code, run programs or send
+data (plugins, providers, MCP servers, test commands) are ignored.
+Trust covers that exact content; the server records it in the user
+state dir.  Shows the server's answer and returns the result plist
+\(:state :config :keys :message); :state \"refused\" means
+initializationOptions say `workspace_trust' \"never\"."
+  (interactive "P")
+  (let ((result (lich-eglot-execute "lich.trustWorkspace" (and revoke (list :revoke t)))))
+    (message "lich: %s" (lich-eglot--trust-text result))
     result))
 
 (defun lich-eglot-transcript ()

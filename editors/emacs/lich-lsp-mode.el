@@ -14,7 +14,7 @@
 ;;  - asks for the prompt when the "Ask agent…" code action runs `lich.ask' without one;
 ;;  - commands sent to the lich workspace only (never broadcast): `lich-lsp-mode-ask',
 ;;    `lich-lsp-mode-cancel', `lich-lsp-mode-apply-patch', `lich-lsp-mode-status',
-;;    `lich-lsp-mode-transcript'.
+;;    `lich-lsp-mode-trust-workspace', `lich-lsp-mode-transcript'.
 ;;
 ;; Setup:
 ;;   (add-to-list 'load-path "/path/to/lich-lsp/editors/emacs")
@@ -217,6 +217,29 @@ Asks for the prompt when the action carries none."
   (interactive)
   (let ((result (lich-lsp-mode-execute "lich.status" nil)))
     (message "lich: %s" (json-encode result))
+    result))
+
+(defun lich-lsp-mode--trust-text (result)
+  "The line to show for a `lich.trustWorkspace' RESULT: the server's message.
+The state is added when the message does not name it."
+  (let* ((state (format "%s" (or (lich-lsp-mode--get result "state") "unknown")))
+         (text (string-trim (or (lich-lsp-mode--get result "message") "")))
+         (text (replace-regexp-in-string "\\`lich:[ \t]*" "" text)))
+    (cond
+     ((string-empty-p text)
+      (format "workspace config %s is %s" (or (lich-lsp-mode--get result "config") "") state))
+     ((string-match-p (regexp-quote (downcase state)) (downcase text)) text)
+     (t (format "%s (%s)" text state)))))
+
+(defun lich-lsp-mode-trust-workspace (&optional revoke)
+  "Trust this workspace's .lich/config.json; with prefix arg REVOKE, revoke it.
+Until trusted, the file's keys that load code, run programs or send
+data (plugins, providers, MCP servers, test commands) are ignored.
+Shows the server's answer and returns the result; its state
+\"refused\" means initializationOptions say `workspace_trust' \"never\"."
+  (interactive "P")
+  (let ((result (lich-lsp-mode-execute "lich.trustWorkspace" (and revoke (list :revoke t)))))
+    (message "lich: %s" (lich-lsp-mode--trust-text result))
     result))
 
 (defun lich-lsp-mode-transcript ()

@@ -2,7 +2,9 @@
 
 Starts lich-lsp through Eglot with our server class, checks the server initialized, that
 lich.read returns anchored rows, that lich.applyPatch edits the buffer and the lich/saveDocuments
-request saves it, and that the "Ask agent…" code action is offered. Skips when there is no
+request saves it, and that the "Ask agent…" code action is offered; and that
+`lich-eglot-trust-workspace` trusts and (with a prefix argument) revokes a workspace config
+through lich.trustWorkspace, after Eglot showed the server's trust question. Skips when there is no
 `emacs` or no Eglot (never under CI=true, where .ci/run installs both).
 """
 
@@ -14,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +24,7 @@ from lich_core.hashline.anchors import line_hash
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = Path(__file__).resolve().parent / "emacs" / "eglot_scenario.el"
+TRUST_SCENARIO = SCENARIO.parent / "eglot_trust.el"
 PROCESS_TIMEOUT_S = 180
 
 
@@ -50,12 +54,11 @@ def emacs() -> str:
     return binary
 
 
-def test_eglot_config_starts_server_and_runs_commands(emacs: str, tmp_path: Path) -> None:
-    workspace = tmp_path / "ws"
-    (workspace / ".git").mkdir(parents=True)
-    hello = workspace / "hello.py"
-    hello.write_text("def hello():\n    return 1\n", encoding="utf-8")
-    anchor = f"2:{line_hash('    return 1')}"
+def run_eglot_scenario(
+    emacs: str, scenario: Path, workspace: Path, tmp_path: Path, extra_env: dict[str, str]
+) -> dict[str, Any]:
+    """Run one scenario file in batch Emacs; assert it wrote a result with no error and no
+    failed check, and return that result."""
     result_file = tmp_path / "result.json"
     env = dict(os.environ)
     env.update(
@@ -63,10 +66,12 @@ def test_eglot_config_starts_server_and_runs_commands(emacs: str, tmp_path: Path
             "LICH_TEST_WORKSPACE": str(workspace),
             "LICH_TEST_PYTHON": sys.executable,
             "LICH_TEST_RESULT": str(result_file),
-            "LICH_TEST_PATCH": f"@@ hello.py\n= {anchor}..{anchor}\n~    return 2\n",
             "HOME": str(tmp_path / "home"),
+            # The server's user state (trust records, "allow always") stays in this test.
+            "XDG_STATE_HOME": str(tmp_path / "state"),
         }
     )
+    env.update(extra_env)
     command = [
         emacs,
         # --batch skips the user's init file but keeps Debian's site-start, which puts the
@@ -75,7 +80,7 @@ def test_eglot_config_starts_server_and_runs_commands(emacs: str, tmp_path: Path
         "-L",
         str(REPO / "editors" / "emacs"),
         "-l",
-        str(SCENARIO),
+        str(scenario),
     ]
     proc = subprocess.run(
         command,
@@ -89,12 +94,47 @@ def test_eglot_config_starts_server_and_runs_commands(emacs: str, tmp_path: Path
     assert result_file.exists(), (
         f"emacs wrote no result (rc={proc.returncode})\n{proc.stdout}\n{proc.stderr}"
     )
-    result = json.loads(result_file.read_text(encoding="utf-8"))
+    result: dict[str, Any] = json.loads(result_file.read_text(encoding="utf-8"))
     context = json.dumps(result, indent=1) + "\n" + proc.stderr[-4000:]
     assert result["error"] is None, context
     failed = [check for check in result["checks"] if not check["ok"]]
     assert not failed, context
+    return result
+
+
+def test_eglot_config_starts_server_and_runs_commands(emacs: str, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    hello = workspace / "hello.py"
+    hello.write_text("def hello():\n    return 1\n", encoding="utf-8")
+    anchor = f"2:{line_hash('    return 1')}"
+    patch = f"@@ hello.py\n= {anchor}..{anchor}\n~    return 2\n"
+    run_eglot_scenario(emacs, SCENARIO, workspace, tmp_path, {"LICH_TEST_PATCH": patch})
     assert hello.read_text(encoding="utf-8") == "def hello():\n    return 2\n"
+
+
+def test_eglot_trust_workspace_command(emacs: str, tmp_path: Path) -> None:
+    """M-x lich-eglot-trust-workspace trusts a config naming a plugin; C-u revokes it."""
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    (workspace / "hello.py").write_text("def hello():\n    return 1\n", encoding="utf-8")
+    (workspace / ".lich" / "plugins").mkdir(parents=True)
+    (workspace / ".lich" / "plugins" / "evil.py").write_text(
+        "from lich_core.plugins import Plugin\n\nplugin = Plugin(name='evil')\n", encoding="utf-8"
+    )
+    (workspace / ".lich" / "config.json").write_text(
+        json.dumps({"plugins": [".lich/plugins/evil.py"]}), encoding="utf-8"
+    )
+    state = tmp_path / "state"
+    result = run_eglot_scenario(
+        emacs, TRUST_SCENARIO, workspace, tmp_path, {"XDG_STATE_HOME": str(state)}
+    )
+    assert "trusted" in (result["values"]["trust_message"] or "")
+    assert "untrusted" in (result["values"]["revoke_message"] or "")
+    from lich_core.trust import TrustStore
+
+    # Revoked at the end, in the test's own user state dir.
+    assert TrustStore.for_env({"XDG_STATE_HOME": str(state)}).record_for(workspace) is None
 
 
 def test_transcript_renders_llm_retry(emacs: str) -> None:

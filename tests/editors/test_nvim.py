@@ -86,7 +86,12 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-def write_provider_config(root: Path, provider: FakeProviderServer) -> None:
+def write_provider_config(tmp_path: Path, provider: FakeProviderServer) -> None:
+    """The fake provider in the user's config file (run_scenario points XDG_CONFIG_HOME there).
+
+    Not the workspace's .lich/config.json: providers are among the keys a workspace file may only
+    set once the user trusts it, and these tests are about asking, not trust.
+    """
     config = {
         "providers": [
             {
@@ -97,8 +102,9 @@ def write_provider_config(root: Path, provider: FakeProviderServer) -> None:
             }
         ],
     }
-    (root / ".lich").mkdir(exist_ok=True)
-    (root / ".lich" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    user_config = tmp_path / "config" / "lich" / "config.json"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(json.dumps(config), encoding="utf-8")
 
 
 def hello_anchors() -> dict[str, str]:
@@ -118,9 +124,11 @@ def run_scenario(
             "LICH_TEST_PYTHON": sys.executable,
             "LICH_TEST_TIMEOUT_MS": str(SCENARIO_TIMEOUT_MS),
             "LICH_TEST_DATA": json.dumps(data or {}),
-            # Keep the developer's own Neovim state and config out of the run.
+            # Keep the developer's own Neovim and lich state and config out of the run (lich's
+            # trust records and "allow always" answers live under XDG_STATE_HOME).
             "XDG_STATE_HOME": str(tmp_path / "state"),
             "XDG_DATA_HOME": str(tmp_path / "data"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
         }
     )
     command = [
@@ -192,7 +200,7 @@ def test_ask_edits_and_saves(
         # The third, from :LichAsk without a prompt.
         {"text": "Prompted."},
     )
-    write_provider_config(workspace, fake_provider)
+    write_provider_config(tmp_path, fake_provider)
     result = run_scenario(nvim, "ask", workspace, tmp_path)
     assert_passed(result)
     assert (workspace / "hello.py").read_text(encoding="utf-8") == "def hello():\n    return 42\n"
@@ -256,7 +264,7 @@ def test_cancel_stops_a_slow_task(
     nvim: str, workspace: Path, tmp_path: Path, fake_provider: FakeProviderServer
 ) -> None:
     fake_provider.script({"text": "too late", "delay_s": 60})
-    write_provider_config(workspace, fake_provider)
+    write_provider_config(tmp_path, fake_provider)
     result = run_scenario(nvim, "cancel", workspace, tmp_path)
     assert_passed(result)
     assert result["values"]["stopped_reason"] == "aborted"
@@ -268,3 +276,86 @@ def test_transcript_drops_the_text_of_a_failed_attempt(nvim: str, tmp_path: Path
     result = run_scenario(nvim, "transcript_retry", tmp_path, tmp_path)
     assert_passed(result)
     assert len(result["checks"]) == 4
+
+
+def test_root_is_the_nearest_marker(nvim: str, tmp_path: Path) -> None:
+    """A `.git` in outer/proj beats a `.lich/config.json` in outer; a bare `.lich` is no marker."""
+    outer = (tmp_path / "outer").resolve()
+    (outer / ".lich").mkdir(parents=True)
+    (outer / ".lich" / "config.json").write_text('{"max_turns": 3}', encoding="utf-8")
+    (outer / "top.py").write_text("x = 0\n", encoding="utf-8")
+    (outer / "proj" / ".git").mkdir(parents=True)
+    (outer / "proj" / "a.py").write_text("x = 1\n", encoding="utf-8")
+    (outer / "bare" / ".lich").mkdir(parents=True)
+    (outer / "bare" / "b.py").write_text("x = 2\n", encoding="utf-8")
+    (outer / "pkg" / "sub").mkdir(parents=True)
+    (outer / "pkg" / "pyproject.toml").write_text("", encoding="utf-8")
+    (outer / "pkg" / "sub" / "c.py").write_text("x = 3\n", encoding="utf-8")
+    result = run_scenario(nvim, "root_markers", outer, tmp_path, {"outer": str(outer)})
+    assert_passed(result)
+    assert result["values"]["root_dir"] == str(outer / "proj")
+    assert result["values"]["server_root"] == str(outer / "proj")
+
+
+PLUGIN_SOURCE = "from lich_core.plugins import Plugin\n\nplugin = Plugin(name='evil')\n"
+
+TRUST_CONFIGS = {
+    # Only narrows settings: nothing waits for trust, but the file can still be trusted.
+    "max_turns": ({"max_turns": 3}, []),
+    # Loads code: ignored until trusted.
+    "plugin": ({"plugins": [".lich/plugins/evil.py"]}, ["plugins"]),
+}
+
+
+def write_workspace_config(workspace: Path, config: dict[str, Any]) -> Path:
+    (workspace / ".lich" / "plugins").mkdir(parents=True, exist_ok=True)
+    (workspace / ".lich" / "plugins" / "evil.py").write_text(PLUGIN_SOURCE, encoding="utf-8")
+    path = workspace / ".lich" / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def trust_record(tmp_path: Path, workspace: Path) -> dict[str, Any] | None:
+    """The server's trust record for `workspace` in this test's own user state dir."""
+    from lich_core.trust import TrustStore
+
+    return TrustStore.for_env({"XDG_STATE_HOME": str(tmp_path / "state")}).record_for(workspace)
+
+
+@pytest.mark.parametrize("kind", sorted(TRUST_CONFIGS))
+def test_trust_command_trusts_and_revokes(
+    nvim: str, workspace: Path, tmp_path: Path, kind: str
+) -> None:
+    """:LichTrust and :LichTrust revoke through lich.trustWorkspace; the message shows the state."""
+    config, keys = TRUST_CONFIGS[kind]
+    write_workspace_config(workspace, config)
+    result = run_scenario(nvim, "trust", workspace, tmp_path, {"expect_keys": keys})
+    assert_passed(result)
+    assert "trusted" in result["values"]["trust"]["shown"]["msg"].lower()
+    assert "untrusted" in result["values"]["revoke"]["shown"]["msg"].lower()
+    # Revoked at the end: no record is left in the (test-local) user state dir.
+    assert trust_record(tmp_path, workspace) is None
+
+
+def test_trust_command_refused_when_the_editor_says_never(
+    nvim: str, workspace: Path, tmp_path: Path
+) -> None:
+    write_workspace_config(workspace, TRUST_CONFIGS["plugin"][0])
+    data = {
+        "expect_keys": ["plugins"],
+        "init_options": {"workspace_trust": "never"},
+        "refused": True,
+    }
+    result = run_scenario(nvim, "trust", workspace, tmp_path, data)
+    assert_passed(result)
+    assert "refused" in result["values"]["trust"]["shown"]["msg"]
+    assert trust_record(tmp_path, workspace) is None
+
+
+def test_trust_prompt_answered_trust(nvim: str, workspace: Path, tmp_path: Path) -> None:
+    """The server's showMessageRequest, answered "Trust" in Neovim's own handler, records trust."""
+    write_workspace_config(workspace, TRUST_CONFIGS["plugin"][0])
+    result = run_scenario(nvim, "trust_prompt", workspace, tmp_path)
+    assert_passed(result)
+    record = trust_record(tmp_path, workspace)
+    assert record is not None, "no trust record in the test's XDG_STATE_HOME"

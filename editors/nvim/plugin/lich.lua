@@ -25,6 +25,16 @@ vim.api.nvim_create_user_command("LichStatus", function()
   lich().status()
 end, { nargs = 0, desc = "lich: server status, provider and running tasks" })
 
+vim.api.nvim_create_user_command("LichTrust", function(cmd)
+  lich().command_trust(cmd)
+end, {
+  nargs = "?",
+  complete = function()
+    return { "revoke" }
+  end,
+  desc = "lich: trust this workspace's .lich/config.json (revoke: withdraw the trust)",
+})
+
 vim.api.nvim_create_user_command("LichTranscript", function()
   lich().open_transcript()
 end, { nargs = 0, desc = "lich: open the transcript buffer" })

@@ -9,53 +9,13 @@
 (require 'eglot)
 (require 'lich-eglot)
 
-(defvar lich-test-checks nil)
-(defvar lich-test-values nil)
-
-(defun lich-test-check (name ok &optional detail)
-  (push (list (cons 'name name) (cons 'ok (if ok t :json-false))
-              (cons 'detail (format "%S" detail)))
-        lich-test-checks)
-  ok)
-
-(defun lich-test-value (key value)
-  (push (cons key value) lich-test-values))
-
-(defun lich-test-wait (what seconds predicate)
-  (let ((deadline (+ (float-time) seconds)))
-    (while (and (not (funcall predicate)) (< (float-time) deadline))
-      (accept-process-output nil 0.05))
-    (unless (funcall predicate)
-      (error "timed out after %ss waiting for: %s" seconds what))))
-
-(defun lich-test-write (error-text)
-  (with-temp-file (getenv "LICH_TEST_RESULT")
-    (insert (json-encode
-             (list (cons 'error error-text)
-                   (cons 'checks (vconcat (nreverse lich-test-checks)))
-                   (cons 'values lich-test-values)
-                   (cons 'emacs emacs-version))))))
-
-(defun lich-test-file-text (file)
-  (with-temp-buffer (insert-file-contents file) (buffer-string)))
+(load (expand-file-name "lich_test_support" (file-name-directory load-file-name)) nil t)
 
 (defun lich-test-run ()
   (let* ((ws (file-name-as-directory (getenv "LICH_TEST_WORKSPACE")))
          (file (expand-file-name "hello.py" ws))
          (uri (eglot--path-to-uri file)))
-    (setq lich-eglot-command (list (getenv "LICH_TEST_PYTHON") "-m" "lich_lsp"))
-    ;; Our own config choice for the test: wait for the server synchronously, generously.
-    (setq eglot-sync-connect t
-          eglot-connect-timeout 60
-          eglot-confirm-server-initiated-edits nil)
-    ;; Synchronous requests (lich.read, lich.applyPatch) default to a 10 s timeout: too tight
-    ;; when the whole suite shares two cores.
-    (with-no-warnings (setq jsonrpc-default-request-timeout 60))
-    (find-file file)
-    (lich-eglot-start)
-    (lich-test-wait "eglot connected" 60
-                    (lambda () (let ((s (eglot-current-server)))
-                                 (and s (object-of-class-p s 'lich-eglot-server)))))
+    (lich-test-start-eglot file)
     (let ((server (eglot-current-server)))
       (lich-test-check "server initialized"
                        (plist-get (eglot--capabilities server) :executeCommandProvider)
@@ -93,7 +53,4 @@
       (lich-test-check "Ask agent… offered" (member "Ask agent…" titles) titles))
     (eglot-shutdown (eglot-current-server))))
 
-(condition-case err
-    (progn (lich-test-run) (lich-test-write nil))
-  (error (lich-test-write (error-message-string err))))
-(kill-emacs 0)
+(lich-test-main #'lich-test-run)

@@ -15,9 +15,10 @@ M.defaults = {
   cmd_env = nil,
   -- nil: every file buffer (0.11+: every buffer with a filetype) inside a root.
   filetypes = nil,
-  -- Searched upwards from the buffer's file; the first entry found anywhere wins, names grouped
-  -- in a nested list are equally good and the nearest of them wins.
-  root_markers = { ".lich", { ".git", ".hg", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" } },
+  -- Searched upwards from the buffer's file: the nearest directory holding any of these names is
+  -- the root (all names are equal; nested lists are flattened). `.lich` counts only when it
+  -- holds config.json, so a `.lich` left behind without a config does not capture a project.
+  root_markers = { ".lich", ".git", ".hg", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" },
   -- Attach to files outside any root, using the file's directory as the root.
   single_file = false,
   autostart = true,
@@ -44,7 +45,39 @@ function M.default_cmd()
   return { python, "-m", "lich_lsp" }
 end
 
---- Nearest directory above `path` holding a root marker (see defaults.root_markers).
+-- A marker directory that is only a marker when it holds this file (see defaults.root_markers).
+M.marker_requires = { [".lich"] = "config.json" }
+
+--- The marker names of a root_markers option: strings, and nested lists of strings (the older
+--- `{ ".lich", { ".git", ... } }` shape) flattened in order.
+---@param markers table|string|nil
+---@return string[]
+function M.marker_names(markers)
+  local names = {}
+  local function add(entry)
+    if type(entry) == "string" and entry ~= "" then
+      table.insert(names, entry)
+    elseif type(entry) == "table" then
+      for _, item in ipairs(entry) do
+        add(item)
+      end
+    end
+  end
+  add(markers)
+  return names
+end
+
+local function has_marker(dir, name)
+  local required = M.marker_requires[name]
+  local path = dir .. "/" .. name
+  if required then
+    path = path .. "/" .. required
+  end
+  return vim.loop.fs_stat(path) ~= nil
+end
+
+--- Nearest directory at or above the directory of `path` holding any root marker (see
+--- defaults.root_markers): a `.git` in /x/proj beats a `.lich/config.json` in /x.
 ---@param path string
 ---@param markers table
 ---@return string|nil
@@ -52,22 +85,22 @@ function M.find_root(path, markers)
   if not path or path == "" then
     return nil
   end
-  local start = vim.fn.fnamemodify(path, ":p:h")
-  for _, entry in ipairs(markers or {}) do
-    local names = type(entry) == "table" and entry or { entry }
-    local dir = start
-    while dir and dir ~= "" do
-      for _, name in ipairs(names) do
-        if vim.loop.fs_stat(dir .. "/" .. name) then
-          return dir
-        end
+  local names = M.marker_names(markers)
+  if #names == 0 then
+    return nil
+  end
+  local dir = vim.fn.fnamemodify(path, ":p:h")
+  while dir and dir ~= "" do
+    for _, name in ipairs(names) do
+      if has_marker(dir, name) then
+        return dir
       end
-      local parent = vim.fn.fnamemodify(dir, ":h")
-      if parent == dir then
-        break
-      end
-      dir = parent
     end
+    local parent = vim.fn.fnamemodify(dir, ":h")
+    if parent == dir then
+      break
+    end
+    dir = parent
   end
   return nil
 end

@@ -282,7 +282,12 @@ local function status_lines(result)
     table.sort(keys)
     for _, key in ipairs(keys) do
       local value = result[key]
-      local text = type(value) == "string" and value or vim.fn.json_encode(value)
+      local text
+      if key == "trust" and type(value) == "table" then
+        text = M.trust_summary(value)
+      else
+        text = type(value) == "string" and value or vim.fn.json_encode(value)
+      end
       table.insert(lines, "  " .. key .. ": " .. text)
     end
   end
@@ -306,6 +311,69 @@ function M.status(callback)
       callback(err, result)
     end
   end)
+end
+
+--- One line for a trust object ({state, config, keys}) as lich.status and lich.trustWorkspace
+--- return it: the state, the config file, and the keys concerned (waiting for trust, or applied
+--- once trusted).
+---@param trust table
+---@return string
+function M.trust_summary(trust)
+  local text = tostring(trust.state or "unknown")
+  if type(trust.config) == "string" and trust.config ~= "" then
+    text = text .. " (" .. trust.config .. ")"
+  end
+  local keys = {}
+  for _, entry in ipairs(type(trust.keys) == "table" and trust.keys or {}) do
+    if type(entry) == "table" and entry.key then
+      table.insert(keys, entry.what and (entry.key .. ": " .. entry.what) or entry.key)
+    end
+  end
+  if #keys > 0 then
+    local label = ({ trusted = "applied", refused = "ignored" })[trust.state] or "waiting for trust"
+    text = text .. "; " .. label .. ": " .. table.concat(keys, "; ")
+  end
+  return text
+end
+
+--- The line :LichTrust shows: the server's message, with the state added when the message does
+--- not name it.
+local function trust_message(result)
+  local state = tostring(result.state or "unknown")
+  local message = type(result.message) == "string" and vim.trim(result.message) or ""
+  -- notify() adds the prefix itself.
+  message = message:gsub("^lich:%s*", "")
+  if message == "" then
+    return "workspace config " .. M.trust_summary(result)
+  end
+  if not message:lower():find(state:lower(), 1, true) then
+    message = message .. " (" .. state .. ")"
+  end
+  return message
+end
+
+--- Trust this workspace's .lich/config.json (lich.trustWorkspace), or with `revoke` withdraw the
+--- trust. The server records trust for that exact content; the answer is shown with vim.notify.
+---@param opts table|nil {revoke?, bufnr?, client_id?}
+---@param callback fun(err, result)|nil
+function M.trust(opts, callback)
+  opts = opts or {}
+  local args = opts.revoke and { revoke = true } or vim.empty_dict()
+  return M.execute("lich.trustWorkspace", args, function(err, result)
+    if err then
+      notify_error(opts.revoke and "revoking trust" or "trust", err)
+    elseif type(result) ~= "table" then
+      notify("unexpected answer to lich.trustWorkspace: " .. vim.inspect(result), vim.log.levels.WARN)
+    elseif result.state == "refused" or result.state == (opts.revoke and "trusted" or "untrusted") then
+      -- Refused by workspace_trust = "never", or the change did not happen.
+      notify(trust_message(result), vim.log.levels.WARN)
+    else
+      notify(trust_message(result))
+    end
+    if callback then
+      callback(err, result)
+    end
+  end, { bufnr = opts.bufnr, client_id = opts.client_id })
 end
 
 --- Anchored rows of a buffer (lich.read), e.g. to write a patch by hand.
@@ -342,6 +410,15 @@ function M.command_apply_patch(cmd)
     text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
   end
   M.apply_patch(text)
+end
+
+function M.command_trust(cmd)
+  local arg = vim.trim(cmd.args or "")
+  if arg ~= "" and arg ~= "revoke" then
+    notify("usage: :LichTrust [revoke]", vim.log.levels.ERROR)
+    return
+  end
+  M.trust({ revoke = arg == "revoke", bufnr = vim.api.nvim_get_current_buf() })
 end
 
 function M.command_cancel(cmd)
