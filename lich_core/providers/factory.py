@@ -59,7 +59,7 @@ HTTP_CLASSES: dict[str, type[HttpModel]] = {
     "anthropic": AnthropicModel,
     "ollama": OllamaModel,
 }
-DEFAULT_PROVIDER_HINT = "set LICH_BASE_URL / LICH_MODEL, OPENAI_API_KEY or ANTHROPIC_API_KEY, or configure providers in .lich/config.json"
+DEFAULT_PROVIDER_HINT = "set LICH_BASE_URL / LICH_MODEL, OPENAI_API_KEY or ANTHROPIC_API_KEY, or configure providers in ~/.config/lich/config.json"
 
 
 @dataclass
