@@ -3,7 +3,11 @@ headless Chromium through editors/vscode/e2e/run.mjs: Ask Agent via the palette 
 (the fake model reads and patches a file: the edit shows in the editor and, after
 lich/saveDocuments, on disk), Apply Hashline Patch from the editor and from the clipboard, Cancel
 Task on a slow task with the status bar showing it; the server's "Ask agent…" code action
-prompting through the client middleware. Screenshots land in test-artifacts/.
+prompting through the client middleware; workspace trust of a `.lich/config.json` whose plugin
+writes a marker file PWNED when imported (the server's question answered "Not now" keeps it off
+even when Show Tools builds the tool runtime; "Lich: Trust Workspace Config" or the question's
+"Trust" button loads it; "Lich: Revoke Workspace Config Trust" takes trust back). Screenshots land
+in test-artifacts/.
 
 Install with .ci/vscode/install.sh and .ci/vscode/build.sh. Skips when they have not run, except
 under CI=true where that is a failure.
@@ -155,10 +159,49 @@ def test_cancel_task_stops_a_slow_task_shown_in_the_status_bar(e2e: dict[str, An
     assert cancel["cancel_ms"] < 45_000
 
 
+TRUST_QUESTION = "lich: this workspace's .lich/config.json"
+
+
+def test_untrusted_plugin_stays_off_when_the_trust_question_is_dismissed(
+    e2e: dict[str, Any],
+) -> None:
+    not_now = _scenario(e2e, "trust_not_now")
+    question = not_now["question"]
+    assert question["message"].startswith(TRUST_QUESTION)
+    assert "evil.py" in question["message"], "the question must say what the config would load"
+    assert question["buttons"] == ["Trust", "Not now"]
+    assert not_now["marker_before_answer"] is False
+    # Show Tools answered, so the server built its tool runtime; the plugin still was not imported.
+    assert not_now["tools_title"].startswith("Lich: ")
+    assert not_now["marker_after_tools"] is False, "the untrusted plugin ran: PWNED was written"
+
+
+def test_trust_workspace_config_command_loads_the_plugin_and_revoke_answers(
+    e2e: dict[str, Any],
+) -> None:
+    command = _scenario(e2e, "trust_command")
+    assert command["marker_before"] is False
+    assert command["trusted_message"].startswith("lich: trusted "), command["trusted_message"]
+    assert command["marker_after_trust"] is True
+    assert command["revoked_message"].startswith("lich: revoked trust"), command["revoked_message"]
+
+
+def test_trust_button_of_the_question_loads_the_plugin(e2e: dict[str, Any]) -> None:
+    question = _scenario(e2e, "trust_question_trust")
+    assert question["marker_before_answer"] is False
+    assert question["trusted_message"].startswith("lich: trusted "), question["trusted_message"]
+    assert question["marker_after_trust"] is True
+
+
 def test_screenshots_are_saved(e2e: dict[str, Any]) -> None:
     shots = [Path(p) for p in e2e["screenshots"]]
     names = {p.name for p in shots}
-    assert {"vscode-ask-agent.png", "vscode-task-running.png", "vscode-final.png"} <= names
+    assert {
+        "vscode-ask-agent.png",
+        "vscode-task-running.png",
+        "vscode-final.png",
+        "vscode-trust-question.png",
+    } <= names
     for shot in shots:
         assert shot.stat().st_size > 10_000, f"{shot} looks empty"
     assert e2e["ok"] is True

@@ -57,6 +57,7 @@ def test_vitest_suite_passes() -> None:
         "saveDocuments.test.ts",
         "settings.test.ts",
         "extension.test.ts",
+        "trust.test.ts",
     ):
         assert suite in files, f"{suite} did not run"
     assert summary["numPassedTests"] >= 50

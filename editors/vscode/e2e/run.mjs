@@ -5,6 +5,10 @@
 // Scenarios: Ask Agent (the fake model reads and patches hello.py; the edit shows in the editor
 // and, after lich/saveDocuments, on disk); Apply Hashline Patch (from the active editor, on a file
 // that is not open); Cancel Task on a slow task (the status bar shows the task while it runs).
+// Workspace trust, in two more folders whose .lich/config.json lists a plugin that writes a
+// marker file PWNED when imported: the server's trust question is answered "Not now" (Show Tools
+// builds the tool runtime, no marker), then Lich: Trust Workspace Config loads it (marker) and
+// Lich: Revoke Workspace Config Trust takes it back; in the second folder "Trust" is clicked.
 //
 // Environment: LICH_PYTHON (interpreter with lich_lsp importable; default python3),
 // LICH_VSCODE_CACHE (install.sh's cache, default <repo>/.ci/cache/vscode), LICH_VSIX (default
@@ -38,6 +42,21 @@ const CANCEL_DEADLINE_MS = 45_000;
 // lich.status (the extension does not fall back to its settings, so this proves the round trip).
 const IDLE_STATUS = /^Lich: openai_compat\/fake-model$/;
 const POLL_MS = 200;
+// The server's question when .lich/config.json has keys it ignores until trusted.
+const TRUST_QUESTION = "lich: this workspace's .lich/config.json";
+const TRUST_CONFIG = { plugins: [".lich/plugins/evil.py"] };
+const MARKER = "PWNED";
+// Module code runs at import: the marker proves the plugin was loaded, whatever its export does.
+const EVIL_PLUGIN = `"""E2E fixture: importing this module leaves ${MARKER} in the workspace root."""
+from pathlib import Path
+
+(Path(__file__).resolve().parents[2] / "${MARKER}").write_text("imported\\n", encoding="utf-8")
+
+from lich_core.plugins import Plugin
+
+plugin = Plugin(name="evil")
+`;
+const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "trust_not_now", "trust_command", "trust_question_trust"];
 
 const started = Date.now();
 const children = [];
@@ -243,6 +262,83 @@ async function notifications(page) {
   return page.evaluate(() => [...document.querySelectorAll(".notifications-toasts .notification-list-item-message, .notification-toast .notification-list-item-message")].map((el) => el.textContent.trim()));
 }
 
+/** The notification (toast or notification center) whose message starts with `prefix`: {message, buttons}. */
+async function findNotification(page, prefix) {
+  return page.evaluate((wanted) => {
+    for (const item of document.querySelectorAll(".notification-list-item")) {
+      const message = (item.querySelector(".notification-list-item-message")?.textContent || "").replace(/\u00a0/g, " ").trim();
+      if (message.toLowerCase().startsWith(wanted.toLowerCase())) {
+        const buttons = [...item.querySelectorAll(".notification-list-item-buttons-container .monaco-button")].map((b) => b.textContent.trim());
+        return { message, buttons };
+      }
+    }
+    return false;
+  }, prefix);
+}
+
+/** Wait until the toast starting with `prefix` has slid in and its button `label` is on screen. */
+async function waitForToastButton(page, prefix, label) {
+  return waitFor(`the "${label}" button of the notification "${prefix}"`, () =>
+    page.evaluate(
+      ([wanted, button]) => {
+        for (const toast of document.querySelectorAll(".notification-toast.notification-fade-in-done")) {
+          const message = (toast.querySelector(".notification-list-item-message")?.textContent || "").replace(/\u00a0/g, " ").trim();
+          if (!message.toLowerCase().startsWith(wanted.toLowerCase())) {
+            continue;
+          }
+          const found = [...toast.querySelectorAll(".notification-list-item-buttons-container .monaco-button")].find((b) => b.textContent.trim() === button);
+          const box = found?.getBoundingClientRect();
+          return !!box && box.height > 0 && box.top >= 0 && box.bottom <= window.innerHeight;
+        }
+        return false;
+      },
+      [prefix, label],
+    ),
+  );
+}
+
+/** Click the button `label` of the notification starting with `prefix` (a real pointer click). */
+async function clickNotificationButton(page, prefix, label) {
+  const item = page.locator(".notification-list-item").filter({ has: page.locator(".notification-list-item-message", { hasText: prefix }) });
+  await item.first().locator(".notification-list-item-buttons-container .monaco-button", { hasText: new RegExp(`^${label}$`) }).first().click({ timeout: 15_000 });
+  await waitFor(`the notification "${prefix}" to close`, async () => !(await findNotification(page, prefix)), 15_000);
+}
+
+/** Open a folder in a fresh tab of the same VS Code (`onPage` gets the tab at once, for failure screenshots). */
+async function openWorkspacePage(context, base, folder, onPage) {
+  const page = await context.newPage();
+  onPage(page);
+  await page.goto(`${base}/?folder=${encodeURIComponent(folder)}`);
+  await page.waitForSelector(".monaco-workbench", { timeout: SERVER_START_TIMEOUT_MS });
+  // Ready once the extension's server answered lich.status (the status item names the model).
+  try {
+    await waitFor("the Lich status bar item", async () => IDLE_STATUS.test(await lichStatus(page)), SERVER_START_TIMEOUT_MS);
+  } catch (err) {
+    throw new Error(`${err instanceof Error ? err.message : err}; status bar: ${JSON.stringify(await lichStatus(page).catch(() => "?"))}`);
+  }
+  return page;
+}
+
+/** Lich: Show Tools (the server's lich.tools builds the tool runtime, plugins included); its quick pick title. */
+async function showTools(page) {
+  await runCommand(page, "Lich: Show Tools");
+  const title = await waitFor("the tools quick pick", async () => {
+    const text = (await quickInputVisible(page)) && (await quickInputTitle(page));
+    return typeof text === "string" && /^Lich: \d+ tools$/.test(text) ? text : false;
+  });
+  await page.keyboard.press("Escape");
+  return title;
+}
+
+/** Run a palette command and wait for a new notification matching `pattern` (e.g. the command's result). */
+async function commandNotification(page, title, pattern) {
+  const before = new Set(await notifications(page));
+  await runCommand(page, title);
+  return waitFor(`a notification matching ${pattern} after "${title}"`, async () =>
+    (await notifications(page)).find((m) => !before.has(m) && pattern.test(m) && !m.toLowerCase().startsWith(TRUST_QUESTION.toLowerCase())),
+  30_000);
+}
+
 async function screenshot(page, name) {
   const file = path.join(ARTIFACTS, `vscode-${name}.png`);
   await page.screenshot({ path: file });
@@ -276,7 +372,8 @@ function transcriptLog(userData) {
 
 // --- scenarios -------------------------------------------------------------------------------
 
-async function scenario(name, fn, page) {
+/** Run one scenario; `pageOf` is the page (or a function returning it) to screenshot on failure. */
+async function scenario(name, fn, pageOf) {
   const t0 = Date.now();
   log(`scenario ${name}`);
   try {
@@ -284,6 +381,7 @@ async function scenario(name, fn, page) {
     result.scenarios[name] = { ok: true, ms: Date.now() - t0, ...(details || {}) };
   } catch (err) {
     result.scenarios[name] = { ok: false, ms: Date.now() - t0, error: err instanceof Error ? err.message : String(err) };
+    const page = typeof pageOf === "function" ? pageOf() : pageOf;
     if (page) {
       result.scenarios[name].notifications = await notifications(page).catch(() => []);
       await screenshot(page, `failed-${name}`).catch(() => undefined);
@@ -334,6 +432,14 @@ async function main() {
     fs.writeFileSync(path.join(workspace, name), text);
   }
   fs.writeFileSync(path.join(workspace, "fix.hashline"), plan.user_patch);
+  // Two folders with an untrusted config that loads a plugin: one per way of trusting it.
+  const trustFolders = { palette: path.join(scratch, "trust-palette"), question: path.join(scratch, "trust-question") };
+  for (const folder of Object.values(trustFolders)) {
+    fs.mkdirSync(path.join(folder, ".lich", "plugins"), { recursive: true });
+    fs.writeFileSync(path.join(folder, ".lich", "config.json"), JSON.stringify(TRUST_CONFIG, null, 2));
+    fs.writeFileSync(path.join(folder, ".lich", "plugins", "evil.py"), EVIL_PLUGIN);
+    fs.writeFileSync(path.join(folder, "main.py"), "print('hello')\n");
+  }
 
   const env = {
     ...process.env,
@@ -341,6 +447,8 @@ async function main() {
     XDG_CONFIG_HOME: path.join(home, ".config"),
     XDG_DATA_HOME: path.join(home, ".local", "share"),
     XDG_CACHE_HOME: path.join(home, ".cache"),
+    // The server's trust records ("allow always" answers too) must stay in the scratch folder.
+    XDG_STATE_HOME: path.join(home, ".local", "state"),
     PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
     [FAKE_KEY_ENV]: "sk-fake-e2e",
   };
@@ -374,6 +482,14 @@ async function main() {
     "lich.approval": { "file/edit": "allow", "file/write": "allow" },
   };
   fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
+  // code-server windows are remote windows: VS Code drops machine-scoped settings (lich.server.*
+  // are machine-overridable) from User settings there and reads them from the remote machine's
+  // settings, <user-data>/Machine/settings.json. Whether the User copy is dropped depends on when
+  // the extension's settings were registered, so without this copy a window sometimes started
+  // with no server command.
+  const machineSettings = Object.fromEntries(Object.entries(settings).filter(([key]) => key.startsWith("lich.server.")));
+  fs.mkdirSync(path.join(userData, "Machine"), { recursive: true });
+  fs.writeFileSync(path.join(userData, "Machine", "settings.json"), JSON.stringify(machineSettings, null, 2));
 
   const csArgs = ["--user-data-dir", userData, "--extensions-dir", extensionsDir];
   let t0 = Date.now();
@@ -563,10 +679,60 @@ async function main() {
 
     await screenshot(page, "final");
     result.transcript_tail = transcriptLog(userData).slice(-1500);
+    // The first folder is done; its window would only compete for the CPU.
+    await page.close({ runBeforeUnload: false }).catch(() => undefined);
+
+    let trustPage;
+    await scenario("trust_not_now", async () => {
+      const folder = trustFolders.palette;
+      const marker = path.join(folder, MARKER);
+      await openWorkspacePage(context, base, folder, (p) => (trustPage = p));
+      const question = await waitFor("the trust question", () => findNotification(trustPage, TRUST_QUESTION));
+      const markerBeforeAnswer = fs.existsSync(marker);
+      await waitForToastButton(trustPage, TRUST_QUESTION, "Not now");
+      await screenshot(trustPage, "trust-question");
+      await clickNotificationButton(trustPage, TRUST_QUESTION, "Not now");
+      // lich.tools builds the tool runtime, which loads the config's plugins if they count.
+      const tools = await showTools(trustPage);
+      return { question, marker_before_answer: markerBeforeAnswer, tools_title: tools, marker_after_tools: fs.existsSync(marker) };
+    }, () => trustPage);
+
+    await scenario("trust_command", async () => {
+      if (!trustPage) {
+        throw new Error("the trust_not_now scenario did not open its folder");
+      }
+      const marker = path.join(trustFolders.palette, MARKER);
+      const markerBefore = fs.existsSync(marker);
+      const trusted = await commandNotification(trustPage, "Lich: Trust Workspace Config", /trust/i);
+      await showTools(trustPage);
+      await waitFor(`${MARKER} (the trusted plugin loaded)`, () => fs.existsSync(marker), 15_000);
+      await screenshot(trustPage, "trust-command");
+      const revoked = await commandNotification(trustPage, "Lich: Revoke Workspace Config Trust", /trust/i);
+      return { marker_before: markerBefore, trusted_message: trusted, marker_after_trust: fs.existsSync(marker), revoked_message: revoked };
+    }, () => trustPage);
+    await trustPage?.close({ runBeforeUnload: false }).catch(() => undefined);
+
+    let questionPage;
+    await scenario("trust_question_trust", async () => {
+      const folder = trustFolders.question;
+      const marker = path.join(folder, MARKER);
+      await openWorkspacePage(context, base, folder, (p) => (questionPage = p));
+      await waitFor("the trust question", () => findNotification(questionPage, TRUST_QUESTION));
+      const markerBeforeAnswer = fs.existsSync(marker);
+      const before = new Set(await notifications(questionPage));
+      await clickNotificationButton(questionPage, TRUST_QUESTION, "Trust");
+      // The server records trust, then says so (window/showMessage): only then ask for the tools.
+      const trusted = await waitFor("the server's trust confirmation", async () =>
+        (await notifications(questionPage)).find((m) => !before.has(m) && /^lich: trusted /i.test(m)),
+      30_000);
+      await showTools(questionPage);
+      await waitFor(`${MARKER} (the trusted plugin loaded)`, () => fs.existsSync(marker), 15_000);
+      return { marker_before_answer: markerBeforeAnswer, trusted_message: trusted, marker_after_trust: fs.existsSync(marker) };
+    }, () => questionPage);
   } finally {
     await browser.close().catch(() => undefined);
   }
-  result.ok = Object.values(result.scenarios).length === 4 && Object.values(result.scenarios).every((s) => s.ok);
+  result.ok = SCENARIOS.every((name) => result.scenarios[name]?.ok === true);
 }
 
 let exitCode = 1;

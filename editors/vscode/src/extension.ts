@@ -26,6 +26,7 @@ import { resolveServer, serverMissingMessage, type ServerSpec } from "./serverRe
 import { RESTART_SETTINGS, SECTION, serverSettings, type ServerSettings } from "./settings";
 import { providerInfo, statusView, type ProviderInfo } from "./status";
 import { TaskTracker } from "./tasks";
+import { MANAGE_TRUST_COMMAND, runTrustCommand, TRUST_COMMAND, type TrustArgs, type TrustResult } from "./trust";
 import { EVENT_METHOD, eventTaskId, TRANSCRIPT_CHANNEL, TranscriptRenderer, type LichEvent } from "./transcript";
 
 export const CLIENT_ID = "lich";
@@ -39,6 +40,8 @@ export const COMMANDS = {
   showTools: "lichClient.showTools",
   restartServer: "lichClient.restartServer",
   openConfig: "lichClient.openConfig",
+  trustWorkspaceConfig: "lichClient.trustWorkspaceConfig",
+  revokeWorkspaceConfigTrust: "lichClient.revokeWorkspaceConfigTrust",
 } as const;
 const ACTION_RESTART = "Restart Server";
 const ACTION_SETTINGS = "Open Settings";
@@ -89,6 +92,8 @@ export class LichController implements vscode.Disposable {
     register(COMMANDS.showTools, () => this.showTools());
     register(COMMANDS.restartServer, () => this.restart());
     register(COMMANDS.openConfig, () => this.openConfig());
+    register(COMMANDS.trustWorkspaceConfig, () => this.trustWorkspaceConfig(false));
+    register(COMMANDS.revokeWorkspaceConfigTrust, () => this.trustWorkspaceConfig(true));
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
@@ -406,6 +411,24 @@ export class LichController implements vscode.Disposable {
       await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(CONFIG_TEMPLATE));
     }
     await vscode.window.showTextDocument(uri);
+  }
+
+  /** "Trust Workspace Config" / "Revoke Workspace Config Trust": the server's lich.trustWorkspace. */
+  async trustWorkspaceConfig(revoke: boolean): Promise<TrustResult | undefined> {
+    const result = await runTrustCommand(
+      {
+        workspaceTrusted: vscode.workspace.isTrusted,
+        send: (args: TrustArgs) => this.serverCommand<TrustResult>(TRUST_COMMAND, { ...args }),
+        ui: vscode.window,
+        manageTrust: () => void vscode.commands.executeCommand(MANAGE_TRUST_COMMAND),
+      },
+      revoke,
+    );
+    if (result) {
+      // The server rebuilt its config; the provider (a trusted key) may have changed with it.
+      void this.refreshStatus();
+    }
+    return result;
   }
 
   private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {

@@ -11,6 +11,12 @@ export const SECTION = "lich";
 /** What an untrusted workspace may do: read files, nothing else. */
 export const UNTRUSTED_CAPABILITIES: readonly string[] = ["file/read"];
 
+/**
+ * The server's `workspace_trust` key in VS Code's Restricted Mode: never trust `.lich/config.json`
+ * and never ask (the keys that load code or send data stay ignored).
+ */
+export const UNTRUSTED_WORKSPACE_TRUST = "never";
+
 /** The subset of vscode.WorkspaceConfiguration this module needs (easy to fake in tests). */
 export interface SettingsSource {
   get<T>(key: string): T | undefined;
@@ -102,6 +108,7 @@ export function serverSettings(source: SettingsSource, trusted: boolean): Server
   }
   if (!trusted) {
     out.capabilities = [...UNTRUSTED_CAPABILITIES];
+    out.workspace_trust = UNTRUSTED_WORKSPACE_TRUST;
   }
   return out;
 }

@@ -76,7 +76,7 @@ describe("activate", () => {
     mock.files.set("/opt/py/bin/python", "");
     const ctx = context();
     await activate(ctx as never);
-    expect(clients[0].clientOptions.initializationOptions).toEqual({ capabilities: ["file/read"] });
+    expect(clients[0].clientOptions.initializationOptions).toEqual({ capabilities: ["file/read"], workspace_trust: "never" });
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 

@@ -65,9 +65,18 @@ describe("settings → initializationOptions", () => {
     expect(settings).toEqual({});
   });
 
-  it("limits an untrusted workspace to reading files", () => {
-    expect(serverSettings(source({}), false)).toEqual({ capabilities: ["file/read"] });
-    expect(serverSettings(source({ editMode: { value: "apply" } }), false)).toEqual({ edit_mode: "apply", capabilities: ["file/read"] });
+  it("limits an untrusted workspace to reading files and never trusts its config", () => {
+    expect(serverSettings(source({}), false)).toEqual({ capabilities: ["file/read"], workspace_trust: "never" });
+    expect(serverSettings(source({ editMode: { value: "apply" } }), false)).toEqual({
+      edit_mode: "apply",
+      capabilities: ["file/read"],
+      workspace_trust: "never",
+    });
+  });
+
+  it("leaves workspace_trust to the server (default: ask) in a trusted workspace", () => {
+    expect(serverSettings(source({}), true)).not.toHaveProperty("workspace_trust");
+    expect(serverSettings(source({ "provider.kind": { value: "ollama" } }), true)).not.toHaveProperty("workspace_trust");
   });
 });
 
@@ -110,7 +119,18 @@ describe("package.json contributions", () => {
       return c.title;
     });
     expect(titles.sort()).toEqual(
-      ["Ask Agent", "Ask Agent About Selection", "Cancel Task", "Apply Hashline Patch", "Show Transcript", "Show Tools", "Restart Server", "Open Config"].sort(),
+      [
+        "Ask Agent",
+        "Ask Agent About Selection",
+        "Cancel Task",
+        "Apply Hashline Patch",
+        "Show Transcript",
+        "Show Tools",
+        "Restart Server",
+        "Open Config",
+        "Trust Workspace Config",
+        "Revoke Workspace Config Trust",
+      ].sort(),
     );
   });
 });
