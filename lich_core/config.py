@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ConfigError
+from lich_core.tools.secrets import is_secret_name as tool_secret_name
 from lich_core.tools.types import CAPABILITIES
 from lich_core.trust import (
     MISSING_FILE_HASH,
@@ -619,14 +620,11 @@ def workspace_trust_status(
     return TrustStatus(UNTRUSTED, config_path, ignored, fingerprint, changed=store.record_for(root) is not None)
 
 
-SECRET_KEY_NAMES = ("secret", "token", "password", "key", "credential", "auth")
-
-
 def is_secret_name(name: str) -> bool:
-    lowered = name.lower()
-    if lowered.endswith("_env") or lowered.endswith("key_env"):
-        return False  # the *name* of an environment variable is not a secret
-    return any(word in lowered for word in SECRET_KEY_NAMES)
+    """The tools' secret rule (lich_core.tools.secrets), except that `*_env` names a variable, not a secret."""
+    if name.lower().endswith("_env"):
+        return False
+    return tool_secret_name(name)
 
 
 def mask_secrets(value: Any) -> Any:

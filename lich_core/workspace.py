@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+from lich_core.confined import ParentDir, open_parent, open_text_within, read_bytes_within
 from lich_core.errors import EditRejected
 
 TEXT_ENCODING = "utf-8"
@@ -72,40 +72,17 @@ class Workspace(Protocol):
         ...
 
 
-def read_disk_text(path: Path) -> str:
-    with open(path, encoding=TEXT_ENCODING, errors=TEXT_ERRORS, newline="") as handle:
+def read_disk_text(path: Path, root: Path | None = None) -> str:
+    """A file's text; with `root`, opened race-free and refused unless it is a regular file inside it."""
+    if root is None:
+        with open(path, encoding=TEXT_ENCODING, errors=TEXT_ERRORS, newline="") as handle:
+            return handle.read()
+    with open_text_within(root, path, encoding=TEXT_ENCODING, errors=TEXT_ERRORS) as handle:
         return handle.read()
 
 
 def encode_text(text: str) -> bytes:
     return text.encode(TEXT_ENCODING, errors=TEXT_ERRORS)
-
-
-def _current_text_or_none(path: Path) -> str | None:
-    try:
-        return read_disk_text(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None  # a file in place of a parent directory: the target cannot exist
-
-
-def _write_temp_beside(path: Path, text: str) -> Path:
-    """Write `text` to a temp file in the target's directory, keeping the target's mode."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".lich-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(encode_text(text))
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-        except FileNotFoundError:
-            mode = 0o666 & ~current_umask()
-        os.chmod(temp_name, mode)
-    except BaseException:
-        _remove_quietly(Path(temp_name))
-        raise
-    return Path(temp_name)
 
 
 def current_umask() -> int:
@@ -126,13 +103,6 @@ def current_umask() -> int:
     return umask
 
 
-def _remove_quietly(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
 class DiskWorkspace:
     """Reads and writes the file system directly, atomically per file and per change set."""
 
@@ -141,10 +111,10 @@ class DiskWorkspace:
         self._lock = asyncio.Lock()
 
     def read_text(self, path: Path) -> str:
-        return read_disk_text(path)
+        return read_disk_text(path, self.root)
 
     def read_bytes(self, path: Path) -> bytes:
-        return Path(path).read_bytes()
+        return read_bytes_within(self.root, Path(path))
 
     def exists(self, path: Path) -> bool:
         return Path(path).exists()
@@ -154,56 +124,93 @@ class DiskWorkspace:
 
     async def apply(self, changes: Sequence[FileChange], label: str) -> None:
         async with self._lock:
-            apply_to_disk(changes)
+            apply_to_disk(changes, self.root)
 
 
-def apply_to_disk(changes: Sequence[FileChange]) -> None:
-    """All-or-nothing write of a change set: validate all, stage all, then swap all in.
+def _open_parent_or_none(root: Path, path: Path) -> ParentDir | None:
+    try:
+        return open_parent(root, path, create=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # a missing directory, or a file in its place: the target cannot exist
 
-    If a swap fails part-way, files already swapped are put back to their base text, so the
-    change set never lands half-applied.
+
+def apply_to_disk(changes: Sequence[FileChange], root: Path) -> None:
+    """All-or-nothing write of a change set under `root`: validate all, stage all, then swap all in.
+
+    Every file is reached through directory descriptors without following symlinks
+    (lich_core.confined), so a directory swapped for a symlink cannot redirect a write. If a swap
+    fails part-way, files already swapped are put back to their base text, so the change set
+    never lands half-applied. Raises EditRejected (or a path_escape:/not_regular_file:/
+    permission_denied: ToolError), and then nothing was written.
     """
-    for change in changes:
-        try:
-            current = _current_text_or_none(change.path)
-        except OSError as err:  # a directory in the way, no permission: refuse, never raise raw
-            raise EditRejected(f"unreadable: {change.path}: {err.strerror or err}") from err
-        if current != change.base_text:
-            raise EditRejected(f"stale_file: {change.path} changed since it was read; read it again")
-
-    staged: list[tuple[FileChange, Path | None]] = []
+    parents: list[ParentDir] = []
     try:
         for change in changes:
+            parent = _open_parent_or_none(root, change.path)
+            try:
+                current = parent.read_text(encoding=TEXT_ENCODING, errors=TEXT_ERRORS) if parent else None
+            except OSError as err:  # a directory in the way, no permission: refuse, never raise raw
+                raise EditRejected(f"unreadable: {change.path}: {err.strerror or err}") from err
+            finally:
+                if parent is not None:
+                    parent.close()
+            if current != change.base_text:
+                raise EditRejected(f"stale_file: {change.path} changed since it was read; read it again")
+        staged = _stage(changes, root, parents)
+        _swap(staged)
+    finally:
+        for parent in parents:
+            parent.close()
+
+
+def _stage(changes: Sequence[FileChange], root: Path, parents: list[ParentDir]) -> list[tuple[FileChange, ParentDir, str | None]]:
+    staged: list[tuple[FileChange, ParentDir, str | None]] = []
+    try:
+        for change in changes:
+            parent = open_parent(root, change.path, create=change.kind == "write")
+            parents.append(parent)
             if change.kind == "write":
                 assert change.new_text is not None
-                staged.append((change, _write_temp_beside(change.path, change.new_text)))
+                info = parent.check_target()
+                mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~current_umask()
+                staged.append((change, parent, parent.write_temp(encode_text(change.new_text), mode)))
             else:
-                staged.append((change, None))
+                staged.append((change, parent, None))
     except OSError as err:
-        for _, temp in staged:
+        for _, parent, temp in staged:
             if temp is not None:
-                _remove_quietly(temp)
+                parent.remove_quietly(temp)
         raise EditRejected(f"write_failed: {err}") from err
+    except BaseException:
+        for _, parent, temp in staged:
+            if temp is not None:
+                parent.remove_quietly(temp)
+        raise
+    return staged
 
-    done: list[FileChange] = []
+
+def _swap(staged: list[tuple[FileChange, ParentDir, str | None]]) -> None:
+    done: list[tuple[FileChange, ParentDir]] = []
     try:
-        for change, temp in staged:
+        for change, parent, temp in staged:
             if temp is not None:
-                os.replace(temp, change.path)
+                parent.replace_with(temp)
             else:
-                os.unlink(change.path)
-            done.append(change)
+                parent.unlink_target()
+            done.append((change, parent))
     except OSError as err:
-        for _, temp in staged:
-            if temp is not None and temp.exists():
-                _remove_quietly(temp)
-        for change in reversed(done):
-            _restore(change)
+        for _, parent, temp in staged:
+            if temp is not None:
+                parent.remove_quietly(temp)
+        for change, parent in reversed(done):
+            _restore(change, parent)
         raise EditRejected(f"write_failed: {err}") from err
 
 
-def _restore(change: FileChange) -> None:
+def _restore(change: FileChange, parent: ParentDir) -> None:
     if change.base_text is None:
-        _remove_quietly(change.path)
+        parent.remove_quietly(parent.name)
     else:
-        os.replace(_write_temp_beside(change.path, change.base_text), change.path)
+        info = parent.lstat()
+        mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~current_umask()
+        parent.replace_with(parent.write_temp(encode_text(change.base_text), mode))

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lich_core.confined import check_path_text
 from lich_core.errors import ToolCancelledError, ToolError, ToolTimeoutError
 from lich_core.tools.types import CancelToken, ToolContext, ToolResult
 
@@ -25,6 +26,9 @@ SKIP_DIRS = frozenset({"node_modules", ".git", "dist", ".lich", ".cursor", "__py
 LICH_DIR = ".lich"
 LICH_WRITABLE_SUBDIRS = ("skills", "plugins")
 PROTECTED_CONFIG = (".lich", "config.json")
+# Version-control metadata: `.git/config` (core.fsmonitor) and `.git/hooks/*` run programs on the
+# next `git status`, so tools may read these folders but never write them.
+VCS_DIRS = frozenset({".git", ".hg", ".svn"})
 
 
 def _is_within(root: Path, path: Path) -> bool:
@@ -39,20 +43,54 @@ def resolve_safe_path(base_dir: str | os.PathLike[str], target: str, *, for_writ
     """Resolve `target` against `base_dir` and refuse anything that leaves it.
 
     Two checks: lexical (`..`, absolute paths elsewhere) and real-path (a symlink anywhere in the
-    path that leads outside the root). A write never goes through a symlink leaf, even one that
-    points inside the root, so a link cannot redirect a write.
+    path that leads outside the root). A write never goes through any symlink, not even one that
+    stays inside the root, so a link cannot redirect a write. This is the early, readable refusal;
+    the reads and writes themselves are race-free (lich_core.confined), so swapping a directory for
+    a symlink after this check gains nothing.
     """
+    check_path_text(target)
     base = Path(os.path.abspath(base_dir))
     resolved = Path(os.path.normpath(os.path.join(base, os.path.expanduser(target))))
     if not _is_within(base, resolved):
         raise ToolError(f"path_escape: {target} escapes {base_dir}")
-    real_base = Path(os.path.realpath(base))
-    real = Path(os.path.realpath(resolved))
+    real_base = Path(_realpath(base, target))
+    real = Path(_realpath(resolved, target))
     if not _is_within(real_base, real):
         raise ToolError(f"path_escape: {target} resolves through a symbolic link to {real}, outside {base_dir}")
-    if for_write and resolved.is_symlink():
-        raise ToolError(f"path_escape: {target} is a symbolic link; write to the file it points to instead")
+    if for_write:
+        link = _first_symlink(base, resolved)
+        if link is not None:
+            what = "is a symbolic link" if link == resolved else f"goes through the symbolic link {relative_to_root(base, link)}"
+            raise ToolError(f"path_escape: {target} {what}; writes never follow symbolic links, write to the real path instead")
     return resolved
+
+
+REALPATH_ATTEMPTS = 3
+
+
+def _realpath(path: str | os.PathLike[str], target: str) -> str:
+    """os.path.realpath, which raises when a link on the way changes under it; tried again then."""
+    for _ in range(REALPATH_ATTEMPTS - 1):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    try:
+        return os.path.realpath(path)
+    except OSError as err:
+        raise ToolError(f"not_found: {target} kept changing while it was checked ({err.strerror}); try again") from None
+
+
+def _first_symlink(base: Path, path: Path) -> Path | None:
+    """The first symlink on the way from `base` (exclusive) to `path` (inclusive), if any."""
+    current = base
+    for part in path.relative_to(base).parts:
+        current = current / part
+        if current.is_symlink():
+            return current
+        if not current.exists():
+            return None
+    return None
 
 
 def relative_to_root(base_dir: str | os.PathLike[str], path: Path) -> str:
@@ -70,6 +108,12 @@ def check_file_access(base_dir: str | os.PathLike[str], path: Path, *, write: bo
         return
     if parts[-1].startswith(".env"):
         raise ToolError(f"forbidden_path: {rel} (.env files are never written by tools)")
+    vcs = next((part for part in parts if part in VCS_DIRS), None)
+    if vcs is not None:
+        raise ToolError(
+            f"forbidden_path: {rel} ({vcs}/ is never written by tools: its config and hooks run programs; "
+            "use git commands in the terminal instead)"
+        )
     if parts[0] == LICH_DIR and (len(parts) < 3 or parts[1] not in LICH_WRITABLE_SUBDIRS):
         raise ToolError(f"forbidden_path: {rel} (only .lich/skills/ and .lich/plugins/ are writable)")
 
@@ -80,9 +124,9 @@ def resolve_file_for(ctx: ToolContext, target: str, *, write: bool) -> Path:
     check_file_access(ctx.work_dir, path, write=write)
     # A symlink inside the root (`cfg -> .lich/config.json`, `d -> .lich`) must not launder a
     # denied path, so the deny list also applies to where the path really leads.
-    real = Path(os.path.realpath(path))
+    real = Path(_realpath(path, target))
     if real != path:
-        check_file_access(os.path.realpath(ctx.work_dir), real, write=write)
+        check_file_access(_realpath(ctx.work_dir, target), real, write=write)
     return path
 
 

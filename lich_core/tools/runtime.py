@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,16 +14,33 @@ from lich_core.tools.executor import CallGuard, ToolExecutor
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import ToolContext, tool_capability
 
-# Provider credentials never reach tool child processes (terminal, tests).
+# Provider credentials never reach tool child processes (terminal, tests): the well-known names,
+# anything ending like an API key, and every variable a provider entry names in `api_key_env`
+# (whatever it is called: `OPENROUTER_KEY`, `GITHUB_TOKEN`, ...).
 SCRUBBED_ENV_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_ACCESS_TOKEN")
 SCRUBBED_ENV_NAMES = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "LICH_API_KEY"})
 
 
-def scrubbed_env(env: Mapping[str, str]) -> dict[str, str]:
+def configured_key_env_names(config: Mapping[str, Any] | None) -> frozenset[str]:
+    """The variable names `providers[*].api_key_env` points at (ignoring malformed entries)."""
+    providers = config.get("providers") if isinstance(config, Mapping) else None
+    if not isinstance(providers, (list, tuple)):
+        return frozenset()
+    names = set()
+    for entry in providers:
+        name = entry.get("api_key_env") if isinstance(entry, Mapping) else None
+        if isinstance(name, str) and name.strip():
+            names.add(name.strip())
+    return frozenset(names)
+
+
+def scrubbed_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
+    """`env` without provider credentials; `extra_names` are removed too (configured key names)."""
+    removed = SCRUBBED_ENV_NAMES | frozenset(extra_names)
     return {
         key: value
         for key, value in env.items()
-        if key not in SCRUBBED_ENV_NAMES and not key.upper().endswith(SCRUBBED_ENV_SUFFIXES)
+        if key not in removed and not key.upper().endswith(SCRUBBED_ENV_SUFFIXES)
     }
 
 
@@ -80,7 +97,7 @@ def build_tool_runtime(
     work_dir = Path(config.get("work_dir") or os.getcwd())
     base = register_builtin_tools(ToolRegistry())
     registry = base.filtered(config.get("tools_enabled", "all"))
-    tool_env = scrubbed_env(os.environ if env is None else env)
+    tool_env = scrubbed_env(os.environ if env is None else env, configured_key_env_names(config))
     tool_env["LICH_TERMINAL_TIMEOUT_MS"] = str(config.get("terminal_timeout_ms", 60_000))
     executor = ToolExecutor(
         registry,

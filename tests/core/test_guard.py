@@ -104,9 +104,12 @@ def test_symlink_inside_root_readable_but_leaf_never_written(root: Path) -> None
     assert message.startswith("path_escape:") and "symbolic link" in message
 
 
-def test_symlinked_dir_inside_root_allows_writes_below_it(root: Path) -> None:
+def test_writes_never_go_through_a_symlink_even_inside_the_root(root: Path) -> None:
     os.symlink(root / "src", root / "srclink")
-    assert resolve_safe_path(root, "srclink/new.py", for_write=True) == root / "srclink" / "new.py"
+    message = escape_message(resolve_safe_path, root, "srclink/new.py", for_write=True)
+    assert message.startswith("path_escape: srclink/new.py goes through the symbolic link srclink; writes never follow")
+    # Reading through it is fine: it stays inside the root.
+    assert resolve_safe_path(root, "srclink/a.py") == root / "srclink" / "a.py"
 
 
 def test_root_that_is_itself_a_symlink_still_works(tmp_path: Path, root: Path) -> None:
@@ -155,8 +158,9 @@ def test_deny_list_applies_through_symlinks_inside_the_root(root: Path) -> None:
     ctx = ctx_for(root)
     assert escape_message(resolve_file_for, ctx, "cfg", write=False).startswith("forbidden_path:")
     assert escape_message(resolve_file_for, ctx, "dotlich/config.json", write=False).startswith("forbidden_path:")
-    assert escape_message(resolve_file_for, ctx, "dotlich/approvals.json", write=True).startswith("forbidden_path:")
-    assert resolve_file_for(ctx, "dotlich/skills/s.md", write=True) == root / "dotlich/skills/s.md"
+    # Writes refuse the link itself, before the deny list is even asked.
+    assert escape_message(resolve_file_for, ctx, "dotlich/approvals.json", write=True).startswith("path_escape:")
+    assert escape_message(resolve_file_for, ctx, "dotlich/skills/s.md", write=True).startswith("path_escape:")
 
 
 def test_check_file_access_ignores_ordinary_files(root: Path) -> None:

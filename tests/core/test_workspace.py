@@ -157,11 +157,11 @@ async def test_failing_rename_part_way_restores_earlier_files(
     real_replace = os.replace
     calls: list[str] = []
 
-    def flaky_replace(src, dst) -> None:
+    def flaky_replace(src, dst, **dir_fds) -> None:
         calls.append(str(dst))
         if len(calls) == 3:  # the third swap (third.txt) fails after two succeeded
             raise OSError(5, "simulated I/O error")
-        real_replace(src, dst)
+        real_replace(src, dst, **dir_fds)
 
     monkeypatch.setattr(workspace_module.os, "replace", flaky_replace)
     changes = [

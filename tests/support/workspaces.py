@@ -42,6 +42,6 @@ class BufferWorkspace(DiskWorkspace):
         for change in buffered:
             if self.buffers[Path(change.path)] != change.base_text:
                 raise EditRejected("stale_document")
-        apply_to_disk([change for change in changes if Path(change.path) not in self.buffers])
+        apply_to_disk([change for change in changes if Path(change.path) not in self.buffers], self.root)
         for change in buffered:
             self.buffers[Path(change.path)] = change.new_text or ""

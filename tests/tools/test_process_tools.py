@@ -68,6 +68,26 @@ async def test_process_list_masks_secret_arguments(tmp_path: Path, sleeper) -> N
     assert "postgres://bob:<redacted>@db/x" in result.output
 
 
+async def test_process_list_masks_password_flags_and_pat_names(tmp_path: Path) -> None:
+    tag = f"lichtest-{uuid.uuid4().hex[:12]}"
+    argv = ["bash", "-c", "sleep 30; true", tag, "mysql", "-uroot", "-pS3cretPw", "--db-pass", "pw2ab", "GITHUB_PAT=ghxyz"]
+    proc = subprocess.Popen(argv)
+    try:
+        deadline = time.monotonic() + 10
+        while b"GITHUB_PAT" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        result = await process_list.TOOL.execute({"filter": tag}, ToolContext(work_dir=tmp_path))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert result.ok and result.details["pids"] == [proc.pid]
+    for secret in ("S3cretPw", "pw2ab", "ghxyz"):
+        assert secret not in result.output
+    assert "mysql -uroot -p<redacted: 8 chars>" in result.output
+    assert "--db-pass <redacted: 5 chars>" in result.output
+    assert "GITHUB_PAT=<redacted: 5 chars>" in result.output
+
+
 async def test_process_list_limits_results_and_counts_the_rest(tmp_path: Path) -> None:
     result = await process_list.TOOL.execute({"max_results": 1}, ToolContext(work_dir=tmp_path))
     lines = result.output.splitlines()
@@ -291,3 +311,39 @@ async def test_env_get_is_gated_by_process_exec(tmp_path: Path) -> None:
     assert result.error == "capability_denied: process/exec"
     result = await make_executor(tmp_path, env=dict(ENV)).execute("env_get", {"keys": ["MY_VAR"], "reveal": True})
     assert result.output.startswith("MY_VAR=hello")
+
+
+async def test_env_reveal_masks_pat_passwd_webhook_but_not_the_working_directory(tmp_path: Path) -> None:
+    env = {
+        "PATH": PATH,
+        "GITHUB_PAT": "github_pat_value",
+        "MY_PASSWD": "passwd-value",
+        "SLACK_WEBHOOK": "https://hooks.slack.com/services/T0/B0/abc",
+        "DB_PASS": "dbpass-value",
+        "MYSQL_PWD": "mysqlpwd-value",
+        "NOTES": "ghp_abcdefghijklmnopqrstuvwxyz0123",
+        "PWD": "/work/dir",
+        "OLDPWD": "/old/dir",
+    }
+    ctx = ToolContext(work_dir=tmp_path, env=env)
+    result = await env_get.TOOL.execute({"reveal": True}, ctx)
+    for secret in ("github_pat_value", "passwd-value", "hooks.slack.com", "dbpass-value", "mysqlpwd-value", "ghp_abc"):
+        assert secret not in result.output
+    assert "GITHUB_PAT=<redacted: 16 chars>" in result.output
+    assert "MY_PASSWD=<redacted: 12 chars>" in result.output
+    assert "SLACK_WEBHOOK=<redacted: 42 chars>" in result.output
+    assert "NOTES=<redacted: 34 chars>" in result.output  # the value is a GitHub token
+    assert "PWD=/work/dir" in result.output.splitlines()
+    assert "OLDPWD=/old/dir" in result.output.splitlines()
+    # Asking for a secret by name with reveal does not reveal it either.
+    named = await env_get.TOOL.execute({"keys": ["GITHUB_PAT", "SLACK_WEBHOOK"], "reveal": True}, ctx)
+    assert named.output.splitlines() == ["GITHUB_PAT=<redacted: 16 chars>", "SLACK_WEBHOOK=<redacted: 42 chars>"]
+
+
+async def test_env_configured_key_variable_is_absent(tmp_path: Path) -> None:
+    settings = {"providers": [{"kind": "openai_compat", "model": "m", "api_key_env": "OPENROUTER_KEY"}]}
+    ctx = ToolContext(work_dir=tmp_path, env={"PATH": PATH, "OPENROUTER_KEY": "or-value"}, settings=settings)
+    result = await env_get.TOOL.execute({"keys": ["OPENROUTER_KEY"], "reveal": True}, ctx)
+    assert result.output.splitlines()[0] == "OPENROUTER_KEY (not set)"
+    listing = await env_get.TOOL.execute({}, ctx)
+    assert "OPENROUTER_KEY" not in listing.output

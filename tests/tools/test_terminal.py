@@ -23,6 +23,7 @@ from lich_core.tools.builtin.terminal import (
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.executor import TERMINAL_TOOL_TIMEOUT_MS, ToolExecutor
 from lich_core.tools.registry import ToolRegistry
+from lich_core.tools.runtime import build_tool_runtime
 from lich_core.tools.types import ToolContext
 
 # The capped text plus the truncation note and the `[exit N]` line.
@@ -319,6 +320,53 @@ REFUSED_FORMS = [
     ("(cd sub && vim f)", "vim"),
     ("echo $(less f)", "less"),
     ("echo hi\ntop", "top"),
+    # wrappers that run their arguments as a command
+    ("nice vim", "vim"),
+    ("nice -n 10 vim f", "vim"),
+    ("nohup vim &", "vim"),
+    ("setsid vim", "vim"),
+    ("setsid -f top", "top"),
+    ("timeout 5 vim", "vim"),
+    ("timeout -s KILL 5s top", "top"),
+    ("timeout --foreground 10 htop", "htop"),
+    ("xargs vim", "vim"),
+    ("find . -name '*.py' | xargs -0 -n1 less", "less"),
+    ("xargs -I {} vim {}", "vim"),
+    ("stdbuf -oL less f", "less"),
+    ("stdbuf -o L less f", "less"),
+    ("ionice -c 3 vim", "vim"),
+    ("ionice -c2 -n7 nice -n19 vim", "vim"),
+    ("chrt -f 10 vim", "vim"),
+    ("taskset -c 0 htop", "htop"),
+    ("flock /tmp/l vim", "vim"),
+    ("busybox vi f", "vi"),
+    ("unbuffer top", "top"),
+    ("runuser -u bob -- vim", "vim"),
+    ("sudo vim", "vim"),
+    ("command vim", "vim"),
+    ("exec vim", "vim"),
+    ("time vim", "vim"),
+    ("nohup nice -n 5 timeout 10 vim", "vim"),
+    # command strings: shells' -c, eval, wrapper options that take a command line
+    ("bash -c vim", "vim"),
+    ("bash -lc 'vim notes.txt'", "vim"),
+    ('sh -c "less x"', "less"),
+    ("sh -c 'cd sub && less f'", "less"),
+    ("bash -o pipefail -c 'cat f | less'", "less"),
+    ("bash --norc -c vim", "vim"),
+    ("bash -c -- vim", "vim"),
+    ("zsh -c top", "top"),
+    ("dash -ec 'watch ls'", "watch"),
+    ("exec -a x bash -c vim", "vim"),
+    ("eval vim", "vim"),
+    ('eval "less f"', "less"),
+    ("env -S 'less f'", "less"),
+    ("env --split-string='less f'", "less"),
+    ("su -c vim bob", "vim"),
+    ("su bob -c 'man ls'", "man"),
+    ("flock /tmp/l -c 'less f'", "less"),
+    ("script -qc 'vim f' /dev/null", "vim"),
+    ("bash -c \"sudo -u x bash -c 'nice vim'\"", "vim"),
 ]
 
 
@@ -344,6 +392,28 @@ async def test_interactive_programs_are_refused_before_running(tmp_path: Path, f
         "env A=1 printenv A",
         "sudo_like=1 echo top",
         "cat <<EOF\nless\nEOF",
+        "bash -c 'echo vim'",
+        "bash -c 'echo \"vim\"'",
+        "bash -c 'vimdiff --version'",
+        "bash script.sh",
+        "sh -x script.sh vim",
+        "bash",
+        "eval echo less",
+        "timeout 5 make",
+        "timeout 5 sleep 1",
+        "nice make",
+        "nohup ./vim-server",
+        "xargs echo vim",
+        "xargs",
+        "command -v vim",
+        "command -V less",
+        "sh -c 'grep less f'",
+        "su -c ls bob",
+        "chrt -p 10 1234",
+        "ionice -p 1234",
+        "env -S 'echo less'",
+        "flock /tmp/l make",
+        "script -c ls /dev/null",
     ],
 )
 def test_non_interactive_commands_are_not_refused(command: str) -> None:
@@ -354,6 +424,18 @@ def test_effective_command_looks_past_wrappers() -> None:
     assert effective_command(["sudo", "-u", "bob", "-g", "staff", "make"]) == "make"
     assert effective_command(["env", "-u", "X", "A=1", "/bin/ls"]) == "ls"
     assert effective_command(["A=1", "B=2"]) is None
+    assert effective_command(["timeout", "-k", "1", "5", "make", "-j4"]) == "make"
+    assert effective_command(["chrt", "-f", "10", "python3", "x.py"]) == "python3"
+    assert effective_command(["xargs", "-0", "-P", "4", "-n", "1", "gzip"]) == "gzip"
+    assert effective_command(["command", "-v", "vim"]) is None  # a lookup, runs nothing
+
+
+async def test_wrapped_interactive_program_is_refused_instead_of_hanging(tmp_path: Path) -> None:
+    # Without the refusal `timeout 5 vim` would sit until its own timeout; refused, it returns at once.
+    started = time.monotonic()
+    result = await TOOL.execute({"command": "timeout 20 vim x", "timeout_ms": 30_000}, make_ctx(tmp_path))
+    assert result.error.startswith("interactive_command: vim ")
+    assert time.monotonic() - started < 5
 
 
 async def test_refusal_through_executor_runs_nothing(tmp_path: Path) -> None:
@@ -394,6 +476,40 @@ async def test_executor_env_is_scrubbed(tmp_path: Path) -> None:
     executor.env["OPENAI_API_KEY"] = "sk-exec"
     result = await executor.execute("terminal", {"command": 'echo "key=${OPENAI_API_KEY:-none}"'})
     assert result.output.startswith("key=none\n")
+
+
+async def test_configured_key_variables_never_reach_the_child(tmp_path: Path) -> None:
+    """A provider's api_key_env need not end in _API_KEY (`OPENROUTER_KEY`): it is scrubbed anyway."""
+    config = {
+        "work_dir": str(tmp_path),
+        "providers": [
+            {"name": "or", "kind": "openai_compat", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+             "api_key_env": "OPENROUTER_KEY"},
+            {"name": "gh", "kind": "openai_compat", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+             "api_key_env": "MY_LLM_SECRET_VAR"},
+        ],
+    }
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "OPENROUTER_KEY": "or-key-value",
+           "MY_LLM_SECRET_VAR": "llm-secret-value", "KEEP_ME": "kept"}
+    runtime = build_tool_runtime(config, env=env, load_plugins=False)
+    result = await runtime.executor.execute("terminal", {"command": "env"})
+    assert result.ok, result.error
+    assert "KEEP_ME=kept" in result.output
+    for leaked in ("OPENROUTER_KEY", "or-key-value", "MY_LLM_SECRET_VAR", "llm-secret-value"):
+        assert leaked not in result.output
+
+
+async def test_configured_key_variables_are_scrubbed_on_a_direct_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No runtime: the settings (the config) still name the key variable, in ctx.env or inherited.
+    monkeypatch.setenv("INHERITED_LLM_KEY", "inherited-value")
+    settings = {"providers": [{"api_key_env": "OPENROUTER_KEY"}, {"api_key_env": "INHERITED_LLM_KEY"}, "junk", {}]}
+    ctx = make_ctx(tmp_path, settings=settings)
+    ctx.env["OPENROUTER_KEY"] = "or-key-value"
+    result = await TOOL.execute({"command": 'echo "a=${OPENROUTER_KEY:-none}"'}, ctx)
+    assert result.output.startswith("a=none\n")
+    unconfigured = ToolContext(work_dir=tmp_path, settings=settings)  # empty env: the server's own
+    result = await TOOL.execute({"command": 'echo "b=${INHERITED_LLM_KEY:-none}"'}, unconfigured)
+    assert result.output.startswith("b=none\n")
 
 
 async def test_capability_denied_runs_nothing(tmp_path: Path) -> None:

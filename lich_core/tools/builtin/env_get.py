@@ -4,8 +4,11 @@ Source: the same environment the terminal tool gives its child processes (ctx.en
 own environment when ctx.env is empty, i.e. unconfigured; provider API keys removed either way),
 so what the model learns here is what its commands will actually get.
 
-Values stay hidden unless `reveal` is true, and a name that looks like a secret
-(secret|token|password|key|credential|auth, any case) is always masked as `<redacted: N chars>`.
+Values stay hidden unless `reveal` is true, and a name that looks like a secret is always masked as
+`<redacted: N chars>`, `reveal` or not: secret, token, password, passwd, passphrase, key,
+credential, auth, webhook, cookie anywhere in the name, or a whole name segment PAT, PASS, PW, DSN,
+or PWD at the end of a longer name (`DB_PWD`; `PWD` and `OLDPWD` are directories). A revealed value
+that holds a well-known token format or URL credentials is masked too (lich_core/tools/secrets.py).
 
 Capability: `process/exec`. Values often hold credentials the name rule cannot spot
 (`DATABASE_URL=postgres://user:pw@host`), and a configuration that denies running programs is a
@@ -17,23 +20,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lich_core.tools.builtin.process_list import mask_url_credentials
 from lich_core.tools.builtin.terminal import tool_process_env
 from lich_core.tools.guard import capture_errors, optional_bool_arg, optional_string_arg
+from lich_core.tools.secrets import SECRET_VALUE_RE, is_secret_name, mask_url_credentials
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
 
-SECRET_NAME_RE = re.compile(r"secret|token|password|key|credential|auth", re.IGNORECASE)
+__all__ = ["TOOL", "is_secret_name", "show_value"]
+
 MAX_ENV_ENTRIES = 500
 # A revealed value longer than this is cut (PATH-like lists are the usual long ones).
 MAX_VALUE_CHARS = 2_000
 
 
-def is_secret_name(name: str) -> bool:
-    return SECRET_NAME_RE.search(name) is not None
-
-
 def show_value(name: str, value: str, reveal: bool) -> str:
-    if is_secret_name(name):
+    if is_secret_name(name) or (reveal and SECRET_VALUE_RE.search(value)):
         return f"<redacted: {len(value)} chars>"
     if not reveal:
         return f"<hidden: {len(value)} chars>"
@@ -88,7 +88,8 @@ TOOL = FunctionTool(
     description=(
         "Read environment variables as terminal commands see them: the named `keys`, those starting "
         "with `prefix`, or all names. Values are hidden unless `reveal` is true; names that look like "
-        "secrets (secret, token, password, key, credential, auth) are always redacted."
+        "secrets (secret, token, password, passwd, key, credential, auth, webhook, PAT, PASS, ...) "
+        "and values that look like tokens are always redacted."
     ),
     parameters={
         "type": "object",

@@ -3,18 +3,20 @@
 Gated by `process/exec`, the process surface: every tool declares one capability, and a setup
 that denies processes (an untrusted workspace grants only `file/read`) should not see other
 programs' command lines either, since they can carry credentials. Secret-looking arguments are
-masked with the same rule as env_get.
+masked with the same rules as env_get (lich_core/tools/secrets.py): `--password X`, `TOKEN=x`,
+`mysql -pX`, `sshpass -p X`, `curl -u user:X`, URL credentials, well-known token formats, and the
+same inside a shell command string.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
 from lich_core.tools.guard import capture_errors, optional_int_arg, optional_string_arg
+from lich_core.tools.secrets import mask_arguments, mask_url_credentials
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
 
 PROC_ROOT = Path("/proc")
@@ -23,35 +25,8 @@ MAX_PROCESSES = 2_000
 # Keeps one runaway command line (a huge argv) from taking over the result.
 MAX_CMDLINE_CHARS = 500
 
-# `--token=abc`, `API_KEY=abc`, `password:abc`
-SECRET_ASSIGNMENT_RE = re.compile(
-    r"^(-{0,2}[\w.-]*(?:secret|token|password|passwd|key|credential|auth)[\w.-]*[=:])(.+)$", re.IGNORECASE
-)
-# `--password abc`: an option named like a secret whose value is the next argument.
-SECRET_OPTION_RE = re.compile(r"^--?[\w.-]*(?:secret|token|password|passwd|key|credential|auth)[\w.-]*$", re.IGNORECASE)
-URL_CREDENTIALS_RE = re.compile(r"(\w[\w+.-]*://[^/\s:@]*):[^/\s@]+@")
-
-
-def mask_url_credentials(text: str) -> str:
-    """`postgres://user:pw@host` -> `postgres://user:<redacted>@host`."""
-    return URL_CREDENTIALS_RE.sub(r"\1:<redacted>@", text)
-
-
-def mask_arguments(argv: list[str]) -> list[str]:
-    masked: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            masked.append(f"<redacted: {len(arg)} chars>")
-            hide_next = False
-            continue
-        assignment = SECRET_ASSIGNMENT_RE.match(arg)
-        if assignment:
-            masked.append(f"{assignment.group(1)}<redacted: {len(assignment.group(2))} chars>")
-            continue
-        hide_next = bool(SECRET_OPTION_RE.match(arg))
-        masked.append(mask_url_credentials(arg))
-    return masked
+# mask_arguments and mask_url_credentials live in lich_core.tools.secrets; importable from here too.
+__all__ = ["TOOL", "list_pids", "mask_arguments", "mask_url_credentials", "read_process"]
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -4,12 +4,17 @@ Process rules, all of which exist so a model-issued command can never outlive or
 - the command runs in its own session and process group; the whole group gets SIGKILL on
   timeout, on cancellation (ctx.cancel or asyncio task cancellation) and also once bash itself
   has exited, so background jobs started by the command do not survive the call;
+- on Linux, processes that left the group (`setsid cmd &`, `setsid -f`, double forks) are found
+  too and killed at the same moments: this process is a child subreaper during the call and the
+  shell's environment carries `LICH_CALL_ID` (lich_core/tools/reaper.py);
 - stdout and stderr are merged and read as they arrive; past TERMINAL_MAX_OUTPUT_CHARS the text is
   counted and dropped, so memory stays bounded however much the command prints;
 - interactive programs (editors, pagers, ssh, ...) are refused before anything runs, because
-  without a terminal they either hang until the timeout or print garbage;
-- provider API keys are scrubbed from the child's environment here as well as in the runtime, so
-  a direct call with an unscrubbed context is just as safe.
+  without a terminal they either hang until the timeout or print garbage; the check looks through
+  wrappers (`nice`, `timeout 5`, `xargs`, `sudo`, ...), `sh -c STRING` and `eval`;
+- provider API keys (including every configured `api_key_env`) are scrubbed from the child's
+  environment here as well as in the runtime, so a direct call with an unscrubbed context is just
+  as safe.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import shlex
 import signal
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +42,8 @@ from lich_core.tools.guard import (
     resolve_safe_path,
     truncation_marker,
 )
-from lich_core.tools.runtime import scrubbed_env
+from lich_core.tools.reaper import CallReaper
+from lich_core.tools.runtime import configured_key_env_names, scrubbed_env
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
 
 TERMINAL_MAX_OUTPUT_CHARS = 50_000
@@ -44,8 +51,8 @@ DEFAULT_COMMAND_TIMEOUT_MS = 60_000
 MAX_COMMAND_TIMEOUT_MS = 300_000
 TERMINAL_TIMEOUT_ENV = "LICH_TERMINAL_TIMEOUT_MS"
 TERMINAL_TIMEOUT_SETTING = "terminal_timeout_ms"
-# After the group is killed, how long to keep reading for output already in the pipe. Only a
-# process that escaped the group (its own setsid) can hold the pipe open past this.
+# After the call's processes are killed, how long to keep reading for output already in the pipe.
+# Only a process that escaped both the group and the reaper can hold the pipe open past this.
 DRAIN_GRACE_MS = 2_000
 # Room for the truncation note and the `[exit N]` line on top of the capped text.
 TERMINAL_RESULT_SLACK_CHARS = 200
@@ -69,17 +76,69 @@ INTERACTIVE_PROGRAMS: Mapping[str, str] = {
     "screen": "run the command directly",
 }
 
-# Words that run the next word as the command; their options may take a value.
-COMMAND_WRAPPERS = frozenset({"env", "command", "exec", "time", "sudo", "doas"})
-WRAPPER_OPTIONS_WITH_VALUE: Mapping[str, frozenset[str]] = {
-    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
-    "exec": frozenset({"-a"}),
-    "time": frozenset({"-f", "--format", "-o", "--output"}),
-    "sudo": frozenset({"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt",
-                       "-C", "--close-from", "-D", "--chdir", "-r", "--role", "-t", "--type",
-                       "-T", "--command-timeout", "-U", "--other-user"}),
-    "doas": frozenset({"-u", "-C"}),
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A program that runs another command given on its command line (`nice`, `timeout`, `sudo`, ...)."""
+
+    # Options whose value is the next word (`-u USER`); a value attached (`-n5`, `--user=x`) is one word.
+    value_options: frozenset[str] = frozenset()
+    # Words between the options and the command: timeout's DURATION, chrt's priority, taskset's mask.
+    operands: int = 0
+    # Options whose value is itself a command line (`env -S`, `su -c`, `flock -c`, `script -c`).
+    command_options: frozenset[str] = frozenset()
+    # Options that make the wrapper only look the name up (`command -v vim` runs nothing).
+    lookup_options: frozenset[str] = frozenset()
+    # False when the operands are not a command at all (`su USER`, `script FILE`).
+    runs_operand: bool = True
+
+
+def _wrapper(
+    value: str = "", operands: int = 0, command: str = "", lookup: str = "", runs_operand: bool = True
+) -> Wrapper:
+    return Wrapper(
+        frozenset(value.split()), operands, frozenset(command.split()), frozenset(lookup.split()), runs_operand
+    )
+
+
+# kli's wrappers (env, command, exec, time, sudo, doas) plus the other common "run this" prefixes.
+WRAPPERS: Mapping[str, Wrapper] = {
+    "env": _wrapper("-u --unset -C --chdir", command="-S --split-string"),
+    "command": _wrapper(lookup="-v -V"),
+    "exec": _wrapper("-a"),
+    "time": _wrapper("-f --format -o --output"),
+    "sudo": _wrapper(
+        "-u --user -g --group -h --host -p --prompt -C --close-from -D --chdir -r --role -t --type "
+        "-T --command-timeout -U --other-user"
+    ),
+    "doas": _wrapper("-u -C"),
+    "nice": _wrapper("-n --adjustment"),
+    "nohup": _wrapper(),
+    "setsid": _wrapper(),
+    "stdbuf": _wrapper("-i -o -e --input --output --error"),
+    "ionice": _wrapper("-c --class -n --classdata -p --pid -P --pgid -u --uid"),
+    "chrt": _wrapper("-T --sched-runtime -P --sched-period -D --sched-deadline", operands=1),
+    "timeout": _wrapper("-s --signal -k --kill-after", operands=1),
+    "xargs": _wrapper(
+        "-a --arg-file -d --delimiter -E -I -L -n --max-args -P --max-procs -s --max-chars --process-slot-var"
+    ),
+    "taskset": _wrapper(operands=1),
+    "flock": _wrapper("-w --wait --timeout -E --conflict-exit-code", operands=1, command="-c --command"),
+    "su": _wrapper("-s --shell -g --group -G --supp-group", command="-c --command", runs_operand=False),
+    "runuser": _wrapper("-u --user -s --shell -g --group -G --supp-group", command="-c --command"),
+    "script": _wrapper(
+        "-E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -m --logging-format",
+        command="-c --command",
+        runs_operand=False,
+    ),
+    "busybox": _wrapper(),
+    "unbuffer": _wrapper(),
 }
+# Shells whose `-c STRING` is a command line to look into.
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish"})
+SHELL_OPTIONS_WITH_VALUE = frozenset({"--rcfile", "--init-file"})
+# bash -c "bash -c '...'" nests; past this depth the command is run unchecked.
+MAX_NESTING = 8
 # Shell words that may precede a command without being one.
 SHELL_PREFIX_WORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "do", "while", "until", "fi", "done"})
 # shlex (punctuation_chars) yields these as separate tokens; each starts a new simple command.
@@ -117,10 +176,12 @@ def _segments(tokens: list[str]) -> list[list[str]]:
     return [segment for segment in segments if segment]
 
 
-def effective_command(words: list[str]) -> str | None:
-    """The program a simple command runs, looking past wrappers, assignments and their options."""
+def _unwrap(words: list[str]) -> tuple[str | None, list[str], list[str]]:
+    """(program, its arguments, command lines given to wrapper options) of one simple command."""
     index = 0
-    wrapper: str | None = None
+    spec: Wrapper | None = None
+    operands_left = 0
+    nested: list[str] = []
     while index < len(words):
         word = words[index]
         if word in REDIRECTIONS:
@@ -129,29 +190,104 @@ def effective_command(words: list[str]) -> str | None:
         if ASSIGNMENT_RE.match(word) or word in SHELL_PREFIX_WORDS:
             index += 1
             continue
-        if wrapper is not None and word.startswith("-") and word != "-":
-            takes_value = word in WRAPPER_OPTIONS_WITH_VALUE.get(wrapper, frozenset())
-            index += 2 if takes_value else 1
+        if spec is not None and word.startswith("-") and word != "-":
+            option, has_value, value = word.partition("=")
+            if word in spec.lookup_options:
+                return None, [], nested
+            if not word.startswith("--") and len(word) > 2 and f"-{word[-1]}" in spec.command_options:
+                option = f"-{word[-1]}"  # a cluster ending in the option: `script -qc CMD`
+            if option in spec.command_options:
+                if has_value:
+                    nested.append(value)
+                elif index + 1 < len(words):
+                    nested.append(words[index + 1])
+                index += 1 if has_value else 2
+                continue
+            index += 2 if word in spec.value_options else 1
             continue
-        name = os.path.basename(word)
-        if name in COMMAND_WRAPPERS:
-            wrapper = name
+        if spec is not None and operands_left > 0:
+            operands_left -= 1
             index += 1
             continue
+        if spec is not None and not spec.runs_operand:
+            index += 1  # `su USER`, `script FILE`: not a command
+            continue
+        name = os.path.basename(word)
+        if name in WRAPPERS:
+            spec = WRAPPERS[name]
+            operands_left = spec.operands
+            index += 1
+            continue
+        return name, words[index + 1 :], nested
+    return None, [], nested
+
+
+def effective_command(words: list[str]) -> str | None:
+    """The program a simple command runs, looking past wrappers, assignments and their options."""
+    return _unwrap(words)[0]
+
+
+def shell_command_string(args: list[str]) -> str | None:
+    """The command line a shell runs for these arguments (`-c STRING`, `-lc STRING`), if any."""
+    index = 0
+    has_c = False
+    while index < len(args):
+        word = args[index]
+        if word in ("--", "-"):
+            index += 1
+            break
+        if word.startswith("--"):
+            index += 2 if word in SHELL_OPTIONS_WITH_VALUE else 1
+            continue
+        if word[:1] in ("-", "+") and len(word) > 1:
+            letters = word[1:]
+            has_c = has_c or (word[0] == "-" and "c" in letters)
+            # -o NAME / -O NAME (bash, zsh): the option's name is the next word.
+            index += 2 if ("o" in letters or "O" in letters) else 1
+            continue
+        break
+    return args[index] if has_c and index < len(args) else None
+
+
+def _interactive_program(words: list[str], depth: int) -> str | None:
+    name, args, nested = _unwrap(words)
+    if name in INTERACTIVE_PROGRAMS:
         return name
+    if name in SHELLS:
+        string = shell_command_string(args)
+        if string is not None:
+            nested.append(string)
+    elif name == "eval":
+        nested.append(" ".join(args))
+    if depth < MAX_NESTING:
+        for line in nested:
+            found = _first_interactive(line, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _first_interactive(command: str, depth: int = 0) -> str | None:
+    for segment in _segments(_tokens(command)):
+        found = _interactive_program(segment, depth)
+        if found is not None:
+            return found
     return None
 
 
 def interactive_refusal(command: str) -> str | None:
-    """The `interactive_command:` error for a command that would start an interactive program."""
-    for segment in _segments(_tokens(command)):
-        name = effective_command(segment)
-        if name is not None and name in INTERACTIVE_PROGRAMS:
-            return (
-                f"interactive_command: {name} needs an interactive terminal, which this tool does not "
-                f"have (nothing was run); instead, {INTERACTIVE_PROGRAMS[name]}"
-            )
-    return None
+    """The `interactive_command:` error for a command that would start an interactive program.
+
+    Looks at every simple command, through wrappers (`nice`, `timeout 5`, `xargs`, `sudo -u x`,
+    `env A=1`, ...), shells' `-c STRING`, `eval` and wrapper options that take a command line.
+    """
+    name = _first_interactive(command)
+    if name is None:
+        return None
+    return (
+        f"interactive_command: {name} needs an interactive terminal, which this tool does not "
+        f"have (nothing was run); instead, {INTERACTIVE_PROGRAMS[name]}"
+    )
 
 
 # --- settings ---
@@ -177,9 +313,11 @@ def tool_process_env(ctx: ToolContext) -> dict[str, str]:
     """The environment a tool's child process gets.
 
     An empty ctx.env is ToolContext's default, meaning "not configured" (a direct call), so the
-    server's own environment is used; either way provider API keys are removed.
+    server's own environment is used; either way provider API keys are removed: the well-known
+    names and every variable a configured provider reads its key from (`api_key_env` in
+    ctx.settings, which is the config when the call comes through the runtime).
     """
-    return scrubbed_env(ctx.env or os.environ)
+    return scrubbed_env(ctx.env or os.environ, configured_key_env_names(ctx.settings))
 
 
 # --- running ---
@@ -222,11 +360,17 @@ class _OutputSink(asyncio.SubprocessProtocol):
 
 
 def kill_process_group(pgid: int) -> None:
-    """SIGKILL a whole process group (a child started with start_new_session=True)."""
+    """SIGKILL a whole process group (a child started with start_new_session=True).
+
+    Without process groups (Windows) only the process itself can be terminated.
+    """
     try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone
+        if hasattr(os, "killpg"):
+            os.killpg(pgid, signal.SIGKILL)
+        else:
+            os.kill(pgid, signal.SIGTERM)
+    except OSError:
+        pass  # the group is already gone (or not ours to signal)
 
 
 def _exit_status(returncode: int | None) -> int | None:
@@ -274,6 +418,23 @@ async def run_terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
     if ctx.cancel.cancelled:
         return ToolResult(ok=False, error="cancelled")
+    reaper = CallReaper()
+    reaper.start()  # Linux: from here on, orphans of the command re-parent to this process
+    try:
+        return await _run_command(command, timeout_ms, cwd, stdin_text, reaper.mark(env), reaper, ctx)
+    finally:
+        reaper.release()
+
+
+async def _run_command(
+    command: str,
+    timeout_ms: int,
+    cwd: Path,
+    stdin_text: str | None,
+    env: dict[str, str],
+    reaper: CallReaper,
+    ctx: ToolContext,
+) -> ToolResult:
     loop = asyncio.get_running_loop()
     sink = _OutputSink(loop, TERMINAL_MAX_OUTPUT_CHARS)
     transport, _ = await loop.subprocess_exec(
@@ -286,9 +447,10 @@ async def run_terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         stderr=subprocess.STDOUT,
         cwd=str(cwd),
         env=env,
-        start_new_session=True,  # pid == pgid: one killpg reaches every descendant
+        start_new_session=True,  # pid == pgid: one killpg reaches every descendant that stays
     )
     pgid = transport.get_pid()
+    reaper.spawned(pgid)
     unsubscribe = ctx.cancel.on_cancel(lambda: kill_process_group(pgid))
     if stdin_text is not None:
         stdin = transport.get_pipe_transport(0)
@@ -309,15 +471,20 @@ async def run_terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         exited = sink.exited.done() and not cancelled
     finally:
         kill_process_group(pgid)
+        # Then everything that left the group: `setsid` daemons, double forks (Linux; reaper.py).
+        reaper.kill_leftovers()
+        reaper.release()  # nothing of this call is alive any more: stop adopting orphans
         unsubscribe()
         cancel_wait.cancel()
         if not finished:  # task cancelled: no more awaiting, just release the pipes
+            reaper.reap_now()
             transport.close()
     try:
         await asyncio.wait_for(asyncio.shield(sink.output_closed), DRAIN_GRACE_MS / 1000)
     except asyncio.TimeoutError:
-        pass  # a process that left our group still holds the pipe; stop reading it
+        pass  # a process we could not kill still holds the pipe; stop reading it
     transport.close()
+    await reaper.reap()
 
     status = _exit_status(transport.get_returncode()) if exited else None
     details: dict[str, Any] = {
@@ -327,11 +494,11 @@ async def run_terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         "timeout_ms": timeout_ms,
     }
     if cancelled:
-        output = _compose_output(sink, "[cancelled; process group killed]")
+        output = _compose_output(sink, "[cancelled; its processes were killed]")
         return ToolResult(ok=False, output=output, error="cancelled", details=details)
     if not exited:
         details["timed_out"] = True
-        output = _compose_output(sink, f"[timeout after {timeout_ms} ms; process group killed]")
+        output = _compose_output(sink, f"[timeout after {timeout_ms} ms; its processes were killed]")
         return ToolResult(
             ok=False, output=output, error=f"timeout: command exceeded {timeout_ms} ms", details=details
         )
@@ -348,8 +515,9 @@ TOOL = FunctionTool(
         "its combined stdout and stderr followed by `[exit N]`. Succeeds only when the command exits "
         "with 0. Output is capped at 50,000 characters. The command is killed with all its child "
         "processes when it runs past `timeout_ms` (default 60000, max 300000) or the call is "
-        "cancelled; background jobs do not outlive the call. Interactive programs (editors, pagers, "
-        "top, watch, ssh, tmux, ...) are refused: there is no terminal. Use `input` for stdin."
+        "cancelled; background jobs and daemons do not outlive the call. Interactive programs "
+        "(editors, pagers, top, watch, ssh, tmux, ...) are refused, also behind wrappers such as "
+        "`nice`, `timeout 5` or `sh -c`: there is no terminal. Use `input` for stdin."
     ),
     parameters={
         "type": "object",

@@ -1,0 +1,240 @@
+"""Race-free file access inside a root: what was checked is what gets opened.
+
+Checking a path and then opening it by name leaves a window in which a directory on the way can
+be swapped for a symlink to somewhere else. So:
+
+- **Writes** walk from a descriptor of the root, one component at a time, with `O_NOFOLLOW |
+  O_DIRECTORY`, and create, rename and unlink relative to the final directory's descriptor. No
+  symlink is ever followed on the way to a write, not even one that stays inside the root.
+- **Reads** may follow a symlink that stays inside the root. The file is opened first (with
+  `O_NONBLOCK`, so a FIFO cannot hang the caller), then the real path of the *opened* descriptor
+  is checked against the root and it must be a regular file; only then is it read.
+
+Errors are ToolErrors with stable prefixes: `path_escape:`, `not_regular_file:`,
+`permission_denied:`, `bad_path:`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+from lich_core.errors import ToolError
+
+TEMP_SUFFIX = ".lich-tmp"
+# Linux limits; a longer path fails in the kernel with ENAMETOOLONG, reported as bad_path.
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOCTTY = getattr(os, "O_NOCTTY", 0)
+FD_PATH_DIR = Path("/proc/self/fd")
+
+
+def check_path_text(target: str) -> None:
+    """`bad_path:` for what the kernel cannot take: a NUL byte, an over-long path or name."""
+    if "\x00" in target:
+        raise ToolError("bad_path: the path contains a NUL byte")
+    encoded = os.fsencode(target)
+    if len(encoded) >= MAX_PATH_BYTES:
+        raise ToolError(f"bad_path: the path is {len(encoded)} bytes long (the limit is {MAX_PATH_BYTES - 1})")
+    longest = max((len(part) for part in encoded.split(b"/")), default=0)
+    if longest > MAX_NAME_BYTES:
+        raise ToolError(f"bad_path: a name in the path is {longest} bytes long (the limit is {MAX_NAME_BYTES})")
+
+
+def _relative_parts(root: Path, path: Path) -> list[str]:
+    rel = os.path.relpath(path, root)
+    parts = [part for part in rel.split(os.sep) if part not in ("", ".")]
+    if not parts or parts[0] == ".." or os.path.isabs(rel):
+        raise ToolError(f"path_escape: {path} is not inside {root}")
+    return parts
+
+
+def _is_within(root_real: str, real: str) -> bool:
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+def _descriptor_path(fd: int, fallback: Path) -> str:
+    """The real path of an open descriptor (Linux: /proc/self/fd); elsewhere the path's realpath."""
+    try:
+        return os.readlink(FD_PATH_DIR / str(fd))
+    except OSError:
+        return os.path.realpath(fallback)
+
+
+# --- reads ---
+
+
+def open_for_read(root: Path, path: Path) -> int:
+    """A descriptor of the regular file `path`, checked to lie inside `root` after opening."""
+    check_path_text(str(path))
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        real = _descriptor_path(fd, path)
+        if not _is_within(os.path.realpath(root), real):
+            raise ToolError(f"path_escape: {path} resolves to {real}, outside {root}")
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"not_regular_file: {path} is a {_kind(info.st_mode)}, not a regular file")
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes_within(root: Path, path: Path) -> bytes:
+    fd = open_for_read(root, path)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+@contextmanager
+def open_text_within(root: Path, path: Path, *, encoding: str, errors: str) -> Iterator[IO[str]]:
+    fd = open_for_read(root, path)
+    with os.fdopen(fd, "r", encoding=encoding, errors=errors, newline="") as handle:
+        yield handle
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISLNK(mode):
+        return "symbolic link"
+    return "special file"
+
+
+# --- writes ---
+
+
+class ParentDir:
+    """The directory that holds a write target, opened through descriptors only."""
+
+    def __init__(self, fd: int, name: str, path: Path) -> None:
+        self.fd = fd
+        self.name = name
+        self.path = path
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def lstat(self) -> os.stat_result | None:
+        try:
+            return os.stat(self.name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def check_target(self) -> os.stat_result | None:
+        """Refuse a symlink, a non-regular file or a read-only file at the target name."""
+        info = self.lstat()
+        if info is None:
+            return None
+        if stat.S_ISLNK(info.st_mode):
+            raise ToolError(f"path_escape: {self.path} is a symbolic link; writes never follow symbolic links")
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(21, "Is a directory", str(self.path))
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"not_regular_file: {self.path} is a {_kind(info.st_mode)}, not a regular file")
+        if not os.access(self.name, os.W_OK, dir_fd=self.fd, follow_symlinks=False):
+            raise ToolError(f"permission_denied: {self.path} is read-only; it was not changed")
+        return info
+
+    def read_text(self, *, encoding: str, errors: str) -> str | None:
+        """The target's current text (None when absent), opened without following a symlink."""
+        if self.check_target() is None:
+            return None
+        fd = os.open(self.name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _NOCTTY, dir_fd=self.fd)
+        with os.fdopen(fd, "r", encoding=encoding, errors=errors, newline="") as handle:
+            return handle.read()
+
+    def write_temp(self, data: bytes, mode: int) -> str:
+        """A new temp file beside the target holding `data`, with `mode`; returns its name."""
+        name = f".{self.name[:200]}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=self.fd)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+                os.fchmod(handle.fileno(), mode)
+        except BaseException:
+            self.remove_quietly(name)
+            raise
+        return name
+
+    def replace_with(self, temp_name: str) -> None:
+        os.replace(temp_name, self.name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def unlink_target(self) -> None:
+        os.unlink(self.name, dir_fd=self.fd)
+
+    def remove_quietly(self, name: str) -> None:
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            pass
+
+
+def open_parent(root: Path, path: Path, *, create: bool) -> ParentDir:
+    """Walk from `root` to the directory of `path` without following any symlink.
+
+    With `create`, missing directories are made on the way (each relative to its parent's
+    descriptor, so a swapped-in symlink is never followed).
+    """
+    check_path_text(str(path))
+    parts = _relative_parts(root, path)
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        walked = Path(root)
+        for part in parts[:-1]:
+            walked = walked / part
+            child = _enter(fd, part, walked, create=create)
+            os.close(fd)
+            fd = child
+        return ParentDir(fd, parts[-1], path)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _enter(parent_fd: int, name: str, walked: Path, *, create: bool) -> int:
+    """The descriptor of directory `name` in `parent_fd` (made first with `create`); the parent stays open."""
+    try:
+        return os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=parent_fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+    except OSError as err:
+        raise _not_a_plain_dir(err, walked) from None
+    try:
+        os.mkdir(name, 0o777, dir_fd=parent_fd)
+    except FileExistsError:
+        pass  # made meanwhile: open it below, still without following
+    try:
+        return os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=parent_fd)
+    except OSError as err:
+        raise _not_a_plain_dir(err, walked) from None
+
+
+def _not_a_plain_dir(err: OSError, walked: Path) -> Exception:
+    """ELOOP/ENOTDIR on an O_NOFOLLOW|O_DIRECTORY open: a symlink (refused) or a file in the way."""
+    if err.errno == errno.ELOOP or (err.errno == errno.ENOTDIR and os.path.islink(walked)):
+        return ToolError(f"path_escape: {walked} is a symbolic link; writes never follow symbolic links")
+    if err.errno == errno.ENOTDIR:
+        return NotADirectoryError(err.errno, "Not a directory", str(walked))
+    return err

@@ -1,0 +1,172 @@
+"""What looks like a secret: variable names, command-line arguments and values.
+
+Shared by env_get (names and values of the environment) and process_list (command lines), so both
+mask the same things. The rules err on the side of masking: a hidden non-secret costs the model a
+question, a shown secret cannot be taken back.
+
+- names: any of secret, token, password, passwd, passphrase, key, credential, auth, webhook,
+  cookie anywhere in the name (any case); or a whole segment (split at `_ - .` and
+  camelCase) PAT, PASS, PW, PWD or DSN (so `GITHUB_PAT` and `DB_PASS` are masked, `PATH` and
+  `PASSENGER_ENV` are not). `PWD` and `OLDPWD` are the working directory, not a password: PWD
+  counts only as the last segment of a longer name (`MYSQL_PWD`, `DB_PWD`).
+- arguments: `NAME=value` / `--name=value` / `name:value` with a secret-looking name;
+  `--name VALUE` with a secret-looking option; password flags of known programs (`mysql
+  -pSECRET`, `sshpass -p SECRET`, `curl -u user:SECRET`, ...); the same inside a shell command
+  string (`bash -c "mysql -pSECRET"`).
+- values: credentials in URLs (`scheme://user:pw@host`) and well-known token formats (GitHub,
+  GitLab, Slack, OpenAI/Anthropic, AWS, Google, npm, PyPI, JWTs, private-key blocks, Slack and
+  Discord webhook URLs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+SECRET_WORDS_RE = re.compile(
+    r"secret|token|password|passwd|passphrase|key|credential|auth|webhook|cookie", re.IGNORECASE
+)
+SECRET_SEGMENTS = frozenset({"pat", "pass", "pw", "pwd", "dsn"})
+# Segments: runs of capitals (`PAT` in `GITHUB_PAT`), capitalised or lower-case words (`Pat` in
+# `githubPat`), digits.
+SEGMENT_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+URL_CREDENTIALS_RE = re.compile(r"(\w[\w+.-]*://[^/\s:@]*):[^/\s@]+@")
+SECRET_VALUE_RE = re.compile(
+    r"gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}"
+    r"|glpat-[A-Za-z0-9_-]{20,}"
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}"
+    r"|sk-[A-Za-z0-9_-]{20,}"
+    r"|AKIA[0-9A-Z]{16}"
+    r"|AIza[0-9A-Za-z_-]{35}"
+    r"|npm_[A-Za-z0-9]{36}"
+    r"|pypi-[A-Za-z0-9_-]{40,}"
+    r"|eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+    r"|https://hooks\.slack\.com/\S+"
+    r"|https://(?:[a-z]+\.)?discord(?:app)?\.com/api/webhooks/\S+"
+)
+
+ASSIGNMENT_RE = re.compile(r"^(-{0,2})([A-Za-z_][\w.-]*)([=:])(.+)$", re.DOTALL)
+OPTION_RE = re.compile(r"^--?([A-Za-z_][\w.-]*)$")
+
+# How a program's password flag carries the secret.
+ATTACHED = "attached"  # only `-pSECRET`; a bare `-p` prompts and the next word is something else
+SEPARATE = "separate"  # `-P SECRET` (and `-PSECRET`)
+USERPASS = "userpass"  # `-u user:SECRET` (and `-uuser:SECRET`, `--user=user:SECRET`)
+SMB_USERPASS = "smb"  # `-U user%SECRET`
+
+_MYSQL_TOOLS = (
+    "mysql mysqldump mysqladmin mysqlimport mysqlshow mysqlcheck mysqlpump mysqlslap mysqlbinlog "
+    "mariadb mariadb-dump mariadb-admin mariadb-import mariadb-show mariadb-check mariadb-slap mariadb-binlog"
+)
+PASSWORD_FLAGS: Mapping[str, Mapping[str, str]] = {
+    **{name: {"-p": ATTACHED} for name in _MYSQL_TOOLS.split()},
+    "sshpass": {"-p": SEPARATE},
+    "redis-cli": {"-a": SEPARATE, "--pass": SEPARATE},
+    "zip": {"-P": SEPARATE, "--password": SEPARATE},
+    "unzip": {"-P": SEPARATE},
+    "7z": {"-p": ATTACHED},
+    "7za": {"-p": ATTACHED},
+    "7zz": {"-p": ATTACHED},
+    "sqlcmd": {"-P": SEPARATE},
+    "bcp": {"-P": SEPARATE},
+    "curl": {"-u": USERPASS, "--user": USERPASS, "-U": USERPASS, "--proxy-user": USERPASS},
+    "smbclient": {"-U": SMB_USERPASS, "--user": SMB_USERPASS},
+}
+
+
+def redacted(text: str) -> str:
+    return f"<redacted: {len(text)} chars>"
+
+
+def is_secret_name(name: str) -> bool:
+    """True for a variable, option or field name that looks like it holds a secret."""
+    if SECRET_WORDS_RE.search(name):
+        return True
+    segments = [segment.lower() for segment in SEGMENT_RE.findall(name)]
+    for index, segment in enumerate(segments):
+        if segment not in SECRET_SEGMENTS:
+            continue
+        if segment == "pwd" and (len(segments) == 1 or index != len(segments) - 1):
+            continue  # `PWD` itself is the working directory; only `X_PWD` is a password
+        return True
+    return False
+
+
+def looks_like_secret_value(value: str) -> bool:
+    return SECRET_VALUE_RE.search(value) is not None or URL_CREDENTIALS_RE.search(value) is not None
+
+
+def mask_url_credentials(text: str) -> str:
+    """`postgres://user:pw@host` -> `postgres://user:<redacted>@host`."""
+    return URL_CREDENTIALS_RE.sub(r"\1:<redacted>@", text)
+
+
+def mask_value(text: str) -> str:
+    """`text` with URL credentials and well-known tokens inside it masked."""
+    text = mask_url_credentials(text)
+    return SECRET_VALUE_RE.sub(lambda match: redacted(match.group(0)), text)
+
+
+def _mask_flag_value(value: str, how: str) -> str:
+    if how == USERPASS:
+        user, colon, secret = value.partition(":")
+        return f"{user}:{redacted(secret)}" if colon and secret else value
+    if how == SMB_USERPASS:
+        user, percent, secret = value.partition("%")
+        return f"{user}%{redacted(secret)}" if percent and secret else value
+    return redacted(value)
+
+
+def _program_flag(arg: str, flags: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(masked arg, how to mask the next arg) for a known program's password flag."""
+    for flag, how in flags.items():
+        if arg == flag:
+            return arg, (None if how == ATTACHED else how)
+        if flag.startswith("--") and arg.startswith(flag + "="):
+            return f"{flag}={_mask_flag_value(arg[len(flag) + 1 :], how)}", None
+        if not flag.startswith("--") and arg.startswith(flag) and len(arg) > len(flag):
+            return flag + _mask_flag_value(arg[len(flag) :], how), None
+    return None, None
+
+
+def mask_arguments(argv: list[str]) -> list[str]:
+    """`argv` with secret-looking arguments masked (one output word per input word)."""
+    masked: list[str] = []
+    pending: str | None = None  # how to mask this argument, set by the option before it
+    flags: Mapping[str, str] = {}
+    for arg in argv:
+        if pending is not None:
+            masked.append(_mask_flag_value(arg, pending))
+            pending = None
+            continue
+        if not arg.startswith("-") and os.path.basename(arg) in PASSWORD_FLAGS:
+            flags = PASSWORD_FLAGS[os.path.basename(arg)]  # the program whose flags come next
+            masked.append(arg)
+            continue
+        if arg.startswith("-") and flags:
+            shown, pending = _program_flag(arg, flags)
+            if shown is not None:
+                masked.append(shown)
+                continue
+        assignment = ASSIGNMENT_RE.match(arg)
+        if assignment and is_secret_name(assignment.group(2)):
+            dashes, name, separator, value = assignment.groups()
+            masked.append(f"{dashes}{name}{separator}{redacted(value)}")
+            continue
+        option = OPTION_RE.match(arg)
+        if option and is_secret_name(option.group(1)):
+            pending = "next"
+            masked.append(arg)
+            continue
+        if any(space in arg for space in " \t\n"):
+            # A shell command line in one argument (`bash -c "mysql -pX db"`): mask its words.
+            parts = re.split(r"(\s+)", arg)
+            parts[0::2] = mask_arguments(parts[0::2])
+            masked.append("".join(parts))
+            continue
+        masked.append(mask_value(arg))
+    return masked
