@@ -15,6 +15,8 @@ that stopped between a tool call and its result.
 
 from __future__ import annotations
 
+import builtins
+
 import json
 import os
 import re
@@ -145,7 +147,7 @@ class SessionStore:
             files = self._files()
             if not files:
                 raise SessionError(f"session_not_found: no sessions in {self.directory}")
-            newest = max(files, key=lambda p: (p.stat().st_mtime, p.name))
+            newest: Path = max(files, key=lambda p: (p.stat().st_mtime, p.name))
             return newest.name[: -len(SESSION_SUFFIX)]
         if not self.path_for(ref).is_file():
             raise SessionError(f"session_not_found: {ref} (see `lich sessions`)")
@@ -170,7 +172,7 @@ class SessionStore:
         infos = [self._info(path) for path in self._files()]
         return sorted(infos, key=lambda info: (info.modified, info.session_id), reverse=True)
 
-    def _files(self) -> list[Path]:
+    def _files(self) -> builtins.list[Path]:
         try:
             return [p for p in self.directory.iterdir() if p.suffix == SESSION_SUFFIX and p.is_file()]
         except FileNotFoundError:

@@ -286,10 +286,10 @@ def _repair_locally(
             fixes.append(f"added `{closers}` at the end of line {lines.line_of(max(at - 1, low)) + 1}")
         elif difference < 0:
             found = scan(text, dialect)
-            closers = [offset for offset, char in found.delimiters if low <= offset < high and char in CLOSERS]
-            if len(closers) < -difference:
+            closer_offsets = [offset for offset, char in found.delimiters if low <= offset < high and char in CLOSERS]
+            if len(closer_offsets) < -difference:
                 return text, fixes, False
-            for offset in sorted(closers[difference:], reverse=True):
+            for offset in sorted(closer_offsets[difference:], reverse=True):
                 fixes.append(f"removed `{text[offset]}` at {lines.where(offset)}")
                 text = text[:offset] + text[offset + 1 :]
     for _ in range(MAX_REPAIR_ROUNDS):

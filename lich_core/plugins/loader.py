@@ -79,6 +79,7 @@ def _parse_entry(entry: Any, index: int, root: Path) -> tuple[Path, Mapping[str,
     settings: Mapping[str, Any] = {}
     roles: list[str] = []
     pinned_sha256: str | None = None
+    raw_path: Any
     if isinstance(entry, str):
         raw_path = entry
     elif isinstance(entry, Mapping):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -55,7 +57,7 @@ class ToolRegistry:
     def list(self) -> list[Tool]:
         return list(self._tools.values())
 
-    def definitions(self) -> list[ToolDefinition]:
+    def definitions(self) -> builtins.list[ToolDefinition]:
         return [ToolDefinition(t.name, t.description, t.parameters) for t in self._tools.values()]
 
     def filtered(self, tools_enabled: str | Sequence[str]) -> ToolRegistry:

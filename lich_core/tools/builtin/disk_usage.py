@@ -89,10 +89,10 @@ async def measure(entries: list[os.DirEntry[str]], du: str, env: dict[str, str],
             size, problem = await du_bytes(du, Path(entry.path), env)
         return Row(entry.name + "/", size, problem)
 
-    work = asyncio.ensure_future(asyncio.gather(*(one(entry) for entry in entries)))
-    cancel_wait = asyncio.ensure_future(ctx.cancel.wait())
+    work: asyncio.Future[list[Row]] = asyncio.ensure_future(asyncio.gather(*(one(entry) for entry in entries)))
+    cancel_wait: asyncio.Future[Any] = asyncio.ensure_future(ctx.cancel.wait())
     try:
-        await asyncio.wait({work, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([work, cancel_wait], return_when=asyncio.FIRST_COMPLETED)
     finally:
         cancel_wait.cancel()
         if not work.done():

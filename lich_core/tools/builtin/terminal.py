@@ -454,7 +454,7 @@ async def _run_command(
     unsubscribe = ctx.cancel.on_cancel(lambda: kill_process_group(pgid))
     if stdin_text is not None:
         stdin = transport.get_pipe_transport(0)
-        if stdin is not None:
+        if isinstance(stdin, asyncio.WriteTransport):
             try:
                 stdin.write(stdin_text.encode("utf-8"))
                 stdin.write_eof()
