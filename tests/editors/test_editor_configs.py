@@ -94,6 +94,7 @@ def test_every_named_lich_command_exists() -> None:
         key.split(".")[1] for key in settings["contributes"]["configuration"]["properties"]
     }
     not_commands.add("plugins")
+    not_commands.add("el")  # editors/emacs/lich.el, the shared Emacs file
     known = {name.split(".", 1)[1] for name in COMMANDS} | not_commands
     quoted = re.compile(r"[`\"']lich\.([A-Za-z]+)[`\"'(]")
     files = [*DOCS.rglob("*.md"), *EDITORS.glob("*/README.md"), *EDITORS.glob("*/*.sublime-*")]
@@ -108,11 +109,12 @@ def test_every_named_lich_command_exists() -> None:
 
 
 def test_emacs_configs_byte_compile(tmp_path: Path) -> None:
-    """Both Emacs configs byte-compile without warnings against Debian's Eglot and lsp-mode."""
+    """The shared lich.el and both Emacs adapters byte-compile without warnings against
+    Debian's Eglot and lsp-mode (the adapters load lich.el from the same directory)."""
     emacs = shutil.which("emacs")
     if emacs is None:
         pytest.skip("no `emacs` binary on PATH (Debian: apt-get install emacs-nox)")
-    for name in ("lich-eglot.el", "lich-lsp-mode.el"):
+    for name in ("lich.el", "lich-eglot.el", "lich-lsp-mode.el"):
         shutil.copy(EDITORS / "emacs" / name, tmp_path / name)
     probe = subprocess.run(
         [emacs, "--batch", "--eval", "(require 'lsp-mode)"],
@@ -120,7 +122,7 @@ def test_emacs_configs_byte_compile(tmp_path: Path) -> None:
         text=True,
         timeout=EMACS_TIMEOUT_S,
     )
-    files = ["lich-eglot.el"] + (["lich-lsp-mode.el"] if probe.returncode == 0 else [])
+    files = ["lich.el", "lich-eglot.el"] + (["lich-lsp-mode.el"] if probe.returncode == 0 else [])
     done = subprocess.run(
         [emacs, "--batch", "-L", str(tmp_path), "--eval", "(setq byte-compile-error-on-warn t)"]
         + ["-f", "batch-byte-compile"]

@@ -1,4 +1,4 @@
-;;; eglot_scenario.el --- batch test of editors/emacs/lich-eglot.el  -*- lexical-binding: t; -*-
+;;; eglot_scenario.el --- batch test of editors/emacs/lich-eglot.el (+ lich.el)  -*- lexical-binding: t; -*-
 ;; Run by tests/editors/test_emacs.py:
 ;;   emacs -Q --batch -L editors/emacs -l tests/editors/emacs/eglot_scenario.el
 ;; Environment: LICH_TEST_WORKSPACE, LICH_TEST_PYTHON, LICH_TEST_RESULT, LICH_TEST_PATCH.
@@ -32,6 +32,10 @@
       (lich-test-check "server saw experimental.lich.saveDocuments"
                        (eq (plist-get (plist-get status :client) :save_documents) t)
                        status))
+    ;; lich.cancel with no task running: answered, nothing cancelled.
+    (let ((result (lich-eglot-cancel)))
+      (lich-test-value 'cancel_result result)
+      (lich-test-check "lich-eglot-cancel answered" (plist-member result :cancelled) result))
     ;; lich.applyPatch: the edit arrives as workspace/applyEdit, then lich/saveDocuments saves.
     (let ((result (with-temp-buffer
                     (insert (getenv "LICH_TEST_PATCH"))

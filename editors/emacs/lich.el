@@ -1,0 +1,411 @@
+;;; lich.el --- lich-lsp (a coding agent in the language server): shared editor half  -*- lexical-binding: t; -*-
+
+;; Version: 0.2
+;; Package-Requires: ((emacs "27.1"))
+;; Keywords: tools, languages
+
+;;; Commentary:
+
+;; The editor half of lich's LSP surface, for any Emacs LSP client.  This file needs neither
+;; Eglot nor lsp-mode: `lich-eglot.el' and `lich-lsp-mode.el' are thin adapters that
+;; `(require 'lich)', register a `lich-adapter' (how to reach the lich server through their
+;; client, with that client's public API only) and route the server's messages here:
+;;  - `lich-handle-event': `lich/event' notifications rendered in the *lich transcript* buffer;
+;;  - `lich-save-documents': the `lich/saveDocuments' request, saving exactly the named buffers
+;;    (no prompts) so disk matches the agent's edits;
+;;  - `lich-run-ask-command': the "Ask agent…" code action (`lich.ask' without a prompt asks
+;;    for one), run asynchronously;
+;;  - `lich-show-progress': `$/progress' values in the echo area.
+;; The commands `lich-ask', `lich-cancel', `lich-apply-patch', `lich-status',
+;; `lich-trust-workspace' and `lich-transcript' talk to the lich server only (never to the
+;; buffer's other language servers): the one of the current buffer, else any running one.
+;; The adapters' `lich-eglot-*' and `lich-lsp-mode-*' commands are aliases of these.
+;;
+;; Setup: put this directory on the load path and require one adapter (see README.md):
+;;   (add-to-list 'load-path "/path/to/lich-lsp/editors/emacs")
+;;   (require 'lich-eglot)                                   ; or
+;;   (with-eval-after-load 'lsp-mode (require 'lich-lsp-mode))
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'json)
+(require 'subr-x)
+(require 'url-parse)
+(require 'url-util)
+
+(defgroup lich nil
+  "lich-lsp, a coding agent in the language server."
+  :group 'tools
+  :prefix "lich-")
+
+(defcustom lich-transcript-buffer "*lich transcript*"
+  "Name of the buffer that shows `lich/event' notifications."
+  :type 'string)
+
+(defvar lich-ask-history nil "Prompts given to `lich-ask'.")
+
+;;;; Adapters
+
+(cl-defstruct (lich-adapter (:constructor lich-adapter-create) (:copier nil))
+  "How lich reaches its server through one LSP client.
+NAME is a symbol.  CONNECTION is a function of one argument ANYWHERE:
+with nil it returns the lich connection that manages the
+current buffer, with non-nil any running lich connection, else
+nil.  REQUEST is (CONN METHOD PARAMS) -> result, synchronous.
+ASYNC-REQUEST is (CONN METHOD PARAMS ON-SUCCESS ON-ERROR), each
+callback called with one argument.  DOCUMENT-URI is a function of
+no arguments: the URI the client uses for the current buffer's
+file.  POSITION is (POS) -> the LSP position of POS in the current
+buffer.  START-HINT says how to start lich with this client."
+  name connection request async-request document-uri position start-hint)
+
+(defvar lich-adapters nil
+  "The registered `lich-adapter's, most recently registered first.")
+
+(defun lich-register-adapter (adapter)
+  "Register ADAPTER (a `lich-adapter'), replacing one of the same name."
+  (setq lich-adapters
+        (cons adapter (cl-remove (lich-adapter-name adapter) lich-adapters
+                                 :key #'lich-adapter-name)))
+  adapter)
+
+(defun lich--connection ()
+  "The lich connection to use, as (ADAPTER . CONNECTION).
+The one managing the current buffer, else any running one."
+  (or (cl-loop for adapter in lich-adapters
+               for conn = (funcall (lich-adapter-connection adapter) nil)
+               when conn return (cons adapter conn))
+      (cl-loop for adapter in lich-adapters
+               for conn = (funcall (lich-adapter-connection adapter) t)
+               when conn return (cons adapter conn))
+      (user-error "lich: no lich server is running (%s)"
+                  (if lich-adapters
+                      (mapconcat #'lich-adapter-start-hint (reverse lich-adapters) " or ")
+                    "require lich-eglot or lich-lsp-mode first"))))
+
+(defun lich--request (method params)
+  "Send METHOD with PARAMS to the lich server and wait for the result."
+  (let ((target (lich--connection)))
+    (funcall (lich-adapter-request (car target)) (cdr target) method params)))
+
+(defun lich--request-async (method params on-success on-error)
+  "Send METHOD with PARAMS to the lich server.
+Later call ON-SUCCESS with the result or ON-ERROR with the error."
+  (let ((target (lich--connection)))
+    (funcall (lich-adapter-async-request (car target)) (cdr target) method params
+             on-success on-error)))
+
+;;;; JSON values
+
+(defun lich-json-get (object key)
+  "KEY (a string) of the JSON object OBJECT.
+OBJECT is a plist with keyword keys (Eglot, `lsp-use-plists') or a
+hash table with string keys (lsp-mode's default)."
+  (cond ((hash-table-p object) (gethash key object))
+        ((and object (listp object)) (plist-get object (intern (concat ":" key))))))
+
+(defun lich--to-plist (object)
+  "The JSON object OBJECT as a fresh plist with keyword keys (one level)."
+  (cond ((hash-table-p object)
+         (let (plist)
+           (maphash (lambda (key value)
+                      (setq plist (plist-put plist (intern (concat ":" (format "%s" key))) value)))
+                    object)
+           plist))
+        ((listp object) (copy-sequence object))))
+
+(defun lich--empty-object ()
+  "A value every client sends as the JSON object {}."
+  (make-hash-table :test #'equal))
+
+(defun lich--error-text (err)
+  "A short text for the request error ERR (a JSON-RPC error object)."
+  (or (let ((message (ignore-errors (lich-json-get err "message"))))
+        (and (stringp message) message))
+      (format "%s" err)))
+
+;;;; File URIs (for clients whose Emacs has no public conversion)
+
+(defconst lich--uri-path-allowed-chars
+  (let ((vec (copy-sequence url-path-allowed-chars)))
+    (aset vec ?: nil)
+    vec)
+  "Characters left as they are in a file URI's path (not `:', like Eglot).")
+
+(defun lich-path-to-uri (path)
+  "The file:// URI of PATH (its true name; the local part of a remote PATH)."
+  (let ((truepath (file-truename path)))
+    (concat "file://"
+            (if (and (eq system-type 'windows-nt) (not (file-remote-p truepath))) "/")
+            (url-hexify-string (directory-file-name (file-local-name truepath))
+                               lich--uri-path-allowed-chars))))
+
+(defun lich-uri-to-path (uri)
+  "The local file name of the file:// URI (a string or a keyword)."
+  (when (keywordp uri) (setq uri (substring (symbol-name uri) 1)))
+  (let ((path (decode-coding-string
+               (url-unhex-string (url-filename (url-generic-parse-url uri))) 'utf-8)))
+    (if (and (eq system-type 'windows-nt) (string-match-p "\\`/[A-Za-z]:" path))
+        (substring path 1)
+      path)))
+
+;;;; Saving the documents lich edited (`lich/saveDocuments')
+
+(defun lich--uri-buffer (uri uri-to-path)
+  "The buffer visiting URI; URI-TO-PATH (or `lich-uri-to-path') names its file."
+  (let ((file (funcall (or uri-to-path #'lich-uri-to-path) uri)))
+    (or (find-buffer-visiting file)
+        ;; A remote (TRAMP) buffer: the URI names only the local part of its file.
+        (cl-find-if (lambda (buffer)
+                      (let ((name (buffer-file-name buffer)))
+                        (and name (file-remote-p name)
+                             (equal (file-local-name name) file))))
+                    (buffer-list)))))
+
+(defun lich--save-buffer (buffer)
+  "Save BUFFER without prompting; return nil, or the reason it failed."
+  (with-current-buffer buffer
+    (condition-case err
+        ;; The server asks right after its own applied edit: the buffer is the truth, so
+        ;; answer the "changed on disk" questions with yes instead of blocking on them.
+        (cl-letf (((symbol-function 'yes-or-no-p) (lambda (&rest _) t))
+                  ((symbol-function 'y-or-n-p) (lambda (&rest _) t))
+                  ((symbol-function 'ask-user-about-supersession-threat) #'ignore))
+          (let ((inhibit-message t)
+                (file buffer-file-name))
+            (when (or (buffer-modified-p) (not (file-exists-p file)))
+              (make-directory (file-name-directory file) t)
+              (basic-save-buffer)))
+          nil)
+      (error (error-message-string err)))))
+
+(defun lich-save-documents (uris &optional uri-to-path)
+  "Save exactly the buffers of URIS (a sequence), so disk matches the edits.
+URI-TO-PATH converts a URI to a file name (default `lich-uri-to-path').
+Returns the `lich/saveDocuments' result:
+  (:saved [URI...] :failed [(:uri URI :reason TEXT)...])."
+  (let (saved failed)
+    (mapc (lambda (uri)
+            (let* ((buffer (lich--uri-buffer uri uri-to-path))
+                   (reason (if buffer (lich--save-buffer buffer) "not_open")))
+              (if reason
+                  (push (list :uri uri :reason reason) failed)
+                (push uri saved))))
+          uris)
+    (list :saved (vconcat (nreverse saved)) :failed (vconcat (nreverse failed)))))
+
+;;;; The transcript (`lich/event')
+
+(defvar lich--streaming nil
+  "Non-nil while the transcript's last line holds streamed assistant text.")
+
+(defun lich--transcript-insert (text &optional stream)
+  "Append TEXT to the transcript: a line of its own, or with STREAM glued on."
+  (with-current-buffer (get-buffer-create lich-transcript-buffer)
+    (let ((inhibit-read-only t))
+      (goto-char (point-max))
+      (unless (or stream (bobp) (bolp)) (insert "\n"))
+      (when (and stream (not lich--streaming) (not (bobp)) (not (bolp))) (insert "\n"))
+      (insert text)
+      (unless stream (insert "\n")))
+    (setq lich--streaming stream)
+    (setq buffer-read-only t)
+    (dolist (window (get-buffer-window-list (current-buffer) nil t))
+      (set-window-point window (point-max)))))
+
+(defun lich-transcript-log (text)
+  "Append TEXT to the *lich transcript* buffer as a line of its own."
+  (lich--transcript-insert text))
+
+(defun lich--one-line (value)
+  "VALUE (a string or JSON value) on one line of at most 160 characters."
+  (let ((text (if (stringp value) value (json-encode value))))
+    (truncate-string-to-width (replace-regexp-in-string "[ \t\n]+" " " text) 160 nil nil "…")))
+
+(defun lich--retry-notice (data)
+  "The transcript line for `llm_retry' DATA (a model attempt failed).
+Text the failed attempt streamed stays in the buffer, so the line
+says where the restarted answer begins."
+  (let* ((delay (lich-json-get data "delay_s"))
+         (attempt (lich-json-get data "attempt"))
+         (max (lich-json-get data "max_attempts"))
+         (discarded (lich-json-get data "discarded_chars"))
+         (next (if (equal (lich-json-get data "action") "failover")
+                   (format "failing over to %s"
+                           (or (lich-json-get data "next_provider") "the next provider"))
+                 (concat "retrying"
+                         (if (and (numberp delay) (> delay 0)) (format " in %.1f s" delay) "")
+                         (if (and (numberp attempt) (numberp max))
+                             (format " (attempt %d of %d)" (1+ attempt) max)
+                           "")))))
+    (format "… provider %s failed (%s): %s%s"
+            (or (lich-json-get data "provider") "?") (or (lich-json-get data "kind") "error") next
+            (if (and (numberp discarded) (> discarded 0)) "; the answer restarts below" ""))))
+
+(defun lich-render-event (event)
+  "Render one `lich/event' payload EVENT in the transcript.
+EVENT is the agent core's event (type, data, task_id, …) as a plist
+or a hash table; see `lich-json-get'."
+  (let ((type (lich-json-get event "type"))
+        (data (lich-json-get event "data")))
+    (pcase type
+      ("text_delta" (lich--transcript-insert (or (lich-json-get data "text") "") t))
+      ("run_start" (lich--transcript-insert (format "▶ %s" (or (lich-json-get event "task_id") "task"))))
+      ("tool_call_start"
+       (lich--transcript-insert
+        (format "→ %s %s" (lich-json-get data "name")
+                (lich--one-line (or (lich-json-get data "arguments") "")))))
+      ("tool_call_end"
+       (let ((ok (eq (lich-json-get data "ok") t)))
+         (lich--transcript-insert
+          (format "← %s %s: %s" (lich-json-get data "name") (if ok "ok" "failed")
+                  (lich--one-line (or (lich-json-get data (if ok "summary" "error")) ""))))))
+      ("llm_retry" (lich--transcript-insert (lich--retry-notice data)))
+      ("run_end" (lich--transcript-insert
+                  (format "■ %s" (or (lich-json-get data "stopped_reason") ""))))
+      ("error" (lich--transcript-insert (format "! %s" (or (lich-json-get data "message") ""))))
+      (_ nil))))
+
+(defun lich-handle-event (event)
+  "The `lich/event' notification handler: render EVENT, never signal."
+  (ignore-errors (lich-render-event event)))
+
+;;;; Progress (`$/progress')
+
+(defvar lich--progress-title nil
+  "Title of the progress that began last (reports carry only a message).")
+
+(defun lich-show-progress (value)
+  "Show the `$/progress' VALUE (work-done begin, report or end) in the echo area."
+  (let ((title (lich-json-get value "title"))
+        (message (lich-json-get value "message"))
+        (kind (lich-json-get value "kind")))
+    (when (equal kind "begin") (setq lich--progress-title title))
+    (let ((inhibit-message nil))
+      (message "%s%s%s" (or title lich--progress-title "lich")
+               (if message (concat ": " message) "")
+               (if (equal kind "end") " (done)" "")))))
+
+;;;; Commands (sent to the lich server only)
+
+(defun lich-execute (command args)
+  "Run lich COMMAND with the object ARGS (a plist, nil for {}); return the result.
+Synchronous: use `lich-execute-async' for agent tasks."
+  (lich--request "workspace/executeCommand"
+                 (list :command command :arguments (vector (or args (lich--empty-object))))))
+
+(defun lich-execute-async (command args &optional on-done)
+  "Run lich COMMAND with ARGS without blocking; call ON-DONE with the result."
+  (lich--request-async "workspace/executeCommand"
+                       (list :command command :arguments (vector (or args (lich--empty-object))))
+                       (lambda (result) (when on-done (funcall on-done result)))
+                       (lambda (err) (message "lich: %s failed: %s" command (lich--error-text err)))))
+
+(defun lich--report-ask (result)
+  (let ((final (lich-json-get result "final")))
+    (message "lich: %s%s" (or (lich-json-get result "stopped_reason") "done")
+             (if (and (stringp final) (not (string-empty-p final))) (concat ": " final) ""))))
+
+(defun lich--read-prompt ()
+  (read-string "Ask agent: " nil 'lich-ask-history))
+
+(defun lich--ask (args)
+  "Start the agent task `lich.ask' ARGS (a plist with :prompt)."
+  (lich-transcript-log (format "» %s" (lich--one-line (plist-get args :prompt))))
+  (lich-execute-async "lich.ask" args #'lich--report-ask))
+
+(defun lich-ask (prompt)
+  "Ask the agent PROMPT about this file (and the active region).
+Runs asynchronously: the answer is shown when the task ends."
+  (interactive (progn (lich--connection)  ; no server: say so before asking for the prompt
+                      (list (lich--read-prompt))))
+  (let* ((target (lich--connection))
+         (adapter (car target))
+         (args (list :prompt prompt)))
+    (when buffer-file-name
+      (setq args (plist-put args :uri (funcall (lich-adapter-document-uri adapter))))
+      (when (use-region-p)
+        (let ((position (lich-adapter-position adapter)))
+          (setq args (plist-put args :range (list :start (funcall position (region-beginning))
+                                                  :end (funcall position (region-end))))))))
+    (lich--ask args)))
+
+(defun lich-run-ask-command (arguments)
+  "Run the `lich.ask' command of a code action with ARGUMENTS (its array).
+The \"Ask agent…\" action carries no prompt: ask for one.  Runs
+asynchronously (a client's default executeCommand would block
+Emacs until the task ends)."
+  (let* ((object (and (vectorp arguments) (> (length arguments) 0) (aref arguments 0)))
+         (args (lich--to-plist object)))
+    (unless (lich-json-get args "prompt")
+      (setq args (plist-put args :prompt (lich--read-prompt))))
+    (lich--ask args)))
+
+(defun lich-cancel (&optional task-id)
+  "Cancel the task TASK-ID, or every running lich task."
+  (interactive)
+  (let ((result (lich-execute "lich.cancel" (and task-id (list :task_id task-id)))))
+    (message "lich: cancelled %s" (lich-json-get result "cancelled"))
+    result))
+
+(defun lich-apply-patch (beg end)
+  "Apply the hashline patch between BEG and END through lich.
+Interactively, the region or else the whole buffer."
+  (interactive (if (use-region-p) (list (region-beginning) (region-end)) (list (point-min) (point-max))))
+  (let ((result (lich-execute "lich.applyPatch"
+                              (list :patch (buffer-substring-no-properties beg end)))))
+    (message "lich: %s" (if (eq (lich-json-get result "ok") t)
+                            (lich-json-get result "output")
+                          (or (lich-json-get result "error") result)))
+    result))
+
+(defun lich-status ()
+  "Show lich-lsp's status."
+  (interactive)
+  (let ((result (lich-execute "lich.status" nil)))
+    (message "lich: %s" (json-encode result))
+    result))
+
+(defun lich--trust-text (result)
+  "The line to show for a `lich.trustWorkspace' RESULT: the server's message.
+The state is added when the message does not name it."
+  (let* ((state (format "%s" (or (lich-json-get result "state") "unknown")))
+         (text (string-trim (or (lich-json-get result "message") "")))
+         (text (replace-regexp-in-string "\\`lich:[ \t]*" "" text)))
+    (cond
+     ((string-empty-p text)
+      (format "workspace config %s is %s" (or (lich-json-get result "config") "") state))
+     ((string-match-p (regexp-quote (downcase state)) (downcase text)) text)
+     (t (format "%s (%s)" text state)))))
+
+(defun lich-trust-workspace (&optional revoke)
+  "Trust this workspace's .lich/config.json; with prefix arg REVOKE, revoke it.
+Until trusted, the file's keys that load code, run programs or send
+data (plugins, providers, MCP servers, test commands) are ignored.
+Trust covers that exact content; the server records it in the user
+state dir.  Shows the server's answer and returns the result
+\(state, config, keys, message); state \"refused\" means the
+initializationOptions say `workspace_trust' \"never\"."
+  (interactive "P")
+  (let ((result (lich-execute "lich.trustWorkspace" (and revoke (list :revoke t)))))
+    (message "lich: %s" (lich--trust-text result))
+    result))
+
+(defun lich-transcript ()
+  "Show the transcript of lich tasks."
+  (interactive)
+  (pop-to-buffer (get-buffer-create lich-transcript-buffer)))
+
+;;;; For the adapters
+
+(defun lich-define-legacy-variable (old new)
+  "Make the adapter variable OLD an obsolete alias of the shared NEW.
+A value the user gave OLD before the adapter loaded is kept."
+  (when (and (boundp old) (not (eq (symbol-value old) (symbol-value new))))
+    (set new (symbol-value old)))
+  (defvaralias old new)
+  (make-obsolete-variable old new "0.2"))
+
+(provide 'lich)
+;;; lich.el ends here
