@@ -18,24 +18,12 @@ from typing import Literal, Protocol, runtime_checkable
 
 from lich_core.confined import ParentDir, open_parent, open_text_within, read_bytes_within
 from lich_core.errors import EditRejected
+from lich_core.hashline.replacements import line_replacements
+from lich_core.vocabulary import LineReplacement as LineReplacement  # re-export (lives there)
 
 TEXT_ENCODING = "utf-8"
 # Undecodable bytes survive a read/write round trip instead of failing the read.
 TEXT_ERRORS = "surrogateescape"
-
-
-@dataclass(frozen=True)
-class LineReplacement:
-    """Replace old lines [start, end) (0-based, end exclusive) with `text`.
-
-    `text` holds whole lines with their line terminators (it may be empty: a deletion). Applied
-    to the old text, a file's replacements (non-overlapping) give its new text; the editor layer
-    sends each one as a TextEdit, so a one-line change stays a one-line edit.
-    """
-
-    start: int
-    end: int
-    text: str
 
 
 @dataclass(frozen=True)
@@ -47,8 +35,25 @@ class FileChange:
     # The text this change was computed from; None means the file did not exist. A workspace
     # refuses the whole change set when a file no longer matches its base (someone edited it).
     base_text: str | None
-    # Minimal line-range edits from base_text to new_text, when the tool knows them.
-    replacements: tuple[LineReplacement, ...] | None = None
+    # Minimal line-range edits from base_text (None reads as "") to new_text, always given: the
+    # editor layer sends exactly these as TextEdits and never diffs. A new file or a full rewrite
+    # carries the one replacement covering the whole text; a delete carries none (the DeleteFile
+    # says it all). Producers that do not know them get them from
+    # lich_core.hashline.replacements.line_replacements (or use `FileChange.write`).
+    replacements: tuple[LineReplacement, ...]
+
+    def __post_init__(self) -> None:
+        if self.kind == "delete" and (self.new_text is not None or self.replacements):
+            raise ValueError(f"a delete of {self.path} carries no new text and no replacements")
+
+    @classmethod
+    def write(cls, path: Path, new_text: str, base_text: str | None) -> FileChange:
+        """A write whose replacements are computed from the two texts."""
+        return cls(path, "write", new_text, base_text, line_replacements(base_text or "", new_text))
+
+    @classmethod
+    def delete(cls, path: Path, base_text: str | None) -> FileChange:
+        return cls(path, "delete", None, base_text, ())
 
 
 @runtime_checkable

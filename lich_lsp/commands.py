@@ -8,7 +8,6 @@ text (the traceback goes to the server log, never to the editor).
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 
+from lich_core.errors import ToolError
 from lich_core.hashline.read_state import ReadState
+from lich_core.tools.guard import resolve_file_for
 from lich_core.tools.types import ToolContext
 from lich_lsp.workspace import EditorWorkspace, path_key, relative_path, uri_to_path
 
@@ -36,6 +37,8 @@ TRUST_WORKSPACE = "lich.trustWorkspace"
 COMMANDS = (ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL, TRUST_WORKSPACE)
 EDIT_MODES = ("apply", "review")
 READ_MAX_LINES = 2_000
+# LSP positions and line numbers are `uinteger`s: 0 .. 2^31 - 1.
+MAX_UINTEGER = 2**31 - 1
 SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
 
@@ -76,9 +79,16 @@ def get_line_number(command: str, obj: dict[str, Any], key: str) -> int | None:
     value = obj.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BadArguments(f"{command}: field '{key}' must be a line number >= 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_UINTEGER:
+        raise BadArguments(
+            f"{command}: field '{key}' must be a line number >= 1 (at most {MAX_UINTEGER}), got {_brief(value)}"
+        )
     return value
+
+
+def _brief(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def get_range(command: str, obj: dict[str, Any], key: str) -> types.Range | None:
@@ -92,8 +102,8 @@ def get_range(command: str, obj: dict[str, Any], key: str) -> types.Range | None
         raise BadArguments(
             f"{command}: field '{key}' must be an LSP range {{start: {{line, character}}, end: {{line, character}}}}"
         ) from None
-    if any(isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in points):
-        raise BadArguments(f"{command}: field '{key}' positions must be non-negative integers")
+    if any(isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= MAX_UINTEGER for p in points):
+        raise BadArguments(f"{command}: field '{key}' positions must be non-negative integers (at most {MAX_UINTEGER})")
     return types.Range(
         start=types.Position(line=points[0], character=points[1]),
         end=types.Position(line=points[2], character=points[3]),
@@ -111,6 +121,8 @@ def guarded(command: str) -> Callable[[Callable[..., Awaitable[Any]]], Callable[
                 return await fn(ls, *args)
             except BadArguments as err:
                 raise JsonRpcInvalidParams(message=str(err)) from None
+            except ToolError as err:  # a refused path (not_regular_file:, path_escape:, ...): the caller's input
+                raise JsonRpcInvalidParams(message=f"{command}: {err}") from None
             except JsonRpcException:
                 raise
             except Exception as err:  # noqa: BLE001 - logged once, reported as a clean error
@@ -218,8 +230,16 @@ def tool_context(ls: LichLanguageServer, workspace: EditorWorkspace, read_state:
 
 
 def patch_paths(patch: str) -> list[str]:
-    """The `@@ PATH` section headers of a hashline patch."""
-    return [line[3:].strip() for line in patch.splitlines() if line.startswith("@@ ") and line[3:].strip()]
+    """The files a hashline patch edits, read by the one patch parser (every header it accepts:
+    `@@ PATH`, `@@PATH`, `@@ PATH @@`). A patch that does not parse names none: the tool then
+    reports the syntax error itself."""
+    from lich_core.hashline.patch import PatchSyntaxError, parse_patch
+
+    try:
+        sections = parse_patch(patch)
+    except PatchSyntaxError:
+        return []
+    return list(dict.fromkeys(section.path for section in sections))
 
 
 def register(server: LichLanguageServer) -> None:
@@ -294,7 +314,7 @@ def register(server: LichLanguageServer) -> None:
         start = get_line_number(READ, obj, "start") or 1
         end_arg = get_line_number(READ, obj, "end")
         path = resolve_uri(READ, ls, uri)
-        text = ls.lich.documents.current_text(path)
+        text = await ls.lich.documents.current_text_async(path)
         if text is None:
             raise BadArguments(f"{READ}: not_found: {uri}")
         lines = split_lines(text)
@@ -331,7 +351,11 @@ def register(server: LichLanguageServer) -> None:
         # re-hashed against the current text, so a stale patch is still refused).
         ctx = tool_context(ls, workspace, read_state, label)
         for target in patch_paths(patch):
-            candidate = Path(os.path.normpath(os.path.join(ctx.work_dir, target)))
+            try:
+                # The tool's own resolution, so the read state is keyed as the tool looks it up.
+                candidate = resolve_file_for(ctx, target, write=True)
+            except ToolError:
+                continue  # outside the root, denied...: the tool says so
             if not read_state.has_read(candidate):
                 read_state.record(candidate, {})
         result = await state.runtime().executor.execute("apply_patch", {"input": patch}, ctx)

@@ -84,9 +84,11 @@ class ConfigHolder:
         except ConfigError as err:
             self.last_error = str(err)
             return self.last_error
+        changed = dict(config) != dict(self.config) or config.trust.to_json() != self.config.trust.to_json()
         self.config = config
         self.last_error = None
-        self.generation += 1
+        if changed:  # the same settings re-read keep their runtime (plugins are not loaded again)
+            self.generation += 1
         return None
 
 
@@ -137,7 +139,6 @@ async def refresh_config(server: LichLanguageServer, pushed: Any = None) -> None
         if error != previous:  # the same mistake re-read is not worth a second popup
             report_config_error(server, error)
     else:
-        server.lich.on_config_changed()
         trust.offer_trust(server)
 
 

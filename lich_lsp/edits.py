@@ -3,11 +3,13 @@
 Pure conversion: no I/O and no server. Line replacements are whole-line ranges over the text split
 on `\\n` (the hashline convention); positions sent to the client follow LSP's own line breaks
 (`\\r\\n`, `\\n`, `\\r`) and the negotiated position encoding, through pygls' position codec.
+Each FileChange carries its replacements (computed once, by its producer, with
+lich_core.hashline.replacements.line_replacements); this module sends exactly those, one TextEdit
+each, and never diffs the texts itself.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -17,7 +19,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from lich_core.workspace import FileChange, LineReplacement
+from lich_core.vocabulary import LineReplacement
+from lich_core.workspace import FileChange
 
 LSP_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 HASHLINE_BREAK = re.compile(r"\n")
@@ -81,47 +84,6 @@ def hashline_line_starts(text: str) -> list[int]:
     return [0] + [match.end() for match in HASHLINE_BREAK.finditer(text)]
 
 
-def _split_on_newline(text: str) -> list[str]:
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
-
-
-def diff_replacements(old_text: str, new_text: str) -> list[LineReplacement]:
-    """Whole-line replacements turning old_text into new_text, touching only changed lines."""
-    old = _split_on_newline(old_text)
-    new = _split_on_newline(new_text)
-    prefix = 0
-    limit = min(len(old), len(new))
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
-        suffix += 1
-    old_mid = old[prefix : len(old) - suffix]
-    new_mid = new[prefix : len(new) - suffix]
-    if not old_mid and not new_mid:
-        return []
-    if not old_mid or not new_mid:
-        return [LineReplacement(prefix, prefix + len(old_mid), "".join(new_mid))]
-    matcher = difflib.SequenceMatcher(None, old_mid, new_mid, autojunk=False)
-    replacements = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            replacements.append(LineReplacement(prefix + i1, prefix + i2, "".join(new_mid[j1:j2])))
-    return replacements
-
-
-def change_replacements(change: FileChange) -> list[LineReplacement]:
-    base = change.base_text or ""
-    new = change.new_text or ""
-    if change.replacements is not None:
-        return list(change.replacements)
-    return diff_replacements(base, new)
-
-
 def text_edits(base_text: str, replacements: Sequence[LineReplacement], codec: PositionCodec) -> list[types.TextEdit]:
     """One TextEdit per line replacement, in order, non-overlapping (as LSP requires)."""
     starts = hashline_line_starts(base_text)
@@ -182,7 +144,7 @@ def build_workspace_edit(
                         annotation_id=entry.annotation_id,
                     )
                 )
-            edits = text_edits(change.base_text or "", change_replacements(change), codec)
+            edits = text_edits(change.base_text or "", change.replacements, codec)
             document_changes.append(
                 types.TextDocumentEdit(
                     text_document=types.OptionalVersionedTextDocumentIdentifier(
@@ -195,9 +157,9 @@ def build_workspace_edit(
     changes: dict[str, list[types.TextEdit]] = {}
     for entry in entries:
         change = entry.change
-        changes[entry.uri] = text_edits(change.base_text or "", change_replacements(change), codec)
+        changes[entry.uri] = text_edits(change.base_text or "", change.replacements, codec)
     return types.WorkspaceEdit(changes=changes)
 
 
 def count_hunks(changes: Sequence[FileChange]) -> int:
-    return sum(max(1, len(change_replacements(c))) if c.kind == "write" else 1 for c in changes)
+    return sum(max(1, len(c.replacements)) if c.kind == "write" else 1 for c in changes)

@@ -6,23 +6,43 @@ transcript. Three ways stop it: the progress cancel button (window/workDoneProgr
 aborts its model call and tools, killing their processes); if the run has not ended within
 CANCEL_HARD_STOP_S the asyncio task itself is cancelled. Edits are atomic WorkspaceEdits and a
 review overlay is discarded on cancel, so no patch is left half-applied.
+
+Limits on what a task sends the editor (docs/lsp.md "Limits"): streamed text is coalesced, so a
+task sends at most one text `lich/event` per EVENT_COALESCE_INTERVAL_S (other events flush the
+text before them, keeping the order); no `window/logMessage`, `window/showMessage` or
+`lich/event` payload passes MAX_EDITOR_MESSAGE_BYTES, and what was cut is said in place
+("… [cut N chars]"); only the last MAX_FINISHED_TASKS finished tasks are kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
+import json
 import logging
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from lich_core.agent.events import (
+    AgentEvent,
+    LlmEnd,
+    LlmRetry,
+    PluginWarning,
+    RunError,
+    TextDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    TurnStart,
+)
 from lich_core.errors import EditRejected
-from lich_core.tools.types import CancelToken
+from lich_core.vocabulary import CancelToken
 from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, EditorWorkspace
 
 if TYPE_CHECKING:
@@ -35,6 +55,121 @@ TITLE_MAX_CHARS = 60
 FINAL_MESSAGE_MAX_CHARS = 1_000
 LOG_SUMMARY_MAX_CHARS = 300
 TRANSCRIPTS_DIR_NAME = "transcripts"
+# One window/logMessage, window/showMessage or lich/event payload, as JSON on the wire.
+MAX_EDITOR_MESSAGE_BYTES = 64 * 1024
+# Streamed text goes to the editor at most once per interval per task: <= 20 lich/event a second.
+EVENT_COALESCE_INTERVAL_S = 0.05
+# Finished tasks kept for lich.status; older ones are forgotten first.
+MAX_FINISHED_TASKS = 100
+# Room kept for the JSON around a log line or a message (the notification's other fields).
+MESSAGE_ENVELOPE_BYTES = 256
+# A string JSON-escapes to at most this many bytes per character (an astral character: two \uXXXX escapes).
+_MAX_JSON_BYTES_PER_CHAR = 12
+# Room for "… [cut N chars]" itself.
+_CUT_MARKER_BYTES = 48
+# When an event's data does not fit, its strings are shortened to these lengths in turn.
+_EVENT_STRING_CAPS = (16_384, 4_096, 1_024, 256)
+
+
+def json_size(value: Any) -> int:
+    """Bytes of `value` as JSON on the wire (pygls' json.dumps: ASCII with escapes)."""
+    return len(json.dumps(value, default=str))
+
+
+def cut_marker(chars: int) -> str:
+    return f"… [cut {chars} chars]"
+
+
+def clip_text(text: str, limit_bytes: int, already_cut: int = 0) -> str:
+    """`text` if it fits in `limit_bytes` of JSON, else as much of its start as fits followed by
+    "… [cut N chars]" (N counts `already_cut`: characters dropped before `text` got here)."""
+    if not already_cut:
+        if len(text) * _MAX_JSON_BYTES_PER_CHAR + 2 <= limit_bytes:
+            return text
+        if len(text) <= limit_bytes and json_size(text) <= limit_bytes:
+            return text
+    room = max(0, limit_bytes - _CUT_MARKER_BYTES)
+    keep = min(len(text), room)  # every character takes at least one byte
+    size = json_size(text[:keep])
+    while keep and size > room:
+        keep = max(0, min(keep - 1, keep * room // size))
+        size = json_size(text[:keep])
+    return text[:keep] + cut_marker(len(text) - keep + already_cut)
+
+
+def clip_event(payload: dict[str, Any], limit_bytes: int = MAX_EDITOR_MESSAGE_BYTES) -> dict[str, Any]:
+    """A lich/event payload that fits in `limit_bytes`: long strings in its data are cut (saying
+    so), and if that is not enough only the data's short scalar fields are kept, with a note."""
+    size = json_size(payload)
+    if size <= limit_bytes:
+        return payload
+    data = payload.get("data")
+    for cap in _EVENT_STRING_CAPS:
+        candidate = {**payload, "data": _clip_strings(data, cap)}
+        if json_size(candidate) <= limit_bytes:
+            return candidate
+    kept = {
+        key: value
+        for key, value in (data.items() if isinstance(data, dict) else [])
+        if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _EVENT_STRING_CAPS[-1])
+    }
+    kept["cut"] = f"the event's data ({size} bytes) was cut: over the {limit_bytes // 1024} KiB limit"
+    return {**payload, "data": kept}
+
+
+def _clip_strings(value: Any, cap: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= cap else value[:cap] + cut_marker(len(value) - cap)
+    if isinstance(value, dict):
+        return {key: _clip_strings(item, cap) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clip_strings(item, cap) for item in value]
+    return value
+
+
+class CappedText:
+    """Streamed text kept up to `cap_chars` characters; the rest is only counted (`cut`)."""
+
+    def __init__(self, cap_chars: int = MAX_EDITOR_MESSAGE_BYTES) -> None:
+        self.cap_chars = cap_chars
+        self.parts: list[str] = []
+        self.chars = 0
+        self.cut = 0
+
+    def add(self, text: str) -> None:
+        room = self.cap_chars - self.chars
+        if len(text) <= room:
+            self.parts.append(text)
+            self.chars += len(text)
+        else:
+            if room > 0:
+                self.parts.append(text[:room])
+                self.chars += room
+            self.cut += len(text) - max(room, 0)
+
+    def take(self) -> tuple[str, int]:
+        """(the kept text, how many characters were cut), and start over."""
+        text, cut = "".join(self.parts), self.cut
+        self.parts, self.chars, self.cut = [], 0, 0
+        return text, cut
+
+    def clear(self) -> None:
+        self.take()
+
+    def __bool__(self) -> bool:
+        return bool(self.chars or self.cut)
+
+
+@dataclass
+class TextBatch:
+    """Text deltas waiting to go out as one coalesced lich/event."""
+
+    first: AgentEvent | None = None  # the batch's first text_delta (its envelope)
+    last: AgentEvent | None = None  # its latest one (seq, ts)
+    turn: int = 0  # the turn of the batch's deltas
+    count: int = 0
+    text: CappedText = field(default_factory=CappedText)
+    timer: asyncio.TimerHandle | None = None
 
 
 def task_title(prompt: str) -> str:
@@ -63,7 +198,10 @@ class LichTask:
     future: asyncio.Future[dict[str, Any]] | None = None  # run + wrap-up; what lich.ask awaits
     run_future: asyncio.Future[Any] | None = None  # the agent run alone; what a hard stop cancels
     transcript: list[str] = field(default_factory=list)
-    text_buffer: list[str] = field(default_factory=list)
+    text_buffer: CappedText = field(default_factory=CappedText)  # this turn's text, for the log
+    text_batch: TextBatch = field(default_factory=TextBatch)  # streamed text not yet sent
+    text_sent_at: float = float("-inf")  # loop time of the last text lich/event
+    finished: float | None = None
     cancel_reason: str = ""
 
     @property
@@ -78,7 +216,7 @@ class LichTask:
             "mode": self.mode,
             "turns": self.turns,
             "tool_calls": self.tool_calls,
-            "elapsed_s": round(time.time() - self.started, 3),
+            "elapsed_s": round((self.finished or time.time()) - self.started, 3),
         }
 
 
@@ -89,6 +227,7 @@ class TaskManager:
         self.tasks: dict[str, LichTask] = {}
         self.by_progress_token: dict[str, LichTask] = {}
         self.by_request_id: dict[str, LichTask] = {}
+        self._finished: deque[str] = deque()  # ids of finished tasks, oldest first
 
     def running(self) -> list[LichTask]:
         return [task for task in self.tasks.values() if task.state == "running"]
@@ -121,9 +260,18 @@ class TaskManager:
             raise
 
     def _finish(self, task: LichTask) -> None:
+        if task.state == "done":
+            return
         task.state = "done"
+        task.finished = time.time()
         for key in [k for k, v in self.by_request_id.items() if v is task]:
             self.by_request_id.pop(key, None)
+        # Keep the last MAX_FINISHED_TASKS finished tasks (lich.status would grow forever).
+        self._finished.append(task.task_id)
+        while len(self._finished) > MAX_FINISHED_TASKS:
+            old = self.tasks.pop(self._finished.popleft(), None)
+            if old is not None and old.progress_token is not None:
+                self.by_progress_token.pop(old.progress_token, None)
 
     async def _drive(self, task: LichTask, context: str | None) -> dict[str, Any]:
         """The run, then the wrap-up (progress end, message, transcript) that a cancel never cuts short."""
@@ -141,6 +289,7 @@ class TaskManager:
             if not await task.workspace.settle():
                 log.warning("task %s: an edit is still unanswered by the editor", task.task_id)
             self._finish(task)
+        self._send_text(task)
         self._flush_text(task)
         if review_note:
             self._log(task, f"review: {review_note}")
@@ -164,7 +313,9 @@ class TaskManager:
         try:
             from lich_core.agent.factory import build_agent  # heavy: only when a task runs
 
-            agent = build_agent(state.config, workspace=task.workspace, guards=(state.guard,))
+            # The session's one runtime for this config: plugins were loaded once, and the
+            # commands (lich.tools, lich.runTool) see the same plugin state as the agent.
+            agent = build_agent(state.config, workspace=task.workspace, runtime=state.runtime())
             result = await agent.run(
                 task.prompt,
                 on_event=lambda event: self._on_event(task, event),
@@ -263,52 +414,95 @@ class TaskManager:
 
     # --- events and transcript ---
 
-    def _log(self, task: LichTask, line: str) -> None:
+    def _log(self, task: LichTask, line: str, already_cut: int = 0) -> None:
+        line = clip_text(line, MAX_EDITOR_MESSAGE_BYTES - MESSAGE_ENVELOPE_BYTES, already_cut)
         task.transcript.append(line)
         self._server.lich.log(f"[{task.task_id}] {line}")
 
     def _flush_text(self, task: LichTask) -> None:
         if task.text_buffer:
-            text = "".join(task.text_buffer).strip()
-            task.text_buffer.clear()
-            if text:
-                self._log(task, f"assistant: {text}")
+            text, cut = task.text_buffer.take()
+            text = text.strip() if not cut else text.lstrip()
+            if text or cut:
+                self._log(task, f"assistant: {text}", cut)
 
-    def _on_event(self, task: LichTask, event: Any) -> None:
+    def _notify(self, payload: dict[str, Any]) -> None:
+        self._server.protocol.notify("lich/event", clip_event(payload))
+
+    def _queue_text(self, task: LichTask, event: AgentEvent, delta: TextDelta) -> None:
+        """Coalesce a text_delta: sent now if the interval since the last text passed, else soon."""
+        batch = task.text_batch
+        if batch.first is not None and batch.turn != delta.turn:
+            self._send_text(task)
+        if batch.first is None:
+            batch.first = event
+            batch.turn = delta.turn
+        batch.last = event
+        batch.count += 1
+        batch.text.add(delta.text)
+        loop = asyncio.get_running_loop()
+        due = task.text_sent_at + EVENT_COALESCE_INTERVAL_S
+        if loop.time() >= due:
+            self._send_text(task)
+        elif batch.timer is None:
+            batch.timer = loop.call_at(due, self._send_text, task)
+
+    def _send_text(self, task: LichTask) -> None:
+        """Send the coalesced text waiting in the task's batch (one text_delta lich/event)."""
+        batch = task.text_batch
+        if batch.timer is not None:
+            batch.timer.cancel()
+            batch.timer = None
+        first, last = batch.first, batch.last
+        if first is None or last is None:
+            return
+        text, cut = batch.text.take()
+        count = batch.count
+        batch.first = batch.last = None
+        batch.count = 0
+        delta = first.data
+        assert isinstance(delta, TextDelta)
+        joined = dataclasses.replace(delta, text="", coalesced=count if count > 1 else None)
+        merged = dataclasses.replace(first, seq=last.seq, ts=last.ts, data=joined).to_dict()
+        merged["task_id"] = task.task_id
+        merged["data"]["text"] = clip_text(text, MAX_EDITOR_MESSAGE_BYTES - json_size(merged), cut)
+        task.text_sent_at = asyncio.get_running_loop().time()
+        self._notify(merged)
+
+    def _on_event(self, task: LichTask, event: AgentEvent) -> None:
+        data = event.data
+        if isinstance(data, TextDelta):
+            task.text_buffer.add(data.text)
+            self._queue_text(task, event, data)
+            return
+        self._send_text(task)  # the text before this event goes first: the order is kept
         payload = event.to_dict()
         payload["task_id"] = task.task_id
-        self._server.protocol.notify("lich/event", payload)
-        data = payload.get("data") or {}
-        kind = payload.get("type")
-        if kind == "text_delta":
-            task.text_buffer.append(str(data.get("text", "")))
-        elif kind == "turn_start":
-            task.turns = int(data.get("turn", task.turns + 1))
+        self._notify(payload)
+        if isinstance(data, TurnStart):
+            task.turns = data.turn
             self._report(task, f"turn {task.turns}")
-        elif kind == "llm_end":
+        elif isinstance(data, LlmEnd):
             self._flush_text(task)
-        elif kind == "tool_call_start":
+        elif isinstance(data, ToolCallStart):
             self._flush_text(task)
             task.tool_calls += 1
-            name = data.get("name", "?")
-            arguments = data.get("arguments")
-            self._log(task, f"→ {name} {_clip(_json(arguments), LOG_SUMMARY_MAX_CHARS)}")
-            self._report(task, f"turn {task.turns}: {name}")
-        elif kind == "tool_call_end":
-            name = data.get("name", "?")
-            if data.get("ok"):
-                self._log(task, f"← {name} ok: {_clip(str(data.get('summary', '')), LOG_SUMMARY_MAX_CHARS)}")
+            self._log(task, f"→ {data.name} {_clip(_json(data.arguments), LOG_SUMMARY_MAX_CHARS)}")
+            self._report(task, f"turn {task.turns}: {data.name}")
+        elif isinstance(data, ToolCallEnd):
+            if data.ok:
+                self._log(task, f"← {data.name} ok: {_clip(data.summary, LOG_SUMMARY_MAX_CHARS)}")
             else:
-                self._log(task, f"← {name} error: {_clip(str(data.get('error', '')), LOG_SUMMARY_MAX_CHARS)}")
-        elif kind == "error":
-            self._log(task, f"error: {data.get('message', '')}")
-        elif kind == "plugin_warning":
-            self._log(task, f"plugin warning: {data.get('message', '')}")
-        elif kind == "llm_retry":
+                self._log(task, f"← {data.name} error: {_clip(data.error or '', LOG_SUMMARY_MAX_CHARS)}")
+        elif isinstance(data, RunError):
+            self._log(task, f"error: {data.message}")
+        elif isinstance(data, PluginWarning):
+            self._log(task, f"plugin warning: {data.message}")
+        elif isinstance(data, LlmRetry):
             # The broken stream's text is void: the next attempt streams the answer from the start.
             task.text_buffer.clear()
-            action = "retrying" if data.get("action") == "retry" else f"failing over to {data.get('next_provider', '?')}"
-            self._log(task, f"provider {data.get('provider', '?')} failed ({data.get('kind', '?')}): {action}")
+            action = "retrying" if data.action == "retry" else f"failing over to {data.next_provider}"
+            self._log(task, f"provider {data.provider} failed ({data.kind}): {action}")
 
     async def _announce(self, task: LichTask, outcome: dict[str, Any]) -> None:
         reason = outcome["stopped_reason"]
@@ -369,8 +563,6 @@ def _hard_stop(future: asyncio.Future[Any]) -> None:
 
 
 def _json(value: Any) -> str:
-    import json
-
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):

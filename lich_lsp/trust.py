@@ -87,7 +87,6 @@ def change_trust(server: LichLanguageServer, *, trust: bool) -> dict[str, Any]:
         message = f"lich: cannot change workspace trust: {err}"
         server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
         return {"state": state.config.trust.state, "config": str(state.config.trust.config_path), "keys": [], "message": message}
-    if holder.rebuild() is None:
-        state.on_config_changed()
+    holder.rebuild()  # a changed config is a new generation: the next request builds its runtime
     state.log(change.message)
     return change.to_json()

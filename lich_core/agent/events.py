@@ -2,17 +2,36 @@
 
 Every event carries the run id, the session id, a per-run sequence number (1, 2, 3, ...) and a
 wall-clock timestamp, so a consumer can order, group and replay them without any other state.
+
+Each event type's `data` is a frozen dataclass below (one per entry of EVENT_TYPES); the loop
+constructs them, so a field cannot be misspelt or left out without mypy saying so. Fields typed
+`X | None` without a default are always sent (null when there is nothing); fields made with
+`optional(...)` are left out of the wire data when None.
+
+The wire shape (`AgentEvent.to_dict()`, plus what the language server adds: `task_id`, and
+`data.coalesced` on merged text deltas, `data.cut` on an event too large to send whole) is
+described by one JSON Schema generated from these dataclasses:
+
+    python -m lich_core.agent.events --schema       # writes docs/lich-event.schema.json
+
+Every editor's renderer tests validate their fixtures (tests/fixtures/events/*.json) against it.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import dataclasses
 import inspect
+import json
 import logging
+import sys
 import time
-from collections.abc import Awaitable, Callable
+import types
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 log = logging.getLogger("lich.agent")
 
@@ -38,6 +57,295 @@ EVENT_TYPES = (
     "plugin_warning",
 )
 
+StoppedReason = Literal["final", "budget", "aborted", "error"]
+RetryAction = Literal["retry", "failover"]
+
+
+def doc(text: str, **schema: Any) -> Any:
+    """A required field, with its description (and extra JSON Schema keywords) for the schema."""
+    return field(metadata={"doc": text, "schema": schema})
+
+
+def optional(text: str, **schema: Any) -> Any:
+    """A field that may be absent: None here, left out of the wire data."""
+    return field(default=None, metadata={"doc": text, "schema": schema, "omit_if_none": True})
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenUsage:
+    """Tokens the provider reported (a snapshot: the run's own counter keeps growing)."""
+
+    input_tokens: int = doc("prompt tokens", minimum=0)
+    output_tokens: int = doc("completion tokens", minimum=0)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventData:
+    """Base of every event type's `data`; `TYPE` is the event's `type`."""
+
+    TYPE: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire `data` object: optional fields that are None are left out."""
+        out: dict[str, Any] = {}
+        for name, omit_if_none in _wire_fields(type(self)):
+            value = getattr(self, name)
+            if value is None:
+                if omit_if_none:
+                    continue
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, TokenUsage):
+                value = value.to_dict()
+            out[name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls: type[_D], data: Mapping[str, Any]) -> _D:
+        """Parse a wire `data` object of this type (ValueError on a missing or unknown field)."""
+        if "cut" in data:
+            raise ValueError(f"{cls.TYPE}: the event's data was cut by the server: {data['cut']}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"{cls.TYPE}: unknown data field(s) {unknown}")
+        kwargs: dict[str, Any] = {}
+        hints = get_type_hints(cls)
+        for item in dataclasses.fields(cls):
+            if item.name not in data:
+                if item.metadata.get("omit_if_none"):
+                    continue
+                raise ValueError(f"{cls.TYPE}: data.{item.name} is missing")
+            value = data[item.name]
+            if isinstance(value, list):
+                value = tuple(value)
+            elif hints[item.name] is TokenUsage and isinstance(value, Mapping):
+                value = TokenUsage(**value)
+            kwargs[item.name] = value
+        return cls(**kwargs)
+
+
+_D = TypeVar("_D", bound=EventData)
+_WIRE_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _wire_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    cached = _WIRE_FIELDS.get(cls)
+    if cached is None:
+        cached = tuple((f.name, bool(f.metadata.get("omit_if_none"))) for f in dataclasses.fields(cls))
+        _WIRE_FIELDS[cls] = cached
+    return cached
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStart(EventData):
+    """The run began (first event of every run)."""
+
+    TYPE: ClassVar[str] = "run_start"
+    prompt_chars: int = doc("length of the prompt (the prompt itself is not sent)", minimum=0)
+    resumed: bool = doc("the run continues a saved session")
+    max_turns: int = doc("model calls allowed", minimum=1)
+    model: str = doc("the chat model's name ('' when unknown)")
+    work_dir: str = doc("the workspace root, resolved")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnStart(EventData):
+    """A turn (one model call and the tool calls it asks for) begins."""
+
+    TYPE: ClassVar[str] = "turn_start"
+    turn: int = doc("1-based turn number", minimum=1)
+    max_turns: int = doc("model calls allowed", minimum=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LlmStart(EventData):
+    """The model is called."""
+
+    TYPE: ClassVar[str] = "llm_start"
+    turn: int = doc("1-based turn number", minimum=1)
+    messages: int = doc("messages sent (history plus plugin notes)", minimum=0)
+    tools: int = doc("tools offered", minimum=0)
+    notes: int = doc("plugin notes added for this call only", minimum=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextDelta(EventData):
+    """Streamed answer text."""
+
+    TYPE: ClassVar[str] = "text_delta"
+    turn: int = doc("1-based turn number", minimum=1)
+    text: str = doc("the text streamed since the last delta")
+    coalesced: int | None = optional(
+        "set by the language server when it merged consecutive deltas of a turn: how many", minimum=2
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class LlmRetry(EventData):
+    """A provider attempt failed and another follows (retry, or failover to the next provider)."""
+
+    TYPE: ClassVar[str] = "llm_retry"
+    turn: int = doc("1-based turn number", minimum=1)
+    provider: str = doc("the provider whose attempt failed")
+    attempt: int = doc("1-based attempt on `provider` that failed", minimum=1)
+    max_attempts: int = doc("attempts allowed on `provider`", minimum=1)
+    kind: str = doc("the provider error kind (network, rate_limit, ...)")
+    message: str = doc("the failure, one line")
+    action: RetryAction = doc("retry the same provider, or fail over to `next_provider`")
+    delay_s: float = doc("wait before the next attempt (0 for a failover)", minimum=0)
+    next_provider: str = doc("the provider of the next attempt")
+    discarded_chars: int = doc(
+        "characters of this turn's streamed text that are void: drop them, the next attempt streams "
+        "the answer again from its start",
+        minimum=0,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class LlmEnd(EventData):
+    """The model answered."""
+
+    TYPE: ClassVar[str] = "llm_end"
+    turn: int = doc("1-based turn number", minimum=1)
+    stop_reason: str = doc("why the model stopped (stop, tool_calls, length, ...)")
+    provider: str = doc("the provider that answered")
+    model: str = doc("the model that answered")
+    usage: TokenUsage = doc("tokens of this call")
+    text_chars: int = doc("length of the answer text", minimum=0)
+    tool_calls: tuple[str, ...] = doc("names of the tools the model asked for, in order")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallStart(EventData):
+    """A tool call starts."""
+
+    TYPE: ClassVar[str] = "tool_call_start"
+    turn: int = doc("1-based turn number", minimum=1)
+    call_id: str = doc("the call's id (unique within the turn)")
+    name: str = doc("the tool")
+    arguments: dict[str, Any] = doc("the parsed arguments ({} when they were not valid JSON)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallEnd(EventData):
+    """A tool call ended."""
+
+    TYPE: ClassVar[str] = "tool_call_end"
+    turn: int = doc("1-based turn number", minimum=1)
+    call_id: str = doc("the call's id")
+    name: str = doc("the tool")
+    ok: bool = doc("the call succeeded")
+    error: str | None = doc("the tool's error when not ok ('prefix: detail'), else null")
+    summary: str = doc("the start of the result the model sees (300 characters)")
+    duration_ms: float = doc("wall time of the call", minimum=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompressStart(EventData):
+    """The history neared the context budget: older turns are being summarised."""
+
+    TYPE: ClassVar[str] = "compress_start"
+    turn: int = doc("1-based turn number", minimum=1)
+    messages: int = doc("messages in the history", minimum=0)
+    estimated_tokens: int = doc("estimated size of the history", minimum=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompressEnd(EventData):
+    """Compression ended (a failed one never ends the run)."""
+
+    TYPE: ClassVar[str] = "compress_end"
+    turn: int = doc("1-based turn number", minimum=1)
+    ok: bool = doc("the history was replaced by a smaller one")
+    error: str | None = doc("why not, when not ok (e.g. summary_not_smaller, cancelled), else null")
+    before_tokens: int | None = optional("estimated tokens before (absent when cancelled)", minimum=0)
+    after_tokens: int | None = optional("estimated tokens after (absent when cancelled)", minimum=0)
+    removed_messages: int | None = optional("messages summarised away (absent when cancelled)", minimum=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinalAnswer(EventData):
+    """The model answered without asking for tools: the run's answer."""
+
+    TYPE: ClassVar[str] = "final"
+    turn: int = doc("1-based turn number", minimum=1)
+    text: str = doc("the whole answer (also when it was streamed)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetExhausted(EventData):
+    """The last allowed turn asked for tools: they are not run."""
+
+    TYPE: ClassVar[str] = "budget_exhausted"
+    turn: int = doc("1-based turn number", minimum=1)
+    max_turns: int = doc("model calls allowed", minimum=1)
+    skipped_calls: tuple[str, ...] = doc("names of the tool calls not run")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnEnd(EventData):
+    """A turn ended."""
+
+    TYPE: ClassVar[str] = "turn_end"
+    turn: int = doc("1-based turn number", minimum=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEnd(EventData):
+    """The run ended (last event of every run)."""
+
+    TYPE: ClassVar[str] = "run_end"
+    stopped_reason: StoppedReason = doc("final: answered; budget: turns ran out; aborted: cancelled; error")
+    turns_used: int = doc("model calls made", minimum=0)
+    usage: TokenUsage = doc("tokens of the whole run")
+    error: str | None = doc("what failed when stopped_reason is error, else null")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunError(EventData):
+    """The run failed (a run_end with stopped_reason error follows)."""
+
+    TYPE: ClassVar[str] = "error"
+    kind: str = doc("a provider error kind (auth, network, ...), session or internal")
+    message: str = doc("the failure, one line")
+    turn: int | None = optional("the turn that failed (absent for session and internal errors)", minimum=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PluginWarning(EventData):
+    """A plugin failed to load (repeated at each run start) or a hook threw; the run goes on."""
+
+    TYPE: ClassVar[str] = "plugin_warning"
+    message: str = doc("what failed")
+    plugin: str | None = optional("the plugin whose hook failed (absent for load errors)")
+
+
+EVENT_DATA: dict[str, type[EventData]] = {
+    cls.TYPE: cls
+    for cls in (
+        RunStart,
+        TurnStart,
+        LlmStart,
+        TextDelta,
+        LlmRetry,
+        LlmEnd,
+        ToolCallStart,
+        ToolCallEnd,
+        CompressStart,
+        CompressEnd,
+        FinalAnswer,
+        BudgetExhausted,
+        TurnEnd,
+        RunEnd,
+        RunError,
+        PluginWarning,
+    )
+}
+
 
 @dataclass(frozen=True)
 class AgentEvent:
@@ -46,7 +354,11 @@ class AgentEvent:
     session_id: str
     seq: int
     ts: float  # seconds since the epoch
-    data: dict[str, Any] = field(default_factory=dict)
+    data: EventData
+
+    def __post_init__(self) -> None:
+        if self.type != self.data.TYPE:
+            raise ValueError(f"event type {self.type!r} with data of {self.data.TYPE!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,8 +367,24 @@ class AgentEvent:
             "session_id": self.session_id,
             "seq": self.seq,
             "ts": self.ts,
-            "data": self.data,
+            "data": self.data.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> AgentEvent:
+        """Parse a wire event (a `lich/event`'s `task_id` is ignored); ValueError when malformed."""
+        kind = payload.get("type")
+        data_cls = EVENT_DATA.get(kind) if isinstance(kind, str) else None
+        if data_cls is None:
+            raise ValueError(f"unknown event type {kind!r}")
+        return cls(
+            data_cls.TYPE,
+            str(payload["run_id"]),
+            str(payload["session_id"]),
+            int(payload["seq"]),
+            float(payload["ts"]),
+            data_cls.from_dict(payload.get("data") or {}),
+        )
 
 
 # A listener may be a plain function or a coroutine function.
@@ -78,9 +406,12 @@ class EventEmitter:
         # awaited before the next event so a listener sees events in order.
         self._pending: list[asyncio.Future[Any]] = []
 
-    async def emit(self, event_type: str, **data: Any) -> AgentEvent:
+    def _event(self, data: EventData) -> AgentEvent:
         self._seq += 1
-        event = AgentEvent(event_type, self.run_id, self.session_id, self._seq, time.time(), data)
+        return AgentEvent(data.TYPE, self.run_id, self.session_id, self._seq, time.time(), data)
+
+    async def emit(self, data: EventData) -> AgentEvent:
+        event = self._event(data)
         if self._listener is None:
             return event
         if self._pending:
@@ -91,13 +422,12 @@ class EventEmitter:
             if outcome is not None and inspect.isawaitable(outcome):
                 await outcome
         except Exception:  # noqa: BLE001 - a broken renderer must not end the run
-            log.warning("event listener failed on %s", event_type, exc_info=True)
+            log.warning("event listener failed on %s", event.type, exc_info=True)
         return event
 
-    def emit_nowait(self, event_type: str, **data: Any) -> AgentEvent:
+    def emit_nowait(self, data: EventData) -> AgentEvent:
         """For synchronous callbacks (streamed text): an async listener's coroutine is scheduled."""
-        self._seq += 1
-        event = AgentEvent(event_type, self.run_id, self.session_id, self._seq, time.time(), data)
+        event = self._event(data)
         if self._listener is None:
             return event
         try:
@@ -105,7 +435,7 @@ class EventEmitter:
             if outcome is not None and inspect.isawaitable(outcome):
                 self._pending.append(asyncio.ensure_future(_ordered(self._pending[-1:], outcome)))
         except Exception:  # noqa: BLE001
-            log.warning("event listener failed on %s", event_type, exc_info=True)
+            log.warning("event listener failed on %s", event.type, exc_info=True)
         return event
 
     async def drain(self) -> None:
@@ -125,3 +455,169 @@ async def _ordered(before: list[asyncio.Future[Any]], outcome: Awaitable[Any]) -
         except Exception:  # noqa: BLE001
             pass
     await outcome
+
+
+# --- the JSON Schema of `lich/event` ---
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "lich-event.schema.json"
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# What the language server adds to AgentEvent.to_dict() (lich_lsp/tasks.py).
+SERVER_ENVELOPE_FIELDS: dict[str, dict[str, Any]] = {
+    "task_id": {"type": "string", "description": "the language server's task id (t1, t2, ...); absent outside it"},
+}
+CUT_DOC = (
+    "set by the language server when the event did not fit in one message even with its strings cut: "
+    "only the data's short scalar fields are kept"
+)
+_ENVELOPE: dict[str, dict[str, Any]] = {
+    "run_id": {"type": "string", "description": "the run (12 hex digits)"},
+    "session_id": {"type": "string", "description": "the session the run belongs to ('' when none could be opened)"},
+    "seq": {"type": "integer", "minimum": 1, "description": "1, 2, 3, ... within a run (a coalesced text_delta has its last delta's)"},
+    "ts": {"type": "number", "description": "seconds since the epoch"},
+}
+_SCALARS: dict[Any, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
+
+
+def _type_schema(annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    if annotation in _SCALARS:
+        return {"type": _SCALARS[annotation]}
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Literal:
+        return {"type": "string", "enum": list(args)}
+    if origin in (Union, types.UnionType):
+        present = [arg for arg in args if arg is not type(None)]
+        if len(present) != 1:
+            raise TypeError(f"unsupported union {annotation!r}")
+        inner = _type_schema(present[0], defs)
+        if type(None) not in args:
+            return inner
+        if isinstance(inner.get("type"), str) and "enum" not in inner:
+            return {**inner, "type": [inner["type"], "null"]}
+        return {"anyOf": [inner, {"type": "null"}]}
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return {"type": "array", "items": _type_schema(args[0], defs)}
+    if origin is dict:
+        return {"type": "object"}
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        defs.setdefault(annotation.__name__, _object_schema(annotation, defs))
+        return {"$ref": f"#/$defs/{annotation.__name__}"}
+    raise TypeError(f"no JSON Schema for {annotation!r}")
+
+
+def _field_schema(item: dataclasses.Field[Any], annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    schema = _type_schema(annotation, defs)
+    extra = dict(item.metadata.get("schema") or {})
+    if "$ref" in schema and extra:
+        schema = {"allOf": [schema]}
+    if item.metadata.get("doc"):
+        schema["description"] = item.metadata["doc"]
+    schema.update(extra)
+    return schema
+
+
+def _object_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
+    hints = get_type_hints(cls)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for item in dataclasses.fields(cls):
+        properties[item.name] = _field_schema(item, hints[item.name], defs)
+        if not item.metadata.get("omit_if_none"):
+            required.append(item.name)
+    schema: dict[str, Any] = {"type": "object"}
+    if cls.__doc__:
+        schema["description"] = " ".join(cls.__doc__.split())
+    schema.update({"properties": properties, "required": required, "additionalProperties": False})
+    return schema
+
+
+def _cut_schema(cls: type[EventData], full: dict[str, Any]) -> dict[str, Any]:
+    """What clip_event (lich_lsp/tasks.py) leaves of this type's data: short scalars and `cut`."""
+    kept = {
+        name: {key: value for key, value in prop.items() if key != "description"}
+        for name, prop in full["properties"].items()
+        if set(_as_list(prop.get("type"))) & {"string", "boolean", "integer", "number"}
+    }
+    return {
+        "type": "object",
+        "description": f"{cls.TYPE} data cut down: {CUT_DOC}",
+        "properties": {**kept, "cut": {"type": "string", "description": "what was cut and why"}},
+        "required": ["cut"],
+        "additionalProperties": False,
+    }
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def event_schema() -> dict[str, Any]:
+    """The JSON Schema of a `lich/event` notification's params (AgentEvent.to_dict() + server fields)."""
+    defs: dict[str, Any] = {}
+    events: dict[str, Any] = {}
+    for type_name in EVENT_TYPES:
+        cls = EVENT_DATA[type_name]
+        data = _object_schema(cls, defs)
+        defs[cls.__name__] = data
+        defs[f"{cls.__name__}Cut"] = _cut_schema(cls, data)
+        events[type_name] = {
+            "type": "object",
+            "description": data.get("description", type_name),
+            "properties": {
+                "type": {"const": type_name},
+                **_ENVELOPE,
+                **SERVER_ENVELOPE_FIELDS,
+                "data": {
+                    "anyOf": [{"$ref": f"#/$defs/{cls.__name__}"}, {"$ref": f"#/$defs/{cls.__name__}Cut"}]
+                },
+            },
+            "required": ["type", *_ENVELOPE, "data"],
+            "additionalProperties": False,
+        }
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "$comment": (
+            "Generated from the dataclasses in lich_core/agent/events.py by "
+            "`python -m lich_core.agent.events --schema`; do not edit by hand."
+        ),
+        "title": "lich/event",
+        "description": (
+            "One agent event as the language server sends it in a lich/event notification: "
+            "AgentEvent.to_dict() plus task_id. See docs/agent.md (Events) and docs/lsp.md."
+        ),
+        "oneOf": [{"$ref": f"#/$defs/{type_name}"} for type_name in EVENT_TYPES],
+        "$defs": {**events, **dict(sorted(defs.items()))},
+    }
+
+
+def schema_text() -> str:
+    """The schema file's exact contents."""
+    return json.dumps(event_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_schema(path: Path = SCHEMA_PATH) -> Path:
+    path.write_text(schema_text(), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lich_core.agent.events", description="The JSON Schema of agent events (lich/event)."
+    )
+    parser.add_argument("--schema", action="store_true", help=f"write the schema (default {SCHEMA_PATH})")
+    parser.add_argument("--out", default=None, help="where to write it ('-' for stdout)")
+    args = parser.parse_args(argv)
+    if not args.schema:
+        parser.print_usage(sys.stderr)
+        return 2
+    if args.out == "-":
+        sys.stdout.write(schema_text())
+        return 0
+    print(write_schema(Path(args.out) if args.out else SCHEMA_PATH))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

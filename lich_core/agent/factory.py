@@ -10,7 +10,7 @@ from lich_core.agent.loop import Agent
 from lich_core.agent.sessions import SessionStore
 from lich_core.providers.base import Model
 from lich_core.tools.executor import CallGuard
-from lich_core.tools.runtime import build_tool_runtime
+from lich_core.tools.runtime import ToolRuntime, build_tool_runtime
 
 log = logging.getLogger("lich.agent")
 
@@ -24,13 +24,16 @@ def build_agent(
     model: Model | None = None,
     compress_model: Model | None = None,
     session_store: SessionStore | None = None,
+    runtime: ToolRuntime | None = None,
 ) -> Agent:
     """An Agent for `config`.
 
     `model` replaces the configured chat chain (and, unless `compress_model` is given, the
     compress chain too). A misconfigured provider raises ConfigError/ProviderError with one line.
     Plugins that fail to load are warnings (logged now, and reported as `plugin_warning` events
-    at the start of each run); the agent is built without them.
+    at the start of each run); the agent is built without them. `runtime`: a tool runtime built
+    once for this config (the language server shares one per config generation, so plugin modules
+    run once, not once per task); `guards` and `env` then come from it.
     """
     from lich_core.providers.factory import build_model
 
@@ -38,7 +41,8 @@ def build_agent(
         model = build_model(config, "chat")
         if compress_model is None:
             compress_model = build_model(config, "compress")
-    runtime = build_tool_runtime(config, env=env, guards=guards)
+    if runtime is None:
+        runtime = build_tool_runtime(config, env=env, guards=guards)
     plugins = runtime.plugins
     return Agent(
         model=model,

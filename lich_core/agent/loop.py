@@ -19,11 +19,32 @@ import time
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from lich_core.agent.compress import CompressionPolicy, compress_messages, estimate_tokens
-from lich_core.agent.events import EventEmitter, EventListener
-from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
+from lich_core.agent.events import (
+    BudgetExhausted,
+    CompressEnd,
+    CompressStart,
+    EventData,
+    EventEmitter,
+    EventListener,
+    FinalAnswer,
+    LlmEnd,
+    LlmRetry,
+    LlmStart,
+    PluginWarning,
+    RunEnd,
+    RunError,
+    RunStart,
+    StoppedReason,
+    TextDelta,
+    TokenUsage,
+    ToolCallEnd,
+    ToolCallStart,
+    TurnEnd,
+    TurnStart,
+)
 from lich_core.agent.prompts import INVALID_ARGUMENTS_ERROR, system_prompt_for, user_prompt
 from lich_core.agent.sessions import (
     SessionError,
@@ -34,14 +55,17 @@ from lich_core.agent.sessions import (
 )
 from lich_core.hashline.read_state import ReadState
 from lich_core.providers.base import Model, ProviderError, RetryNotice, accepts_retry_notices
-from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.runtime import ToolRuntime
-from lich_core.tools.types import (
+from lich_core.tools.types import ToolContext, tool_capability
+from lich_core.vocabulary import (
     CancelToken,
-    ToolContext,
+    Message,
+    ModelResponse,
+    ToolCall,
     ToolDefinition,
     ToolResult,
-    tool_capability,
+    Usage,
+    format_tool_result,
 )
 
 log = logging.getLogger("lich.agent")
@@ -231,17 +255,18 @@ class _Run:
         try:
             session_problem = self._open_session(prompt, resume)
             await self._emit(
-                "run_start",
-                prompt_chars=len(prompt),
-                resumed=resume is not None,
-                max_turns=self.max_turns,
-                model=getattr(self.agent.model, "name", ""),
-                work_dir=str(self.work_dir),
+                RunStart(
+                    prompt_chars=len(prompt),
+                    resumed=resume is not None,
+                    max_turns=self.max_turns,
+                    model=str(getattr(self.agent.model, "name", "") or ""),
+                    work_dir=str(self.work_dir),
+                )
             )
             if session_problem is not None:
                 state.stopped_reason = "error"
                 state.error = session_problem
-                await self._emit("error", kind="session", message=session_problem)
+                await self._emit(RunError(kind="session", message=session_problem))
             else:
                 await self._start_plugins(prompt)
                 self._append(Message(role="user", content=user_prompt(prompt, context)))
@@ -258,7 +283,7 @@ class _Run:
             log.exception("agent run failed")
             state.stopped_reason = "error"
             state.error = f"internal_error: {type(err).__name__}: {err}"
-            await self._emit_quietly("error", kind="internal", message=state.error)
+            await self._emit_quietly(RunError(kind="internal", message=state.error))
         result = await self._finish()
         if externally_cancelled:
             raise asyncio.CancelledError()
@@ -294,12 +319,12 @@ class _Run:
         if host is None or not (host.plugins or host.warnings):
             return
         for warning in host.warnings:
-            await self._emit("plugin_warning", message=warning)
+            await self._emit(PluginWarning(message=warning))
         if host.plugins:
             self.plugin_run = host.start_run(self._plugin_warning)
 
     async def _plugin_warning(self, plugin_name: str, message: str) -> None:
-        await self._emit("plugin_warning", plugin=plugin_name, message=message)
+        await self._emit(PluginWarning(message=message, plugin=plugin_name))
 
     async def _loop(self) -> None:
         state = self.state
@@ -310,14 +335,14 @@ class _Run:
                 return
             state.turns += 1
             turn = state.turns
-            await self._emit("turn_start", turn=turn, max_turns=self.max_turns)
+            await self._emit(TurnStart(turn=turn, max_turns=self.max_turns))
             if self.policy.due(state.history, turn):
                 await self._compress(turn)
             notes: list[Message] = []
             if self.plugin_run is not None:
                 notes = await self._guarded(self.plugin_run.before_llm_call(turn, state.history))
             call_messages = state.history + notes if notes else list(state.history)
-            await self._emit("llm_start", turn=turn, messages=len(call_messages), tools=len(tools), notes=len(notes))
+            await self._emit(LlmStart(turn=turn, messages=len(call_messages), tools=len(tools), notes=len(notes)))
             try:
                 response = await self._call_model(call_messages, tools, turn)
             except _Aborted:
@@ -330,53 +355,68 @@ class _Run:
                 state.stopped_reason = "error"
                 state.error = _one_line(err)
                 kind = err.kind if isinstance(err, ProviderError) else "internal"
-                await self._emit("error", kind=kind, message=state.error, turn=turn)
+                await self._emit(RunError(kind=kind, message=state.error, turn=turn))
                 return
             assistant = _normalised_assistant(response.message, turn)
             state.usage.add(response.usage)
             self._append(assistant)
             state.final = assistant.content
             await self._emit(
-                "llm_end",
-                turn=turn,
-                stop_reason=response.stop_reason,
-                provider=response.provider,
-                model=response.model,
-                usage=response.usage.to_dict(),
-                text_chars=len(assistant.content),
-                tool_calls=[call.name for call in assistant.tool_calls],
+                LlmEnd(
+                    turn=turn,
+                    stop_reason=response.stop_reason,
+                    provider=response.provider,
+                    model=response.model,
+                    usage=_usage(response.usage),
+                    text_chars=len(assistant.content),
+                    tool_calls=tuple(call.name for call in assistant.tool_calls),
+                )
             )
             if not assistant.tool_calls:
-                await self._emit("final", turn=turn, text=assistant.content)
-                await self._emit("turn_end", turn=turn)
+                await self._emit(FinalAnswer(turn=turn, text=assistant.content))
+                await self._emit(TurnEnd(turn=turn))
                 state.stopped_reason = "final"
                 return
             if turn >= self.max_turns:
                 for call in assistant.tool_calls:
                     self._append(tool_error_message(call.id, call.name, BUDGET_EXHAUSTED_ERROR))
                 await self._emit(
-                    "budget_exhausted",
-                    turn=turn,
-                    max_turns=self.max_turns,
-                    skipped_calls=[call.name for call in assistant.tool_calls],
+                    BudgetExhausted(
+                        turn=turn,
+                        max_turns=self.max_turns,
+                        skipped_calls=tuple(call.name for call in assistant.tool_calls),
+                    )
                 )
-                await self._emit("turn_end", turn=turn)
+                await self._emit(TurnEnd(turn=turn))
                 state.stopped_reason = "budget"
                 return
             await self._run_tools(assistant.tool_calls, turn)
-            await self._emit("turn_end", turn=turn)
+            await self._emit(TurnEnd(turn=turn))
 
     async def _call_model(self, messages: list[Message], tools: list[ToolDefinition], turn: int) -> ModelResponse:
         emitter = self.emitter
 
         def on_text(text: str) -> None:
             if text:
-                emitter.emit_nowait("text_delta", turn=turn, text=text)
+                emitter.emit_nowait(TextDelta(turn=turn, text=text))
 
         def on_retry(notice: RetryNotice) -> None:
             # Renderers drop the turn's streamed text when discarded_chars > 0: the next
             # attempt streams the answer again from its start.
-            emitter.emit_nowait("llm_retry", turn=turn, **notice.to_dict())
+            emitter.emit_nowait(
+                LlmRetry(
+                    turn=turn,
+                    provider=notice.provider,
+                    attempt=notice.attempt,
+                    max_attempts=notice.max_attempts,
+                    kind=notice.kind,
+                    message=notice.message,
+                    action=notice.action,
+                    delay_s=notice.delay_s,
+                    next_provider=notice.next_provider,
+                    discarded_chars=notice.discarded_chars,
+                )
+            )
 
         extra = {"on_retry": on_retry} if self.agent.model_reports_retries else {}
         return await self._race(
@@ -391,23 +431,24 @@ class _Run:
                 self._append(tool_error_message(call.id, call.name, CANCELLED_ERROR))
                 continue
             args, invalid = _parse_arguments(call)
-            await self._emit("tool_call_start", turn=turn, call_id=call.id, name=call.name, arguments=args)
+            await self._emit(ToolCallStart(turn=turn, call_id=call.id, name=call.name, arguments=args))
             started = time.perf_counter()
             try:
                 result = await self._run_one(call, args, invalid)
             except _Aborted:
                 result = ToolResult(ok=False, error=CANCELLED_ERROR)
-            content = ToolExecutor.format_result(result)
+            content = format_tool_result(result)
             self._append(Message(role="tool", content=content, tool_call_id=call.id, name=call.name))
             await self._emit(
-                "tool_call_end",
-                turn=turn,
-                call_id=call.id,
-                name=call.name,
-                ok=result.ok,
-                error=result.error,
-                summary=content[:EVENT_SUMMARY_MAX_CHARS],
-                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                ToolCallEnd(
+                    turn=turn,
+                    call_id=call.id,
+                    name=call.name,
+                    ok=result.ok,
+                    error=result.error,
+                    summary=content[:EVENT_SUMMARY_MAX_CHARS],
+                    duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                )
             )
 
     async def _run_one(self, call: ToolCall, args: dict[str, Any], invalid: str | None) -> ToolResult:
@@ -429,12 +470,12 @@ class _Run:
         state = self.state
         model = self.agent.compress_model or self.agent.model
         await self._emit(
-            "compress_start", turn=turn, messages=len(state.history), estimated_tokens=estimate_tokens(state.history)
+            CompressStart(turn=turn, messages=len(state.history), estimated_tokens=estimate_tokens(state.history))
         )
         try:
             outcome = await self._race(compress_messages(state.history, model, cancel=self.cancel))
         except _Aborted:
-            await self._emit("compress_end", turn=turn, ok=False, error=CANCELLED_ERROR)
+            await self._emit(CompressEnd(turn=turn, ok=False, error=CANCELLED_ERROR))
             raise
         self.policy.record(outcome, turn)
         state.usage.add(outcome.usage)
@@ -442,13 +483,14 @@ class _Run:
             state.history[:] = outcome.messages
             self._record_compaction()
         await self._emit(
-            "compress_end",
-            turn=turn,
-            ok=outcome.ok,
-            before_tokens=outcome.before_tokens,
-            after_tokens=outcome.after_tokens,
-            removed_messages=outcome.removed_messages,
-            error=outcome.error,
+            CompressEnd(
+                turn=turn,
+                ok=outcome.ok,
+                error=outcome.error,
+                before_tokens=outcome.before_tokens,
+                after_tokens=outcome.after_tokens,
+                removed_messages=outcome.removed_messages,
+            )
         )
 
     async def _finish(self) -> RunResult:
@@ -477,11 +519,12 @@ class _Run:
         if self.writer is not None:
             self.writer.close()
         await self._emit_quietly(
-            "run_end",
-            stopped_reason=state.stopped_reason,
-            turns_used=state.turns,
-            usage=state.usage.to_dict(),
-            error=state.error,
+            RunEnd(
+                stopped_reason=cast(StoppedReason, state.stopped_reason),
+                turns_used=state.turns,
+                usage=_usage(state.usage),
+                error=state.error,
+            )
         )
         return RunResult(
             stopped_reason=state.stopped_reason,
@@ -541,13 +584,13 @@ class _Run:
             except OSError:
                 pass
 
-    async def _emit(self, event_type: str, **data: Any) -> None:
-        await self.emitter.emit(event_type, **data)
+    async def _emit(self, data: EventData) -> None:
+        await self.emitter.emit(data)
 
-    async def _emit_quietly(self, event_type: str, **data: Any) -> None:
+    async def _emit_quietly(self, data: EventData) -> None:
         """Emit during shutdown: a second cancellation must not skip the rest of the cleanup."""
         try:
-            await self.emitter.emit(event_type, **data)
+            await self.emitter.emit(data)
         except asyncio.CancelledError:
             pass
 
@@ -588,6 +631,11 @@ class _Run:
                 work.exception()  # retrieved, so asyncio does not log it as unhandled
             raise _Aborted()
         return work.result()
+
+
+def _usage(usage: Usage) -> TokenUsage:
+    """A frozen snapshot of a (growing) usage counter, for an event."""
+    return TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
 
 
 def _close(awaitable: Awaitable[Any]) -> None:

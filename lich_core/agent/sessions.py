@@ -16,7 +16,6 @@ that stopped between a tool call and its result.
 from __future__ import annotations
 
 import builtins
-
 import json
 import os
 import re
@@ -27,10 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from lich_core.agent.messages import Message
-from lich_core.tools.executor import ToolExecutor
-from lich_core.tools.types import ToolResult
 from lich_core.userstate import workspace_state_dir
+from lich_core.vocabulary import Message, ToolResult, format_tool_result
 
 SESSION_FORMAT_VERSION = 1
 SESSION_SUFFIX = ".jsonl"
@@ -223,7 +220,7 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
 
 
 def tool_error_message(call_id: str, name: str, error: str) -> Message:
-    content = ToolExecutor.format_result(ToolResult(ok=False, error=error))
+    content = format_tool_result(ToolResult(ok=False, error=error))
     return Message(role="tool", content=content, tool_call_id=call_id, name=name)
 
 

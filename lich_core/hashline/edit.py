@@ -3,19 +3,20 @@
 Validation re-hashes every anchor against the *current* text; read state only says whether the
 file was seen. Any problem in any file rejects the whole patch. Applying sorts inserts after line
 N at N+½ and before line N at N−½ (equal positions keep patch order), builds the new text, and
-derives the minimal line-range replacements the editor layer turns into small TextEdits.
+derives the minimal line-range replacements the editor layer turns into small TextEdits, with
+`line_replacements` (hashline/replacements.py) over each changed region, the one function every
+FileChange producer uses.
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lich_core.errors import ToolError
 from lich_core.hashline.anchors import line_hash, render_rows, split_lines
 from lich_core.hashline.patch import PatchOp, quote
-from lich_core.workspace import LineReplacement
+from lich_core.hashline.replacements import line_replacements, split_keep_newline
+from lich_core.vocabulary import LineReplacement, ToolError
 
 # Lines of unchanged context shown around each changed region in an edit result.
 RESULT_CONTEXT_LINES = 2
@@ -223,7 +224,7 @@ def apply_ops(target: FileTarget) -> FileEdit:
     new_full.extend(old_full[cursor:])
     new_text = "".join(new_full)
 
-    replacements = tuple(_trimmed(old_full, merged))
+    replacements = _region_replacements(old_full, merged)
     hunks = [
         (start, end, new_start, new_start + len(lines))
         for (start, end, lines), new_start in zip(merged, merged_new_starts, strict=True)
@@ -233,22 +234,17 @@ def apply_ops(target: FileTarget) -> FileEdit:
     )
 
 
-def _trimmed(old_full: list[str], merged: list[tuple[int, int, list[str]]]) -> list[LineReplacement]:
-    """Drop the leading and trailing lines a replacement leaves as they were."""
+def _region_replacements(old_full: list[str], merged: list[tuple[int, int, list[str]]]) -> tuple[LineReplacement, ...]:
+    """line_replacements over each merged region (old lines [start, end) -> lines), in file lines.
+
+    Regions are separated by lines no op touched, so the result is minimal over the whole file
+    too (no replacement touches another) without diffing the untouched rest of a large file.
+    """
     result: list[LineReplacement] = []
     for start, end, lines in merged:
-        head = 0
-        while start + head < end and head < len(lines) and old_full[start + head] == lines[head]:
-            head += 1
-        start += head
-        lines = lines[head:]
-        while start < end and lines and old_full[end - 1] == lines[-1]:
-            end -= 1
-            lines = lines[:-1]
-        if start == end and not lines:
-            continue
-        result.append(LineReplacement(start, end, "".join(lines)))
-    return result
+        for item in line_replacements("".join(old_full[start:end]), "".join(lines)):
+            result.append(LineReplacement(start + item.start, start + item.end, item.text))
+    return tuple(result)
 
 
 def _merge_regions(regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -261,39 +257,15 @@ def _merge_regions(regions: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def apply_replacements(old_text: str, replacements: Sequence[LineReplacement]) -> str:
-    """Apply non-overlapping line replacements to `old_text` (what an editor does with them)."""
-    old_full = _split_keep_lf(old_text)
-    pieces: list[str] = []
-    cursor = 0
-    for replacement in sorted(replacements, key=lambda item: (item.start, item.end)):
-        pieces.extend(old_full[cursor : replacement.start])
-        pieces.append(replacement.text)
-        cursor = replacement.end
-    pieces.extend(old_full[cursor:])
-    return "".join(pieces)
-
-
-def _split_keep_lf(text: str) -> list[str]:
-    """Lines with their "\\n" kept (never split on "\\r" or other separators)."""
-    parts = text.split("\n")
-    pieces = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        pieces.append(parts[-1])
-    return pieces
-
-
 def edit_from_texts(display: str, old_text: str | None, new_text: str) -> FileEdit:
     """A FileEdit for a new text not built from ops (a repaired or accepted text)."""
-    old_full = _split_keep_lf(old_text or "")
-    new_full = _split_keep_lf(new_text)
-    matcher = difflib.SequenceMatcher(None, old_full, new_full, autojunk=False)
-    opcodes = [code for code in matcher.get_opcodes() if code[0] != "equal"]
-    replacements = tuple(
-        LineReplacement(old_start, old_end, "".join(new_full[new_start:new_end]))
-        for _, old_start, old_end, new_start, new_end in opcodes
-    )
-    hunks = [(old_start, old_end, new_start, new_end) for _, old_start, old_end, new_start, new_end in opcodes]
+    replacements = line_replacements(old_text or "", new_text)
+    hunks: list[tuple[int, int, int, int]] = []
+    shift = 0  # new line index minus old line index after the replacements so far
+    for item in replacements:
+        count = len(split_keep_newline(item.text))
+        hunks.append((item.start, item.end, item.start + shift, item.start + shift + count))
+        shift += count - (item.end - item.start)
     return FileEdit(
         display,
         old_text,

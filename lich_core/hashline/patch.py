@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from lich_core.errors import ToolError
+from lich_core.vocabulary import ToolError
 
 OpKind = Literal["insert_after", "insert_before", "delete", "replace"]
 

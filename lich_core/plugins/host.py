@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lich_core.agent.messages import Message
 from lich_core.plugins.types import (
     NOTE_MAX_CHARS,
     RESULT_SUMMARY_MAX_CHARS,
@@ -19,9 +18,9 @@ from lich_core.plugins.types import (
     PluginContext,
     PluginModels,
 )
-from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import is_enabled
-from lich_core.tools.types import Tool, ToolContext, ToolResult
+from lich_core.tools.types import Tool, ToolContext
+from lich_core.vocabulary import Message, ToolResult, format_tool_result
 
 log = logging.getLogger("lich.plugins")
 
@@ -178,7 +177,7 @@ class PluginRun:
         return None
 
     async def after_tool_call(self, tool_name: str, args: dict[str, Any], result: ToolResult) -> None:
-        summary = result.output if result.ok else ToolExecutor.format_result(result)
+        summary = result.output if result.ok else format_tool_result(result)
         info = {
             "tool_name": tool_name,
             "args": args,

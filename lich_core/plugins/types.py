@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lich_core.agent.messages import Message, ModelResponse
 from lich_core.tools.types import Tool
+from lich_core.vocabulary import Message, ModelResponse
 
 HOOK_NAMES = ("before_tool_call", "after_tool_call", "before_llm_call", "on_run_start", "on_run_end")
 # Roles a plugin entry may be granted in its `models` list.

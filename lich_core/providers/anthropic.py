@@ -7,15 +7,26 @@ from typing import Any
 
 import httpx
 
-from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
 from lich_core.providers.base import TextCallback
-from lich_core.providers.http import HttpModel, parse_tool_arguments, preview, sse_events
-from lich_core.tools.types import ToolDefinition
+from lich_core.providers.http import (
+    HttpModel,
+    StreamGuard,
+    TextBuffer,
+    parse_tool_arguments,
+    preview,
+    sse_events,
+)
+from lich_core.vocabulary import Message, ModelResponse, ToolCall, ToolDefinition, Usage
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_HOST = "api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096
+
+# Stream events that only keep the connection alive: not progress.
+KEEPALIVE_EVENTS = ("ping",)
+# Delta types holding the model's reasoning: progress, counted against the response cap.
+THINKING_DELTAS = {"thinking_delta": "thinking", "signature_delta": "signature"}
 
 STOP_REASONS = {
     "end_turn": "stop",
@@ -83,7 +94,7 @@ class _Block:
     kind: str
     id: str = ""
     name: str = ""
-    parts: list[str] = field(default_factory=list)
+    parts: TextBuffer = field(default_factory=TextBuffer)
     input: Any = None
 
 
@@ -131,7 +142,9 @@ class AnthropicModel(HttpModel):
         blocks = []
         for item in data["content"]:
             if item.get("type") == "text":
-                blocks.append(_Block("text", parts=[item.get("text", "")]))
+                block = _Block("text")
+                block.parts.add(item.get("text", ""))
+                blocks.append(block)
             elif item.get("type") == "tool_use":
                 blocks.append(
                     _Block(
@@ -150,7 +163,7 @@ class AnthropicModel(HttpModel):
         )
 
     async def read_stream(
-        self, resp: httpx.Response, on_text: TextCallback | None
+        self, resp: httpx.Response, on_text: TextCallback | None, guard: StreamGuard
     ) -> ModelResponse:
         blocks: dict[int, _Block] = {}
         usage = Usage()
@@ -159,7 +172,7 @@ class AnthropicModel(HttpModel):
         finished = False
         events = 0
         stray: list[str] = []
-        async for event_name, data in sse_events(resp, stray):
+        async for event_name, data in sse_events(resp, stray, guard=guard):
             if finished:
                 continue  # drain the body so the connection goes back to the pool
             events += 1
@@ -167,6 +180,8 @@ class AnthropicModel(HttpModel):
             if not isinstance(event, dict):
                 raise self.malformed(f"stream event is not an object: {preview(data)}")
             kind = event.get("type") or event_name
+            if kind not in KEEPALIVE_EVENTS and kind != "content_block_delta":
+                guard.progress()  # deltas report their content themselves
             if kind == "message_start":
                 message = event.get("message") or {}
                 model = message.get("model") or model
@@ -177,7 +192,7 @@ class AnthropicModel(HttpModel):
                     block.get("type", ""), id=block.get("id", ""), name=block.get("name", "")
                 )
             elif kind == "content_block_delta":
-                self._apply_delta(blocks, event, on_text)
+                self._apply_delta(blocks, event, on_text, guard)
             elif kind == "message_delta":
                 stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
                 out = (event.get("usage") or {}).get("output_tokens")
@@ -185,6 +200,7 @@ class AnthropicModel(HttpModel):
                     usage.output_tokens = int(out)
             elif kind == "message_stop":
                 finished = True
+                guard.finish()
             elif kind == "error":
                 raise self.error_in_body(event)
         if not finished:
@@ -192,19 +208,31 @@ class AnthropicModel(HttpModel):
         return self._response([blocks[i] for i in sorted(blocks)], usage, stop_reason, model)
 
     def _apply_delta(
-        self, blocks: dict[int, _Block], event: dict[str, Any], on_text: TextCallback | None
+        self,
+        blocks: dict[int, _Block],
+        event: dict[str, Any],
+        on_text: TextCallback | None,
+        guard: StreamGuard,
     ) -> None:
         index = int(event.get("index", 0))
         delta = event.get("delta") or {}
         block = blocks.setdefault(index, _Block("text"))
-        if delta.get("type") == "text_delta":
+        kind = delta.get("type")
+        if kind == "text_delta":
             piece = delta.get("text") or ""
             if piece:
-                block.parts.append(piece)
+                guard.content(piece)
+                block.parts.add(piece)
                 if on_text is not None:
                     on_text(piece)
-        elif delta.get("type") == "input_json_delta":
-            block.parts.append(delta.get("partial_json") or "")
+        elif kind == "input_json_delta":
+            piece = delta.get("partial_json") or ""
+            guard.content(piece)
+            block.parts.add(piece)
+        elif kind in THINKING_DELTAS:
+            guard.content(str(delta.get(THINKING_DELTAS[kind]) or ""))
+        else:
+            guard.progress()
 
     def _response(
         self, blocks: list[_Block], usage: Usage, stop_reason: str | None, model: str
@@ -213,12 +241,12 @@ class AnthropicModel(HttpModel):
         calls: list[ToolCall] = []
         for block in blocks:
             if block.kind == "text":
-                text.append("".join(block.parts))
+                text.append(block.parts.text())
             elif block.kind == "tool_use":
                 source = (
                     block.input
                     if block.input is not None and not block.parts
-                    else "".join(block.parts)
+                    else block.parts.text()
                 )
                 arguments, raw = parse_tool_arguments(source)
                 calls.append(

@@ -7,10 +7,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from lich_core.agent.messages import Message, ModelResponse
-from lich_core.tools.types import CancelToken, ToolDefinition
+from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition
 
-ErrorKind = Literal["auth", "rate_limit", "overflow", "bad_request", "network", "unknown"]
+ErrorKind = Literal[
+    "auth", "rate_limit", "overflow", "bad_request", "network", "unknown", "response_too_large"
+]
+# Kinds whose message starts with the kind itself, a stable prefix callers may match on
+# (`response_too_large: provider 'x' at URL: ...`); the others start with the provider.
+PREFIXED_KINDS = ("response_too_large",)
 
 # Called with each piece of streamed assistant text as it arrives.
 TextCallback = Callable[[str], None]
@@ -91,6 +95,8 @@ class ProviderError(Exception):
         where = f"provider {self.provider!r}" if self.provider else "provider"
         if self.url:
             where += f" at {self.url}"
+        if self.kind in PREFIXED_KINDS:
+            return f"{self.kind}: {where}: {self.args[0]}"
         return f"{where}: {self.kind}: {self.args[0]}"
 
 

@@ -4,6 +4,8 @@
   min(500·2^a + 250·a, 8000) ms after failed attempt a; a Retry-After is a floor on that wait,
   and a Retry-After above MAX_RETRY_AFTER_S moves on to the next provider instead of waiting.
 - any other kind (`auth`, `bad_request`, `overflow`, `unknown`): next provider at once.
+- `response_too_large` (an answer that passed the response cap): the chain stops there. That
+  answer already cost a megabyte of output; asking again, here or elsewhere, may cost as much.
 - every provider failed: the last ProviderError is raised, its message listing each failure.
 
 A failed attempt may already have streamed text through `on_text`; the next attempt streams
@@ -16,7 +18,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
-from lich_core.agent.messages import Message, ModelResponse
 from lich_core.providers.base import (
     Model,
     ProviderError,
@@ -25,7 +26,7 @@ from lich_core.providers.base import (
     TextCallback,
 )
 from lich_core.providers.http import run_cancellable
-from lich_core.tools.types import CancelToken, ToolDefinition
+from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition
 
 MAX_ATTEMPTS = 3
 BACKOFF_BASE_MS = 500
@@ -33,6 +34,8 @@ BACKOFF_STEP_MS = 250
 BACKOFF_CAP_MS = 8000
 MAX_RETRY_AFTER_S = 30.0
 RETRIED_KINDS = ("rate_limit", "network")
+# Kinds that end the whole call at once: neither retried nor failed over.
+FINAL_KINDS = ("response_too_large",)
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -93,6 +96,8 @@ class ProviderChain:
             if isinstance(outcome, ModelResponse):
                 return outcome
             failed.append(outcome)
+            if outcome.kind in FINAL_KINDS:
+                break
         raise _combined(failed)
 
     async def _try_model(
@@ -119,6 +124,8 @@ class ProviderChain:
                     err.provider = model.name
                 self.last_failures.append((model.name, attempt, err))
                 delay_s = retry_delay_s(err, attempt)
+                if err.kind in FINAL_KINDS:
+                    return err
                 if on_retry is not None and (delay_s is not None or next_name):
                     on_retry(
                         RetryNotice(

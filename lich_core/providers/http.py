@@ -3,13 +3,19 @@
 One httpx.AsyncClient per (process, event loop): connections are reused across model calls, and a
 client is never used from a loop it was not created on (pytest and the CLI may run several loops
 in one process), nor inherited across fork.
+
+Limits (docs/providers.md "Limits"): a model that never stops, a line that never ends and a body
+that never ends are all cut (`response_too_large:`), and a stream that only sends keepalives
+times out after `timeout_ms` without progress, however often the keepalives come.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
+import re
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -17,7 +23,6 @@ from typing import Any, TypeVar
 
 import httpx
 
-from lich_core.agent.messages import Message, ModelResponse
 from lich_core.providers.base import ProviderError, TextCallback
 from lich_core.providers.errors import (
     AUTH_HINT,
@@ -27,7 +32,7 @@ from lich_core.providers.errors import (
     malformed,
     stream_error,
 )
-from lich_core.tools.types import CancelToken, ToolDefinition
+from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # Reads wait for the model to think between tokens; long, but not forever.
@@ -41,6 +46,25 @@ CANCEL_UNWIND_S = 2.0
 SSE_OTHER_FIELDS = ("id", "retry")
 MAX_STRAY_LINES = 3
 MALFORMED_PREVIEW_CHARS = 120
+
+MIB = 1024 * 1024
+# One response's content: streamed text, reasoning and tool-call arguments together, in UTF-8
+# bytes. A model that never stops is cut here; the run ends with a `response_too_large:` error.
+MAX_RESPONSE_TEXT_BYTES = 1 * MIB
+# One line of a stream (an SSE line, and one SSE event's data lines together; an NDJSON line).
+# Above the text cap, so one big chunk of an answer that fits still fits in a line.
+MAX_STREAM_LINE_BYTES = 4 * MIB
+# A whole response body read at once (`stream: false`).
+MAX_RESPONSE_BODY_BYTES = 8 * MIB
+# An HTTP error body: only a short detail of it is ever shown, the rest is not read.
+MAX_ERROR_BODY_BYTES = 64 * 1024
+# After the final event the rest of the body is read, so the connection goes back to the pool;
+# a server that goes on sending after it gets this many more lines, then the connection closes.
+MAX_DRAIN_LINES = 64
+TOO_LARGE_HINT = "the model may be stuck repeating itself; ask again, or for less at a time"
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+# A timer may fire a hair before its deadline (the loop's clock resolution).
+_TIMER_SLACK_S = 0.001
 
 T = TypeVar("T")
 
@@ -158,7 +182,7 @@ async def open_response(
             "POST", url, content=content, headers=request_headers, timeout=timeout
         ) as resp:
             if resp.status_code >= 400:
-                raw = await resp.aread()
+                raw = await read_at_most(resp, MAX_ERROR_BODY_BYTES)
                 raise error_from_response(
                     resp.status_code,
                     raw.decode("utf-8", "replace"),
@@ -174,21 +198,169 @@ async def open_response(
         ) from None
 
 
+async def read_at_most(resp: httpx.Response, limit: int) -> bytes:
+    """The body's first `limit` bytes (the rest is not read)."""
+    data = bytearray()
+    async for chunk in resp.aiter_bytes():
+        data += chunk
+        if len(data) >= limit:
+            break
+    return bytes(data[:limit])
+
+
+class StreamGuard:
+    """The limits of one response: its content size, its lines, and the idle timer.
+
+    The idle timer starts when the response headers are in (`arm`) and is reset only by
+    progress, which the wire parsers report: content (`content`, also counted against
+    MAX_RESPONSE_TEXT_BYTES) or an event that moves the answer on (`progress`). Keepalive
+    comments, pings and blank lines are not progress, so a stream of nothing but keepalives
+    times out after `idle_s` like a silent one. On expiry the reading task is cancelled and
+    `expired` is set; HttpModel turns that into a `network` timeout error.
+    """
+
+    def __init__(self, model: HttpModel) -> None:
+        self.model = model
+        self.idle_s: float | None = model.timeout.read
+        self.content_bytes = 0
+        self.expired = False
+        self.finished = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._deadline = 0.0
+
+    def arm(self) -> None:
+        if self.idle_s is None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._deadline = self._loop.time() + self.idle_s
+        self._handle = self._loop.call_at(self._deadline, self._check)
+
+    def disarm(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def progress(self) -> None:
+        if self._loop is not None and self.idle_s is not None:
+            # Cheap on purpose (called per streamed piece): the timer re-arms itself lazily.
+            self._deadline = self._loop.time() + self.idle_s
+
+    def content(self, piece: str) -> None:
+        """Count `piece` of the answer; raise response_too_large before it would pass the cap."""
+        size = len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
+        if self.content_bytes + size > MAX_RESPONSE_TEXT_BYTES:
+            raise self.too_large(
+                f"the answer passed the {_mib(MAX_RESPONSE_TEXT_BYTES)} limit on one response "
+                f"without ending; stopped reading it ({TOO_LARGE_HINT})"
+            )
+        self.content_bytes += size
+        self.progress()
+
+    def count_response(self, response: ModelResponse) -> None:
+        """Count a whole (non-streamed) answer against the same cap."""
+        self.content(response.message.content or "")
+        for call in response.message.tool_calls:
+            self.content(call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False))
+
+    def finish(self) -> None:
+        """The final event came: what follows is only drained, and no longer timed."""
+        self.finished = True
+        self.disarm()
+
+    def too_large(self, what: str) -> ProviderError:
+        model = self.model
+        return ProviderError("response_too_large", what, provider=model.name, url=model.base_url)
+
+    def idle_error(self) -> ProviderError:
+        model = self.model
+        return ProviderError(
+            "network",
+            f"timed out waiting for the model: no progress for {self.idle_s:g} s (keepalives do "
+            "not count); raise providers[].timeout_ms if it is just slow",
+            provider=model.name,
+            url=model.base_url,
+        )
+
+    def _check(self) -> None:
+        self._handle = None
+        if self.finished or self._loop is None or self._task is None:
+            return
+        if self._loop.time() + _TIMER_SLACK_S >= self._deadline:
+            self.expired = True
+            self._task.cancel()
+        else:
+            self._handle = self._loop.call_at(self._deadline, self._check)
+
+
+def _mib(size: int) -> str:
+    return f"{size // MIB} MiB" if size % MIB == 0 else f"{size} bytes"
+
+
+async def stream_lines(resp: httpx.Response, guard: StreamGuard) -> AsyncIterator[str]:
+    """The body's lines (split at CRLF, LF or CR, as SSE allows), none above MAX_STREAM_LINE_BYTES.
+
+    httpx's own line reader keeps a line that never ends in memory for as long as it grows.
+    """
+    partial = bytearray()
+    pending_cr = False  # a chunk ended in CR: an LF starting the next one belongs to it
+    drained = 0
+    async for chunk in resp.aiter_bytes():
+        if pending_cr and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        pending_cr = False
+        start = 0
+        for match in _LINE_BREAK.finditer(chunk):
+            end = match.start()
+            if partial:
+                partial += chunk[start:end]
+                line = bytes(partial)
+                partial.clear()
+            else:
+                line = chunk[start:end]
+            if len(line) > MAX_STREAM_LINE_BYTES:
+                raise _line_too_large(guard)
+            start = match.end()
+            if guard.finished:
+                drained += 1
+                if drained > MAX_DRAIN_LINES:
+                    return  # the connection closes instead of going back to the pool
+            yield line.decode("utf-8", "replace")
+        if chunk.endswith(b"\r"):
+            pending_cr = True
+        partial += chunk[start:]
+        if len(partial) > MAX_STREAM_LINE_BYTES:
+            raise _line_too_large(guard)
+    if partial:
+        yield partial.decode("utf-8", "replace")
+
+
+def _line_too_large(guard: StreamGuard) -> ProviderError:
+    return guard.too_large(
+        f"a stream line passed the {_mib(MAX_STREAM_LINE_BYTES)} limit without ending; stopped reading it"
+    )
+
+
 async def sse_events(
-    resp: httpx.Response, stray: list[str] | None = None
+    resp: httpx.Response, stray: list[str] | None = None, *, guard: StreamGuard
 ) -> AsyncIterator[tuple[str, str]]:
     """Server-sent events as (event name, data) pairs; multi-line data is joined with newlines.
 
     Lines that are not SSE fields are skipped; the first few go into `stray`, so a caller whose
     stream produced no events can show what the server sent instead (an HTML error page, say).
+    Comments (`: keepalive`) and blank lines are skipped and are not progress. One event's data
+    is bounded like one line (MAX_STREAM_LINE_BYTES).
     """
     event = ""
     data: list[str] = []
-    async for line in resp.aiter_lines():
+    size = 0
+    async for line in stream_lines(resp, guard):
         if not line:
             if data:
                 yield event, "\n".join(data)
-            event, data = "", []
+            event, data, size = "", [], 0
             continue
         if line.startswith(":"):
             continue
@@ -196,6 +368,9 @@ async def sse_events(
         if value.startswith(" "):
             value = value[1:]
         if field == "data":
+            size += len(value) + 1
+            if size > MAX_STREAM_LINE_BYTES:
+                raise _line_too_large(guard)
             data.append(value)
         elif field == "event":
             event = value
@@ -203,6 +378,25 @@ async def sse_events(
             stray.append(line)
     if data:
         yield event, "\n".join(data)
+
+
+class TextBuffer:
+    """Streamed text collected in one growing buffer (not a list of thousands of small strings)."""
+
+    def __init__(self) -> None:
+        self._buffer = io.StringIO()
+        self._empty = True
+
+    def add(self, piece: str) -> None:
+        self._buffer.write(piece)
+        self._empty = False
+
+    def __bool__(self) -> bool:
+        """Whether anything was added (even an empty piece)."""
+        return not self._empty
+
+    def text(self) -> str:
+        return self._buffer.getvalue()
 
 
 def function_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
@@ -296,8 +490,9 @@ class HttpModel:
         raise NotImplementedError
 
     async def read_stream(
-        self, resp: httpx.Response, on_text: TextCallback | None
+        self, resp: httpx.Response, on_text: TextCallback | None, guard: StreamGuard
     ) -> ModelResponse:
+        """Read a streamed answer; report content and progress to `guard` as it comes."""
         raise NotImplementedError
 
     # --- shared ---
@@ -316,10 +511,35 @@ class HttpModel:
         self, messages: list[Message], tools: list[ToolDefinition], on_text: TextCallback | None
     ) -> ModelResponse:
         body = self.request_body(messages, tools)
-        async with self._open(self.endpoint(), body, self.request_headers()) as resp:
-            if not self.stream:
-                return self.parse_body(await resp.aread())
-            return await self.read_stream(resp, on_text)
+        guard = StreamGuard(self)
+        try:
+            async with self._open(self.endpoint(), body, self.request_headers()) as resp:
+                if not self.stream:
+                    response = self.parse_body(await self._read_body(resp, guard))
+                    guard.count_response(response)
+                    return response
+                guard.arm()
+                return await self.read_stream(resp, on_text, guard)
+        except asyncio.CancelledError:
+            if not guard.expired:
+                raise
+            # Our own idle timer cancelled the read, not the caller: a timeout, not a cancel.
+            task = asyncio.current_task()
+            if task is not None and hasattr(task, "uncancel"):
+                task.uncancel()
+            raise guard.idle_error() from None
+        finally:
+            guard.disarm()
+
+    async def _read_body(self, resp: httpx.Response, guard: StreamGuard) -> bytes:
+        data = bytearray()
+        async for chunk in resp.aiter_bytes():
+            data += chunk
+            if len(data) > MAX_RESPONSE_BODY_BYTES:
+                raise guard.too_large(
+                    f"the response body passed the {_mib(MAX_RESPONSE_BODY_BYTES)} limit; stopped reading it"
+                )
+        return bytes(data)
 
     def describe(self) -> str:
         return f"{self.kind} {self.model} @ {self.base_url}"

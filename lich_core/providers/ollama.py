@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import httpx
 
-from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
 from lich_core.providers.base import TextCallback
-from lich_core.providers.http import HttpModel, function_tools, parse_tool_arguments, preview
-from lich_core.tools.types import ToolDefinition
+from lich_core.providers.http import (
+    HttpModel,
+    StreamGuard,
+    TextBuffer,
+    function_tools,
+    parse_tool_arguments,
+    preview,
+    stream_lines,
+)
+from lich_core.vocabulary import Message, ModelResponse, ToolCall, ToolDefinition, Usage
 
 OLLAMA_BASE_URL = "http://localhost:11434"
 OLLAMA_CONNECT_HINT = (
@@ -62,22 +70,34 @@ class OllamaModel(HttpModel):
         return f"{self.base_url}/api/chat"
 
     def parse_body(self, raw: bytes) -> ModelResponse:
-        return self._final([self._decode(raw)])
+        answer = _Answer()
+        answer.add(self._decode(raw))
+        return self._final(answer)
 
     async def read_stream(
-        self, resp: httpx.Response, on_text: TextCallback | None
+        self, resp: httpx.Response, on_text: TextCallback | None, guard: StreamGuard
     ) -> ModelResponse:
-        lines: list[dict[str, Any]] = []
-        async for line in resp.aiter_lines():
+        answer = _Answer()
+        async for line in stream_lines(resp, guard):
             # After the done line only drain the body, so the connection goes back to the pool.
-            if not line.strip() or (lines and lines[-1].get("done")):
+            # Blank lines (keepalives) are not progress.
+            if not line.strip() or answer.done:
                 continue
             chunk = self._decode(line)
-            lines.append(chunk)
-            piece = (chunk.get("message") or {}).get("content")
+            message = _message(chunk)
+            piece = message.get("content")
+            if piece:
+                guard.content(str(piece))
+            if message.get("tool_calls"):
+                guard.content(json.dumps(message["tool_calls"], ensure_ascii=False))
+            if message.get("thinking"):
+                guard.content(str(message["thinking"]))  # reasoning: progress, counted
+            answer.add(chunk)
+            if answer.done:
+                guard.finish()
             if piece and on_text is not None:
-                on_text(piece)
-        return self._final(lines)
+                on_text(str(piece))
+        return self._final(answer)
 
     def _decode(self, line: str | bytes) -> dict[str, Any]:
         chunk = self.parse_json(line, "response line")
@@ -87,34 +107,56 @@ class OllamaModel(HttpModel):
             raise self.error_in_body(chunk)
         return chunk
 
-    def _final(self, chunks: list[dict[str, Any]]) -> ModelResponse:
-        if not chunks or not chunks[-1].get("done"):
-            raise self.cut_short(len(chunks))
-        text: list[str] = []
+    def _final(self, answer: _Answer) -> ModelResponse:
+        if not answer.done or answer.last is None:
+            raise self.cut_short(answer.chunks)
         calls: list[ToolCall] = []
-        for chunk in chunks:
-            message = chunk.get("message") or {}
-            if message.get("content"):
-                text.append(message["content"])
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                arguments, raw = parse_tool_arguments(function.get("arguments"))
-                call_id = call.get("id") or f"call_{next(self._call_ids)}"
-                calls.append(
-                    ToolCall(
-                        id=call_id,
-                        name=function.get("name", ""),
-                        arguments=arguments,
-                        raw_arguments=raw,
-                    )
+        for call in answer.tool_calls:
+            function = call.get("function") or {}
+            arguments, raw = parse_tool_arguments(function.get("arguments"))
+            call_id = call.get("id") or f"call_{next(self._call_ids)}"
+            calls.append(
+                ToolCall(
+                    id=call_id,
+                    name=function.get("name", ""),
+                    arguments=arguments,
+                    raw_arguments=raw,
                 )
-        last = chunks[-1]
+            )
+        last = answer.last
         usage = Usage(int(last.get("prompt_eval_count") or 0), int(last.get("eval_count") or 0))
         reason = last.get("done_reason") or "stop"
         return ModelResponse(
-            message=Message(role="assistant", content="".join(text), tool_calls=calls),
+            message=Message(role="assistant", content=answer.text.text(), tool_calls=calls),
             usage=usage,
             stop_reason="tool_calls" if calls else reason,
             provider=self.name,
             model=last.get("model") or self.model,
         )
+
+
+class _Answer:
+    """The NDJSON lines of one answer, folded as they come (the lines themselves are not kept)."""
+
+    def __init__(self) -> None:
+        self.text = TextBuffer()
+        self.tool_calls: list[dict[str, Any]] = []
+        self.chunks = 0
+        self.last: dict[str, Any] | None = None
+
+    @property
+    def done(self) -> bool:
+        return bool(self.last and self.last.get("done"))
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        self.chunks += 1
+        self.last = chunk
+        message = _message(chunk)
+        if message.get("content"):
+            self.text.add(str(message["content"]))
+        self.tool_calls.extend(message.get("tool_calls") or [])
+
+
+def _message(chunk: dict[str, Any]) -> dict[str, Any]:
+    message = chunk.get("message")
+    return message if isinstance(message, dict) else {}

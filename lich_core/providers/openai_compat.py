@@ -8,19 +8,24 @@ from typing import Any
 
 import httpx
 
-from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
 from lich_core.providers.base import TextCallback
 from lich_core.providers.http import (
     HttpModel,
+    StreamGuard,
+    TextBuffer,
     function_tools,
     parse_tool_arguments,
     preview,
     sse_events,
 )
-from lich_core.tools.types import ToolDefinition
+from lich_core.vocabulary import Message, ModelResponse, ToolCall, ToolDefinition, Usage
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_HOST = "api.openai.com"
+
+# Fields of a delta holding the model's reasoning (vLLM, DeepSeek, OpenRouter, llama.cpp): not part
+# of the answer, but progress, and counted against the response cap like the answer.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 FINISH_REASONS = {
     "stop": "stop",
@@ -123,9 +128,9 @@ class OpenAICompatModel(HttpModel):
         )
 
     async def read_stream(
-        self, resp: httpx.Response, on_text: TextCallback | None
+        self, resp: httpx.Response, on_text: TextCallback | None, guard: StreamGuard
     ) -> ModelResponse:
-        text_parts: list[str] = []
+        text = TextBuffer()
         pending: dict[int, _PendingCall] = {}
         usage = Usage()
         finish: str | None = None
@@ -133,7 +138,7 @@ class OpenAICompatModel(HttpModel):
         model = self.model
         events = 0
         stray: list[str] = []
-        async for _event, data in sse_events(resp, stray):
+        async for _event, data in sse_events(resp, stray, guard=guard):
             # Reading on to the end of the body (rather than breaking out) returns the
             # connection to the pool instead of closing it.
             if done:
@@ -141,6 +146,7 @@ class OpenAICompatModel(HttpModel):
             events += 1
             if data == "[DONE]":
                 done = True
+                guard.finish()
                 continue
             chunk = self.parse_json(data, "stream chunk")
             if not isinstance(chunk, dict):
@@ -149,18 +155,26 @@ class OpenAICompatModel(HttpModel):
                 raise self.error_in_body(chunk)
             if chunk.get("usage"):
                 usage = _usage(chunk["usage"])
+                guard.progress()
             model = chunk.get("model") or model
             for choice in chunk.get("choices") or []:
                 delta = choice.get("delta") or {}
                 piece = delta.get("content")
-                if piece:
-                    text_parts.append(piece)
+                if piece and isinstance(piece, str):
+                    guard.content(piece)
+                    text.add(piece)
                     if on_text is not None:
                         on_text(piece)
+                for field_name in REASONING_FIELDS:
+                    thought = delta.get(field_name)
+                    if thought and isinstance(thought, str):
+                        guard.content(thought)
                 for call_delta in delta.get("tool_calls") or []:
+                    _count_call_delta(guard, call_delta)
                     _merge_call_delta(pending, call_delta)
                 if choice.get("finish_reason"):
                     finish = choice["finish_reason"]
+                    guard.progress()
         if not done and finish is None:
             raise self.cut_short(events, stray)
         calls = []
@@ -175,7 +189,7 @@ class OpenAICompatModel(HttpModel):
                     raw_arguments=raw_arguments,
                 )
             )
-        message = Message(role="assistant", content="".join(text_parts), tool_calls=calls)
+        message = Message(role="assistant", content=text.text(), tool_calls=calls)
         return ModelResponse(
             message=message,
             usage=usage,
@@ -183,6 +197,21 @@ class OpenAICompatModel(HttpModel):
             provider=self.name,
             model=model,
         )
+
+
+def _count_call_delta(guard: StreamGuard, delta: Any) -> None:
+    """A tool-call fragment is content too: its name and argument pieces count against the cap."""
+    if not isinstance(delta, dict):
+        return
+    function = delta.get("function") or {}
+    if not isinstance(function, dict):
+        return
+    arguments = function.get("arguments")
+    if isinstance(arguments, dict):
+        arguments = json.dumps(arguments)
+    piece = (function.get("name") or "") + (arguments if isinstance(arguments, str) else "")
+    if piece or delta.get("id"):
+        guard.content(piece)
 
 
 def _merge_call_delta(pending: dict[int, _PendingCall], delta: dict[str, Any]) -> None:

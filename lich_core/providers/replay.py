@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lich_core.agent.messages import Message, ModelResponse, Usage
 from lich_core.providers.base import (
     Model,
     ProviderError,
@@ -23,7 +22,7 @@ from lich_core.providers.base import (
     TextCallback,
     accepts_retry_notices,
 )
-from lich_core.tools.types import CancelToken, ToolDefinition
+from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition, Usage
 
 
 def response_to_record(response: ModelResponse) -> dict[str, Any]:

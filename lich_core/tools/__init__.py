@@ -1,5 +1,6 @@
 """Tool runtime: contract (types), guards, executor, registry, capability gates, builtins."""
 
-from lich_core.tools.types import CancelToken, Tool, ToolContext, ToolDefinition, ToolResult
+from lich_core.tools.types import Tool, ToolContext
+from lich_core.vocabulary import CancelToken, ToolDefinition, ToolResult
 
 __all__ = ["CancelToken", "Tool", "ToolContext", "ToolDefinition", "ToolResult"]

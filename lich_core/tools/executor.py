@@ -7,7 +7,6 @@ Order of checks: unknown tool → already cancelled → capability gate → call
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,14 +23,13 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import (
-    CancelToken,
     Tool,
     ToolContext,
-    ToolResult,
     tool_capability,
     tool_max_output_chars,
     tool_timeout_ms,
 )
+from lich_core.vocabulary import CancelToken, ToolResult, format_tool_result
 
 DEFAULT_TOOL_TIMEOUT_MS = 30_000
 TERMINAL_TOOL_TIMEOUT_MS = 300_000
@@ -109,10 +107,8 @@ class ToolExecutor:
 
     @staticmethod
     def format_result(result: ToolResult) -> str:
-        """Tool-message content: raw output on success, JSON on error (the model can parse it)."""
-        if result.ok:
-            return result.output
-        return json.dumps(result.to_json_dict(), ensure_ascii=False)
+        """Tool-message content: raw output on success, JSON on error (`vocabulary.format_tool_result`)."""
+        return format_tool_result(result)
 
 
 def _with_token(ctx: ToolContext, token: CancelToken) -> ToolContext:

@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 
 from lich_core.confined import check_path_text
 from lich_core.errors import ToolCancelledError, ToolError, ToolTimeoutError
-from lich_core.tools.types import CancelToken, ToolContext, ToolResult
+from lich_core.tools.types import ToolContext
+from lich_core.vocabulary import CancelToken, ToolResult
 
 T = TypeVar("T")
 

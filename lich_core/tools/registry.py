@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import builtins
-
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from lich_core.errors import ToolError
-from lich_core.tools.types import Tool, ToolDefinition
+from lich_core.tools.types import Tool
+from lich_core.vocabulary import ToolDefinition
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,23 @@ from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.runtime import ToolRuntime
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from tests.support.event_schema import assert_valid_event
 
 OBJECT_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "additionalProperties": True}
+
+
+# How long a test waits for something it expects to happen: generous for a loaded machine, it
+# only decides how soon a broken test fails.
+WAIT_S = 30.0
+
+
+async def wait_until(predicate: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
+    """Poll `predicate` until it holds; AssertionError naming `what` after `timeout_s`."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+        await asyncio.sleep(0.02)
 
 
 def make_config(work_dir: Path, **overrides: Any) -> Config:
@@ -66,16 +82,27 @@ def make_runtime(config: Config, tools: list[FunctionTool]) -> ToolRuntime:
 
 
 class EventLog:
+    """Records a run's events. Reading them checks every one against docs/lich-event.schema.json
+    (here, not in the listener: the loop logs and ignores a listener that raises)."""
+
     def __init__(self) -> None:
         self.events: list[Any] = []
+        self._checked = 0
 
     def __call__(self, event: Any) -> None:
         self.events.append(event)
 
+    def _check(self) -> None:
+        for event in self.events[self._checked :]:
+            assert_valid_event(event.to_dict(), f"event {event.seq}")
+        self._checked = len(self.events)
+
     def types(self) -> list[str]:
+        self._check()
         return [e.type for e in self.events]
 
     def of(self, event_type: str) -> list[Any]:
+        self._check()
         return [e for e in self.events if e.type == event_type]
 
 

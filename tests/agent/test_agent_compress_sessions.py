@@ -50,12 +50,12 @@ async def test_compression_backs_off_after_a_useless_summary_then_compresses(tmp
     result = await agent.run("go", on_event=events)
     assert result.stopped_reason == "final"
     ends = events.of("compress_end")
-    assert ends[0].data["turn"] == 5 and ends[0].data["ok"] is False
-    assert ends[0].data["error"] == "summary_not_smaller"
-    assert ends[1].data["turn"] == 5 + COMPRESS_BACKOFF_TURNS and ends[1].data["ok"] is True
-    assert ends[1].data["after_tokens"] < ends[1].data["before_tokens"]
-    assert ends[1].data["removed_messages"] == 7
-    assert [e.data["turn"] for e in events.of("compress_start")][:2] == [5, 8]
+    assert ends[0].data.turn == 5 and ends[0].data.ok is False
+    assert ends[0].data.error == "summary_not_smaller"
+    assert ends[1].data.turn == 5 + COMPRESS_BACKOFF_TURNS and ends[1].data.ok is True
+    assert ends[1].data.after_tokens < ends[1].data.before_tokens
+    assert ends[1].data.removed_messages == 7
+    assert [e.data.turn for e in events.of("compress_start")][:2] == [5, 8]
     # The summariser got a transcript of the older turns, including the task.
     request = compressor.calls[1]
     assert request[0].content == COMPRESS_SYSTEM_PROMPT
@@ -79,9 +79,9 @@ async def test_compression_failure_is_never_fatal(tmp_path, tools):
     result = await agent.run("go", on_event=events)
     assert result.stopped_reason == "final"
     ends = events.of("compress_end")
-    assert ends and all(not e.data["ok"] for e in ends)
-    assert "connection refused" in ends[0].data["error"]
-    turns = [e.data["turn"] for e in ends]
+    assert ends and all(not e.data.ok for e in ends)
+    assert "connection refused" in ends[0].data.error
+    turns = [e.data.turn for e in ends]
     assert all(b - a >= COMPRESS_BACKOFF_TURNS for a, b in zip(turns, turns[1:], strict=False))
 
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from agent_helpers import EventLog, assert_history_valid, make_config
+from agent_helpers import WAIT_S, EventLog, assert_history_valid, make_config, wait_until
 
 from lich_core.agent.factory import build_agent
 from lich_core.agent.prompts import COMPRESS_SYSTEM_PROMPT
@@ -82,8 +82,8 @@ async def test_read_edit_verify_with_file_tools(tmp_path, fake_provider):
     shown, edited, verified = tool_contents(result)
     assert "return a - b" in shown
     assert "5" in verified
-    assert [e.data["ok"] for e in events.of("tool_call_end")] == [True, True, True]
-    assert "".join(e.data["text"] for e in events.of("text_delta")) == result.final
+    assert [e.data.ok for e in events.of("tool_call_end")] == [True, True, True]
+    assert "".join(e.data.text for e in events.of("text_delta")) == result.final
     assert len(fake_provider.requests) == 4
     assert result.usage.input_tokens > 0
 
@@ -111,41 +111,54 @@ async def test_malformed_tool_arguments_reach_the_model_as_an_error(tmp_path, fa
     assert "invalid_arguments" in str(tool_message["content"])
 
 
+# Bounds on how soon a cancel stops the run: far below what the cancelled work would take (a
+# 12 s stream, a 30 s sleep), loose enough for a loaded two-core machine.
+STOPPED_WITHIN_S = 6.0
+
+
 async def test_cancel_mid_stream(tmp_path, fake_provider):
-    fake_provider.script({"text": "slow " * 60, "chunks": 60, "chunk_delay_s": 0.1})
+    fake_provider.script({"text": "slow " * 60, "chunks": 60, "chunk_delay_s": 0.2})
     cancel = CancelToken()
+    cancelled_at: list[float] = []
 
     def listener(event):
-        if event.type == "text_delta":
+        if event.type == "text_delta" and not cancel.cancelled:
+            cancelled_at.append(time.perf_counter())
             cancel.cancel()
 
-    started = time.perf_counter()
     result = await build_agent(config_for(tmp_path, fake_provider)).run("x", on_event=listener, cancel=cancel)
     assert result.stopped_reason == "aborted"
-    assert time.perf_counter() - started < 3  # the full stream would take 6 s
+    assert time.perf_counter() - cancelled_at[0] < STOPPED_WITHIN_S  # the rest of the stream takes 12 s
     assert [m.role for m in result.messages] == ["system", "user"]
     # The HTTP stream was really closed: the server saw its client hang up mid-answer.
     assert await asyncio.to_thread(fake_provider.wait_for_disconnects, 1)
 
 
+def _sleeping(pid_file: Path) -> bool:
+    """The shell wrote its pid and exec'd `sleep`: the process to be killed is really running."""
+    try:
+        pid = int(pid_file.read_text())
+        with open(f"/proc/{pid}/comm", encoding="utf-8") as comm:
+            return comm.read().strip() == "sleep"
+    except (OSError, ValueError):
+        return False
+
+
 async def test_cancel_mid_tool_stops_sleep_quickly(tmp_path, fake_provider):
     fake_provider.script(
-        {"tool_calls": [{"name": "terminal", "arguments": {"command": "sleep 30"}, "id": "s"}]},
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo $$ > sleep.pid; exec sleep 30"}, "id": "s"}]},
         {"text": "never asked"},
     )
     cancel = CancelToken()
     events = EventLog()
     agent = build_agent(config_for(tmp_path, fake_provider))
     task = asyncio.ensure_future(agent.run("x", on_event=events, cancel=cancel))
-    for _ in range(200):
-        if events.of("tool_call_start"):
-            break
-        await asyncio.sleep(0.025)
-    await asyncio.sleep(0.2)  # let bash start sleeping
+    await wait_until(lambda: _sleeping(tmp_path / "sleep.pid") or task.done(), "the terminal tool to run sleep")
+    assert not task.done(), task.result()
     cancelled_at = time.perf_counter()
     cancel.cancel()
-    result = await asyncio.wait_for(task, 10)
-    assert time.perf_counter() - cancelled_at < 2.5
+    result = await asyncio.wait_for(task, WAIT_S)
+    assert time.perf_counter() - cancelled_at < STOPPED_WITHIN_S  # sleep alone would take 30 s
     assert result.stopped_reason == "aborted"
     assert json.loads(tool_contents(result)[0])["error"] == "cancelled"
     assert len(fake_provider.requests) == 1
@@ -160,7 +173,7 @@ async def test_failover_across_a_chain(tmp_path, fake_provider):
     assert result.stopped_reason == "final"
     assert result.final == "from the backup"
     assert len(fake_provider.requests) == 2
-    assert events.of("llm_end")[0].data["provider"] == "backup"
+    assert events.of("llm_end")[0].data.provider == "backup"
 
 
 async def test_a_stream_that_breaks_and_is_retried_emits_llm_retry(tmp_path, fake_provider):
@@ -175,13 +188,13 @@ async def test_a_stream_that_breaks_and_is_retried_emits_llm_retry(tmp_path, fak
     retry_at = kinds.index("llm_retry")
     assert "text_delta" in kinds[:retry_at] and kinds[-1] == "llm_end"
     (retry,) = events.of("llm_retry")
-    before = "".join(e.data["text"] for e in events.of("text_delta") if e.seq < retry.seq)
-    after = "".join(e.data["text"] for e in events.of("text_delta") if e.seq > retry.seq)
+    before = "".join(e.data.text for e in events.of("text_delta") if e.seq < retry.seq)
+    after = "".join(e.data.text for e in events.of("text_delta") if e.seq > retry.seq)
     # A renderer that drops `discarded_chars` of streamed text shows exactly the final answer.
-    assert retry.data["discarded_chars"] == len(before) > 0
+    assert retry.data.discarded_chars == len(before) > 0
     assert after == result.final
-    assert retry.data["action"] == "retry" and retry.data["kind"] == "network"
-    assert retry.data["turn"] == 1 and retry.data["provider"] == "fake"
+    assert retry.data.action == "retry" and retry.data.kind == "network"
+    assert retry.data.turn == 1 and retry.data.provider == "fake"
 
 
 async def test_provider_error_ends_the_run_with_one_line(tmp_path, fake_provider):
@@ -206,7 +219,7 @@ async def test_compression_kicks_in_on_a_long_run(tmp_path, fake_provider):
     assert result.stopped_reason == "final"
     compress_requests = [r for r in fake_provider.requests if r["json"]["messages"][0]["content"] == COMPRESS_SYSTEM_PROMPT]
     assert compress_requests
-    assert any(e.data["ok"] for e in events.of("compress_end"))
+    assert any(e.data.ok for e in events.of("compress_end"))
     assert any(m.content.startswith("[Summary of earlier turns") for m in result.messages)
     assert_history_valid(result.messages)
 
@@ -263,7 +276,7 @@ async def test_plugins_block_annotate_and_survive_crashes(tmp_path, fake_provide
         last = sent_messages(fake_provider, index)[-1]
         assert last["role"] == "system" and last["content"] == "[plugin note] remember the house style"
     assert not any("[plugin note]" in m.content for m in result.messages)
-    warnings = [e.data["message"] for e in events.of("plugin_warning")]
+    warnings = [e.data.message for e in events.of("plugin_warning")]
     assert any("broken.py" in w and "does_not_exist_anywhere" in w for w in warnings)
     assert any("kaboom" in w for w in warnings)
 

@@ -35,12 +35,12 @@ async def test_plain_answer_emits_ordered_events(tmp_path, tools, events: EventL
         "run_start", "turn_start", "llm_start", "text_delta", "text_delta", "text_delta",
         "llm_end", "final", "turn_end", "run_end",
     ]
-    assert "".join(e.data["text"] for e in events.of("text_delta")) == "All done here."
+    assert "".join(e.data.text for e in events.of("text_delta")) == "All done here."
     assert [e.seq for e in events.events] == list(range(1, len(events.events) + 1))
     assert {e.run_id for e in events.events} == {result.run_id}
     assert {e.session_id for e in events.events} == {result.session_id}
     assert all(e.type in EVENT_TYPES for e in events.events)
-    assert events.of("run_end")[0].data["stopped_reason"] == "final"
+    assert events.of("run_end")[0].data.stopped_reason == "final"
     assert json.dumps(events.events[0].to_dict())  # serialisable for the LSP layer
     # History: default system prompt, the user prompt, the answer.
     assert [m.role for m in result.messages] == ["system", "user", "assistant"]
@@ -64,8 +64,8 @@ async def test_tool_results_become_tool_messages(tmp_path, tools, events):
     # The second model call saw the results.
     assert [m.role for m in model.calls[1]][-3:] == ["tool", "tool", "tool"]
     ends = events.of("tool_call_end")
-    assert [(e.data["name"], e.data["ok"]) for e in ends] == [("echo", True), ("fail", False), ("nope", False)]
-    assert [e.data["call_id"] for e in events.of("tool_call_start")] == ["a", "b", "c"]
+    assert [(e.data.name, e.data.ok) for e in ends] == [("echo", True), ("fail", False), ("nope", False)]
+    assert [e.data.call_id for e in events.of("tool_call_start")] == ["a", "b", "c"]
     assert model.tools_seen[0] == ["echo", "fail", "wait", "big"]
 
 
@@ -84,7 +84,7 @@ async def test_last_turn_tool_calls_are_not_run(tmp_path, tools, events):
     assert all(json.loads(m.content)["error"] == "turn_budget_exhausted" for m in last_two)
     assert_history_valid(result.messages)
     exhausted = events.of("budget_exhausted")
-    assert exhausted and exhausted[0].data["skipped_calls"] == ["echo", "echo"]
+    assert exhausted and exhausted[0].data.skipped_calls == ("echo", "echo")
     assert events.types()[-1] == "run_end"
 
 
@@ -153,8 +153,8 @@ async def test_provider_failure_keeps_completed_turns(tmp_path, tools, events):
     assert [m.role for m in result.messages] == ["system", "user", "assistant", "tool"]
     assert result.messages[-1].content == "kept"
     errors = events.of("error")
-    assert errors and errors[0].data["kind"] == "auth"
-    assert events.of("run_end")[0].data["error"] == result.error
+    assert errors and errors[0].data.kind == "auth"
+    assert events.of("run_end")[0].data.error == result.error
 
 
 async def test_cancel_mid_stream_aborts_quickly(tmp_path, tools, events):
@@ -215,7 +215,7 @@ async def test_cancelling_the_task_closes_the_run_and_propagates(tmp_path, tools
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 5)
     run_end = events.of("run_end")
-    assert run_end and run_end[0].data["stopped_reason"] == "aborted"
+    assert run_end and run_end[0].data.stopped_reason == "aborted"
 
 
 async def test_broken_event_listener_does_not_break_the_run(tmp_path, tools):

@@ -215,7 +215,7 @@ async def test_crashing_hooks_warn_and_the_run_goes_on(tmp_path, tools):
     assert result.stopped_reason == "final"
     assert result.final == "survived"
     assert tool_errors(result) == {"e": "blocked_by_plugin: hook_error"}  # a broken guard blocks
-    warnings = [e.data["message"] for e in events.of("plugin_warning")]
+    warnings = [e.data.message for e in events.of("plugin_warning")]
     for hook in ("on_run_start", "before_llm_call", "before_tool_call", "after_tool_call"):
         assert any(hook in w and "hook exploded" in w for w in warnings), hook
 

@@ -15,7 +15,7 @@ from lich_core.workspace import DiskWorkspace, FileChange, Workspace
 
 
 def write(path: Path, new_text: str, base_text: str | None) -> FileChange:
-    return FileChange(path=path, kind="write", new_text=new_text, base_text=base_text)
+    return FileChange.write(path, new_text, base_text)
 
 
 def temp_leftovers(root: Path) -> list[Path]:
@@ -92,7 +92,7 @@ async def test_write_replaces_inode_atomically(ws: DiskWorkspace, tmp_path: Path
 async def test_delete(ws: DiskWorkspace, tmp_path: Path) -> None:
     path = tmp_path / "gone.txt"
     path.write_text("bye")
-    await ws.apply([FileChange(path=path, kind="delete", new_text=None, base_text="bye")], "t")
+    await ws.apply([FileChange.delete(path, "bye")], "t")
     assert not path.exists()
 
 
@@ -187,7 +187,7 @@ async def test_successful_multi_file_set_applies_everything(ws: DiskWorkspace, t
         [
             write(a, "A", "a"),
             write(b, "B", None),
-            FileChange(path=c, kind="delete", new_text=None, base_text="c"),
+            FileChange.delete(c, "c"),
         ],
         "t",
     )

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from lich_core.hashline.anchors import line_hash
+from tests.support.event_schema import FIXTURES_DIR, assert_valid_event, fixture_files, load_fixture
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.nvim
@@ -271,11 +272,18 @@ def test_cancel_stops_a_slow_task(
     assert (workspace / "hello.py").read_text(encoding="utf-8") == HELLO
 
 
-def test_transcript_drops_the_text_of_a_failed_attempt(nvim: str, tmp_path: Path) -> None:
-    """Synthetic llm_retry events through lich.transcript (no server): the void partial goes."""
-    result = run_scenario(nvim, "transcript_retry", tmp_path, tmp_path)
+def test_transcript_renders_the_shared_event_fixtures(nvim: str, tmp_path: Path) -> None:
+    """The fixtures of tests/fixtures/events through lich.transcript (no server), after checking
+    them against docs/lich-event.schema.json: the lines each run reads as, and the void partial
+    answer of a failed attempt leaving the buffer."""
+    names = [path.stem for path in fixture_files()]
+    for name in names:
+        for index, event in enumerate(load_fixture(name)):
+            assert_valid_event(event, f"{name}.json[{index}]")
+    data = {"fixtures_dir": str(FIXTURES_DIR), "names": names}
+    result = run_scenario(nvim, "transcript_fixtures", tmp_path, tmp_path, data)
     assert_passed(result)
-    assert len(result["checks"]) == 4
+    assert len(result["checks"]) == 9
 
 
 def test_root_is_the_nearest_marker(nvim: str, tmp_path: Path) -> None:

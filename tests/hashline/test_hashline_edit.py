@@ -10,13 +10,13 @@ from lich_core.hashline.anchors import line_hash, split_lines
 from lich_core.hashline.edit import (
     FileTarget,
     PatchRejected,
-    apply_replacements,
     edit_from_texts,
     plan_edits,
     render_edit_result,
     uses_crlf,
 )
 from lich_core.hashline.patch import parse_patch
+from lich_core.hashline.replacements import apply_replacements
 from lich_core.workspace import LineReplacement
 
 

@@ -5,19 +5,24 @@ It keeps its own copy of every document, applies `workspace/applyEdit` to that c
 encoding), echoes the result back with `didChange`/`didOpen` as an editor does, can answer
 `applied: false` or an error, can hold an edit while the "user" types, answers
 `window/showMessageRequest` from a script, and saves on `lich/saveDocuments`.
+
+Nothing here waits without a bound: starting a session, every command and every wait_until has a
+deadline, and stop_session releases a held edit, then kills a server that does not leave, so a
+failed test cannot hang the run (pytest-timeout stops the test itself; see pyproject.toml).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 from lsprotocol import types
 from pygls.protocol import default_converter
@@ -28,8 +33,22 @@ from pytest_lsp.client import register_lsp_features
 CLIENTS = ("visual-studio-code", "neovim@v0.7.0", "neovim", "emacs")
 SERVER_COMMAND = [sys.executable, "-m", "lich_lsp"]
 LSP_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-WAIT_S = 20.0
+# Bounds, generous for a loaded two-core machine: they only decide how soon a broken test fails.
+WAIT_S = 20.0  # a condition the test waits for (wait_until, wait_for_status, raw requests)
+START_WAIT_S = 60.0  # start `python -m lich_lsp` and answer `initialize`
+COMMAND_WAIT_S = 90.0  # one workspace/executeCommand (a whole lich.ask with its model turns)
+STOP_WAIT_S = 20.0  # shutdown + exit, then the server process ending after a kill
 INTENDED_FAILURE = "editor exploded while applying the edit"
+
+T = TypeVar("T")
+
+
+async def bounded(awaitable: Awaitable[T], timeout_s: float, what: str) -> T:
+    """Await with a deadline; on timeout an AssertionError that says what was awaited."""
+    try:
+        return await asyncio.wait_for(awaitable, timeout_s)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}") from None
 
 
 def uri_of(path: Path) -> str:
@@ -148,10 +167,14 @@ class EditorClient(LanguageClient):
     def text(self, uri: str) -> str:
         return self.editor.docs[uri].text
 
-    async def command(self, name: str, argument: Any = None, *, no_args: bool = False) -> Any:
+    async def command(
+        self, name: str, argument: Any = None, *, no_args: bool = False, timeout_s: float = COMMAND_WAIT_S
+    ) -> Any:
         arguments = None if no_args else [argument if argument is not None else {}]
-        return await self.workspace_execute_command_async(
-            types.ExecuteCommandParams(command=name, arguments=arguments)
+        return await bounded(
+            self.workspace_execute_command_async(types.ExecuteCommandParams(command=name, arguments=arguments)),
+            timeout_s,
+            f"the answer to {name}",
         )
 
     async def raw_request(self, method: str, params: Any) -> Any:
@@ -160,10 +183,29 @@ class EditorClient(LanguageClient):
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.protocol._request_futures[msg_id] = future
         self.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
-        return await asyncio.wait_for(future, WAIT_S)
+        return await bounded(future, WAIT_S, f"the answer to {method}")
 
     def raw_notify(self, method: str, params: Any) -> None:
         self.protocol._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+
+    # --- holding edits (the "user" looks at an edit before answering) ---
+
+    @contextlib.contextmanager
+    def holding_edits(self) -> Iterator[asyncio.Event]:
+        """Hold every workspace/applyEdit until the block ends, also when an assert in it fails.
+
+        A held edit keeps its task, and so the server's shutdown, waiting: always release it.
+        """
+        hold = asyncio.Event()
+        self.editor.hold = hold
+        try:
+            yield hold
+        finally:
+            hold.set()
+
+    def release_edits(self) -> None:
+        if self.editor.hold is not None:
+            self.editor.hold.set()
 
     # --- applying edits like an editor ---
 
@@ -298,12 +340,41 @@ class EditorClient(LanguageClient):
 
     # --- waiting ---
 
-    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
+    async def wait_until(
+        self, predicate: Callable[[], bool], timeout_s: float = WAIT_S, what: str = "the condition"
+    ) -> None:
+        """Poll `predicate` (state this client records as messages arrive) until it holds."""
         deadline = asyncio.get_running_loop().time() + timeout_s
         while not predicate():
             if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError("timed out waiting for the condition")
+                raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
             await asyncio.sleep(0.02)
+
+    async def wait_for_log(self, text: str, timeout_s: float = WAIT_S) -> None:
+        """Until a window/logMessage containing `text` has arrived."""
+        await self.wait_until(
+            lambda: any(text in m.message for m in self.log_messages), timeout_s, f"a log message with {text!r}"
+        )
+
+    async def wait_for_event(
+        self, kind: str, task_id: str | None = None, timeout_s: float = WAIT_S, **data: Any
+    ) -> dict[str, Any]:
+        """Until a lich/event of type `kind` (of that task, with these `data` values) has arrived;
+        returns it."""
+
+        def match() -> dict[str, Any] | None:
+            for event in self.editor.events:
+                if event.get("type") != kind or (task_id is not None and event.get("task_id") != task_id):
+                    continue
+                if all((event.get("data") or {}).get(k) == v for k, v in data.items()):
+                    return event
+            return None
+
+        what = f"a lich/event {kind}" + (f" of {task_id}" if task_id else "") + (f" with {data}" if data else "")
+        await self.wait_until(lambda: match() is not None, timeout_s, what)
+        found = match()
+        assert found is not None
+        return found
 
     async def wait_for_status(self, predicate: Callable[[dict[str, Any]], bool], timeout_s: float = WAIT_S) -> dict[str, Any]:
         """Poll lich.status until predicate(status) holds; returns that status."""
@@ -405,8 +476,27 @@ async def start_session(
     config = ClientServerConfig(
         server_command=SERVER_COMMAND, client_factory=make_client, server_env=server_env
     )
-    client = await config.start()
+    client = await bounded(config.start(), START_WAIT_S, "the server process to start")
     assert isinstance(client, EditorClient)
+    try:
+        await _initialize(client, root, client_name, init_options, encodings, save_documents, work_done_progress)
+    except BaseException:
+        await _kill_server(client)
+        with contextlib.suppress(Exception):
+            await bounded(client.stop(), STOP_WAIT_S, "the client to stop")
+        raise
+    return client
+
+
+async def _initialize(
+    client: EditorClient,
+    root: Path,
+    client_name: str,
+    init_options: dict[str, Any] | None,
+    encodings: list[str] | None,
+    save_documents: bool,
+    work_done_progress: bool,
+) -> None:
     caps = capabilities_for(
         client_name, encodings=encodings, save_documents=save_documents, work_done_progress=work_done_progress
     )
@@ -417,21 +507,42 @@ async def start_session(
         and caps.workspace.workspace_edit
         and caps.workspace.workspace_edit.document_changes
     )
-    result = await client.initialize_session(
-        types.InitializeParams(
-            capabilities=caps,
-            root_uri=uri_of(root),
-            workspace_folders=[types.WorkspaceFolder(uri=uri_of(root), name=root.name)],
-            initialization_options=init_options,
-        )
+    result = await bounded(
+        client.initialize_session(
+            types.InitializeParams(
+                capabilities=caps,
+                root_uri=uri_of(root),
+                workspace_folders=[types.WorkspaceFolder(uri=uri_of(root), name=root.name)],
+                initialization_options=init_options,
+            )
+        ),
+        START_WAIT_S,
+        "the answer to initialize",
     )
     client.encoding = negotiated_encoding(result)
     client.init_result = result  # type: ignore[attr-defined]
-    return client
+
+
+async def _kill_server(client: EditorClient) -> None:
+    server = client._server
+    if server is not None and server.returncode is None:
+        server.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(server.wait(), STOP_WAIT_S)
 
 
 async def stop_session(client: EditorClient) -> None:
+    """shutdown + exit, bounded; a server still running afterwards is killed, never waited on.
+
+    pygls' client.stop() waits for the server process without a bound, so a server that was never
+    told to exit (a failed or timed-out shutdown) would hang the test run there forever.
+    """
+    client.release_edits()  # a held edit keeps its task, and so the shutdown, waiting
     try:
-        await asyncio.wait_for(client.shutdown_session(), WAIT_S)
+        await bounded(client.shutdown_session(), STOP_WAIT_S, "shutdown and exit")
+    except Exception as err:  # noqa: BLE001 - reported (the session fixture asserts no failures), not raised,
+        # so the fixture still stops its other sessions
+        client.failures.append(f"shutdown: {type(err).__name__}: {err}")
     finally:
-        await client.stop()
+        await _kill_server(client)
+        await bounded(client.stop(), STOP_WAIT_S, "the client to stop")

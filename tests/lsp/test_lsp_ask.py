@@ -13,6 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from lich_core.userstate import workspace_state_dir
+from tests.support.event_schema import assert_valid_event
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
@@ -70,6 +71,9 @@ async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_n
     await client.wait_until(lambda: any("done: both edited" in m.message for m in client.messages))
     assert any("edit_file" in m.message for m in client.log_messages)
     assert any(e.get("type") == "run_end" for e in client.editor.events)
+    # Every lich/event is what docs/lich-event.schema.json (generated from the event dataclasses) says.
+    for event in client.editor.events:
+        assert_valid_event(event)
     # Work-done progress (all four clients declare it): begin with the title, turns and tool calls, the outcome.
     (token,) = client.progress_reports
     reports = client.progress_reports[token]
@@ -173,17 +177,16 @@ async def test_user_typing_mid_task_makes_the_edit_stale(session, root: Path, cl
     )
     client = await session(client_name, init_options=provider_options(fake_provider))
     uri = client.open(root / "s.py")
-    client.editor.hold = asyncio.Event()
-    first = asyncio.ensure_future(client.command("lich.ask", {"prompt": "shout"}))
-    await client.wait_until(lambda: len(client.editor.applied) == 1)
-    # While the editor holds the agent's edit, a second edit computed from the same text queues
-    # behind it, and then the user types.
-    second = asyncio.ensure_future(
-        client.command("lich.runTool", {"name": "write_file", "args": {"path": "s.py", "content": "one\n2\n"}})
-    )
-    await client.wait_until(lambda: any("edit queued behind" in m.message for m in client.log_messages))
-    client.type_text(uri, "one\ntwo\nthree\n")
-    client.editor.hold.set()
+    with client.holding_edits():
+        first = asyncio.ensure_future(client.command("lich.ask", {"prompt": "shout"}))
+        await client.wait_until(lambda: len(client.editor.applied) == 1, what="the agent's edit")
+        # While the editor holds the agent's edit, a second edit computed from the same text queues
+        # behind it, and then the user types.
+        second = asyncio.ensure_future(
+            client.command("lich.runTool", {"name": "write_file", "args": {"path": "s.py", "content": "one\n2\n"}})
+        )
+        await client.wait_for_log("edit queued behind")
+        client.type_text(uri, "one\ntwo\nthree\n")
     result = await first
     stale = await second
     assert result["stopped_reason"] == "final"
@@ -214,11 +217,10 @@ async def test_stale_anchor_after_the_user_edits_during_the_task(session, root: 
     client.open(root / "x.py")
     # The editor holds the x.py edit while the user types in t.py; the didChange reaches the
     # server before the edit's answer does, so the order is certain.
-    client.editor.hold = asyncio.Event()
-    task = asyncio.ensure_future(client.command("lich.ask", {"prompt": "rename"}))
-    await client.wait_until(lambda: len(client.editor.applied) == 1)
-    client.type_text(uri, "gamma\n")
-    client.editor.hold.set()
+    with client.holding_edits():
+        task = asyncio.ensure_future(client.command("lich.ask", {"prompt": "rename"}))
+        await client.wait_until(lambda: len(client.editor.applied) == 1, what="the x.py edit")
+        client.type_text(uri, "gamma\n")
     result = await task
     assert result["stopped_reason"] == "final"
     assert client.text(uri) == "gamma\n"
@@ -266,11 +268,15 @@ async def test_edits_from_two_tasks_to_one_file_are_serialised(session, root: Pa
     )
     client = await session(client_name, init_options=provider_options(fake_provider))
     uri = client.open(root / "s.py")
-    client.editor.hold = asyncio.Event()
-    tasks = [asyncio.ensure_future(client.command("lich.ask", {"prompt": f"task {n}"})) for n in (1, 2)]
-    await client.wait_until(lambda: any("edit queued behind another edit to s.py" in m.message for m in client.log_messages))
-    assert len(client.editor.applied) == 1  # the second edit was not sent while the first is pending
-    client.editor.hold.set()
+    with client.holding_edits():
+        tasks = [asyncio.ensure_future(client.command("lich.ask", {"prompt": f"task {n}"})) for n in (1, 2)]
+        # Two independent events: the server may log "queued" before the held edit's request is on
+        # the wire, and this client records the request only when its handler task runs.
+        await client.wait_for_log("edit queued behind another edit to s.py")
+        await client.wait_until(lambda: len(client.editor.applied) >= 1, what="the first task's edit")
+        # A round trip: a second edit, had the server sent one, would have arrived before this answer.
+        await client.command("lich.status", {})
+        assert len(client.editor.applied) == 1  # the second edit was not sent while the first is pending
     results = await asyncio.gather(*tasks)
     assert all(r["stopped_reason"] == "final" for r in results)
     assert len(client.editor.applied) == 1
@@ -286,11 +292,13 @@ def _tool_contents(request: dict[str, Any]) -> list[str]:
 
 
 async def test_code_actions_stay_fast_while_a_task_streams(session, root: Path, fake_provider) -> None:
-    fake_provider.script({"text": "slow answer " * 40, "chunks": 80, "chunk_delay_s": 0.05})
+    # A stream of 40 s that the test cancels: it is surely still streaming when the code actions
+    # are answered, however slowly a loaded machine runs this test.
+    fake_provider.script({"text": "slow answer " * 40, "chunks": 400, "chunk_delay_s": 0.1})
     client = await session(init_options=provider_options(fake_provider))
     uri = client.open(root / "c.py", "pass\n")
     task = asyncio.ensure_future(client.command("lich.ask", {"prompt": "talk"}))
-    await client.wait_until(lambda: any(e.get("type") == "text_delta" for e in client.editor.events))
+    await client.wait_for_event("text_delta")
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
@@ -301,8 +309,9 @@ async def test_code_actions_stay_fast_while_a_task_streams(session, root: Path, 
     # Answered while the task still streams (latency itself is measured by `python -m bench lsp`).
     assert not task.done()
     assert [a.title for a in actions] == ["Ask agent…"]
+    assert (await client.command("lich.cancel", {}))["cancelled"] == ["t1"]
     result = await task
-    assert result["stopped_reason"] == "final"
+    assert result["stopped_reason"] == "aborted"
 
 
 async def test_ask_with_selection_puts_rows_and_diagnostics_in_context(session, root: Path, fake_provider) -> None:
@@ -397,6 +406,8 @@ async def test_a_retried_stream_shows_the_answer_once(session, root: Path, fake_
     result = await client.command("lich.ask", {"prompt": "retry please"})
     assert result["stopped_reason"] == "final" and result["final"] == "the whole answer"
     assert any(e.get("type") == "llm_retry" for e in client.editor.events)
+    for event in client.editor.events:
+        assert_valid_event(event)
     logs = [m.message for m in client.log_messages]
     assert any("provider fake failed (network): retrying" in line for line in logs)
     assert not any("BROKEN" in line for line in logs)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import contextlib
+import inspect
 import json
 import os
 import socket
 import subprocess
 import sys
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 import pytest
@@ -15,14 +19,17 @@ from lsp_harness import SERVER_COMMAND, uri_of
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
+import lich_lsp.edits as edits_module
+from lich_core.hashline.replacements import apply_replacements, line_replacements
 from lich_core.workspace import FileChange, LineReplacement
 from lich_lsp.edits import (
     EditCapabilities,
     EditEntry,
     build_workspace_edit,
-    diff_replacements,
+    count_hunks,
     text_edits,
 )
+from lich_lsp.workspace import EditorWorkspace
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
@@ -56,7 +63,7 @@ async def test_position_encodings_with_non_ascii_lines(session, root: Path, clie
 def test_one_line_change_in_a_big_file_is_a_one_line_edit() -> None:
     old = "".join(f"line {i}\n" for i in range(10_000))
     new = old.replace("line 5000\n", "line five thousand\n")
-    change = FileChange(Path("/w/big.txt"), "write", new, old)
+    change = FileChange.write(Path("/w/big.txt"), new, old)
     edit = build_workspace_edit(
         [EditEntry("file:///w/big.txt", change, 3)], EditCapabilities(document_changes=True), PositionCodec("utf-16")
     )
@@ -66,14 +73,81 @@ def test_one_line_change_in_a_big_file_is_a_one_line_edit() -> None:
     assert (text_edit.range.start.line, text_edit.range.end.line, text_edit.new_text) == (5000, 5001, "line five thousand\n")
 
 
-def test_diff_replacements_reproduce_the_new_text() -> None:
-    old = "a\nb\nc\nd\n"
-    for new in ["a\nB\nc\nd\n", "a\nc\n", "x\na\nb\nc\nd\ny", "", "a\nb\nc\nd\ne\n", "d\n"]:
-        lines = old.split("\n")[:-1]
-        lines = [line + "\n" for line in lines]
-        for r in reversed(diff_replacements(old, new)):
-            lines[r.start : r.end] = [r.text] if r.text else []
-        assert "".join(lines) == new
+def test_edits_module_never_diffs() -> None:
+    """lich_lsp/edits.py sends the replacements it is given: no difflib, no diff helper."""
+    tree = ast.parse(inspect.getsource(edits_module))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+            imported.update(alias.name for alias in node.names)
+    assert "difflib" not in imported
+    assert not {"line_replacements", "lich_core.hashline.replacements", "SequenceMatcher"} & imported
+    names = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    assert not {name for name in names if "diff" in name}
+
+
+def test_workspace_edit_sends_the_changes_replacements_as_given() -> None:
+    # Deliberately not minimal: a re-diff would shrink it to one line; the edit must not.
+    old, new = "a\nb\nc\n", "a\nB\nc\n"
+    change = FileChange(Path("/w/f.txt"), "write", new, old, (LineReplacement(0, 3, new),))
+    edit = build_workspace_edit([EditEntry("file:///w/f.txt", change, 1)], EditCapabilities(), PositionCodec("utf-16"))
+    (only,) = edit.changes["file:///w/f.txt"]
+    assert (only.range.start.line, only.range.end.line, only.new_text) == (0, 3, new)
+    assert count_hunks([change]) == 1
+
+
+class _Store:
+    """The part of DocumentStore the review overlay reads: current texts, no editor."""
+
+    def __init__(self, texts: dict[str, str]) -> None:
+        self.texts = texts
+
+    def current_text(self, path: Path) -> str | None:
+        return self.texts.get(str(path))
+
+    @contextlib.asynccontextmanager
+    async def locked(self, paths: Iterable[Path]) -> AsyncIterator[None]:
+        yield
+
+
+def _review_workspace(texts: dict[str, str]) -> EditorWorkspace:
+    from types import SimpleNamespace
+
+    server = SimpleNamespace(lich=SimpleNamespace(documents=_Store(texts), root=Path("/w")))
+    return EditorWorkspace(server, mode="review")  # type: ignore[arg-type]
+
+
+async def test_review_keeps_the_engines_replacements_and_composes_from_the_base() -> None:
+    base = "".join(f"line {i}\n" for i in range(100))
+    path = Path("/w/r.txt")
+    ws = _review_workspace({str(path): base})
+    # One change: the tool's own replacements go out untouched (here deliberately not minimal).
+    first = base.replace("line 10\n", "line ten\n")
+    tools_own = (LineReplacement(9, 12, "line 9\nline ten\nline 11\n"),)
+    await ws.apply([FileChange(path, "write", first, base, tools_own)], "t")
+    (pending,) = ws.pending_changes()
+    assert pending.replacements == tools_own
+    # A second change to the same file: recomputed once from the task's base to the final text.
+    final = first.replace("line 90\n", "line ninety\n")
+    await ws.apply([FileChange.write(path, final, first)], "t")
+    (pending,) = ws.pending_changes()
+    assert (pending.base_text, pending.new_text) == (base, final)
+    assert pending.replacements == line_replacements(base, final)
+    assert pending.replacements == (LineReplacement(10, 11, "line ten\n"), LineReplacement(90, 91, "line ninety\n"))
+    assert apply_replacements(base, pending.replacements) == final
+
+
+async def test_review_new_file_then_edit_is_one_whole_text_replacement_and_delete_has_none() -> None:
+    made, gone = Path("/w/new.txt"), Path("/w/gone.txt")
+    ws = _review_workspace({str(gone): "bye\n"})
+    await ws.apply([FileChange.write(made, "one\n", None)], "t")
+    await ws.apply([FileChange.write(made, "one\ntwo\n", "one\n"), FileChange.delete(gone, "bye\n")], "t")
+    by_path = {c.path: c for c in ws.pending_changes()}
+    assert by_path[made].replacements == (LineReplacement(0, 0, "one\ntwo\n"),)
+    assert (by_path[gone].kind, by_path[gone].replacements) == ("delete", ())
 
 
 def test_text_edits_use_the_codec_for_a_last_line_without_newline() -> None:

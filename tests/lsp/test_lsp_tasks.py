@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from lsp_harness import uri_of
+from lsp_harness import WAIT_S, uri_of
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from test_lsp_ask import edit, provider_options, tool_messages
@@ -122,8 +122,8 @@ async def test_review_declined_applies_nothing(session, root: Path, fake_provide
 
 SLOW_TURN = {"text": "never finishes", "delay_s": 30}
 # The slow turn takes 30 s, so ending well before that proves the cancel stopped it; the bound is
-# loose because CI shares two cores (`python -m bench lsp` measures the real cancel latency).
-STOPPED_WITHIN_S = 5.0
+# loose because CI shares two busy cores (`python -m bench lsp` measures the real cancel latency).
+STOPPED_WITHIN_S = 10.0
 
 
 async def _running_task(client, fake_provider) -> str:
@@ -154,7 +154,7 @@ async def test_cancel_with_lich_cancel(session, root: Path, client_name: str, fa
     started = asyncio.get_running_loop().time()
     cancelled = await client.command("lich.cancel", {"task_id": task_id})
     assert cancelled == {"cancelled": [task_id]}
-    result = await asyncio.wait_for(ask, 10)
+    result = await asyncio.wait_for(ask, WAIT_S)
     assert _elapsed(started) < STOPPED_WITHIN_S
     assert result["stopped_reason"] == "aborted"
     _assert_progress_begin_end(client)
@@ -168,7 +168,7 @@ async def test_cancel_with_the_progress_button(session, root: Path, client_name:
     (token,) = client.progress_reports
     started = asyncio.get_running_loop().time()
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
-    result = await asyncio.wait_for(ask, 10)
+    result = await asyncio.wait_for(ask, WAIT_S)
     assert _elapsed(started) < STOPPED_WITHIN_S
     assert result["stopped_reason"] == "aborted"
     _assert_progress_begin_end(client)
@@ -183,7 +183,7 @@ async def test_cancel_request_on_lich_ask(session, root: Path, client_name: str,
     started = asyncio.get_running_loop().time()
     client.protocol.notify("$/cancelRequest", types.CancelParams(id="ask-1"))
     with pytest.raises(JsonRpcException) as caught:
-        await asyncio.wait_for(ask, 10)
+        await asyncio.wait_for(ask, WAIT_S)
     assert caught.value.code == -32800  # RequestCancelled
     status = await client.wait_for_status(lambda status: all(t["state"] == "done" for t in status["tasks"]))
     assert _elapsed(started) < STOPPED_WITHIN_S
@@ -196,7 +196,7 @@ async def test_no_progress_for_a_client_without_work_done_progress(session, root
     ask = asyncio.ensure_future(client.command("lich.ask", {"prompt": "slow"}))
     task_id = await _running_task(client, fake_provider)
     await client.command("lich.cancel", {"task_id": task_id})
-    result = await asyncio.wait_for(ask, 10)
+    result = await asyncio.wait_for(ask, WAIT_S)
     assert result["stopped_reason"] == "aborted"
     assert client.progress_reports == {}  # and pytest-lsp saw no workDoneProgress/create
 
@@ -213,7 +213,7 @@ async def test_cancel_kills_the_task_processes(session, root: Path, fake_provide
     pid = int(pid_file.read_text())
     assert _process_running(pid)
     await client.command("lich.cancel", {})
-    result = await asyncio.wait_for(ask, 10)
+    result = await asyncio.wait_for(ask, WAIT_S)
     assert result["stopped_reason"] == "aborted"
     await client.wait_until(lambda: not _process_running(pid))
 
@@ -251,17 +251,19 @@ async def test_cancel_while_the_editor_holds_a_two_file_patch(
     client = await session(client_name, init_options=provider_options(fake_provider))
     p_uri = client.open(root / "p.py")
     q_uri = uri_of(root / "q.py")
-    client.editor.hold = asyncio.Event()
-    ask = asyncio.ensure_future(client.command("lich.ask", {"prompt": "patch"}))
-    await client.wait_until(lambda: len(client.editor.applied) == 1)
-    await client.command("lich.cancel", {})
-    # Well past the agent's grace for a cancelled tool call and the task's hard stop (0.8 s):
-    # whatever gave up, the task still waits for the editor's answer before it reports.
-    await asyncio.sleep(1.2)
-    assert not ask.done()
-    client.editor.answer = answer
-    client.editor.hold.set()
-    result = await asyncio.wait_for(ask, 10)
+    with client.holding_edits():
+        ask = asyncio.ensure_future(client.command("lich.ask", {"prompt": "patch"}))
+        await client.wait_until(lambda: len(client.editor.applied) == 1, what="the patch's edit")
+        await client.command("lich.cancel", {})
+        # The agent run is over (it gave up on the cancelled tool call after its grace, or the
+        # task's hard stop cut it short; either way it emits run_end last), yet the task still
+        # waits for the editor's answer before it reports.
+        await client.wait_for_event("run_end", task_id="t1", stopped_reason="aborted")
+        (task,) = (await client.command("lich.status", {}))["tasks"]
+        assert task["state"] == "running"
+        assert not ask.done()
+        client.editor.answer = answer
+    result = await asyncio.wait_for(ask, WAIT_S)
     assert result["stopped_reason"] == "aborted"
     if answer == "apply":
         assert client.text(p_uri) == "p = 2\n"
@@ -283,7 +285,7 @@ async def test_cancel_in_review_mode_leaves_nothing_applied(session, root: Path,
     ask = asyncio.ensure_future(client.command("lich.ask", {"prompt": "half"}))
     await client.wait_until(lambda: len(fake_provider.requests) >= 2)
     await client.command("lich.cancel", {})
-    result = await asyncio.wait_for(ask, 10)
+    result = await asyncio.wait_for(ask, WAIT_S)
     assert result["stopped_reason"] == "aborted"
     assert client.editor.applied == []
     assert client.text(uri) == "k = 1\n"

@@ -12,6 +12,16 @@ id?}], status, retry_after, body, delay_s, chunk_delay_s, drop_after_chunks, raw
 While it waits (delay_s, chunk_delay_s) the server watches the socket: a client that hangs up
 is recorded in `disconnects`.
 
+Runaway answers, for the limits tests (each goes on until the client hangs up or the server stops):
+- `endless: true` streams text events forever, each carrying `text` (default "endless "), one
+  every `chunk_delay_s` (0: as fast as the socket takes them);
+- `keepalive: "comment" | "ping" | "blank"` opens the answer, then sends only keepalives, one
+  every `chunk_delay_s` (default 0.02 s): SSE `: keepalive` comments, Anthropic `ping` events,
+  or blank NDJSON lines; no content ever comes;
+- `endless_line: true` opens the answer, then starts a line (an SSE `data:` line, an NDJSON
+  line) that never ends; with `stream: false` in the request, a JSON body that never ends;
+- `stall_after_chunks: N` sends the first N events, then nothing, until the client hangs up.
+
 Standalone: `python -m tests.support.fake_provider --port 0 --script turns.json` prints
 "LISTENING http://127.0.0.1:PORT" and serves until killed.
 """
@@ -301,6 +311,71 @@ def ollama_error(status: int, message: str) -> dict[str, Any]:
     return {"error": message}
 
 
+# --- runaway answers (the limits tests) ---------------------------------------------------------
+
+ENDLESS_PIECE = "endless "
+KEEPALIVE_INTERVAL_S = 0.02
+ENDLESS_LINE_CHUNK = "x" * 65536
+
+
+def endless_events(wire: str, turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
+    """Text events that never end (no final event)."""
+    piece = turn.get("text") or ENDLESS_PIECE
+    if wire == "openai":
+        base = {"id": f"chatcmpl-{turn_no}", "object": "chat.completion.chunk", "created": 0,
+                "model": request.get("model") or DEFAULT_MODEL}
+        event = "data: " + json.dumps({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}) + "\n\n"
+    elif wire == "anthropic":
+        yield from _anthropic_opening(request, turn_no)
+        delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
+        event = f"event: content_block_delta\ndata: {json.dumps(delta)}\n\n"
+    else:
+        event = json.dumps({"model": request.get("model") or DEFAULT_MODEL, "message": {"role": "assistant", "content": piece}, "done": False}) + "\n"
+    while True:
+        yield event
+
+
+def keepalive_events(wire: str, turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
+    """The answer's opening, then keepalives only."""
+    style = turn.get("keepalive")
+    if wire == "openai":
+        base = {"id": f"chatcmpl-{turn_no}", "object": "chat.completion.chunk", "created": 0,
+                "model": request.get("model") or DEFAULT_MODEL}
+        yield "data: " + json.dumps({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}) + "\n\n"
+    elif wire == "anthropic":
+        yield from _anthropic_opening(request, turn_no)
+    if wire == "ollama" or style == "blank":
+        keepalive = "\n"
+    elif style == "ping":
+        keepalive = 'event: ping\ndata: {"type": "ping"}\n\n'
+    else:
+        keepalive = ": keepalive\n\n"
+    while True:
+        yield keepalive
+
+
+def endless_line_events(wire: str, turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
+    """A line that starts like a text chunk and never ends."""
+    if wire == "openai":
+        yield 'data: {"choices": [{"index": 0, "delta": {"content": "'
+    elif wire == "anthropic":
+        yield from _anthropic_opening(request, turn_no)
+        yield 'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "'
+    else:
+        yield '{"message": {"role": "assistant", "content": "'
+    while True:
+        yield ENDLESS_LINE_CHUNK
+
+
+def _anthropic_opening(request: dict[str, Any], turn_no: int) -> Iterator[str]:
+    message = {"id": f"msg_{turn_no}", "type": "message", "role": "assistant",
+               "model": request.get("model") or DEFAULT_MODEL, "content": [], "stop_reason": None,
+               "usage": {"input_tokens": 10, "output_tokens": 1}}
+    yield f"event: message_start\ndata: {json.dumps({'type': 'message_start', 'message': message})}\n\n"
+    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    yield f"event: content_block_start\ndata: {json.dumps(block)}\n\n"
+
+
 FORMATS = {
     "openai": (openai_events, openai_body, openai_error, "text/event-stream"),
     "anthropic": (anthropic_events, anthropic_body, anthropic_error, "text/event-stream"),
@@ -392,9 +467,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_raw(200, str(turn["raw"]).encode(), content_type)
             return
         if not stream:
+            if turn.get("endless_line"):
+                # A body that never ends: `{"message": {"content": "xxxx...`.
+                self._stream(endless_line_events("ollama", turn, request, turn_no), "application/json", turn)
+                return
             self._send_json(200, body_fn(turn, request, turn_no))
             return
-        self._stream(events_fn(turn, request, turn_no), stream_type, turn)
+        if turn.get("endless"):
+            events = endless_events(wire, turn, request, turn_no)
+        elif turn.get("keepalive"):
+            turn = {"chunk_delay_s": KEEPALIVE_INTERVAL_S, **turn}
+            events = keepalive_events(wire, turn, request, turn_no)
+        elif turn.get("endless_line"):
+            events = endless_line_events(wire, turn, request, turn_no)
+        else:
+            events = events_fn(turn, request, turn_no)
+        self._stream(events, stream_type, turn)
 
     def _stream(self, events: Iterator[str], content_type: str, turn: dict[str, Any]) -> None:
         self.send_response(200)
@@ -403,9 +491,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         drop_after = turn.get("drop_after_chunks")
+        stall_after = turn.get("stall_after_chunks")
         chunk_delay_s = float(turn.get("chunk_delay_s") or 0)
+        stopping = self.server.fake._stopping
         for sent, event in enumerate(events):
             if drop_after is not None and sent >= int(drop_after):
+                self._drop()
+                return
+            if stall_after is not None and sent >= int(stall_after):
+                # Say nothing more until the client hangs up (or the server stops).
+                while not self._pause(3600):
+                    pass
+                self._drop()
+                return
+            if stopping.is_set():
                 self._drop()
                 return
             if sent and chunk_delay_s and self._pause(chunk_delay_s):

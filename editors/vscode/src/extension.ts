@@ -212,8 +212,9 @@ export class LichController implements vscode.Disposable {
     }
     const id = eventTaskId(event);
     if (id && event.type === "run_start") {
-      const prompt = event.data?.prompt;
-      this.tasks.serverStarted(id, typeof prompt === "string" ? prompt.slice(0, 60) : id);
+      // Events carry no prompt or title (docs/lich-event.schema.json): a task started elsewhere
+      // is shown by its id; one of ours keeps the title it was given.
+      this.tasks.serverStarted(id, id);
     } else if (id && event.type === "run_end") {
       this.tasks.serverEnded(id);
     }
@@ -313,8 +314,9 @@ export class LichController implements vscode.Disposable {
         if (typeof task.state === "string" && task.state !== "running") {
           continue; // the server also lists finished tasks
         }
-        const id = typeof task.task_id === "string" ? task.task_id : typeof task.id === "string" ? task.id : undefined;
-        const title = typeof task.title === "string" ? task.title : typeof task.prompt === "string" ? task.prompt : id ?? "task";
+        // lich.status tasks: {task_id, title, state, mode, turns, tool_calls, elapsed_s}.
+        const id = typeof task.task_id === "string" ? task.task_id : undefined;
+        const title = typeof task.title === "string" ? task.title : id ?? "task";
         found.push({ id, title });
       }
     } catch {

@@ -7,12 +7,19 @@ export const EVENT_METHOD = "lich/event";
 export const TRANSCRIPT_CHANNEL = "Lich Transcript";
 const SUMMARY_MAX_CHARS = 200;
 
+/**
+ * One `lich/event` as the server sends it: docs/lich-event.schema.json, generated from the event
+ * dataclasses in lich_core/agent/events.py (the tests validate their fixtures against it). Read
+ * only the fields listed there; `data` may be cut down to its short fields plus `data.cut`.
+ */
 export interface LichEvent {
   type?: string;
   task_id?: string;
   run_id?: string;
+  session_id?: string;
+  seq?: number;
+  ts?: number;
   data?: Record<string, unknown>;
-  [key: string]: unknown;
 }
 
 function str(value: unknown): string | undefined {
@@ -68,7 +75,7 @@ export function retryNotice(data: Record<string, unknown>, restartsBelow: boolea
 
 /** The event's task id: the server's `task_id`, else the core's `run_id`. */
 export function eventTaskId(event: LichEvent): string | undefined {
-  return str(event.task_id) ?? str(event.data?.task_id) ?? str(event.run_id);
+  return str(event.task_id) ?? str(event.run_id);
 }
 
 export class TranscriptRenderer {
@@ -84,12 +91,13 @@ export class TranscriptRenderer {
     };
     switch (event.type) {
       case "run_start": {
-        const prompt = str(data.prompt) ?? str(data.title) ?? "";
+        // The server sends the prompt's length only; the extension shows the prompt it sent.
         const id = eventTaskId(event);
-        return line(`▶ task${id ? ` ${id}` : ""}${prompt ? `: ${summarise(prompt)}` : ""}`);
+        const model = str(data.model);
+        return line(`▶ task${id ? ` ${id}` : ""}${model ? ` (${model})` : ""}`);
       }
       case "text_delta": {
-        const text = str(data.text) ?? str(data.delta) ?? "";
+        const text = str(data.text) ?? "";
         if (!text) {
           return "";
         }
@@ -109,27 +117,31 @@ export class TranscriptRenderer {
         }
         return "";
       case "tool_call_start": {
-        const name = str(data.name) ?? str(data.tool) ?? "tool";
-        return line(`  → ${name} ${summarise(data.arguments ?? data.args)}`);
+        const name = str(data.name) ?? "tool";
+        // A call too large to send whole arrives without its arguments (data.cut says so).
+        const args = data.arguments !== undefined ? summarise(data.arguments) : data.cut !== undefined ? "(arguments too large to show)" : "";
+        return line(`  → ${name}${args ? ` ${args}` : ""}`);
       }
       case "tool_call_end": {
-        const name = str(data.name) ?? str(data.tool) ?? "tool";
-        const ok = data.ok !== false && !data.error;
-        const body = ok ? summarise(data.output ?? data.result ?? data.summary) : summarise(data.error);
+        const name = str(data.name) ?? "tool";
+        const ok = data.ok === true;
+        const body = ok ? summarise(data.summary) : summarise(data.error);
         return line(`  ${ok ? "←" : "✖"} ${name}${body ? `: ${body}` : ""}`);
       }
       case "compress_start":
         return line("  … compressing the conversation");
       case "final": {
-        const text = str(data.text) ?? str(data.final) ?? "";
+        const text = str(data.text) ?? "";
         return line(`✔ ${text}`);
       }
       case "budget_exhausted":
         return line(`✖ turn budget exhausted${data.max_turns !== undefined ? ` (${String(data.max_turns)} turns)` : ""}`);
       case "error":
-        return line(`✖ error: ${summarise(data.message ?? data.error)}`);
+        return line(`✖ error: ${summarise(data.message)}`);
+      case "plugin_warning":
+        return line(`  ! plugin warning: ${summarise(data.message)}`);
       case "run_end": {
-        const reason = str(data.stopped_reason) ?? str(data.reason) ?? "done";
+        const reason = str(data.stopped_reason) ?? "done";
         return line(`■ task ended: ${reason}`);
       }
       default:

@@ -2,6 +2,8 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { activate } from "../src/extension";
+import { TranscriptRenderer } from "../src/transcript";
+import { loadFixture } from "./events";
 import { clients } from "./mocks/languageclient";
 import { mock, window } from "./mocks/vscode";
 
@@ -126,10 +128,15 @@ describe("activate", () => {
     const ctx = context();
     await activate(ctx as never);
     const notify = clients[0].notifications.get("lich/event")!;
-    notify({ type: "run_start", task_id: "t7", data: { prompt: "do it" } });
+    // A whole run from the shared fixtures (validated against docs/lich-event.schema.json).
+    const events = loadFixture("run_tools_retry");
+    const expected = new TranscriptRenderer();
+    notify(events[0]);
     expect(mock.statusItems[0].text).toBe("$(sync~spin) Lich: 1 task");
-    notify({ type: "run_end", task_id: "t7", data: { stopped_reason: "final" } });
-    expect(mock.outputs.get("Lich Transcript")!.join("")).toBe("▶ task t7: do it\n■ task ended: final\n");
+    expect(mock.statusItems[0].tooltip).toContain("t1");
+    events.slice(1).forEach((event) => notify(event));
+    expect(mock.outputs.get("Lich Transcript")!.join("")).toBe(events.map((event) => expected.render(event)).join(""));
+    expect(mock.outputs.get("Lich Transcript")!.join("")).toContain("▶ task t1 (fake-model)\n");
     expect(mock.statusItems[0].text).not.toContain("task");
     ctx.subscriptions.forEach((d) => d.dispose());
   });

@@ -4,29 +4,73 @@ import { choosePatch, looksLikePatch } from "../src/patchSource";
 import { providerInfo, statusView } from "../src/status";
 import { TaskTracker } from "../src/tasks";
 import { eventTaskId, retryNotice, summarise, TranscriptRenderer } from "../src/transcript";
+import { fixtureNames, loadFixture, schemaErrors } from "./events";
+
+/** The transcript text of one shared fixture run (tests/fixtures/events), rendered event by event. */
+function rendered(name: string): string {
+  const r = new TranscriptRenderer();
+  return loadFixture(name)
+    .map((event) => r.render(event))
+    .join("");
+}
+
+describe("shared event fixtures", () => {
+  it("are all valid against docs/lich-event.schema.json", () => {
+    const names = fixtureNames();
+    expect(names.length).toBeGreaterThanOrEqual(5);
+    const types = new Set<string>();
+    for (const name of names) {
+      for (const event of loadFixture(name)) {
+        types.add(String(event.type));
+      }
+    }
+    // Every event type the server sends is in some fixture.
+    expect(types.size).toBe(16);
+  });
+
+  it("reject a renamed field and a field the server never sends", () => {
+    const retry = loadFixture("run_tools_retry").find((e) => e.type === "llm_retry")!;
+    const { discarded_chars, ...rest } = retry.data!;
+    expect(schemaErrors({ ...retry, data: { ...rest, discarded: discarded_chars } }).join("\n")).toContain("discarded_chars");
+    const start = loadFixture("run_tools_retry")[0];
+    expect(schemaErrors({ ...start, data: { ...start.data, prompt: "fix the bug" } }).join("\n")).toContain("prompt");
+  });
+});
 
 describe("TranscriptRenderer", () => {
-  it("renders a task's events as readable lines, streaming text inline", () => {
-    const r = new TranscriptRenderer();
-    const out = [
-      r.render({ type: "run_start", task_id: "t1", data: { prompt: "fix the bug" } }),
-      r.render({ type: "turn_start", data: {} }),
-      r.render({ type: "text_delta", data: { text: "Let me " } }),
-      r.render({ type: "text_delta", data: { text: "look." } }),
-      r.render({ type: "llm_end", data: {} }),
-      r.render({ type: "tool_call_start", data: { name: "read_file", arguments: { path: "a.py" } } }),
-      r.render({ type: "tool_call_end", data: { name: "read_file", ok: true, output: "1:ab|x = 1\n2:cd|y = 2" } }),
-      r.render({ type: "tool_call_end", data: { name: "apply_patch", ok: false, error: "edit_rejected: stale_document" } }),
-      r.render({ type: "final", data: { text: "Done." } }),
-      r.render({ type: "run_end", data: { stopped_reason: "final" } }),
-    ].join("");
-    expect(out).toBe(
+  it("renders a run: streaming text inline, tool calls, compression, a retried stream", () => {
+    expect(rendered("run_tools_retry")).toBe(
       [
-        "▶ task t1: fix the bug",
-        "Let me look.",
-        '  → read_file {"path":"a.py"}',
-        "  ← read_file: 1:ab|x = 1 ⏎ 2:cd|y = 2",
-        "  ✖ apply_patch: edit_rejected: stale_document",
+        "▶ task t1 (fake-model)",
+        "  ! plugin warning: plugin .lich/plugins/lint.py: SyntaxError: invalid syntax (lint.py, line 3)",
+        "Let me look at the file first.",
+        '  → read_file {"path":"src/app.py","end":3}',
+        "  ← read_file: 1:a3|def main(): ⏎ 2:9f|    return 1 ⏎ 3:0c|",
+        '  → apply_patch {"input":"@@ src/app.py\\n= 2:9f..2:9f\\n~    return 2\\n"}',
+        "  ✖ apply_patch: edit_rejected: stale_document: src/app.py changed in the editor; read it again",
+        "  … compressing the conversation",
+        // An output channel cannot take the void partial answer back: it says where the next one starts.
+        "The answe",
+        "… provider fake failed (network): retrying in 0.5 s (attempt 2 of 3); the answer restarts below",
+        "The answer is 42.",
+        "✔ The answer is 42.",
+        "■ task ended: final",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("names the next provider on a failover and shows a hook failure", () => {
+    expect(rendered("run_failover")).toBe(
+      [
+        "▶ task t2 (a-model)",
+        "Reading.",
+        '  → read_file {"path":"README.md","end":2}',
+        "  ← read_file: 1:5e|# proj ⏎ 2:00|",
+        "  ! plugin warning: plugin 'audit': before_llm_call raised KeyError: 'turn'",
+        "héllo",
+        "wor",
+        "… provider a failed (bad_request): failing over to b; the answer restarts below",
         "✔ Done.",
         "■ task ended: final",
         "",
@@ -34,15 +78,28 @@ describe("TranscriptRenderer", () => {
     );
   });
 
-  it("starts a new line when a tool call follows unterminated text", () => {
-    const r = new TranscriptRenderer();
-    expect(r.render({ type: "text_delta", data: { text: "thinking" } }) + r.render({ type: "error", data: { message: "boom" } })).toBe("thinking\n✖ error: boom\n");
-  });
-
-  it("renders a run_start without a prompt (the core sends prompt_chars only) and tool summaries", () => {
-    const r = new TranscriptRenderer();
-    expect(r.render({ type: "run_start", task_id: "t2", data: { prompt_chars: 12, model: "vscode" } })).toBe("▶ task t2\n");
-    expect(r.render({ type: "tool_call_end", data: { name: "edit_file", ok: true, summary: "Edited a.py" } })).toBe("  ← edit_file: Edited a.py\n");
+  it("renders budget exhaustion, errors, a retry before any text, and a cut event", () => {
+    expect(rendered("run_budget")).toBe("▶ task t3 (fake-model)\n✖ turn budget exhausted (1 turns)\n■ task ended: budget\n");
+    expect(rendered("run_error")).toBe(
+      [
+        "▶ task t4 (fake-model)",
+        "… provider fake failed (rate_limit): retrying in 2.0 s (attempt 2 of 3)",
+        "✖ error: provider 'fake' at http://127.0.0.1:8765/v1: auth: HTTP 401: invalid API key (check api_key_env)",
+        "■ task ended: error",
+        "",
+      ].join("\n"),
+    );
+    expect(rendered("run_session_error")).toContain("✖ error: session_not_found: no session 20240101-000000-ffffff");
+    expect(rendered("run_cancelled")).toBe(
+      [
+        "▶ task t6 (fake-model)",
+        "  → edit_file (arguments too large to show)",
+        "  ← edit_file: Edited src/big.py: 4000 replacements",
+        "  … compressing the conversation",
+        "■ task ended: aborted",
+        "",
+      ].join("\n"),
+    );
   });
 
   it("tolerates unknown and malformed events", () => {
@@ -50,52 +107,15 @@ describe("TranscriptRenderer", () => {
     expect(r.render({ type: "something_new" })).toBe("");
     expect(r.render({})).toBe("");
     expect(r.render({ type: "run_end" })).toBe("■ task ended: done\n");
-  });
-
-  it("marks the void partial answer of a failed attempt and shows the restarted one", () => {
-    const r = new TranscriptRenderer();
-    const retry = {
-      turn: 1,
-      provider: "primary",
-      attempt: 1,
-      max_attempts: 3,
-      kind: "timeout",
-      message: "read timed out",
-      action: "retry",
-      delay_s: 1.5,
-      next_provider: "primary",
-      discarded_chars: 9,
-    };
-    const out = [
-      r.render({ type: "llm_start", task_id: "t1", data: { turn: 1 } }),
-      r.render({ type: "text_delta", task_id: "t1", data: { turn: 1, text: "The answ" } }),
-      r.render({ type: "text_delta", task_id: "t1", data: { turn: 1, text: "e" } }),
-      r.render({ type: "llm_retry", task_id: "t1", data: retry }),
-      r.render({ type: "text_delta", task_id: "t1", data: { turn: 1, text: "The answer is 42." } }),
-      r.render({ type: "llm_end", task_id: "t1", data: { turn: 1 } }),
-    ].join("");
-    expect(out).toBe(
-      [
-        "The answe",
-        "… provider primary failed (timeout): retrying in 1.5 s (attempt 2 of 3); the answer restarts below",
-        "The answer is 42.",
-        "",
-      ].join("\n"),
-    );
-  });
-
-  it("names the next provider on failover and stays quiet about restarts when nothing streamed", () => {
-    const r = new TranscriptRenderer();
-    const failover = { provider: "a", attempt: 2, max_attempts: 2, kind: "server", action: "failover", delay_s: 0, next_provider: "b", discarded_chars: 0 };
-    expect(r.render({ type: "llm_retry", data: failover })).toBe("… provider a failed (server): failing over to b\n");
-    expect(retryNotice({ ...failover, discarded_chars: 3 }, true)).toBe("… provider a failed (server): failing over to b; the answer restarts below");
     expect(retryNotice({ action: "retry", delay_s: 0 }, false)).toBe("… provider ? failed (error): retrying");
   });
 
   it("summarises long values and finds the task id", () => {
     expect(summarise("x".repeat(500)).length).toBe(200);
-    expect(eventTaskId({ run_id: "r" })).toBe("r");
-    expect(eventTaskId({ run_id: "r", task_id: "t" })).toBe("t");
+    const [start] = loadFixture("run_budget");
+    expect(eventTaskId(start)).toBe("t3");
+    const { task_id: _taskId, ...core } = start;
+    expect(eventTaskId(core)).toBe(start.run_id);
   });
 });
 

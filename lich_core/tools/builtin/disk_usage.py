@@ -26,7 +26,8 @@ from lich_core.tools.guard import (
     resolve_safe_path,
     with_timeout,
 )
-from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.vocabulary import ToolResult
 
 DU_TIMEOUT_MS = 10_000
 DEFAULT_MAX_ENTRIES = 50

@@ -2,7 +2,8 @@
 
 The model must quote the text it replaces exactly; an ambiguous quote is refused unless it asks
 for every occurrence. Besides the new text, the change carries the minimal line-range
-replacements, so an editor shows (and undoes) a one-line fix as a one-line edit.
+replacements (`line_replacements`, the one function every producer uses), so an editor shows
+(and undoes) a one-line fix as a one-line edit.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 from typing import Any
 
 from lich_core.errors import ToolError
+from lich_core.hashline.replacements import line_replacements, split_keep_newline
 from lich_core.tools.guard import (
     capture_errors,
     optional_bool_arg,
@@ -19,8 +21,9 @@ from lich_core.tools.guard import (
     require_string_arg,
     resolve_file_for,
 )
-from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
-from lich_core.workspace import FileChange, LineReplacement
+from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.vocabulary import ToolResult
+from lich_core.workspace import FileChange
 
 # Byte offsets [start, end) of one occurrence in the old text.
 Span = tuple[int, int]
@@ -34,77 +37,6 @@ def find_spans(text: str, needle: str) -> list[Span]:
         spans.append((start, start + len(needle)))
         start = text.find(needle, start + len(needle))
     return spans
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines with their terminators, split on "\n" only (str.splitlines also splits on \r, \f, ...)."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-        return [line + "\n" for line in lines]
-    return [line + "\n" for line in lines[:-1]] + [lines[-1]]
-
-
-def _line_start(text: str, offset: int) -> int:
-    return text.rfind("\n", 0, offset) + 1
-
-
-def _line_end(text: str, end: int) -> int:
-    """Offset just past the line holding the span's last character."""
-    if end > 0 and text[end - 1] == "\n":
-        return end
-    newline = text.find("\n", end)
-    return len(text) if newline == -1 else newline + 1
-
-
-def line_replacements(old_text: str, spans: list[Span], new: str) -> list[LineReplacement]:
-    """Minimal whole-line replacements turning old_text into the text with every span -> new.
-
-    Spans are widened to whole lines; spans whose lines touch are merged into one group; lines a
-    group leaves unchanged at its edges are trimmed off, so only changed lines are replaced.
-    """
-    groups: list[tuple[int, int, list[Span]]] = []  # (line-start offset, line-end offset, spans)
-    for span in spans:
-        lo, hi = _line_start(old_text, span[0]), _line_end(old_text, span[1])
-        if groups and lo < groups[-1][1]:
-            groups[-1] = (groups[-1][0], max(groups[-1][1], hi), [*groups[-1][2], span])
-        else:
-            groups.append((lo, hi, [span]))
-
-    replacements: list[LineReplacement] = []
-    line_no = 0  # line number of `scanned`
-    scanned = 0
-    for lo, hi, group_spans in groups:
-        line_no += old_text.count("\n", scanned, lo)
-        scanned = lo
-        pieces: list[str] = []
-        cursor = lo
-        for start, end in group_spans:
-            pieces.append(old_text[cursor:start])
-            pieces.append(new)
-            cursor = end
-        pieces.append(old_text[cursor:hi])
-        old_lines = split_lines(old_text[lo:hi])
-        new_lines = split_lines("".join(pieces))
-        head = 0
-        while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
-            head += 1
-        tail = 0
-        while (
-            tail < min(len(old_lines), len(new_lines)) - head
-            and old_lines[-1 - tail] == new_lines[-1 - tail]
-        ):
-            tail += 1
-        if head == len(old_lines) == len(new_lines):
-            continue  # the group's text did not change
-        replacements.append(
-            LineReplacement(
-                start=line_no + head,
-                end=line_no + len(old_lines) - tail,
-                text="".join(new_lines[head : len(new_lines) - tail]),
-            )
-        )
-    return replacements
 
 
 @capture_errors
@@ -135,7 +67,7 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if old == new:
         raise ToolError("no_change: old_string and new_string are identical")
 
-    # Build the new text from the spans (not str.replace) so it matches the replacements exactly.
+    # Built from the spans found above (the occurrences the checks counted).
     pieces: list[str] = []
     cursor = 0
     for start, end in spans:
@@ -144,18 +76,18 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         cursor = end
     pieces.append(text[cursor:])
     new_text = "".join(pieces)
-    replacements = line_replacements(text, spans, new)
+    replacements = line_replacements(text, new_text)
     change = FileChange(
         path=path,
         kind="write",
         new_text=new_text,
         base_text=text,
-        replacements=tuple(replacements),
+        replacements=replacements,
     )
     await ctx.workspace.apply([change], ctx.edit_label)
 
     removed = sum(r.end - r.start for r in replacements)
-    added = sum(len(split_lines(r.text)) for r in replacements)
+    added = sum(len(split_keep_newline(r.text)) for r in replacements)
     count = len(spans)
     noun = "occurrence" if count == 1 else "occurrences"
     return ToolResult(

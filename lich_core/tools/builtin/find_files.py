@@ -30,7 +30,8 @@ from lich_core.tools.guard import (
     require_string_arg,
     resolve_safe_path,
 )
-from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.vocabulary import ToolResult
 
 MAX_FIND_RESULTS = 1000
 MAX_WALK_ENTRIES = 100_000

@@ -50,7 +50,8 @@ from lich_core.tools.guard import (
     require_string_arg,
     resolve_file_for,
 )
-from lich_core.tools.types import CancelToken, FunctionTool, ToolContext, ToolResult
+from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.vocabulary import CancelToken, ToolResult
 
 MAX_FILES = 100
 MAX_MATCH_ROWS = 1_000

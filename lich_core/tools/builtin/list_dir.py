@@ -16,7 +16,8 @@ from lich_core.tools.guard import (
     relative_to_root,
     resolve_file_for,
 )
-from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.vocabulary import ToolResult
 
 MAX_LIST_ENTRIES = 500
 MAX_DEPTH = 4

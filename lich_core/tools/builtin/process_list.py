@@ -17,7 +17,8 @@ from typing import Any
 from lich_core.errors import ToolError
 from lich_core.tools.guard import capture_errors, optional_int_arg, optional_string_arg
 from lich_core.tools.secrets import mask_arguments, mask_url_credentials
-from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.vocabulary import ToolResult
 
 PROC_ROOT = Path("/proc")
 DEFAULT_MAX_PROCESSES = 200

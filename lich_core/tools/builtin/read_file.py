@@ -20,7 +20,8 @@ from lich_core.tools.guard import (
     require_string_arg,
     resolve_file_for,
 )
-from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.vocabulary import ToolResult
 from lich_core.workspace import Workspace, encode_text
 
 MAX_FILE_BYTES = 2 * 1024 * 1024

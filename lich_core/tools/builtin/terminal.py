@@ -44,7 +44,8 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.reaper import CallReaper
 from lich_core.tools.runtime import configured_key_env_names, scrubbed_env
-from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.vocabulary import ToolResult
 
 TERMINAL_MAX_OUTPUT_CHARS = 50_000
 DEFAULT_COMMAND_TIMEOUT_MS = 60_000

@@ -14,7 +14,8 @@ from lich_core.tools.guard import (
     require_string_arg,
     resolve_file_for,
 )
-from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.vocabulary import ToolResult
 from lich_core.workspace import FileChange, Workspace
 
 
@@ -38,7 +39,8 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(f"is_directory: {rel} is a directory; give a file path")
     assert ctx.workspace is not None
     prior = current_text_or_none(ctx.workspace, path)
-    change = FileChange(path=path, kind="write", new_text=content, base_text=prior)
+    # A new file is one replacement of the whole text; an overwrite replaces only changed lines.
+    change = FileChange.write(path, content, prior)
     # EditRejected is a ToolError whose text already reads "edit_rejected: ...".
     await ctx.workspace.apply([change], ctx.edit_label)
     note = "" if prior is not None else " (new file)"

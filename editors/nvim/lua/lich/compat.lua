@@ -11,6 +11,9 @@ M.has_lsp_start = has("nvim-0.8") -- vim.lsp.start
 M.has_progress_autocmd = has("nvim-0.10") -- LspProgress autocmd
 M.has_get_clients = has("nvim-0.10") -- vim.lsp.get_clients (get_active_clients is deprecated)
 
+--- Whether `value` is a list (vim.islist from 0.10; vim.tbl_islist is deprecated there).
+M.islist = vim.islist or vim.tbl_islist
+
 --- All lich clients, optionally only those attached to `bufnr`.
 ---@param name string client name
 ---@param bufnr integer|nil

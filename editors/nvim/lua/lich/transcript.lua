@@ -1,6 +1,13 @@
 -- The transcript: a scratch buffer fed by the server's `lich/event` notifications (the agent
 -- core's events). Streamed text deltas are glued onto the current line so the buffer reads like
 -- the conversation rather than one line per token.
+--
+-- The events' fields are docs/lich-event.schema.json (generated from the server's event
+-- dataclasses); read only those. An event too large to send whole keeps only its short fields
+-- and says so in `data.cut`. tests/editors/nvim/transcript_fixtures.lua renders the shared
+-- fixtures (tests/fixtures/events/*.json), validated against that schema.
+local compat = require("lich.compat")
+
 local M = {}
 
 M.max_lines = 5000
@@ -144,6 +151,10 @@ local function drop_streamed(chars)
     return false
   end
   local total = vim.fn.strchars(attempt.text)
+  if total < chars then
+    -- Part of the void text was streamed before something else was written: it cannot all go.
+    return false
+  end
   local keep = vim.fn.strcharpart(attempt.text, 0, math.max(total - chars, 0))
   with_modifiable(buf, function()
     if keep == "" and attempt.col == 0 then
@@ -185,10 +196,33 @@ local function retry_notice(data, restarts_below)
     .. (restarts_below and "; the answer restarts below" or "")
 end
 
+--- JSON with object keys sorted, so a line reads the same in every Neovim version.
+local function encode_sorted(value)
+  if type(value) ~= "table" then
+    return vim.fn.json_encode(value)
+  end
+  if compat.islist(value) then
+    local items = {}
+    for _, item in ipairs(value) do
+      table.insert(items, encode_sorted(item))
+    end
+    return "[" .. table.concat(items, ",") .. "]"
+  end
+  local keys = vim.tbl_keys(value)
+  table.sort(keys, function(a, b)
+    return tostring(a) < tostring(b)
+  end)
+  local items = {}
+  for _, key in ipairs(keys) do
+    table.insert(items, vim.fn.json_encode(tostring(key)) .. ":" .. encode_sorted(value[key]))
+  end
+  return "{" .. table.concat(items, ",") .. "}"
+end
+
 local function one_line(value, limit)
   local text = value
   if type(value) ~= "string" then
-    text = vim.fn.json_encode(value)
+    text = encode_sorted(value)
   end
   text = text:gsub("%s+", " ")
   limit = limit or 160
@@ -198,43 +232,62 @@ local function one_line(value, limit)
   return text
 end
 
---- Render one `lich/event` notification. Accepts the event itself or `{event = ..., task_id = ...}`.
----@param params table
-function M.on_event(params)
-  if type(params) ~= "table" then
+--- Render one `lich/event` notification (docs/lich-event.schema.json).
+---@param event table
+function M.on_event(event)
+  if type(event) ~= "table" then
     return
   end
-  local event = type(params.event) == "table" and params.event or params
   local kind = event.type or "event"
   local data = type(event.data) == "table" and event.data or {}
   if kind == "text_delta" then
     streamed_run = true
-    M.stream(first_string(data, { "text", "delta", "content" }) or "")
+    M.stream(first_string(data, { "text" }) or "")
   elseif kind == "run_start" then
     streamed_run = false
-    local task = params.task_id or event.task_id or "task"
     local model = first_string(data, { "model" })
-    M.append({ "▶ " .. task .. (model and (" (" .. model .. ")") or "") })
+    M.append({ "▶ " .. (event.task_id or "task") .. (model and (" (" .. model .. ")") or "") })
   elseif kind == "tool_call_start" then
-    local name = data.name or data.tool or "?"
-    local args = data.arguments or data.args
+    local name = data.name or "?"
+    local args = data.arguments
+    if args == nil and data.cut then
+      -- Too large to send whole: the server kept the short fields only.
+      args = "(arguments too large to show)"
+    end
     M.append({ "→ " .. name .. (args and (" " .. one_line(args, 120)) or "") })
   elseif kind == "tool_call_end" then
-    local name = data.name or data.tool or "?"
-    local failed = data.ok == false or (type(data.error) == "string" and data.error ~= "")
-    local detail = first_string(data, { "error", "summary", "output" }) or ""
-    M.append({ "← " .. name .. (failed and " failed: " or " ok: ") .. one_line(detail, 120) })
+    local name = data.name or "?"
+    local ok = data.ok == true
+    local detail = first_string(data, { ok and "summary" or "error" }) or ""
+    M.append({ "← " .. name .. (ok and " ok: " or " failed: ") .. one_line(detail, 120) })
   elseif kind == "final" then
-    local text = first_string(data, { "text", "final", "content" })
+    local text = first_string(data, { "text" })
     if text and not streamed_run then
       M.append({ text })
     end
   elseif kind == "run_end" then
-    local reason = data.stopped_reason or data.reason or ""
+    local reason = data.stopped_reason or ""
     local problem = first_string(data, { "error" })
     M.append({ "■ " .. reason .. (problem and (": " .. one_line(problem)) or "") })
   elseif kind == "error" then
-    M.append({ "! " .. one_line(first_string(data, { "message", "error" }) or data) })
+    M.append({ "! " .. one_line(first_string(data, { "message" }) or "error") })
+  elseif kind == "plugin_warning" then
+    M.append({ "! plugin warning: " .. one_line(first_string(data, { "message" }) or "") })
+  elseif kind == "budget_exhausted" then
+    local skipped = type(data.skipped_calls) == "table" and table.concat(data.skipped_calls, ", ") or ""
+    M.append({
+      "! turn budget exhausted (" .. tostring(data.max_turns or "?") .. " turns)"
+        .. (skipped ~= "" and (": skipped " .. skipped) or ""),
+    })
+  elseif kind == "compress_start" then
+    local tokens = tonumber(data.estimated_tokens)
+    M.append({ "… compressing the conversation" .. (tokens and string.format(" (~%d tokens)", tokens) or "") })
+  elseif kind == "compress_end" then
+    if data.ok == true then
+      M.append({ string.format("… compressed ~%s → ~%s tokens", tostring(data.before_tokens), tostring(data.after_tokens)) })
+    else
+      M.append({ "… compression skipped: " .. (first_string(data, { "error" }) or "?") })
+    end
   elseif kind == "llm_retry" then
     -- The failed attempt's streamed text is void: the next attempt streams the answer again.
     local discarded = tonumber(data.discarded_chars) or 0
