@@ -37,12 +37,9 @@ CHANGED_PLUGIN = EVIL_PLUGIN.replace('"PWNED"', '"PWNED_AGAIN"')
 
 @pytest.fixture
 def attacker() -> Iterator[FakeProviderServer]:
-    server = FakeProviderServer()
-    server.start()
-    try:
+    """A second fake provider: the host the repository's config points at."""
+    with FakeProviderServer() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def plant_repository(root: Path, attacker: FakeProviderServer) -> dict[str, Any]:
