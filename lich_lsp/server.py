@@ -50,17 +50,19 @@ from lich_lsp import code_actions, commands, config, trust
 from lich_lsp.approvals import ApprovalGuard, ApprovalStore
 from lich_lsp.edits import EditCapabilities
 from lich_lsp.tasks import (
+    CANCEL_HARD_STOP_S,
     MAX_EDITOR_MESSAGE_BYTES,
     MESSAGE_ENVELOPE_BYTES,
     TaskManager,
     clip_event,
     clip_text,
 )
-from lich_lsp.workspace import DocumentStore
+from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, DocumentStore
 
 log = logging.getLogger("lich.lsp")
 
 PARENT_CHECK_INTERVAL_S = 1.0
+SHUTDOWN_TASK_WAIT_S = CANCEL_HARD_STOP_S + EDIT_SETTLE_TIMEOUT_S + 1.0
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 2087
 MIB = 1024 * 1024
@@ -587,7 +589,9 @@ def register_lifecycle(server: LichLanguageServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: LichLanguageServer, params: Any) -> None:
-        await ls.lich.tasks.cancel_all(wait_s=2.0)
+        # Long enough for the hard stop plus an edit the editor still holds: a task left pending
+        # here makes pygls' own shutdown fail (it cancels request futures while iterating them).
+        await ls.lich.tasks.cancel_all(wait_s=SHUTDOWN_TASK_WAIT_S)
 
     @server.feature(types.EXIT)
     def exit_(ls: LichLanguageServer, params: Any) -> None:

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PYTHON=${PYTHON:-python3}
-BURNER_COUNT=2
+BURNER_COUNT=${LICH_TEST_BURNERS:-2}  # --under-load burners; LICH_TEST_BURNERS=4 for more
 
 UNDER_LOAD=0
 PYTEST_ARGS=()
