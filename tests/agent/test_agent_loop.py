@@ -7,7 +7,14 @@ import json
 import time
 
 import pytest
-from agent_helpers import EventLog, RecordingTools, assert_history_valid, make_config, make_runtime
+from agent_helpers import (
+    EventLog,
+    RecordingTools,
+    assert_history_valid,
+    make_config,
+    make_runtime,
+    wait_until,
+)
 from scripted_model import ScriptedModel, Turn, call, provider_error, tools_turn
 
 from lich_core.agent.events import EVENT_TYPES
@@ -179,7 +186,7 @@ async def test_cancel_while_model_ignores_the_token(tmp_path, tools):
     model = ScriptedModel(Turn(block=True, ignore_cancel=True))
     agent = build(tmp_path, tools, model)
     task = asyncio.ensure_future(agent.run("x", cancel=cancel))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: bool(model.calls), "the model call to start")
     cancel.cancel()
     result = await asyncio.wait_for(task, 5)
     assert result.stopped_reason == "aborted"
