@@ -67,8 +67,15 @@ def settle():
 
 
 while not os.path.exists(stop):
-    os.rename(sub, parked)
-    os.symlink(outside, sub)
+    try:
+        os.rename(sub, parked)
+    except OSError:  # `sub` is briefly missing: a write is making it again
+        continue
+    try:
+        os.symlink(outside, sub)
+    except FileExistsError:  # a write made a fresh `sub` in the gap
+        settle()
+        continue
     time.sleep(0.0005)
     settle()
     flips += 1
@@ -98,7 +105,10 @@ async def test_a_directory_swapped_for_a_symlink_never_leaks_a_read_or_a_write(r
     stop = tmp_path / "stop"
     count = tmp_path / "flips"
     flipper = subprocess.Popen(
-        [sys.executable, "-c", FLIPPER, str(root), str(outside), str(stop), str(count)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", FLIPPER, str(root), str(outside), str(stop), str(count)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert flipper.stdout is not None
     assert flipper.stdout.readline().strip() == "flipping"
@@ -121,7 +131,9 @@ async def test_a_directory_swapped_for_a_symlink_never_leaks_a_read_or_a_write(r
                     assert result.error.split(":", 1)[0] in ("path_escape", "not_found", "edit_rejected", "is_directory"), result.error
     finally:
         stop.touch()
-        flips = int(flipper.communicate(timeout=60)[0].strip() or 0)
+        out, err = flipper.communicate(timeout=60)
+        flips = int(out.strip() or 0)
+    assert flipper.returncode == 0, f"the swapper failed: {err}"
     after = {p.name: p.read_text() for p in outside.iterdir()}
     assert flips >= MIN_FLIPS, f"the race hardly ran ({flips} swaps)"
     assert leaked_reads == 0
