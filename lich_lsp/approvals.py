@@ -25,7 +25,7 @@ from lich_core.tools.types import Tool, ToolContext, tool_capability
 from lich_core.userstate import read_json, workspace_state_dir, write_json_atomic
 
 if TYPE_CHECKING:
-    from lich_lsp.server import LichLanguageServer
+    from lich_lsp.session import EditorSession
 
 log = logging.getLogger("lich.lsp.approvals")
 
@@ -77,24 +77,24 @@ class ApprovalStore:
 class ApprovalGuard:
     """The CallGuard the server installs in every tool executor it builds."""
 
-    def __init__(self, server: LichLanguageServer) -> None:
-        self._server = server
+    def __init__(self, session: EditorSession) -> None:
+        self._session = session
         # One question at a time: two prompts for the same tool would both ask.
         self._prompt_lock = asyncio.Lock()
 
     async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
-        state = self._server.lich
-        approval = state.config.get("approval") or {}
+        session = self._session
+        approval = session.config.get("approval") or {}
         capability = tool_capability(tool)
         policy = policy_for(approval, tool.name, capability)
         if policy == "allow":
             return None
         if policy == "deny":
             return f"approval_denied: {tool.name} is denied by the approval policy"
-        store = state.approvals
+        store = session.approvals
         if store.is_always(tool.name):
             return None
-        if not state.edit_caps.show_message_request:
+        if not session.features.show_message_request:
             return (
                 f"approval_denied: {tool.name} needs the user's approval but this editor cannot ask "
                 "(no window/showMessageRequest support); allow it with the config key "
@@ -110,14 +110,14 @@ class ApprovalGuard:
             try:
                 store.remember(tool.name)
             except OSError as err:
-                state.log(f"lich: could not save {store.path}: {err}", types.MessageType.Warning)
+                session.log(f"lich: could not save {store.path}: {err}", types.MessageType.Warning)
             return None
         return f"approval_denied: the user denied {tool.name}"
 
     async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None) -> str | None:
         what = f" ({capability})" if capability else ""
         try:
-            answer = await self._server.window_show_message_request_async(
+            answer = await self._session.port.ask(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Warning,
                     message=f"lich wants to run {tool.name}{what}: {summarize_args(args)}",

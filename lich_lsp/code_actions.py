@@ -9,14 +9,11 @@ file can put them in the task context.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 
 from lich_lsp.config import DEFAULT_CODE_ACTION_KIND
-
-if TYPE_CHECKING:
-    from lich_lsp.server import LichLanguageServer
 
 ASK_KIND = "refactor.rewrite.lich"
 FIX_KIND = "quickfix.lich"
@@ -106,17 +103,3 @@ def compute_code_actions(
         return list(actions)
     return [action.command for action in actions if action.command is not None]
 
-
-def register(server: LichLanguageServer) -> None:
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[ASK_KIND, FIX_KIND], resolve_provider=False),
-    )
-    def code_action(ls: LichLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
-        state = ls.lich
-        if params.context.diagnostics:
-            state.remember_diagnostics(params.text_document.uri, params.context.diagnostics)
-        caps = ls.client_capabilities.text_document
-        code_action_caps = caps.code_action if caps else None
-        literal_support = bool(code_action_caps and code_action_caps.code_action_literal_support)
-        return compute_code_actions(params, state.config.get("code_actions") or [], literal_support)

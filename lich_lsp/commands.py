@@ -22,7 +22,7 @@ from lich_core.tools.types import ToolContext
 from lich_lsp.workspace import EditorWorkspace, path_key, relative_path, uri_to_path
 
 if TYPE_CHECKING:
-    from lich_lsp.server import LichLanguageServer
+    from lich_lsp.session import EditorSession
 
 log = logging.getLogger("lich.lsp.commands")
 
@@ -110,38 +110,11 @@ def get_range(command: str, obj: dict[str, Any], key: str) -> types.Range | None
     )
 
 
-def guarded(command: str) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
-    """Turn argument errors into InvalidParams and anything unexpected into a one-line InternalError."""
-
-    def wrap(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        # No annotations on purpose: pygls evaluates the handler's type hints to structure
-        # arguments, and the server type is only imported for type checking.
-        async def handler(ls, *args):  # type: ignore[no-untyped-def]
-            try:
-                return await fn(ls, *args)
-            except BadArguments as err:
-                raise JsonRpcInvalidParams(message=str(err)) from None
-            except ToolError as err:  # a refused path (not_regular_file:, path_escape:, ...): the caller's input
-                raise JsonRpcInvalidParams(message=f"{command}: {err}") from None
-            except JsonRpcException:
-                raise
-            except Exception as err:  # noqa: BLE001 - logged once, reported as a clean error
-                log.exception("%s failed", command)
-                ls.lich.report_unexpected(command, err)
-                raise JsonRpcInternalError(message=f"{command}: internal error: {type(err).__name__}: {err}") from None
-
-        handler.__name__ = fn.__name__
-        handler.__doc__ = fn.__doc__
-        return handler
-
-    return wrap
-
-
-def resolve_uri(command: str, ls: LichLanguageServer, uri: str) -> Path:
+def resolve_uri(command: str, session: EditorSession, uri: str) -> Path:
     path = uri_to_path(uri)
     if path is None:
         raise BadArguments(f"{command}: '{uri}' is not a file URI")
-    root = ls.lich.root
+    root = session.root
     try:
         Path(path_key(path)).relative_to(path_key(root))
     except ValueError:
@@ -156,13 +129,12 @@ def anchored_rows(text: str, start: int, end: int) -> str:
     return render_rows(lines[start - 1 : end], start)
 
 
-def selection_context(ls: LichLanguageServer, path: Path, uri: str, selection: types.Range | None, diagnostics: list[dict[str, Any]]) -> str:
+def selection_context(session: EditorSession, path: Path, uri: str, selection: types.Range | None, diagnostics: list[dict[str, Any]]) -> str:
     """The task context for lich.ask with a uri: the selection as anchored rows and the file's diagnostics."""
     from lich_core.hashline.anchors import split_lines
 
-    state = ls.lich
-    rel = relative_path(state.root, path)
-    text = state.documents.current_text(path)
+    rel = relative_path(session.root, path)
+    text = session.documents.current_text(path)
     parts: list[str] = []
     if text is None:
         parts.append(f"The user is looking at {rel} (the file does not exist yet).")
@@ -179,7 +151,7 @@ def selection_context(ls: LichLanguageServer, path: Path, uri: str, selection: t
                 f"Selection in {rel}, lines {first}-{last} of {total} (rows are LINE:HASH|content; "
                 "the hashes are valid anchors for apply_patch):\n" + rows
             )
-    known = diagnostics or state.diagnostics_for(uri)
+    known = diagnostics or session.diagnostics_for(uri)
     if known:
         lines = []
         for diagnostic in known:
@@ -200,17 +172,17 @@ def _diagnostics_arg(command: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
     return value
 
 
-async def pick_quick_prompt(ls: LichLanguageServer) -> str | None:
+async def pick_quick_prompt(session: EditorSession) -> str | None:
     """lich.ask without a prompt: offer the configured quick prompts (LSP has no free-text input)."""
-    prompts = [p for p in ls.lich.config.get("quick_prompts") or [] if isinstance(p, str) and p]
+    prompts = [p for p in session.config.get("quick_prompts") or [] if isinstance(p, str) and p]
     if not prompts:
         raise BadArguments(f"{ASK}: no prompt given and no quick_prompts configured")
-    if not ls.lich.edit_caps.show_message_request:
+    if not session.features.show_message_request:
         raise BadArguments(
             f"{ASK}: no prompt given, and this editor cannot show a choice of quick prompts "
             "(no window/showMessageRequest support); pass {prompt}"
         )
-    answer = await ls.window_show_message_request_async(
+    answer = await session.port.ask(
         types.ShowMessageRequestParams(
             type=types.MessageType.Info,
             message="lich: what should the agent do?",
@@ -220,8 +192,8 @@ async def pick_quick_prompt(ls: LichLanguageServer) -> str | None:
     return answer.title if answer is not None else None
 
 
-def tool_context(ls: LichLanguageServer, workspace: EditorWorkspace, read_state: ReadState, label: str) -> ToolContext:
-    runtime = ls.lich.runtime()
+def tool_context(session: EditorSession, workspace: EditorWorkspace, read_state: ReadState, label: str) -> ToolContext:
+    runtime = session.runtime()
     ctx = runtime.context()
     ctx.workspace = workspace
     ctx.read_state = read_state
@@ -242,139 +214,160 @@ def patch_paths(patch: str) -> list[str]:
     return list(dict.fromkeys(section.path for section in sections))
 
 
-def register(server: LichLanguageServer) -> None:
-    @server.command(ASK)
-    @guarded(ASK)
-    async def ask(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
-        obj = single_object(ASK, args, required=False)
-        prompt = get_str(ASK, obj, "prompt", required=False)
-        uri = get_str(ASK, obj, "uri", required=False)
-        selection = get_range(ASK, obj, "range")
-        mode = get_str(ASK, obj, "mode", required=False) or ls.lich.config.get("edit_mode", "apply")
-        if mode not in EDIT_MODES:
-            raise BadArguments(f"{ASK}: field 'mode' must be one of {', '.join(EDIT_MODES)}, got {mode!r}")
-        diagnostics = _diagnostics_arg(ASK, obj)
-        if selection is not None and uri is None:
-            raise BadArguments(f"{ASK}: field 'range' needs 'uri'")
-        path = resolve_uri(ASK, ls, uri) if uri is not None else None
-        if prompt is not None and not prompt.strip():
-            raise BadArguments(f"{ASK}: field 'prompt' must not be blank")
+async def ask(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    obj = single_object(ASK, args, required=False)
+    prompt = get_str(ASK, obj, "prompt", required=False)
+    uri = get_str(ASK, obj, "uri", required=False)
+    selection = get_range(ASK, obj, "range")
+    mode = get_str(ASK, obj, "mode", required=False) or session.config.get("edit_mode", "apply")
+    if mode not in EDIT_MODES:
+        raise BadArguments(f"{ASK}: field 'mode' must be one of {', '.join(EDIT_MODES)}, got {mode!r}")
+    diagnostics = _diagnostics_arg(ASK, obj)
+    if selection is not None and uri is None:
+        raise BadArguments(f"{ASK}: field 'range' needs 'uri'")
+    path = resolve_uri(ASK, session, uri) if uri is not None else None
+    if prompt is not None and not prompt.strip():
+        raise BadArguments(f"{ASK}: field 'prompt' must not be blank")
+    if prompt is None:
+        prompt = await pick_quick_prompt(session)
         if prompt is None:
-            prompt = await pick_quick_prompt(ls)
-            if prompt is None:
-                return {"task_id": None, "stopped_reason": "dismissed", "final": "", "edited": []}
-        context = selection_context(ls, path, uri, selection, diagnostics) if path is not None and uri else None
-        return await ls.lich.tasks.ask(prompt, context=context, mode=mode)
+            return {"task_id": None, "stopped_reason": "dismissed", "final": "", "edited": []}
+    context = selection_context(session, path, uri, selection, diagnostics) if path is not None and uri else None
+    return await session.tasks.ask(prompt, context=context, mode=mode, request_id=request_id)
 
-    @server.command(CANCEL)
-    @guarded(CANCEL)
-    async def cancel(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
-        obj = single_object(CANCEL, args, required=False)
-        task_id = get_str(CANCEL, obj, "task_id", required=False)
-        cancelled = ls.lich.tasks.cancel(task_id)
-        return {"cancelled": cancelled}
 
-    @server.command(STATUS)
-    @guarded(STATUS)
-    async def status(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
-        single_object(STATUS, args, required=False)
-        return ls.lich.status()
+async def cancel(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    obj = single_object(CANCEL, args, required=False)
+    task_id = get_str(CANCEL, obj, "task_id", required=False)
+    cancelled = session.tasks.cancel(task_id)
+    return {"cancelled": cancelled}
 
-    @server.command(TRUST_WORKSPACE)
-    @guarded(TRUST_WORKSPACE)
-    async def trust_workspace(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
-        from lich_lsp.trust import change_trust
 
-        obj = single_object(TRUST_WORKSPACE, args, required=False)
-        revoke = obj.get("revoke", False)
-        if not isinstance(revoke, bool):
-            raise BadArguments(f"{TRUST_WORKSPACE}: field 'revoke' must be true or false, got {type(revoke).__name__}")
-        return change_trust(ls, trust=not revoke)
+async def status(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    single_object(STATUS, args, required=False)
+    return session.status()
 
-    @server.command(TOOLS)
-    @guarded(TOOLS)
-    async def tools(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
-        single_object(TOOLS, args, required=False)
-        from lich_lsp.approvals import policy_for
 
-        approval = ls.lich.config.get("approval") or {}
-        described = ls.lich.runtime().describe()
-        for entry in described:
-            entry["approval"] = policy_for(approval, entry["name"], entry.get("capability"))
-        return {"tools": described}
+async def trust_workspace(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    from lich_lsp.trust import change_trust
 
-    @server.command(READ)
-    @guarded(READ)
-    async def read(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
-        from lich_core.hashline.anchors import line_hashes, render_rows, split_lines
+    obj = single_object(TRUST_WORKSPACE, args, required=False)
+    revoke = obj.get("revoke", False)
+    if not isinstance(revoke, bool):
+        raise BadArguments(f"{TRUST_WORKSPACE}: field 'revoke' must be true or false, got {type(revoke).__name__}")
+    return change_trust(session, trust=not revoke)
 
-        obj = single_object(READ, args)
-        uri = get_str(READ, obj, "uri", required=True)
-        assert uri is not None
-        start = get_line_number(READ, obj, "start") or 1
-        end_arg = get_line_number(READ, obj, "end")
-        path = resolve_uri(READ, ls, uri)
-        text = await ls.lich.documents.current_text_async(path)
-        if text is None:
-            raise BadArguments(f"{READ}: not_found: {uri}")
-        lines = split_lines(text)
-        total = len(lines)
-        if total and start > total:
-            raise BadArguments(f"{READ}: start {start} is past the end of the file ({total} lines)")
-        end = min(end_arg or total, total, start + READ_MAX_LINES - 1)
-        if end_arg is not None and end_arg < start:
-            raise BadArguments(f"{READ}: end {end_arg} is before start {start}")
-        chosen = lines[start - 1 : end]
-        hashes = line_hashes(chosen)
-        ls.lich.command_read_state.record(Path(path_key(path)), dict(zip(range(start, end + 1), hashes, strict=True)))
-        doc = ls.lich.documents.document(path)
-        return {
-            "uri": uri,
-            "version": doc.version if doc is not None else None,
-            "start": start,
-            "end": end,
-            "total_lines": total,
-            "rows": render_rows(chosen, start),
-        }
 
-    @server.command(APPLY_PATCH)
-    @guarded(APPLY_PATCH)
-    async def apply_patch(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
-        obj = single_object(APPLY_PATCH, args)
-        patch = get_str(APPLY_PATCH, obj, "patch", required=True)
-        assert patch is not None
-        label = get_str(APPLY_PATCH, obj, "label", required=False) or "lich: apply patch"
-        state = ls.lich
-        workspace = EditorWorkspace(ls, mode="apply", title=label)
-        read_state = state.command_read_state
-        # The editor's user sees the buffer: the patch's files count as read (anchors are still
-        # re-hashed against the current text, so a stale patch is still refused).
-        ctx = tool_context(ls, workspace, read_state, label)
-        for target in patch_paths(patch):
-            try:
-                # The tool's own resolution, so the read state is keyed as the tool looks it up.
-                candidate = resolve_file_for(ctx, target, write=True)
-            except ToolError:
-                continue  # outside the root, denied...: the tool says so
-            if not read_state.has_read(candidate):
-                read_state.record(candidate, {})
-        result = await state.runtime().executor.execute("apply_patch", {"input": patch}, ctx)
-        return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
+async def tools(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    single_object(TOOLS, args, required=False)
+    from lich_lsp.approvals import policy_for
 
-    @server.command(RUN_TOOL)
-    @guarded(RUN_TOOL)
-    async def run_tool(ls: LichLanguageServer, *args: Any) -> dict[str, Any]:
-        obj = single_object(RUN_TOOL, args)
-        name = get_str(RUN_TOOL, obj, "name", required=True)
-        assert name is not None
-        tool_args = obj.get("args", {})
-        if tool_args is None:
-            tool_args = {}
-        if not isinstance(tool_args, dict):
-            raise BadArguments(f"{RUN_TOOL}: field 'args' must be an object, got {type(tool_args).__name__}")
-        state = ls.lich
-        label = f"lich: {name}"
-        workspace = EditorWorkspace(ls, mode="apply", title=label)
-        ctx = tool_context(ls, workspace, state.command_read_state, label)
-        result = await state.runtime().executor.execute(name, tool_args, ctx)
-        return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
+    approval = session.config.get("approval") or {}
+    described = session.runtime().describe()
+    for entry in described:
+        entry["approval"] = policy_for(approval, entry["name"], entry.get("capability"))
+    return {"tools": described}
+
+
+async def read(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    from lich_core.hashline.anchors import line_hashes, render_rows, split_lines
+
+    obj = single_object(READ, args)
+    uri = get_str(READ, obj, "uri", required=True)
+    assert uri is not None
+    start = get_line_number(READ, obj, "start") or 1
+    end_arg = get_line_number(READ, obj, "end")
+    path = resolve_uri(READ, session, uri)
+    text = await session.documents.current_text_async(path)
+    if text is None:
+        raise BadArguments(f"{READ}: not_found: {uri}")
+    lines = split_lines(text)
+    total = len(lines)
+    if total and start > total:
+        raise BadArguments(f"{READ}: start {start} is past the end of the file ({total} lines)")
+    end = min(end_arg or total, total, start + READ_MAX_LINES - 1)
+    if end_arg is not None and end_arg < start:
+        raise BadArguments(f"{READ}: end {end_arg} is before start {start}")
+    chosen = lines[start - 1 : end]
+    hashes = line_hashes(chosen)
+    session.command_read_state.record(Path(path_key(path)), dict(zip(range(start, end + 1), hashes, strict=True)))
+    doc = session.documents.document(path)
+    return {
+        "uri": uri,
+        "version": doc.version if doc is not None else None,
+        "start": start,
+        "end": end,
+        "total_lines": total,
+        "rows": render_rows(chosen, start),
+    }
+
+
+async def apply_patch(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    obj = single_object(APPLY_PATCH, args)
+    patch = get_str(APPLY_PATCH, obj, "patch", required=True)
+    assert patch is not None
+    label = get_str(APPLY_PATCH, obj, "label", required=False) or "lich: apply patch"
+    workspace = EditorWorkspace(session, mode="apply", title=label)
+    read_state = session.command_read_state
+    # The editor's user sees the buffer: the patch's files count as read (anchors are still
+    # re-hashed against the current text, so a stale patch is still refused).
+    ctx = tool_context(session, workspace, read_state, label)
+    for target in patch_paths(patch):
+        try:
+            # The tool's own resolution, so the read state is keyed as the tool looks it up.
+            candidate = resolve_file_for(ctx, target, write=True)
+        except ToolError:
+            continue  # outside the root, denied...: the tool says so
+        if not read_state.has_read(candidate):
+            read_state.record(candidate, {})
+    result = await session.runtime().executor.execute("apply_patch", {"input": patch}, ctx)
+    return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
+
+
+async def run_tool(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    obj = single_object(RUN_TOOL, args)
+    name = get_str(RUN_TOOL, obj, "name", required=True)
+    assert name is not None
+    tool_args = obj.get("args", {})
+    if tool_args is None:
+        tool_args = {}
+    if not isinstance(tool_args, dict):
+        raise BadArguments(f"{RUN_TOOL}: field 'args' must be an object, got {type(tool_args).__name__}")
+    label = f"lich: {name}"
+    workspace = EditorWorkspace(session, mode="apply", title=label)
+    ctx = tool_context(session, workspace, session.command_read_state, label)
+    result = await session.runtime().executor.execute(name, tool_args, ctx)
+    return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
+
+
+CommandHandler = Callable[["EditorSession", tuple[Any, ...], Any], Awaitable[Any]]
+HANDLERS: dict[str, CommandHandler] = {
+    ASK: ask,
+    CANCEL: cancel,
+    STATUS: status,
+    TOOLS: tools,
+    READ: read,
+    APPLY_PATCH: apply_patch,
+    RUN_TOOL: run_tool,
+    TRUST_WORKSPACE: trust_workspace,
+}
+
+
+async def run_command(session: EditorSession, name: str, args: tuple[Any, ...], request_id: Any = None) -> Any:
+    """Run one command; argument errors become InvalidParams and anything unexpected a one-line
+    InternalError (the traceback goes to the server log, never to the editor)."""
+    handler = HANDLERS.get(name)
+    if handler is None:
+        raise JsonRpcInvalidParams(message=f"unknown command {name!r}; lich's commands: {', '.join(COMMANDS)}")
+    try:
+        return await handler(session, args, request_id)
+    except BadArguments as err:
+        raise JsonRpcInvalidParams(message=str(err)) from None
+    except ToolError as err:  # a refused path (not_regular_file:, path_escape:, ...): the caller's input
+        raise JsonRpcInvalidParams(message=f"{name}: {err}") from None
+    except JsonRpcException:
+        raise
+    except Exception as err:  # noqa: BLE001 - logged once, reported as a clean error
+        log.exception("%s failed", name)
+        session.report_unexpected(name, err)
+        raise JsonRpcInternalError(message=f"{name}: internal error: {type(err).__name__}: {err}") from None

@@ -20,7 +20,7 @@ from lich_core.errors import ConfigError
 from lich_lsp import trust
 
 if TYPE_CHECKING:
-    from lich_lsp.server import LichLanguageServer
+    from lich_lsp.session import EditorSession
 
 log = logging.getLogger("lich.lsp.config")
 
@@ -92,26 +92,16 @@ class ConfigHolder:
         return None
 
 
-def report_config_error(server: LichLanguageServer, error: str) -> None:
-    server.window_show_message(
-        types.ShowMessageParams(
-            type=types.MessageType.Error,
-            message=f"lich: bad configuration, keeping the previous settings: {error}",
-        )
-    )
+def report_config_error(session: EditorSession, error: str) -> None:
+    session.show_message(f"lich: bad configuration, keeping the previous settings: {error}", types.MessageType.Error)
 
 
-def client_supports_configuration(server: LichLanguageServer) -> bool:
-    workspace = server.client_capabilities.workspace
-    return bool(workspace and workspace.configuration)
-
-
-async def pull_client_settings(server: LichLanguageServer) -> dict[str, Any] | None:
+async def pull_client_settings(session: EditorSession) -> dict[str, Any] | None:
     """Ask the client for section `lich`; None when it can't answer (not supported or error)."""
-    if not client_supports_configuration(server):
+    if not session.features.configuration:
         return None
     try:
-        result = await server.workspace_configuration_async(
+        result = await session.port.configuration(
             types.ConfigurationParams(items=[types.ConfigurationItem(section=CONFIG_SECTION)])
         )
     except Exception as err:  # noqa: BLE001 - a client that fails this keeps the old settings
@@ -123,26 +113,21 @@ async def pull_client_settings(server: LichLanguageServer) -> dict[str, Any] | N
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-async def refresh_config(server: LichLanguageServer, pushed: Any = None) -> None:
+async def refresh_config(session: EditorSession, pushed: Any = None) -> None:
     """Re-read the client layer (pushed settings win, else pull) and rebuild; report errors once."""
-    holder = server.lich.config_holder
+    holder = session.config_holder
     pushed_settings = settings_from_client(pushed) if isinstance(pushed, Mapping) and pushed else None
     if pushed_settings is not None:
         holder.client_settings = pushed_settings
     else:
-        pulled = await pull_client_settings(server)
+        pulled = await pull_client_settings(session)
         if pulled is not None:
             holder.client_settings = pulled
     previous = holder.last_error
     error = holder.rebuild()
     if error is not None:
         if error != previous:  # the same mistake re-read is not worth a second popup
-            report_config_error(server, error)
+            report_config_error(session, error)
     else:
-        trust.offer_trust(server)
+        trust.offer_trust(session)
 
-
-def register(server: LichLanguageServer) -> None:
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(ls: LichLanguageServer, params: types.DidChangeConfigurationParams) -> None:
-        await refresh_config(ls, params.settings)

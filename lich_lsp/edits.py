@@ -27,19 +27,25 @@ HASHLINE_BREAK = re.compile(r"\n")
 
 
 @dataclass(frozen=True)
-class EditCapabilities:
-    """What the client said it can do with a WorkspaceEdit (and the lich extensions)."""
+class ClientFeatures:
+    """What the client said it can do at `initialize`: WorkspaceEdit support, the lich
+    extensions, and the requests the server may send it."""
 
     document_changes: bool = False
     create_files: bool = False
     delete_files: bool = False
     change_annotations: bool = False
-    save_documents: bool = False
+    save_documents: bool = False  # experimental.lich.saveDocuments
     show_message_request: bool = False
+    work_done_progress: bool = False
+    show_document: bool = False
+    configuration: bool = False  # workspace/configuration
+    code_action_literals: bool = False  # CodeAction objects, not only Commands
 
     @classmethod
-    def from_client(cls, caps: types.ClientCapabilities) -> EditCapabilities:
-        workspace_edit = caps.workspace.workspace_edit if caps.workspace else None
+    def from_client(cls, caps: types.ClientCapabilities) -> ClientFeatures:
+        workspace = caps.workspace
+        workspace_edit = workspace.workspace_edit if workspace else None
         document_changes = bool(workspace_edit and workspace_edit.document_changes)
         operations = set((workspace_edit.resource_operations or []) if workspace_edit else [])
         # Resource operations only exist inside documentChanges.
@@ -47,6 +53,7 @@ class EditCapabilities:
         delete = document_changes and types.ResourceOperationKind.Delete in operations
         annotations = bool(document_changes and workspace_edit and workspace_edit.change_annotation_support is not None)
         window = caps.window
+        code_action = caps.text_document.code_action if caps.text_document else None
         return cls(
             document_changes=document_changes,
             create_files=create,
@@ -54,6 +61,10 @@ class EditCapabilities:
             change_annotations=annotations,
             save_documents=experimental_flag(caps, "saveDocuments"),
             show_message_request=bool(window and window.show_message is not None),
+            work_done_progress=bool(window and window.work_done_progress),
+            show_document=bool(window and window.show_document is not None and window.show_document.support),
+            configuration=bool(workspace and workspace.configuration),
+            code_action_literals=bool(code_action and code_action.code_action_literal_support),
         )
 
 
@@ -118,7 +129,7 @@ def _annotated(edits: list[types.TextEdit], annotation_id: str | None) -> list[A
 
 def build_workspace_edit(
     entries: Sequence[EditEntry],
-    caps: EditCapabilities,
+    caps: ClientFeatures,
     codec: PositionCodec,
     annotations: dict[str, types.ChangeAnnotation] | None = None,
 ) -> types.WorkspaceEdit:

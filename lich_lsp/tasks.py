@@ -46,7 +46,7 @@ from lich_core.vocabulary import CancelToken
 from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, EditorWorkspace
 
 if TYPE_CHECKING:
-    from lich_lsp.server import LichLanguageServer
+    from lich_lsp.session import EditorSession
 
 log = logging.getLogger("lich.lsp.tasks")
 
@@ -221,8 +221,8 @@ class LichTask:
 
 
 class TaskManager:
-    def __init__(self, server: LichLanguageServer) -> None:
-        self._server = server
+    def __init__(self, session: EditorSession) -> None:
+        self._session = session
         self._ids = itertools.count(1)
         self.tasks: dict[str, LichTask] = {}
         self.by_progress_token: dict[str, LichTask] = {}
@@ -234,14 +234,13 @@ class TaskManager:
 
     # --- starting ---
 
-    async def ask(self, prompt: str, *, context: str | None, mode: str) -> dict[str, Any]:
-        """Run one agent task to its end (the lich.ask request waits for it)."""
+    async def ask(self, prompt: str, *, context: str | None, mode: str, request_id: Any = None) -> dict[str, Any]:
+        """Run one agent task to its end (the lich.ask request `request_id` waits for it)."""
         task_id = f"t{next(self._ids)}"
         title = task_title(prompt)
-        workspace = EditorWorkspace(self._server, mode=mode, title=f"lich: {title}")
+        workspace = EditorWorkspace(self._session, mode=mode, title=f"lich: {title}")
         task = LichTask(task_id, title, prompt, mode, CancelToken(), workspace)
         self.tasks[task_id] = task
-        request_id = self._server.protocol.msg_id
         if request_id is not None:
             self.by_request_id[str(request_id)] = task
         try:
@@ -309,13 +308,13 @@ class TaskManager:
 
     async def _run(self, task: LichTask, context: str | None) -> tuple[str, str, str | None, str]:
         """The agent run and, in review mode, the reviewed edit: (stopped_reason, final, error, review_note)."""
-        state = self._server.lich
+        session = self._session
         try:
             from lich_core.agent.factory import build_agent  # heavy: only when a task runs
 
             # The session's one runtime for this config: plugins were loaded once, and the
             # commands (lich.tools, lich.runTool) see the same plugin state as the agent.
-            agent = build_agent(state.config, workspace=task.workspace, runtime=state.runtime())
+            agent = build_agent(session.config, workspace=task.workspace, runtime=session.runtime())
             result = await agent.run(
                 task.prompt,
                 on_event=lambda event: self._on_event(task, event),
@@ -378,29 +377,24 @@ class TaskManager:
 
     # --- progress ---
 
-    def _progress_supported(self) -> bool:
-        window = self._server.client_capabilities.window
-        return bool(window and window.work_done_progress)
-
     async def _begin_progress(self, task: LichTask) -> None:
-        if not self._progress_supported():
+        if not self._session.features.work_done_progress:
             return
         token = f"lich-{task.task_id}-{uuid.uuid4().hex[:8]}"
         try:
-            await self._server.work_done_progress.create_async(token)
+            await self._session.port.create_progress(token)
         except Exception as err:  # noqa: BLE001 - no progress bar is not worth failing the task
             log.warning("window/workDoneProgress/create failed: %s", err)
             return
         task.progress_token = token
         self.by_progress_token[token] = task
-        self._server.work_done_progress.begin(
-            token,
-            types.WorkDoneProgressBegin(title=task.label, cancellable=True, message="starting"),
+        self._session.port.progress(
+            token, types.WorkDoneProgressBegin(title=task.label, cancellable=True, message="starting")
         )
 
     def _report(self, task: LichTask, message: str) -> None:
         if task.progress_token is not None and task.state == "running":
-            self._server.work_done_progress.report(
+            self._session.port.progress(
                 task.progress_token, types.WorkDoneProgressReport(message=message, cancellable=True)
             )
 
@@ -408,8 +402,7 @@ class TaskManager:
         token = task.progress_token
         if token is None:
             return
-        self._server.work_done_progress.end(token, types.WorkDoneProgressEnd(message=stopped_reason))
-        self._server.work_done_progress.tokens.pop(token, None)
+        self._session.port.progress(token, types.WorkDoneProgressEnd(message=stopped_reason))
         self.by_progress_token.pop(token, None)
 
     # --- events and transcript ---
@@ -417,7 +410,7 @@ class TaskManager:
     def _log(self, task: LichTask, line: str, already_cut: int = 0) -> None:
         line = clip_text(line, MAX_EDITOR_MESSAGE_BYTES - MESSAGE_ENVELOPE_BYTES, already_cut)
         task.transcript.append(line)
-        self._server.lich.log(f"[{task.task_id}] {line}")
+        self._session.log(f"[{task.task_id}] {line}")
 
     def _flush_text(self, task: LichTask) -> None:
         if task.text_buffer:
@@ -427,7 +420,7 @@ class TaskManager:
                 self._log(task, f"assistant: {text}", cut)
 
     def _notify(self, payload: dict[str, Any]) -> None:
-        self._server.protocol.notify("lich/event", clip_event(payload))
+        self._session.port.send_event(clip_event(payload))
 
     def _queue_text(self, task: LichTask, event: AgentEvent, delta: TextDelta) -> None:
         """Coalesce a text_delta: sent now if the interval since the last text passed, else soon."""
@@ -516,15 +509,11 @@ class TaskManager:
             kind, text = types.MessageType.Warning, f"stopped ({reason}): {outcome['final'] or ''}"
         if outcome.get("review"):
             text += f"\n(review: {outcome['review']})"
-        self._server.window_show_message(
-            types.ShowMessageParams(type=kind, message=f"{task.label}: {_clip(text, FINAL_MESSAGE_MAX_CHARS)}")
-        )
+        self._session.show_message(f"{task.label}: {_clip(text, FINAL_MESSAGE_MAX_CHARS)}", kind)
         path = self._write_transcript(task, outcome)
-        window = self._server.client_capabilities.window
-        show_document = window.show_document if window else None
-        if path is not None and show_document is not None and show_document.support:
+        if path is not None and self._session.features.show_document:
             try:
-                await self._server.window_show_document_async(
+                await self._session.port.show_document(
                     types.ShowDocumentParams(uri=path.as_uri(), take_focus=False)
                 )
             except Exception as err:  # noqa: BLE001 - the transcript stays on disk regardless
@@ -535,7 +524,7 @@ class TaskManager:
 
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(task.started))
         # The user state dir, not the repository's .lich/: a symlink there cannot redirect the write.
-        path = workspace_state_dir(self._server.lich.root) / TRANSCRIPTS_DIR_NAME / f"{stamp}-{task.task_id}.md"
+        path = workspace_state_dir(self._session.root) / TRANSCRIPTS_DIR_NAME / f"{stamp}-{task.task_id}.md"
         lines = [f"# {task.label}", "", "## Prompt", "", task.prompt, "", "## Transcript", ""]
         lines += [_markdown_entry(line) for line in task.transcript]
         lines += ["", f"## Outcome: {outcome['stopped_reason']}", "", outcome["final"] or outcome.get("error") or ""]

@@ -21,7 +21,7 @@ from lich_core.errors import ConfigError
 from lich_core.trust import UNTRUSTED
 
 if TYPE_CHECKING:
-    from lich_lsp.server import LichLanguageServer
+    from lich_lsp.session import EditorSession
 
 log = logging.getLogger("lich.lsp.trust")
 
@@ -30,36 +30,33 @@ TRUST = "Trust"
 NOT_NOW = "Not now"
 
 
-def offer_trust(server: LichLanguageServer) -> None:
+def offer_trust(session: EditorSession) -> None:
     """Ask about the current config's ignored keys, unless asked already for this content."""
-    state = server.lich
-    trust = state.config.trust
+    trust = session.config.trust
     if trust.state != UNTRUSTED or not trust.ignored or trust.fingerprint is None:
         return
-    if trust.fingerprint.key() in state.trust_offered:
+    if trust.fingerprint.key() in session.trust_offered:
         return
-    state.trust_offered.add(trust.fingerprint.key())
+    session.trust_offered.add(trust.fingerprint.key())
     effects = "; ".join(f"{item.what}" for item in trust.ignored)
     why = "changed since you trusted it, so these" if trust.changed else "These"
     text = (
         f"lich: this workspace's .lich/config.json ({trust.config_path}) asks for settings that are ignored "
         f"until you trust it. {why} would: {effects}."
     )
-    if not state.edit_caps.show_message_request:
-        server.window_show_message(
-            types.ShowMessageParams(
-                type=types.MessageType.Warning,
-                message=f"{text} To trust it, run the command {TRUST_COMMAND} (or `lich trust` in a terminal).",
-            )
+    if not session.features.show_message_request:
+        session.show_message(
+            f"{text} To trust it, run the command {TRUST_COMMAND} (or `lich trust` in a terminal).",
+            types.MessageType.Warning,
         )
         return
     # Not awaited by the caller: an editor may leave the question open for as long as it likes.
-    state.background(_ask(server, text))
+    session.background(_ask(session, text))
 
 
-async def _ask(server: LichLanguageServer, text: str) -> None:
+async def _ask(session: EditorSession, text: str) -> None:
     try:
-        answer = await server.window_show_message_request_async(
+        answer = await session.port.ask(
             types.ShowMessageRequestParams(
                 type=types.MessageType.Warning,
                 message=text,
@@ -72,21 +69,21 @@ async def _ask(server: LichLanguageServer, text: str) -> None:
         log.warning("trust question failed: %s", err)
         return
     if answer is not None and answer.title == TRUST:
-        result = change_trust(server, trust=True)
-        server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=result["message"]))
+        result = change_trust(session, trust=True)
+        session.show_message(result["message"], types.MessageType.Info)
 
 
-def change_trust(server: LichLanguageServer, *, trust: bool) -> dict[str, Any]:
+def change_trust(session: EditorSession, *, trust: bool) -> dict[str, Any]:
     """Record or revoke trust, rebuild the config, and return lich.trustWorkspace's result
     (`{state, config, keys, changed, message}`; the editor shows `message`)."""
-    state = server.lich
-    holder = state.config_holder
+    holder = session.config_holder
     try:
         change = set_workspace_trust(holder.root, trust=trust, overrides=holder.overrides())
     except (ConfigError, OSError) as err:
         message = f"lich: cannot change workspace trust: {err}"
-        server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
-        return {"state": state.config.trust.state, "config": str(state.config.trust.config_path), "keys": [], "message": message}
+        session.show_message(message, types.MessageType.Error)
+        trust_status = session.config.trust
+        return {"state": trust_status.state, "config": str(trust_status.config_path), "keys": [], "message": message}
     holder.rebuild()  # a changed config is a new generation: the next request builds its runtime
-    state.log(change.message)
+    session.log(change.message)
     return change.to_json()

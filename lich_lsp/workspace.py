@@ -24,10 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path, to_fs_path
 
 from lich_core.confined import read_bytes_within
@@ -35,16 +33,16 @@ from lich_core.errors import EditRejected
 from lich_core.hashline.replacements import line_replacements
 from lich_core.vocabulary import LineReplacement
 from lich_core.workspace import FileChange, apply_to_disk, encode_text, read_disk_text
-from lich_lsp.edits import EditCapabilities, EditEntry, build_workspace_edit, count_hunks
+from lich_lsp.edits import EditEntry, build_workspace_edit, count_hunks
+from lich_lsp.port import EditorRequestError
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from lich_lsp.server import LichLanguageServer
+    from lich_lsp.session import EditorSession
 
 log = logging.getLogger("lich.lsp.workspace")
 
-SAVE_DOCUMENTS_METHOD = "lich/saveDocuments"
 SAVE_DOCUMENTS_TIMEOUT_S = 10.0
 # After a cancel, how long an edit already sent to the client may take to come back.
 EDIT_SETTLE_TIMEOUT_S = 5.0
@@ -73,8 +71,8 @@ class Expectation:
 class DocumentStore:
     """The server's view of open documents, plus edits the client accepted but not yet echoed."""
 
-    def __init__(self, server: LichLanguageServer) -> None:
-        self._server = server
+    def __init__(self, session: EditorSession) -> None:
+        self._session = session
         self._uri_by_key: dict[str, str] = {}
         self._expectations: dict[str, Expectation] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -106,7 +104,7 @@ class DocumentStore:
         uri = self._uri_by_key.get(path_key(path))
         if uri is None:
             return None
-        return self._server.workspace.text_documents.get(unquote(uri))
+        return self._session.port.text_document(uri)
 
     def document_for_uri(self, uri: str) -> TextDocument | None:
         path = uri_to_path(uri)
@@ -142,7 +140,7 @@ class DocumentStore:
 
     def _disk_text(self, path: Path) -> str | None:
         try:
-            return read_disk_text(path, self._server.lich.root)
+            return read_disk_text(path, self._session.root)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
@@ -171,7 +169,7 @@ class DocumentStore:
         busy = [key for key, lock in zip(keys, locks, strict=True) if lock.locked()]
         if busy:
             names = ", ".join(Path(key).name for key in busy)
-            self._server.lich.log(f"lich: edit queued behind another edit to {names}")
+            self._session.log(f"lich: edit queued behind another edit to {names}")
         acquired: list[asyncio.Lock] = []
         try:
             for lock in locks:
@@ -194,10 +192,10 @@ class OverlayEntry:
 class EditorWorkspace:
     """A lich_core Workspace over the editor's buffers; one per task (its review overlay is its own)."""
 
-    def __init__(self, server: LichLanguageServer, *, mode: str = "apply", title: str = "lich") -> None:
-        self._server = server
-        self._store: DocumentStore = server.lich.documents
-        self.root = server.lich.root
+    def __init__(self, session: EditorSession, *, mode: str = "apply", title: str = "lich") -> None:
+        self._session = session
+        self._store: DocumentStore = session.documents
+        self.root = session.root
         self.mode = mode
         self.title = title
         self.overlay: dict[str, tuple[Path, OverlayEntry]] = {}
@@ -262,7 +260,7 @@ class EditorWorkspace:
             if self.mode == "review":
                 self._record_overlay(changes)
                 return
-            await send_changes(self._server, changes, label or self.title, self)
+            await send_changes(self._session, changes, label or self.title, self)
 
     def _check_not_stale(self, changes: Sequence[FileChange]) -> None:
         for change in changes:
@@ -308,7 +306,7 @@ class EditorWorkspace:
         self.overlay.clear()
         if not changes:
             return "no changes"
-        caps = self._server.lich.edit_caps
+        caps = self._session.features
         files = len(changes)
         hunks = count_hunks(changes)
         async with self._store.locked(c.path for c in changes):
@@ -322,7 +320,7 @@ class EditorWorkspace:
                         "review_unavailable: this editor supports neither change annotations nor "
                         "window/showMessageRequest, so the review could not be shown; nothing applied"
                     )
-                answer = await self._server.window_show_message_request_async(
+                answer = await self._session.port.ask(
                     types.ShowMessageRequestParams(
                         type=types.MessageType.Info,
                         message=f"{label}: apply {hunks} changes to {files} files?",
@@ -331,9 +329,9 @@ class EditorWorkspace:
                 )
                 if answer is None or answer.title != REVIEW_APPLY:
                     raise EditRejected("review_declined: the user discarded the changes")
-                await send_changes(self._server, changes, label, self, annotate=False)
+                await send_changes(self._session, changes, label, self, annotate=False)
             else:
-                await send_changes(self._server, changes, label, self, annotate=True)
+                await send_changes(self._session, changes, label, self, annotate=True)
         return f"applied {hunks} changes to {files} files"
 
 
@@ -345,14 +343,14 @@ def relative_path(root: Path, path: Path) -> str:
         return str(path)
 
 
-def route_change(server: LichLanguageServer, change: FileChange) -> str:
+def route_change(session: EditorSession, change: FileChange) -> str:
     """"editor" or "disk": where one file's change goes (the disk-coherence rule in docs/lsp.md)."""
-    store = server.lich.documents
-    caps = server.lich.edit_caps
-    policy = server.lich.config.get("disk_write_policy", "auto")
+    store = session.documents
+    caps = session.features
+    policy = session.config.get("disk_write_policy", "auto")
     if store.has_buffer(change.path):
         if change.kind == "delete" and not caps.delete_files:
-            rel = relative_path(server.lich.root, change.path)
+            rel = relative_path(session.root, change.path)
             raise EditRejected(f"unsupported: the editor cannot delete files and {rel} is open in it; close it first")
         return "editor"
     if change.kind == "delete":
@@ -386,7 +384,7 @@ def _annotation_id(index: int) -> str:
 
 
 async def send_changes(
-    server: LichLanguageServer,
+    session: EditorSession,
     changes: Sequence[FileChange],
     label: str,
     workspace: EditorWorkspace | None = None,
@@ -398,7 +396,7 @@ async def send_changes(
     Once the WorkspaceEdit is on its way the outcome is awaited even if the task is cancelled,
     so a cancel never leaves the server unsure whether a change landed.
     """
-    sending = asyncio.ensure_future(_send(server, changes, label, workspace, annotate))
+    sending = asyncio.ensure_future(_send(session, changes, label, workspace, annotate))
     if workspace is not None:
         workspace.in_flight.add(sending)
         sending.add_done_callback(workspace.in_flight.discard)
@@ -417,22 +415,22 @@ def _note_outcome_after_cancel(sending: asyncio.Future[None]) -> None:
 
 
 async def _send(
-    server: LichLanguageServer,
+    session: EditorSession,
     changes: Sequence[FileChange],
     label: str,
     workspace: EditorWorkspace | None,
     annotate: bool,
 ) -> None:
-    state = server.lich
-    store = state.documents
-    caps: EditCapabilities = state.edit_caps
+    store = session.documents
+    caps = session.features
+    root = session.root
     editor_changes: list[FileChange] = []
     disk_changes: list[FileChange] = []
     for change in changes:
-        (editor_changes if route_change(server, change) == "editor" else disk_changes).append(change)
+        (editor_changes if route_change(session, change) == "editor" else disk_changes).append(change)
 
     if disk_changes:
-        apply_to_disk(disk_changes, state.root)  # raises EditRejected, and then nothing was written
+        apply_to_disk(disk_changes, root)  # raises EditRejected, and then nothing was written
 
     entries: list[EditEntry] = []
     annotations: dict[str, types.ChangeAnnotation] = {}
@@ -442,28 +440,28 @@ async def _send(
         if annotate:
             annotation = _annotation_id(index)
             annotations[annotation] = types.ChangeAnnotation(
-                label=f"{label}: {relative_path(state.root, change.path)}",
+                label=f"{label}: {relative_path(root, change.path)}",
                 needs_confirmation=True,
-                description=f"{label}: {relative_path(state.root, change.path)}",
+                description=f"{label}: {relative_path(root, change.path)}",
             )
         entries.append(EditEntry(store.uri_for(change.path), change, doc.version if doc else None, annotation))
 
     if entries:
-        edit = build_workspace_edit(entries, caps, server.workspace.position_codec, annotations or None)
+        edit = build_workspace_edit(entries, caps, session.port.position_codec, annotations or None)
         try:
-            result = await server.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
-        except JsonRpcException as err:
-            _revert_disk(disk_changes, state.root)
-            raise EditRejected(f"client_error: {err.message}") from None
+            result = await session.port.apply_edit(types.ApplyWorkspaceEditParams(edit=edit, label=label))
+        except EditorRequestError as err:
+            _revert_disk(disk_changes, root)
+            raise EditRejected(f"client_error: {err}") from None
         except asyncio.CancelledError:
-            _revert_disk(disk_changes, state.root)
+            _revert_disk(disk_changes, root)
             raise
         except Exception as err:  # noqa: BLE001 - a broken response is a rejection, not a crash
-            _revert_disk(disk_changes, state.root)
+            _revert_disk(disk_changes, root)
             raise EditRejected(f"client_error: {err}") from None
         applied = bool(getattr(result, "applied", False))
         if not applied:
-            _revert_disk(disk_changes, state.root)
+            _revert_disk(disk_changes, root)
             reason = getattr(result, "failure_reason", None) or "the editor did not apply the edit (applied: false)"
             raise EditRejected(reason)
         for entry in entries:
@@ -476,20 +474,18 @@ async def _send(
             if uri not in workspace.edited_uris:
                 workspace.edited_uris.append(uri)
     if entries and caps.save_documents:
-        await save_documents(server, [e.uri for e in entries if e.change.kind == "write"])
+        await save_documents(session, [e.uri for e in entries if e.change.kind == "write"])
 
 
-async def save_documents(server: LichLanguageServer, uris: list[str]) -> bool:
+async def save_documents(session: EditorSession, uris: list[str]) -> bool:
     """Ask the editor to save buffers so disk matches them (clients with experimental.lich.saveDocuments)."""
     if not uris:
         return True
     try:
-        await asyncio.wait_for(
-            server.protocol.send_request_async(SAVE_DOCUMENTS_METHOD, {"uris": uris}), SAVE_DOCUMENTS_TIMEOUT_S
-        )
+        await asyncio.wait_for(session.port.save_documents(uris), SAVE_DOCUMENTS_TIMEOUT_S)
     except asyncio.CancelledError:
         raise
     except Exception as err:  # noqa: BLE001 - the edit stands; the user is told disk may lag
-        server.lich.log(f"lich: the editor did not save {len(uris)} edited files: {err}", types.MessageType.Warning)
+        session.log(f"lich: the editor did not save {len(uris)} edited files: {err}", types.MessageType.Warning)
         return False
     return True

@@ -23,7 +23,7 @@ import lich_lsp.edits as edits_module
 from lich_core.hashline.replacements import apply_replacements, line_replacements
 from lich_core.workspace import FileChange, LineReplacement
 from lich_lsp.edits import (
-    EditCapabilities,
+    ClientFeatures,
     EditEntry,
     build_workspace_edit,
     count_hunks,
@@ -65,7 +65,7 @@ def test_one_line_change_in_a_big_file_is_a_one_line_edit() -> None:
     new = old.replace("line 5000\n", "line five thousand\n")
     change = FileChange.write(Path("/w/big.txt"), new, old)
     edit = build_workspace_edit(
-        [EditEntry("file:///w/big.txt", change, 3)], EditCapabilities(document_changes=True), PositionCodec("utf-16")
+        [EditEntry("file:///w/big.txt", change, 3)], ClientFeatures(document_changes=True), PositionCodec("utf-16")
     )
     (doc_edit,) = edit.document_changes
     (text_edit,) = doc_edit.edits
@@ -93,7 +93,7 @@ def test_workspace_edit_sends_the_changes_replacements_as_given() -> None:
     # Deliberately not minimal: a re-diff would shrink it to one line; the edit must not.
     old, new = "a\nb\nc\n", "a\nB\nc\n"
     change = FileChange(Path("/w/f.txt"), "write", new, old, (LineReplacement(0, 3, new),))
-    edit = build_workspace_edit([EditEntry("file:///w/f.txt", change, 1)], EditCapabilities(), PositionCodec("utf-16"))
+    edit = build_workspace_edit([EditEntry("file:///w/f.txt", change, 1)], ClientFeatures(), PositionCodec("utf-16"))
     (only,) = edit.changes["file:///w/f.txt"]
     assert (only.range.start.line, only.range.end.line, only.new_text) == (0, 3, new)
     assert count_hunks([change]) == 1
@@ -116,8 +116,8 @@ class _Store:
 def _review_workspace(texts: dict[str, str]) -> EditorWorkspace:
     from types import SimpleNamespace
 
-    server = SimpleNamespace(lich=SimpleNamespace(documents=_Store(texts), root=Path("/w")))
-    return EditorWorkspace(server, mode="review")  # type: ignore[arg-type]
+    session = SimpleNamespace(documents=_Store(texts), root=Path("/w"))
+    return EditorWorkspace(session, mode="review")  # type: ignore[arg-type]
 
 
 async def test_review_keeps_the_engines_replacements_and_composes_from_the_base() -> None:

@@ -18,14 +18,13 @@ from tests.support.event_schema import assert_valid_event, fixture_files, load_f
 
 
 class _Server:
-    """What TaskManager._on_event touches of the language server."""
+    """What TaskManager._on_event touches of the session: its port's events, its log."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, Any]] = []
         self.logged: list[str] = []
-        self.protocol = SimpleNamespace(notify=lambda method, params: self.sent.append((method, params)))
-        self.lich = SimpleNamespace(log=self.logged.append)
-        self.client_capabilities = SimpleNamespace(window=None)
+        self.port = SimpleNamespace(send_event=lambda params: self.sent.append(("lich/event", params)))
+        self.log = self.logged.append
 
 
 def _feed(name: str) -> tuple[LichTask, _Server]:

@@ -23,7 +23,7 @@ from pygls.exceptions import JsonRpcException
 from test_lsp_ask import provider_options
 
 from lich_core.hashline.anchors import line_hashes
-from lich_lsp.server import MAX_MESSAGE_BYTES, FrameReader
+from lich_lsp.frames import MAX_MESSAGE_BYTES, FrameReader
 from lich_lsp.tasks import EVENT_COALESCE_INTERVAL_S, MAX_EDITOR_MESSAGE_BYTES, MAX_FINISHED_TASKS
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
