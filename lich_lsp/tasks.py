@@ -42,6 +42,7 @@ from lich_core.agent.events import (
     TurnStart,
 )
 from lich_core.errors import EditRejected
+from lich_core.tools.guard import CANCEL_GRACE_MS
 from lich_core.vocabulary import CancelToken
 from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, EditorWorkspace
 
@@ -50,7 +51,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("lich.lsp.tasks")
 
-CANCEL_HARD_STOP_S = 0.8
+# The backstop after the cooperative path (docs/architecture.md "Cancellation"): a cancelled tool
+# has CANCEL_GRACE_MS to clean up (kill and reap its processes), the model call less; the task's
+# asyncio task is cancelled only after that, so the hard stop never cuts a tool's cleanup short.
+HARD_STOP_MARGIN_S = 1.0
+CANCEL_HARD_STOP_S = CANCEL_GRACE_MS / 1000 + HARD_STOP_MARGIN_S
 TITLE_MAX_CHARS = 60
 FINAL_MESSAGE_MAX_CHARS = 1_000
 LOG_SUMMARY_MAX_CHARS = 300

@@ -5,11 +5,14 @@
 # --under-load: two CPU burners (busy Python loops) run for as long as pytest does, so the suite is
 # checked on a machine with no idle core; they are killed however the script ends.
 # LICH_TEST_SKIP_INSTALL=1: skip the install steps (the machine is set up), run pytest only.
+# LICH_TEST_WORKERS=N: pytest-xdist workers (default: one per core; 0: no xdist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PYTHON=${PYTHON:-python3}
 BURNER_COUNT=${LICH_TEST_BURNERS:-2}  # --under-load burners; LICH_TEST_BURNERS=4 for more
+# pytest-xdist workers: one per core by default; LICH_TEST_WORKERS=0 runs everything in this process.
+WORKERS=${LICH_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}
 
 UNDER_LOAD=0
 PYTEST_ARGS=()
@@ -90,7 +93,10 @@ fi
 
 step "pytest"
 set +e
-"$PYTHON" -m pytest ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"}
+# The editor tests share one worker (tests/editors/conftest.py); the rest spread over the others.
+XDIST_ARGS=()
+if [ "$WORKERS" != 0 ]; then XDIST_ARGS=(-n "$WORKERS" --dist loadgroup); fi
+"$PYTHON" -m pytest ${XDIST_ARGS[@]+"${XDIST_ARGS[@]}"} ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"}
 status=$?
 set -e
 stop_burners

@@ -23,6 +23,7 @@ A failure names the module, the line and the import statement.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -92,18 +93,25 @@ def _walk_imports(
             yield from _walk_imports(ast.iter_child_nodes(node), at_import_time)
 
 
+@functools.cache
+def _import_statements(path: str, source: str) -> tuple[tuple[ast.Import | ast.ImportFrom, bool, str], ...]:
+    """A file's import statements: (node, runs at import time, the statement as written).
+    Cached by content: the checks below scan the project many times, each with one file changed."""
+    tree = ast.parse(source, filename=path)
+    return tuple((node, at_import_time, ast.unparse(node)) for node, at_import_time in _walk_imports(tree.body))
+
+
 def scan(sources: Mapping[str, str]) -> dict[str, Module]:
     """Parse modules given as {relative path: source} into their resolved imports."""
     modules: dict[str, Module] = {}
-    trees: dict[str, ast.Module] = {}
+    found: dict[str, tuple[tuple[ast.Import | ast.ImportFrom, bool, str], ...]] = {}
     for path, source in sources.items():
         name, is_package = _module_name(Path(path))
         modules[name] = Module(name, path, is_package)
-        trees[name] = ast.parse(source, filename=path)
-    for name, tree in trees.items():
+        found[name] = _import_statements(path, source)
+    for name, statements in found.items():
         module = modules[name]
-        for node, at_import_time in _walk_imports(tree.body):
-            statement = ast.unparse(node)
+        for node, at_import_time, statement in statements:
             line = node.lineno
             if isinstance(node, ast.Import):
                 for alias in node.names:

@@ -102,7 +102,10 @@ async def test_process_list_without_match(tmp_path: Path) -> None:
 
 
 async def test_process_list_marks_its_own_process(tmp_path: Path) -> None:
-    result = await process_list.TOOL.execute({"filter": "pytest"}, ToolContext(work_dir=tmp_path))
+    # This process's own name ("python3.11", ...): under pytest-xdist its command line has no "pytest".
+    own_name = Path("/proc/self/comm").read_text(encoding="utf-8").strip()
+    args = {"filter": own_name, "max_results": process_list.MAX_PROCESSES}
+    result = await process_list.TOOL.execute(args, ToolContext(work_dir=tmp_path))
     assert re.search(rf"^\s*{os.getpid()}\s+.*\(lich\)$", result.output, re.MULTILINE)
 
 

@@ -1,0 +1,16 @@
+"""The editor tests (real Neovim, Emacs, code-server + Chromium) run one at a time: under
+pytest-xdist they form one group (`--dist loadgroup`), so they share one worker while the other
+workers take the rest of the suite. Each starts editors and servers that are heavy on a 2-core
+machine; two at once would only make each slower."""
+
+from __future__ import annotations
+
+import pytest
+
+EDITORS_GROUP = "editors"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/editors/" in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.xdist_group(EDITORS_GROUP))
