@@ -243,28 +243,102 @@ says where the restarted answer begins."
             (or (lich-json-get data "provider") "?") (or (lich-json-get data "kind") "error") next
             (if (and (numberp discarded) (> discarded 0)) "; the answer restarts below" ""))))
 
+(defvar lich--streamed-tasks (make-hash-table :test #'equal)
+  "Tasks whose current answer was streamed: their `final' event repeats nothing.
+Cleared by the task's `run_start' and `run_end', and by an `llm_retry'
+that voids streamed text (a failover provider may not stream).")
+
+(defun lich--event-task (event)
+  "The task EVENT belongs to: the server's task_id, else the core's run_id."
+  (or (lich-json-get event "task_id") (lich-json-get event "run_id") ""))
+
+(defun lich--string (value)
+  "VALUE when it is a non-empty string, else nil."
+  (and (stringp value) (not (string-empty-p value)) value))
+
+(defun lich--tokens (value)
+  "VALUE (a token count) as text, \"?\" when absent."
+  (if (numberp value) (format "%d" value) "?"))
+
 (defun lich-render-event (event)
   "Render one `lich/event' payload EVENT in the transcript.
 EVENT is the agent core's event (type, data, task_id, …) as a plist
-or a hash table; see `lich-json-get'."
+or a hash table; see `lich-json-get'.  The fields read are those of
+docs/lich-event.schema.json; an event too large to send whole keeps
+only its short fields and says so in `data.cut'."
   (let ((type (lich-json-get event "type"))
-        (data (lich-json-get event "data")))
+        (data (lich-json-get event "data"))
+        (task (lich--event-task event)))
     (pcase type
-      ("text_delta" (lich--transcript-insert (or (lich-json-get data "text") "") t))
-      ("run_start" (lich--transcript-insert (format "▶ %s" (or (lich-json-get event "task_id") "task"))))
+      ("text_delta"
+       (let ((text (or (lich--string (lich-json-get data "text")) "")))
+         (unless (string-empty-p text) (puthash task t lich--streamed-tasks))
+         (lich--transcript-insert text t)))
+      ("run_start"
+       (remhash task lich--streamed-tasks)
+       (let ((model (lich--string (lich-json-get data "model"))))
+         (lich--transcript-insert
+          (format "▶ %s%s" (or (lich--string (lich-json-get event "task_id")) "task")
+                  (if model (format " (%s)" model) "")))))
       ("tool_call_start"
-       (lich--transcript-insert
-        (format "→ %s %s" (lich-json-get data "name")
-                (lich--one-line (or (lich-json-get data "arguments") "")))))
+       (let ((args (lich-json-get data "arguments")))
+         (lich--transcript-insert
+          (format "→ %s%s" (or (lich-json-get data "name") "?")
+                  (cond (args (concat " " (lich--one-line args)))
+                        ;; Too large to send whole: the server kept the short fields only.
+                        ((lich-json-get data "cut") " (arguments too large to show)")
+                        (t ""))))))
       ("tool_call_end"
        (let ((ok (eq (lich-json-get data "ok") t)))
          (lich--transcript-insert
-          (format "← %s %s: %s" (lich-json-get data "name") (if ok "ok" "failed")
+          (format "← %s %s: %s" (or (lich-json-get data "name") "?") (if ok "ok" "failed")
                   (lich--one-line (or (lich-json-get data (if ok "summary" "error")) ""))))))
-      ("llm_retry" (lich--transcript-insert (lich--retry-notice data)))
-      ("run_end" (lich--transcript-insert
-                  (format "■ %s" (or (lich-json-get data "stopped_reason") ""))))
-      ("error" (lich--transcript-insert (format "! %s" (or (lich-json-get data "message") ""))))
+      ("llm_retry"
+       (let ((discarded (lich-json-get data "discarded_chars")))
+         (when (and (numberp discarded) (> discarded 0))
+           (remhash task lich--streamed-tasks)))
+       (lich--transcript-insert (lich--retry-notice data)))
+      ("final"
+       ;; Shown unless the answer was streamed (a failover provider may not stream).
+       (let ((text (lich--string (lich-json-get data "text"))))
+         (when (and text (not (gethash task lich--streamed-tasks)))
+           (lich--transcript-insert text))))
+      ("compress_start"
+       (let ((tokens (lich-json-get data "estimated_tokens")))
+         (lich--transcript-insert
+          (concat "… compressing the conversation"
+                  (if (numberp tokens) (format " (~%d tokens)" tokens) "")))))
+      ("compress_end"
+       (lich--transcript-insert
+        (if (eq (lich-json-get data "ok") t)
+            (format "… compressed ~%s → ~%s tokens"
+                    (lich--tokens (lich-json-get data "before_tokens"))
+                    (lich--tokens (lich-json-get data "after_tokens")))
+          (format "… compression skipped: %s"
+                  (or (lich--string (lich-json-get data "error")) "?")))))
+      ("budget_exhausted"
+       (let* ((max (lich-json-get data "max_turns"))
+              (skipped (lich-json-get data "skipped_calls"))
+              (names (and (sequencep skipped) (not (stringp skipped))
+                          (mapconcat (lambda (name) (format "%s" name)) skipped ", "))))
+         (lich--transcript-insert
+          (format "! turn budget exhausted (%s turns)%s" (if (numberp max) max "?")
+                  (if (and names (not (string-empty-p names))) (concat ": skipped " names) "")))))
+      ("plugin_warning"
+       (lich--transcript-insert
+        (format "! plugin warning: %s" (lich--one-line (or (lich-json-get data "message") "")))))
+      ("run_end"
+       (remhash task lich--streamed-tasks)
+       (let ((problem (lich--string (lich-json-get data "error"))))
+         (lich--transcript-insert
+          (format "■ %s%s" (or (lich-json-get data "stopped_reason") "")
+                  (if problem (concat ": " (lich--one-line problem)) "")))))
+      ("error"
+       (lich--transcript-insert
+        (format "! %s" (lich--one-line (or (lich--string (lich-json-get data "message")) "error")))))
+      ((or "llm_start" "llm_end" "turn_start" "turn_end")
+       ;; Bookkeeping, not worth a line; it does end a streamed paragraph.
+       (setq lich--streaming nil))
       (_ nil))))
 
 (defun lich-handle-event (event)

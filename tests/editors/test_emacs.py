@@ -8,7 +8,9 @@ that the "Ask agent…" code action is offered; and that `lich-eglot-trust-works
 showed the server's trust question. When lsp-mode is installed, the same commands run end to
 end through lich-lsp-mode.el (the lsp-mode adapter). ERT without a server: lich.el alone renders
 lich/event payloads, saves documents and sends its commands through an adapter; both adapters
-route lich/event to it. The three files name no private `eglot--`/`lsp--` function. Skips when
+route lich/event to it. The shared lich/event fixtures (tests/fixtures/events, checked against
+docs/lich-event.schema.json) reach lich.el through each client's own JSON reader and render the
+lines a user must see. The three files name no private `eglot--`/`lsp--` function. Skips when
 there is no `emacs` or no Eglot (never under CI=true, where .ci/run installs both).
 """
 
@@ -26,6 +28,14 @@ from typing import Any
 import pytest
 
 from lich_core.hashline.anchors import line_hash
+from tests.support.event_schema import (
+    FIXTURES_DIR,
+    SCHEMA_FILE,
+    assert_valid_event,
+    fixture_files,
+    load_fixture,
+    schema_errors,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = Path(__file__).resolve().parent / "emacs" / "eglot_scenario.el"
@@ -37,14 +47,18 @@ EMACS_FILES = ("lich.el", "lich-eglot.el", "lich-lsp-mode.el")
 SYMBOL = re.compile(r"[A-Za-z0-9_+*/<>=!?$%&:.~^-]+")
 
 
-def _eglot_available(emacs: str) -> bool:
+def _feature_available(emacs: str, feature: str) -> bool:
     probe = subprocess.run(
-        [emacs, "--batch", "--eval", "(require (quote eglot))"],
+        [emacs, "--batch", "--eval", f"(require (quote {feature}))"],
         capture_output=True,
         text=True,
         timeout=60,
     )
     return probe.returncode == 0
+
+
+def _eglot_available(emacs: str) -> bool:
+    return _feature_available(emacs, "eglot")
 
 
 @pytest.fixture
@@ -126,13 +140,7 @@ def test_lsp_mode_config_starts_server_and_runs_commands(emacs: str, tmp_path: P
     """lich-lsp-mode.el end to end: lich starts as lsp-mode's add-on client, the lsp-mode
     commands (aliases of lich.el's) reach it, and lich.applyPatch's edit is saved through
     lich/saveDocuments. Skips when Emacs has no lsp-mode (Debian: elpa-lsp-mode)."""
-    probe = subprocess.run(
-        [emacs, "--batch", "--eval", "(require (quote lsp-mode))"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    if probe.returncode != 0:
+    if not _feature_available(emacs, "lsp-mode"):
         pytest.skip("Emacs has no lsp-mode (Debian: apt-get install elpa-lsp-mode)")
     workspace = tmp_path / "ws"
     (workspace / ".git").mkdir(parents=True)
@@ -171,11 +179,13 @@ def test_eglot_trust_workspace_command(emacs: str, tmp_path: Path) -> None:
     assert TrustStore.for_env({"XDG_STATE_HOME": str(state)}).record_for(workspace) is None
 
 
-def run_ert(emacs: str, test_file: Path) -> str:
-    """Run the ERT tests of TEST_FILE in batch Emacs; assert none failed; return stderr."""
+def run_ert(emacs: str, test_file: Path, env: dict[str, str] | None = None) -> str:
+    """Run the ERT tests of TEST_FILE in batch Emacs (ENV added to the environment); assert
+    none failed; return stderr."""
     proc = subprocess.run(
         [emacs, "--batch", "-L", str(EMACS_DIR), "-l", str(test_file)]
         + ["-f", "ert-run-tests-batch-and-exit"],
+        env={**os.environ, **(env or {})},
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -205,6 +215,195 @@ def test_shared_lich_el(emacs: str) -> None:
         "lich-ask-sends-uri-and-region",
     ):
         assert re.search(rf"passed\s+\d+/\d+\s+{name}\b", stderr), (name, stderr[-4000:])
+
+
+# What the *lich transcript* buffer shows for each shared fixture (tests/fixtures/events), line
+# by line. Same content as the Neovim (tests/editors/nvim/transcript_fixtures.lua) and VS Code
+# (editors/vscode/test/transcript.test.ts) renderers show: the task and its model, tool calls
+# with their names and arguments (or that they were too large to send), results and failures,
+# plugin warnings, compression, retry/failover notices, the streamed text joined in order, the
+# final answer of a provider that did not stream, errors, the budget stop and how the run ended.
+# Like VS Code's output channel, the transcript keeps the void partial answer of a failed attempt
+# and says where the restarted answer begins.
+AUTH_ERROR = "provider 'fake' at http://127.0.0.1:8765/v1: auth: HTTP 401: invalid API key (check api_key_env)"
+NO_SESSION = "session_not_found: no session 20240101-000000-ffffff in /home/dev/proj/.lich/sessions"
+EXPECTED_TRANSCRIPTS: dict[str, list[str]] = {
+    "run_tools_retry": [
+        "▶ t1 (fake-model)",
+        "! plugin warning: plugin .lich/plugins/lint.py: SyntaxError: invalid syntax (lint.py, line 3)",
+        "Let me look at the file first.",
+        '→ read_file {"path":"src/app.py","end":3}',
+        "← read_file ok: 1:a3|def main(): 2:9f| return 1 3:0c|",
+        '→ apply_patch {"input":"@@ src/app.py\\n= 2:9f..2:9f\\n~ return 2\\n"}',
+        "← apply_patch failed: edit_rejected: stale_document: src/app.py changed in the editor; read it again",
+        "… compressing the conversation (~81234 tokens)",
+        "… compressed ~81234 → ~9120 tokens",
+        "The answe",
+        "… provider fake failed (network): retrying in 0.5 s (attempt 2 of 3); the answer restarts below",
+        "The answer is 42.",
+        "■ final",
+    ],
+    "run_failover": [
+        "▶ t2 (a-model)",
+        "Reading.",
+        '→ read_file {"path":"README.md","end":2}',
+        "← read_file ok: 1:5e|# proj 2:00|",
+        "! plugin warning: plugin 'audit': before_llm_call raised KeyError: 'turn'",
+        # The multi-line, multi-byte partial answer, voided by the failover...
+        "héllo",
+        "wor",
+        "… provider a failed (bad_request): failing over to b; the answer restarts below",
+        # ...and the final answer of the provider that does not stream.
+        "Done.",
+        "■ final",
+    ],
+    "run_budget": [
+        "▶ t3 (fake-model)",
+        "! turn budget exhausted (1 turns): skipped terminal, terminal",
+        "■ budget",
+    ],
+    "run_error": [
+        "▶ t4 (fake-model)",
+        "… provider fake failed (rate_limit): retrying in 2.0 s (attempt 2 of 3)",
+        f"! {AUTH_ERROR}",
+        f"■ error: {AUTH_ERROR}",
+    ],
+    "run_session_error": [
+        "▶ t5 (fake-model)",
+        f"! {NO_SESSION}",
+        f"■ error: {NO_SESSION}",
+    ],
+    "run_cancelled": [
+        "▶ t6 (fake-model)",
+        "→ edit_file (arguments too large to show)",
+        "← edit_file ok: Edited src/big.py: 4000 replacements",
+        "… compressing the conversation (~83010 tokens)",
+        "… compression skipped: cancelled",
+        "■ aborted",
+    ],
+}
+TRANSCRIPT_FIXTURES = SCENARIO.parent / "transcript_fixtures.el"
+
+
+def render_fixtures(emacs: str, fixtures_dir: Path, tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """transcript_fixtures.el over the fixture files of FIXTURES_DIR, in batch Emacs with a
+    fresh HOME: {client: {"transcripts": {fixture: text}, "events": {fixture: count}, ...}} for
+    Eglot and, when installed, lsp-mode (hash tables, and plists as with `lsp-use-plists')."""
+    home = tmp_path / "home"
+    # --batch loads no init file (and -Q would drop Debian's site-start, which puts Eglot and
+    # lsp-mode on the load path): an init file here would stop Emacs, failing the run.
+    for init in (home / ".emacs", home / ".emacs.d" / "init.el", home / ".config" / "emacs" / "init.el"):
+        init.parent.mkdir(parents=True, exist_ok=True)
+        init.write_text("(kill-emacs 7)\n", encoding="utf-8")
+    out = tmp_path / "rendered"
+    out.mkdir()
+    env = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "LICH_TEST_FIXTURES_DIR": str(fixtures_dir),
+        "LICH_TEST_RESULT_DIR": str(out),
+    }
+    stderr = run_ert(emacs, TRANSCRIPT_FIXTURES, env)
+    clients = ["eglot"]
+    if _feature_available(emacs, "lsp-mode"):
+        clients += ["lsp-mode", "lsp-mode-plists"]
+    else:
+        assert re.search(r"skipped\s+\d+/\d+\s+lich-fixtures-through-lsp-mode\b", stderr), stderr[-4000:]
+    results = {}
+    for client in clients:
+        path = out / f"{client}.json"
+        assert path.exists(), (client, stderr[-4000:])
+        results[client] = json.loads(path.read_text(encoding="utf-8"))
+    return results
+
+
+def transcript_mismatches(results: dict[str, dict[str, Any]], fixtures_dir: Path) -> dict[str, Any]:
+    """{"client/fixture": {"got": [...], "want": [...]}} for each transcript that is not the
+    expected one (each fixture's every event delivered and rendered without an error)."""
+    found: dict[str, Any] = {}
+    for client, result in results.items():
+        assert result["errors"] == [], (client, result["errors"])
+        for name, want in EXPECTED_TRANSCRIPTS.items():
+            events = json.loads((fixtures_dir / f"{name}.json").read_text(encoding="utf-8"))
+            assert result["events"][name] == len(events), (client, name, result["events"])
+            text = result["transcripts"][name]
+            if text != "\n".join(want) + "\n":
+                found[f"{client}/{name}"] = {"got": text.split("\n")[:-1], "want": want}
+    return found
+
+
+def test_transcript_renders_the_shared_event_fixtures(emacs: str, tmp_path: Path) -> None:
+    """The fixtures of tests/fixtures/events, after checking them against the schema, framed as
+    the server sends them and read by Eglot's (and lsp-mode's) own JSON-RPC reader, make the
+    *lich transcript* show exactly EXPECTED_TRANSCRIPTS; every event reaches lich.el."""
+    names = [path.stem for path in fixture_files()]
+    for name in names:
+        for index, event in enumerate(load_fixture(name)):
+            assert_valid_event(event, f"{name}.json[{index}]")
+    assert sorted(names) == sorted(EXPECTED_TRANSCRIPTS), "a fixture without expected transcript lines"
+    results = render_fixtures(emacs, FIXTURES_DIR, tmp_path)
+    mismatches = transcript_mismatches(results, FIXTURES_DIR)
+    assert not mismatches, json.dumps(mismatches, indent=1, ensure_ascii=False)
+
+
+# A field each fixture's transcript depends on, renamed in a copy: (fixture, event type, field,
+# new name, the expected line that must then be gone).
+RENAMES = [
+    ("run_tools_retry", "tool_call_start", "name", "tool", '→ read_file {"path":"src/app.py","end":3}'),
+    ("run_failover", "final", "text", "answer", "Done."),
+    ("run_budget", "budget_exhausted", "skipped_calls", "skipped", "! turn budget exhausted (1 turns): skipped terminal, terminal"),
+    ("run_error", "llm_retry", "delay_s", "delay", "… provider fake failed (rate_limit): retrying in 2.0 s (attempt 2 of 3)"),
+    ("run_session_error", "error", "message", "text", f"! {NO_SESSION}"),
+    ("run_cancelled", "run_start", "model", "model_name", "▶ t6 (fake-model)"),
+]
+
+
+def test_renamed_fixture_field_fails_the_transcript_check(emacs: str, tmp_path: Path) -> None:
+    """Renaming one field per fixture (in a copy) makes the schema reject it and the Emacs
+    transcript lose the line that showed it: the check above would fail for every fixture."""
+    copies = tmp_path / "fixtures"
+    copies.mkdir()
+    for path in fixture_files():
+        shutil.copy(path, copies / path.name)
+    for name, kind, field, renamed, _line in RENAMES:
+        events = load_fixture(name)
+        hits = [event for event in events if event["type"] == kind and field in event["data"]]
+        assert hits, (name, kind, field)
+        for event in hits:
+            event["data"][renamed] = event["data"].pop(field)
+            assert schema_errors(event), (name, event)
+        (copies / f"{name}.json").write_text(json.dumps(events, ensure_ascii=False), encoding="utf-8")
+    results = render_fixtures(emacs, copies, tmp_path)
+    mismatches = transcript_mismatches(results, copies)
+    # Every client's transcript of every fixture differs, and only those.
+    assert sorted(mismatches) == sorted(f"{client}/{rename[0]}" for client in results for rename in RENAMES)
+    for client in results:
+        for name, _kind, _field, _renamed, line in RENAMES:
+            assert line in EXPECTED_TRANSCRIPTS[name]
+            assert line not in mismatches[f"{client}/{name}"]["got"], (client, name)
+
+
+def transcript_fields(source: str) -> set[tuple[str, str]]:
+    """The (object, key) pairs lich.el's transcript code reads with `lich-json-get`, object
+    being `event` or `data`."""
+    start = source.index(";;;; The transcript")
+    section = source[start : source.index(";;;; Progress", start)]
+    return set(re.findall(r'\(lich-json-get (event|data) "([a-z_]+)"\)', section))
+
+
+def test_transcript_reads_only_schema_fields() -> None:
+    """Every field the Emacs transcript reads is in docs/lich-event.schema.json (an event's own
+    or one of some event's data), so a renderer cannot drift to a field the server never sends."""
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    defs = schema["$defs"]
+    event_fields = {key for d in defs.values() if "type" in d.get("properties", {}) for key in d["properties"]}
+    data_fields = {
+        key for d in defs.values() if "type" not in d.get("properties", {}) for key in d.get("properties", {})
+    }
+    read = transcript_fields((EMACS_DIR / "lich.el").read_text(encoding="utf-8"))
+    assert ("data", "name") in read and ("event", "task_id") in read, read
+    unknown = {f"{obj}.{key}" for obj, key in read if key not in (event_fields if obj == "event" else data_fields)}
+    assert not unknown, unknown
 
 
 def private_client_symbols(text: str) -> list[str]:

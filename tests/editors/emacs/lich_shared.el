@@ -43,7 +43,7 @@
                   :action "retry" :delay_s 2 :next_provider "primary" :discarded_chars 10))
     ("text_delta" (:turn 2 :text "The fix is "))
     ("text_delta" (:turn 2 :text "to return 2."))
-    ("run_end" (:stopped_reason "completed" :turns 2)))
+    ("run_end" (:stopped_reason "completed" :turns_used 2)))
   "A task's events as (TYPE DATA) with DATA a plist.")
 
 (defconst lich-test-expected
