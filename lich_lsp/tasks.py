@@ -30,23 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from lich_core.agent.events import (
-    AgentEvent,
-    LlmEnd,
-    LlmRetry,
-    PluginWarning,
-    RunError,
-    TextDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    TurnStart,
-)
 from lich_core.errors import EditRejected
 from lich_core.tools.guard import CANCEL_GRACE_MS
 from lich_core.vocabulary import CancelToken
 from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, EditorWorkspace
 
 if TYPE_CHECKING:
+    from lich_core.agent.events import AgentEvent, TextDelta
     from lich_lsp.session import EditorSession
 
 log = logging.getLogger("lich.lsp.tasks")
@@ -458,6 +448,8 @@ class TaskManager:
         count = batch.count
         batch.first = batch.last = None
         batch.count = 0
+        from lich_core.agent.events import TextDelta  # the agent's modules load with the first task
+
         delta = first.data
         assert isinstance(delta, TextDelta)
         joined = dataclasses.replace(delta, text="", coalesced=count if count > 1 else None)
@@ -468,6 +460,17 @@ class TaskManager:
         self._notify(merged)
 
     def _on_event(self, task: LichTask, event: AgentEvent) -> None:
+        from lich_core.agent.events import (  # the agent's modules load with the first task
+            LlmEnd,
+            LlmRetry,
+            PluginWarning,
+            RunError,
+            TextDelta,
+            ToolCallEnd,
+            ToolCallStart,
+            TurnStart,
+        )
+
         data = event.data
         if isinstance(data, TextDelta):
             task.text_buffer.add(data.text)

@@ -1,4 +1,10 @@
-"""Fixtures for the language-server tests: sessions against a real `python -m lich_lsp`."""
+"""Fixtures for the language-server tests.
+
+`editor`: an EditorSession in this process against the in-memory FakeEditor (tests/lsp/fake_editor.py),
+for the LSP behaviours (milliseconds per test). `session`: a real `python -m lich_lsp` over stdio
+against the pytest-lsp test editor (lsp_harness.py), for the wire: the smoke tests per client
+profile and what only the protocol layer does (framing, malformed messages, $/cancelRequest).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import pytest_asyncio
 # The helper module sits beside the tests (no __init__.py here); importable in any import mode.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from fake_editor import FakeEditor  # noqa: E402
 from lsp_harness import CLIENTS, EditorClient, start_session, stop_session  # noqa: E402
 
 Session = Callable[..., Awaitable[EditorClient]]
@@ -45,3 +52,25 @@ async def session(root: Path) -> AsyncIterator[Session]:
     for client in clients:
         await stop_session(client)
         assert not client.failures, client.failures
+
+
+Editor = Callable[..., Awaitable[FakeEditor]]
+
+
+@pytest_asyncio.fixture
+async def editor(root: Path) -> AsyncIterator[Editor]:
+    """`await editor(client_name, **options)`: a session in this process behind a FakeEditor that
+    declares `client_name`'s capabilities (options as FakeEditor.start); all stop at the end."""
+    editors: list[FakeEditor] = []
+
+    async def start(client_name: str = "visual-studio-code", **options: Any) -> FakeEditor:
+        fake = FakeEditor()
+        editors.append(fake)
+        await fake.start(options.pop("root", root), client_name, **options)
+        return fake
+
+    yield start
+    for fake in editors:
+        await fake.stop()
+    for fake in editors:
+        assert not fake.failures, fake.failures

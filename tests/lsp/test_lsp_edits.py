@@ -1,4 +1,9 @@
-"""WorkspaceEdit shape: position encodings, minimal edits, resource operations, disk policy; exit."""
+"""WorkspaceEdit shape as pure functions (minimal edits, codecs, the review overlay); the wire's own:
+the negotiated position encoding, exit and shutdown, the TCP and WebSocket transports.
+
+The edits a session sends (each encoding, CreateFile, the disk-write policy, rollback of a
+rejected edit) are tested in-process in test_session_edits.py.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 import pytest
-from lsp_harness import SERVER_COMMAND, uri_of
+from lsp_harness import SERVER_COMMAND, units, uri_of
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
@@ -38,13 +43,15 @@ NON_ASCII = "naïve 😀 日本 café"
 EXIT_WAIT_S = 30
 
 
-@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
-async def test_position_encodings_with_non_ascii_lines(session, root: Path, client_name: str, encoding: str) -> None:
+async def test_the_negotiated_position_encoding_is_the_one_edits_use(session, root: Path) -> None:
+    """On the wire: the encoding the server announces in its InitializeResult (pygls' negotiation)
+    is the one its edits count in. Each encoding's positions are tested in-process
+    (test_session_edits.py)."""
     # A lone "\r" is a line break for LSP but not for hashline; the last line has no newline.
     text = f"{NON_ASCII}\nmid\rdle 😀\nlast {NON_ASCII} end"
     (root / "u.txt").write_text(text, encoding="utf-8")
-    client = await session(client_name, encodings=[encoding])
-    assert client.encoding == encoding
+    client = await session("visual-studio-code", encodings=["utf-8"])
+    assert client.encoding == "utf-8"
     uri = client.open(root / "u.txt", text)
     result = await client.command(
         "lich.runTool", {"name": "edit_file", "args": {"path": "u.txt", "old_string": "end", "new_string": "fin ✓"}}
@@ -55,9 +62,10 @@ async def test_position_encodings_with_non_ascii_lines(session, root: Path, clie
     read = await client.command("lich.read", {"uri": uri})
     assert read["rows"].endswith(f"|last {NON_ASCII} fin ✓")
     (applied,) = client.editor.applied
-    edits = applied.edit.document_changes[0].edits if applied.edit.document_changes else applied.edit.changes[uri]
-    (only,) = edits
+    (only,) = applied.edit.document_changes[0].edits
     assert only.range.start == types.Position(line=3, character=0)  # LSP counts the "\r" break
+    # The end of the last line, counted in UTF-8 bytes (UTF-16 would give a different column).
+    assert only.range.end == types.Position(line=3, character=units(f"last {NON_ASCII} end", "utf-8"))
 
 
 def test_one_line_change_in_a_big_file_is_a_one_line_edit() -> None:
@@ -156,71 +164,6 @@ def test_text_edits_use_the_codec_for_a_last_line_without_newline() -> None:
     assert text_edits(base, replacement, PositionCodec("utf-8"))[0].range.end.character == 6
     assert text_edits(base, replacement, PositionCodec("utf-16"))[0].range.end.character == 3
     assert text_edits(base, replacement, PositionCodec("utf-32"))[0].range.end.character == 2
-
-
-async def test_new_files_use_create_file_when_supported(session, root: Path) -> None:
-    client = await session("visual-studio-code", save_documents=True)
-    result = await client.command("lich.runTool", {"name": "write_file", "args": {"path": "new/made.txt", "content": "made\n"}})
-    assert result["ok"] is True, result
-    (applied,) = client.editor.applied
-    create, doc_edit = applied.edit.document_changes
-    assert isinstance(create, types.CreateFile) and create.uri == uri_of(root / "new" / "made.txt")
-    assert doc_edit.text_document.version is None
-    # The editor saved it on request, so disk matches.
-    assert (root / "new" / "made.txt").read_text(encoding="utf-8") == "made\n"
-
-
-@pytest.mark.parametrize(
-    ("client_name", "policy", "save", "via_editor"),
-    [
-        ("visual-studio-code", "auto", False, False),
-        ("visual-studio-code", "auto", True, True),
-        ("visual-studio-code", "disk", True, False),
-        ("neovim@v0.7.0", "editor", False, True),
-        ("neovim@v0.7.0", "auto", False, False),
-    ],
-)
-async def test_disk_write_policy_for_closed_files(
-    session, root: Path, client_name: str, policy: str, save: bool, via_editor: bool
-) -> None:
-    (root / "c.txt").write_text("old\n", encoding="utf-8")
-    client = await session(client_name, init_options={"disk_write_policy": policy}, save_documents=save)
-    result = await client.command(
-        "lich.runTool", {"name": "edit_file", "args": {"path": "c.txt", "old_string": "old", "new_string": "new"}}
-    )
-    assert result["ok"] is True, result
-    assert len(client.editor.applied) == (1 if via_editor else 0)
-    on_disk = (root / "c.txt").read_text(encoding="utf-8")
-    if via_editor and not save:
-        # The editor holds the change unsaved; the server's own reads already see it.
-        assert on_disk == "old\n"
-        read = await client.command("lich.read", {"uri": uri_of(root / "c.txt")})
-        assert read["rows"].endswith("|new")
-        assert client.text(uri_of(root / "c.txt")) == "new\n"
-    else:
-        assert on_disk == "new\n"
-
-
-async def test_rejected_edit_rolls_back_the_disk_part(session, root: Path) -> None:
-    (root / "open.txt").write_text("o\n", encoding="utf-8")
-    (root / "closed.txt").write_text("c\n", encoding="utf-8")
-    client = await session("visual-studio-code")
-    client.open(root / "open.txt")
-    client.editor.answer = "reject"
-    # One patch over an open file (editor) and a closed one (disk, policy auto): all or nothing.
-    from lich_core.hashline.anchors import line_hash
-
-    patch = f"@@ open.txt\n= 1:{line_hash('o')}..1:{line_hash('o')}\n~O\n@@ closed.txt\n= 1:{line_hash('c')}..1:{line_hash('c')}\n~C\n"
-    result = await client.command("lich.applyPatch", {"patch": patch})
-    assert result["ok"] is False and "edit_rejected: the user rejected the edit" in result["error"]
-    assert len(client.editor.applied) == 1
-    assert (root / "closed.txt").read_text(encoding="utf-8") == "c\n"
-    assert (root / "open.txt").read_text(encoding="utf-8") == "o\n"
-    client.editor.answer = "apply"
-    result = await client.command("lich.applyPatch", {"patch": patch})
-    assert result["ok"] is True, result
-    assert (root / "closed.txt").read_text(encoding="utf-8") == "C\n"
-    assert client.text(uri_of(root / "open.txt")) == "O\n"
 
 
 def _frame(payload: dict) -> bytes:
