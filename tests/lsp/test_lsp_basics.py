@@ -100,3 +100,25 @@ async def test_an_unexpected_handler_failure_is_one_line_and_reported_once() -> 
     # A deliberate error answer (bad arguments) is not an unexpected failure.
     server.report_server_error(JsonRpcException(code=-32602, message="lich.read: bad"), FeatureRequestError)
     assert len([m for m in map(json.loads, capture.sent) if m.get("method") == "window/showMessage"]) == 1
+
+
+async def test_the_protocol_caps_every_message_it_writes() -> None:
+    """LichProtocol's own cap, under whatever the session already clipped: a log line, a message
+    and a lich/event sent straight through pygls still leave within MAX_EDITOR_MESSAGE_BYTES."""
+    from lich_lsp.server import create_server
+    from lich_lsp.tasks import MAX_EDITOR_MESSAGE_BYTES
+
+    server = create_server()
+    capture = _Capture()
+    server.protocol.set_writer(capture, include_headers=False)
+    huge = "é" * (3 * MAX_EDITOR_MESSAGE_BYTES)
+    server.window_log_message(types.LogMessageParams(type=types.MessageType.Log, message=huge))
+    server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=huge))
+    server.protocol.notify("lich/event", {"type": "text_delta", "seq": 1, "ts": 0.0, "data": {"turn": 1, "text": huge}})
+    assert len(capture.sent) == 3
+    for data in capture.sent:
+        assert len(data) <= MAX_EDITOR_MESSAGE_BYTES, len(data)
+    sent = [json.loads(data) for data in capture.sent]
+    assert [m["method"] for m in sent] == ["window/logMessage", "window/showMessage", "lich/event"]
+    for message in (sent[0]["params"]["message"], sent[1]["params"]["message"], sent[2]["params"]["data"]["text"]):
+        assert message.startswith("éé") and "[cut " in message
