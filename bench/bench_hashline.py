@@ -216,7 +216,7 @@ def _patch_figures(path: Path, repeat: int) -> list[Figure]:
         path.write_bytes(original)
         ctx = ToolContext(work_dir=path.parent)
         assert ctx.read_state is not None
-        ctx.read_state.record(path, {})
+        ctx.read_state.record(path)
         started = time.perf_counter()
         result = asyncio.run(APPLY_PATCH.execute({"input": patch}, ctx))
         best = min(best, time.perf_counter() - started)

@@ -37,7 +37,7 @@ from lich_core.tools.runtime import ToolRuntime
 
 ROOT = Path(__file__).resolve().parents[1]
 STREAM_CHUNKS = 200
-TARGET_RATIO = 1.2
+TARGET_RATIO = 1.05
 
 
 def _start_server(turns: int) -> tuple[subprocess.Popen[str], str, str]:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import pkgutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -72,6 +74,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller inputs, fewer repeats")
     parser.add_argument("--json", action="store_true", help="print figures as JSON lines")
     args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="lich-bench-home-") as home:
+        isolate_user_dirs(Path(home))
+        return run_benchmarks(args)
+
+
+def isolate_user_dirs(home: Path) -> None:
+    """HOME and the XDG dirs in a temp dir, for this process and the servers it starts: a
+    benchmark never reads the user's config or trust records, nor writes transcripts there."""
+    os.environ["HOME"] = str(home)
+    for variable, folder in (
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_CACHE_HOME", ".cache"),
+    ):
+        (home / folder).mkdir(parents=True, exist_ok=True)
+        os.environ[variable] = str(home / folder)
+
+
+def run_benchmarks(args: argparse.Namespace) -> int:
     failures = 0
     for name in discover():
         if args.only and not any(word in name for word in args.only):

@@ -21,7 +21,7 @@ from typing import Any
 
 from lich_core.errors import ConfigError
 from lich_core.tools.secrets import is_secret_name as tool_secret_name
-from lich_core.tools.types import CAPABILITIES
+from lich_core.tools.types import CAPABILITIES, DEFAULT_TERMINAL_TIMEOUT_MS
 from lich_core.trust import (
     MISSING_FILE_HASH,
     NO_CONFIG,
@@ -315,7 +315,7 @@ KEYS: dict[str, KeySpec] = {
         None, v_capabilities, "LICH_CAPABILITIES", "Granted capabilities; absent = all.", SIDE_NARROW, narrow_capabilities
     ),
     "terminal_timeout_ms": KeySpec(
-        60_000, v_int(1, 300_000), "LICH_TERMINAL_TIMEOUT_MS", "Default terminal command timeout.", SIDE_NARROW, narrow_min
+        DEFAULT_TERMINAL_TIMEOUT_MS, v_int(1, 300_000), "LICH_TERMINAL_TIMEOUT_MS", "Default terminal command timeout.", SIDE_NARROW, narrow_min
     ),
     # agent loop and providers
     "providers": KeySpec(

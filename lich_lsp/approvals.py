@@ -1,4 +1,4 @@
-"""Tool approvals: a ToolExecutor guard asking the user before risky tools run.
+"""Tool approvals: a ToolExecutor call check asking the user before risky tools run.
 
 Policy per tool name or capability (`approval: {"terminal": "ask", "net/fetch": "deny"}`); the
 tool name wins over its capability. Defaults: `ask` for process/exec, net/fetch and image/eval,
@@ -74,8 +74,8 @@ class ApprovalStore:
         write_json_atomic(self.path, {"always": sorted(names)})
 
 
-class ApprovalGuard:
-    """The CallGuard the server installs in every tool executor it builds."""
+class ApprovalCheck:
+    """The CallCheck the server installs in every tool executor it builds."""
 
     def __init__(self, session: EditorSession) -> None:
         self._session = session

@@ -270,7 +270,7 @@ async def tools(session: EditorSession, args: tuple[Any, ...], request_id: Any) 
 
 
 async def read(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-    from lich_core.hashline.anchors import line_hashes, render_rows, split_lines
+    from lich_core.hashline.anchors import render_rows, split_lines
 
     obj = single_object(READ, args)
     uri = get_str(READ, obj, "uri", required=True)
@@ -289,8 +289,7 @@ async def read(session: EditorSession, args: tuple[Any, ...], request_id: Any) -
     if end_arg is not None and end_arg < start:
         raise BadArguments(f"{READ}: end {end_arg} is before start {start}")
     chosen = lines[start - 1 : end]
-    hashes = line_hashes(chosen)
-    session.command_read_state.record(Path(path_key(path)), dict(zip(range(start, end + 1), hashes, strict=True)))
+    session.command_read_state.record(Path(path_key(path)))
     doc = session.documents.document(path)
     return {
         "uri": uri,
@@ -319,7 +318,7 @@ async def apply_patch(session: EditorSession, args: tuple[Any, ...], request_id:
         except ToolError:
             continue  # outside the root, denied...: the tool says so
         if not read_state.has_read(candidate):
-            read_state.record(candidate, {})
+            read_state.record(candidate)
     result = await session.runtime().executor.execute("apply_patch", {"input": patch}, ctx)
     return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
 

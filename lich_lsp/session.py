@@ -26,7 +26,7 @@ from lich_core import __version__
 from lich_core.config import Config
 from lich_core.hashline.read_state import ReadState
 from lich_lsp import code_actions, config, trust
-from lich_lsp.approvals import ApprovalGuard, ApprovalStore
+from lich_lsp.approvals import ApprovalCheck, ApprovalStore
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.port import EditorPort
 from lich_lsp.tasks import MAX_EDITOR_MESSAGE_BYTES, MESSAGE_ENVELOPE_BYTES, TaskManager, clip_text
@@ -55,7 +55,7 @@ class EditorSession:
         self.config_holder.init_options = dict(init_options or {})
         self.documents = DocumentStore(self)
         self.approvals = ApprovalStore(root)
-        self.guard = ApprovalGuard(self)
+        self.approval_check = ApprovalCheck(self)
         self.tasks = TaskManager(self)
         # lich.read arms it; lich.applyPatch and lich.runTool use it (the user's own session).
         self.command_read_state = ReadState()
@@ -137,7 +137,7 @@ class EditorSession:
         if self._runtime is None or self._runtime_generation != self.config_holder.generation:
             from lich_core.tools.runtime import build_tool_runtime
 
-            self._runtime = build_tool_runtime(self.config, guards=(self.guard,))
+            self._runtime = build_tool_runtime(self.config, call_checks=(self.approval_check,))
             self._runtime_generation = self.config_holder.generation
         return self._runtime
 

@@ -9,7 +9,7 @@ from typing import Any
 from lich_core.agent.loop import Agent
 from lich_core.agent.sessions import SessionStore
 from lich_core.providers.base import Model
-from lich_core.tools.executor import CallGuard
+from lich_core.tools.executor import CallCheck
 from lich_core.tools.runtime import ToolRuntime, build_tool_runtime
 
 log = logging.getLogger("lich.agent")
@@ -19,7 +19,7 @@ def build_agent(
     config: Mapping[str, Any],
     *,
     workspace: Any | None = None,
-    guards: Sequence[CallGuard] = (),
+    call_checks: Sequence[CallCheck] = (),
     env: Mapping[str, str] | None = None,
     model: Model | None = None,
     compress_model: Model | None = None,
@@ -33,7 +33,7 @@ def build_agent(
     Plugins that fail to load are warnings (logged now, and reported as `plugin_warning` events
     at the start of each run); the agent is built without them. `runtime`: a tool runtime built
     once for this config (the language server shares one per config generation, so plugin modules
-    run once, not once per task); `guards` and `env` then come from it.
+    run once, not once per task); `call_checks` and `env` then come from it.
     """
     from lich_core.providers.factory import build_model
 
@@ -42,7 +42,7 @@ def build_agent(
         if compress_model is None:
             compress_model = build_model(config, "compress")
     if runtime is None:
-        runtime = build_tool_runtime(config, env=env, guards=guards)
+        runtime = build_tool_runtime(config, env=env, call_checks=call_checks)
     plugins = runtime.plugins
     return Agent(
         model=model,

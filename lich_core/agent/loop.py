@@ -244,6 +244,7 @@ class _Run:
                 settings=executor.settings,
                 read_state=self._read_state if self._read_state is not None else ReadState(),
                 edit_label=self._edit_label,
+                terminal_timeout_ms=executor.terminal_timeout_ms,
             )
         return self._tool_ctx
 
@@ -271,7 +272,7 @@ class _Run:
                 await self._start_plugins(prompt)
                 self._append(Message(role="user", content=user_prompt(prompt, context)))
                 if self.plugin_run is not None:
-                    await self._guarded(self.plugin_run.on_run_start(len(prompt)))
+                    await self._race(self.plugin_run.on_run_start(len(prompt)))
                 await self._loop()
         except asyncio.CancelledError:
             externally_cancelled = True
@@ -340,7 +341,7 @@ class _Run:
                 await self._compress(turn)
             notes: list[Message] = []
             if self.plugin_run is not None:
-                notes = await self._guarded(self.plugin_run.before_llm_call(turn, state.history))
+                notes = await self._race(self.plugin_run.before_llm_call(turn, state.history))
             call_messages = state.history + notes if notes else list(state.history)
             await self._emit(LlmStart(turn=turn, messages=len(call_messages), tools=len(tools), notes=len(notes)))
             try:
@@ -593,9 +594,6 @@ class _Run:
             await self.emitter.emit(data)
         except asyncio.CancelledError:
             pass
-
-    async def _guarded(self, awaitable: Awaitable[T]) -> T:
-        return await self._race(awaitable)
 
     async def _race(self, awaitable: Awaitable[T], *, grace_s: float = 0.5) -> T:
         """Await `awaitable` unless the run's token fires first (then raise _Aborted)."""

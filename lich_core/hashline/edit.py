@@ -328,14 +328,3 @@ def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb
         shown += high - low
     return "\n".join(parts)
 
-
-def shown_rows(edit: FileEdit, context: int = RESULT_CONTEXT_LINES) -> dict[int, str]:
-    """{line: hash} of the rows render_edit_result shows (to arm the read state)."""
-    lines = split_lines(edit.new_text)
-    rows: dict[int, str] = {}
-    for start, end in edit.regions:
-        for index in range(max(0, start - context), min(len(lines), max(end, start) + context)):
-            if len(rows) >= MAX_RESULT_ROWS_PER_FILE:
-                return rows
-            rows[index + 1] = line_hash(lines[index])
-    return rows

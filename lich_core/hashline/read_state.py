@@ -1,7 +1,8 @@
-"""Which files (and which of their line hashes) the model has seen this session.
+"""Which files the model has seen this session.
 
-Reads and searches arm it; an edit needs the file to have been seen. It never decides whether
-an anchor is valid: validation always re-hashes the file's current text.
+Reads, searches and edits arm it; an edit needs the file to have been seen. It never decides
+whether an anchor is valid: validation always re-hashes the file's current text, so which lines
+were shown is not kept.
 """
 
 from __future__ import annotations
@@ -14,30 +15,24 @@ from typing import Any
 
 class ReadState:
     def __init__(self) -> None:
-        self._seen: dict[Path, dict[int, str]] = {}
+        self._seen: set[Path] = set()
         # Pending Lisp repair previews by candidate id (apply_patch's accept_repair); values
         # are JSON-able dicts so the state can be saved between CLI invocations.
         self.repair_candidates: dict[str, Any] = {}
 
-    def record(self, path: Path, rows: dict[int, str]) -> None:
-        """Remember that the model saw these `{line_number: hash}` rows of `path`."""
-        self._seen.setdefault(Path(path), {}).update(rows)
+    def record(self, path: Path) -> None:
+        """Remember that the model saw (part of) `path`."""
+        self._seen.add(Path(path))
 
     def has_read(self, path: Path) -> bool:
         return Path(path) in self._seen
-
-    def seen_rows(self, path: Path) -> dict[int, str]:
-        return dict(self._seen.get(Path(path), {}))
-
-    def forget(self, path: Path) -> None:
-        self._seen.pop(Path(path), None)
 
     # --- persistence: `lich tool` runs one tool per process, so a CLI session keeps its read
     # state in a file between calls (read_file, then apply_patch in a later invocation).
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "seen": {str(path): {str(line): digest for line, digest in rows.items()} for path, rows in self._seen.items()},
+            "seen": sorted(str(path) for path in self._seen),
             "repair_candidates": self.repair_candidates,
         }
 
@@ -47,10 +42,9 @@ class ReadState:
         if not isinstance(data, dict):
             return state
         seen = data.get("seen")
-        if isinstance(seen, dict):
-            for path, rows in seen.items():
-                if isinstance(rows, dict):
-                    state.record(Path(path), {int(line): str(digest) for line, digest in rows.items() if str(line).isdigit()})
+        # A list of paths; older files map each path to its rows (the keys are the paths).
+        if isinstance(seen, (list, dict)):
+            state._seen.update(Path(path) for path in seen if isinstance(path, str))
         candidates = data.get("repair_candidates")
         if isinstance(candidates, dict):
             state.repair_candidates = dict(candidates)

@@ -168,7 +168,7 @@ class PluginRun:
                 verdict = await self._call(loaded, hook, {"tool_name": tool_name, "args": copy.deepcopy(args)})
             except asyncio.CancelledError:
                 raise
-            except Exception as err:  # noqa: BLE001 - a broken guard blocks, it never allows
+            except Exception as err:  # noqa: BLE001 - a broken hook blocks, it never allows
                 await self._report(loaded, "before_tool_call", err)
                 return f"{BLOCK_PREFIX}: {HOOK_ERROR}"
             if _get(verdict, "block"):

@@ -10,7 +10,7 @@ import httpx
 from lich_core.providers.base import TextCallback
 from lich_core.providers.http import (
     HttpModel,
-    StreamGuard,
+    ResponseLimits,
     TextBuffer,
     parse_tool_arguments,
     preview,
@@ -163,7 +163,7 @@ class AnthropicModel(HttpModel):
         )
 
     async def read_stream(
-        self, resp: httpx.Response, on_text: TextCallback | None, guard: StreamGuard
+        self, resp: httpx.Response, on_text: TextCallback | None, limits: ResponseLimits
     ) -> ModelResponse:
         blocks: dict[int, _Block] = {}
         usage = Usage()
@@ -172,7 +172,7 @@ class AnthropicModel(HttpModel):
         finished = False
         events = 0
         stray: list[str] = []
-        async for event_name, data in sse_events(resp, stray, guard=guard):
+        async for event_name, data in sse_events(resp, stray, limits=limits):
             if finished:
                 continue  # drain the body so the connection goes back to the pool
             events += 1
@@ -181,7 +181,7 @@ class AnthropicModel(HttpModel):
                 raise self.malformed(f"stream event is not an object: {preview(data)}")
             kind = event.get("type") or event_name
             if kind not in KEEPALIVE_EVENTS and kind != "content_block_delta":
-                guard.progress()  # deltas report their content themselves
+                limits.progress()  # deltas report their content themselves
             if kind == "message_start":
                 message = event.get("message") or {}
                 model = message.get("model") or model
@@ -192,7 +192,7 @@ class AnthropicModel(HttpModel):
                     block.get("type", ""), id=block.get("id", ""), name=block.get("name", "")
                 )
             elif kind == "content_block_delta":
-                self._apply_delta(blocks, event, on_text, guard)
+                self._apply_delta(blocks, event, on_text, limits)
             elif kind == "message_delta":
                 stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
                 out = (event.get("usage") or {}).get("output_tokens")
@@ -200,7 +200,7 @@ class AnthropicModel(HttpModel):
                     usage.output_tokens = int(out)
             elif kind == "message_stop":
                 finished = True
-                guard.finish()
+                limits.finish()
             elif kind == "error":
                 raise self.error_in_body(event)
         if not finished:
@@ -212,7 +212,7 @@ class AnthropicModel(HttpModel):
         blocks: dict[int, _Block],
         event: dict[str, Any],
         on_text: TextCallback | None,
-        guard: StreamGuard,
+        limits: ResponseLimits,
     ) -> None:
         index = int(event.get("index", 0))
         delta = event.get("delta") or {}
@@ -221,18 +221,18 @@ class AnthropicModel(HttpModel):
         if kind == "text_delta":
             piece = delta.get("text") or ""
             if piece:
-                guard.content(piece)
+                limits.content(piece)
                 block.parts.add(piece)
                 if on_text is not None:
                     on_text(piece)
         elif kind == "input_json_delta":
             piece = delta.get("partial_json") or ""
-            guard.content(piece)
+            limits.content(piece)
             block.parts.add(piece)
         elif kind in THINKING_DELTAS:
-            guard.content(str(delta.get(THINKING_DELTAS[kind]) or ""))
+            limits.content(str(delta.get(THINKING_DELTAS[kind]) or ""))
         else:
-            guard.progress()
+            limits.progress()
 
     def _response(
         self, blocks: list[_Block], usage: Usage, stop_reason: str | None, model: str

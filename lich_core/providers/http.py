@@ -208,7 +208,7 @@ async def read_at_most(resp: httpx.Response, limit: int) -> bytes:
     return bytes(data[:limit])
 
 
-class StreamGuard:
+class ResponseLimits:
     """The limits of one response: its content size, its lines, and the idle timer.
 
     The idle timer starts when the response headers are in (`arm`) and is reset only by
@@ -299,7 +299,7 @@ def _mib(size: int) -> str:
     return f"{size // MIB} MiB" if size % MIB == 0 else f"{size} bytes"
 
 
-async def stream_lines(resp: httpx.Response, guard: StreamGuard) -> AsyncIterator[str]:
+async def stream_lines(resp: httpx.Response, limits: ResponseLimits) -> AsyncIterator[str]:
     """The body's lines (split at CRLF, LF or CR, as SSE allows), none above MAX_STREAM_LINE_BYTES.
 
     httpx's own line reader keeps a line that never ends in memory for as long as it grows.
@@ -321,9 +321,9 @@ async def stream_lines(resp: httpx.Response, guard: StreamGuard) -> AsyncIterato
             else:
                 line = chunk[start:end]
             if len(line) > MAX_STREAM_LINE_BYTES:
-                raise _line_too_large(guard)
+                raise _line_too_large(limits)
             start = match.end()
-            if guard.finished:
+            if limits.finished:
                 drained += 1
                 if drained > MAX_DRAIN_LINES:
                     return  # the connection closes instead of going back to the pool
@@ -332,19 +332,19 @@ async def stream_lines(resp: httpx.Response, guard: StreamGuard) -> AsyncIterato
             pending_cr = True
         partial += chunk[start:]
         if len(partial) > MAX_STREAM_LINE_BYTES:
-            raise _line_too_large(guard)
+            raise _line_too_large(limits)
     if partial:
         yield partial.decode("utf-8", "replace")
 
 
-def _line_too_large(guard: StreamGuard) -> ProviderError:
-    return guard.too_large(
+def _line_too_large(limits: ResponseLimits) -> ProviderError:
+    return limits.too_large(
         f"a stream line passed the {_mib(MAX_STREAM_LINE_BYTES)} limit without ending; stopped reading it"
     )
 
 
 async def sse_events(
-    resp: httpx.Response, stray: list[str] | None = None, *, guard: StreamGuard
+    resp: httpx.Response, stray: list[str] | None = None, *, limits: ResponseLimits
 ) -> AsyncIterator[tuple[str, str]]:
     """Server-sent events as (event name, data) pairs; multi-line data is joined with newlines.
 
@@ -356,7 +356,7 @@ async def sse_events(
     event = ""
     data: list[str] = []
     size = 0
-    async for line in stream_lines(resp, guard):
+    async for line in stream_lines(resp, limits):
         if not line:
             if data:
                 yield event, "\n".join(data)
@@ -370,7 +370,7 @@ async def sse_events(
         if field == "data":
             size += len(value) + 1
             if size > MAX_STREAM_LINE_BYTES:
-                raise _line_too_large(guard)
+                raise _line_too_large(limits)
             data.append(value)
         elif field == "event":
             event = value
@@ -490,9 +490,9 @@ class HttpModel:
         raise NotImplementedError
 
     async def read_stream(
-        self, resp: httpx.Response, on_text: TextCallback | None, guard: StreamGuard
+        self, resp: httpx.Response, on_text: TextCallback | None, limits: ResponseLimits
     ) -> ModelResponse:
-        """Read a streamed answer; report content and progress to `guard` as it comes."""
+        """Read a streamed answer; report content and progress to `limits` as it comes."""
         raise NotImplementedError
 
     # --- shared ---
@@ -511,32 +511,32 @@ class HttpModel:
         self, messages: list[Message], tools: list[ToolDefinition], on_text: TextCallback | None
     ) -> ModelResponse:
         body = self.request_body(messages, tools)
-        guard = StreamGuard(self)
+        limits = ResponseLimits(self)
         try:
             async with self._open(self.endpoint(), body, self.request_headers()) as resp:
                 if not self.stream:
-                    response = self.parse_body(await self._read_body(resp, guard))
-                    guard.count_response(response)
+                    response = self.parse_body(await self._read_body(resp, limits))
+                    limits.count_response(response)
                     return response
-                guard.arm()
-                return await self.read_stream(resp, on_text, guard)
+                limits.arm()
+                return await self.read_stream(resp, on_text, limits)
         except asyncio.CancelledError:
-            if not guard.expired:
+            if not limits.expired:
                 raise
             # Our own idle timer cancelled the read, not the caller: a timeout, not a cancel.
             task = asyncio.current_task()
             if task is not None and hasattr(task, "uncancel"):
                 task.uncancel()
-            raise guard.idle_error() from None
+            raise limits.idle_error() from None
         finally:
-            guard.disarm()
+            limits.disarm()
 
-    async def _read_body(self, resp: httpx.Response, guard: StreamGuard) -> bytes:
+    async def _read_body(self, resp: httpx.Response, limits: ResponseLimits) -> bytes:
         data = bytearray()
         async for chunk in resp.aiter_bytes():
             data += chunk
             if len(data) > MAX_RESPONSE_BODY_BYTES:
-                raise guard.too_large(
+                raise limits.too_large(
                     f"the response body passed the {_mib(MAX_RESPONSE_BODY_BYTES)} limit; stopped reading it"
                 )
         return bytes(data)

@@ -11,7 +11,7 @@ import httpx
 from lich_core.providers.base import TextCallback
 from lich_core.providers.http import (
     HttpModel,
-    StreamGuard,
+    ResponseLimits,
     TextBuffer,
     function_tools,
     parse_tool_arguments,
@@ -75,10 +75,10 @@ class OllamaModel(HttpModel):
         return self._final(answer)
 
     async def read_stream(
-        self, resp: httpx.Response, on_text: TextCallback | None, guard: StreamGuard
+        self, resp: httpx.Response, on_text: TextCallback | None, limits: ResponseLimits
     ) -> ModelResponse:
         answer = _Answer()
-        async for line in stream_lines(resp, guard):
+        async for line in stream_lines(resp, limits):
             # After the done line only drain the body, so the connection goes back to the pool.
             # Blank lines (keepalives) are not progress.
             if not line.strip() or answer.done:
@@ -87,14 +87,14 @@ class OllamaModel(HttpModel):
             message = _message(chunk)
             piece = message.get("content")
             if piece:
-                guard.content(str(piece))
+                limits.content(str(piece))
             if message.get("tool_calls"):
-                guard.content(json.dumps(message["tool_calls"], ensure_ascii=False))
+                limits.content(json.dumps(message["tool_calls"], ensure_ascii=False))
             if message.get("thinking"):
-                guard.content(str(message["thinking"]))  # reasoning: progress, counted
+                limits.content(str(message["thinking"]))  # reasoning: progress, counted
             answer.add(chunk)
             if answer.done:
-                guard.finish()
+                limits.finish()
             if piece and on_text is not None:
                 on_text(str(piece))
         return self._final(answer)

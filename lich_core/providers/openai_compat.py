@@ -11,7 +11,7 @@ import httpx
 from lich_core.providers.base import TextCallback
 from lich_core.providers.http import (
     HttpModel,
-    StreamGuard,
+    ResponseLimits,
     TextBuffer,
     function_tools,
     parse_tool_arguments,
@@ -128,7 +128,7 @@ class OpenAICompatModel(HttpModel):
         )
 
     async def read_stream(
-        self, resp: httpx.Response, on_text: TextCallback | None, guard: StreamGuard
+        self, resp: httpx.Response, on_text: TextCallback | None, limits: ResponseLimits
     ) -> ModelResponse:
         text = TextBuffer()
         pending: dict[int, _PendingCall] = {}
@@ -138,7 +138,7 @@ class OpenAICompatModel(HttpModel):
         model = self.model
         events = 0
         stray: list[str] = []
-        async for _event, data in sse_events(resp, stray, guard=guard):
+        async for _event, data in sse_events(resp, stray, limits=limits):
             # Reading on to the end of the body (rather than breaking out) returns the
             # connection to the pool instead of closing it.
             if done:
@@ -146,7 +146,7 @@ class OpenAICompatModel(HttpModel):
             events += 1
             if data == "[DONE]":
                 done = True
-                guard.finish()
+                limits.finish()
                 continue
             chunk = self.parse_json(data, "stream chunk")
             if not isinstance(chunk, dict):
@@ -155,26 +155,26 @@ class OpenAICompatModel(HttpModel):
                 raise self.error_in_body(chunk)
             if chunk.get("usage"):
                 usage = _usage(chunk["usage"])
-                guard.progress()
+                limits.progress()
             model = chunk.get("model") or model
             for choice in chunk.get("choices") or []:
                 delta = choice.get("delta") or {}
                 piece = delta.get("content")
                 if piece and isinstance(piece, str):
-                    guard.content(piece)
+                    limits.content(piece)
                     text.add(piece)
                     if on_text is not None:
                         on_text(piece)
                 for field_name in REASONING_FIELDS:
                     thought = delta.get(field_name)
                     if thought and isinstance(thought, str):
-                        guard.content(thought)
+                        limits.content(thought)
                 for call_delta in delta.get("tool_calls") or []:
-                    _count_call_delta(guard, call_delta)
+                    _count_call_delta(limits, call_delta)
                     _merge_call_delta(pending, call_delta)
                 if choice.get("finish_reason"):
                     finish = choice["finish_reason"]
-                    guard.progress()
+                    limits.progress()
         if not done and finish is None:
             raise self.cut_short(events, stray)
         calls = []
@@ -199,7 +199,7 @@ class OpenAICompatModel(HttpModel):
         )
 
 
-def _count_call_delta(guard: StreamGuard, delta: Any) -> None:
+def _count_call_delta(limits: ResponseLimits, delta: Any) -> None:
     """A tool-call fragment is content too: its name and argument pieces count against the cap."""
     if not isinstance(delta, dict):
         return
@@ -211,7 +211,7 @@ def _count_call_delta(guard: StreamGuard, delta: Any) -> None:
         arguments = json.dumps(arguments)
     piece = (function.get("name") or "") + (arguments if isinstance(arguments, str) else "")
     if piece or delta.get("id"):
-        guard.content(piece)
+        limits.content(piece)
 
 
 def _merge_call_delta(pending: dict[int, _PendingCall], delta: dict[str, Any]) -> None:

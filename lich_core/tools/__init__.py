@@ -1,4 +1,4 @@
-"""Tool runtime: contract (types), guards, executor, registry, capability gates, builtins."""
+"""Tool runtime: contract (types), safety helpers (guard.py), executor, registry, capability gates, builtins."""
 
 from lich_core.tools.types import Tool, ToolContext
 from lich_core.vocabulary import CancelToken, ToolDefinition, ToolResult

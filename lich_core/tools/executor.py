@@ -1,6 +1,6 @@
 """ToolExecutor: runs one tool call and never throws.
 
-Order of checks: unknown tool → already cancelled → capability gate → call guards (approvals)
+Order of checks: unknown tool → already cancelled → capability gate → call checks (approvals)
 → run under a deadline merged with the caller's cancellation → clamp output.
 """
 
@@ -23,6 +23,7 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import (
+    DEFAULT_TERMINAL_TIMEOUT_MS,
     Tool,
     ToolContext,
     tool_capability,
@@ -33,11 +34,9 @@ from lich_core.vocabulary import CancelToken, ToolResult, format_tool_result
 
 DEFAULT_TOOL_TIMEOUT_MS = 30_000
 TERMINAL_TOOL_TIMEOUT_MS = 300_000
-RUN_TESTS_TOOL_TIMEOUT_MS = 600_000
-MCP_TOOL_TIMEOUT_MS = 120_000
 
-# A guard inspects a call before it runs and returns an error string to refuse it (approvals).
-CallGuard = Callable[[Tool, dict[str, Any], ToolContext], Awaitable[str | None]]
+# A call check inspects a call before it runs and returns an error string to refuse it (approvals).
+CallCheck = Callable[[Tool, dict[str, Any], ToolContext], Awaitable[str | None]]
 
 
 class ToolExecutor:
@@ -49,17 +48,24 @@ class ToolExecutor:
         work_dir: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         settings: Mapping[str, Any] | None = None,
-        guards: Sequence[CallGuard] = (),
+        call_checks: Sequence[CallCheck] = (),
+        terminal_timeout_ms: int = DEFAULT_TERMINAL_TIMEOUT_MS,
     ) -> None:
         self.registry = registry
         self.gate = gate or CapabilityGate()
         self.work_dir = Path(work_dir or os.getcwd())
         self.env = dict(env or {})
         self.settings = settings or {}
-        self.guards = list(guards)
+        self.call_checks = list(call_checks)
+        self.terminal_timeout_ms = terminal_timeout_ms
 
     def default_context(self) -> ToolContext:
-        return ToolContext(work_dir=self.work_dir, env=dict(self.env), settings=self.settings)
+        return ToolContext(
+            work_dir=self.work_dir,
+            env=dict(self.env),
+            settings=self.settings,
+            terminal_timeout_ms=self.terminal_timeout_ms,
+        )
 
     async def execute(
         self, name: str, args: dict[str, Any] | None, ctx: ToolContext | None = None
@@ -76,13 +82,13 @@ class ToolExecutor:
         if not isinstance(args, dict):
             args = {}
         try:
-            for guard in self.guards:
-                refusal = await guard(tool, args, ctx)
+            for check in self.call_checks:
+                refusal = await check(tool, args, ctx)
                 if refusal:
                     return error_result(refusal)
         except asyncio.CancelledError:
             raise
-        except Exception as err:  # noqa: BLE001 - a broken guard refuses, it never crashes
+        except Exception as err:  # noqa: BLE001 - a broken call check refuses, it never crashes
             return error_result(f"guard_error: {err}")
         if ctx.cancel.cancelled:
             return error_result("cancelled")
@@ -95,7 +101,7 @@ class ToolExecutor:
         async def run(token: CancelToken) -> ToolResult:
             # The tool sees one token: cancelled by the caller's token or by the deadline.
             try:
-                result = await tool.execute(args, _with_token(ctx, token))
+                result = await tool.execute(args, ctx.with_cancel(token))
             except Exception as err:  # noqa: BLE001 - never throw
                 return error_result("cancelled") if token.cancelled else error_result(err)
             return _shape(result, token, max_output_chars)
@@ -109,13 +115,6 @@ class ToolExecutor:
     def format_result(result: ToolResult) -> str:
         """Tool-message content: raw output on success, JSON on error (`vocabulary.format_tool_result`)."""
         return format_tool_result(result)
-
-
-def _with_token(ctx: ToolContext, token: CancelToken) -> ToolContext:
-    clone = object.__new__(ToolContext)
-    clone.__dict__.update(ctx.__dict__)
-    clone.cancel = token
-    return clone
 
 
 def _shape(result: Any, token: CancelToken, max_output_chars: int) -> ToolResult:

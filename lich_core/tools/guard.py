@@ -22,6 +22,8 @@ CANCEL_GRACE_MS = 5_000
 
 # Directories no walk descends into (list_dir, find_files, grep_files).
 SKIP_DIRS = frozenset({"node_modules", ".git", "dist", ".lich", ".cursor", "__pycache__", ".venv"})
+# Directory entries one walk may visit before it stops and says so (find_files, grep_files; kli's bound).
+MAX_WALK_ENTRIES = 100_000
 
 # .lich/ holds the agent's own config and approvals; tools may only write notes and plugins there.
 LICH_DIR = ".lich"

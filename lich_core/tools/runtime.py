@@ -10,9 +10,9 @@ from typing import Any
 
 from lich_core.tools.builtin import register_builtin_tools
 from lich_core.tools.capabilities import CapabilityGate
-from lich_core.tools.executor import CallGuard, ToolExecutor
+from lich_core.tools.executor import CallCheck, ToolExecutor
 from lich_core.tools.registry import ToolRegistry
-from lich_core.tools.types import ToolContext, tool_capability
+from lich_core.tools.types import DEFAULT_TERMINAL_TIMEOUT_MS, ToolContext, tool_capability
 
 # Provider credentials never reach tool child processes (terminal, tests): the well-known names,
 # anything ending like an API key, and every variable a provider entry names in `api_key_env`
@@ -90,7 +90,7 @@ def build_tool_runtime(
     config: Mapping[str, Any],
     *,
     env: Mapping[str, str] | None = None,
-    guards: Sequence[CallGuard] = (),
+    call_checks: Sequence[CallCheck] = (),
     load_plugins: bool = True,
 ) -> ToolRuntime:
     """Builtins filtered by tools_enabled, then plugin tools (registered after the filter)."""
@@ -98,14 +98,14 @@ def build_tool_runtime(
     base = register_builtin_tools(ToolRegistry())
     registry = base.filtered(config.get("tools_enabled", "all"))
     tool_env = scrubbed_env(os.environ if env is None else env, configured_key_env_names(config))
-    tool_env["LICH_TERMINAL_TIMEOUT_MS"] = str(config.get("terminal_timeout_ms", 60_000))
     executor = ToolExecutor(
         registry,
         gate=CapabilityGate(config.get("capabilities")),
         work_dir=work_dir,
         env=tool_env,
         settings=config,
-        guards=guards,
+        call_checks=call_checks,
+        terminal_timeout_ms=config.get("terminal_timeout_ms", DEFAULT_TERMINAL_TIMEOUT_MS),
     )
     runtime = ToolRuntime(base_registry=base, registry=registry, executor=executor, config=config)
     if load_plugins and config.get("plugins"):

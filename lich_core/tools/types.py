@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAPABILITIES",
+    "DEFAULT_TERMINAL_TIMEOUT_MS",
     "CancelToken",
     "FunctionTool",
     "JsonSchemaObject",
@@ -35,6 +36,9 @@ __all__ = [
 
 # Capability names a tool may declare (kli's gates plus lich's network tools).
 CAPABILITIES = ("file/read", "file/write", "file/edit", "process/exec", "image/eval", "net/fetch")
+# The terminal tool's default command timeout: config's `terminal_timeout_ms` default and a
+# context's when nothing configures it (a direct call).
+DEFAULT_TERMINAL_TIMEOUT_MS = 60_000
 
 
 @dataclass
@@ -48,6 +52,9 @@ class ToolContext:
     read_state: ReadState | None = None
     # Label for edits made during this call ("lich: <task title>" in the editor).
     edit_label: str = "lich"
+    # How long a terminal command may run when the call gives no `timeout_ms` (config's
+    # terminal_timeout_ms, which the runtime passes through the executor).
+    terminal_timeout_ms: int = DEFAULT_TERMINAL_TIMEOUT_MS
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir).resolve()
@@ -59,6 +66,19 @@ class ToolContext:
             from lich_core.hashline.read_state import ReadState
 
             self.read_state = ReadState()
+
+    def with_cancel(self, cancel: CancelToken) -> ToolContext:
+        """This context with another cancellation token (the executor's per-call token).
+
+        A shallow copy, every other field shared, made without running __post_init__ again: its
+        work is done (work_dir resolved, workspace and read state set). dataclasses.replace would
+        resolve work_dir, a file-system call, on every tool call, and copy.copy costs several µs
+        more per call (bench: executor overhead); this is what copy.copy does, directly.
+        """
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.cancel = cancel
+        return clone
 
 
 @runtime_checkable

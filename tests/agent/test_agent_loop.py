@@ -120,6 +120,7 @@ async def test_context_is_appended_and_tool_context_carries_run_settings(tmp_pat
     read_state = ReadState()
     model = ScriptedModel(tools_turn(call("echo", {"text": "x"})), Turn(text="done"))
     agent = build(tmp_path, tools, model)
+    agent.runtime.executor.terminal_timeout_ms = 1234  # what build_tool_runtime sets from the config
     await agent.run(
         "fix it", context="def f(): pass\nE: missing return", workspace=workspace, read_state=read_state,
         edit_label="lich: fix it",
@@ -131,6 +132,7 @@ async def test_context_is_appended_and_tool_context_carries_run_settings(tmp_pat
     assert ctx.workspace is workspace
     assert ctx.read_state is read_state
     assert ctx.edit_label == "lich: fix it"
+    assert ctx.terminal_timeout_ms == 1234
     assert model.cancel_seen[0] is not None
 
 

@@ -14,8 +14,6 @@ from lich_core.tools import executor as executor_module
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.executor import (
     DEFAULT_TOOL_TIMEOUT_MS,
-    MCP_TOOL_TIMEOUT_MS,
-    RUN_TESTS_TOOL_TIMEOUT_MS,
     TERMINAL_TOOL_TIMEOUT_MS,
     ToolExecutor,
 )
@@ -58,8 +56,6 @@ def ctx(tmp_path: Path) -> ToolContext:
 def test_timeout_constants_follow_the_seed() -> None:
     assert DEFAULT_TOOL_TIMEOUT_MS == 30_000
     assert TERMINAL_TOOL_TIMEOUT_MS == 300_000
-    assert RUN_TESTS_TOOL_TIMEOUT_MS == 600_000
-    assert MCP_TOOL_TIMEOUT_MS == 120_000
 
 
 async def test_unknown_tool_is_an_error_result(ctx: ToolContext) -> None:
@@ -73,8 +69,10 @@ async def test_success_passes_args_and_context(ctx: ToolContext) -> None:
     assert result.ok and result.output == "hi"
     assert calls.args == [{"text": "hi"}]
     assert calls.contexts[0].work_dir == ctx.work_dir
-    # The tool gets its own cancellation token, not the caller's.
-    assert calls.contexts[0].cancel is not ctx.cancel
+    # The tool gets its own cancellation token, not the caller's; everything else is shared.
+    seen = calls.contexts[0]
+    assert seen.cancel is not ctx.cancel
+    assert seen.workspace is ctx.workspace and seen.read_state is ctx.read_state and seen.env is ctx.env
 
 
 async def test_non_dict_args_become_empty(ctx: ToolContext) -> None:
@@ -136,7 +134,7 @@ async def test_guards_can_refuse_and_see_the_call(ctx: ToolContext) -> None:
         seen.append((tool.name, args))
         return "blocked_by_plugin: no secrets" if args.get("text") == "secret" else None
 
-    executor = executor_with(echo_tool(calls), guards=[deny_secret])
+    executor = executor_with(echo_tool(calls), call_checks=[deny_secret])
     refused = await executor.execute("echo", {"text": "secret"}, ctx)
     assert refused.ok is False and refused.error == "blocked_by_plugin: no secrets"
     assert calls.args == []
@@ -151,7 +149,7 @@ async def test_a_broken_guard_refuses_instead_of_crashing(ctx: ToolContext) -> N
     async def broken(tool, args, call_ctx) -> str | None:
         raise RuntimeError("guard blew up")
 
-    result = await executor_with(echo_tool(calls), guards=[broken]).execute("echo", {}, ctx)
+    result = await executor_with(echo_tool(calls), call_checks=[broken]).execute("echo", {}, ctx)
     assert result.ok is False and result.error == "guard_error: guard blew up"
     assert calls.args == []
 
@@ -163,7 +161,7 @@ async def test_cancel_during_guard_runs_nothing(ctx: ToolContext) -> None:
         call_ctx.cancel.cancel()  # the user hit cancel while an approval prompt was open
         return None
 
-    result = await executor_with(echo_tool(calls), guards=[cancel_then_allow]).execute("echo", {}, ctx)
+    result = await executor_with(echo_tool(calls), call_checks=[cancel_then_allow]).execute("echo", {}, ctx)
     assert result.error == "cancelled" and calls.args == []
 
 

@@ -13,6 +13,9 @@ Rules (see DESIGN.md "Layers and data flow" and lich_core/vocabulary.py):
   imported (directly or through another module); the runtime imports plugins, so that would be a
   cycle. Imports inside functions or under `if TYPE_CHECKING:` are fine.
 - lich_core's packages form no import cycle at import time.
+- A builtin tool module (`lich_core.tools.builtin.<tool>`) never imports another one (lazily or
+  not): adding a tool is adding a file. What tools share lives outside the per-tool files
+  (`lich_core.tools.*`) or in a helper module whose name starts with `_` (`_grep_engine`).
 - Code in lich_core and lich_lsp imports the vocabulary's names from `lich_core.vocabulary`, not
   from a module that merely re-exports them (`lich_core.agent.messages`, `lich_core.tools.types`,
   `lich_core.workspace`, ...); those re-exports are for tests and plugins.
@@ -39,6 +42,7 @@ ERRORS = "lich_core.errors"
 EDITOR_LAYER = ("lich_lsp", "pygls", "lsprotocol")
 # What plugins must not load at import time (the runtime imports plugins).
 PLUGIN_FORBIDDEN = ("lich_core.tools.executor", "lich_core.tools.runtime")
+BUILTIN_TOOLS = "lich_core.tools.builtin"
 STDLIB = frozenset(sys.stdlib_module_names)
 
 
@@ -293,6 +297,27 @@ def core_packages_form_no_cycle(modules: Mapping[str, Module]) -> list[str]:
     return problems
 
 
+def _builtin_tool(name: str) -> str | None:
+    """The tool a module `lich_core.tools.builtin.<tool>` holds (None: not a tool module; shared
+    helpers start with `_`)."""
+    prefix = BUILTIN_TOOLS + "."
+    if not name.startswith(prefix):
+        return None
+    tool = name[len(prefix) :].split(".")[0]
+    return None if tool.startswith("_") else tool
+
+
+def builtin_tools_do_not_import_each_other(modules: Mapping[str, Module]) -> list[str]:
+    return [
+        f"{imp.where()} imports {imp.target}: a builtin tool never imports another one; move what "
+        f"they share out of the tool's file (lich_core.tools.*, or a builtin `_helper` module)"
+        for module in modules.values()
+        if (tool := _builtin_tool(module.name)) is not None
+        for imp in module.imports
+        if (other := _builtin_tool(imp.target)) is not None and other != tool
+    ]
+
+
 def vocabulary_imported_from_its_home(modules: Mapping[str, Module]) -> list[str]:
     # Names each module only re-exports from the vocabulary (bound name -> original name).
     reexports: dict[str, dict[str, str]] = {
@@ -322,6 +347,7 @@ RULES: dict[str, Callable[[Mapping[str, Module]], list[str]]] = {
     "hashline_imports_only_vocabulary": hashline_imports_only_vocabulary,
     "plugins_do_not_load_executor": plugins_do_not_load_executor,
     "core_packages_form_no_cycle": core_packages_form_no_cycle,
+    "builtin_tools_do_not_import_each_other": builtin_tools_do_not_import_each_other,
     "vocabulary_imported_from_its_home": vocabulary_imported_from_its_home,
 }
 
@@ -365,10 +391,15 @@ BREAKS = [
     ("plugins_do_not_load_executor", "lich_core/plugins/zz_bad.py",
      "from lich_core.tools.executor import ToolExecutor\n", "lich_core.tools.executor"),
     ("plugins_do_not_load_executor", "lich_core/plugins/zz_bad.py",
-     "from lich_core.tools.builtin.terminal import tool_process_env\n",
+     "from lich_core.tools.builtin.terminal import TOOL\n",
      "lich_core/tools/builtin/terminal.py"),
     ("core_packages_form_no_cycle", "lich_core/providers/zz_bad.py",
      "from lich_core.agent.loop import Agent\n", "lich_core.agent -> lich_core.providers"),
+    ("builtin_tools_do_not_import_each_other", "lich_core/tools/builtin/zz_bad.py",
+     "from lich_core.tools.builtin.read_file import MAX_OUTPUT_CHARS\n", "lich_core.tools.builtin.read_file"),
+    ("builtin_tools_do_not_import_each_other", "lich_core/tools/builtin/zz_bad.py",
+     "from lich_core.tools.builtin import _grep_engine\ndef f():\n    from . import terminal\n",
+     "lich_core.tools.builtin.terminal"),
     ("vocabulary_imported_from_its_home", "lich_lsp/zz_bad.py",
      "from lich_core.workspace import FileChange, LineReplacement\n", "LineReplacement"),
     ("vocabulary_imported_from_its_home", "lich_core/agent/zz_bad.py",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import tempfile
 import time
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lich_core.hashline.anchors import line_hash, render_rows, split_lines
+from lich_core.hashline.read_state import ReadState
 from lich_core.tools.builtin.apply_patch import TOOL as APPLY_PATCH
 from lich_core.tools.builtin.grep_files import TOOL as GREP_FILES
 from lich_core.tools.builtin.grep_files import find_rg
@@ -63,7 +65,6 @@ async def test_read_file_rows_ranges_and_read_state(tmp_path):
     assert await read(ctx, "a.txt", start=2, end=99) == f"2:{line_hash('two')}|two\n3:{line_hash('three')}|three"
     assert await read(ctx, "a.txt", start=2, end=2, raw=True) == "two"
     assert ctx.read_state.has_read(path)
-    assert ctx.read_state.seen_rows(path) == {1: line_hash("one"), 2: line_hash("two"), 3: line_hash("three")}
 
 
 async def test_read_file_errors(tmp_path):
@@ -211,7 +212,7 @@ async def test_grep_context_and_separators(tmp_path, engine):
     assert result.output.splitlines()[:9] == [
         "f.txt", row(1, " "), row(2, "*"), row(3, "*"), row(4, " "), "--", row(8, " "), row(9, "*"), row(10, " ")
     ]
-    assert ctx.read_state.seen_rows(tmp_path / "f.txt") == {n: line_hash(lines[n - 1]) for n in (1, 2, 3, 4, 8, 9, 10)}
+    assert ctx.read_state.has_read(tmp_path / "f.txt")
 
 
 async def test_grep_globs(tmp_path, engine):
@@ -609,8 +610,6 @@ def test_any_invalid_patch_leaves_every_file_byte_identical(lines, data):
 
 
 async def test_read_state_survives_a_save_and_load_between_invocations(tmp_path):
-    from lich_core.hashline.read_state import ReadState
-
     path = write(tmp_path, "f.lisp", LISP)
     state_file = tmp_path / "state" / "read_state.json"
     first = make_ctx(tmp_path)
@@ -626,7 +625,18 @@ async def test_read_state_survives_a_save_and_load_between_invocations(tmp_path)
     accepted = await APPLY_PATCH.execute({"accept_repair": result.details["candidate"], "path": "f.lisp"}, third)
     assert accepted.ok, accepted.error
     assert path.read_text() == LISP + "(defun h ()\n  3)\n"
-    assert ReadState.load(tmp_path / "missing.json").to_json() == {"seen": {}, "repair_candidates": {}}
+    assert not ReadState.load(tmp_path / "missing.json").has_read(path)
+
+
+def test_read_state_loads_the_older_file_format(tmp_path):
+    # Files saved before the rows were dropped map each path to its {line: hash} rows.
+    state_file = tmp_path / "read_state.json"
+    state_file.write_text(json.dumps({"seen": {str(tmp_path / "a.txt"): {"1": "c5"}}, "repair_candidates": {"x": {}}}))
+    loaded = ReadState.load(state_file)
+    assert loaded.has_read(tmp_path / "a.txt") and not loaded.has_read(tmp_path / "b.txt")
+    assert loaded.repair_candidates == {"x": {}}
+    loaded.save(state_file)
+    assert ReadState.load(state_file).has_read(tmp_path / "a.txt")
 
 
 async def test_a_two_mib_file_reads_searches_and_patches(tmp_path, engine):

@@ -114,11 +114,11 @@ class _Body:
 
 
 async def test_stream_lines_split_like_sse_wherever_the_chunks_break() -> None:
-    from lich_core.providers.http import StreamGuard, stream_lines
+    from lich_core.providers.http import ResponseLimits, stream_lines
 
-    guard = StreamGuard(make_model("openai_compat", _NoServer()))
+    limits = ResponseLimits(make_model("openai_compat", _NoServer()))
     body = _Body(b"data: a\r", b"\ndata: b\rdata: c\n", b"\n", b"da", b"ta: \xc3", b"\xa9\r\n", b"tail")
-    lines = [line async for line in stream_lines(body, guard)]  # type: ignore[arg-type]
+    lines = [line async for line in stream_lines(body, limits)]  # type: ignore[arg-type]
     assert lines == ["data: a", "data: b", "data: c", "", "data: é", "tail"]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from lich_core.config import KEYS
 from lich_core.tools.builtin import terminal
 from lich_core.tools.builtin.terminal import (
     MAX_COMMAND_TIMEOUT_MS,
@@ -24,7 +25,7 @@ from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.executor import TERMINAL_TOOL_TIMEOUT_MS, ToolExecutor
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.runtime import build_tool_runtime
-from lich_core.tools.types import ToolContext
+from lich_core.tools.types import DEFAULT_TERMINAL_TIMEOUT_MS, ToolContext
 
 # The capped text plus the truncation note and the `[exit N]` line.
 MAX_RESULT_CHARS = TERMINAL_MAX_OUTPUT_CHARS + 200
@@ -162,25 +163,25 @@ async def test_timeout_kills_the_whole_group_and_keeps_partial_output(tmp_path: 
         assert await wait_dead(pid), f"pid {pid} survived the timeout"
 
 
-async def test_default_timeout_comes_from_env_then_settings(tmp_path: Path) -> None:
-    env_ctx = make_ctx(tmp_path)
-    env_ctx.env["LICH_TERMINAL_TIMEOUT_MS"] = "400"
-    result = await TOOL.execute({"command": "sleep 20"}, env_ctx)
+async def test_default_timeout_comes_from_the_context(tmp_path: Path) -> None:
+    result = await TOOL.execute({"command": "sleep 20"}, make_ctx(tmp_path, terminal_timeout_ms=400))
     assert result.error == "timeout: command exceeded 400 ms"
 
-    settings_ctx = make_ctx(tmp_path, settings={"terminal_timeout_ms": 450})
-    result = await TOOL.execute({"command": "sleep 20"}, settings_ctx)
-    assert result.error == "timeout: command exceeded 450 ms"
+
+def test_the_runtime_passes_the_configured_timeout_as_data(tmp_path: Path) -> None:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    runtime = build_tool_runtime({"work_dir": str(tmp_path), "terminal_timeout_ms": 450}, env=env, load_plugins=False)
+    ctx = runtime.context()
+    assert ctx.terminal_timeout_ms == 450
+    assert ctx.env == env  # nothing is smuggled through the child's environment
+    default = build_tool_runtime({"work_dir": str(tmp_path)}, env=env, load_plugins=False).context()
+    assert default.terminal_timeout_ms == DEFAULT_TERMINAL_TIMEOUT_MS == KEYS["terminal_timeout_ms"].default
 
 
 def test_timeouts_are_clamped(tmp_path: Path) -> None:
     assert default_command_timeout_ms(make_ctx(tmp_path)) == 60_000
-    huge = make_ctx(tmp_path)
-    huge.env["LICH_TERMINAL_TIMEOUT_MS"] = "999999999"
-    assert default_command_timeout_ms(huge) == MAX_COMMAND_TIMEOUT_MS
-    junk = make_ctx(tmp_path, settings={"terminal_timeout_ms": 1234})
-    junk.env["LICH_TERMINAL_TIMEOUT_MS"] = "soon"
-    assert default_command_timeout_ms(junk) == 1234
+    assert default_command_timeout_ms(make_ctx(tmp_path, terminal_timeout_ms=999_999_999)) == MAX_COMMAND_TIMEOUT_MS
+    assert default_command_timeout_ms(make_ctx(tmp_path, terminal_timeout_ms=0)) == 1
     assert TOOL.timeout_ms == TERMINAL_TOOL_TIMEOUT_MS == 300_000
 
 

@@ -30,11 +30,10 @@ from lich_core.hashline.edit import (
     edit_from_texts,
     plan_edits,
     render_edit_result,
-    shown_rows,
 )
 from lich_core.hashline.lisp import RepairOutcome, dialect_for, is_lisp_path, repair
 from lich_core.hashline.patch import parse_patch
-from lich_core.tools.builtin.read_file import overlay_set
+from lich_core.tools.file_text import overlay_set
 from lich_core.tools.guard import (
     capture_errors,
     optional_string_arg,
@@ -96,12 +95,11 @@ def _targets(ctx: ToolContext, patch_text: str) -> tuple[list[Path], list[FileTa
     return list(by_path), list(by_path.values())
 
 
-def _record_rows(ctx: ToolContext, planned: list[_PlannedFile]) -> None:
+def _record_read(ctx: ToolContext, planned: list[_PlannedFile]) -> None:
+    """The result shows rows of every edited file: the model has seen them."""
     assert ctx.read_state is not None
     for item in planned:
-        # Line numbers moved: keep only the fresh rows the result shows.
-        ctx.read_state.forget(item.path)
-        ctx.read_state.record(item.path, shown_rows(item.edit))
+        ctx.read_state.record(item.path)
 
 
 def _changes(planned: list[_PlannedFile]) -> list[FileChange]:
@@ -206,7 +204,7 @@ async def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
     assert ctx.workspace is not None
     await ctx.workspace.apply(_changes(planned), ctx.edit_label)
-    _record_rows(ctx, planned)
+    _record_read(ctx, planned)
     output = "\n\n".join(render_edit_result(item.edit) for item in planned)
     if notes:
         output += "\n\n" + "\n".join(notes)
@@ -257,7 +255,7 @@ async def _accept_repair(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         planned.append(_PlannedFile(file_path, edit_from_texts(display, current, new_text)))
     await ctx.workspace.apply(_changes(planned), ctx.edit_label)
     del ctx.read_state.repair_candidates[candidate_id]
-    _record_rows(ctx, planned)
+    _record_read(ctx, planned)
     output = "\n\n".join(render_edit_result(item.edit) for item in planned)
     return ToolResult(
         ok=True,

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError, ToolTimeoutError
-from lich_core.tools.builtin.terminal import kill_process_group, tool_process_env
 from lich_core.tools.guard import (
     capture_errors,
     optional_int_arg,
@@ -26,6 +25,8 @@ from lich_core.tools.guard import (
     resolve_safe_path,
     with_timeout,
 )
+from lich_core.tools.processes import kill_process_group, tool_process_env
+from lich_core.tools.sizes import human_size
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
 
@@ -41,15 +42,6 @@ class Row:
     name: str
     size_bytes: int | None  # None when it could not be measured
     problem: str = ""
-
-
-def human_size(size_bytes: int) -> str:
-    value = float(size_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 async def du_bytes(du: str, path: Path, env: dict[str, str]) -> tuple[int | None, str]:

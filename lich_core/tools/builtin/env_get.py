@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lich_core.tools.builtin.terminal import tool_process_env
 from lich_core.tools.guard import capture_errors, optional_bool_arg, optional_string_arg
+from lich_core.tools.processes import tool_process_env
 from lich_core.tools.secrets import SECRET_VALUE_RE, is_secret_name, mask_url_credentials
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult

@@ -25,6 +25,7 @@ from typing import Any
 
 from lich_core.errors import ToolCancelledError, ToolError
 from lich_core.tools.guard import (
+    MAX_WALK_ENTRIES,
     SKIP_DIRS,
     capture_errors,
     require_string_arg,
@@ -34,7 +35,6 @@ from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
 
 MAX_FIND_RESULTS = 1000
-MAX_WALK_ENTRIES = 100_000
 MAX_WALK_MS = 10_000
 # How many entries between deadline / cancellation checks (a clock read per entry is measurable).
 CHECK_EVERY_ENTRIES = 2048

@@ -37,10 +37,10 @@ from typing import Any
 from lich_core.errors import ToolError
 from lich_core.hashline.anchors import HEX_BYTE, line_hash_values, split_lines
 from lich_core.tools.builtin import _grep_engine
-from lich_core.tools.builtin.find_files import MAX_WALK_ENTRIES
-from lich_core.tools.builtin.read_file import MAX_FILE_BYTES, overlay_set
+from lich_core.tools.file_text import MAX_FILE_BYTES, overlay_set
 from lich_core.tools.guard import (
     LICH_DIR,
+    MAX_WALK_ENTRIES,
     SKIP_DIRS,
     capture_errors,
     check_file_access,
@@ -385,11 +385,11 @@ def _readable(ctx: ToolContext, path: Path) -> bool:
 
 def _render_file(
     rel: str, lines: list[str], matches: list[int], context: int, room: int
-) -> tuple[list[str], dict[int, str], int]:
-    """(output lines, {line: hash} shown, match rows shown) for one file within `room` match rows."""
+) -> tuple[list[str], int]:
+    """(output lines, match rows shown) for one file within `room` match rows."""
     matches = sorted({number for number in matches if 1 <= number <= len(lines)})[:room]
     if not matches:
-        return [], {}, 0
+        return [], 0
     wanted: set[int] = set()
     for number in matches:
         wanted.update(range(max(1, number - context), min(len(lines), number + context) + 1))
@@ -404,8 +404,7 @@ def _render_file(
         marker = "*" if number in match_set else " "
         out.append(f"{marker}{number}:{HEX_BYTE[value]}|{lines[number - 1]}")
         previous = number
-    shown = {number: HEX_BYTE[value] for number, value in zip(numbers, values, strict=True)}
-    return out, shown, len(matches)
+    return out, len(matches)
 
 
 def _count(number: int, noun: str) -> str:
@@ -463,14 +462,14 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             if text is not None:
                 hits.binary += 1
             continue
-        rendered, shown, used = _render_file(display, split_lines(text), matches, context, max_rows - rows_shown)
+        rendered, used = _render_file(display, split_lines(text), matches, context, max_rows - rows_shown)
         if not used:
             continue
         hidden_rows += len(set(matches)) - used
         if output:
             output.append("")
         output.extend(rendered)
-        ctx.read_state.record(absolute, shown)
+        ctx.read_state.record(absolute)
         files_shown += 1
         rows_shown += used
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from lich_core.errors import ToolError
-from lich_core.tools.builtin.disk_usage import human_size
 from lich_core.tools.guard import (
     SKIP_DIRS,
     capture_errors,
@@ -16,6 +15,7 @@ from lich_core.tools.guard import (
     relative_to_root,
     resolve_file_for,
 )
+from lich_core.tools.sizes import human_size
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
 

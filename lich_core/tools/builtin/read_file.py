@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
-from lich_core.hashline.anchors import HEX_BYTE, line_hash_values, render_rows, split_lines
+from lich_core.hashline.anchors import line_hash_values, render_rows, split_lines
+from lich_core.tools.file_text import MAX_FILE_BYTES, overlay_set
 from lich_core.tools.guard import (
     capture_errors,
     optional_bool_arg,
@@ -22,18 +23,13 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
-from lich_core.workspace import Workspace, encode_text
+from lich_core.workspace import encode_text
 
-MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_LINES_PER_READ = 1_000
 MAX_BYTES_PER_READ = 256 * 1024
 BINARY_SNIFF_BYTES = 8 * 1024
 # The executor's generic output clamp must not cut a read short of its own limits.
 MAX_OUTPUT_CHARS = MAX_BYTES_PER_READ + 4 * 1024
-
-
-def overlay_set(workspace: Workspace) -> set[Path]:
-    return {Path(os.path.normpath(os.path.abspath(path))) for path in workspace.overlay_paths()}
 
 
 def read_workspace_text(ctx: ToolContext, path: Path, rel: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
@@ -80,7 +76,7 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     count = len(lines)
     assert ctx.read_state is not None
     if count == 0:
-        ctx.read_state.record(path, {})
+        ctx.read_state.record(path)
         return ToolResult(ok=True, output="(empty file)", details={"path": rel, "lines": 0})
 
     start = optional_int_arg(args, "start", 1, low=1)
@@ -94,15 +90,17 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
     last = min(end, start + MAX_LINES_PER_READ - 1)
     shown = lines[start - 1 : last]
-    values = line_hash_values(shown, text=text if len(shown) == count else None)
     kept, omitted = _fit_bytes(shown, start, raw)
     last = start + kept - 1
-    shown, values = shown[:kept], values[:kept]
-    body = "\n".join(shown) if raw else render_rows(shown, start, values)
+    if raw:
+        body = "\n".join(shown[:kept])
+    else:
+        values = line_hash_values(shown, text=text if len(shown) == count else None)
+        body = render_rows(shown[:kept], start, values[:kept])
     if omitted:
         # The row's anchor stays valid: it hashes the whole line, only the display is cut.
         body = body[: len(body) - omitted] + f"\n(line {start} is cut here: {omitted} more characters)"
-    ctx.read_state.record(path, {start + index: HEX_BYTE[value] for index, value in enumerate(values)})
+    ctx.read_state.record(path)
     if last < end:
         body += f"\n(lines {start}-{last} of {count} shown; read on with start={last + 1})"
     return ToolResult(

@@ -24,7 +24,6 @@ import codecs
 import os
 import re
 import shlex
-import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,16 +41,13 @@ from lich_core.tools.guard import (
     resolve_safe_path,
     truncation_marker,
 )
+from lich_core.tools.processes import kill_process_group, tool_process_env
 from lich_core.tools.reaper import CallReaper
-from lich_core.tools.runtime import configured_key_env_names, scrubbed_env
-from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.tools.types import DEFAULT_TERMINAL_TIMEOUT_MS, FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
 
 TERMINAL_MAX_OUTPUT_CHARS = 50_000
-DEFAULT_COMMAND_TIMEOUT_MS = 60_000
 MAX_COMMAND_TIMEOUT_MS = 300_000
-TERMINAL_TIMEOUT_ENV = "LICH_TERMINAL_TIMEOUT_MS"
-TERMINAL_TIMEOUT_SETTING = "terminal_timeout_ms"
 # After the call's processes are killed, how long to keep reading for output already in the pipe.
 # Only a process that escaped both the group and the reaper can hold the pipe open past this.
 DRAIN_GRACE_MS = 2_000
@@ -294,31 +290,9 @@ def interactive_refusal(command: str) -> str | None:
 # --- settings ---
 
 
-def _parse_ms(value: Any) -> int | None:
-    try:
-        number = int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
-    return number if number > 0 else None
-
-
 def default_command_timeout_ms(ctx: ToolContext) -> int:
-    """Config's terminal_timeout_ms, as injected into the env by the runtime, else the setting."""
-    value = _parse_ms(ctx.env.get(TERMINAL_TIMEOUT_ENV))
-    if value is None:
-        value = _parse_ms(ctx.settings.get(TERMINAL_TIMEOUT_SETTING))
-    return min(value or DEFAULT_COMMAND_TIMEOUT_MS, MAX_COMMAND_TIMEOUT_MS)
-
-
-def tool_process_env(ctx: ToolContext) -> dict[str, str]:
-    """The environment a tool's child process gets.
-
-    An empty ctx.env is ToolContext's default, meaning "not configured" (a direct call), so the
-    server's own environment is used; either way provider API keys are removed: the well-known
-    names and every variable a configured provider reads its key from (`api_key_env` in
-    ctx.settings, which is the config when the call comes through the runtime).
-    """
-    return scrubbed_env(ctx.env or os.environ, configured_key_env_names(ctx.settings))
+    """The context's terminal_timeout_ms (config's, through the runtime), kept within 1..MAX."""
+    return max(1, min(ctx.terminal_timeout_ms, MAX_COMMAND_TIMEOUT_MS))
 
 
 # --- running ---
@@ -358,20 +332,6 @@ class _OutputSink(asyncio.SubprocessProtocol):
     def text(self) -> str:
         self._add(self.decoder.decode(b"", final=True))
         return "".join(self.parts)
-
-
-def kill_process_group(pgid: int) -> None:
-    """SIGKILL a whole process group (a child started with start_new_session=True).
-
-    Without process groups (Windows) only the process itself can be terminated.
-    """
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(pgid, signal.SIGKILL)
-        else:
-            os.kill(pgid, signal.SIGTERM)
-    except OSError:
-        pass  # the group is already gone (or not ours to signal)
 
 
 def _exit_status(returncode: int | None) -> int | None:
@@ -515,7 +475,8 @@ TOOL = FunctionTool(
         "Run a shell command with `bash -lc` in the work dir (or `directory`, inside it) and return "
         "its combined stdout and stderr followed by `[exit N]`. Succeeds only when the command exits "
         "with 0. Output is capped at 50,000 characters. The command is killed with all its child "
-        "processes when it runs past `timeout_ms` (default 60000, max 300000) or the call is "
+        f"processes when it runs past `timeout_ms` (default {DEFAULT_TERMINAL_TIMEOUT_MS}, max "
+        f"{MAX_COMMAND_TIMEOUT_MS}) or the call is "
         "cancelled; background jobs and daemons do not outlive the call. Interactive programs "
         "(editors, pagers, top, watch, ssh, tmux, ...) are refused, also behind wrappers such as "
         "`nice`, `timeout 5` or `sh -c`: there is no terminal. Use `input` for stdin."
