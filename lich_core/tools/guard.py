@@ -139,20 +139,23 @@ async def with_timeout(
     label: str,
     *,
     cancel: CancelToken | None = None,
-    grace_ms: int = CANCEL_GRACE_MS,
+    grace_ms: int | None = None,
 ) -> T:
     """Run `factory(token)` for at most `timeout_ms`: the deadline race every timed call uses.
 
     `token` is cancelled at the deadline and whenever `cancel` (the caller's token) is, so the
     work can stop what it started (kill a process group) as soon as either fires. The work then
-    gets `grace_ms` to finish cleaning up before it is abandoned. Raises ToolTimeoutError
+    gets `grace_ms` (default CANCEL_GRACE_MS, read at the call) to finish cleaning up before it
+    is abandoned. Raises ToolTimeoutError
     (`timeout: <label> exceeded <n>ms`) past the deadline and ToolCancelledError (`cancelled`)
     when `cancel` fired first. Cancelling the awaiting task cancels the token and the work too.
     Nothing outlives the call: the deadline timer and the link to `cancel` are always released.
     """
+    grace_ms = CANCEL_GRACE_MS if grace_ms is None else grace_ms
     token = cancel.child() if cancel is not None else CancelToken()
     work = asyncio.ensure_future(factory(token))
     cancel_wait = asyncio.ensure_future(token.wait())
+    abandoning = False
     try:
         done, _ = await asyncio.wait(
             {work, cancel_wait}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
@@ -163,13 +166,15 @@ async def with_timeout(
             return work.result()
         timed_out = not token.cancelled
         token.cancel("timeout" if timed_out else token.reason)
+        abandoning = True
         await _abandon(work, grace_ms)
         if timed_out:
             raise ToolTimeoutError(label, timeout_ms)
         raise ToolCancelledError()
     except asyncio.CancelledError:
         token.cancel("cancelled")
-        await _abandon(work, grace_ms)
+        if not abandoning:  # cancelled during the grace (the hard stop): stop waiting now
+            await _abandon(work, grace_ms)
         raise
     finally:
         cancel_wait.cancel()
@@ -177,12 +182,19 @@ async def with_timeout(
 
 
 async def _abandon(work: asyncio.Future[Any], grace_ms: int) -> None:
-    """Cancel `work` and wait up to `grace_ms` for it to finish cleaning up; never raises."""
+    """Cancel `work` and wait up to `grace_ms` for it to finish cleaning up.
+
+    Its outcome no longer matters, only that it had the chance to clean up. A cancel of the
+    caller itself during the grace (the task's hard stop) is not swallowed: it propagates.
+    """
     work.cancel()
-    try:
-        await asyncio.wait_for(asyncio.shield(work), grace_ms / 1000)
-    except (asyncio.CancelledError, asyncio.TimeoutError, Exception):  # noqa: BLE001
-        pass  # its outcome no longer matters, only that it had the chance to clean up
+    work.add_done_callback(_forget_outcome)
+    await asyncio.wait({work}, timeout=grace_ms / 1000)
+
+
+def _forget_outcome(work: asyncio.Future[Any]) -> None:
+    if not work.cancelled():
+        work.exception()  # retrieved: an abandoned call's error is not worth a warning
 
 
 def truncation_marker(omitted: int) -> str:

@@ -272,6 +272,33 @@ async def test_with_timeout_lets_late_work_clean_up_after_the_deadline() -> None
     assert cleaned.is_set()
 
 
+async def test_a_cancel_of_the_caller_during_the_grace_is_not_swallowed() -> None:
+    """The task's hard stop lands while an abandoned call is in its grace: the caller is
+    cancelled then and there (the grace does not eat the cancel and let the run go on)."""
+    caller = CancelToken()
+    ignoring = asyncio.Event()
+    release = asyncio.Event()
+
+    async def ignores_everything(token: CancelToken) -> None:
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                ignoring.set()  # swallowed: this work never stops by itself
+
+    task = asyncio.ensure_future(with_timeout(ignores_everything, WAIT_S * 1000, "stubborn", cancel=caller, grace_ms=int(WAIT_S * 1000)))
+    await asyncio.sleep(0)
+    caller.cancel()
+    await asyncio.wait_for(ignoring.wait(), WAIT_S)  # the work got its cancel; the grace runs
+    task.cancel()  # the hard stop
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, WAIT_S)
+        assert task.cancelled()
+    finally:
+        release.set()
+
+
 async def test_with_timeout_follows_the_callers_token() -> None:
     caller = CancelToken()
     started = asyncio.Event()

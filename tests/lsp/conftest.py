@@ -74,3 +74,19 @@ async def editor(root: Path) -> AsyncIterator[Editor]:
         await fake.stop()
     for fake in editors:
         assert not fake.failures, fake.failures
+
+
+SHORT_CANCEL_GRACE_MS = 300
+
+
+@pytest.fixture
+def short_cancel_grace(monkeypatch: pytest.MonkeyPatch) -> float:
+    """A 0.3 s tool grace (CANCEL_GRACE_MS) and the hard stop its margin past it, for tests that
+    wait through a cancelled tool's grace; returns the grace in seconds. The real values are
+    pinned by test_the_hard_stop_is_not_shorter_than_the_tool_grace."""
+    from lich_core.tools import guard
+    from lich_lsp import tasks
+
+    monkeypatch.setattr(guard, "CANCEL_GRACE_MS", SHORT_CANCEL_GRACE_MS)
+    monkeypatch.setattr(tasks, "CANCEL_HARD_STOP_S", SHORT_CANCEL_GRACE_MS / 1000 + tasks.HARD_STOP_MARGIN_S)
+    return SHORT_CANCEL_GRACE_MS / 1000

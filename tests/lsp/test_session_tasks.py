@@ -29,12 +29,6 @@ from tests.support.fake_provider import FakeProviderServer
 
 ECHO = {"name": "terminal", "args": {"command": "echo approved-$((40+2))"}}
 SLOW_TURN = {"text": "never finishes", "delay_s": 30}
-# The slow turn takes 30 s, so ending well before that proves the cancel stopped it; the bound is
-# loose because CI shares two busy cores (`python -m bench lsp` measures the real cancel latency).
-STOPPED_WITHIN_S = 10.0
-# How late past the hard stop a task may still end on a loaded two-core machine (the answer's
-# wrap-up: progress end, message, transcript).
-HARD_STOP_SLACK_S = 2.0
 # asyncio may run a timer this much before its time (its clock resolution, with room).
 CLOCK_TOLERANCE_S = 0.05
 
@@ -185,6 +179,12 @@ def _elapsed(started: float) -> float:
     return asyncio.get_running_loop().time() - started
 
 
+async def _model_call_hung_up(provider: FakeProviderServer) -> None:
+    """The cancel closed the slow turn's stream: the fake model saw the client hang up (it would
+    otherwise have answered after 30 s; the latency itself is `python -m bench lsp`'s figure)."""
+    assert await asyncio.to_thread(provider.wait_for_disconnects, 1, WAIT_S), "the model call was never hung up"
+
+
 def _progress_tokens(fake: FakeEditor) -> list[str]:
     return list(dict.fromkeys(token for token, _ in fake.progress_reports))
 
@@ -204,11 +204,10 @@ async def test_cancel_with_lich_cancel(editor, root: Path, client_name: str, fak
     fake = await editor(client_name, init_options=provider_options(fake_provider))
     _, ask = fake.start_command("lich.ask", {"prompt": "slow"})
     task_id = await _running_task(fake, fake_provider)
-    started = asyncio.get_running_loop().time()
     cancelled = await fake.command("lich.cancel", {"task_id": task_id})
     assert cancelled == {"cancelled": [task_id]}
     result = await asyncio.wait_for(ask, WAIT_S)
-    assert _elapsed(started) < STOPPED_WITHIN_S
+    await _model_call_hung_up(fake_provider)
     assert result["stopped_reason"] == "aborted"
     _assert_progress_begin_end(fake)
 
@@ -219,10 +218,9 @@ async def test_cancel_with_the_progress_button(editor, root: Path, client_name: 
     _, ask = fake.start_command("lich.ask", {"prompt": "slow"})
     await _running_task(fake, fake_provider)
     (token,) = _progress_tokens(fake)
-    started = asyncio.get_running_loop().time()
     fake.cancel_progress(token)
     result = await asyncio.wait_for(ask, WAIT_S)
-    assert _elapsed(started) < STOPPED_WITHIN_S
+    await _model_call_hung_up(fake_provider)
     assert result["stopped_reason"] == "aborted"
     _assert_progress_begin_end(fake)
 
@@ -234,14 +232,13 @@ async def test_cancel_request_on_lich_ask(editor, root: Path, client_name: str, 
     fake = await editor(client_name, init_options=provider_options(fake_provider))
     request_id, ask = fake.start_command("lich.ask", {"prompt": "slow"})
     await _running_task(fake, fake_provider)
-    started = asyncio.get_running_loop().time()
     fake.cancel(request_id)
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(ask, WAIT_S)  # pygls answers it with RequestCancelled (-32800)
     await fake.wait_for_message("lich: slow: cancelled")  # the task's wrap-up ran
     status = await fake.command("lich.status", {})
     assert all(t["state"] == "done" for t in status["tasks"])
-    assert _elapsed(started) < STOPPED_WITHIN_S
+    await _model_call_hung_up(fake_provider)
     assert len(status["tasks"]) == 1
     _assert_progress_begin_end(fake)
 
@@ -328,7 +325,7 @@ def _process_running(pid: int) -> bool:
 @pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim@v0.7.0"])
 @pytest.mark.parametrize("answer", ["apply", "reject"])
 async def test_cancel_while_the_editor_holds_a_two_file_patch(
-    editor, root: Path, client_name: str, answer: str, fake_provider
+    editor, root: Path, client_name: str, answer: str, fake_provider, short_cancel_grace: float
 ) -> None:
     """Cancel arrives while a patch over an open file (editor) and a closed one (disk) waits for
     the editor: the patch lands whole or not at all, and the server knows which."""
@@ -440,11 +437,11 @@ def test_the_hard_stop_is_not_shorter_than_the_tool_grace() -> None:
     )
 
 
-async def test_a_task_whose_tool_ignores_the_cancel_ends_within_the_hard_stop(
-    editor, root: Path, fake_provider, stubborn_plugin: Path
+async def test_a_task_whose_tool_ignores_the_cancel_ends_after_the_tool_grace(
+    editor, root: Path, fake_provider, stubborn_plugin: Path, short_cancel_grace: float
 ) -> None:
     """lich.cancel while a tool ignores both the cancel token and asyncio cancellation: the task
-    still ends, after the tool's grace (CANCEL_GRACE_MS) and within the hard stop."""
+    still ends (the call is abandoned after its grace), and not before the grace ran out."""
     fake_provider.script({"tool_calls": [{"name": "stubborn", "arguments": {}}]}, {"text": "never asked"})
     fake = await editor("visual-studio-code", init_options=provider_options(fake_provider, plugins=[str(stubborn_plugin)]))
     _, ask = fake.start_command("lich.ask", {"prompt": "stubborn"})
@@ -456,12 +453,9 @@ async def test_a_task_whose_tool_ignores_the_cancel_ends_within_the_hard_stop(
     elapsed = _elapsed(started)
     assert result["stopped_reason"] == "aborted"
     assert module.cancels >= 1 and not module.RELEASE.is_set()  # the tool did ignore the cancel
-    assert elapsed <= tasks.CANCEL_HARD_STOP_S + HARD_STOP_SLACK_S, (
-        f"the task ended {elapsed:.2f} s after the cancel; the hard stop is {tasks.CANCEL_HARD_STOP_S} s"
-    )
-    # ... and not before the tool had its grace to clean up: the hard stop did not cut it short.
-    assert elapsed >= CANCEL_GRACE_MS / 1000 - CLOCK_TOLERANCE_S, (
-        f"the task ended {elapsed:.2f} s after the cancel, inside the tool's {CANCEL_GRACE_MS} ms grace"
+    # Not before the tool had its grace to clean up: nothing cut it short.
+    assert elapsed >= short_cancel_grace - CLOCK_TOLERANCE_S, (
+        f"the task ended {elapsed:.2f} s after the cancel, inside the tool's {short_cancel_grace} s grace"
     )
     status = await fake.command("lich.status", {})
     assert [t["state"] for t in status["tasks"]] == ["done"]
