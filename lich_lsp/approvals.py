@@ -5,7 +5,9 @@ tool name wins over its capability. Defaults: `ask` for process/exec, net/fetch 
 `allow` for everything else (reads, and edits, which the editor can undo). `ask` shows
 `window/showMessageRequest` with Allow once / Allow always / Deny; "Allow always" is remembered
 for the workspace in the user state dir (`approvals.json` in the workspace's folder there), never
-in the repository, so a repository cannot ship answers. A client that cannot show such a request
+in the repository, so a repository cannot ship answers. For a `net/fetch` tool the question names
+the URL's host ("lich wants to run fetch_url on docs.python.org …") and "Allow always" is
+remembered for that tool on that host only. A client that cannot show such a request
 gets a clear denial instead of a silent allow.
 """
 
@@ -17,6 +19,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from lsprotocol import types
 
@@ -34,6 +37,7 @@ ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always"
 DENY = "Deny"
 ARGS_PREVIEW_CHARS = 300
+NET_CAPABILITY = "net/fetch"
 
 
 def policy_for(approval: Mapping[str, str], tool_name: str, capability: str | None) -> str:
@@ -42,6 +46,25 @@ def policy_for(approval: Mapping[str, str], tool_name: str, capability: str | No
     if capability and capability in approval:
         return approval[capability]
     return default_approval(capability)
+
+
+def url_host(args: Mapping[str, Any]) -> str | None:
+    """The host a network tool's `url` argument names (for the question and "Allow always")."""
+    url = args.get("url")
+    if not isinstance(url, str):
+        return None
+    try:
+        host = urlsplit(url.strip()).hostname
+    except ValueError:
+        return None
+    return host.rstrip(".").lower() if host else None
+
+
+def approval_key(tool_name: str, capability: str | None, args: Mapping[str, Any]) -> str:
+    """What "Allow always" remembers: the tool, and for a fetch its URL's host too (allowing
+    fetch_url on docs.python.org allows nothing else)."""
+    host = url_host(args) if capability == NET_CAPABILITY else None
+    return f"{tool_name}@{host}" if host else tool_name
 
 
 def summarize_args(args: Mapping[str, Any]) -> str:
@@ -92,7 +115,8 @@ class ApprovalCheck:
         if policy == "deny":
             return f"approval_denied: {tool.name} is denied by the approval policy"
         store = session.approvals
-        if store.is_always(tool.name):
+        key = approval_key(tool.name, capability, args)
+        if store.is_always(key):
             return None
         if not session.features.show_message_request:
             return (
@@ -101,14 +125,14 @@ class ApprovalCheck:
                 f"approval.{tool.name} = \"allow\""
             )
         async with self._prompt_lock:
-            if store.is_always(tool.name):
+            if store.is_always(key):
                 return None
             answer = await self._ask(tool, args, capability)
         if answer == ALLOW_ONCE:
             return None
         if answer == ALLOW_ALWAYS:
             try:
-                store.remember(tool.name)
+                store.remember(key)
             except OSError as err:
                 session.log(f"lich: could not save {store.path}: {err}", types.MessageType.Warning)
             return None
@@ -116,11 +140,13 @@ class ApprovalCheck:
 
     async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None) -> str | None:
         what = f" ({capability})" if capability else ""
+        host = url_host(args) if capability == NET_CAPABILITY else None
+        target = f" on {host}" if host else ""
         try:
             answer = await self._session.port.ask(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Warning,
-                    message=f"lich wants to run {tool.name}{what}: {summarize_args(args)}",
+                    message=f"lich wants to run {tool.name}{target}{what}: {summarize_args(args)}",
                     actions=[
                         types.MessageActionItem(ALLOW_ONCE),
                         types.MessageActionItem(ALLOW_ALWAYS),
