@@ -286,6 +286,7 @@ def _install_interrupt(cancel: Any, run_task: asyncio.Future[Any]) -> Callable[[
         else:
             run_task.cancel()
 
+    previous = signal.getsignal(signal.SIGINT)
     try:
         loop.add_signal_handler(signal.SIGINT, on_interrupt)
     except (NotImplementedError, RuntimeError, ValueError):
@@ -293,6 +294,9 @@ def _install_interrupt(cancel: Any, run_task: asyncio.Future[Any]) -> Callable[[
 
     def remove() -> None:
         loop.remove_signal_handler(signal.SIGINT)
+        # asyncio resets SIGINT to default_int_handler: give back whatever the caller had.
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
     return remove
 

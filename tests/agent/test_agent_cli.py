@@ -1,4 +1,8 @@
-"""The `lich` agent commands, run as a real subprocess against the fake provider server."""
+"""The `lich` agent commands against the fake provider server.
+
+Most calls run the CLI in-process (tests/support/cli_runner.py sets up the cwd, environment and
+streams a process would have); a one-shot run end to end and Ctrl-C run a real `python -m lich_core`.
+"""
 
 from __future__ import annotations
 
@@ -9,24 +13,24 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from lich_core.config import KEYS, load_config, set_workspace_trust
+from tests.support.cli_runner import lich_command, run_lich_subprocess
+from tests.support.cli_runner import run_lich as lich
 
-CLI_TIMEOUT_S = 60
 
+@pytest.fixture
+def no_retry_backoff(monkeypatch):
+    """Retries of a refused connection happen at once (0.5 s + 1.25 s of backoff otherwise).
 
-def lich(*args: str, cwd: Path, timeout: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lich_core", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=os.environ.copy(),
-    )
+    For in-process runs whose assertions do not depend on the wait; the retry path is unchanged.
+    """
+    from lich_core.providers import chain
+
+    monkeypatch.setattr(chain, "BACKOFF_BASE_MS", 0)
+    monkeypatch.setattr(chain, "BACKOFF_STEP_MS", 0)
 
 
 def server_flags(server) -> list[str]:
@@ -38,8 +42,11 @@ def test_one_shot_streams_the_answer_on_stdout(tmp_path, fake_provider):
         {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo hi"}}]},
         {"text": "All good, it says hi.", "chunks": 5},
     )
-    done = lich("run", "check", "the", "greeting", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    # `python -m lich_core` end to end, as a shell runs it: streamed text on stdout, exit status 0.
+    done = run_lich_subprocess(
+        "run", "check", "the", "greeting", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path
+    )
+    assert not done.in_process and done.returncode == 0, done.stderr
     assert done.stdout == "All good, it says hi.\n"
     assert "-> terminal" in done.stderr and "ok terminal" in done.stderr
     assert "final after 2 turn(s)" in done.stderr
@@ -80,7 +87,7 @@ def test_budget_exhaustion_exits_1(tmp_path, fake_provider):
     assert "turn budget exhausted" in done.stderr
 
 
-def test_unreachable_provider_is_one_line_and_exit_1(tmp_path):
+def test_unreachable_provider_is_one_line_and_exit_1(tmp_path, no_retry_backoff):
     done = lich("run", "hello", "--work-dir", str(tmp_path), "--provider-kind", "openai_compat",
                 "--base-url", "http://127.0.0.1:9/v1", "--model", "m", cwd=tmp_path)
     assert done.returncode == 1
@@ -89,7 +96,7 @@ def test_unreachable_provider_is_one_line_and_exit_1(tmp_path):
     assert len(errors) == 1 and "127.0.0.1:9" in errors[0]
 
 
-def test_configured_providers_and_record_then_replay(tmp_path, fake_provider):
+def test_configured_providers_and_record_then_replay(tmp_path, fake_provider, no_retry_backoff):
     (tmp_path / ".lich").mkdir()
     config = {"providers": [{"name": "srv", "kind": "openai_compat", "base_url": fake_provider.url + "/v1", "model": "fake-model"}]}
     (tmp_path / ".lich" / "config.json").write_text(json.dumps(config))
@@ -117,7 +124,7 @@ def test_configured_providers_and_record_then_replay(tmp_path, fake_provider):
 def test_ctrl_c_cancels_the_run_cleanly(tmp_path, fake_provider):
     fake_provider.script({"text": "tick " * 100, "chunks": 100, "chunk_delay_s": 0.1})
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lich_core", "run", "talk", "--work-dir", str(tmp_path), *server_flags(fake_provider)],
+        lich_command("run", "talk", "--work-dir", str(tmp_path), *server_flags(fake_provider)),
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )
     try:
@@ -133,6 +140,39 @@ def test_ctrl_c_cancels_the_run_cleanly(tmp_path, fake_provider):
     assert proc.returncode == 1
     assert "cancelling" in err and "aborted after 1 turn" in err
     assert "Traceback" not in err
+
+
+def _wakeup_fd() -> int:
+    fd = signal.set_wakeup_fd(-1)  # only readable by setting it
+    signal.set_wakeup_fd(fd)
+    return fd
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_an_in_process_run_leaves_sigint_alone(tmp_path, fake_provider):
+    """The run's Ctrl-C handler is the run's: after it, SIGINT and the wakeup fd are as they were."""
+    handler, wakeup_fd = signal.getsignal(signal.SIGINT), _wakeup_fd()
+    fake_provider.script({"text": "done"})
+    done = lich("run", "hi", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    assert done.in_process and done.returncode == 0, done.stderr
+    assert done.stdout == "done\n"
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert _wakeup_fd() == wakeup_fd
+
+
+def test_an_in_process_run_gives_back_a_custom_sigint_handler(tmp_path, fake_provider):
+    """An embedding caller's own handler (or SIG_IGN) comes back, not asyncio's default."""
+    def custom(signum, frame):  # noqa: ARG001 - a handler's signature
+        pass
+
+    previous = signal.signal(signal.SIGINT, custom)
+    try:
+        fake_provider.script({"text": "done"})
+        done = lich("run", "hi", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert signal.getsignal(signal.SIGINT) is custom
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_init_writes_a_loadable_template_and_never_overwrites(tmp_path):

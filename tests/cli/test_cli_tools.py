@@ -1,26 +1,18 @@
-"""The `lich tool` / `lich tools` commands, run as a user runs them (a subprocess)."""
+"""The `lich tool` / `lich tools` commands, run in-process with the process a user has (cwd,
+environment, stdin, stdout, stderr) set up for each call (tests/support/cli_runner.py); what only
+a process shows (a closed stdout pipe) runs a real `python -m lich_core`."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from lich_core import __version__
-
-
-def lich(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lich_core", *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+from tests.support.cli_runner import lich_command
+from tests.support.cli_runner import run_lich as lich
 
 
 def test_version(tmp_path: Path) -> None:
@@ -171,7 +163,7 @@ def test_tools_table_shows_enabled_denied_and_disabled(tmp_path: Path) -> None:
 
 def test_closed_stdout_is_not_a_traceback(tmp_path: Path) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "lich_core", "tools", "--json"],
+        lich_command("tools", "--json"),
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
