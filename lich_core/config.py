@@ -21,7 +21,12 @@ from typing import Any
 
 from lich_core.errors import ConfigError
 from lich_core.tools.secrets import is_secret_name as tool_secret_name
-from lich_core.tools.types import CAPABILITIES, DEFAULT_TERMINAL_TIMEOUT_MS
+from lich_core.tools.types import (
+    CAPABILITIES,
+    DEFAULT_TERMINAL_TIMEOUT_MS,
+    DUCKDUCKGO_HTML_URL,
+    WEB_SEARCH_KINDS,
+)
 from lich_core.trust import (
     MISSING_FILE_HASH,
     NO_CONFIG,
@@ -151,6 +156,42 @@ def v_code_actions(key: str, value: Any) -> list[dict[str, Any]]:
     return actions
 
 
+WEB_SEARCH_ENTRIES = ("kind", "url", "api_key_env")
+
+
+def v_web_search(key: str, value: Any) -> dict[str, Any]:
+    """`{kind, url, api_key_env?}`: kind defaults to duckduckgo (url to its HTML endpoint);
+    searxng needs the instance's url. Normalised so the effective value says where searches go."""
+    entry = v_object(key, value)
+    for name in entry:
+        if name not in WEB_SEARCH_ENTRIES:
+            raise ConfigError(f"{key}.{name}: unknown entry (known: {', '.join(WEB_SEARCH_ENTRIES)})")
+    kind = entry.get("kind", "duckduckgo")
+    if kind not in WEB_SEARCH_KINDS:
+        raise ConfigError(f"{key}.kind: expected one of {', '.join(WEB_SEARCH_KINDS)}, got {kind!r}")
+    url = entry.get("url")
+    if url is None and kind == "duckduckgo":
+        url = DUCKDUCKGO_HTML_URL
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigError(f"{key}.url: expected the http(s) URL of the {kind} instance, got {url!r}")
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ConfigError(f"{key}.url: expected an http(s) URL with a host, got {url!r}")
+    checked: dict[str, Any] = {"kind": kind, "url": url.strip()}
+    key_env = entry.get("api_key_env")
+    if key_env is not None:
+        if not isinstance(key_env, str) or not key_env.strip():
+            raise ConfigError(f"{key}.api_key_env: expected an environment variable name, got {key_env!r}")
+        checked["api_key_env"] = key_env.strip()
+    return checked
+
+
 def v_list(key: str, value: Any) -> list[Any]:
     if not isinstance(value, list):
         raise ConfigError(f"{key}: expected a list, got {_type_name(value)}")
@@ -275,6 +316,13 @@ def provider_effects(value: Any, root: Path) -> list[str]:
     return effects
 
 
+def web_search_effects(value: Any, root: Path) -> list[str]:
+    what = f"send your web searches to {_host_of(value['url'])}"
+    if value.get("api_key_env"):
+        what += f" with the key in ${value['api_key_env']}"
+    return [what]
+
+
 def plugin_effects(value: Any, root: Path) -> list[str]:
     effects = []
     for entry in value:
@@ -341,6 +389,11 @@ KEYS: dict[str, KeySpec] = {
         effects=one_effect("write session logs to {value}"),
     ),
     "plugins": KeySpec([], v_list, None, "Plugin module paths or {path, settings, models} entries.", effects=plugin_effects),
+    # tools
+    "web_search": KeySpec(
+        {"kind": "duckduckgo", "url": DUCKDUCKGO_HTML_URL}, v_web_search, None,
+        "web_search's backend: {kind: duckduckgo | searxng, url, api_key_env?}.", effects=web_search_effects,
+    ),
     # language server
     "edit_mode": KeySpec(
         "apply", v_choice("apply", "review"), "LICH_EDIT_MODE",

@@ -319,8 +319,9 @@ CONFIG_TEMPLATE = """\
 // "work_dir" is never read from this file: the root is the folder holding .lich/ (or --work-dir).
 // This file belongs to the repository, so it is untrusted until you run `lich trust` (or trust it
 // from the editor): until then it may only narrow settings, and keys that load code, choose a
-// provider or write elsewhere (plugins, providers, models, session_dir, system_prompt) are
-// ignored. Any change to it, or to a plugin it names, needs trusting again. See docs/trust.md.
+// provider, send data or write elsewhere (plugins, providers, models, session_dir,
+// system_prompt, web_search) are ignored. Any change to it, or to a plugin it names, needs
+// trusting again. See docs/trust.md.
 {
   // Model providers. With none configured, lich uses LICH_PROVIDER_KIND / LICH_BASE_URL /
   // LICH_MODEL, else OpenAI when OPENAI_API_KEY is set, Anthropic when ANTHROPIC_API_KEY is
@@ -364,6 +365,11 @@ CONFIG_TEMPLATE = """\
   // Python plugins (trusted code, runs in-process): paths relative to this workspace, or
   // {"path": ..., "settings": {...}, "models": ["compress"]}. See docs/plugins.md.
   "plugins": [],
+
+  // Where web_search sends queries: DuckDuckGo's HTML endpoint (the default), or a SearXNG
+  // instance's JSON API (needs trust here; a SearXNG on a private address also needs
+  // LICH_ALLOW_PRIVATE_URLS=1). See docs/tools.md.
+  // "web_search": {"kind": "searxng", "url": "https://searx.example.org", "api_key_env": "SEARXNG_TOKEN"},
 
   // Language server (see docs/lsp.md). "apply": each edit at once; "review": one edit to
   // confirm at the end of a task.

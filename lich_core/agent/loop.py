@@ -245,6 +245,7 @@ class _Run:
                 read_state=self._read_state if self._read_state is not None else ReadState(),
                 edit_label=self._edit_label,
                 terminal_timeout_ms=executor.terminal_timeout_ms,
+                web_search=executor.web_search,
             )
         return self._tool_ctx
 

@@ -24,8 +24,10 @@ from lich_core.tools.guard import (
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import (
     DEFAULT_TERMINAL_TIMEOUT_MS,
+    DEFAULT_WEB_SEARCH,
     Tool,
     ToolContext,
+    WebSearchBackend,
     tool_capability,
     tool_max_output_chars,
     tool_timeout_ms,
@@ -50,6 +52,7 @@ class ToolExecutor:
         settings: Mapping[str, Any] | None = None,
         call_checks: Sequence[CallCheck] = (),
         terminal_timeout_ms: int = DEFAULT_TERMINAL_TIMEOUT_MS,
+        web_search: WebSearchBackend = DEFAULT_WEB_SEARCH,
     ) -> None:
         self.registry = registry
         self.gate = gate or CapabilityGate()
@@ -58,6 +61,7 @@ class ToolExecutor:
         self.settings = settings or {}
         self.call_checks = list(call_checks)
         self.terminal_timeout_ms = terminal_timeout_ms
+        self.web_search = web_search
 
     def default_context(self) -> ToolContext:
         return ToolContext(
@@ -65,6 +69,7 @@ class ToolExecutor:
             env=dict(self.env),
             settings=self.settings,
             terminal_timeout_ms=self.terminal_timeout_ms,
+            web_search=self.web_search,
         )
 
     async def execute(

@@ -12,22 +12,30 @@ from lich_core.tools.builtin import register_builtin_tools
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.executor import CallCheck, ToolExecutor
 from lich_core.tools.registry import ToolRegistry
-from lich_core.tools.types import DEFAULT_TERMINAL_TIMEOUT_MS, ToolContext, tool_capability
+from lich_core.tools.types import (
+    DEFAULT_TERMINAL_TIMEOUT_MS,
+    ToolContext,
+    WebSearchBackend,
+    tool_capability,
+)
 
 # Provider credentials never reach tool child processes (terminal, tests): the well-known names,
-# anything ending like an API key, and every variable a provider entry names in `api_key_env`
-# (whatever it is called: `OPENROUTER_KEY`, `GITHUB_TOKEN`, ...).
+# anything ending like an API key, and every variable a provider entry (or `web_search`) names in
+# `api_key_env` (whatever it is called: `OPENROUTER_KEY`, `GITHUB_TOKEN`, ...).
 SCRUBBED_ENV_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_ACCESS_TOKEN")
 SCRUBBED_ENV_NAMES = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "LICH_API_KEY"})
 
 
 def configured_key_env_names(config: Mapping[str, Any] | None) -> frozenset[str]:
-    """The variable names `providers[*].api_key_env` points at (ignoring malformed entries)."""
-    providers = config.get("providers") if isinstance(config, Mapping) else None
-    if not isinstance(providers, (list, tuple)):
+    """The variable names `providers[*].api_key_env` and `web_search.api_key_env` point at
+    (ignoring malformed entries)."""
+    if not isinstance(config, Mapping):
         return frozenset()
+    providers = config.get("providers")
+    entries = list(providers) if isinstance(providers, (list, tuple)) else []
+    entries.append(config.get("web_search"))
     names = set()
-    for entry in providers:
+    for entry in entries:
         name = entry.get("api_key_env") if isinstance(entry, Mapping) else None
         if isinstance(name, str) and name.strip():
             names.add(name.strip())
@@ -106,6 +114,7 @@ def build_tool_runtime(
         settings=config,
         call_checks=call_checks,
         terminal_timeout_ms=config.get("terminal_timeout_ms", DEFAULT_TERMINAL_TIMEOUT_MS),
+        web_search=WebSearchBackend.from_config(config.get("web_search")),
     )
     runtime = ToolRuntime(base_registry=base, registry=registry, executor=executor, config=config)
     if load_plugins and config.get("plugins"):

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 __all__ = [
     "CAPABILITIES",
     "DEFAULT_TERMINAL_TIMEOUT_MS",
+    "DEFAULT_WEB_SEARCH",
+    "DUCKDUCKGO_HTML_URL",
+    "WEB_SEARCH_KINDS",
     "CancelToken",
     "FunctionTool",
     "JsonSchemaObject",
@@ -29,6 +32,7 @@ __all__ = [
     "ToolContext",
     "ToolDefinition",
     "ToolResult",
+    "WebSearchBackend",
     "tool_capability",
     "tool_max_output_chars",
     "tool_timeout_ms",
@@ -39,6 +43,36 @@ CAPABILITIES = ("file/read", "file/write", "file/edit", "process/exec", "image/e
 # The terminal tool's default command timeout: config's `terminal_timeout_ms` default and a
 # context's when nothing configures it (a direct call).
 DEFAULT_TERMINAL_TIMEOUT_MS = 60_000
+
+# web_search's backends (config's `web_search.kind`) and DuckDuckGo's HTML endpoint, the default.
+WEB_SEARCH_KINDS = ("duckduckgo", "searxng")
+DUCKDUCKGO_HTML_URL = "https://html.duckduckgo.com/html/"
+
+
+@dataclass(frozen=True)
+class WebSearchBackend:
+    """Where web_search sends a query: config's `web_search`, validated (lich_core.config).
+
+    `kind` is "duckduckgo" (`url`: the HTML endpoint, default DUCKDUCKGO_HTML_URL) or "searxng"
+    (`url`: the instance, whose `/search?format=json` is asked); `api_key_env` names the variable
+    whose value is sent as a bearer token (a SearXNG behind an authenticating proxy).
+    """
+
+    kind: str = "duckduckgo"
+    url: str = DUCKDUCKGO_HTML_URL
+    api_key_env: str | None = None
+
+    @classmethod
+    def from_config(cls, value: Mapping[str, Any] | None) -> WebSearchBackend:
+        """The backend a (validated) `web_search` value names; None or {} is the default."""
+        if not value:
+            return DEFAULT_WEB_SEARCH
+        kind = str(value.get("kind") or "duckduckgo")
+        url = value.get("url") or (DUCKDUCKGO_HTML_URL if kind == "duckduckgo" else "")
+        return cls(kind=kind, url=str(url), api_key_env=value.get("api_key_env") or None)
+
+
+DEFAULT_WEB_SEARCH = WebSearchBackend()
 
 
 @dataclass
@@ -55,6 +89,9 @@ class ToolContext:
     # How long a terminal command may run when the call gives no `timeout_ms` (config's
     # terminal_timeout_ms, which the runtime passes through the executor).
     terminal_timeout_ms: int = DEFAULT_TERMINAL_TIMEOUT_MS
+    # Where web_search sends queries (config's web_search, which the runtime passes through the
+    # executor); DuckDuckGo's HTML endpoint when nothing configures it.
+    web_search: WebSearchBackend = DEFAULT_WEB_SEARCH
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir).resolve()

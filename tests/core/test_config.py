@@ -258,6 +258,7 @@ BAD_VALUE_FOR_KEY: dict[str, Any] = {
     "compress_threshold": "most",
     "session_dir": False,
     "plugins": "a.py",
+    "web_search": {"kind": "google"},
     "edit_mode": "auto",
     "approval": {"terminal": "sometimes"},
     "code_actions": [{"title": "no prompt"}],

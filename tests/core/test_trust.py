@@ -60,7 +60,7 @@ def test_every_key_declares_its_side() -> None:
     by_side = {side: sorted(k for k, s in KEYS.items() if s.side == side) for side in SIDES}
     # The list: these may only narrow; the rest need trust (work_dir: never from the file).
     assert {"capabilities", "tools_enabled", "approval", "max_turns", "edit_mode", "terminal_timeout_ms"} <= set(by_side[SIDE_NARROW])
-    assert {"plugins", "providers", "models", "session_dir", "system_prompt"} <= set(by_side[SIDE_USER])
+    assert {"plugins", "providers", "models", "session_dir", "system_prompt", "web_search"} <= set(by_side[SIDE_USER])
     assert by_side[SIDE_NEVER] == ["work_dir"]
     assert set(by_side[SIDE_ANY]) == {"quick_prompts", "code_actions", "compress_threshold"}
     for key in by_side[SIDE_USER]:

@@ -460,3 +460,23 @@ async def test_a_task_whose_tool_ignores_the_cancel_ends_after_the_tool_grace(
     status = await fake.command("lich.status", {})
     assert [t["state"] for t in status["tasks"]] == ["done"]
     assert len(fake_provider.requests) == 1  # the model was not asked again after the cancel
+
+
+async def test_a_fetch_question_names_the_host_and_always_is_per_host(editor, root: Path) -> None:
+    """fetch_url asks with the URL's host in the question; "Allow always" covers that host only.
+    (Both hosts are refused by safe_fetch afterwards: what is tested is the approval, which runs
+    before the tool and so never reaches the network.)"""
+    fake = await editor("visual-studio-code")
+    fake.message_answers = ["Allow always", "Deny"]
+    first = await fake.command("lich.runTool", {"name": "fetch_url", "args": {"url": "http://docs.example.local/a"}})
+    assert first["error"].startswith("blocked_url:"), first  # approved, then refused by safe_fetch
+    question = fake.message_requests[0].message
+    assert question.startswith("lich wants to run fetch_url on docs.example.local (net/fetch): ")
+    again = await fake.command("lich.runTool", {"name": "fetch_url", "args": {"url": "http://DOCS.example.local./b"}})
+    assert again["error"].startswith("blocked_url:")
+    assert len(fake.message_requests) == 1  # same host: not asked again
+    other = await fake.command("lich.runTool", {"name": "fetch_url", "args": {"url": "http://other.example.local/"}})
+    assert other["error"] == "approval_denied: the user denied fetch_url"
+    assert "on other.example.local" in fake.message_requests[1].message
+    saved = json.loads((workspace_state_dir(root) / "approvals.json").read_text(encoding="utf-8"))
+    assert saved == {"always": ["fetch_url@docs.example.local"]}

@@ -24,6 +24,9 @@ CATALOG_ORDER = (
     "process_list",
     "disk_usage",
     "env_get",
+    "fetch_url",
+    "http_request",
+    "web_search",
 )
 
 
