@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller inputs, fewer repeats")
     parser.add_argument("--json", action="store_true", help="print figures as JSON lines")
     args = parser.parse_args(argv)
+    # As an installed package is (pip compiles it): an environment with PYTHONDONTWRITEBYTECODE=1
+    # would make only lich, installed editable, recompile at every server start it times.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory(prefix="lich-bench-home-") as home:
         isolate_user_dirs(Path(home))
         return run_benchmarks(args)

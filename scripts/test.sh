@@ -5,14 +5,15 @@
 # --under-load: two CPU burners (busy Python loops) run for as long as pytest does, so the suite is
 # checked on a machine with no idle core; they are killed however the script ends.
 # LICH_TEST_SKIP_INSTALL=1: skip the install steps (the machine is set up), run pytest only.
-# LICH_TEST_WORKERS=N: pytest-xdist workers (default: one per core; 0: no xdist).
+# LICH_TEST_WORKERS=N: pytest-xdist workers (default: cores + 1; 0: no xdist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PYTHON=${PYTHON:-python3}
 BURNER_COUNT=${LICH_TEST_BURNERS:-2}  # --under-load burners; LICH_TEST_BURNERS=4 for more
-# pytest-xdist workers: one per core by default; LICH_TEST_WORKERS=0 runs everything in this process.
-WORKERS=${LICH_TEST_WORKERS:-$(nproc 2>/dev/null || echo 2)}
+# pytest-xdist workers: one per core plus one by default (many tests wait on a subprocess or a
+# socket, so a core is rarely busy with one worker alone); LICH_TEST_WORKERS=0: no xdist.
+WORKERS=${LICH_TEST_WORKERS:-$(( $(nproc 2>/dev/null || echo 2) + 1 ))}
 
 UNDER_LOAD=0
 PYTEST_ARGS=()
@@ -93,6 +94,11 @@ fi
 
 step "pytest"
 set +e
+# Bytecode caches on: the suite starts lich (an editable install, compiled nowhere else) in ~50
+# subprocesses, and an environment with PYTHONDONTWRITEBYTECODE=1 would recompile it every time.
+unset PYTHONDONTWRITEBYTECODE
+# mypy's incremental cache (tests/core/test_types.py): a re-run type-checks only what changed.
+export LICH_MYPY_CACHE_DIR=${LICH_MYPY_CACHE_DIR:-$ROOT/.ci/cache/mypy}
 # The editor tests share one worker (tests/editors/conftest.py); the rest spread over the others.
 XDIST_ARGS=()
 if [ "$WORKERS" != 0 ]; then XDIST_ARGS=(-n "$WORKERS" --dist loadgroup); fi
