@@ -15,7 +15,6 @@ import asyncio
 import json
 import logging
 import secrets
-import sys
 import time
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -80,8 +79,6 @@ EVENT_SUMMARY_MAX_CHARS = 300
 RUN_END_HOOK_TIMEOUT_S = 10.0
 # How long a cancelled model call may take to unwind (close its HTTP stream).
 MODEL_CANCEL_GRACE_S = 2.0
-# Task.cancelling() (3.11+) tells a cancel of this task from a CancelledError a model raised.
-_CAN_TELL_OWN_CANCEL = sys.version_info >= (3, 11)
 
 T = TypeVar("T")
 
@@ -424,19 +421,10 @@ class _Run:
             )
 
         extra = {"on_retry": on_retry} if self.agent.model_reports_retries else {}
-        call = self.agent.model.complete(messages, tools, on_text=on_text, cancel=self.cancel, **extra)
-        if not (_CAN_TELL_OWN_CANCEL and getattr(self.agent.model, "stops_on_cancel", False)):
-            return await self._race(call, grace_s=MODEL_CANCEL_GRACE_S)
-        # The model stops on the token itself (HTTP providers, chains of them): awaited directly,
-        # one task fewer on the way to the first token. Its CancelledError is the token's
-        # (_Aborted) unless this task itself is being cancelled.
-        try:
-            return await call
-        except asyncio.CancelledError:
-            cancelling = getattr(asyncio.current_task(), "cancelling", None)  # 3.11+, checked above
-            if self.cancel.cancelled and cancelling is not None and not cancelling():
-                raise _Aborted() from None
-            raise
+        return await self._race(
+            self.agent.model.complete(messages, tools, on_text=on_text, cancel=self.cancel, **extra),
+            grace_s=MODEL_CANCEL_GRACE_S,
+        )
 
     async def _run_tools(self, calls: Sequence[ToolCall], turn: int) -> None:
         for call in calls:

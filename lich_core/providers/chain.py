@@ -73,12 +73,6 @@ class ProviderChain:
         # (provider name, attempt, error) for every failed call of the last complete(): for status displays and tests.
         self.last_failures: list[tuple[str, int, ProviderError]] = []
 
-    @property
-    def stops_on_cancel(self) -> bool:
-        """Every model stops on the token, and the chain itself checks it between attempts and
-        sleeps through it cancellably: the loop can await the chain without its own race."""
-        return all(getattr(model, "stops_on_cancel", False) for model in self.models)
-
     def describe(self) -> str:
         parts = [getattr(m, "describe", lambda m=m: m.name)() for m in self.models]
         return ", then ".join(parts)

@@ -449,9 +449,6 @@ class HttpModel:
 
     kind = "http"
     default_base_url = ""
-    # complete() stops soon after its `cancel` token fires (run_cancellable: the request task is
-    # cancelled and given CANCEL_UNWIND_S), so the agent loop need not race it a second time.
-    stops_on_cancel = True
 
     def __init__(
         self,

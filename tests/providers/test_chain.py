@@ -235,15 +235,3 @@ async def test_failover_notice_names_the_next_provider(sleeps) -> None:
         0,
     )
     assert "HTTP 500" in notice.message and "\n" not in notice.message
-
-
-def test_a_chain_stops_on_cancel_only_if_every_model_does() -> None:
-    """The agent loop awaits a model that stops on its token directly (no second race): true for
-    the HTTP providers and chains of them, never for a model that does not say so."""
-    http = OpenAICompatModel(model="m", name="a", base_url="http://127.0.0.1:9/v1")
-
-    class Plain:
-        name = "plain"
-
-    assert ProviderChain([http, http]).stops_on_cancel is True
-    assert ProviderChain([http, Plain()]).stops_on_cancel is False  # type: ignore[list-item]
