@@ -546,3 +546,28 @@ async def stop_session(client: EditorClient) -> None:
     finally:
         await _kill_server(client)
         await bounded(client.stop(), STOP_WAIT_S, "the client to stop")
+
+
+# --- what the tests script the fake model with (shared by the wire and the in-process tests) ---
+
+
+def provider_options(fake: Any, **extra: Any) -> dict[str, Any]:
+    """initializationOptions pointing lich at the fake provider (tests/support/fake_provider.py)."""
+    return {
+        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "fake-model"}],
+        **extra,
+    }
+
+
+def tool_contents(request: dict[str, Any]) -> list[str]:
+    return [m.get("content") or "" for m in request["json"].get("messages", []) if m.get("role") == "tool"]
+
+
+def tool_messages(fake: Any) -> list[str]:
+    """Contents of every tool message the model was sent (last request holds the whole history)."""
+    return tool_contents(fake.requests[-1]) if fake.requests else []
+
+
+def edit(path: str, old: str, new: str) -> dict[str, Any]:
+    """A scripted edit_file tool call."""
+    return {"name": "edit_file", "arguments": {"path": path, "old_string": old, "new_string": new}}

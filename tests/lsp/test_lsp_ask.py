@@ -12,36 +12,18 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
-from lsp_harness import uri_of
+from lsp_harness import edit, provider_options, tool_messages, uri_of
 from lsprotocol import types
 
 from lich_core.userstate import workspace_state_dir
 from tests.support.event_schema import assert_valid_event
-from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
 
-def provider_options(fake: FakeProviderServer, **extra: Any) -> dict[str, Any]:
-    return {
-        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "fake-model"}],
-        **extra,
-    }
 
-
-def tool_messages(fake: FakeProviderServer) -> list[str]:
-    """Contents of every tool message the model was sent (last request holds the whole history)."""
-    if not fake.requests:
-        return []
-    messages = fake.requests[-1]["json"].get("messages", [])
-    return [m.get("content") or "" for m in messages if m.get("role") == "tool"]
-
-
-def edit(path: str, old: str, new: str) -> dict[str, Any]:
-    return {"name": "edit_file", "arguments": {"path": path, "old_string": old, "new_string": new}}
 
 
 async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_name: str, fake_provider) -> None:

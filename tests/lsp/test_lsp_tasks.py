@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
-from lsp_harness import WAIT_S, EditorClient
+from lsp_harness import WAIT_S, EditorClient, provider_options
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -27,12 +26,6 @@ SLOW_TURN = {"text": "never finishes", "delay_s": 30}
 # loose because CI shares two busy cores (`python -m bench lsp` measures the real cancel latency).
 STOPPED_WITHIN_S = 10.0
 
-
-def provider_options(fake: FakeProviderServer, **extra: Any) -> dict[str, Any]:
-    return {
-        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "fake-model"}],
-        **extra,
-    }
 
 
 async def _running_task(client: EditorClient, fake_provider: FakeProviderServer) -> str:

@@ -15,19 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_harness import WAIT_S, bounded
+from lsp_harness import WAIT_S, bounded, provider_options
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from lich_core.hashline.anchors import line_hash
-from tests.support.fake_provider import FakeProviderServer
-
-
-def provider_options(fake: FakeProviderServer, **extra: Any) -> dict[str, Any]:
-    return {
-        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "fake-model"}],
-        **extra,
-    }
 
 
 def _errors(fake: Any) -> list[str]:

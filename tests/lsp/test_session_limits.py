@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_harness import WAIT_S, bounded, uri_of
+from lsp_harness import WAIT_S, bounded, provider_options, uri_of
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -29,12 +29,6 @@ from tests.support.fake_provider import FakeProviderServer
 
 CUT_MARKER = re.compile(r"… \[cut (\d+) chars\]$")
 
-
-def provider_options(fake: FakeProviderServer, **extra: Any) -> dict[str, Any]:
-    return {
-        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "fake-model"}],
-        **extra,
-    }
 
 
 def _wire_size(value: Any) -> int:

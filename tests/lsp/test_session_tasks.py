@@ -15,11 +15,10 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fake_editor import FakeEditor
-from lsp_harness import WAIT_S, uri_of
+from lsp_harness import WAIT_S, edit, provider_options, tool_messages, uri_of
 from lsprotocol import types
 
 from lich_core.tools.guard import CANCEL_GRACE_MS
@@ -33,23 +32,7 @@ SLOW_TURN = {"text": "never finishes", "delay_s": 30}
 CLOCK_TOLERANCE_S = 0.05
 
 
-def provider_options(fake: FakeProviderServer, **extra: Any) -> dict[str, Any]:
-    return {
-        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "fake-model"}],
-        **extra,
-    }
 
-
-def tool_messages(fake: FakeProviderServer) -> list[str]:
-    """Contents of every tool message the model was sent (last request holds the whole history)."""
-    if not fake.requests:
-        return []
-    messages = fake.requests[-1]["json"].get("messages", [])
-    return [m.get("content") or "" for m in messages if m.get("role") == "tool"]
-
-
-def edit(path: str, old: str, new: str) -> dict[str, Any]:
-    return {"name": "edit_file", "arguments": {"path": path, "old_string": old, "new_string": new}}
 
 
 # --- approvals ---
