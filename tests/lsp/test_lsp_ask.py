@@ -23,9 +23,6 @@ from tests.support.event_schema import assert_valid_event
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
 
-
-
-
 async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_name: str, fake_provider) -> None:
     (root / "open.py").write_text("x = 1\ny = 2\n", encoding="utf-8")
     (root / "closed.py").write_text("a = 1\n", encoding="utf-8")

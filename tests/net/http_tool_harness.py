@@ -15,7 +15,9 @@ on time; every await on the code under test is bounded (BOUND_S).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,3 +148,16 @@ def stall_route(h: Handler) -> None:
 def redirect_route(h: Handler) -> None:
     status = int(h.recorded.query.get("status", ["302"])[0])
     h.reply(status, b"moved", {"Location": h.recorded.query["to"][0]})
+
+
+@contextlib.contextmanager
+def serving_publicly(local: LocalServer, network: FakeNetwork) -> Iterator[LocalServer]:
+    """Run `local` on 127.0.0.1 and make PUBLIC_HOST resolve to a public IP that connects to it."""
+    with local:
+        network.local_port = local.port
+        network.names[PUBLIC_HOST] = [PUBLIC_IP]
+        yield local
+
+
+def public_url(server: LocalServer, path: str) -> str:
+    return server.url(path, host=PUBLIC_HOST)

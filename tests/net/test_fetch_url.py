@@ -37,8 +37,10 @@ from tests.net.http_tool_harness import (
     PUBLIC_IP,
     FakeNetwork,
     install_network,
+    public_url,
     redirect_route,
     run_tool,
+    serving_publicly,
     slow_route,
     stall_route,
     wait_event,
@@ -123,14 +125,8 @@ def server(network: FakeNetwork) -> Iterator[LocalServer]:
             "/stall": stall_route,
         }
     )
-    with local:
-        network.local_port = local.port
-        network.names[PUBLIC_HOST] = [PUBLIC_IP]
+    with serving_publicly(local, network):
         yield local
-
-
-def public_url(server: LocalServer, path: str) -> str:
-    return server.url(path, host=PUBLIC_HOST)
 
 
 async def fetch(tmp_path: Path, url: str, env: dict[str, str] | None = None, **args: object):

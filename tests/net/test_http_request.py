@@ -19,12 +19,12 @@ from lich_core.tools.builtin.http_request import ALLOWED_METHODS
 from lich_core.vocabulary import CancelToken
 from tests.net.http_tool_harness import (
     ALLOW_ENV,
-    PUBLIC_HOST,
-    PUBLIC_IP,
     FakeNetwork,
     install_network,
+    public_url,
     redirect_route,
     run_tool,
+    serving_publicly,
     slow_route,
     stall_route,
     wait_event,
@@ -119,14 +119,8 @@ def server(network: FakeNetwork) -> Iterator[LocalServer]:
             "/stall": stall_route,
         }
     )
-    with local:
-        network.local_port = local.port
-        network.names[PUBLIC_HOST] = [PUBLIC_IP]
+    with serving_publicly(local, network):
         yield local
-
-
-def public_url(server: LocalServer, path: str) -> str:
-    return server.url(path, host=PUBLIC_HOST)
 
 
 async def request(tmp_path: Path, server: LocalServer, path: str, **args: object):
