@@ -6,7 +6,10 @@ so its thread does not compete with the client for the GIL), over a warm keep-al
 in the same run. "Through the loop" is Agent.run with the provider chain (retry wrapper), from
 the call until the first `text_delta` event reaches the listener, and the whole run. The
 reference is the least a client can do: POST, iterate lines, json.loads each data line, take the
-first non-empty delta. Runs rotate so drift and ordering hit all of them.
+first non-empty delta. It POSTs the very body the loop sends (system prompt and user message),
+so the ratio is the loop's own cost, not a longer request's. Each round runs the three in a
+shuffled order, so drift and ordering hit all of them; a ratio of a few per cent needs a few
+hundred rounds to stand out of this machine's noise.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -27,6 +31,7 @@ from bench.run import Figure
 from lich_core.agent.events import AgentEvent
 from lich_core.agent.loop import Agent
 from lich_core.agent.messages import Message
+from lich_core.agent.prompts import system_prompt_for
 from lich_core.config import load_config
 from lich_core.providers.chain import ProviderChain
 from lich_core.providers.http import aclose_client, get_client
@@ -38,6 +43,9 @@ from lich_core.tools.runtime import ToolRuntime
 ROOT = Path(__file__).resolve().parents[1]
 STREAM_CHUNKS = 200
 TARGET_RATIO = 1.05
+ROUNDS = 240
+QUICK_ROUNDS = 40
+ROUND_ORDER_SEED = 11
 
 
 def _start_server(turns: int) -> tuple[subprocess.Popen[str], str, str]:
@@ -110,9 +118,13 @@ async def _plain_httpx(client: httpx.AsyncClient, url: str, body: dict) -> tuple
 
 
 async def _measure(url: str, rounds: int, work_dir: Path) -> dict[str, list[float]]:
-    messages = [Message(role="user", content="benchmark")]
     model = OpenAICompatModel(model="fake-model", name="bench", base_url=url + "/v1")
     agent = _agent(model, work_dir)
+    # What Agent.run sends on its first turn (no tools are registered).
+    messages = [
+        Message(role="system", content=system_prompt_for(agent.config)),
+        Message(role="user", content="benchmark"),
+    ]
     body = model.request_body(messages, [])
     results: dict[str, list[float]] = {
         "loop_first": [],
@@ -135,9 +147,11 @@ async def _measure(url: str, rounds: int, work_dir: Path) -> dict[str, list[floa
         "plain": lambda: _plain_httpx(client, url + "/v1/chat/completions", body),
     }
     names = list(runners)
-    for index in range(rounds):
-        # Rotate the order each round so no variant always runs first (or right after another).
-        for name in names[index % 3 :] + names[: index % 3]:
+    order = random.Random(ROUND_ORDER_SEED)
+    for _ in range(rounds):
+        # A fresh order each round, so no variant always runs first (or right after another).
+        order.shuffle(names)
+        for name in names:
             first, total = await runners[name]()
             results[f"{name}_first"].append(first)
             results[f"{name}_total"].append(total)
@@ -146,7 +160,7 @@ async def _measure(url: str, rounds: int, work_dir: Path) -> dict[str, list[floa
 
 
 def run(quick: bool) -> list[Figure]:
-    rounds = 15 if quick else 60
+    rounds = QUICK_ROUNDS if quick else ROUNDS
     proc, url, script_path = _start_server(3 * rounds + 6)
     try:
         with tempfile.TemporaryDirectory() as work_dir:

@@ -395,6 +395,12 @@ class EventEmitter:
     """Numbers events for one run and hands them to the listener.
 
     A listener that raises is logged and otherwise ignored: rendering must never break a run.
+
+    Between `hold()` and `release()` events are queued, then delivered in order (numbered and
+    stamped as they are delivered). The agent loop holds the bookkeeping events that precede a
+    model call (run_start, turn_start, llm_start) until the call's request is on the wire, so
+    they reach the listener while the provider thinks rather than before the request goes out;
+    a hold ends by itself after `max_s`, so a slow connect never leaves the listener waiting.
     """
 
     def __init__(self, run_id: str, session_id: str, listener: EventListener | None) -> None:
@@ -402,41 +408,72 @@ class EventEmitter:
         self.session_id = session_id
         self._listener = listener
         self._seq = 0
-        # Coroutines of async listeners started from synchronous callbacks (streamed text);
-        # awaited before the next event so a listener sees events in order.
+        # Coroutines of async listeners started from synchronous callbacks (streamed text, a
+        # release); awaited before the next event so a listener sees events in order.
         self._pending: list[asyncio.Future[Any]] = []
+        self._held: list[EventData] | None = None
+        self._hold_timer: asyncio.TimerHandle | None = None
 
     def _event(self, data: EventData) -> AgentEvent:
         self._seq += 1
         return AgentEvent(data.TYPE, self.run_id, self.session_id, self._seq, time.time(), data)
 
-    async def emit(self, data: EventData) -> AgentEvent:
-        event = self._event(data)
-        if self._listener is None:
-            return event
+    def hold(self, max_s: float) -> None:
+        """Queue events from now until release(), or for `max_s` at most."""
+        if self._listener is not None and self._held is None:
+            self._held = []
+            self._hold_timer = asyncio.get_running_loop().call_later(max_s, self.release)
+
+    def release(self) -> None:
+        """Deliver the held events, in order, and stop holding (a no-op when not holding).
+
+        Synchronous, so a transport callback or a timer can call it: an async listener's
+        coroutines are scheduled in order, as for emit_nowait.
+        """
+        held, self._held = self._held, None
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        for data in held or ():
+            self._deliver_nowait(self._event(data))
+
+    async def emit(self, data: EventData) -> None:
+        listener = self._listener
+        if listener is None:
+            return
+        if self._held is not None:
+            self._held.append(data)
+            return
         if self._pending:
             await self.drain()
+        event = self._event(data)
         try:
-            outcome = self._listener(event)
+            outcome = listener(event)
             # A plain function returns None: skip the (abc-based, slow) awaitable check.
             if outcome is not None and inspect.isawaitable(outcome):
                 await outcome
         except Exception:  # noqa: BLE001 - a broken renderer must not end the run
             log.warning("event listener failed on %s", event.type, exc_info=True)
-        return event
 
-    def emit_nowait(self, data: EventData) -> AgentEvent:
+    def emit_nowait(self, data: EventData) -> None:
         """For synchronous callbacks (streamed text): an async listener's coroutine is scheduled."""
-        event = self._event(data)
         if self._listener is None:
-            return event
+            return
+        if self._held is not None:
+            self._held.append(data)
+            return
+        self._deliver_nowait(self._event(data))
+
+    def _deliver_nowait(self, event: AgentEvent) -> None:
+        listener = self._listener
+        if listener is None:
+            return
         try:
-            outcome = self._listener(event)
+            outcome = listener(event)
             if outcome is not None and inspect.isawaitable(outcome):
                 self._pending.append(asyncio.ensure_future(_ordered(self._pending[-1:], outcome)))
         except Exception:  # noqa: BLE001
             log.warning("event listener failed on %s", event.type, exc_info=True)
-        return event
 
     async def drain(self) -> None:
         pending, self._pending = self._pending, []

@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import secrets
+import random
+import sys
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -50,11 +51,16 @@ from lich_core.agent.sessions import (
     SessionError,
     SessionStore,
     SessionWriter,
-    new_session_id,
     tool_error_message,
 )
 from lich_core.hashline.read_state import ReadState
-from lich_core.providers.base import Model, ProviderError, RetryNotice, accepts_retry_notices
+from lich_core.providers.base import (
+    Model,
+    ProviderError,
+    RetryNotice,
+    accepts_option,
+    accepts_retry_notices,
+)
 from lich_core.tools.runtime import ToolRuntime
 from lich_core.tools.types import ToolContext, tool_capability
 from lich_core.vocabulary import (
@@ -79,6 +85,16 @@ EVENT_SUMMARY_MAX_CHARS = 300
 RUN_END_HOOK_TIMEOUT_S = 10.0
 # How long a cancelled model call may take to unwind (close its HTTP stream).
 MODEL_CANCEL_GRACE_S = 2.0
+# The events before a model call wait for its request to be sent (EventEmitter.hold), at most
+# this long: a warm connection sends in a millisecond, a slow connect must not hide the run.
+HELD_EVENTS_MAX_S = 0.05
+# Task.cancelling() (3.11+) tells a cancel of this task from a CancelledError a model raised.
+_CAN_TELL_OWN_CANCEL = sys.version_info >= (3, 11)
+
+
+def _task_being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0  # type: ignore[attr-defined,unused-ignore]
 
 T = TypeVar("T")
 
@@ -134,6 +150,12 @@ class Agent:
         self.workspace = workspace
         # A chain reports retries and failovers, which become `llm_retry` events.
         self.model_reports_retries = accepts_retry_notices(model)
+        # A model that says when its request is on the wire gets the events held before the call
+        # delivered then, while the provider thinks (EventEmitter.hold).
+        self.model_reports_sent = accepts_option(model, "on_sent")
+        # A model that stops on its token (HTTP providers, chains of them) is awaited without a
+        # race task; that needs Task.cancelling() to tell the token's cancel from the caller's.
+        self.model_stops_on_cancel = _CAN_TELL_OWN_CANCEL and bool(getattr(model, "stops_on_cancel", False))
         self._work_dir_raw: Any = None
         self._resolved_work_dir = Path()
         if plugins is not None:
@@ -142,7 +164,8 @@ class Agent:
     def resolved_work_dir(self) -> Path:
         """The executor's work_dir, resolved once per Agent (not per run: it costs file system calls)."""
         raw = self.runtime.executor.work_dir
-        if self._work_dir_raw != raw:
+        # Identity, not equality: comparing Paths costs more than the run's other setup.
+        if self._work_dir_raw is not raw:
             self._resolved_work_dir = Path(raw).resolve()
             self._work_dir_raw = raw
         return self._resolved_work_dir
@@ -157,11 +180,10 @@ class Agent:
     def tool_definitions(self) -> list[ToolDefinition]:
         """Enabled tools the capability gate allows: denied ones are not offered to the model."""
         gate = self.runtime.executor.gate
-        registry = self.runtime.registry
         return [
-            definition
-            for definition in registry.definitions()
-            if gate.allows(tool_capability(registry.get(definition.name)))  # type: ignore[arg-type]
+            ToolDefinition(tool.name, tool.description, tool.parameters)
+            for tool in self.runtime.registry.list()
+            if gate.allows(tool_capability(tool))
         ]
 
     async def run(
@@ -212,7 +234,8 @@ class _Run:
         self.config = agent.config
         self.cancel = cancel
         self.on_event = on_event
-        self.run_id = secrets.token_hex(6)  # 12 hex digits, as uuid4().hex[:12] gave
+        # 12 hex digits. A run id names a run, it guards nothing: no system call for it.
+        self.run_id = f"{random.getrandbits(48):012x}"
         self.state = _RunState()
         self.writer: SessionWriter | None = None
         self.max_turns = int(self.config.get("max_turns") or DEFAULT_MAX_TURNS)
@@ -225,6 +248,9 @@ class _Run:
         self._edit_label = edit_label
         self._tool_ctx: ToolContext | None = None
         self.emitter = EventEmitter(self.run_id, "", on_event)
+        # The emitter's own coroutine, not a wrapper around it: three events precede the first
+        # streamed token, and each coroutine frame on that path shows in time to first token.
+        self._emit = self.emitter.emit
         self.plugin_run: Any | None = None
 
     @property
@@ -255,6 +281,9 @@ class _Run:
         state = self.state
         externally_cancelled = False
         try:
+            # Held until the first model call's request is out, or until anything is awaited
+            # that may take a while (_race): see EventEmitter.
+            self.emitter.hold(HELD_EVENTS_MAX_S)
             session_problem = self._open_session(prompt, resume)
             await self._emit(
                 RunStart(
@@ -306,12 +335,13 @@ class _Run:
                 self.writer = store.create(work_dir=str(self.work_dir), title=prompt)
                 session_id = self.writer.session_id
             else:
-                session_id = new_session_id()
+                # Nothing is stored, so there is no session to name apart from the run.
+                session_id = f"run-{self.run_id}"
         except (SessionError, OSError) as err:
             self.writer = None
             return str(err)
         self.emitter.session_id = session_id
-        self._record({"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()})
+        self._record(lambda: {"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()})
         if not history or history[0].role != "system":
             self._append(Message(role="system", content=system_prompt_for(self.config)))
         return None
@@ -337,6 +367,7 @@ class _Run:
                 return
             state.turns += 1
             turn = state.turns
+            self.emitter.hold(HELD_EVENTS_MAX_S)
             await self._emit(TurnStart(turn=turn, max_turns=self.max_turns))
             if self.policy.due(state.history, turn):
                 await self._compress(turn)
@@ -359,6 +390,7 @@ class _Run:
                 kind = err.kind if isinstance(err, ProviderError) else "internal"
                 await self._emit(RunError(kind=kind, message=state.error, turn=turn))
                 return
+            self.emitter.release()  # in case the model never said its request was sent
             assistant = _normalised_assistant(response.message, turn)
             state.usage.add(response.usage)
             self._append(assistant)
@@ -396,34 +428,47 @@ class _Run:
             await self._emit(TurnEnd(turn=turn))
 
     async def _call_model(self, messages: list[Message], tools: list[ToolDefinition], turn: int) -> ModelResponse:
-        emitter = self.emitter
+        agent = self.agent
+        options: dict[str, Any] = {}
+        if agent.model_reports_retries:
+            options["on_retry"] = self._on_retry
+        if agent.model_reports_sent:
+            options["on_sent"] = self.emitter.release
+        else:
+            self.emitter.release()
+        call = agent.model.complete(messages, tools, on_text=self._on_text, cancel=self.cancel, **options)
+        if not agent.model_stops_on_cancel:
+            return await self._race(call, grace_s=MODEL_CANCEL_GRACE_S)
+        # The model stops on the token itself (HTTP providers, chains of them): awaited directly,
+        # no task switch on the way to the first token. Its CancelledError is the token's
+        # (_Aborted) unless this task itself is being cancelled.
+        try:
+            return await call
+        except asyncio.CancelledError:
+            if self.cancel.cancelled and not _task_being_cancelled():
+                raise _Aborted() from None
+            raise
 
-        def on_text(text: str) -> None:
-            if text:
-                emitter.emit_nowait(TextDelta(turn=turn, text=text))
+    def _on_text(self, text: str) -> None:
+        if text:
+            self.emitter.emit_nowait(TextDelta(turn=self.state.turns, text=text))
 
-        def on_retry(notice: RetryNotice) -> None:
-            # Renderers drop the turn's streamed text when discarded_chars > 0: the next
-            # attempt streams the answer again from its start.
-            emitter.emit_nowait(
-                LlmRetry(
-                    turn=turn,
-                    provider=notice.provider,
-                    attempt=notice.attempt,
-                    max_attempts=notice.max_attempts,
-                    kind=notice.kind,
-                    message=notice.message,
-                    action=notice.action,
-                    delay_s=notice.delay_s,
-                    next_provider=notice.next_provider,
-                    discarded_chars=notice.discarded_chars,
-                )
+    def _on_retry(self, notice: RetryNotice) -> None:
+        # Renderers drop the turn's streamed text when discarded_chars > 0: the next attempt
+        # streams the answer again from its start.
+        self.emitter.emit_nowait(
+            LlmRetry(
+                turn=self.state.turns,
+                provider=notice.provider,
+                attempt=notice.attempt,
+                max_attempts=notice.max_attempts,
+                kind=notice.kind,
+                message=notice.message,
+                action=notice.action,
+                delay_s=notice.delay_s,
+                next_provider=notice.next_provider,
+                discarded_chars=notice.discarded_chars,
             )
-
-        extra = {"on_retry": on_retry} if self.agent.model_reports_retries else {}
-        return await self._race(
-            self.agent.model.complete(messages, tools, on_text=on_text, cancel=self.cancel, **extra),
-            grace_s=MODEL_CANCEL_GRACE_S,
         )
 
     async def _run_tools(self, calls: Sequence[ToolCall], turn: int) -> None:
@@ -497,6 +542,7 @@ class _Run:
 
     async def _finish(self) -> RunResult:
         state = self.state
+        self.emitter.release()
         self._answer_pending_calls()
         if not state.stopped_reason:
             state.stopped_reason = "aborted" if self.cancel.cancelled else "error"
@@ -508,7 +554,7 @@ class _Run:
             except (asyncio.TimeoutError, Exception):  # noqa: BLE001
                 log.warning("on_run_end hooks did not finish", exc_info=True)
         self._record(
-            {
+            lambda: {
                 "type": "run",
                 "event": "end",
                 "run_id": self.run_id,
@@ -562,10 +608,10 @@ class _Run:
             except OSError as err:
                 self._drop_writer(err)
 
-    def _record(self, record: dict[str, Any]) -> None:
+    def _record(self, make_record: Callable[[], dict[str, Any]]) -> None:
         if self.writer is not None:
             try:
-                self.writer.append(record)
+                self.writer.append(make_record())
             except OSError as err:
                 self._drop_writer(err)
 
@@ -586,9 +632,6 @@ class _Run:
             except OSError:
                 pass
 
-    async def _emit(self, data: EventData) -> None:
-        await self.emitter.emit(data)
-
     async def _emit_quietly(self, data: EventData) -> None:
         """Emit during shutdown: a second cancellation must not skip the rest of the cleanup."""
         try:
@@ -598,6 +641,9 @@ class _Run:
 
     async def _race(self, awaitable: Awaitable[T], *, grace_s: float = 0.5) -> T:
         """Await `awaitable` unless the run's token fires first (then raise _Aborted)."""
+        # What is awaited here may take a while (a plugin hook, compression): the held events
+        # go out first, so the listener is not left behind.
+        self.emitter.release()
         if self.cancel.cancelled:
             _close(awaitable)
             raise _Aborted()

@@ -54,21 +54,29 @@ class RetryNotice:
 
 
 RetryCallback = Callable[[RetryNotice], None]
+# Called once a call's request is on the wire (before its answer is read).
+SentCallback = Callable[[], None]
 
 
-def accepts_retry_notices(model: object) -> bool:
-    """Whether `model.complete` takes `on_retry` (ProviderChain and wrappers of it do).
+def accepts_option(model: object, option: str) -> bool:
+    """Whether `model.complete` takes the keyword `option`.
 
-    `on_retry` is an optional extension of the Model protocol, so simple models (tests, replay)
-    need not know about it.
+    Two optional extensions of the Model protocol, so simple models (tests, replay) need not
+    know about them: `on_retry` (a RetryNotice before every retry and failover: ProviderChain
+    and wrappers of it) and `on_sent` (called once the request is on the wire: the HTTP
+    providers, and chains of them).
     """
     complete = getattr(model, "complete", None)
     if complete is None:
         return False
     try:
-        return "on_retry" in inspect.signature(complete).parameters
+        return option in inspect.signature(complete).parameters
     except (TypeError, ValueError):
         return False
+
+
+def accepts_retry_notices(model: object) -> bool:
+    return accepts_option(model, "on_retry")
 
 
 class ProviderError(Exception):

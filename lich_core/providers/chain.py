@@ -23,7 +23,9 @@ from lich_core.providers.base import (
     ProviderError,
     RetryCallback,
     RetryNotice,
+    SentCallback,
     TextCallback,
+    accepts_option,
 )
 from lich_core.providers.http import run_cancellable
 from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition
@@ -70,8 +72,15 @@ class ProviderChain:
             else " > ".join(m.name for m in self.models)
         )
         self._sleep: Sleep = sleep or asyncio.sleep
+        self._takes_on_sent = [accepts_option(model, "on_sent") for model in self.models]
         # (provider name, attempt, error) for every failed call of the last complete(): for status displays and tests.
         self.last_failures: list[tuple[str, int, ProviderError]] = []
+
+    @property
+    def stops_on_cancel(self) -> bool:
+        """Every model stops on the token, and the chain itself checks it between attempts and
+        sleeps through it cancellably: the loop can await the chain without its own race."""
+        return all(getattr(model, "stops_on_cancel", False) for model in self.models)
 
     def describe(self) -> str:
         parts = [getattr(m, "describe", lambda m=m: m.name)() for m in self.models]
@@ -85,13 +94,18 @@ class ProviderChain:
         on_text: TextCallback | None = None,
         cancel: CancelToken | None = None,
         on_retry: RetryCallback | None = None,
+        on_sent: SentCallback | None = None,
     ) -> ModelResponse:
         self.last_failures = []
         failed: list[ProviderError] = []
         for index, model in enumerate(self.models):
             next_name = self.models[index + 1].name if index + 1 < len(self.models) else ""
+            model_on_sent = on_sent
+            if on_sent is not None and not self._takes_on_sent[index]:
+                on_sent()  # no wire to wait for: now
+                model_on_sent = None
             outcome = await self._try_model(
-                model, messages, tools, on_text, cancel, on_retry, next_name
+                model, messages, tools, on_text, cancel, on_retry, next_name, model_on_sent
             )
             if isinstance(outcome, ModelResponse):
                 return outcome
@@ -109,6 +123,7 @@ class ProviderChain:
         cancel: CancelToken | None,
         on_retry: RetryCallback | None,
         next_name: str,
+        on_sent: SentCallback | None,
     ) -> ModelResponse | ProviderError:
         attempt = 0
         while True:
@@ -116,9 +131,14 @@ class ProviderChain:
                 raise asyncio.CancelledError(cancel.reason or "cancelled")
             streamed = _CharCounter(on_text)
             try:
-                response = await model.complete(
-                    messages, tools, on_text=streamed if on_text else None, cancel=cancel
-                )
+                if on_sent is None:
+                    response = await model.complete(
+                        messages, tools, on_text=streamed if on_text else None, cancel=cancel
+                    )
+                else:
+                    response = await model.complete(  # type: ignore[call-arg]  # checked at __init__
+                        messages, tools, on_text=streamed if on_text else None, cancel=cancel, on_sent=on_sent
+                    )
             except ProviderError as err:
                 if not err.provider:
                     err.provider = model.name

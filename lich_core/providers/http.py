@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from lich_core.providers.base import ProviderError, TextCallback
+from lich_core.providers.base import ProviderError, SentCallback, TextCallback
 from lich_core.providers.errors import (
     AUTH_HINT,
     CONNECT_HINT,
@@ -41,8 +41,6 @@ DEFAULT_WRITE_TIMEOUT_S = 30.0
 DEFAULT_POOL_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 20
 MAX_KEEPALIVE_CONNECTIONS = 10
-# How long a cancelled request may take to close its connection before the caller moves on.
-CANCEL_UNWIND_S = 2.0
 SSE_OTHER_FIELDS = ("id", "retry")
 MAX_STRAY_LINES = 3
 MALFORMED_PREVIEW_CHARS = 120
@@ -117,12 +115,16 @@ async def aclose_client() -> None:
 
 
 async def run_cancellable(awaitable: Awaitable[T], cancel: CancelToken | None) -> T:
-    """Await `awaitable` as its own task and cancel that task when `cancel` fires.
+    """Await `awaitable` in the calling task, and cancel that task once when `cancel` fires.
 
-    Raises asyncio.CancelledError if the token fires (or the caller is cancelled) first. The
-    task is cancelled exactly once and given CANCEL_UNWIND_S to unwind before this returns: a
-    second cancellation landing while httpx closes a half-read stream would interrupt the
-    close and leave the connection open, the server still streaming into it.
+    Raises asyncio.CancelledError if the token fires (or the caller is cancelled) first. No task
+    of its own: a task switch on the way to the first streamed token costs more than the rest of
+    the agent loop's work before the call. The token cancels the task at most once, and not at
+    all when something else is already cancelling it: a second cancellation landing while httpx
+    closes a half-read stream would interrupt the close and leave the connection open, the
+    server still streaming into it. On Python 3.11+ the token's own cancellation is taken back
+    (`Task.uncancel`) before the error leaves, so the caller can tell it from a cancellation of
+    its own task (`Task.cancelling()`).
     """
     if cancel is None:
         return await awaitable
@@ -131,14 +133,17 @@ async def run_cancellable(awaitable: Awaitable[T], cancel: CancelToken | None) -
             awaitable.close()
         raise asyncio.CancelledError(cancel.reason or "cancelled")
     loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(awaitable)
+    task = asyncio.current_task()
+    if task is None:  # not in a task (a bare coroutine driven by hand): nothing to cancel
+        return await awaitable
+    waiting = True
     requested = False
 
     def cancel_once() -> None:
         nonlocal requested
-        if not requested and not task.done():
+        if waiting and not requested and not _being_cancelled(task):
             requested = True
-            task.cancel()
+            task.cancel(cancel.reason or "cancelled")
 
     def on_cancel() -> None:
         # The token may be fired from another thread (an editor request handler).
@@ -146,16 +151,17 @@ async def run_cancellable(awaitable: Awaitable[T], cancel: CancelToken | None) -
 
     unsubscribe = cancel.on_cancel(on_cancel)
     try:
-        # Shielded so that cancelling the caller does not cancel `task` behind cancel_once's back.
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        cancel_once()
-        await asyncio.wait({task}, timeout=CANCEL_UNWIND_S)
-        if task.done() and not task.cancelled():
-            task.exception()  # retrieved, so asyncio does not log it as never retrieved
-        raise
+        return await awaitable
     finally:
+        waiting = False
         unsubscribe()
+        if requested and hasattr(task, "uncancel"):
+            task.uncancel()
+
+
+def _being_cancelled(task: asyncio.Task[Any]) -> bool:
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    return bool(cancelling()) if cancelling is not None else False
 
 
 @asynccontextmanager
@@ -169,14 +175,22 @@ async def open_response(
     base_url: str,
     connect_hint: str = CONNECT_HINT,
     auth_hint: str = AUTH_HINT,
+    on_sent: SentCallback | None = None,
 ) -> AsyncIterator[httpx.Response]:
     """POST `body` and yield the streaming response; HTTP and transport failures become ProviderError.
 
     Exceptions raised by the caller while reading the body (a dropped stream) are translated too.
+    `on_sent` is called once the request is on the wire, before the response is read.
     """
     client = get_client()
-    content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    encoded = json.dumps(body, ensure_ascii=False).encode("utf-8")
     request_headers = {"content-type": "application/json", **headers}
+    content: bytes | _BodyThenNotify = encoded
+    if on_sent is not None:
+        # A streamed body with its length given (so not chunked): what follows its one chunk
+        # runs when the transport asks for more, that is once the request has been written.
+        request_headers["content-length"] = str(len(encoded))
+        content = _BodyThenNotify(encoded, on_sent)
     try:
         async with client.stream(
             "POST", url, content=content, headers=request_headers, timeout=timeout
@@ -196,6 +210,23 @@ async def open_response(
         raise error_from_exception(
             exc, provider=provider, url=base_url, connect_hint=connect_hint
         ) from None
+
+
+class _BodyThenNotify:
+    """A request body that calls `on_sent` (once) after the transport has written it.
+
+    An iterable object rather than a generator, so httpx could send it a second time.
+    """
+
+    def __init__(self, body: bytes, on_sent: SentCallback) -> None:
+        self.body = body
+        self.on_sent: SentCallback | None = on_sent
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.body
+        on_sent, self.on_sent = self.on_sent, None
+        if on_sent is not None:
+            on_sent()
 
 
 async def read_at_most(resp: httpx.Response, limit: int) -> bytes:
@@ -449,6 +480,9 @@ class HttpModel:
 
     kind = "http"
     default_base_url = ""
+    # complete() stops soon after its `cancel` token fires (run_cancellable: the calling task is
+    # cancelled once and the stream closed), so the agent loop need not race it a second time.
+    stops_on_cancel = True
 
     def __init__(
         self,
@@ -504,16 +538,21 @@ class HttpModel:
         *,
         on_text: TextCallback | None = None,
         cancel: CancelToken | None = None,
+        on_sent: SentCallback | None = None,
     ) -> ModelResponse:
-        return await run_cancellable(self._complete(list(messages), list(tools), on_text), cancel)
+        return await run_cancellable(self._complete(list(messages), list(tools), on_text, on_sent), cancel)
 
     async def _complete(
-        self, messages: list[Message], tools: list[ToolDefinition], on_text: TextCallback | None
+        self,
+        messages: list[Message],
+        tools: list[ToolDefinition],
+        on_text: TextCallback | None,
+        on_sent: SentCallback | None = None,
     ) -> ModelResponse:
         body = self.request_body(messages, tools)
         limits = ResponseLimits(self)
         try:
-            async with self._open(self.endpoint(), body, self.request_headers()) as resp:
+            async with self._open(self.endpoint(), body, self.request_headers(), on_sent) as resp:
                 if not self.stream:
                     response = self.parse_body(await self._read_body(resp, limits))
                     limits.count_response(response)
@@ -574,7 +613,11 @@ class HttpModel:
         )
 
     def _open(
-        self, url: str, body: Mapping[str, Any], headers: Mapping[str, str]
+        self,
+        url: str,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str],
+        on_sent: SentCallback | None = None,
     ) -> AbstractAsyncContextManager[httpx.Response]:
         return open_response(
             url,
@@ -585,6 +628,7 @@ class HttpModel:
             base_url=self.base_url,
             connect_hint=self.connect_hint,
             auth_hint=self.auth_hint,
+            on_sent=on_sent,
         )
 
 

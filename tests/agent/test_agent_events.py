@@ -8,6 +8,7 @@ fixtures break the renderer tests that read the old name (vitest, headless Neovi
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import io
@@ -101,6 +102,57 @@ async def test_the_emitter_numbers_typed_events() -> None:
     assert seen[1].to_dict()["data"] == {"turn": 1, "text": "hi"}
     for event in seen:
         assert_valid_event(event.to_dict())
+
+
+async def test_held_events_are_delivered_in_order_on_release() -> None:
+    seen: list[AgentEvent] = []
+    emitter = EventEmitter("run1", "sess1", seen.append)
+    emitter.hold(60)
+    await emitter.emit(TurnEnd(turn=1))
+    emitter.emit_nowait(TextDelta(turn=1, text="a"))
+    assert seen == []
+    emitter.release()
+    assert [(e.type, e.seq) for e in seen] == [("turn_end", 1), ("text_delta", 2)]
+    await emitter.emit(TurnEnd(turn=2))  # no longer held
+    assert [e.seq for e in seen] == [1, 2, 3]
+    emitter.release()  # nothing held: nothing happens
+    assert len(seen) == 3
+
+
+async def test_held_events_reach_an_async_listener_in_order() -> None:
+    seen: list[str] = []
+
+    async def listener(event: AgentEvent) -> None:
+        await asyncio.sleep(0)
+        seen.append(event.type)
+
+    emitter = EventEmitter("run1", "sess1", listener)
+    emitter.hold(60)
+    await emitter.emit(TurnEnd(turn=1))
+    emitter.emit_nowait(TextDelta(turn=1, text="a"))
+    emitter.release()
+    emitter.emit_nowait(TextDelta(turn=1, text="b"))
+    await emitter.emit(TurnEnd(turn=1))
+    assert seen == ["turn_end", "text_delta", "text_delta", "turn_end"]
+
+
+async def test_a_hold_ends_by_itself() -> None:
+    """A request that is slow to go out (a cold connect) must not hide the run from the listener."""
+    delivered = asyncio.Event()
+    seen: list[str] = []
+
+    def listener(event: AgentEvent) -> None:
+        seen.append(event.type)
+        delivered.set()
+
+    emitter = EventEmitter("run1", "sess1", listener)
+    emitter.hold(0.01)
+    await emitter.emit(TurnEnd(turn=1))
+    assert seen == []
+    await asyncio.wait_for(delivered.wait(), 10)
+    assert seen == ["turn_end"]
+    emitter.release()
+    assert seen == ["turn_end"]
 
 
 @pytest.mark.parametrize("name", FIXTURES)

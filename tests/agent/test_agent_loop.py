@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 
 import pytest
@@ -264,3 +265,85 @@ async def test_capability_denied_tools_are_not_offered(tmp_path, tools):
     await Agent(model=model, runtime=make_runtime(cfg, denied), config=cfg).run("x")
     assert "echo" not in model.tools_seen[0]
     assert "fail" in model.tools_seen[0]
+
+
+class SendingModel(ScriptedModel):
+    """A scripted model that, like the HTTP providers, stops on its token and says (`on_sent`)
+    when its request is on the wire; it records what the listener had seen at each step."""
+
+    stops_on_cancel = True
+
+    def __init__(self, *turns: Turn, log: EventLog, sends: bool = True) -> None:
+        super().__init__(*turns)
+        self.log = log
+        self.sends = sends
+        self.seen_at_call: list[list[str]] = []
+        self.seen_after_sent: list[list[str]] = []
+
+    async def complete(self, messages, tools, *, on_text=None, cancel=None, on_sent=None):
+        self.seen_at_call.append(self.log.types())
+        if on_sent is not None and self.sends:
+            on_sent()
+        self.seen_after_sent.append(self.log.types())
+        return await super().complete(messages, tools, on_text=on_text, cancel=cancel)
+
+
+class WatchingModel(ScriptedModel):
+    """A scripted model with no wire to report on: records what the listener had seen."""
+
+    def __init__(self, *turns: Turn, log: EventLog) -> None:
+        super().__init__(*turns)
+        self.log = log
+        self.seen_at_call: list[list[str]] = []
+
+    async def complete(self, messages, tools, *, on_text=None, cancel=None):
+        self.seen_at_call.append(self.log.types())
+        return await super().complete(messages, tools, on_text=on_text, cancel=cancel)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="the loop races the model on 3.10 (no Task.cancelling)")
+async def test_the_events_before_a_model_call_go_out_once_its_request_is_sent(tmp_path, tools, events):
+    """run_start, turn_start and llm_start are held while the request is built and sent, then
+    reach the listener while the provider thinks; the events of the run keep their order."""
+    model = SendingModel(tools_turn(call("echo", {"text": "x"}, id="a")), Turn(text="done", chunks=2), log=events)
+    result = await build(tmp_path, tools, model).run("go", on_event=events)
+    assert result.stopped_reason == "final"
+    assert model.seen_at_call[0] == []
+    assert model.seen_after_sent[0] == ["run_start", "turn_start", "llm_start"]
+    # Turn 2: the tool events of turn 1 were delivered as they came; only turn 2's are held.
+    assert model.seen_at_call[1][-3:] == ["tool_call_start", "tool_call_end", "turn_end"]
+    assert model.seen_after_sent[1][len(model.seen_at_call[1]) :] == ["turn_start", "llm_start"]
+    assert events.types() == [
+        "run_start", "turn_start", "llm_start", "llm_end", "tool_call_start", "tool_call_end", "turn_end",
+        "turn_start", "llm_start", "text_delta", "text_delta", "llm_end", "final", "turn_end", "run_end",
+    ]
+    assert [e.seq for e in events.events] == list(range(1, len(events.events) + 1))
+
+
+async def test_a_model_without_a_wire_is_called_after_the_events(tmp_path, tools, events):
+    model = WatchingModel(Turn(text="hi"), log=events)
+    await build(tmp_path, tools, model).run("go", on_event=events)
+    assert model.seen_at_call == [["run_start", "turn_start", "llm_start"]]
+
+
+async def test_held_events_are_delivered_when_the_call_fails_before_sending(tmp_path, tools, events):
+    model = SendingModel(Turn(error=provider_error("network", "connection refused")), log=events, sends=False)
+    result = await build(tmp_path, tools, model).run("go", on_event=events)
+    assert result.stopped_reason == "error"
+    assert events.types() == ["run_start", "turn_start", "llm_start", "error", "run_end"]
+    assert [e.seq for e in events.events] == [1, 2, 3, 4, 5]
+
+
+async def test_a_request_slow_to_go_out_does_not_hide_the_run(tmp_path, tools, events):
+    """A model that never says its request was sent (a connect that hangs): the held events
+    reach the listener anyway, while the call is still waiting; cancel then ends the run."""
+    cancel = CancelToken()
+    model = SendingModel(Turn(block=True), log=events, sends=False)
+    agent = build(tmp_path, tools, model)
+    task = asyncio.ensure_future(agent.run("go", on_event=events, cancel=cancel))
+    await wait_until(lambda: len(events.events) == 3, "the held events to be delivered")
+    assert events.types() == ["run_start", "turn_start", "llm_start"] and not task.done()
+    cancel.cancel()
+    result = await asyncio.wait_for(task, 5)
+    assert result.stopped_reason == "aborted"
+    assert events.types() == ["run_start", "turn_start", "llm_start", "run_end"]

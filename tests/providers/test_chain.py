@@ -235,3 +235,40 @@ async def test_failover_notice_names_the_next_provider(sleeps) -> None:
         0,
     )
     assert "HTTP 500" in notice.message and "\n" not in notice.message
+
+
+def test_a_chain_stops_on_cancel_only_if_every_model_does() -> None:
+    """The agent loop awaits a model that stops on its token directly (no second race): true for
+    the HTTP providers and chains of them, never for a model that does not say so."""
+    http = OpenAICompatModel(model="m", name="a", base_url="http://127.0.0.1:9/v1")
+
+    class Plain:
+        name = "plain"
+
+    assert ProviderChain([http, http]).stops_on_cancel is True
+    assert ProviderChain([http, Plain()]).stops_on_cancel is False  # type: ignore[list-item]
+
+
+async def test_on_sent_reaches_the_model_that_sends_or_comes_before_one_that_cannot(fake_provider) -> None:
+    """An HTTP model calls on_sent itself; for a model without a wire the chain calls it first."""
+    order: list[str] = []
+
+    class Local:
+        name = "local"
+
+        async def complete(self, messages, tools, *, on_text=None, cancel=None):
+            order.append("local called")
+            raise ProviderError("unknown", "local model unavailable")
+
+    def on_sent() -> None:
+        order.append("sent")
+
+    fake_provider.script({"text": "from http"})
+    http = make_model("openai_compat", fake_provider)
+    chain = ProviderChain([Local(), http])  # type: ignore[list-item]
+    response = await chain.complete([Message(role="user", content="hi")], [], on_sent=on_sent)
+    assert response.message.content == "from http"
+    # Called before the local model, then again by the HTTP model once its request was out
+    # (the loop's release is idempotent).
+    assert order == ["sent", "local called", "sent"]
+    assert len(fake_provider.requests) == 1

@@ -91,3 +91,50 @@ def test_parse_tool_arguments() -> None:
     assert parse_tool_arguments({"b": 2}) == ({"b": 2}, "")
     assert parse_tool_arguments("[1, 2]") == ({}, "[1, 2]")
     assert parse_tool_arguments('{"a": ') == ({}, '{"a": ')
+
+
+async def test_run_cancellable_runs_in_the_calling_task() -> None:
+    """No task of its own: a task switch before the request would delay the first token."""
+    caller = asyncio.current_task()
+
+    async def where() -> object:
+        return asyncio.current_task()
+
+    assert await run_cancellable(where(), CancelToken()) is caller
+
+
+async def test_the_tokens_cancellation_is_taken_back_before_the_error_leaves() -> None:
+    """The caller tells the token's stop from a cancellation of its own task by Task.cancelling()."""
+    cancel = CancelToken()
+    started = asyncio.Event()
+
+    async def wait_forever() -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    async def caller() -> int:
+        try:
+            await run_cancellable(wait_forever(), cancel)
+        except asyncio.CancelledError:
+            return asyncio.current_task().cancelling()  # type: ignore[union-attr]
+        return -1
+
+    task = asyncio.ensure_future(caller())
+    await started.wait()
+    cancel.cancel()
+    assert await task == 0
+
+
+async def test_a_token_fired_as_the_call_returns_cancels_nothing_later() -> None:
+    """The token's cancel is scheduled (call_soon_threadsafe); landing after the call returned,
+    it must not cancel whatever the caller awaits next."""
+    cancel = CancelToken()
+
+    async def value() -> int:
+        cancel.cancel()
+        return 7
+
+    assert await run_cancellable(value(), cancel) == 7
+    await asyncio.sleep(0)  # the scheduled callback runs during this turn of the loop
+    await asyncio.sleep(0)
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]

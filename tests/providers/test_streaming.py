@@ -12,6 +12,9 @@ from lich_core.providers.base import ProviderError
 from lich_core.tools.types import CancelToken
 from tests.support.provider_helpers import KINDS, wait_until
 
+# How long a test waits for the fake server to have a request (a hang fails, not a slow machine).
+REQUEST_WAIT_S = 10.0
+
 HELLO = [Message(role="user", content="hi")]
 
 
@@ -226,3 +229,26 @@ async def test_connection_is_reused_across_calls(kind, stream, fake_provider, mo
     await model.complete(HELLO, [])
     first, second = (r["peer"] for r in fake_provider.requests)
     assert first == second
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_on_sent_is_called_once_the_request_is_on_the_wire(kind, fake_provider, model_for) -> None:
+    """The agent loop delivers its bookkeeping events from `on_sent`, while the provider thinks:
+    the request must be out (the server, in its own thread, gets it while on_sent blocks this
+    one) and no answer read yet."""
+    fake_provider.script({"text": "hello there", "chunks": 2})
+    pieces: list[str] = []
+    seen_when_sent: list[tuple[bool, list[str]]] = []
+
+    def on_sent() -> None:
+        arrived = fake_provider.wait_for_requests(1, REQUEST_WAIT_S)
+        seen_when_sent.append((arrived, list(pieces)))
+
+    response = await model_for(kind).complete(HELLO, [], on_text=pieces.append, on_sent=on_sent)
+    assert seen_when_sent == [(True, [])]
+    assert response.message.content == "hello there" and "".join(pieces) == "hello there"
+    # Sent with its length, not chunked, and whole.
+    request = fake_provider.requests[0]
+    assert "transfer-encoding" not in request["headers"]
+    assert int(request["headers"]["content-length"]) > 0 and "_unparsed" not in request["json"]
+    assert request["json"]["model"]

@@ -70,7 +70,9 @@ async def test_process_list_masks_secret_arguments(tmp_path: Path, sleeper) -> N
 
 async def test_process_list_masks_password_flags_and_pat_names(tmp_path: Path) -> None:
     tag = f"lichtest-{uuid.uuid4().hex[:12]}"
-    argv = ["bash", "-c", "sleep 30; true", tag, "mysql", "-uroot", "-pS3cretPw", "--db-pass", "pw2ab", "GITHUB_PAT=ghxyz"]
+    # One process that never forks (bash would fork `sleep`, and the child matches the tag until
+    # it execs): Python ignores the arguments after its -c program.
+    argv = [sys.executable, "-c", "import time; time.sleep(30)", tag, "mysql", "-uroot", "-pS3cretPw", "--db-pass", "pw2ab", "GITHUB_PAT=ghxyz"]
     proc = subprocess.Popen(argv)
     try:
         deadline = time.monotonic() + 10
