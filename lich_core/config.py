@@ -390,6 +390,15 @@ KEYS: dict[str, KeySpec] = {
     ),
     "plugins": KeySpec([], v_list, None, "Plugin module paths or {path, settings, models} entries.", effects=plugin_effects),
     # tools
+    "test_command": KeySpec(
+        None, v_str, "LICH_TEST_COMMAND",
+        "run_tests' command (bash -lc, in the root); default: pytest when the root looks like a Python project.",
+        effects=one_effect("run `{value}` as the test command"),
+    ),
+    "docs_dir": KeySpec(
+        None, v_str, "LICH_DOCS_DIR", "docs_search's docs root; default: <root>/docs, else lich's own docs.",
+        effects=one_effect("let docs_search and docs_read read {value}"),
+    ),
     "web_search": KeySpec(
         {"kind": "duckduckgo", "url": DUCKDUCKGO_HTML_URL}, v_web_search, None,
         "web_search's backend: {kind: duckduckgo | searxng, url, api_key_env?}.", effects=web_search_effects,

@@ -259,6 +259,8 @@ BAD_VALUE_FOR_KEY: dict[str, Any] = {
     "session_dir": False,
     "plugins": "a.py",
     "web_search": {"kind": "google"},
+    "test_command": ["pytest"],
+    "docs_dir": 7,
     "edit_mode": "auto",
     "approval": {"terminal": "sometimes"},
     "code_actions": [{"title": "no prompt"}],

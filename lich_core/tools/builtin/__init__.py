@@ -27,6 +27,10 @@ CATALOG_ORDER = (
     "fetch_url",
     "http_request",
     "web_search",
+    "run_tests",
+    "docs_search",
+    "docs_read",
+    "memory_append",
 )
 
 
