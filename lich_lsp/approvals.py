@@ -112,6 +112,8 @@ class ApprovalCheck:
         policy = policy_for(approval, tool.name, capability)
         if policy == "allow":
             return None
+        if policy == "ask" and getattr(ctx.workspace, "user_invoked", False):
+            return None  # the user asked for this very call (lich.runTests): that is the answer
         if policy == "deny":
             return f"approval_denied: {tool.name} is denied by the approval policy"
         store = session.approvals

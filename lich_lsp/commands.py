@@ -34,7 +34,8 @@ READ = "lich.read"
 APPLY_PATCH = "lich.applyPatch"
 RUN_TOOL = "lich.runTool"
 TRUST_WORKSPACE = "lich.trustWorkspace"
-COMMANDS = (ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL, TRUST_WORKSPACE)
+RUN_TESTS = "lich.runTests"
+COMMANDS = (ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL, TRUST_WORKSPACE, RUN_TESTS)
 EDIT_MODES = ("apply", "review")
 READ_MAX_LINES = 2_000
 # LSP positions and line numbers are `uinteger`s: 0 .. 2^31 - 1.
@@ -332,11 +333,24 @@ async def run_tool(session: EditorSession, args: tuple[Any, ...], request_id: An
         tool_args = {}
     if not isinstance(tool_args, dict):
         raise BadArguments(f"{RUN_TOOL}: field 'args' must be an object, got {type(tool_args).__name__}")
+    from lich_core.gatekeeper import is_agent_only
+
+    tool = session.runtime().registry.get(name)
+    if tool is not None and is_agent_only(tool):
+        return {"ok": False, "output": "", "error": f"agent_only: {name} runs only inside an agent task", "edited": []}
     label = f"lich: {name}"
     workspace = EditorWorkspace(session, mode="apply", title=label)
     ctx = tool_context(session, workspace, session.command_read_state, label)
     result = await session.runtime().executor.execute(name, tool_args, ctx)
     return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
+
+
+async def run_tests(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    from lich_lsp.run_tests import run_tests as run
+
+    obj = single_object(RUN_TESTS, args, required=False)
+    test_filter = get_str(RUN_TESTS, obj, "filter", required=False)
+    return await run(session, test_filter.strip() if test_filter and test_filter.strip() else None)
 
 
 CommandHandler = Callable[["EditorSession", tuple[Any, ...], Any], Awaitable[Any]]
@@ -349,6 +363,7 @@ HANDLERS: dict[str, CommandHandler] = {
     APPLY_PATCH: apply_patch,
     RUN_TOOL: run_tool,
     TRUST_WORKSPACE: trust_workspace,
+    RUN_TESTS: run_tests,
 }
 
 

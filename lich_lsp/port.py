@@ -92,3 +92,7 @@ class EditorPort(Protocol):
     def send_event(self, payload: dict[str, Any]) -> None:
         """lich/event (docs/lich-event.schema.json)."""
         ...
+
+    def publish_diagnostics(self, uri: str, diagnostics: list[types.Diagnostic]) -> None:
+        """textDocument/publishDiagnostics (the failing tests of the last run: lich_lsp.run_tests)."""
+        ...

@@ -128,6 +128,11 @@ class PyglsEditor:
     def send_event(self, payload: dict[str, Any]) -> None:
         self._server.protocol.notify(EVENT_METHOD, payload)
 
+    def publish_diagnostics(self, uri: str, diagnostics: list[types.Diagnostic]) -> None:
+        self._server.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics)
+        )
+
 
 class MalformedMessage(JsonRpcInvalidParams):
     """A message from the editor that does not fit its method's types.

@@ -29,6 +29,7 @@ from lich_lsp import code_actions, config, trust
 from lich_lsp.approvals import ApprovalCheck, ApprovalStore
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.port import EditorPort
+from lich_lsp.run_tests import TestDiagnostics
 from lich_lsp.tasks import MAX_EDITOR_MESSAGE_BYTES, MESSAGE_ENVELOPE_BYTES, TaskManager, clip_text
 from lich_lsp.workspace import DocumentStore
 
@@ -59,6 +60,7 @@ class EditorSession:
         self.tasks = TaskManager(self)
         # lich.read arms it; lich.applyPatch and lich.runTool use it (the user's own session).
         self.command_read_state = ReadState()
+        self.test_diagnostics = TestDiagnostics(self)
         self._runtime: ToolRuntime | None = None
         self._runtime_generation = -1
         self._diagnostics: dict[str, tuple[int | None, list[dict[str, Any]]]] = {}

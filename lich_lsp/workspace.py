@@ -39,11 +39,14 @@ from lich_lsp.port import EditorRequestError
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
+    from lich_core.testing.report import TestReport
     from lich_lsp.session import EditorSession
 
 log = logging.getLogger("lich.lsp.workspace")
 
 SAVE_DOCUMENTS_TIMEOUT_S = 10.0
+# Files named in a message about unsaved buffers (the rest are counted).
+MAX_NAMED_FILES = 5
 # After a cancel, how long an edit already sent to the client may take to come back.
 EDIT_SETTLE_TIMEOUT_S = 5.0
 REVIEW_APPLY = "Apply"
@@ -136,9 +139,9 @@ class DocumentStore:
             self._expectations.pop(key, None)
         if doc is not None:
             return doc.source
-        return self._disk_text(path)
+        return self.disk_text(path)
 
-    def _disk_text(self, path: Path) -> str | None:
+    def disk_text(self, path: Path) -> str | None:
         try:
             return read_disk_text(path, self._session.root)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
@@ -148,7 +151,7 @@ class DocumentStore:
         """current_text, with a disk read done in a worker thread (a slow disk never stalls the server)."""
         if self.has_buffer(path):
             return self.current_text(path)
-        return await asyncio.to_thread(self._disk_text, path)
+        return await asyncio.to_thread(self.disk_text, path)
 
     def expect(self, path: Path, text: str | None, version: int | None) -> None:
         key = path_key(path)
@@ -202,6 +205,9 @@ class EditorWorkspace:
         self.edited_uris: list[str] = []
         # Edits sent to the editor and not answered yet; a cancel does not stop them (see send_changes).
         self.in_flight: set[asyncio.Future[None]] = set()
+        # The editor's user asked for this very tool call (lich.runTests): an "ask" approval
+        # policy counts as answered (lich_lsp.approvals).
+        self.user_invoked = False
 
     async def settle(self, timeout_s: float = EDIT_SETTLE_TIMEOUT_S) -> bool:
         """Wait for edits still on their way to the editor; False if some are still unanswered."""
@@ -281,6 +287,41 @@ class EditorWorkspace:
                 entry.replacements = () if new_text is None else line_replacements(entry.base_text or "", new_text)
             else:
                 self.overlay[key] = (Path(change.path), OverlayEntry(change.base_text, new_text, change.replacements))
+
+    # --- before and after a process reads the files (run_tests) ---
+
+    def unsaved_paths(self) -> list[Path]:
+        """Open documents whose text differs from disk (what a process would not see)."""
+        unsaved = []
+        for path in self._store.open_paths():
+            text = self._store.current_text(path)
+            if text is not None and text != self._store.disk_text(path):
+                unsaved.append(path)
+        return unsaved
+
+    async def sync_to_disk(self) -> str | None:
+        """Make disk match the editor's buffers; a one-line problem when it could not.
+
+        Editors that declare experimental.lich.saveDocuments are asked to save the buffers that
+        differ; with any other editor nothing is written behind the user's back: the problem
+        names the unsaved files instead.
+        """
+        unsaved = self.unsaved_paths()
+        if not unsaved:
+            return None
+        names = ", ".join(relative_path(self.root, path) for path in unsaved[:MAX_NAMED_FILES])
+        if len(unsaved) > MAX_NAMED_FILES:
+            names += f" and {len(unsaved) - MAX_NAMED_FILES} more"
+        if not self._session.features.save_documents:
+            return f"{names} have unsaved changes and this editor cannot be asked to save them; save them and run again"
+        await save_documents(self._session, [self._store.uri_for(path) for path in unsaved])
+        still = [path for path in unsaved if path in self.unsaved_paths()]
+        if still:
+            return f"the editor did not save {', '.join(relative_path(self.root, p) for p in still[:MAX_NAMED_FILES])}"
+        return None
+
+    async def report_test_results(self, report: TestReport) -> None:
+        self._session.test_diagnostics.publish(report)
 
     # --- review mode ---
 

@@ -319,8 +319,8 @@ CONFIG_TEMPLATE = """\
 // "work_dir" is never read from this file: the root is the folder holding .lich/ (or --work-dir).
 // This file belongs to the repository, so it is untrusted until you run `lich trust` (or trust it
 // from the editor): until then it may only narrow settings, and keys that load code, choose a
-// provider, send data or write elsewhere (plugins, providers, models, session_dir,
-// system_prompt, web_search) are ignored. Any change to it, or to a plugin it names, needs
+// provider, run a program, send data or read and write elsewhere (plugins, providers, models,
+// session_dir, system_prompt, web_search, test_command, docs_dir) are ignored. Any change to it, or to a plugin it names, needs
 // trusting again. See docs/trust.md.
 {
   // Model providers. With none configured, lich uses LICH_PROVIDER_KIND / LICH_BASE_URL /
@@ -370,6 +370,13 @@ CONFIG_TEMPLATE = """\
   // instance's JSON API (needs trust here; a SearXNG on a private address also needs
   // LICH_ALLOW_PRIVATE_URLS=1). See docs/tools.md.
   // "web_search": {"kind": "searxng", "url": "https://searx.example.org", "api_key_env": "SEARXNG_TOKEN"},
+
+  // The command run_tests runs (bash -lc, in the root; needs trust here). Default: pytest when
+  // this looks like a Python project. See docs/tools.md.
+  // "test_command": "npm test --",
+
+  // Where docs_search and docs_read look (needs trust here). Default: docs/ in this workspace.
+  // "docs_dir": "documentation",
 
   // Language server (see docs/lsp.md). "apply": each edit at once; "review": one edit to
   // confirm at the end of a task.

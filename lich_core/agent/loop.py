@@ -301,7 +301,7 @@ class _Run:
             else:
                 await self._start_plugins(prompt)
                 self._append(Message(role="user", content=user_prompt(prompt, context)))
-                if self.plugin_run is not None:
+                if self.plugin_run is not None and self.plugin_run.has_hook("on_run_start"):
                     await self._race(self.plugin_run.on_run_start(len(prompt)))
                 await self._loop()
         except asyncio.CancelledError:
@@ -372,7 +372,9 @@ class _Run:
             if self.policy.due(state.history, turn):
                 await self._compress(turn)
             notes: list[Message] = []
-            if self.plugin_run is not None:
+            # The gatekeeper is always loaded but has no model hooks: a turn with no
+            # before_llm_call hook awaits nothing before its model call (time to first token).
+            if self.plugin_run is not None and self.plugin_run.has_hook("before_llm_call"):
                 notes = await self._race(self.plugin_run.before_llm_call(turn, state.history))
             call_messages = state.history + notes if notes else list(state.history)
             await self._emit(LlmStart(turn=turn, messages=len(call_messages), tools=len(tools), notes=len(notes)))

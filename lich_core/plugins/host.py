@@ -6,6 +6,7 @@ import asyncio
 import copy
 import inspect
 import logging
+import types
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +39,23 @@ class LoadedPlugin:
     path: Path
     settings: Mapping[str, Any]  # types.MappingProxyType
     models: PluginModels
+    # Constructed in code (the gatekeeper), not loaded from config; registered before config plugins.
+    builtin: bool = False
 
     @property
     def name(self) -> str:
         return self.plugin.name
+
+    @classmethod
+    def built_in(cls, plugin: Plugin, path: Path | None = None) -> LoadedPlugin:
+        """A plugin made in code: no settings, no model roles, ahead of every config plugin."""
+        return cls(
+            plugin=plugin,
+            path=path or Path("<builtin>"),
+            settings=types.MappingProxyType({}),
+            models=PluginModels(plugin.name, frozenset()),
+            builtin=True,
+        )
 
     def hook(self, name: str) -> Callable[..., Any] | None:
         return self.plugin.hooks.get(name)
@@ -58,6 +72,8 @@ class PluginTool:
         self.parameters = tool.parameters
         self.capability = getattr(tool, "capability", None)
         self.timeout_ms = getattr(tool, "timeout_ms", None)
+        # Runs only inside an agent task (git_commit): lich.runTool refuses it.
+        self.agent_only = getattr(tool, "agent_only", False) is True
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         plugin_ctx = copy.copy(ctx)
@@ -67,15 +83,21 @@ class PluginTool:
 
 
 class PluginHost:
-    """The plugins of one agent, in config order, plus the warnings from loading them."""
+    """The plugins of one agent: built-in ones first, then config order; plus the load warnings."""
 
     def __init__(self, plugins: Sequence[LoadedPlugin] = (), warnings: Sequence[str] = (), *, work_dir: Path | None = None) -> None:
-        self.plugins = list(plugins)
+        # Built-in plugins (LoadedPlugin.builtin) come first whatever order they were given in:
+        # their hooks run first and their tools win a name clash.
+        self.plugins = [p for p in plugins if p.builtin] + [p for p in plugins if not p.builtin]
         self.warnings = list(warnings)
         self.work_dir = Path(work_dir or Path.cwd())
 
     def names(self) -> list[str]:
-        return [p.name for p in self.plugins]
+        """The plugins loaded from config, in config order (built-in ones: builtin_names)."""
+        return [p.name for p in self.plugins if not p.builtin]
+
+    def builtin_names(self) -> list[str]:
+        return [p.name for p in self.plugins if p.builtin]
 
     def bind_models(self, resolve: Callable[[str], Any]) -> None:
         for loaded in self.plugins:
@@ -125,6 +147,10 @@ class PluginRun:
             )
             for loaded in host.plugins
         }
+
+    def has_hook(self, hook_name: str) -> bool:
+        """Whether any plugin has this hook (the loop skips awaiting hooks nobody has)."""
+        return any(loaded.hook(hook_name) is not None for loaded in self.host.plugins)
 
     def _with_hook(self, hook_name: str) -> list[tuple[LoadedPlugin, Callable[..., Any]]]:
         found = []

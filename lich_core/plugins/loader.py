@@ -36,11 +36,15 @@ class PluginLoadError(Exception):
     pass
 
 
-def load_plugins(entries: Sequence[Any] | None, *, work_dir: str | os.PathLike[str]) -> PluginHost:
+def load_plugins(
+    entries: Sequence[Any] | None, *, work_dir: str | os.PathLike[str], builtins: Sequence[LoadedPlugin] = ()
+) -> PluginHost:
+    """The host for config `plugins` entries, with `builtins` (plugins made in code, such as the
+    gatekeeper) registered first: a config plugin with a built-in's name is a duplicate."""
     root = Path(work_dir).resolve()
-    loaded: list[LoadedPlugin] = []
+    loaded: list[LoadedPlugin] = list(builtins)
     warnings: list[str] = []
-    seen_names: set[str] = set()
+    seen_names: set[str] = {p.name for p in builtins}
     for index, entry in enumerate(entries or []):
         label = _label(entry, index)
         try:

@@ -29,6 +29,9 @@ MAX_WALK_ENTRIES = 100_000
 LICH_DIR = ".lich"
 LICH_WRITABLE_SUBDIRS = ("skills", "plugins")
 PROTECTED_CONFIG = (".lich", "config.json")
+# The root's MEMORY.md is append-only: only memory_append (which adds dated entries) writes it.
+MEMORY_FILE = "MEMORY.md"
+MEMORY_APPEND_ONLY = f"forbidden_path: {MEMORY_FILE} is append-only: use memory_append"
 # Version-control metadata: `.git/config` (core.fsmonitor) and `.git/hooks/*` run programs on the
 # next `git status`, so tools may read these folders but never write them.
 VCS_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -109,6 +112,8 @@ def check_file_access(base_dir: str | os.PathLike[str], path: Path, *, write: bo
         raise ToolError(f"forbidden_path: {rel} (the agent's config is not accessible to tools)")
     if not write:
         return
+    if len(parts) == 1 and _is_root_memory(base_dir, path, parts[0]):
+        raise ToolError(MEMORY_APPEND_ONLY)
     if parts[-1].startswith(".env"):
         raise ToolError(f"forbidden_path: {rel} (.env files are never written by tools)")
     vcs = next((part for part in parts if part in VCS_DIRS), None)
@@ -119,6 +124,22 @@ def check_file_access(base_dir: str | os.PathLike[str], path: Path, *, write: bo
         )
     if parts[0] == LICH_DIR and (len(parts) < 3 or parts[1] not in LICH_WRITABLE_SUBDIRS):
         raise ToolError(f"forbidden_path: {rel} (only .lich/skills/ and .lich/plugins/ are writable)")
+
+
+def _is_root_memory(base_dir: str | os.PathLike[str], path: Path, name: str) -> bool:
+    """`name` (a file right under the root) is the root's MEMORY.md.
+
+    The name is compared case-sensitively; another spelling (`memory.md`) counts only when it is
+    the same file, as on a case-insensitive file system.
+    """
+    if name == MEMORY_FILE:
+        return True
+    if name.lower() != MEMORY_FILE.lower():
+        return False
+    try:
+        return os.path.samefile(path, os.path.join(base_dir, MEMORY_FILE))
+    except OSError:  # either one missing: not the same file
+        return False
 
 
 def resolve_file_for(ctx: ToolContext, target: str, *, write: bool) -> Path:

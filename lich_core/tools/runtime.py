@@ -60,7 +60,9 @@ class ToolRuntime:
     registry: ToolRegistry  # the enabled subset
     executor: ToolExecutor
     config: Mapping[str, Any]
-    # The plugins from config["plugins"] (their hooks run in the agent loop); None without any.
+    # The plugin host (lich_core.plugins.PluginHost): the built-in gatekeeper first, then the
+    # plugins from config["plugins"]; their hooks run in the agent loop. build_tool_runtime always
+    # sets it; None only for a runtime assembled by hand.
     plugins: Any = None
 
     def context(self, **overrides: Any) -> ToolContext:
@@ -101,7 +103,13 @@ def build_tool_runtime(
     call_checks: Sequence[CallCheck] = (),
     load_plugins: bool = True,
 ) -> ToolRuntime:
-    """Builtins filtered by tools_enabled, then plugin tools (registered after the filter)."""
+    """Builtins filtered by tools_enabled, then plugin tools (registered after the filter).
+
+    The gatekeeper (lich_core.gatekeeper: `git_commit` and the terminal git denylist) is always
+    registered, first, before the config plugins, and never from config; `load_plugins=False`
+    skips only the config plugins. It reads LICH_ALLOW_SELF_COMMIT from the process environment
+    now (not from `env`, which is what tools see).
+    """
     work_dir = Path(config.get("work_dir") or os.getcwd())
     base = register_builtin_tools(ToolRegistry())
     registry = base.filtered(config.get("tools_enabled", "all"))
@@ -117,9 +125,13 @@ def build_tool_runtime(
         web_search=WebSearchBackend.from_config(config.get("web_search")),
     )
     runtime = ToolRuntime(base_registry=base, registry=registry, executor=executor, config=config)
-    if load_plugins and config.get("plugins"):
-        from lich_core.plugins import load_plugins as load_plugin_host
+    # Imported here: the gatekeeper and the plugins import the tool modules (no import cycle).
+    from lich_core.gatekeeper import build_gatekeeper
+    from lich_core.plugins import LoadedPlugin
+    from lich_core.plugins import load_plugins as load_plugin_host
 
-        runtime.plugins = load_plugin_host(config.get("plugins"), work_dir=work_dir)
-        runtime.plugins.register_tools(runtime, config.get("tools_enabled", "all"))
+    gatekeeper = LoadedPlugin.built_in(build_gatekeeper(os.environ).plugin)
+    entries = config.get("plugins") if load_plugins else None
+    runtime.plugins = load_plugin_host(entries or None, work_dir=work_dir, builtins=[gatekeeper])
+    runtime.plugins.register_tools(runtime, config.get("tools_enabled", "all"))
     return runtime

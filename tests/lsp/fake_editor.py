@@ -111,6 +111,8 @@ class FakeEditor:
         self.messages: list[tuple[types.MessageType, str]] = []  # window/showMessage
         self.logs: list[tuple[types.MessageType, str]] = []  # window/logMessage
         self.events: list[dict[str, Any]] = []  # lich/event, as the JSON the wire would carry
+        # textDocument/publishDiagnostics: the latest list per uri
+        self.diagnostics: dict[str, list[types.Diagnostic]] = {}
 
         self._echoes: deque[Callable[[], None]] = deque()
         self._echo_scheduled = False
@@ -384,6 +386,10 @@ class FakeEditor:
 
     def log_message(self, message: str, kind: types.MessageType) -> None:
         self.logs.append((kind, message))
+        self._notify()
+
+    def publish_diagnostics(self, uri: str, diagnostics: list[types.Diagnostic]) -> None:
+        self.diagnostics[uri] = list(diagnostics)
         self._notify()
 
     def send_event(self, payload: dict[str, Any]) -> None:

@@ -1,0 +1,159 @@
+"""Tests in the editor: `lich.runTests`, and failing tests as diagnostics (source `lich tests`).
+
+Whoever runs the `run_tests` tool (the command, or the agent in a task) runs it with an
+EditorWorkspace, which first makes disk match the editor's buffers (`sync_to_disk`) and then
+hands the report here (`report_test_results`): each failure becomes an Error diagnostic on the
+line where it failed, and each run replaces the previous run's diagnostics, so a green run
+clears them all. "Fix with agent" on such a diagnostic works as on any other.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from lich_core.workspace import read_disk_text
+
+if TYPE_CHECKING:
+    from lich_core.testing.report import TestReport
+    from lich_lsp.session import EditorSession
+
+log = logging.getLogger("lich.lsp.tests")
+
+TEST_DIAGNOSTIC_SOURCE = "lich tests"
+RUN_TESTS_TOOL = "run_tests"
+PROGRESS_TITLE = "lich: running tests"
+_progress_ids = itertools.count(1)
+
+
+class TestDiagnostics:
+    """The diagnostics of the last test run, one list per file that had a failure."""
+
+    def __init__(self, session: EditorSession) -> None:
+        self._session = session
+        self._published: set[str] = set()
+
+    def publish(self, report: TestReport) -> int:
+        """Replace the previous run's diagnostics with this run's; returns how many were sent."""
+        by_uri: dict[str, list[types.Diagnostic]] = {}
+        for failure in report.failures:
+            located = self._locate(failure.path, failure.line)
+            if located is None:
+                continue  # no file or line to show it on: it is still in the command's result
+            uri, line_range = located
+            message = f"{failure.test_id}: {failure.message}" if failure.message else failure.test_id
+            by_uri.setdefault(uri, []).append(
+                types.Diagnostic(
+                    range=line_range,
+                    message=message,
+                    severity=types.DiagnosticSeverity.Error,
+                    source=TEST_DIAGNOSTIC_SOURCE,
+                    code=failure.test_id,
+                )
+            )
+        port = self._session.port
+        for uri in sorted(self._published - set(by_uri)):
+            port.publish_diagnostics(uri, [])
+        for uri, diagnostics in by_uri.items():
+            port.publish_diagnostics(uri, diagnostics)
+        self._published = set(by_uri)
+        return sum(len(items) for items in by_uri.values())
+
+    def _locate(self, relative: str, line: int) -> tuple[str, types.Range] | None:
+        """The document and the whole failing line (0-based, in the client's position units)."""
+        if not relative or line < 1:
+            return None
+        root = self._session.root
+        path = (root / relative) if not Path(relative).is_absolute() else Path(relative)
+        documents = self._session.documents
+        text = documents.current_text(path)
+        if text is None:
+            try:
+                text = read_disk_text(path, root)
+            except (OSError, ValueError):
+                return None
+        lines = text.splitlines()
+        index = line - 1
+        if index >= len(lines):
+            return None
+        width = self._session.port.position_codec.client_num_units(lines[index])
+        line_range = types.Range(start=types.Position(line=index, character=0), end=types.Position(line=index, character=width))
+        return documents.uri_for(path), line_range
+
+
+async def run_tests(session: EditorSession, test_filter: str | None) -> dict[str, Any]:
+    """`lich.runTests`: the run_tests tool, with the editor's buffers saved first and work-done
+    progress; the user asked for this run, so an `ask` approval policy counts as answered."""
+    from lich_lsp.workspace import EditorWorkspace
+
+    workspace = EditorWorkspace(session, mode="apply", title="lich: run tests")
+    workspace.user_invoked = True
+    runtime = session.runtime()
+    ctx = runtime.context()
+    ctx.workspace = workspace
+    ctx.read_state = session.command_read_state
+    ctx.edit_label = workspace.title
+    token = await _begin_progress(session, test_filter)
+    result = None
+    try:
+        result = await runtime.executor.execute(RUN_TESTS_TOOL, {"filter": test_filter} if test_filter else {}, ctx)
+    finally:
+        if token is not None:
+            summary = _summary(result.details if result is not None else {}, result.error if result else "cancelled")
+            session.port.progress(token, types.WorkDoneProgressEnd(message=summary))
+    details = result.details or {}
+    failures = [_failure_json(session, failure) for failure in details.get("failures") or []]
+    answer: dict[str, Any] = {
+        "ok": result.ok,
+        "summary": _summary(details, result.error),
+        "passed": int(details.get("passed") or 0),
+        "failed": int(details.get("failed") or 0),
+        "errors": int(details.get("errors") or 0),
+        "skipped": int(details.get("skipped") or 0),
+        "failures": failures,
+        "output": result.output,
+    }
+    if result.error:
+        answer["error"] = result.error
+    return answer
+
+
+async def _begin_progress(session: EditorSession, test_filter: str | None) -> str | None:
+    if not session.features.work_done_progress:
+        return None
+    token = f"lich-tests-{next(_progress_ids)}"
+    try:
+        await session.port.create_progress(token)
+    except Exception as err:  # noqa: BLE001 - no progress bar is not worth failing the run
+        log.info("no progress for the test run: %s", err)
+        return None
+    message = f"filter: {test_filter}" if test_filter else None
+    session.port.progress(token, types.WorkDoneProgressBegin(title=PROGRESS_TITLE, message=message, cancellable=False))
+    return token
+
+
+def _summary(details: dict[str, Any], error: str | None) -> str:
+    counts = [
+        f"{details[key]} {key}" for key in ("passed", "failed", "errors", "skipped") if details.get(key)
+    ]
+    if counts:
+        duration = details.get("duration_s")
+        text = ", ".join(counts)
+        return f"{text} in {duration:.2f}s" if isinstance(duration, (int, float)) else text
+    return error or "no tests ran"
+
+
+def _failure_json(session: EditorSession, failure: dict[str, Any]) -> dict[str, Any]:
+    relative = str(failure.get("path") or "")
+    line = int(failure.get("line") or 0)
+    uri = session.documents.uri_for(session.root / relative) if relative else ""
+    return {
+        "test_id": str(failure.get("test_id") or ""),
+        "uri": uri,
+        "line": max(line - 1, 0),
+        "message": str(failure.get("message") or ""),
+    }
