@@ -18,8 +18,8 @@
 ;; `eglot-initialization-options'), `eglot-current-server', `jsonrpc-request'.
 ;;
 ;; The commands `lich-eglot-ask', `lich-eglot-cancel', `lich-eglot-apply-patch',
-;; `lich-eglot-status', `lich-eglot-trust-workspace', `lich-eglot-transcript' are aliases of
-;; `lich-ask' and the others in lich.el.
+;; `lich-eglot-status', `lich-eglot-trust-workspace', `lich-eglot-run-tests',
+;; `lich-eglot-transcript' are aliases of `lich-ask' and the others in lich.el.
 ;;
 ;; Setup (see README.md next to this file; all three files must be on the load path):
 ;;   (add-to-list 'load-path "/path/to/lich-lsp/editors/emacs")
@@ -164,6 +164,7 @@ With ANYWHERE non-nil, else any running lich server."
 (defalias 'lich-eglot-apply-patch #'lich-apply-patch)
 (defalias 'lich-eglot-status #'lich-status)
 (defalias 'lich-eglot-trust-workspace #'lich-trust-workspace)
+(defalias 'lich-eglot-run-tests #'lich-run-tests)
 (defalias 'lich-eglot-transcript #'lich-transcript)
 
 ;;;; Starting

@@ -20,8 +20,8 @@
 ;;
 ;; Commands are sent to the lich workspace only (never broadcast): `lich-lsp-mode-ask',
 ;; `lich-lsp-mode-cancel', `lich-lsp-mode-apply-patch', `lich-lsp-mode-status',
-;; `lich-lsp-mode-trust-workspace', `lich-lsp-mode-transcript' are aliases of `lich-ask' and
-;; the others in lich.el.
+;; `lich-lsp-mode-trust-workspace', `lich-lsp-mode-run-tests', `lich-lsp-mode-transcript' are
+;; aliases of `lich-ask' and the others in lich.el.
 ;;
 ;; Setup (all three files of editors/emacs on the load path):
 ;;   (add-to-list 'load-path "/path/to/lich-lsp/editors/emacs")
@@ -96,6 +96,7 @@ With ANYWHERE non-nil, else any lich workspace."
 (defalias 'lich-lsp-mode-apply-patch #'lich-apply-patch)
 (defalias 'lich-lsp-mode-status #'lich-status)
 (defalias 'lich-lsp-mode-trust-workspace #'lich-trust-workspace)
+(defalias 'lich-lsp-mode-run-tests #'lich-run-tests)
 (defalias 'lich-lsp-mode-transcript #'lich-transcript)
 
 ;;;; Registration

@@ -17,7 +17,7 @@
 ;;    for one), run asynchronously;
 ;;  - `lich-show-progress': `$/progress' values in the echo area.
 ;; The commands `lich-ask', `lich-cancel', `lich-apply-patch', `lich-status',
-;; `lich-trust-workspace' and `lich-transcript' talk to the lich server only (never to the
+;; `lich-trust-workspace', `lich-run-tests' and `lich-transcript' talk to the lich server only (never to the
 ;; buffer's other language servers): the one of the current buffer, else any running one.
 ;; The adapters' `lich-eglot-*' and `lich-lsp-mode-*' commands are aliases of these.
 ;;
@@ -465,6 +465,116 @@ initializationOptions say `workspace_trust' \"never\"."
   (let ((result (lich-execute "lich.trustWorkspace" (and revoke (list :revoke t)))))
     (message "lich: %s" (lich--trust-text result))
     result))
+
+;;;; Tests (`lich.runTests')
+
+(defvar lich-test-filter-history nil "Filters given to `lich-run-tests'.")
+
+(defconst lich--max-failures-shown 3
+  "How many failing tests `lich-run-tests' names in its message.")
+
+(defun lich--count (value)
+  "VALUE when it is a number, else 0."
+  (if (numberp value) value 0))
+
+(defun lich-test-summary (result)
+  "The counts line of a `lich.runTests' RESULT.
+The server's summary, else one made from the counts."
+  (or (let ((summary (lich-json-get result "summary")))
+        (and (stringp summary) (not (string-empty-p (string-trim summary))) (string-trim summary)))
+      (let ((parts (delq nil (mapcar (lambda (key)
+                                       (let ((n (lich--count (lich-json-get result key))))
+                                         (and (> n 0)
+                                              (format "%d %s" n (if (equal key "errors")
+                                                                    (if (= n 1) "error" "errors")
+                                                                  key)))))
+                                     '("failed" "errors" "passed" "skipped")))))
+        (if parts (mapconcat #'identity parts ", ") "no tests ran"))))
+
+(defun lich--failure-text (failure directory)
+  "One line for the failing test FAILURE (test_id, uri, 0-based line, message).
+Its file is named relative to DIRECTORY."
+  (let* ((uri (lich-json-get failure "uri"))
+         (line (lich-json-get failure "line"))
+         (file (if (and (stringp uri) (not (string-empty-p uri)))
+                   (file-relative-name (lich-uri-to-path uri) directory)
+                 "?")))
+    (format "%s:%s %s: %s" file (if (numberp line) (1+ line) "?")
+            (or (lich-json-get failure "test_id") "?")
+            (lich--one-line (or (lich-json-get failure "message") "")))))
+
+(defun lich-test-outcome (result &optional directory)
+  "How to tell the user about the `lich.runTests' RESULT, as (LEVEL . TEXT).
+LEVEL is `passed' (green), `failed' (some tests failed: they are
+diagnostics too) or `error' (no run happened: no test command, a run
+already going, ...).  Files are named relative to DIRECTORY."
+  (let* ((summary (lich-test-summary result))
+         (error-text (let ((e (lich-json-get result "error"))) (if (stringp e) (string-trim e) "")))
+         (failures (let ((f (lich-json-get result "failures")))
+                     (and (sequencep f) (not (stringp f)) (append f nil)))))
+    (cond
+     ((eq (lich-json-get result "ok") t)
+      (cons 'passed (format "tests passed: %s" summary)))
+     ((or (string-prefix-p "tests_failed" error-text)
+          failures
+          (and (string-empty-p error-text)
+               (> (+ (lich--count (lich-json-get result "failed"))
+                     (lich--count (lich-json-get result "errors")))
+                  0)))
+      (cons 'failed
+            (concat (format "tests failed: %s" summary)
+                    (and failures
+                         (concat " — "
+                                 (mapconcat (lambda (failure)
+                                              (lich--failure-text failure (or directory default-directory)))
+                                            (cl-subseq failures 0 (min (length failures) lich--max-failures-shown))
+                                            "; ")
+                                 (if (> (length failures) lich--max-failures-shown)
+                                     (format " (+%d more)" (- (length failures) lich--max-failures-shown))
+                                   ""))))))
+     (t (cons 'error (format "running the tests failed: %s"
+                             (if (string-empty-p error-text) summary error-text)))))))
+
+(declare-function project-root "project" (project))
+
+(defun lich--project-directory ()
+  "The current project's root, else `default-directory'.
+`lich-run-tests' names failing tests' files relative to it."
+  (or (and (file-directory-p default-directory)
+           (ignore-errors
+             (require 'project)
+             (let ((project (project-current)))
+               (and project (fboundp 'project-root) (expand-file-name (project-root project))))))
+      default-directory))
+
+(defun lich-run-tests (&optional filter on-done)
+  "Run the workspace's tests through lich (`lich.runTests').
+The server first makes disk match the buffers, then runs the test
+command (`test_command', else pytest in a Python project) with
+FILTER appended when it is non-empty: interactively, with a prefix
+argument, read from the minibuffer (e.g. tests/test_calc.py::test_add
+or -k add).  Each failing test becomes an Error diagnostic (source
+\"lich tests\") on its line, in Flymake or Flycheck like any other;
+the next green run clears them.  Runs asynchronously: the outcome is
+shown when the run ends, and ON-DONE (if given) is called with the
+result, or nil when the request failed."
+  (interactive (list (and current-prefix-arg
+                          (read-string "Run tests matching: " nil 'lich-test-filter-history))))
+  (let* ((filter (and (stringp filter) (string-trim filter)))
+         (args (and filter (not (string-empty-p filter)) (list :filter filter)))
+         (directory (lich--project-directory)))
+    (message "lich: running the tests%s…" (if args (format " (%s)" filter) ""))
+    (lich--request-async
+     "workspace/executeCommand"
+     (list :command "lich.runTests" :arguments (vector (or args (lich--empty-object))))
+     (lambda (result)
+       (let ((outcome (lich-test-outcome result directory)))
+         (message "lich: %s" (cdr outcome)))
+       (when on-done (funcall on-done result)))
+     (lambda (err)
+       (message "lich: running the tests failed: %s" (lich--error-text err))
+       (when on-done (funcall on-done nil))))
+    nil))
 
 (defun lich-transcript ()
   "Show the transcript of lich tasks."

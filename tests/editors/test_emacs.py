@@ -40,6 +40,7 @@ from tests.support.event_schema import (
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = Path(__file__).resolve().parent / "emacs" / "eglot_scenario.el"
 TRUST_SCENARIO = SCENARIO.parent / "eglot_trust.el"
+RUN_TESTS_SCENARIO = SCENARIO.parent / "eglot_run_tests.el"
 PROCESS_TIMEOUT_S = 180
 EMACS_DIR = REPO / "editors" / "emacs"
 EMACS_FILES = ("lich.el", "lich-eglot.el", "lich-lsp-mode.el")
@@ -179,6 +180,25 @@ def test_eglot_trust_workspace_command(emacs: str, tmp_path: Path) -> None:
     assert TrustStore.for_env({"XDG_STATE_HOME": str(state)}).record_for(workspace) is None
 
 
+def test_eglot_run_tests_command(emacs: str, tmp_path: Path) -> None:
+    """M-x lich-eglot-run-tests on a small pytest project (the one the Neovim test uses): a
+    filtered green run (C-u), a red run whose failure is a Flymake diagnostic (source `lich
+    tests`) on the assert line, then the bug fixed in an unsaved buffer and a green run that saved
+    it and cleared the diagnostic."""
+    from tests.editors.test_nvim import CALC, CALC_FIXED_LINE, write_pytest_project
+
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    data = write_pytest_project(workspace)
+    result = run_emacs_scenario(
+        emacs, RUN_TESTS_SCENARIO, workspace, tmp_path, {"LICH_TEST_DATA": json.dumps(data)}
+    )
+    assert (workspace / "calc.py").read_text(encoding="utf-8") == CALC.replace(
+        "    return a - b", CALC_FIXED_LINE, 1
+    )
+    assert "tests failed" in result["values"]["red"]["message"]
+
+
 def run_ert(emacs: str, test_file: Path, env: dict[str, str] | None = None) -> str:
     """Run the ERT tests of TEST_FILE in batch Emacs (ENV added to the environment); assert
     none failed; return stderr."""
@@ -205,7 +225,8 @@ def test_transcript_renders_llm_retry(emacs: str) -> None:
 def test_shared_lich_el(emacs: str) -> None:
     """ERT in batch Emacs, lich.el alone: loads without Eglot or lsp-mode; renders text_delta,
     tool_call_start/end, llm_retry (discarded_chars) and run_end from plists and hash tables;
-    lich/saveDocuments saves exactly the named buffers; commands go through an adapter."""
+    lich/saveDocuments saves exactly the named buffers; commands go through an adapter, and
+    lich-run-tests tells green, red (the failing tests) and error runs apart."""
     stderr = run_ert(emacs, SCENARIO.parent / "lich_shared.el")
     for name in (
         "lich-loads-without-a-client",
@@ -213,6 +234,8 @@ def test_shared_lich_el(emacs: str) -> None:
         "lich-renders-events-from-hash-tables",
         "lich-save-documents-saves-exactly-the-named-buffers",
         "lich-ask-sends-uri-and-region",
+        "lich-run-tests-green-red-and-error",
+        "lich-run-tests-interactive-filter-and-request-error",
     ):
         assert re.search(rf"passed\s+\d+/\d+\s+{name}\b", stderr), (name, stderr[-4000:])
 

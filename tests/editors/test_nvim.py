@@ -367,3 +367,56 @@ def test_trust_prompt_answered_trust(nvim: str, workspace: Path, tmp_path: Path)
     assert_passed(result)
     record = trust_record(tmp_path, workspace)
     assert record is not None, "no trust record in the test's XDG_STATE_HOME"
+
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
+CALC_FIXED_LINE = "    return a + b"
+TEST_CALC = (
+    "from calc import add, sub\n"
+    "\n"
+    "\n"
+    "def test_sub():\n"
+    "    assert sub(3, 1) == 2\n"
+    "\n"
+    "\n"
+    "def test_add():\n"
+    "    assert add(1, 2) == 3\n"
+)
+
+
+def write_pytest_project(root: Path) -> dict[str, Any]:
+    """A small pytest project (a Python project by its pyproject.toml, so the server's default
+    test command, `<its own python> -m pytest`, applies) with one passing and one failing test;
+    returns the scenario's data."""
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
+        encoding="utf-8",
+    )
+    (root / "calc.py").write_text(CALC, encoding="utf-8")
+    (root / "tests").mkdir()
+    test_file = root / "tests" / "test_calc.py"
+    test_file.write_text(TEST_CALC, encoding="utf-8")
+    return {
+        "test_file": str(test_file),
+        "code_file": str(root / "calc.py"),
+        "passing_id": "tests/test_calc.py::test_sub",
+        "failing_name": "test_add",
+        "fail_line": TEST_CALC.splitlines().index("    assert add(1, 2) == 3"),
+        "code_line": CALC.splitlines().index("    return a - b"),
+        "fixed_line": CALC_FIXED_LINE,
+    }
+
+
+def test_lich_test_publishes_and_clears_failures(
+    nvim: str, workspace: Path, tmp_path: Path
+) -> None:
+    """:LichTest [filter] through lich.runTests: a filtered green run, a red run whose failure is
+    a "lich tests" diagnostic on the assert line (with "Fix with agent" on it), then the bug fixed
+    in an unsaved buffer and :LichTest again: disk matches the buffer and the diagnostic is gone."""
+    data = write_pytest_project(workspace)
+    result = run_scenario(nvim, "run_tests", workspace, tmp_path, data)
+    assert_passed(result)
+    assert (workspace / "calc.py").read_text(encoding="utf-8") == CALC.replace(
+        "    return a - b", CALC_FIXED_LINE, 1
+    )
+    assert result["values"]["red"]["result"]["failures"][0]["line"] == data["fail_line"] == 8

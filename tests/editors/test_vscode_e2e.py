@@ -6,8 +6,9 @@ Task on a slow task with the status bar showing it; the server's "Ask agent…" 
 prompting through the client middleware; workspace trust of a `.lich/config.json` whose plugin
 writes a marker file PWNED when imported (the server's question answered "Not now" keeps it off
 even when Show Tools builds the tool runtime; "Lich: Trust Workspace Config" or the question's
-"Trust" button loads it; "Lich: Revoke Workspace Config Trust" takes trust back). Screenshots land
-in test-artifacts/.
+"Trust" button loads it; "Lich: Revoke Workspace Config Trust" takes trust back); Lich: Run Tests
+(Matching…) on a small pytest project: the failure in the Problems view, cleared after an unsaved
+fix. Screenshots land in test-artifacts/.
 
 Install with .ci/vscode/install.sh and .ci/vscode/build.sh. Skips when they have not run, except
 under CI=true where that is a failure.
@@ -191,6 +192,22 @@ def test_trust_button_of_the_question_loads_the_plugin(e2e: dict[str, Any]) -> N
     assert question["marker_before_answer"] is False
     assert question["trusted_message"].startswith("lich: trusted "), question["trusted_message"]
     assert question["marker_after_trust"] is True
+
+
+def test_run_tests_warns_shows_problems_and_clears_them(e2e: dict[str, Any]) -> None:
+    """Lich: Run Tests Matching… / Run Tests on a pytest project with a failing test: green for
+    the filtered run, a warning with Show Problems whose Problems view lists the "lich tests"
+    failure, and after an unsaved fix a green run that saved the file and cleared the problem."""
+    run = _scenario(e2e, "run_tests")
+    assert run["filtered_message"].startswith("Lich: tests passed: 1 passed")
+    assert run["red_message"].startswith("Lich: tests failed: ")
+    assert run["red_buttons"] == ["Show Problems"]
+    assert "assert" in run["problems_text"]
+    assert run["dirty_before_run"] is True
+    assert "return a - b" in run["disk_before_run"].split("\n")[1]
+    assert run["disk_after_run"].split("\n")[1] == "    return a + b"
+    assert run["green_message"].startswith("Lich: tests passed: 2 passed")
+    assert "lich tests" not in run["problems_after"]
 
 
 def test_screenshots_are_saved(e2e: dict[str, Any]) -> None:

@@ -58,6 +58,7 @@ def test_vitest_suite_passes() -> None:
         "settings.test.ts",
         "extension.test.ts",
         "trust.test.ts",
+        "runTests.test.ts",  # Run Tests / Run Tests Matching… and their notifications
         "transcript.test.ts",  # renders the shared event fixtures, validated against the schema
     ):
         assert suite in files, f"{suite} did not run"

@@ -35,6 +35,10 @@ end, {
   desc = "lich: trust this workspace's .lich/config.json (revoke: withdraw the trust)",
 })
 
+vim.api.nvim_create_user_command("LichTest", function(cmd)
+  lich().command_test(cmd)
+end, { nargs = "*", desc = "lich: run the tests (filter appended to the test command); failures become diagnostics" })
+
 vim.api.nvim_create_user_command("LichTranscript", function()
   lich().open_transcript()
 end, { nargs = 0, desc = "lich: open the transcript buffer" })

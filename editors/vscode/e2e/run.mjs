@@ -9,6 +9,10 @@
 // marker file PWNED when imported: the server's trust question is answered "Not now" (Show Tools
 // builds the tool runtime, no marker), then Lich: Trust Workspace Config loads it (marker) and
 // Lich: Revoke Workspace Config Trust takes it back; in the second folder "Trust" is clicked.
+// Lich: Run Tests in a small pytest project: Run Tests Matching… runs the passing test only, Run
+// Tests warns about the failing one (Show Problems opens the Problems view, which lists it with
+// source "lich tests"), and after fixing the code in the editor (unsaved) Run Tests is green, the
+// file is saved and the problem is gone.
 //
 // Environment: LICH_PYTHON (interpreter with lich_lsp importable; default python3),
 // LICH_VSCODE_CACHE (install.sh's cache, default <repo>/.ci/cache/vscode), LICH_VSIX (default
@@ -56,7 +60,14 @@ from lich_core.plugins import Plugin
 
 plugin = Plugin(name="evil")
 `;
-const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "trust_not_now", "trust_command", "trust_question_trust"];
+const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests"];
+// A small pytest project for Lich: Run Tests: test_add fails until calc.add is fixed.
+const TESTS_PROJECT = {
+  "pyproject.toml": '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
+  "calc.py": "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n",
+  "tests/test_calc.py": "from calc import add, sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+};
+const TESTS_FIXED_LINE = "    return a + b";
 
 const started = Date.now();
 const children = [];
@@ -441,6 +452,12 @@ async function main() {
     fs.writeFileSync(path.join(folder, "main.py"), "print('hello')\n");
   }
 
+  const testsFolder = path.join(scratch, "tests-project");
+  for (const [name, text] of Object.entries(TESTS_PROJECT)) {
+    fs.mkdirSync(path.dirname(path.join(testsFolder, name)), { recursive: true });
+    fs.writeFileSync(path.join(testsFolder, name), text);
+  }
+
   const env = {
     ...process.env,
     HOME: home,
@@ -729,6 +746,85 @@ async function main() {
       await waitFor(`${MARKER} (the trusted plugin loaded)`, () => fs.existsSync(marker), 15_000);
       return { marker_before_answer: markerBeforeAnswer, trusted_message: trusted, marker_after_trust: fs.existsSync(marker) };
     }, () => questionPage);
+    await questionPage?.close({ runBeforeUnload: false }).catch(() => undefined);
+
+    let testsPage;
+    await scenario("run_tests", async () => {
+      await openWorkspacePage(context, base, testsFolder, (p) => (testsPage = p));
+      /** A palette command, then the first new notification starting with one of `prefixes`. */
+      const outcome = async (title, prefixes, beforeRun) => {
+        const before = new Set(await notifications(testsPage));
+        await runCommand(testsPage, title);
+        if (beforeRun) {
+          await beforeRun();
+        }
+        return waitFor(`the outcome of "${title}"`, async () =>
+          (await notifications(testsPage)).find((m) => !before.has(m) && prefixes.some((prefix) => m.startsWith(prefix))),
+        90_000);
+      };
+      const problemsText = () => testsPage.evaluate(() => (document.querySelector(".markers-panel")?.textContent || "").replace(/\u00a0/g, " "));
+      await openFile(testsPage, "test_calc.py");
+
+      // 1. Only the passing test, through the input box of "Run Tests Matching…".
+      const filtered = await outcome("Lich: Run Tests Matching…", ["Lich: tests", "Lich: running the tests"], async () => {
+        await waitFor("the filter input box", async () => (await quickInputVisible(testsPage)) && (await quickInputTitle(testsPage)).includes("Lich: Run Tests Matching"));
+        await testsPage.locator(".quick-input-widget input.input").first().fill("tests/test_calc.py::test_sub");
+        await testsPage.keyboard.press("Enter");
+      });
+      if (!/^Lich: tests passed: 1 passed\b/.test(filtered)) {
+        throw new Error(`the filtered run: ${filtered}`);
+      }
+
+      // 2. Everything: red, a warning with Show Problems; the failure is in the Problems view.
+      const red = await outcome("Lich: Run Tests", ["Lich: tests", "Lich: running the tests"]);
+      const warning = await findNotification(testsPage, "Lich: tests failed:");
+      if (!warning || !warning.buttons.includes("Show Problems")) {
+        throw new Error(`no "Lich: tests failed" warning with Show Problems: ${red} ${JSON.stringify(warning)}`);
+      }
+      await waitForToastButton(testsPage, "Lich: tests failed:", "Show Problems");
+      await screenshot(testsPage, "run-tests-failed");
+      await clickNotificationButton(testsPage, "Lich: tests failed:", "Show Problems");
+      const problems = await waitFor("the failure in the Problems view", async () => {
+        const text = await problemsText();
+        return text.includes("lich tests") && text.includes("assert") ? text : false;
+      }, 30_000);
+      await screenshot(testsPage, "run-tests-problems");
+
+      // 3. Fix calc.add in the editor (unsaved) and run again: disk follows, the problem goes.
+      await openFile(testsPage, "calc.py");
+      await testsPage.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+      await testsPage.keyboard.press("Control+Home");
+      await testsPage.keyboard.press("ArrowDown");
+      await testsPage.keyboard.press("End");
+      await testsPage.keyboard.press("Shift+Home");
+      await testsPage.keyboard.type(TESTS_FIXED_LINE.trim(), { delay: 5 });
+      await waitFor("the fix in the editor", async () => (await editorText(testsPage)).includes(TESTS_FIXED_LINE), 15_000);
+      const dirtyBefore = await activeTabDirty(testsPage);
+      const diskFile = path.join(testsFolder, "calc.py");
+      const diskBefore = fs.readFileSync(diskFile, "utf8");
+      const green = await outcome("Lich: Run Tests", ["Lich: tests", "Lich: running the tests"]);
+      if (!/^Lich: tests passed: 2 passed\b/.test(green)) {
+        throw new Error(`the run after the fix: ${green}`);
+      }
+      const diskAfter = fs.readFileSync(diskFile, "utf8");
+      await waitFor("the editor tab to be clean (saved by the server's request)", async () => !(await activeTabDirty(testsPage)), 15_000);
+      const problemsAfter = await waitFor("the failure to leave the Problems view", async () => {
+        const text = await problemsText();
+        return !text.includes("lich tests") ? text : false;
+      }, 30_000);
+      await screenshot(testsPage, "run-tests-passed");
+      return {
+        filtered_message: filtered,
+        red_message: red,
+        red_buttons: warning.buttons,
+        problems_text: problems.slice(0, 500),
+        dirty_before_run: dirtyBefore,
+        disk_before_run: diskBefore,
+        disk_after_run: diskAfter,
+        green_message: green,
+        problems_after: problemsAfter.slice(0, 300),
+      };
+    }, () => testsPage);
   } finally {
     await browser.close().catch(() => undefined);
   }

@@ -22,6 +22,7 @@ import { canImportLichLsp, findOnPath, pythonExtensionInterpreter } from "./node
 import { choosePatch } from "./patchSource";
 import { askForPrompt, PromptHistory } from "./prompt";
 import { SAVE_DOCUMENTS_METHOD, SaveDocumentsCapability, saveDocuments, type SaveDocumentsParams } from "./saveDocuments";
+import { askForFilter, LAST_FILTER_KEY, PROBLEMS_COMMAND, RUN_TESTS_COMMAND, runTestsCommand, type RunTestsArgs, type RunTestsResult } from "./runTests";
 import { resolveServer, serverMissingMessage, type ServerSpec } from "./serverResolve";
 import { RESTART_SETTINGS, SECTION, serverSettings, type ServerSettings } from "./settings";
 import { providerInfo, statusView, type ProviderInfo } from "./status";
@@ -42,6 +43,8 @@ export const COMMANDS = {
   openConfig: "lichClient.openConfig",
   trustWorkspaceConfig: "lichClient.trustWorkspaceConfig",
   revokeWorkspaceConfigTrust: "lichClient.revokeWorkspaceConfigTrust",
+  runTests: "lichClient.runTests",
+  runTestsMatching: "lichClient.runTestsMatching",
 } as const;
 const ACTION_RESTART = "Restart Server";
 const ACTION_SETTINGS = "Open Settings";
@@ -67,8 +70,10 @@ export class LichController implements vscode.Disposable {
   private readonly renderer = new TranscriptRenderer();
   private readonly disposables: vscode.Disposable[] = [];
   private crashes = 0;
+  private readonly workspaceState: vscode.Memento;
 
   constructor(context: vscode.ExtensionContext) {
+    this.workspaceState = context.workspaceState;
     this.transcript = vscode.window.createOutputChannel(TRANSCRIPT_CHANNEL);
     this.serverOutput = vscode.window.createOutputChannel(CLIENT_NAME);
     this.history = new PromptHistory(context.workspaceState);
@@ -94,6 +99,8 @@ export class LichController implements vscode.Disposable {
     register(COMMANDS.openConfig, () => this.openConfig());
     register(COMMANDS.trustWorkspaceConfig, () => this.trustWorkspaceConfig(false));
     register(COMMANDS.revokeWorkspaceConfigTrust, () => this.trustWorkspaceConfig(true));
+    register(COMMANDS.runTests, () => this.runTests(false));
+    register(COMMANDS.runTestsMatching, () => this.runTests(true));
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
@@ -431,6 +438,29 @@ export class LichController implements vscode.Disposable {
       void this.refreshStatus();
     }
     return result;
+  }
+
+  /**
+   * "Run Tests" / "Run Tests Matching…": the server's lich.runTests. Failures arrive as
+   * diagnostics (source `lich tests`) in the Problems view; the outcome is a notification.
+   */
+  async runTests(askFilter: boolean): Promise<RunTestsResult | undefined> {
+    let filter: string | undefined;
+    if (askFilter) {
+      filter = await askForFilter(vscode.window, this.workspaceState.get<string>(LAST_FILTER_KEY));
+      if (filter === undefined) {
+        return undefined; // dismissed
+      }
+      await this.workspaceState.update(LAST_FILTER_KEY, filter.trim());
+    }
+    return runTestsCommand(
+      {
+        send: (args: RunTestsArgs) => this.serverCommand<RunTestsResult>(RUN_TESTS_COMMAND, { ...args }),
+        ui: vscode.window,
+        showProblems: () => void vscode.commands.executeCommand(PROBLEMS_COMMAND),
+      },
+      filter,
+    );
   }
 
   private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {

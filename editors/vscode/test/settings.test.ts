@@ -130,6 +130,8 @@ describe("package.json contributions", () => {
         "Open Config",
         "Trust Workspace Config",
         "Revoke Workspace Config Trust",
+        "Run Tests",
+        "Run Tests Matching…",
       ].sort(),
     );
   });

@@ -242,4 +242,99 @@
     (should (equal (lich-test-sent-command)
                    '("lich.ask" (:prompt "fix it" :uri "file:///fake/hello.py"))))))
 
+;;;; lich-run-tests
+
+(defconst lich-test-red
+  '(:ok :json-false :summary "1 failed, 1 passed in 0.10s" :passed 1 :failed 1 :errors 0 :skipped 0
+    :failures [(:test_id "tests/test_calc.py::test_add" :uri "file:///fake/tests/test_calc.py"
+                :line 8 :message "assert -1 == 3")]
+    :error "tests_failed: 1 failed, 1 passed")
+  "A red `lich.runTests' result as Eglot reads it.")
+
+(defconst lich-test-red-text
+  (concat "lich: tests failed: 1 failed, 1 passed in 0.10s"
+          " — tests/test_calc.py:9 tests/test_calc.py::test_add: assert -1 == 3"))
+
+(defun lich-test-run-tests (answer &optional filter)
+  "Run `lich-run-tests' with FILTER against the fake adapter answering ANSWER.
+Returns (SHOWN RESULT): the last message and what ON-DONE got."
+  (setq lich-test-answer answer)
+  (let ((shown nil) (got 'not-called))
+    ;; Failing tests are named relative to the project root: /fake/ here.  (Not by binding
+    ;; `default-directory' to /fake/: native compilation may run a process in it to rebind
+    ;; `message'.)
+    (cl-letf (((symbol-function 'lich--project-directory) (lambda () "/fake/"))
+              ((symbol-function 'message)
+               (lambda (format &rest args) (setq shown (apply #'format-message format args)))))
+      (lich-run-tests filter (lambda (result) (setq got result))))
+    (list shown got)))
+
+(ert-deftest lich-run-tests-green-red-and-error ()
+  (lich-test-with-adapter t
+    ;; Green: no filter is the object {}.
+    (let ((green '(:ok t :summary "2 passed in 0.05s" :passed 2 :failed 0 :errors 0 :skipped 0
+                   :failures [])))
+      (should (equal (lich-test-run-tests green) (list "lich: tests passed: 2 passed in 0.05s" green)))
+      (let ((sent (lich-test-sent-command)))
+        (should (equal (car sent) "lich.runTests"))
+        (should (and (hash-table-p (cadr sent)) (= (hash-table-count (cadr sent)) 0)))))
+    ;; A filter goes along, trimmed; a blank one is no filter.
+    (lich-test-run-tests '(:ok t :summary "1 passed") "  tests/test_calc.py::test_sub ")
+    (should (equal (lich-test-sent-command) '("lich.runTests" (:filter "tests/test_calc.py::test_sub"))))
+    (lich-test-run-tests '(:ok t :summary "1 passed") "   ")
+    (should (hash-table-p (cadr (lich-test-sent-command))))
+    ;; Red: the summary and the failing test, at its 1-based line, relative to the buffer's dir.
+    (should (equal (car (lich-test-run-tests lich-test-red)) lich-test-red-text))
+    ;; lsp-mode's shape (hash tables, false as nil) says the same.
+    (let ((table (lich-test-hash lich-test-red)))
+      (puthash "ok" nil table)
+      (puthash "failures" (vector (lich-test-hash (aref (plist-get lich-test-red :failures) 0))) table)
+      (should (equal (car (lich-test-run-tests table)) lich-test-red-text)))
+    ;; No run happened: the error.
+    (should (equal (car (lich-test-run-tests
+                         '(:ok :json-false :summary "no_test_command: none configured" :passed 0
+                           :failed 0 :errors 0 :skipped 0 :failures []
+                           :error "no_test_command: none configured")))
+                   "lich: running the tests failed: no_test_command: none configured"))))
+
+(ert-deftest lich-run-tests-outcome-and-summary ()
+  (should (eq (car (lich-test-outcome '(:ok :json-false :errors 1 :summary "1 error in 0.1s"))) 'failed))
+  (should (eq (car (lich-test-outcome '(:ok :json-false :error "run_tests_busy: a run is going"))) 'error))
+  (should (equal (lich-test-summary '(:failed 1 :passed 3)) "1 failed, 3 passed"))
+  (should (equal (lich-test-summary '(:errors 2 :skipped 1)) "2 errors, 1 skipped"))
+  (should (equal (lich-test-summary nil) "no tests ran"))
+  ;; More failures than shown: counted.
+  (let* ((one (aref (plist-get lich-test-red :failures) 0))
+         (text (cdr (lich-test-outcome (list :ok :json-false :error "tests_failed: 5 failed"
+                                             :summary "5 failed" :failures (make-vector 5 one))
+                                       "/fake/"))))
+    (should (string-suffix-p "(+2 more)" text))
+    (should (= (cl-count ?\; text) 2))))
+
+(ert-deftest lich-run-tests-interactive-filter-and-request-error ()
+  (lich-test-with-adapter t
+    (setq lich-test-answer '(:ok t :summary "1 passed"))
+    ;; C-u asks for the filter; without it, none is asked.
+    (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "-k add")))
+      (let ((current-prefix-arg '(4)))
+        (call-interactively #'lich-run-tests)))
+    (should (equal (lich-test-sent-command) '("lich.runTests" (:filter "-k add"))))
+    (cl-letf (((symbol-function 'read-string) (lambda (&rest _) (error "asked"))))
+      (call-interactively #'lich-run-tests))
+    (should (hash-table-p (cadr (lich-test-sent-command)))))
+  ;; A failed request: said so, and ON-DONE gets nil.
+  (let ((lich-adapters
+         (list (lich-adapter-create
+                :name 'failing
+                :connection (lambda (_anywhere) 'conn)
+                :async-request (lambda (_conn _method _params _on-success on-error)
+                                 (funcall on-error '(:code -32601 :message "Unknown command lich.runTests")))
+                :start-hint "M-x fake-start")))
+        (shown nil) (got 'not-called))
+    (cl-letf (((symbol-function 'message)
+               (lambda (format &rest args) (setq shown (apply #'format-message format args)))))
+      (lich-run-tests nil (lambda (result) (setq got result))))
+    (should (equal shown "lich: running the tests failed: Unknown command lich.runTests"))
+    (should (null got))))
+
 ;;; lich_shared.el ends here

@@ -43,7 +43,7 @@
         (cons "llm_retry" lich-test-failover)))
 
 (defconst lich-test-commands
-  '("ask" "cancel" "apply-patch" "status" "trust-workspace" "transcript")
+  '("ask" "cancel" "apply-patch" "status" "trust-workspace" "run-tests" "transcript")
   "The user-facing commands every adapter keeps, as lich-PREFIX-NAME.")
 
 (defun lich-test-check-aliases (prefix)

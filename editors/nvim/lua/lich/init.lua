@@ -74,7 +74,8 @@ end
 ---@param command string e.g. "lich.status"
 ---@param args table the one object argument
 ---@param callback fun(err: table|nil, result: any)|nil
----@param opts table|nil {bufnr, client_id}
+---@param opts table|nil {bufnr, client_id, flush_all}: flush_all sends every buffer's pending
+---  changes first (not only the current buffer's), for commands that act on the whole workspace
 ---@return integer|nil request_id
 function M.execute(command, args, callback, opts)
   opts = opts or {}
@@ -100,9 +101,11 @@ function M.execute(command, args, callback, opts)
   end
   local params = { command = command, arguments = { args or vim.empty_dict() } }
   local bufnr = opts.bufnr or vim.api.nvim_get_current_buf()
+  -- The client flushes the pending didChange of the buffer it is given, or of every buffer
+  -- when given none.
   local ok, request_id = compat.request(client, "workspace/executeCommand", params, function(err, result)
     callback(err, result)
-  end, bufnr)
+  end, (not opts.flush_all) and bufnr or nil)
   if not ok then
     callback({ message = "the lich client is not running" }, nil)
     return nil
@@ -376,6 +379,87 @@ function M.trust(opts, callback)
   end, { bufnr = opts.bufnr, client_id = opts.client_id })
 end
 
+--- The counts line of a lich.runTests result: the server's summary, else one from the counts.
+---@param result table
+---@return string
+function M.test_summary(result)
+  if type(result.summary) == "string" and vim.trim(result.summary) ~= "" then
+    return vim.trim(result.summary)
+  end
+  local parts = {}
+  for _, key in ipairs({ "failed", "errors", "passed", "skipped" }) do
+    local n = tonumber(result[key]) or 0
+    if n > 0 then
+      local label = key == "errors" and (n == 1 and "error" or "errors") or key
+      table.insert(parts, string.format("%d %s", n, label))
+    end
+  end
+  return #parts > 0 and table.concat(parts, ", ") or "no tests ran"
+end
+
+local MAX_FAILURES_SHOWN = 5
+
+--- What :LichTest shows for a result, and at which level: green INFO, red WARN (the failures
+--- are diagnostics too), a run that could not happen (no test command, one already running) ERROR.
+---@param result table
+---@return string message, integer level
+function M.test_message(result)
+  local summary = M.test_summary(result)
+  if result.ok == true then
+    return "tests passed: " .. summary, vim.log.levels.INFO
+  end
+  local error_text = type(result.error) == "string" and vim.trim(result.error) or ""
+  local failures = type(result.failures) == "table" and result.failures or {}
+  local red = error_text:find("^tests_failed") ~= nil
+    or (error_text == "" and ((tonumber(result.failed) or 0) > 0 or (tonumber(result.errors) or 0) > 0))
+    or #failures > 0
+  if not red then
+    return "running the tests failed: " .. (error_text ~= "" and error_text or summary), vim.log.levels.ERROR
+  end
+  local lines = { "tests failed: " .. summary }
+  for index, failure in ipairs(failures) do
+    if index > MAX_FAILURES_SHOWN then
+      table.insert(lines, string.format("  ... and %d more (:lua vim.diagnostic.setqflist())", #failures - MAX_FAILURES_SHOWN))
+      break
+    end
+    local where = type(failure.uri) == "string" and vim.fn.fnamemodify(vim.uri_to_fname(failure.uri), ":~:.") or "?"
+    local line = tonumber(failure.line)
+    table.insert(lines, string.format("  %s:%s %s: %s", where, line and tostring(line + 1) or "?", failure.test_id or "?", failure.message or ""))
+  end
+  return table.concat(lines, "\n"), vim.log.levels.WARN
+end
+
+--- Run the workspace's tests (lich.runTests): the server saves what differs from the buffers,
+--- runs the test command (with `filter` appended) and publishes each failing test as a
+--- diagnostic (source "lich tests"), cleared by the next green run. The outcome is shown with
+--- vim.notify.
+---@param opts table|nil {filter?, bufnr?, client_id?}
+---@param callback fun(err, result)|nil
+function M.run_tests(opts, callback)
+  opts = opts or {}
+  local filter = type(opts.filter) == "string" and vim.trim(opts.filter) or ""
+  local args = filter ~= "" and { filter = filter } or vim.empty_dict()
+  return M.execute("lich.runTests", args, function(err, result)
+    if err then
+      notify_error("running the tests", err)
+    elseif type(result) ~= "table" then
+      notify("unexpected answer to lich.runTests: " .. vim.inspect(result), vim.log.levels.ERROR)
+    else
+      M.last_test_result = result
+      local message, level = M.test_message(result)
+      notify(message, level)
+    end
+    if callback then
+      callback(err, result)
+    end
+  end, {
+    bufnr = opts.bufnr,
+    client_id = opts.client_id,
+    -- Every buffer's latest text reaches the server before it saves them and runs the tests.
+    flush_all = true,
+  })
+end
+
 --- Anchored rows of a buffer (lich.read), e.g. to write a patch by hand.
 ---@param bufnr integer|nil
 ---@param callback fun(err, result)
@@ -419,6 +503,10 @@ function M.command_trust(cmd)
     return
   end
   M.trust({ revoke = arg == "revoke", bufnr = vim.api.nvim_get_current_buf() })
+end
+
+function M.command_test(cmd)
+  M.run_tests({ filter = cmd.args, bufnr = vim.api.nvim_get_current_buf() })
 end
 
 function M.command_cancel(cmd)

@@ -34,7 +34,8 @@ function M.update(client_id, params)
   end
   M.tokens[id] = entry
   if M.enabled then
-    local text = "lich: " .. entry.title
+    -- The server's titles already say "lich: <task>"; do not say it twice.
+    local text = entry.title:find("^lich%f[%W]") and entry.title or ("lich: " .. entry.title)
     if entry.message and entry.message ~= "" then
       text = text .. ": " .. entry.message
     end

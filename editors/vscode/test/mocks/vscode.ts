@@ -142,7 +142,13 @@ export const mock = {
   errors: [] as { message: string; actions: string[] }[],
   infos: [] as string[],
   warnings: [] as string[],
+  /** Every warning with the actions it offered (mock.warnings keeps the bare texts). */
+  warningPrompts: [] as { message: string; actions: string[] }[],
+  warningChoice: undefined as string | undefined,
   errorChoice: undefined as string | undefined,
+  /** Input boxes shown, and what the "user" answers (undefined: dismissed). */
+  inputBoxes: [] as Record<string, unknown>[],
+  inputBoxAnswer: undefined as string | undefined,
   outputs: new Map<string, string[]>(),
   statusItems: [] as { text: string; tooltip?: string; command?: string }[],
   quickPicks: [] as FakeQuickPick[],
@@ -160,7 +166,11 @@ export const mock = {
     mock.errors = [];
     mock.infos = [];
     mock.warnings = [];
+    mock.warningPrompts = [];
+    mock.warningChoice = undefined;
     mock.errorChoice = undefined;
+    mock.inputBoxes = [];
+    mock.inputBoxAnswer = undefined;
     mock.outputs = new Map();
     mock.statusItems = [];
     mock.quickPicks = [];
@@ -254,9 +264,14 @@ export const window = {
     mock.infos.push(message);
     return undefined;
   },
-  showWarningMessage: async (message: string) => {
+  showWarningMessage: async (message: string, ...actions: string[]) => {
     mock.warnings.push(message);
-    return undefined;
+    mock.warningPrompts.push({ message, actions });
+    return mock.warningChoice;
+  },
+  showInputBox: async (options: Record<string, unknown> = {}) => {
+    mock.inputBoxes.push(options);
+    return mock.inputBoxAnswer;
   },
   showQuickPick: async () => undefined,
   showTextDocument: async () => undefined,
