@@ -27,7 +27,7 @@ Patterns (the veto reason is `git_denylist: <pattern>`):
 Best-effort, by design: this is a guard against a model's honest mistakes, not a sandbox. Raw
 terminal can still run git (a script file, `git${IFS}push`, an alias already in the repo's
 config, `help.autocorrect`, a program that links libgit2, ...). It also errs on the side of
-refusing: a heredoc body or a quoted `'$(git push)'` is read as a command. The boundary is a human
+refusing: a heredoc body, and a `$(git push)` inside double quotes, are read as commands. The boundary is a human
 reviewing the local repository; pushing is human-only.
 """
 
@@ -128,11 +128,27 @@ def _simple_commands(command: str) -> list[list[str]]:
 
 
 def _substitutions(command: str) -> list[str]:
-    """Command lines inside `$(...)` and backticks (over-inclusive: the rest of the text)."""
-    found = [command[m.end() :] for m in _SUBSTITUTION_RE.finditer(command)]
+    """Command lines inside `$(...)` and backticks, also inside double quotes.
+
+    A `$(` is read up to its matching `)` (the rest of the text when it never closes): reading
+    on past it would glue the closing `)"` of `"$(git push)"` to the last word.
+    """
+    found = [_up_to_closing_paren(command[m.end() :]) for m in _SUBSTITUTION_RE.finditer(command)]
     if "`" in command:
         found.extend(command.split("`")[1::2])
     return found
+
+
+def _up_to_closing_paren(text: str) -> str:
+    depth = 1
+    for index, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return text[:index]
+    return text
 
 
 def _match_simple(words: list[str], nested: list[str], depth: int) -> str | None:

@@ -82,6 +82,11 @@ MATCHES = [
     ("eval 'git push'", "push"),
     ("echo $(git push)", "push"),
     ("echo \"$(git commit -m x)\"", "commit"),
+    # The substitution's last word next to the closing `)"` (read up to the matching paren).
+    ('echo "$(git push)"', "push"),
+    ('x="$(git reset --hard)"', "reset --hard"),
+    ('"$(git stash)"', "stash"),
+    ('echo "$(date) $(git push origin)"', "push"),
     ("echo `git push`", "push"),
     ("x=$(git -C a commit -m 'y z')", "commit"),
     ("cat <<EOF\nhello\nEOF\ngit push", "push"),
@@ -95,6 +100,7 @@ MATCHES = [
 ]
 
 NON_MATCHES = [
+    'echo "$(git log --oneline)"',
     "echo commit",
     "echo git commit",
     "echo 'git push'",
