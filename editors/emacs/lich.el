@@ -434,11 +434,76 @@ Interactively, the region or else the whole buffer."
                           (or (lich-json-get result "error") result)))
     result))
 
+(defconst lich-mcp-error-chars 120
+  "At most this many characters of an MCP server's last error in its status line.")
+
+(defun lich--nonempty-string (value)
+  "VALUE when it is a string with more than whitespace, else nil."
+  (and (stringp value) (not (string-empty-p (string-trim value))) value))
+
+(defun lich--json-object-p (value)
+  "Whether VALUE is a JSON object as the clients read one.
+That is a plist with keyword keys or a hash table."
+  (or (hash-table-p value) (and (consp value) (keywordp (car value)))))
+
+(defun lich--json-array (value)
+  "The elements of VALUE when it is a JSON array.
+That is a vector, or a list that is no plist."
+  (cond ((vectorp value) (append value nil))
+        ((and (consp value) (not (keywordp (car value))) (proper-list-p value)) value)))
+
+(defun lich--without-key (object key)
+  "A copy of the JSON OBJECT (plist or hash table) without KEY (a string)."
+  (cond ((hash-table-p object)
+         (let ((copy (copy-hash-table object))) (remhash key copy) copy))
+        (t (let ((drop (intern (concat ":" key))) plist)
+             (cl-loop for (name value) on object by #'cddr
+                      unless (eq name drop) do (setq plist (nconc plist (list name value))))
+             plist))))
+
+(defun lich--mcp-line (server)
+  "The status line of SERVER, an entry of `lich.status''s `mcp_servers'.
+SERVER is {name, transport?, state, tools, last_error}: \"MCP files:
+connected, 12 tools\", \"MCP web: failed: <last error, one line,
+clipped>\", \"MCP x: not started\"."
+  (let* ((state (or (lich--nonempty-string (lich-json-get server "state")) "unknown"))
+         (name (or (lich--nonempty-string (lich-json-get server "name")) "?"))
+         (tools (lich-json-get server "tools"))
+         (last-error (lich--nonempty-string (lich-json-get server "last_error")))
+         (text (format "MCP %s: %s" name (replace-regexp-in-string "_" " " state))))
+    (cond ((equal state "connected")
+           (if (numberp tools)
+               (format "%s, %d %s" text tools (if (equal tools 1) "tool" "tools"))
+             text))
+          (last-error
+           (format "%s: %s" text
+                   (truncate-string-to-width
+                    (string-trim (replace-regexp-in-string "[[:space:]\n\r\t]+" " " last-error))
+                    lich-mcp-error-chars nil nil "…")))
+          (t text))))
+
+(defun lich--mcp-lines (servers)
+  "One status line per MCP server of SERVERS (`lich.status''s `mcp_servers').
+Nil when SERVERS is missing or no JSON array (an older server);
+entries that are no JSON objects are left out."
+  (delq nil (mapcar (lambda (server) (and (lich--json-object-p server) (lich--mcp-line server)))
+                    (lich--json-array servers))))
+
+(defun lich--status-text (result)
+  "What `lich-status' shows for the `lich.status' RESULT.
+The result as JSON, then one line per configured MCP server (which
+then leaves the JSON)."
+  (let ((mcp (lich--mcp-lines (lich-json-get result "mcp_servers"))))
+    (mapconcat #'identity
+               (cons (format "lich: %s" (json-encode (if mcp (lich--without-key result "mcp_servers") result)))
+                     (mapcar (lambda (line) (concat "  " line)) mcp))
+               "\n")))
+
 (defun lich-status ()
-  "Show lich-lsp's status."
+  "Show lich-lsp's status, with one line per configured MCP server."
   (interactive)
   (let ((result (lich-execute "lich.status" nil)))
-    (message "lich: %s" (json-encode result))
+    (message "%s" (lich--status-text result))
     result))
 
 (defun lich--trust-text (result)

@@ -225,7 +225,8 @@ def test_transcript_renders_llm_retry(emacs: str) -> None:
 def test_shared_lich_el(emacs: str) -> None:
     """ERT in batch Emacs, lich.el alone: loads without Eglot or lsp-mode; renders text_delta,
     tool_call_start/end, llm_retry (discarded_chars) and run_end from plists and hash tables;
-    lich/saveDocuments saves exactly the named buffers; commands go through an adapter, and
+    lich/saveDocuments saves exactly the named buffers; commands go through an adapter;
+    lich-status adds one line per MCP server (none from a missing or malformed mcp_servers), and
     lich-run-tests tells green, red (the failing tests) and error runs apart."""
     stderr = run_ert(emacs, SCENARIO.parent / "lich_shared.el")
     for name in (
@@ -234,6 +235,8 @@ def test_shared_lich_el(emacs: str) -> None:
         "lich-renders-events-from-hash-tables",
         "lich-save-documents-saves-exactly-the-named-buffers",
         "lich-ask-sends-uri-and-region",
+        "lich-status-shows-mcp-servers",
+        "lich-status-tolerates-a-missing-or-malformed-mcp-servers",
         "lich-run-tests-green-red-and-error",
         "lich-run-tests-interactive-filter-and-request-error",
     ):

@@ -286,6 +286,15 @@ def test_transcript_renders_the_shared_event_fixtures(nvim: str, tmp_path: Path)
     assert len(result["checks"]) == 9
 
 
+def test_status_lines_show_mcp_servers(nvim: str, tmp_path: Path) -> None:
+    """:LichStatus (lich.status_lines, no server) on sample lich.status results: one line per
+    MCP server (`MCP files: connected, 12 tools`, `MCP web: failed: <error, one line, clipped>`),
+    none for a missing, empty or malformed `mcp_servers` (older servers)."""
+    result = run_scenario(nvim, "status_lines", tmp_path, tmp_path)
+    assert_passed(result)
+    assert len(result["checks"]) >= 12
+
+
 def test_root_is_the_nearest_marker(nvim: str, tmp_path: Path) -> None:
     """A `.git` in outer/proj beats a `.lich/config.json` in outer; a bare `.lich` is no marker."""
     outer = (tmp_path / "outer").resolve()

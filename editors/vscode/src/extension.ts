@@ -25,7 +25,7 @@ import { SAVE_DOCUMENTS_METHOD, SaveDocumentsCapability, saveDocuments, type Sav
 import { askForFilter, LAST_FILTER_KEY, PROBLEMS_COMMAND, RUN_TESTS_COMMAND, runTestsCommand, type RunTestsArgs, type RunTestsResult } from "./runTests";
 import { resolveServer, serverMissingMessage, type ServerSpec } from "./serverResolve";
 import { RESTART_SETTINGS, SECTION, serverSettings, type ServerSettings } from "./settings";
-import { providerInfo, statusView, type ProviderInfo } from "./status";
+import { mcpServers, providerInfo, statusView, type McpServerInfo, type ProviderInfo } from "./status";
 import { TaskTracker } from "./tasks";
 import { MANAGE_TRUST_COMMAND, runTrustCommand, TRUST_COMMAND, type TrustArgs, type TrustResult } from "./trust";
 import { EVENT_METHOD, eventTaskId, TRANSCRIPT_CHANNEL, TranscriptRenderer, type LichEvent } from "./transcript";
@@ -66,6 +66,7 @@ export class LichController implements vscode.Disposable {
   serverSpec: ServerSpec | undefined;
   private state: ServerState = "stopped";
   private provider: ProviderInfo = {};
+  private mcp: McpServerInfo[] = [];
   private readonly statusItem: vscode.StatusBarItem;
   private readonly renderer = new TranscriptRenderer();
   private readonly disposables: vscode.Disposable[] = [];
@@ -246,7 +247,7 @@ export class LichController implements vscode.Disposable {
   }
 
   private updateStatus(): void {
-    const view = statusView(this.state, this.tasks.list(), this.provider);
+    const view = statusView(this.state, this.tasks.list(), this.provider, this.mcp);
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
     this.statusItem.command = view.command;
@@ -269,6 +270,7 @@ export class LichController implements vscode.Disposable {
     try {
       const status = await this.client.sendRequest(ExecuteCommandRequest.type, { command: "lich.status", arguments: [{}] });
       this.provider = providerInfo(status);
+      this.mcp = mcpServers(status);
       this.updateStatus();
     } catch (err) {
       this.serverOutput.appendLine(`lich.status failed: ${err instanceof Error ? err.message : String(err)}`);

@@ -1,4 +1,4 @@
-/** Status bar text for the running tasks and the provider/model the server reports in lich.status. */
+/** Status bar text for the running tasks, the provider/model and the MCP servers the server reports in lich.status. */
 import type { TaskInfo } from "./tasks";
 
 export interface StatusView {
@@ -41,7 +41,82 @@ export function providerInfo(status: unknown): ProviderInfo {
   return info;
 }
 
-export function statusView(state: "starting" | "running" | "stopped" | "missing", tasks: readonly TaskInfo[], provider: ProviderInfo = {}): StatusView {
+/** One MCP server of `lich.status`'s `mcp_servers`: `{name, transport?, state, tools, last_error}`. */
+export interface McpServerInfo {
+  name: string;
+  transport?: string;
+  /** disabled | refused | not_started | connecting | connected | failed (or a newer server's own). */
+  state: string;
+  tools?: number;
+  lastError?: string;
+}
+
+/** The MCP servers `lich.status` lists; [] when the field is missing or malformed (older servers). */
+export function mcpServers(status: unknown): McpServerInfo[] {
+  if (!status || typeof status !== "object") {
+    return [];
+  }
+  const servers = (status as Record<string, unknown>).mcp_servers;
+  if (!Array.isArray(servers)) {
+    return [];
+  }
+  const text = (value: unknown): string | undefined => (typeof value === "string" && value.trim() !== "" ? value : undefined);
+  const found: McpServerInfo[] = [];
+  for (const entry of servers) {
+    if (!entry || typeof entry !== "object" || Array.isArray(entry)) {
+      continue;
+    }
+    const record = entry as Record<string, unknown>;
+    const info: McpServerInfo = { name: text(record.name) ?? "?", state: text(record.state) ?? "unknown" };
+    const transport = text(record.transport);
+    if (transport) {
+      info.transport = transport;
+    }
+    if (typeof record.tools === "number" && Number.isFinite(record.tools)) {
+      info.tools = record.tools;
+    }
+    const lastError = text(record.last_error);
+    if (lastError) {
+      info.lastError = lastError;
+    }
+    found.push(info);
+  }
+  return found;
+}
+
+/** At most this many characters of an MCP server's last error in its status line. */
+export const MCP_ERROR_CHARS = 120;
+
+function clipLine(text: string, max: number): string {
+  const one = text.replace(/\s+/g, " ").trim();
+  const chars = Array.from(one);
+  return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : one;
+}
+
+/** `MCP files: connected, 12 tools`, `MCP web: failed: <last error, one line, clipped>`, `MCP x: not started`. */
+export function mcpLine(server: McpServerInfo): string {
+  let text = `MCP ${server.name}: ${server.state.replace(/_/g, " ")}`;
+  if (server.state === "connected") {
+    if (server.tools !== undefined) {
+      text += `, ${server.tools} ${server.tools === 1 ? "tool" : "tools"}`;
+    }
+  } else if (server.lastError) {
+    text += `: ${clipLine(server.lastError, MCP_ERROR_CHARS)}`;
+  }
+  return text;
+}
+
+/** Whether an MCP server needs the user's attention (the status bar shows a warning mark). */
+export function mcpTrouble(servers: readonly McpServerInfo[]): boolean {
+  return servers.some((server) => server.state === "failed" || server.state === "refused");
+}
+
+export function statusView(
+  state: "starting" | "running" | "stopped" | "missing",
+  tasks: readonly TaskInfo[],
+  provider: ProviderInfo = {},
+  mcp: readonly McpServerInfo[] = [],
+): StatusView {
   const where = [provider.kind, provider.model].filter(Boolean).join("/");
   const detail = provider.describe ?? where;
   if (state === "missing") {
@@ -53,21 +128,27 @@ export function statusView(state: "starting" | "running" | "stopped" | "missing"
   if (state === "stopped") {
     return { text: "$(debug-stop) Lich", tooltip: "The lich-lsp server is stopped. Run Lich: Restart Server.", command: TRANSCRIPT_COMMAND };
   }
+  const mcpLines = mcp.map(mcpLine);
+  const mark = mcpTrouble(mcp) ? " $(warning)" : "";
   if (tasks.length > 0) {
     const count = tasks.length === 1 ? "1 task" : `${tasks.length} tasks`;
     const lines = tasks.map((task) => `• ${task.title}${task.taskId ? ` (${task.taskId})` : ""}`);
     return {
-      text: `$(sync~spin) Lich: ${count}`,
-      tooltip: [`Running (click to cancel):`, ...lines, detail ? `Model: ${detail}` : ""].filter(Boolean).join("\n"),
+      text: `$(sync~spin) Lich: ${count}${mark}`,
+      tooltip: [`Running (click to cancel):`, ...lines, detail ? `Model: ${detail}` : "", ...mcpLines].filter(Boolean).join("\n"),
       command: CANCEL_COMMAND,
     };
   }
   if (provider.problem) {
-    return { text: "$(warning) Lich: misconfigured", tooltip: `${provider.problem}\nClick to open .lich/config.json.`, command: CONFIG_COMMAND };
+    return {
+      text: "$(warning) Lich: misconfigured",
+      tooltip: [`${provider.problem}\nClick to open .lich/config.json.`, ...mcpLines].join("\n"),
+      command: CONFIG_COMMAND,
+    };
   }
   return {
-    text: `$(hubot) Lich${where ? `: ${where}` : ""}`,
-    tooltip: `lich-lsp is ready${detail ? ` (model ${detail})` : ""}. Click for the transcript.`,
+    text: `$(hubot) Lich${where ? `: ${where}` : ""}${mark}`,
+    tooltip: [`lich-lsp is ready${detail ? ` (model ${detail})` : ""}. Click for the transcript.`, ...mcpLines].join("\n"),
     command: TRANSCRIPT_COMMAND,
   };
 }

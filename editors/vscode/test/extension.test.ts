@@ -104,6 +104,32 @@ describe("activate", () => {
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 
+  it("after a task the status bar shows the MCP servers lich.status reports, marking a failed one", async () => {
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.files.set("/opt/py/bin/python", "");
+    const ctx = context();
+    await activate(ctx as never);
+    await vi.waitFor(() => expect(mock.statusItems[0].text).toBe("$(hubot) Lich: openai_compat/fake-model"));
+    // The default (older) status has no mcp_servers: no MCP line in the tooltip.
+    expect(mock.statusItems[0].tooltip).not.toContain("MCP");
+    clients[0].responses["lich.status"] = {
+      ...(clients[0].responses["lich.status"] as object),
+      mcp_servers: [
+        { name: "files", transport: "stdio", state: "connected", tools: 12, last_error: null },
+        { name: "web", transport: "http", state: "failed", tools: 0, last_error: "HTTP 502: bad gateway" },
+      ],
+    };
+    clients[0].responses["lich.ask"] = { task_id: "t1", stopped_reason: "final" };
+    mock.onQuickPickShown = (pick) => {
+      pick.type("use the tools");
+      pick.accept();
+    };
+    await mock.commands.get("lichClient.askAgent")!();
+    await vi.waitFor(() => expect(mock.statusItems[0].text).toBe("$(hubot) Lich: openai_compat/fake-model $(warning)"));
+    expect(mock.statusItems[0].tooltip).toContain("MCP files: connected, 12 tools\nMCP web: failed: HTTP 502: bad gateway");
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
   it("the saveDocuments handler saves the open dirty document it is asked for", async () => {
     mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
     mock.files.set("/opt/py/bin/python", "");

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { patchSourceCases } from "./fixtures";
 import { choosePatch, looksLikePatch } from "../src/patchSource";
-import { providerInfo, statusView } from "../src/status";
+import { mcpLine, mcpServers, providerInfo, statusView } from "../src/status";
 import { TaskTracker } from "../src/tasks";
 import { eventTaskId, retryNotice, summarise, TranscriptRenderer } from "../src/transcript";
 import { fixtureNames, loadFixture, schemaErrors } from "./events";
@@ -160,6 +160,81 @@ describe("status bar", () => {
     expect(view.text).toBe("$(warning) Lich: misconfigured");
     expect(view.tooltip).toContain("models: names providers");
     expect(view.command).toBe("lichClient.openConfig");
+  });
+
+  const mcpStatus = {
+    provider: { name: "default", kind: "ollama", model: "qwen3", describe: "ollama qwen3 @ http://localhost:11434" },
+    tasks: [],
+    mcp_servers: [
+      { name: "files", transport: "stdio", state: "connected", tools: 12, last_error: null },
+      { name: "one", transport: "http", state: "connected", tools: 1, last_error: null },
+      { name: "web", transport: "http", state: "failed", tools: 0, last_error: "connect: ECONNREFUSED 127.0.0.1:9\n  at http.request\t(retrying later) " + "x".repeat(300) },
+      { name: "lazy", state: "not_started", tools: 0, last_error: null },
+      { name: "off", state: "disabled", tools: 0, last_error: null },
+    ],
+  };
+
+  it("reads the MCP servers from lich.status and lists them in the tooltip", () => {
+    const servers = mcpServers(mcpStatus);
+    expect(servers.map((s) => [s.name, s.state, s.tools])).toEqual([
+      ["files", "connected", 12],
+      ["one", "connected", 1],
+      ["web", "failed", 0],
+      ["lazy", "not_started", 0],
+      ["off", "disabled", 0],
+    ]);
+    expect(servers[0]).toEqual({ name: "files", transport: "stdio", state: "connected", tools: 12 });
+    const lines = servers.map(mcpLine);
+    expect(lines.slice(0, 2)).toEqual(["MCP files: connected, 12 tools", "MCP one: connected, 1 tool"]);
+    // The last error on one line, clipped.
+    expect(lines[2].startsWith("MCP web: failed: connect: ECONNREFUSED 127.0.0.1:9 at http.request (retrying later) xxx")).toBe(true);
+    expect(lines[2]).not.toContain("\n");
+    expect(lines[2].endsWith("x…")).toBe(true);
+    expect(lines[2].length).toBe("MCP web: failed: ".length + 120);
+    expect(lines.slice(3)).toEqual(["MCP lazy: not started", "MCP off: disabled"]);
+
+    const view = statusView("running", [], providerInfo(mcpStatus), servers);
+    // A failed server puts a warning mark on the otherwise unchanged text.
+    expect(view.text).toBe("$(hubot) Lich: ollama/qwen3 $(warning)");
+    expect(view.command).toBe("lichClient.showTranscript");
+    expect(view.tooltip.split("\n")).toEqual([
+      "lich-lsp is ready (model ollama qwen3 @ http://localhost:11434). Click for the transcript.",
+      ...lines,
+    ]);
+    const tasks = new TaskTracker();
+    tasks.begin("patch the file");
+    const busy = statusView("running", tasks.list(), providerInfo(mcpStatus), servers);
+    expect(busy.text).toBe("$(sync~spin) Lich: 1 task $(warning)");
+    expect(busy.tooltip).toContain("MCP files: connected, 12 tools");
+    expect(busy.tooltip).toContain("MCP web: failed: connect: ECONNREFUSED");
+  });
+
+  it("marks a refused MCP server, and none when all are fine", () => {
+    const refused = mcpServers({ mcp_servers: [{ name: "ws", state: "refused", tools: 0, last_error: "workspace config not trusted" }] });
+    expect(refused.map(mcpLine)).toEqual(["MCP ws: refused: workspace config not trusted"]);
+    expect(statusView("running", [], { kind: "ollama", model: "qwen3" }, refused).text).toBe("$(hubot) Lich: ollama/qwen3 $(warning)");
+    const fine = mcpServers({ mcp_servers: [{ name: "files", state: "connected", tools: 3, last_error: null }, { name: "web", state: "connecting", tools: 0 }] });
+    const view = statusView("running", [], { kind: "ollama", model: "qwen3" }, fine);
+    expect(view.text).toBe("$(hubot) Lich: ollama/qwen3");
+    expect(view.tooltip).toBe("lich-lsp is ready (model ollama/qwen3). Click for the transcript.\nMCP files: connected, 3 tools\nMCP web: connecting");
+    // No MCP servers configured: the tooltip is as before.
+    expect(statusView("running", [], { kind: "ollama", model: "qwen3" }, []).tooltip).toBe("lich-lsp is ready (model ollama/qwen3). Click for the transcript.");
+    // Not running: no MCP lines or mark from a stale status.
+    expect(statusView("stopped", [], {}, refused).text).toBe("$(debug-stop) Lich");
+  });
+
+  it("tolerates a missing or malformed mcp_servers (older servers)", () => {
+    expect(mcpServers(null)).toEqual([]);
+    expect(mcpServers({ tasks: [] })).toEqual([]);
+    expect(mcpServers({ mcp_servers: null })).toEqual([]);
+    expect(mcpServers({ mcp_servers: "files" })).toEqual([]);
+    expect(mcpServers({ mcp_servers: { files: { state: "connected" } } })).toEqual([]);
+    expect(mcpServers({ mcp_servers: [null, 3, "x", ["a"], {}, { name: "n", state: 7, tools: "many", last_error: 5 }] })).toEqual([
+      { name: "?", state: "unknown" },
+      { name: "n", state: "unknown" },
+    ]);
+    expect(mcpLine({ name: "n", state: "connected" })).toBe("MCP n: connected");
+    expect(mcpLine({ name: "w", state: "failed" })).toBe("MCP w: failed");
   });
 });
 

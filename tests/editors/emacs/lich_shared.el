@@ -208,6 +208,75 @@
       (should (equal (lich-test-sent-command) '("lich.trustWorkspace" (:revoke t))))
       (should (equal shown "lich: trust revoked for .lich/config.json (untrusted)")))))
 
+;;;; lich-status: MCP servers
+
+(defconst lich-test-long-error
+  (concat "connect: ECONNREFUSED 127.0.0.1:9\n  at request\t(retrying later) " (make-string 300 ?é)))
+
+(defconst lich-test-mcp-status
+  (list :server "lich-lsp"
+        :mcp_servers
+        (vector (list :name "files" :transport "stdio" :state "connected" :tools 12 :last_error nil)
+                (list :name "one" :transport "http" :state "connected" :tools 1 :last_error nil)
+                (list :name "web" :transport "http" :state "failed" :tools 0 :last_error lich-test-long-error)
+                (list :name "ws" :state "refused" :tools 0 :last_error "workspace config not trusted")
+                (list :name "lazy" :state "not_started" :tools 0 :last_error nil)
+                (list :name "slow" :state "connecting" :tools 0 :last_error nil)
+                (list :name "off" :state "disabled" :tools 0 :last_error nil)))
+  "A `lich.status' result as Eglot reads it (plists, arrays as vectors, null as nil).")
+
+(defconst lich-test-mcp-expected
+  (let ((start "connect: ECONNREFUSED 127.0.0.1:9 at request (retrying later) "))
+    (list "MCP files: connected, 12 tools"
+          "MCP one: connected, 1 tool"
+          (concat "MCP web: failed: " start (make-string (- 119 (length start)) ?é) "…")
+          "MCP ws: refused: workspace config not trusted"
+          "MCP lazy: not started"
+          "MCP slow: connecting"
+          "MCP off: disabled")))
+
+(defun lich-test-shown-status (answer)
+  "What `lich-status' shows (the `message' text) when the server answers ANSWER."
+  (lich-test-with-adapter t
+    (setq lich-test-answer answer)
+    (let ((shown nil))
+      (cl-letf (((symbol-function 'message)
+                 (lambda (format &rest args) (setq shown (apply #'format-message format args)))))
+        (should (eq (call-interactively #'lich-status) answer)))
+      (should (equal (car (lich-test-sent-command)) "lich.status"))
+      shown)))
+
+(ert-deftest lich-status-shows-mcp-servers ()
+  (should (equal (mapcar #'lich--mcp-line (append (plist-get lich-test-mcp-status :mcp_servers) nil))
+                 lich-test-mcp-expected))
+  (should (= (length (string-remove-prefix "MCP web: failed: " (nth 2 lich-test-mcp-expected)))
+             lich-mcp-error-chars))
+  ;; Through lich-status, from Eglot's plists and from lsp-mode's hash tables alike: the JSON
+  ;; line (without the servers), then one indented line per MCP server.
+  (let ((want (mapconcat #'identity
+                         (cons "lich: {\"server\":\"lich-lsp\"}"
+                               (mapcar (lambda (line) (concat "  " line)) lich-test-mcp-expected))
+                         "\n")))
+    (should (equal (lich-test-shown-status lich-test-mcp-status) want))
+    (let ((table (lich-test-hash (list :server "lich-lsp"))))
+      (puthash "mcp_servers" (vconcat (mapcar #'lich-test-hash (plist-get lich-test-mcp-status :mcp_servers)))
+               table)
+      (should (equal (lich-test-shown-status table) want)))))
+
+(ert-deftest lich-status-tolerates-a-missing-or-malformed-mcp-servers ()
+  ;; An older server: no field, the status shows as before.
+  (should (equal (lich-test-shown-status '(:server "lich-lsp")) "lich: {\"server\":\"lich-lsp\"}"))
+  (should (equal (lich-test-shown-status (list :server "lich-lsp" :mcp_servers []))
+                 "lich: {\"server\":\"lich-lsp\",\"mcp_servers\":[]}"))
+  (dolist (bad (list nil "files" 3 '(:files (:state "connected")) [nil 3 "x" ["a"]]))
+    (should (equal (lich--mcp-lines bad) nil))
+    (should (string-prefix-p "lich: {" (lich-test-shown-status (list :server "lich-lsp" :mcp_servers bad))))
+    ;; One line: no MCP line was added.
+    (should-not (string-match-p "\n" (lich-test-shown-status (list :server "lich-lsp" :mcp_servers bad)))))
+  (should (equal (lich--mcp-lines [nil (:name "n" :state 7 :tools "many" :last_error 5)]) '("MCP n: unknown")))
+  (should (equal (lich--mcp-line '(:name "n" :state "connected")) "MCP n: connected"))
+  (should (equal (lich--mcp-line '(:name "w" :state "failed" :last_error :json-null)) "MCP w: failed")))
+
 (ert-deftest lich-ask-sends-uri-and-region ()
   (lich-test-with-adapter t
     (setq lich-test-answer '(:stopped_reason "completed" :final "done"))

@@ -278,8 +278,68 @@ function M.apply_patch(patch, callback)
   end)
 end
 
-local function status_lines(result)
+--- At most this many characters of an MCP server's last error in its status line.
+M.MCP_ERROR_CHARS = 120
+
+--- `text` on one line (runs of whitespace as one space), clipped to `max` characters with "…".
+local function clip_line(text, max)
+  local one = vim.trim((text:gsub("%s+", " ")))
+  if vim.fn.strchars(one) > max then
+    return vim.fn.strcharpart(one, 0, max - 1) .. "…"
+  end
+  return one
+end
+
+local function nonempty_string(value)
+  return type(value) == "string" and vim.trim(value) ~= "" and value or nil
+end
+
+--- The status line of one entry of lich.status's `mcp_servers` ({name, transport?, state,
+--- tools, last_error}): "MCP files: connected, 12 tools", "MCP web: failed: <last error, one
+--- line, clipped>", "MCP x: not started".
+---@param server table
+---@return string
+function M.mcp_line(server)
+  local state = nonempty_string(server.state) or "unknown"
+  local text = "MCP " .. (nonempty_string(server.name) or "?") .. ": " .. (state:gsub("_", " "))
+  if state == "connected" then
+    if type(server.tools) == "number" then
+      text = text .. ", " .. string.format("%d", server.tools) .. (server.tools == 1 and " tool" or " tools")
+    end
+  else
+    -- JSON null arrives as vim.NIL (vim.fn.json_decode) or as an absent key (vim.lsp.rpc).
+    local last_error = nonempty_string(server.last_error)
+    if last_error then
+      text = text .. ": " .. clip_line(last_error, M.MCP_ERROR_CHARS)
+    end
+  end
+  return text
+end
+
+--- One line per MCP server of lich.status's `mcp_servers`; {} when the field is missing or not
+--- a list (an older server) and for entries that are not objects.
+---@param servers any
+---@return string[]
+function M.mcp_lines(servers)
+  local lines = {}
+  if type(servers) ~= "table" or (next(servers) ~= nil and not compat.islist(servers)) then
+    return lines
+  end
+  for _, server in ipairs(servers) do
+    if type(server) == "table" and (next(server) == nil or not compat.islist(server)) then
+      table.insert(lines, M.mcp_line(server))
+    end
+  end
+  return lines
+end
+
+--- The lines :LichStatus shows for a lich.status result: every key of the result, the trust
+--- state as a summary, one line per MCP server, and the tasks running in this Neovim.
+---@param result any
+---@return string[]
+function M.status_lines(result)
   local lines = { "lich status" }
+  local mcp = {}
   if type(result) == "table" then
     local keys = vim.tbl_keys(result)
     table.sort(keys)
@@ -288,11 +348,18 @@ local function status_lines(result)
       local text
       if key == "trust" and type(value) == "table" then
         text = M.trust_summary(value)
+      elseif key == "mcp_servers" and type(value) == "table" then
+        mcp = M.mcp_lines(value)
       else
         text = type(value) == "string" and value or vim.fn.json_encode(value)
       end
-      table.insert(lines, "  " .. key .. ": " .. text)
+      if text then
+        table.insert(lines, "  " .. key .. ": " .. text)
+      end
     end
+  end
+  for _, line in ipairs(mcp) do
+    table.insert(lines, "  " .. line)
   end
   local active = progress.active()
   for _, entry in ipairs(active) do
@@ -308,7 +375,7 @@ function M.status(callback)
     if err then
       notify_error("status", err)
     else
-      vim.notify(table.concat(status_lines(result), "\n"), vim.log.levels.INFO)
+      vim.notify(table.concat(M.status_lines(result), "\n"), vim.log.levels.INFO)
     end
     if callback then
       callback(err, result)
