@@ -183,12 +183,13 @@ USAGE = """usage: lich "task" [options]      run the agent on a task (quote it: 
        lich tool NAME 'JSON-ARGS'    run one tool
        lich tools                    list tools
        lich trust [--revoke]         trust this workspace's .lich/config.json (docs/trust.md)
+       lich mcp list|add|enable|disable|remove   the MCP servers in your user config (docs/mcp.md)
        lich init | config | sessions
        lich --version"""
 
 
 def looks_like_subcommand(word: str) -> bool:
-    """A lone word such as `update` or `mcp` is a mistyped or unknown command, not a task."""
+    """A lone word such as `update` or `upgrade` is a mistyped or unknown command, not a task."""
     return bool(re.fullmatch(r"[A-Za-z][\w-]*", word))
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ConfigError
+from lich_core.mcp.spec import mcp_effects, v_mcp_servers
 from lich_core.tools.secrets import is_secret_name as tool_secret_name
 from lich_core.tools.types import (
     CAPABILITIES,
@@ -220,7 +221,7 @@ Effects = Callable[[Any, Path], list[str]]
 
 APPROVAL_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 # The approval policy a capability has when no entry names it (lich_lsp.approvals uses it too).
-DEFAULT_ASK_CAPABILITIES = frozenset({"process/exec", "net/fetch", "image/eval"})
+DEFAULT_ASK_CAPABILITIES = frozenset({"process/exec", "net/fetch", "image/eval", "mcp/call"})
 
 
 def default_approval(capability: str | None) -> str:
@@ -389,6 +390,11 @@ KEYS: dict[str, KeySpec] = {
         effects=one_effect("write session logs to {value}"),
     ),
     "plugins": KeySpec([], v_list, None, "Plugin module paths or {path, settings, models} entries.", effects=plugin_effects),
+    "mcp_servers": KeySpec(
+        {}, v_mcp_servers, None,
+        "MCP servers: {name: {command, args?, env?, cwd?} | {url, headers_env?}}, each with enabled?, allow_runner?.",
+        effects=mcp_effects,
+    ),
     # tools
     "test_command": KeySpec(
         None, v_str, "LICH_TEST_COMMAND",

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from lich_core.tools.runtime import ToolRuntime
 
 log = logging.getLogger("lich.lsp.session")
+# How long closing the tool runtime (its MCP servers) may take at shutdown.
+RUNTIME_CLOSE_TIMEOUT_S = 5.0
 
 
 class EditorSession:
@@ -123,6 +125,7 @@ class EditorSession:
 
     async def shutdown(self, wait_s: float) -> None:
         await self.tasks.cancel_all(wait_s=wait_s)
+        await self.close_runtime()
 
     def exit(self) -> None:
         for task in self.tasks.running():
@@ -139,9 +142,30 @@ class EditorSession:
         if self._runtime is None or self._runtime_generation != self.config_holder.generation:
             from lich_core.tools.runtime import build_tool_runtime
 
-            self._runtime = build_tool_runtime(self.config, call_checks=(self.approval_check,))
+            old, self._runtime = self._runtime, build_tool_runtime(self.config, call_checks=(self.approval_check,))
             self._runtime_generation = self.config_holder.generation
+            if old is not None and getattr(old, "mcp", None) is not None:
+                # Its MCP servers belong to the old config; a task still running on it loses them.
+                self.background(old.aclose())
         return self._runtime
+
+    async def close_runtime(self) -> None:
+        """Stop what the runtime started and holds (MCP servers), at shutdown."""
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None and getattr(runtime, "mcp", None) is not None:
+            try:
+                await asyncio.wait_for(runtime.aclose(), RUNTIME_CLOSE_TIMEOUT_S)
+            except (asyncio.TimeoutError, Exception) as err:  # noqa: BLE001 - shutting down regardless
+                log.warning("closing the tool runtime failed: %s", err)
+
+    def mcp_status(self) -> list[dict[str, Any]]:
+        """Each configured MCP server and its state (not_started until the first task attaches)."""
+        runtime = self._runtime
+        manager = getattr(runtime, "mcp", None) if runtime is not None else None
+        if manager is not None:
+            return list(manager.status())
+        servers = self.config.get("mcp_servers") or {}
+        return [{"name": name, "state": "not_started", "tools": 0, "last_error": None} for name in servers]
 
     # --- talking to the user ---
 
@@ -212,6 +236,7 @@ class EditorSession:
             "config_error": self.config_holder.last_error,
             "work_dir": self.config.get("work_dir"),
             "trust": self.config.trust.to_json(),
+            "mcp_servers": self.mcp_status(),
         }
 
 

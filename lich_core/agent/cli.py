@@ -5,6 +5,7 @@
     lich init [--work-dir D]            write a commented .lich/config.json (never overwrites)
     lich config [--work-dir D] [--json] effective config, secrets masked, with each key's source
     lich sessions [--work-dir D] [--json]
+    lich mcp list|add|enable|disable|remove   the MCP servers of the user config (docs/mcp.md)
 
 A run prints the model's text on stdout as it streams and progress lines on stderr; it exits 0
 when the model answered, 1 on budget exhaustion, cancellation (Ctrl-C) or an error.
@@ -20,7 +21,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from lich_core.agent.events import (
     AgentEvent,
@@ -266,6 +267,8 @@ async def _run_task(config: Config, task: str, *, resume: str | None, record: st
         return EXIT_FAILED
     finally:
         remove_handler()
+        if agent.runtime.mcp is not None:
+            await agent.runtime.aclose()  # the MCP servers this run started
         await _close_http()
     if result.session_id and not quiet:
         print(f"lich: session {result.session_id} (resume with --resume {result.session_id})", file=sys.stderr)
@@ -320,7 +323,7 @@ CONFIG_TEMPLATE = """\
 // This file belongs to the repository, so it is untrusted until you run `lich trust` (or trust it
 // from the editor): until then it may only narrow settings, and keys that load code, choose a
 // provider, run a program, send data or read and write elsewhere (plugins, providers, models,
-// session_dir, system_prompt, web_search, test_command, docs_dir) are ignored. Any change to it, or to a plugin it names, needs
+// session_dir, system_prompt, web_search, test_command, docs_dir, mcp_servers) are ignored. Any change to it, or to a plugin it names, needs
 // trusting again. See docs/trust.md.
 {
   // Model providers. With none configured, lich uses LICH_PROVIDER_KIND / LICH_BASE_URL /
@@ -348,7 +351,7 @@ CONFIG_TEMPLATE = """\
   "tools_enabled": "all",
 
   // Granted capabilities; leave out to grant all of:
-  // file/read, file/write, file/edit, process/exec, image/eval, net/fetch
+  // file/read, file/write, file/edit, process/exec, image/eval, net/fetch, mcp/call
   // "capabilities": ["file/read", "file/edit"],
 
   // Default timeout of one `terminal` command, in ms (at most 300000).
@@ -377,6 +380,11 @@ CONFIG_TEMPLATE = """\
 
   // Where docs_search and docs_read look (needs trust here). Default: docs/ in this workspace.
   // "docs_dir": "documentation",
+
+  // MCP servers whose tools the agent may call (as mcp_<server>_<tool>; needs trust here). stdio:
+  // {command, args, env, cwd}, started without a shell; HTTP: {url, headers_env}, https or
+  // loopback only. Package runners (npx, uvx, ...) need "allow_runner": true. See docs/mcp.md.
+  // "mcp_servers": {"files": {"command": "python", "args": ["-m", "my_files_server"]}, "search": {"url": "https://mcp.example.org/mcp", "headers_env": {"Authorization": "SEARCH_MCP_AUTH"}}},
 
   // Language server (see docs/lsp.md). "apply": each edit at once; "review": one edit to
   // confirm at the end of a task.
@@ -479,9 +487,141 @@ def cmd_sessions(argv: list[str]) -> int:
     return EXIT_OK
 
 
+# --- lich mcp ---
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr with exit status 2 (not argparse's usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"lich: {self.prog.removeprefix('lich ')}: {message} (see `{self.prog} --help`)\n")
+
+
+def _mcp_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog="lich mcp",
+        description="List the MCP servers lich uses, and edit those of your user config (see docs/mcp.md).",
+    )
+    sub = parser.add_subparsers(dest="action", metavar="{list,add,enable,disable,remove}")
+    listing = sub.add_parser(
+        "list", help="the servers of the effective config",
+        description="The MCP servers of the effective config (user config, environment, and the workspace "
+        "file once trusted), with transport, state, source and command line or URL.",
+    )
+    _add_common(listing)
+    listing.add_argument("--json", action="store_true", help="print {servers, ignored, user_config} as JSON")
+    add = sub.add_parser(
+        "add", help="add a server to the user config",
+        description="Add a server to your user config: a local program (--command, talks MCP over stdio) or an "
+        "HTTP server (--url). Arguments that start with '-' go as --arg=-x, or after `--`.",
+    )
+    add.add_argument("name", metavar="NAME", help="server name: lowercase letters, digits and _")
+    transport = add.add_mutually_exclusive_group(required=True)
+    transport.add_argument("--command", metavar="CMD", help="the program to start (stdio)")
+    transport.add_argument("--url", metavar="URL", help="the server's URL (https, or http on loopback)")
+    add.add_argument("--arg", action="append", default=[], metavar="A", help="an argument of CMD (repeatable)")
+    add.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable for CMD (repeatable)")
+    add.add_argument("--cwd", metavar="DIR", help="the folder CMD runs in")
+    add.add_argument("--allow-runner", action="store_true", help="allow a package runner (npx, uvx, ...) as CMD")
+    add.add_argument(
+        "--header-env", action="append", default=[], metavar="HEADER=VAR",
+        help="send HEADER with the value of environment variable VAR (repeatable)",
+    )
+    add.add_argument("--disabled", action="store_true", help="add it switched off")
+    add.add_argument("--force", action="store_true", help="replace a server of the same name")
+    for action, what in (("enable", "switch on"), ("disable", "switch off"), ("remove", "delete")):
+        edit = sub.add_parser(action, help=f"{what} a server of the user config", description=f"{what.capitalize()} a server of your user config.")
+        edit.add_argument("name", metavar="NAME")
+        edit.add_argument("--work-dir", default=None, help="workspace root, to say when NAME is only in its .lich/config.json")
+    return parser
+
+
+def cmd_mcp(argv: list[str]) -> int:
+    from lich_core import mcp_cli
+
+    tail: list[str] = []
+    if "--" in argv:  # `lich mcp add NAME --command CMD -- -y --flag`: the rest are CMD's arguments
+        cut = argv.index("--")
+        argv, tail = argv[:cut], argv[cut + 1 :]
+    args = _mcp_parser().parse_args(argv)
+    try:
+        if args.action is None:
+            raise mcp_cli.McpCliError("mcp: say what to do: list, add, enable, disable or remove (see `lich mcp --help`)", EXIT_USAGE)
+        if tail and not (args.action == "add" and args.command is not None):
+            raise mcp_cli.McpCliError(f"mcp {args.action}: arguments after -- are only for `add --command`", EXIT_USAGE)
+        if args.action == "list":
+            return _mcp_list(args)
+        from lich_core.config import user_config_path
+
+        path = user_config_path()
+        if args.action == "add":
+            entry = mcp_cli.build_entry(
+                command=args.command,
+                args=[*args.arg, *tail],
+                env=mcp_cli.parse_pairs(args.env, "--env"),
+                cwd=args.cwd,
+                allow_runner=args.allow_runner,
+                url=args.url,
+                headers_env=mcp_cli.parse_pairs(args.header_env, "--header-env", left="HEADER", right="VAR"),
+                enabled=not args.disabled,
+            )
+            outcome = mcp_cli.add_server(path, args.name, entry, force=args.force)
+        else:
+            from lich_core.cli import cli_root
+
+            workspace_file = workspace_config_path(cli_root(args))
+            if args.action == "remove":
+                outcome = mcp_cli.remove_server(path, args.name, workspace_file=workspace_file)
+            else:
+                outcome = mcp_cli.set_server_enabled(path, args.name, args.action == "enable", workspace_file=workspace_file)
+    except mcp_cli.McpCliError as err:
+        print(f"lich: {err.message}", file=sys.stderr)
+        return err.exit_code
+    print(outcome.message)
+    if outcome.warning:
+        print(outcome.warning, file=sys.stderr)
+    return EXIT_OK
+
+
+def _mcp_list(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from lich_core import mcp_cli
+    from lich_core.config import user_config_path
+
+    config = _load(args, quiet=True)
+    user_file = user_config_path()
+    trust = config.trust
+    candidates: list[tuple[str, Path]] = []
+    if args.config:
+        candidates.append((str(args.config), Path(args.config)))
+    if trust.state == "trusted":
+        candidates.append((str(trust.config_path), trust.config_path))
+    candidates.append((str(user_file), user_file))
+    rows = mcp_cli.server_rows(config, candidates)
+    ignored = mcp_cli.ignored_servers(config)
+    if args.json:
+        print(json.dumps({"servers": rows, "ignored": ignored, "user_config": str(user_file)}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if rows:
+        print(mcp_cli.render_rows(rows))
+        for row in rows:
+            if row["enabled"] and row["refused"]:
+                print(f"# {row['refused']}")
+    else:
+        print(f"no MCP servers configured (user config: {user_file}); add one with "
+              "`lich mcp add NAME --command PROGRAM` or `lich mcp add NAME --url URL` (see docs/mcp.md)")
+    for item in ignored:
+        print(f"# ignored in {trust.config_path} ({trust.state}): would {item['what']}")
+    if ignored and trust.state == "untrusted":
+        print("# run `lich trust` to apply it (see docs/trust.md)")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": cmd_run,
     "init": cmd_init,
     "config": cmd_config,
     "sessions": cmd_sessions,
+    "mcp": cmd_mcp,
 }

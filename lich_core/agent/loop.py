@@ -198,10 +198,15 @@ class Agent:
         read_state: ReadState | None = None,
         edit_label: str = "lich",
     ) -> RunResult:
+        cancel = cancel or CancelToken()
+        if self.runtime.mcp is not None:
+            # MCP servers attach on the first run (and restart if they failed since); their
+            # tools are registered before the run reads its tool list. Never raises.
+            await self.runtime.ensure_mcp(cancel)
         run = _Run(
             self,
             on_event=on_event,
-            cancel=cancel or CancelToken(),
+            cancel=cancel,
             workspace=workspace if workspace is not None else self.workspace,
             read_state=read_state,
             edit_label=edit_label,

@@ -2,33 +2,42 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lich_core.tools.builtin import register_builtin_tools
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.executor import CallCheck, ToolExecutor
-from lich_core.tools.registry import ToolRegistry
+from lich_core.tools.registry import ToolRegistry, is_enabled
 from lich_core.tools.types import (
     DEFAULT_TERMINAL_TIMEOUT_MS,
     ToolContext,
     WebSearchBackend,
     tool_capability,
 )
+from lich_core.vocabulary import CancelToken
 
-# Provider credentials never reach tool child processes (terminal, tests): the well-known names,
-# anything ending like an API key, and every variable a provider entry (or `web_search`) names in
-# `api_key_env` (whatever it is called: `OPENROUTER_KEY`, `GITHUB_TOKEN`, ...).
+if TYPE_CHECKING:
+    from lich_core.mcp.manager import McpManager
+
+log = logging.getLogger("lich.tools")
+
+# Provider credentials never reach tool child processes (terminal, tests, MCP servers): the
+# well-known names, anything ending like an API key, every variable a provider entry (or
+# `web_search`) names in `api_key_env` (whatever it is called: `OPENROUTER_KEY`, `GITHUB_TOKEN`,
+# ...) and every variable an MCP server's `headers_env` reads.
 SCRUBBED_ENV_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_ACCESS_TOKEN")
 SCRUBBED_ENV_NAMES = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "LICH_API_KEY"})
 
 
 def configured_key_env_names(config: Mapping[str, Any] | None) -> frozenset[str]:
-    """The variable names `providers[*].api_key_env` and `web_search.api_key_env` point at
-    (ignoring malformed entries)."""
+    """The variable names `providers[*].api_key_env`, `web_search.api_key_env` and
+    `mcp_servers.*.headers_env.*` point at (ignoring malformed entries)."""
     if not isinstance(config, Mapping):
         return frozenset()
     providers = config.get("providers")
@@ -39,6 +48,12 @@ def configured_key_env_names(config: Mapping[str, Any] | None) -> frozenset[str]
         name = entry.get("api_key_env") if isinstance(entry, Mapping) else None
         if isinstance(name, str) and name.strip():
             names.add(name.strip())
+    # MCP servers' `headers_env` values: {header: VARIABLE} (lich_core.mcp.spec).
+    servers = config.get("mcp_servers")
+    for server in servers.values() if isinstance(servers, Mapping) else ():
+        headers = server.get("headers_env") if isinstance(server, Mapping) else None
+        if isinstance(headers, Mapping):
+            names.update(value.strip() for value in headers.values() if isinstance(value, str) and value.strip())
     return frozenset(names)
 
 
@@ -64,6 +79,57 @@ class ToolRuntime:
     # plugins from config["plugins"]; their hooks run in the agent loop. build_tool_runtime always
     # sets it; None only for a runtime assembled by hand.
     plugins: Any = None
+    # The MCP servers of config["mcp_servers"] (lich_core.mcp.McpManager); None when there are
+    # none. It lives as long as the runtime: whoever drops the runtime awaits aclose().
+    mcp: McpManager | None = None
+    _mcp_tools_seen: int = field(default=0, init=False, repr=False)
+
+    async def ensure_mcp(self, cancel: CancelToken | None = None) -> list[str]:
+        """Attach the MCP servers that need it (first run, or failed since) and register their
+        new tools; returns the names registered now.
+
+        Cheap when there is nothing to do; safe to call from concurrent runs (they share one
+        attach). Never raises (CancelledError aside); stops waiting when `cancel` fires.
+        MCP tools join `base_registry`, and the enabled registry only when tools_enabled is
+        "all" or names them (as plugin tools do).
+        """
+        manager = self.mcp
+        if manager is None:
+            return []
+        if manager.needs_attach():
+            try:
+                await manager.attach(cancel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - MCP trouble must not stop the run
+                log.exception("MCP attach failed")
+        if manager.tools_made == self._mcp_tools_seen:
+            return []
+        return self._register_mcp_tools(manager)
+
+    def _register_mcp_tools(self, manager: McpManager) -> list[str]:
+        tools_enabled = self.config.get("tools_enabled", "all")
+        base = self.base_registry
+        enabled = self.registry
+        added: list[str] = []
+        tools = manager.tools()
+        for tool in tools:
+            if tool.name in base:
+                continue
+            base.register(tool)
+            if enabled is not base and is_enabled(tools_enabled, tool.name):
+                enabled.register(tool)
+            added.append(tool.name)
+        self._mcp_tools_seen = len(tools)
+        return added
+
+    async def aclose(self) -> None:
+        """Release what the runtime holds: stops its MCP servers. Never raises."""
+        if self.mcp is not None:
+            try:
+                await self.mcp.close()
+            except Exception:  # noqa: BLE001
+                log.exception("closing MCP servers failed")
 
     def context(self, **overrides: Any) -> ToolContext:
         ctx = self.executor.default_context()
@@ -103,7 +169,8 @@ def build_tool_runtime(
     call_checks: Sequence[CallCheck] = (),
     load_plugins: bool = True,
 ) -> ToolRuntime:
-    """Builtins filtered by tools_enabled, then plugin tools (registered after the filter).
+    """Builtins filtered by tools_enabled, then plugin tools (registered after the filter), and
+    the MCP manager when `mcp_servers` names any (its tools register on first use: ensure_mcp).
 
     The gatekeeper (lich_core.gatekeeper: `git_commit` and the terminal git denylist) is always
     registered, first, before the config plugins, and never from config; `load_plugins=False`
@@ -134,4 +201,21 @@ def build_tool_runtime(
     entries = config.get("plugins") if load_plugins else None
     runtime.plugins = load_plugin_host(entries or None, work_dir=work_dir, builtins=[gatekeeper])
     runtime.plugins.register_tools(runtime, config.get("tools_enabled", "all"))
+    # Imported here: lich_core.mcp imports the tool modules (no import cycle).
+    from lich_core.mcp.spec import specs_from_config
+
+    specs = specs_from_config(config.get("mcp_servers"))
+    if specs:
+        # Imported only now: the SDK takes a while to import.
+        from lich_core.mcp.manager import McpManager
+
+        # MCP tools register on first run (ensure_mcp), after the builtins and plugin tools,
+        # whose names they never take.
+        runtime.mcp = McpManager(
+            specs,
+            work_dir=work_dir,
+            tool_env=tool_env,
+            source_env=os.environ if env is None else env,
+            reserved_names=base.names(),
+        )
     return runtime

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 # Capability names a tool may declare (kli's gates plus lich's network tools).
-CAPABILITIES = ("file/read", "file/write", "file/edit", "process/exec", "image/eval", "net/fetch")
+CAPABILITIES = ("file/read", "file/write", "file/edit", "process/exec", "image/eval", "net/fetch", "mcp/call")
 # The terminal tool's default command timeout: config's `terminal_timeout_ms` default and a
 # context's when nothing configures it (a direct call).
 DEFAULT_TERMINAL_TIMEOUT_MS = 60_000

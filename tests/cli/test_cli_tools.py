@@ -175,7 +175,7 @@ def test_closed_stdout_is_not_a_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
 
 
-@pytest.mark.parametrize("argv", [["update"], ["mcp", "add", "x"], ["upgrade", "--work-dir", "."]])
+@pytest.mark.parametrize("argv", [["update"], ["plugin", "add", "x"], ["upgrade", "--work-dir", "."]])
 def test_unknown_subcommands_are_errors_not_tasks(tmp_path: Path, argv: list[str]) -> None:
     result = lich(*argv, cwd=tmp_path)
     assert result.returncode == 2

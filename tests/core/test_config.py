@@ -258,6 +258,7 @@ BAD_VALUE_FOR_KEY: dict[str, Any] = {
     "compress_threshold": "most",
     "session_dir": False,
     "plugins": "a.py",
+    "mcp_servers": {"files": {"command": 3}},
     "web_search": {"kind": "google"},
     "test_command": ["pytest"],
     "docs_dir": 7,
