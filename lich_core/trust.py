@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,7 +53,9 @@ def resolve_in_root(root: Path, raw: str) -> Path:
 
 
 def executed_files(workspace_values: Mapping[str, Any], root: Path) -> list[Path]:
-    """Files the workspace config makes lich run or obey: plugin modules and replay scripts."""
+    """Files the workspace config makes lich run or obey: plugin modules, replay scripts, and
+    the repository's own files an MCP server command or the test command names (a script the
+    command runs: changing it changes what trust was given to)."""
     files: list[Path] = []
     for entry in workspace_values.get("plugins") or []:
         raw = entry.get("path") if isinstance(entry, Mapping) else entry
@@ -61,7 +64,36 @@ def executed_files(workspace_values: Mapping[str, Any], root: Path) -> list[Path
     for entry in workspace_values.get("providers") or []:
         if isinstance(entry, Mapping) and entry.get("kind") == "replay" and isinstance(entry.get("path"), str):
             files.append(resolve_in_root(root, entry["path"]))
+    servers = workspace_values.get("mcp_servers")
+    for entry in servers.values() if isinstance(servers, Mapping) else ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("command"), str):
+            args = entry.get("args")
+            words = [str(arg) for arg in args] if isinstance(args, list) else []
+            files.extend(_files_in_root([entry["command"], *words], root))
+    test_command = workspace_values.get("test_command")
+    if isinstance(test_command, str):
+        try:
+            words = shlex.split(test_command)
+        except ValueError:
+            words = test_command.split()
+        files.extend(_files_in_root(words, root))
     return files
+
+
+def _files_in_root(words: list[str], root: Path) -> list[Path]:
+    """The words of a command line that name a regular file inside the workspace root."""
+    found = []
+    resolved_root = root.resolve()
+    for word in words:
+        if not word or word.startswith("-"):
+            continue
+        try:
+            path = resolve_in_root(root, word)
+            if path.is_file() and path.is_relative_to(resolved_root):
+                found.append(path)
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 @dataclass(frozen=True)

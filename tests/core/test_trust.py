@@ -209,3 +209,28 @@ def test_workspace_state_dirs_are_distinct_and_outside_the_repository(tmp_path: 
     assert workspace_state_dir(first, env).parent == user_state_dir(env) / "workspaces"
     assert user_state_dir({"XDG_STATE_HOME": "/x"}) == Path("/x/lich")
     assert user_state_dir({"HOME": "/h"}) == Path("/h/.local/state/lich")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"mcp_servers": {"tools": {"command": "python3", "args": ["tools/mcp_server.py"]}}},
+        {"mcp_servers": {"tools": {"command": "./tools/mcp_server.py"}}},
+        {"test_command": "bash tools/mcp_server.py --quick"},
+    ],
+)
+def test_a_script_an_mcp_server_or_the_test_command_runs_is_part_of_the_trust(
+    work: Path, env: dict[str, str], values: dict[str, Any]
+) -> None:
+    """A trusted MCP server or test command that runs a repository script: changing the script
+    revokes the trust, as changing a trusted plugin module does."""
+    script = work / "tools" / "mcp_server.py"
+    script.parent.mkdir()
+    script.write_text("print('trusted')\n", encoding="utf-8")
+    write(work, values)
+    set_workspace_trust(work, trust=True, env=env)
+    trusted = load_config(work, env=env)
+    assert trusted.trust.state == TRUSTED and str(script) in trusted.trust.fingerprint.files
+    script.write_text("print('swapped')\n", encoding="utf-8")
+    changed = load_config(work, env=env)
+    assert changed.trust.state == UNTRUSTED and changed.trust.changed
