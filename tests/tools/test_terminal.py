@@ -530,5 +530,7 @@ def test_tool_declaration() -> None:
     assert TOOL.name == "terminal"
     assert TOOL.capability == "process/exec"
     assert TOOL.parameters["required"] == ["command"]
-    assert set(TOOL.parameters["properties"]) == {"command", "timeout_ms", "input", "directory"}
+    assert set(TOOL.parameters["properties"]) == {
+        "command", "timeout_ms", "timeout", "shell", "separate_streams", "input", "directory",
+    }  # fmt: skip
     assert terminal.TOOL is TOOL

@@ -31,6 +31,7 @@ CATALOG_ORDER = (
     "docs_search",
     "docs_read",
     "memory_append",
+    "python_eval",
 )
 
 

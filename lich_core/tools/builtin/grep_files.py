@@ -36,6 +36,7 @@ from typing import Any
 
 from lich_core.errors import ToolError
 from lich_core.hashline.anchors import HEX_BYTE, line_hash_values, split_lines
+from lich_core.tools.arguments import reject_unknown_arguments
 from lich_core.tools.builtin import _grep_engine
 from lich_core.tools.file_text import MAX_FILE_BYTES, overlay_set
 from lich_core.tools.guard import (
@@ -64,6 +65,8 @@ MAX_OUTPUT_CHARS = 400_000
 _ENGINE_SCRIPT = _grep_engine.__file__
 _RG_SIZE_SKIP_RE = re.compile(r"ignoring (.+): (\d+) bytes$")
 _RG_BINARY_RE = re.compile(r"ignoring (.+): found binary data")
+# A `path` holding one of these that is not an existing path is a glob (kli's search: `src/**/*.py`).
+GLOB_CHARS = frozenset("*?[{")
 
 
 @dataclass
@@ -371,6 +374,34 @@ def _real_dir_in_root(ctx: ToolContext, path: Path) -> Path:
     return Path(os.path.normpath(os.path.join(os.path.abspath(ctx.work_dir), rel)))
 
 
+def _has_glob(text: str) -> bool:
+    return any(char in GLOB_CHARS for char in text)
+
+
+def _path_glob(ctx: ToolContext, target: str, overlays: set[Path]) -> tuple[str, str] | None:
+    """(directory to walk, glob anchored to it) for a `path` that is a glob, else None.
+
+    A path with glob characters is a glob only when it does not exist as a path (a file really
+    named `a[1].txt` is searched as that file). The directory is the glob's leading segments
+    without glob characters (`src/**/*.py` → `src`, `**/*.py`; `*.py` → `.`, `/*.py`), which the
+    caller confines like any path; the glob is anchored to it (a leading `/`), so `*.py` means
+    the top-level files, as in kli, not every `.py` below.
+    """
+    if not _has_glob(target):
+        return None
+    try:
+        candidate = resolve_file_for(ctx, target, write=False)
+    except ToolError:
+        candidate = None
+    if candidate is not None and (candidate in overlays or os.path.lexists(candidate)):
+        return None
+    parts = target.replace(os.sep, "/").split("/")
+    index = next(number for number, part in enumerate(parts) if _has_glob(part))
+    base = "/".join(parts[:index]) or ("/" if target.startswith("/") else ".")
+    rest = "/".join(part for part in parts[index:] if part)
+    return base, "/" + rest
+
+
 def _inside_lich_dir(ctx: ToolContext, path: Path) -> bool:
     return relative_to_root(ctx.work_dir, path).split("/")[0] == LICH_DIR
 
@@ -413,6 +444,7 @@ def _count(number: int, noun: str) -> str:
 
 @capture_errors
 async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    reject_unknown_arguments(TOOL.parameters, args)
     pattern = require_string_arg(args, "pattern")
     try:
         re.compile(pattern)
@@ -422,12 +454,33 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     glob = optional_string_arg(args, "glob")
     context = optional_int_arg(args, "context", 0, low=0, high=MAX_CONTEXT_LINES) or 0
     max_rows = optional_int_arg(args, "max_results", MAX_MATCH_ROWS, low=1, high=MAX_MATCH_ROWS) or MAX_MATCH_ROWS
+    overlays = overlay_set(ctx.workspace)  # type: ignore[arg-type]
+    path_glob = _path_glob(ctx, target, overlays)
+    if path_glob is not None:
+        target, tree_glob = path_glob
+        # The path's glob picks the files; a `glob` argument as well narrows them further.
+        extra_glob, glob = glob, tree_glob
+    else:
+        extra_glob = None
     path = resolve_file_for(ctx, target, write=False)
     rel_target = relative_to_root(ctx.work_dir, path)
-    overlays = overlay_set(ctx.workspace)  # type: ignore[arg-type]
+    if path_glob is not None and not os.path.isdir(path):
+        raise ToolError(f"not_found: {rel_target} (the directory part of the glob {args.get('path')!r})")
     if os.path.isdir(path):
         base = _real_dir_in_root(ctx, path)
+        if path_glob is not None and base != Path(os.path.normpath(os.path.abspath(path))):
+            # The walk never follows a symlink; neither does a glob's directory part.
+            raise ToolError(
+                f"symlink_not_followed: {rel_target} (the directory part of the glob {args.get('path')!r}) "
+                f"goes through a symbolic link; globs do not follow symlinks, give the real directory "
+                f"{relative_to_root(ctx.work_dir, base)!r}"
+            )
         hits = await _search_tree(ctx, base, pattern, glob)
+        if extra_glob:
+            matcher, negated = _grep_engine.compile_glob(extra_glob)
+            hits.files = {
+                rel: lines for rel, lines in hits.files.items() if _grep_engine.glob_allows_file(rel, matcher, negated)
+            }
         if _inside_lich_dir(ctx, base):
             # Only a search rooted in .lich can reach the denied config; drop it before anything
             # is shown or even counted.
@@ -516,7 +569,8 @@ TOOL = FunctionTool(
         "Search file contents with a regular expression (Python syntax), in one file or a directory "
         "tree (default: the work dir). Matching lines come back as *LINE:HH|content and context lines "
         "as ' LINE:HH|content', grouped per file; matched files count as read, so apply_patch can use "
-        "these anchors directly. glob filters file names (e.g. '*.py', 'src/**/*.ts', '!*.min.js'). "
+        "these anchors directly. glob filters file names (e.g. '*.py', 'src/**/*.ts', '!*.min.js'); "
+        "path may itself be a glob ('src/**/*.py': * stays within a segment, ** spans any depth). "
         "Skips node_modules, .git, dist, .lich, .cursor, __pycache__, .venv, symlinks, binary files "
         "and files over 2 MiB. At most 100 files and 1000 matching lines are shown."
     ),
@@ -524,7 +578,13 @@ TOOL = FunctionTool(
         "type": "object",
         "properties": {
             "pattern": {"type": "string", "description": "Regular expression matched against each line."},
-            "path": {"type": "string", "description": "File or directory to search (default: the work dir)."},
+            "path": {
+                "type": "string",
+                "description": (
+                    "File or directory to search (default: the work dir), or a glob relative to "
+                    "the work dir such as 'src/**/*.py' (kli's search takes a file or a glob here)."
+                ),
+            },
             "glob": {"type": "string", "description": "Only search files whose name/path matches this glob."},
             "context": {"type": "integer", "description": "Lines of context around each match (default 0, max 20)."},
             "max_results": {"type": "integer", "description": "Most matching lines to show (default and max 1000)."},

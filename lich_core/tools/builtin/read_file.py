@@ -12,6 +12,7 @@ from typing import Any
 
 from lich_core.errors import ToolError
 from lich_core.hashline.anchors import line_hash_values, render_rows, split_lines
+from lich_core.tools.arguments import alias_property, pick_alias, reject_unknown_arguments
 from lich_core.tools.file_text import MAX_FILE_BYTES, overlay_set
 from lich_core.tools.guard import (
     capture_errors,
@@ -26,6 +27,7 @@ from lich_core.vocabulary import ToolResult
 from lich_core.workspace import encode_text
 
 MAX_LINES_PER_READ = 1_000
+RANGE_NAMES = "start/end (kli) is an inclusive line range, offset/limit (lich) a first line and a line count"
 MAX_BYTES_PER_READ = 256 * 1024
 BINARY_SNIFF_BYTES = 8 * 1024
 # The executor's generic output clamp must not cut a read short of its own limits.
@@ -67,6 +69,8 @@ def _too_large(rel: str, size: int) -> str:
 
 @capture_errors
 async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    reject_unknown_arguments(TOOL.parameters, args)
+    names = _range_names(args)  # before any reading: a conflict is an error even for an empty file
     target = require_string_arg(args, "path")
     raw = optional_bool_arg(args, "raw", False)
     path = resolve_file_for(ctx, target, write=False)
@@ -79,14 +83,12 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         ctx.read_state.record(path)
         return ToolResult(ok=True, output="(empty file)", details={"path": rel, "lines": 0})
 
-    start = optional_int_arg(args, "start", 1, low=1)
-    end = optional_int_arg(args, "end", count)
-    assert start is not None and end is not None
+    start, end, start_name = _line_range(args, names, count)
     if start > count:
-        raise ToolError(f"out_of_range: start={start} is past the end of {rel}, which has {count} lines")
+        raise ToolError(f"out_of_range: {start_name}={start} is past the end of {rel}, which has {count} lines")
     end = min(end, count)
     if end < start:
-        raise ToolError(f"out_of_range: end={end} is before start={start}; {rel} has {count} lines")
+        raise ToolError(f"out_of_range: end={end} is before {start_name}={start}; {rel} has {count} lines")
 
     last = min(end, start + MAX_LINES_PER_READ - 1)
     shown = lines[start - 1 : last]
@@ -102,12 +104,37 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         body = body[: len(body) - omitted] + f"\n(line {start} is cut here: {omitted} more characters)"
     ctx.read_state.record(path)
     if last < end:
-        body += f"\n(lines {start}-{last} of {count} shown; read on with start={last + 1})"
+        body += f"\n(lines {start}-{last} of {count} shown; read on with {start_name}={last + 1})"
     return ToolResult(
         ok=True,
         output=body,
         details={"path": rel, "lines": count, "start": start, "end": last},
     )
+
+
+def _range_names(args: dict[str, Any]) -> tuple[str, str | None]:
+    """(name of the first-line argument, name of the last-line one or None) the call uses.
+
+    kli: `start`/`end`, an inclusive 1-based range. lich: `offset` (1-based first line) and
+    `limit` (how many lines). `start` with `offset`, or `end` with `limit`, is an error; the
+    other mixes are well defined (`start` + `limit`: `limit` lines from `start`).
+    """
+    start_name = pick_alias(args, "start", "offset", why=RANGE_NAMES) or "start"
+    return start_name, pick_alias(args, "end", "limit", why=RANGE_NAMES)
+
+
+def _line_range(args: dict[str, Any], names: tuple[str, str | None], count: int) -> tuple[int, int, str]:
+    """(first line, last line, the name the call gave the first line by)."""
+    start_name, end_name = names
+    start = optional_int_arg(args, start_name, 1, low=1)
+    assert start is not None
+    if end_name == "limit":
+        limit = optional_int_arg(args, "limit", None, low=1)
+        end = count if limit is None else start + limit - 1
+    else:
+        value = optional_int_arg(args, "end", count) if end_name else count
+        end = count if value is None else value
+    return start, end, start_name
 
 
 def _fit_bytes(lines: list[str], start: int, raw: bool) -> tuple[int, int]:
@@ -129,7 +156,8 @@ TOOL = FunctionTool(
     description=(
         "Read a text file. Each line comes back as LINE:HH|content, where LINE is the 1-based line "
         "number and HH a two-hex-digit hash of the line: these anchors are what apply_patch uses. "
-        "start/end select an inclusive 1-based range (end clamps to the last line). At most 1000 "
+        "start/end select an inclusive 1-based range (end clamps to the last line); offset/limit "
+        "(first line, number of lines) are accepted instead. At most 1000 "
         "lines or 256 KB per call; the closing line says where to read on. raw=true returns plain "
         "lines without anchors. Files over 2 MiB cannot be read: search them with grep_files."
     ),
@@ -139,6 +167,18 @@ TOOL = FunctionTool(
             "path": {"type": "string", "description": "File path, relative to the work dir."},
             "start": {"type": "integer", "description": "First line to show (1-based, default 1)."},
             "end": {"type": "integer", "description": "Last line to show (inclusive; default the last line)."},
+            "offset": alias_property(
+                {"type": "integer", "minimum": 1},
+                harness="lich",
+                of="start",
+                description="First line to show (1-based, default 1).",
+            ),
+            "limit": alias_property(
+                {"type": "integer", "minimum": 1},
+                harness="lich",
+                of="end",
+                description="How many lines to show from the first one (default: to the last line).",
+            ),
             "raw": {"type": "boolean", "description": "Plain lines without LINE:HH| anchors (default false)."},
         },
         "required": ["path"],

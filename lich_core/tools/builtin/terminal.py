@@ -1,4 +1,9 @@
-"""terminal: run a shell command (`bash -lc`) in the work dir and return its merged output.
+"""terminal: run a shell command (`bash -lc`) in the work dir and return its output.
+
+Arguments of both harnesses: lich's `timeout_ms` or kli's `timeout` (seconds), and kli's `shell`
+(bash, sh, zsh or dash, found on the command's PATH; run as `SHELL -lc COMMAND`). Output is
+stdout and stderr merged as printed, or, with `separate_streams: true`, the two under `[stdout]`
+and `[stderr]` headers (kli captures them apart; its schema has no switch, so the name is lich's).
 
 Process rules, all of which exist so a model-issued command can never outlive or flood the call:
 - the command runs in its own session and process group; the whole group gets SIGKILL on
@@ -7,8 +12,8 @@ Process rules, all of which exist so a model-issued command can never outlive or
 - on Linux, processes that left the group (`setsid cmd &`, `setsid -f`, double forks) are found
   too and killed at the same moments: this process is a child subreaper during the call and the
   shell's environment carries `LICH_CALL_ID` (lich_core/tools/reaper.py);
-- stdout and stderr are merged and read as they arrive; past TERMINAL_MAX_OUTPUT_CHARS the text is
-  counted and dropped, so memory stays bounded however much the command prints;
+- stdout and stderr are read as they arrive; past TERMINAL_MAX_OUTPUT_CHARS (one budget for
+  both) the text is counted and dropped, so memory stays bounded however much the command prints;
 - interactive programs (editors, pagers, ssh, ...) are refused before anything runs, because
   without a terminal they either hang until the timeout or print garbage; the check looks through
   wrappers (`nice`, `timeout 5`, `xargs`, `sudo`, ...), `sh -c STRING` and `eval`;
@@ -24,6 +29,7 @@ import codecs
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,9 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
+from lich_core.tools.arguments import alias_property, pick_alias, reject_unknown_arguments
 from lich_core.tools.executor import TERMINAL_TOOL_TIMEOUT_MS
 from lich_core.tools.guard import (
     capture_errors,
+    optional_bool_arg,
     optional_int_arg,
     optional_string_arg,
     relative_to_root,
@@ -51,7 +59,14 @@ MAX_COMMAND_TIMEOUT_MS = 300_000
 # After the call's processes are killed, how long to keep reading for output already in the pipe.
 # Only a process that escaped both the group and the reaper can hold the pipe open past this.
 DRAIN_GRACE_MS = 2_000
-# Room for the truncation note and the `[exit N]` line on top of the capped text.
+# Shells the `shell` argument (kli's) may name; each must be on the command's PATH.
+ALLOWED_SHELLS = ("bash", "sh", "zsh", "dash")
+DEFAULT_SHELL = "bash"
+TIMEOUT_NAMES = "timeout is in seconds (kli's name), timeout_ms in milliseconds (lich's)"
+# Section headers of `separate_streams: true` output.
+STDOUT_HEADER = "[stdout]"
+STDERR_HEADER = "[stderr]"
+# Room for the truncation notes, the stream headers and the `[exit N]` line on top of the capped text.
 TERMINAL_RESULT_SLACK_CHARS = 200
 
 # kli's list; each entry says what to do instead, so the model can recover in one step.
@@ -299,39 +314,51 @@ def default_command_timeout_ms(ctx: ToolContext) -> int:
 
 
 class _OutputSink(asyncio.SubprocessProtocol):
-    """Collects merged output up to a cap; everything past it is only counted."""
+    """Collects output up to a cap shared by the streams; everything past it is only counted.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, max_chars: int) -> None:
+    Merged (the default), stderr is the same pipe as stdout (fd 1). Separate, fd 1 and fd 2 are
+    kept apart, each with its own decoder, and the output counts as closed once both are.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, max_chars: int, *, separate: bool = False) -> None:
         self.max_chars = max_chars
-        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.parts: list[str] = []
+        self.fds = (1, 2) if separate else (1,)
+        self.decoders = {fd: codecs.getincrementaldecoder("utf-8")(errors="replace") for fd in self.fds}
+        self.parts: dict[int, list[str]] = {fd: [] for fd in self.fds}
+        self.omitted: dict[int, int] = dict.fromkeys(self.fds, 0)
+        self.open_fds = set(self.fds)
         self.kept_chars = 0
-        self.omitted_chars = 0
         self.exited: asyncio.Future[None] = loop.create_future()
         self.output_closed: asyncio.Future[None] = loop.create_future()
 
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        self._add(self.decoder.decode(data))
+    @property
+    def omitted_chars(self) -> int:
+        return sum(self.omitted.values())
 
-    def _add(self, text: str) -> None:
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd in self.decoders:
+            self._add(fd, self.decoders[fd].decode(data))
+
+    def _add(self, fd: int, text: str) -> None:
         room = self.max_chars - self.kept_chars
         if room > 0:
             kept = text[:room]
-            self.parts.append(kept)
+            self.parts[fd].append(kept)
             self.kept_chars += len(kept)
-        self.omitted_chars += max(0, len(text) - max(room, 0))
+        self.omitted[fd] += max(0, len(text) - max(room, 0))
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 1 and not self.output_closed.done():
+        self.open_fds.discard(fd)
+        if not self.open_fds and not self.output_closed.done():
             self.output_closed.set_result(None)
 
     def process_exited(self) -> None:
         if not self.exited.done():
             self.exited.set_result(None)
 
-    def text(self) -> str:
-        self._add(self.decoder.decode(b"", final=True))
-        return "".join(self.parts)
+    def text(self, fd: int = 1) -> str:
+        self._add(fd, self.decoders[fd].decode(b"", final=True))
+        return "".join(self.parts[fd])
 
 
 def _exit_status(returncode: int | None) -> int | None:
@@ -352,60 +379,119 @@ def _working_dir(ctx: ToolContext, directory: str | None) -> Path:
     return path
 
 
-def _compose_output(sink: _OutputSink, trailer: str) -> str:
-    text = sink.text()
-    if sink.omitted_chars:
-        text += ("" if text.endswith("\n") else "\n") + truncation_marker(sink.omitted_chars)
+def _stream_text(sink: _OutputSink, fd: int) -> str:
+    text = sink.text(fd)
+    if sink.omitted[fd]:
+        text += ("" if text.endswith("\n") else "\n") + truncation_marker(sink.omitted[fd])
     if text and not text.endswith("\n"):
         text += "\n"
-    return text + trailer
+    return text
 
 
-@capture_errors
-async def run_terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    command = require_string_arg(args, "command")
-    refusal = interactive_refusal(command)
-    if refusal:
-        return ToolResult(ok=False, error=refusal)
+def _compose_output(sink: _OutputSink, trailer: str) -> str:
+    if sink.fds == (1,):
+        return _stream_text(sink, 1) + trailer
+    # Separate streams: both headers always, so an empty stream reads as empty, not as missing.
+    return f"{STDOUT_HEADER}\n{_stream_text(sink, 1)}{STDERR_HEADER}\n{_stream_text(sink, 2)}{trailer}"
+
+
+def _timeout_ms(args: dict[str, Any], ctx: ToolContext) -> int:
+    """The command's limit in ms from `timeout_ms` (lich) or `timeout` in seconds (kli), kept in 1..MAX."""
+    name = pick_alias(args, "timeout_ms", "timeout", why=TIMEOUT_NAMES)
+    if name == "timeout":
+        value = args["timeout"]
+        seconds: float | None = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            seconds = float(value)
+        elif isinstance(value, str):
+            try:
+                seconds = float(value.strip())
+            except ValueError:
+                seconds = None
+        if seconds is not None and seconds == seconds and abs(seconds) != float("inf"):
+            return max(1, min(int(seconds * 1000), MAX_COMMAND_TIMEOUT_MS))
     timeout_ms = optional_int_arg(
         args, "timeout_ms", default_command_timeout_ms(ctx), low=1, high=MAX_COMMAND_TIMEOUT_MS
     )
     assert timeout_ms is not None
+    return timeout_ms
+
+
+def resolve_shell(value: str | None, env: Mapping[str, str]) -> str:
+    """The shell binary to run the command with: `value` (kli's `shell`), else bash.
+
+    Only ALLOWED_SHELLS, by name or by a path to the same binary PATH finds for that name;
+    PATH is the command's own (the context env's), so what runs is what `command -v` would say.
+    """
+    if value is None:
+        return DEFAULT_SHELL
+    name = os.path.basename(value.strip())
+    if name not in ALLOWED_SHELLS:
+        raise ToolError(f"invalid_shell: {value!r} is not allowed (use one of: {', '.join(ALLOWED_SHELLS)})")
+    found = shutil.which(name, path=env.get("PATH") or os.defpath)
+    if found is None:
+        raise ToolError(f"shell_not_found: {name} is not on PATH (allowed: {', '.join(ALLOWED_SHELLS)})")
+    if "/" in value:
+        try:
+            same = os.path.samefile(value.strip(), found)
+        except OSError:
+            same = False
+        if not same:
+            raise ToolError(f"invalid_shell: {value!r} is not the {name} on PATH ({found}); give the name {name!r}")
+    return DEFAULT_SHELL if name == DEFAULT_SHELL and "/" not in value else found
+
+
+@capture_errors
+async def run_terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    reject_unknown_arguments(TOOL.parameters, args)
+    command = require_string_arg(args, "command")
+    refusal = interactive_refusal(command)
+    if refusal:
+        return ToolResult(ok=False, error=refusal)
+    timeout_ms = _timeout_ms(args, ctx)
+    separate = optional_bool_arg(args, "separate_streams", False)
     cwd = _working_dir(ctx, optional_string_arg(args, "directory"))
     stdin_text = args.get("input") if isinstance(args.get("input"), str) else None
     env = tool_process_env(ctx)
     for key, value in NON_INTERACTIVE_ENV_DEFAULTS.items():
         env.setdefault(key, value)
+    shell = resolve_shell(optional_string_arg(args, "shell"), env)
 
     if ctx.cancel.cancelled:
         return ToolResult(ok=False, error="cancelled")
     reaper = CallReaper()
     reaper.start()  # Linux: from here on, orphans of the command re-parent to this process
     try:
-        return await _run_command(command, timeout_ms, cwd, stdin_text, reaper.mark(env), reaper, ctx)
+        run = _Run(command, shell, timeout_ms, cwd, stdin_text, separate)
+        return await _run_command(run, reaper.mark(env), reaper, ctx)
     finally:
         reaper.release()
 
 
-async def _run_command(
-    command: str,
-    timeout_ms: int,
-    cwd: Path,
-    stdin_text: str | None,
-    env: dict[str, str],
-    reaper: CallReaper,
-    ctx: ToolContext,
-) -> ToolResult:
+@dataclass(frozen=True)
+class _Run:
+    """What one call runs: the command line, its shell and how."""
+
+    command: str
+    shell: str
+    timeout_ms: int
+    cwd: Path
+    stdin_text: str | None
+    separate: bool
+
+
+async def _run_command(run: _Run, env: dict[str, str], reaper: CallReaper, ctx: ToolContext) -> ToolResult:
+    timeout_ms, cwd, stdin_text = run.timeout_ms, run.cwd, run.stdin_text
     loop = asyncio.get_running_loop()
-    sink = _OutputSink(loop, TERMINAL_MAX_OUTPUT_CHARS)
+    sink = _OutputSink(loop, TERMINAL_MAX_OUTPUT_CHARS, separate=run.separate)
     transport, _ = await loop.subprocess_exec(
         lambda: sink,
-        "bash",
+        run.shell,
         "-lc",
-        command,
+        run.command,
         stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.PIPE if run.separate else subprocess.STDOUT,
         cwd=str(cwd),
         env=env,
         start_new_session=True,  # pid == pgid: one killpg reaches every descendant that stays
@@ -454,6 +540,8 @@ async def _run_command(
         "truncated_chars": sink.omitted_chars,
         "timeout_ms": timeout_ms,
     }
+    if run.shell != DEFAULT_SHELL:
+        details["shell"] = run.shell
     if cancelled:
         output = _compose_output(sink, "[cancelled; its processes were killed]")
         return ToolResult(ok=False, output=output, error="cancelled", details=details)
@@ -479,7 +567,10 @@ TOOL = FunctionTool(
         f"{MAX_COMMAND_TIMEOUT_MS}) or the call is "
         "cancelled; background jobs and daemons do not outlive the call. Interactive programs "
         "(editors, pagers, top, watch, ssh, tmux, ...) are refused, also behind wrappers such as "
-        "`nice`, `timeout 5` or `sh -c`: there is no terminal. Use `input` for stdin."
+        "`nice`, `timeout 5` or `sh -c`: there is no terminal. Use `input` for stdin. kli's names "
+        "work too: `timeout` in seconds instead of `timeout_ms`, and `shell` (bash, sh, zsh or dash) "
+        "instead of bash. separate_streams=true returns stdout and stderr under [stdout] and "
+        "[stderr] headers instead of merged."
     ),
     parameters={
         "type": "object",
@@ -490,6 +581,27 @@ TOOL = FunctionTool(
                 "description": "Kill the command after this many milliseconds (max 300000).",
                 "minimum": 1,
                 "maximum": MAX_COMMAND_TIMEOUT_MS,
+            },
+            "timeout": alias_property(
+                {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_COMMAND_TIMEOUT_MS // 1000},
+                harness="kli",
+                of="timeout_ms",
+                description="Kill the command after this many seconds (max 300).",
+            ),
+            "shell": {
+                "type": "string",
+                "enum": list(ALLOWED_SHELLS),
+                "description": (
+                    "Shell that runs the command as `SHELL -lc COMMAND` (default bash); it must be "
+                    "on PATH. (From kli's tools.)"
+                ),
+            },
+            "separate_streams": {
+                "type": "boolean",
+                "description": (
+                    "Return stdout and stderr apart, under [stdout] and [stderr] headers "
+                    "(default false: merged as the command printed them)."
+                ),
             },
             "input": {"type": "string", "description": "Text fed to the command's stdin (default: none)."},
             "directory": {

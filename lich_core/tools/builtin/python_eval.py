@@ -1,0 +1,160 @@
+"""python_eval: evaluate Python in the run's live interpreter (kli's eval, for Python).
+
+The interpreter is a child process per agent run (lich_core/tools/python_image.py), never this
+process: state (variables, imports) is kept from one call to the next in the same run. Statements
+run one by one; the value of a last expression statement comes back as a bounded repr; printed
+output (stdout and stderr, fd-level included) is capped at 1 MiB at the stream. The budget is the
+call's `timeout` (seconds, default 30, max 300), enforced here: at the deadline or on cancellation
+the code gets a KeyboardInterrupt, and an interpreter that does not come back is killed and
+replaced by a fresh one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from lich_core.errors import ToolError
+from lich_core.tools.guard import capture_errors, require_string_arg, truncation_marker
+from lich_core.tools.processes import tool_process_env
+from lich_core.tools.python_image import (
+    IDLE_TIMEOUT_S,
+    MAX_OUTPUT_CHARS,
+    REGISTRY,
+    RESTARTED_NOTE,
+    EvalOutcome,
+    ImageError,
+    PythonImage,
+    interpreter_for,
+)
+from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.vocabulary import ToolResult
+
+DEFAULT_TIMEOUT_S = 30
+MAX_TIMEOUT_S = 300
+# The executor's deadline sits above the longest budget plus the interrupt grace and a restart.
+TOOL_TIMEOUT_MS = (MAX_TIMEOUT_S + 30) * 1000
+RESULT_SLACK_CHARS = 6_000
+
+DESCRIPTION = (
+    "Evaluate Python code in a persistent interpreter for this session (a separate process in the "
+    "workspace, using its .venv when there is one). Variables, imports and definitions persist "
+    "between calls. Statements run in order; the value of a final expression is shown like the "
+    "Python REPL (bounded repr). Printed output (stdout and stderr) is returned, capped at 1 MiB. "
+    f"`timeout` is in seconds (default {DEFAULT_TIMEOUT_S}, max {MAX_TIMEOUT_S}); past it the code "
+    "is interrupted with KeyboardInterrupt and state may be partially modified."
+)
+
+PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "description": "Python source: one or more statements."},
+        "timeout": {
+            "type": "integer",
+            "description": f"Wall-clock budget in seconds (default {DEFAULT_TIMEOUT_S}, max {MAX_TIMEOUT_S}).",
+        },
+    },
+    "required": ["code"],
+}
+
+
+def _timeout_arg(args: dict[str, Any]) -> float:
+    value = args.get("timeout")
+    if value is None or value == "":
+        return float(DEFAULT_TIMEOUT_S)
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError) as err:
+        raise ToolError(f"bad_arg: timeout must be a number of seconds, got {value!r}") from err
+    if isinstance(value, bool) or seconds != seconds or seconds <= 0:
+        raise ToolError(f"bad_arg: timeout must be a positive number of seconds, got {value!r}")
+    return min(seconds, float(MAX_TIMEOUT_S))
+
+
+def _seconds(value: float) -> str:
+    return str(int(value)) if value == int(value) else f"{value:g}"
+
+
+def _text(outcome: EvalOutcome, *, with_value: bool) -> str:
+    parts: list[str] = []
+    if outcome.notes:
+        parts.append("\n".join(f"[note: {note}]" for note in outcome.notes))
+    if outcome.output:
+        parts.append(outcome.output.rstrip("\n") if with_value or outcome.traceback else outcome.output)
+    if outcome.dropped:
+        parts.append(truncation_marker(outcome.dropped))
+    if with_value and outcome.value is not None:
+        parts.append(outcome.value)
+    if outcome.traceback:
+        parts.append(outcome.traceback.rstrip("\n"))
+    return "\n".join(part for part in parts if part)
+
+
+@capture_errors
+async def _python_eval(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    code = require_string_arg(args, "code")
+    timeout_s = _timeout_arg(args)
+    # The run's ReadState names the run (see python_image's docstring); a bare context (no read
+    # state, which ToolContext never leaves unset) would get an image of its own.
+    key: object = ctx.read_state if ctx.read_state is not None else ctx
+    image = REGISTRY.get(key, interpreter_for(ctx.work_dir), ctx.work_dir, tool_process_env(ctx))
+    cancelled = asyncio.Event()
+    remove = ctx.cancel.on_cancel(cancelled.set)
+    try:
+        outcome = await image.evaluate(code, timeout_s, cancelled)
+    except ImageError as err:
+        return ToolResult(ok=False, error=f"eval_unavailable: {err}")
+    finally:
+        # On asyncio cancellation (the executor's cancel) evaluate has interrupted or killed the
+        # child before re-raising; a killed one is restarted at the next call.
+        remove()
+    _schedule_idle_sweep()
+    return await _result(outcome, image, timeout_s, cancelled.is_set() or ctx.cancel.cancelled)
+
+
+async def _result(outcome: EvalOutcome, image: PythonImage, timeout_s: float, was_cancelled: bool) -> ToolResult:
+    details: dict[str, Any] = {"pid": image.pid, "python": image.python}
+    if outcome.dropped:
+        details["dropped_chars"] = outcome.dropped
+    if outcome.interrupted:
+        if was_cancelled:
+            error = "cancelled"
+        else:
+            error = (
+                f"timeout: python_eval exceeded {_seconds(timeout_s)} s; "
+                "the interpreter's state may be partially modified"
+            )
+        if outcome.interrupted == "killed":
+            error += f"; the interpreter did not stop after the interrupt and was killed: {RESTARTED_NOTE}"
+            if not was_cancelled:
+                try:
+                    await image.start()
+                except ImageError as err:
+                    error += f" (starting a new one failed: {err})"
+        return ToolResult(ok=False, output=_text(outcome, with_value=False), error=error, details=details)
+    if outcome.died:
+        return ToolResult(ok=False, output=_text(outcome, with_value=False), error=f"interpreter_exited: {outcome.error}", details=details)
+    if not outcome.ok:
+        return ToolResult(ok=False, output=_text(outcome, with_value=False), error=f"eval_error: {outcome.error}", details=details)
+    return ToolResult(ok=True, output=_text(outcome, with_value=True), details=details)
+
+
+def _schedule_idle_sweep() -> None:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    handle = loop.call_later(IDLE_TIMEOUT_S + 1, REGISTRY.stop_idle)
+    # Not keeping the process alive for the sweep: a closing loop drops the handle.
+    del handle
+
+
+TOOL = FunctionTool(
+    name="python_eval",
+    description=DESCRIPTION,
+    parameters=PARAMETERS,
+    run=_python_eval,
+    capability="image/eval",
+    timeout_ms=TOOL_TIMEOUT_MS,
+    max_output_chars=MAX_OUTPUT_CHARS + RESULT_SLACK_CHARS,
+)
