@@ -178,12 +178,19 @@ def _agent_commands() -> dict[str, Callable[[list[str]], int]]:
     return dict(getattr(agent_cli, "COMMANDS", {}))
 
 
+def cmd_acp(argv: list[str]) -> int:
+    from lich_acp.__main__ import main as acp_main  # lazily: the ACP SDK loads only for `lich acp`
+
+    return acp_main(argv)
+
+
 USAGE = """usage: lich "task" [options]      run the agent on a task (quote it: one argument)
        lich run TASK... [options]    the same, with the task in any number of words
        lich tool NAME 'JSON-ARGS'    run one tool
        lich tools                    list tools
        lich trust [--revoke]         trust this workspace's .lich/config.json (docs/trust.md)
        lich mcp list|add|enable|disable|remove   the MCP servers in your user config (docs/mcp.md)
+       lich acp [--work-dir D]       the agent over the Agent Client Protocol on stdio (for ACP editors)
        lich init | config | sessions
        lich --version"""
 
@@ -203,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     commands: dict[str, Callable[[list[str]], int]] = {"tool": cmd_tool, "tools": cmd_tools, "trust": cmd_trust}
     commands.update(_agent_commands())
+    commands["acp"] = cmd_acp
     try:
         if argv[0] in commands:
             return commands[argv[0]](argv[1:])

@@ -14,87 +14,28 @@ gets a clear denial instead of a silent allow.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from lsprotocol import types
 
-from lich_core.config import default_approval
+from lich_core.approvals import (  # the policy and the store live in the core, shared with ACP
+    NET_CAPABILITY,
+    approval_key,
+    policy_for,
+    summarize_args,
+    url_host,
+)
 from lich_core.tools.types import Tool, ToolContext, tool_capability
-from lich_core.userstate import read_json, workspace_state_dir, write_json_atomic
 
 if TYPE_CHECKING:
     from lich_lsp.session import EditorSession
 
 log = logging.getLogger("lich.lsp.approvals")
 
-APPROVALS_FILE_NAME = "approvals.json"
 ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always"
 DENY = "Deny"
-ARGS_PREVIEW_CHARS = 300
-NET_CAPABILITY = "net/fetch"
-
-
-def policy_for(approval: Mapping[str, str], tool_name: str, capability: str | None) -> str:
-    if tool_name in approval:
-        return approval[tool_name]
-    if capability and capability in approval:
-        return approval[capability]
-    return default_approval(capability)
-
-
-def url_host(args: Mapping[str, Any]) -> str | None:
-    """The host a network tool's `url` argument names (for the question and "Allow always")."""
-    url = args.get("url")
-    if not isinstance(url, str):
-        return None
-    try:
-        host = urlsplit(url.strip()).hostname
-    except ValueError:
-        return None
-    return host.rstrip(".").lower() if host else None
-
-
-def approval_key(tool_name: str, capability: str | None, args: Mapping[str, Any]) -> str:
-    """What "Allow always" remembers: the tool, and for a fetch its URL's host too (allowing
-    fetch_url on docs.python.org allows nothing else)."""
-    host = url_host(args) if capability == NET_CAPABILITY else None
-    return f"{tool_name}@{host}" if host else tool_name
-
-
-def summarize_args(args: Mapping[str, Any]) -> str:
-    text = json.dumps(args, ensure_ascii=False, sort_keys=True)
-    if len(text) > ARGS_PREVIEW_CHARS:
-        text = text[:ARGS_PREVIEW_CHARS] + "…"
-    return text
-
-
-class ApprovalStore:
-    """Tools the user allowed always for this workspace (its folder in the user state dir)."""
-
-    def __init__(self, root: Path) -> None:
-        self.path = workspace_state_dir(root) / APPROVALS_FILE_NAME
-        self._always: set[str] | None = None
-
-    def _load(self) -> set[str]:
-        if self._always is None:
-            data = read_json(self.path)
-            names = data.get("always", []) if isinstance(data, dict) else []
-            self._always = {name for name in names if isinstance(name, str)}
-        return self._always
-
-    def is_always(self, tool_name: str) -> bool:
-        return tool_name in self._load()
-
-    def remember(self, tool_name: str) -> None:
-        names = self._load()
-        names.add(tool_name)
-        write_json_atomic(self.path, {"always": sorted(names)})
 
 
 class ApprovalCheck:

@@ -261,7 +261,7 @@ async def trust_workspace(session: EditorSession, args: tuple[Any, ...], request
 
 async def tools(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
     single_object(TOOLS, args, required=False)
-    from lich_lsp.approvals import policy_for
+    from lich_core.approvals import policy_for
 
     approval = session.config.get("approval") or {}
     described = session.runtime().describe()

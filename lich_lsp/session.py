@@ -23,10 +23,11 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from lich_core import __version__
+from lich_core.approvals import ApprovalStore
 from lich_core.config import Config
 from lich_core.hashline.read_state import ReadState
 from lich_lsp import code_actions, config, trust
-from lich_lsp.approvals import ApprovalCheck, ApprovalStore
+from lich_lsp.approvals import ApprovalCheck
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.port import EditorPort
 from lich_lsp.run_tests import TestDiagnostics

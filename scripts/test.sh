@@ -59,6 +59,20 @@ install_everything() {
     { bash .ci/vscode/install.sh && bash .ci/vscode/build.sh; } \
       || echo "note: VS Code toolchain install failed; its tests will say so"
   fi
+
+  # The real ACP clients that tests/acp_external drives lich's ACP agent with (the official
+  # TypeScript SDK, acpx); again when the lock is newer than the install. `npm install --no-save`
+  # installs what the lock pins and never rewrites it: `npm ci` refuses this lock, which lacks the
+  # macOS, Windows and arm64 builds of acpx's @openclaw/fs-safe (optional dependencies the registry
+  # here does not have). A failed install is removed, so the next run tries again.
+  ACP_DIR=tests/acp_external
+  if command -v npm >/dev/null \
+    && { [ ! -d "$ACP_DIR/node_modules" ] \
+      || [ "$ACP_DIR/package-lock.json" -nt "$ACP_DIR/node_modules/.package-lock.json" ]; }; then
+    step "npm install in $ACP_DIR (ACP clients for its tests)"
+    (cd "$ACP_DIR" && npm install --no-save --no-audit --no-fund --loglevel=error) \
+      || { rm -rf "$ACP_DIR/node_modules"; echo "note: npm install failed in $ACP_DIR; its tests will say so"; }
+  fi
 }
 
 if [ "${LICH_TEST_SKIP_INSTALL:-0}" = 1 ]; then

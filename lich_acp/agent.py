@@ -1,0 +1,438 @@
+"""The ACP agent: initialize, session/new|load|prompt|cancel|set_mode over lich_core's agent.
+
+Threads: the SDK's connection runs on the caller's loop; every session's Agent runs on one
+worker thread (AgentThread) with its own loop, so a synchronous Workspace read that goes to the
+client (fs/read_text_file) blocks only the agent. One Agent and one tool runtime per session;
+lich_core's SessionStore keeps the history (the ACP session id is the store's session id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    EmbeddedResourceContentBlock,
+    HttpMcpServer,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    McpServerStdio,
+    NewSessionResponse,
+    PermissionOption,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+    TextContentBlock,
+    TextResourceContents,
+    ToolCallUpdate,
+)
+
+from lich_acp.approvals import AcpApprovalCheck
+from lich_acp.events import (
+    ClientBridge,
+    diff_items,
+    replay_updates,
+    text_update,
+    tool_end_update,
+    tool_start_updates,
+)
+from lich_acp.workspace import APPLY, REVIEW, AcpWorkspace, FsCapabilities
+from lich_core import __version__
+from lich_core.agent.events import AgentEvent, TextDelta, ToolCallEnd, ToolCallStart
+from lich_core.agent.sessions import SessionError, SessionStore, new_session_id
+from lich_core.config import Config, load_config
+from lich_core.errors import ConfigError, EditRejected, ToolError
+from lich_core.mcp.spec import v_mcp_servers
+from lich_core.tools.runtime import ToolRuntime
+from lich_core.tools.types import tool_capability
+from lich_core.vocabulary import CancelToken, ToolResult, format_tool_result
+
+log = logging.getLogger("lich.acp")
+T = TypeVar("T")
+
+# After session/cancel, how long the prompt waits for the run to wind down before it answers
+# `cancelled` anyway (the run finishes in the background; the next prompt waits for it).
+CANCEL_ANSWER_S = 0.8
+MODES = [
+    SessionMode(id=APPLY, name="Apply", description="Edits are written as the agent makes them"),
+    SessionMode(id=REVIEW, name="Review", description="Edits collect; you approve them at the end of the prompt"),
+]
+STOP_REASONS = {"final": "end_turn", "budget": "max_turn_requests", "aborted": "cancelled", "error": "refusal"}
+MCP_NAME_MAX = 32
+
+
+class AgentThread:
+    """One worker thread running an event loop for every session's agent."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="lich-acp-agent", daemon=True)
+        self._thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def _mcp_name(name: str, taken: set[str]) -> str:
+    base = re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")[:MCP_NAME_MAX] or "client"
+    candidate, n = base, 2
+    while candidate in taken:
+        suffix = f"_{n}"
+        candidate, n = base[: MCP_NAME_MAX - len(suffix)] + suffix, n + 1
+    taken.add(candidate)
+    return candidate
+
+
+def client_mcp_servers(servers: list[Any] | None, existing: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The client's MCP servers as lich `mcp_servers` entries (trusted: the client named them),
+    and the environment their HTTP headers are read from (lich entries name header variables)."""
+    entries: dict[str, Any] = {}
+    header_env: dict[str, str] = {}
+    taken = set(existing)
+    for server in servers or []:
+        if isinstance(server, McpServerStdio):
+            name = _mcp_name(server.name, taken)
+            entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
+            if server.env:
+                entry["env"] = {item.name: item.value for item in server.env}
+            entries[name] = entry
+        elif isinstance(server, HttpMcpServer):
+            name = _mcp_name(server.name, taken)
+            headers: dict[str, str] = {}
+            for index, header in enumerate(server.headers):
+                variable = f"LICH_ACP_MCP_{name.upper()}_HEADER_{index}"
+                header_env[variable] = header.value
+                headers[header.name] = variable
+            entries[name] = {"url": server.url, **({"headers_env": headers} if headers else {})}
+        else:
+            log.warning("MCP server %r: transport not supported (stdio and http are)", getattr(server, "name", "?"))
+    return entries, header_env
+
+
+def _prompt_text(blocks: list[Any]) -> tuple[str, str | None]:
+    """The prompt's text and the embedded context (resources) lich passes as the run's context."""
+    texts: list[str] = []
+    context: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            texts.append(block.text)
+        elif isinstance(block, ResourceContentBlock):
+            texts.append(f"[{block.name}]({block.uri})")
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            if not isinstance(resource, TextResourceContents):
+                raise RequestError.invalid_params({"prompt": "binary embedded resources are not supported"})
+            context.append(f"File {resource.uri}:\n```\n{resource.text}\n```")
+        else:
+            raise RequestError.invalid_params({"prompt": f"content type {getattr(block, 'type', '?')!r} is not supported"})
+    text = "\n".join(texts).strip()
+    if not text and not context:
+        raise RequestError.invalid_params({"prompt": "the prompt is empty"})
+    return text or "See the attached context.", "\n\n".join(context) or None
+
+
+@dataclass
+class AcpSession:
+    id: str
+    root: Path
+    config: Config
+    bridge: ClientBridge
+    fs: FsCapabilities
+    runtime: ToolRuntime
+    agent: Any  # lich_core.agent.loop.Agent
+    mode: str = APPLY
+    token: CancelToken | None = None
+    running: asyncio.Future[str] | None = None  # on the connection's loop
+    cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
+    current_call: str | None = None
+    last_result: ToolResult | None = None
+    workspace: AcpWorkspace | None = None
+
+    # --- on the agent's loop ---
+
+    async def run_prompt(self, text: str, context: str | None) -> str:
+        workspace = AcpWorkspace(self.root, self.bridge, self.fs, mode=self.mode)
+        self.workspace = workspace
+        token = self.token = CancelToken()
+        result = await self.agent.run(
+            text,
+            on_event=self._on_event,
+            cancel=token,
+            resume=self.id,
+            context=context,
+            workspace=workspace,
+            edit_label=f"lich: {text[:60]}",
+        )
+        if result.stopped_reason == "error" and result.error:
+            await self.bridge.update(text_update(f"\n\nlich: {result.error}"))
+        if workspace.mode == REVIEW and not token.cancelled:
+            await self._finish_review(workspace)
+        return str(result.stopped_reason)
+
+    async def _finish_review(self, workspace: AcpWorkspace) -> None:
+        changes = workspace.review_changes()
+        if not changes:
+            return
+        names = ", ".join(str(c.path.relative_to(self.root)) if c.path.is_relative_to(self.root) else str(c.path) for c in changes)
+        call = ToolCallUpdate(
+            tool_call_id=f"review-{new_session_id()}",
+            title=f"Apply the changes to {len(changes)} file(s): {names}",
+            kind="edit",
+            status="pending",
+            content=diff_items(changes),
+        )
+        options = [
+            PermissionOption(option_id="apply", name="Apply", kind="allow_once"),
+            PermissionOption(option_id="discard", name="Discard", kind="reject_once"),
+        ]
+        bridge = self.bridge
+        try:
+            response = await bridge.call(
+                lambda: bridge.conn.request_permission(session_id=bridge.session_id, tool_call=call, options=options)
+            )
+            chosen = getattr(response.outcome, "option_id", None)
+        except Exception as err:  # noqa: BLE001 - no answer discards
+            log.warning("review request failed: %s", err)
+            chosen = None
+        if chosen != "apply":
+            await bridge.update(text_update(f"\n\nlich: review: the changes to {names} were discarded"))
+            return
+        try:
+            await workspace.write(changes)
+        except (EditRejected, ToolError) as err:
+            await bridge.update(text_update(f"\n\nlich: review: nothing written: {err}"))
+            return
+        await bridge.update(text_update(f"\n\nlich: review: applied the changes to {names}"))
+
+    async def _on_event(self, event: AgentEvent) -> None:
+        data = event.data
+        if isinstance(data, TextDelta):
+            if data.text:
+                await self.bridge.update(text_update(data.text))
+        elif isinstance(data, ToolCallStart):
+            call_id = f"{event.run_id}-{data.turn}-{data.call_id}"
+            self.current_call = call_id
+            self.last_result = None
+            if self.workspace is not None:
+                self.workspace.take_changes()
+            tool = self.runtime.registry.get(data.name)
+            capability = tool_capability(tool) if tool is not None else None
+            for update in tool_start_updates(call_id, data.name, data.arguments, capability, self.root):
+                await self.bridge.update(update)
+        elif isinstance(data, ToolCallEnd):
+            call_id = f"{event.run_id}-{data.turn}-{data.call_id}"
+            result = self.last_result
+            output = format_tool_result(result) if result is not None else data.summary
+            changes = self.workspace.take_changes() if self.workspace is not None else []
+            await self.bridge.update(tool_end_update(call_id, data.ok, output, changes))
+            self.current_call = None
+
+
+class LichAcpAgent:
+    """The ACP Agent (acp.interfaces.Agent) over lich_core."""
+
+    def __init__(self, default_root: Path | None = None) -> None:
+        self.default_root = default_root
+        self.conn: Any = None
+        self.client_capabilities = ClientCapabilities()
+        self.sessions: dict[str, AcpSession] = {}
+        self._thread: AgentThread | None = None
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    @property
+    def thread(self) -> AgentThread:
+        if self._thread is None:
+            self._thread = AgentThread()
+        return self._thread
+
+    async def close(self) -> None:
+        for session in self.sessions.values():
+            if session.token is not None:
+                self.thread.loop.call_soon_threadsafe(session.token.cancel)
+            try:
+                await asyncio.wait_for(self.thread.submit(session.runtime.aclose()), 5)
+            except Exception:  # noqa: BLE001
+                log.exception("closing a session's runtime failed")
+        if self._thread is not None:
+            self._thread.stop()
+
+    # --- ACP methods ---
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        self.client_capabilities = client_capabilities or ClientCapabilities()
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
+            ),
+            auth_methods=[],
+            agent_info=Implementation(name="lich", title="lich", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        raise RequestError.invalid_params({"methodId": "lich needs no authentication"})
+
+    def _root_for(self, cwd: str) -> Path:
+        path = Path(cwd)
+        if not path.is_absolute():
+            raise RequestError.invalid_params({"cwd": f"must be an absolute path, got {cwd!r}"})
+        if not path.is_dir():
+            raise RequestError.invalid_params({"cwd": f"not a directory: {cwd}"})
+        return path.resolve()
+
+    def _fs(self) -> FsCapabilities:
+        fs = self.client_capabilities.fs
+        return FsCapabilities(read=bool(fs and fs.read_text_file), write=bool(fs and fs.write_text_file))
+
+    async def _open(self, cwd: str, mcp_servers: list[Any] | None, session_id: str) -> AcpSession:
+        root = self._root_for(cwd)
+        try:
+            config = load_config(root)
+            entries, header_env = client_mcp_servers(mcp_servers, dict(config.get("mcp_servers") or {}))
+            if entries:
+                config["mcp_servers"] = {**(config.get("mcp_servers") or {}), **v_mcp_servers("mcp_servers", entries)}
+        except ConfigError as err:
+            raise RequestError.invalid_params({"config": str(err)}) from err
+        bridge = ClientBridge(self.conn, asyncio.get_running_loop(), session_id)
+        holder: dict[str, AcpSession] = {}
+
+        async def build() -> AcpSession:
+            import os
+
+            from lich_core.agent.factory import build_agent
+            from lich_core.tools.runtime import build_tool_runtime
+
+            check = AcpApprovalCheck(root, bridge, config, lambda: holder["s"].current_call if "s" in holder else None)
+            env = {**os.environ, **header_env} if header_env else None
+            runtime = build_tool_runtime(config, env=env, call_checks=[check])
+            agent = build_agent(config, runtime=runtime, session_store=SessionStore.for_config(config))
+            session = AcpSession(session_id, root, config, bridge, self._fs(), runtime, agent)
+            holder["s"] = session
+            execute = runtime.executor.execute
+
+            async def recording(name: str, args: dict[str, Any] | None, ctx: Any = None) -> ToolResult:
+                result = await execute(name, args, ctx)
+                session.last_result = result
+                return result
+
+            setattr(runtime.executor, "execute", recording)  # noqa: B010 - the full output for tool_call_update
+            return session
+
+        try:
+            return await self.thread.submit(build())
+        except ConfigError as err:
+            raise RequestError.invalid_params({"config": str(err)}) from err
+
+    def _modes(self, current: str) -> SessionModeState:
+        return SessionModeState(current_mode_id=current, available_modes=MODES)
+
+    async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any) -> NewSessionResponse:
+        session_id = new_session_id()
+        session = await self._open(cwd, mcp_servers, session_id)
+        try:
+            SessionStore.for_config(session.config).create(work_dir=str(session.root), session_id=session_id).close()
+        except (SessionError, OSError) as err:
+            raise RequestError.internal_error({"session": str(err)}) from err
+        self.sessions[session_id] = session
+        return NewSessionResponse(session_id=session_id, modes=self._modes(session.mode))
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        root = self._root_for(cwd)
+        try:
+            store = SessionStore.for_config(load_config(root))
+            _, messages = store.load(session_id)
+        except ConfigError as err:
+            raise RequestError.invalid_params({"config": str(err)}) from err
+        except SessionError as err:
+            raise RequestError.invalid_params({"sessionId": str(err)}) from err
+        old = self.sessions.get(session_id)
+        if old is not None and old.running is not None and not old.running.done():
+            raise RequestError.invalid_request({"sessionId": "that session is running a prompt"})
+        session = await self._open(cwd, mcp_servers, session_id)
+        self.sessions[session_id] = session
+
+        def capability_of(name: str) -> str | None:
+            tool = session.runtime.base_registry.get(name)
+            return tool_capability(tool) if tool is not None else None
+
+        for update in replay_updates(messages, root, capability_of):
+            await self.conn.session_update(session_id=session_id, update=update)
+        return LoadSessionResponse(modes=self._modes(session.mode))
+
+    def _session(self, session_id: str) -> AcpSession:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params({"sessionId": f"unknown session {session_id!r}"})
+        return session
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        session = self._session(session_id)
+        if mode_id not in (APPLY, REVIEW):
+            raise RequestError.invalid_params({"modeId": f"unknown mode {mode_id!r} (apply, review)"})
+        session.mode = mode_id
+        return SetSessionModeResponse()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        session = self._session(session_id)
+        text, context = _prompt_text(prompt)
+        if session.running is not None and not session.running.done():
+            if not session.cancel_requested.is_set():
+                raise RequestError.invalid_request({"sessionId": "a prompt is already running in this session"})
+            await asyncio.wait({session.running})  # the cancelled one winds down first
+        session.cancel_requested = asyncio.Event()
+        running = session.running = self.thread.submit(session.run_prompt(text, context))
+        cancelled = asyncio.ensure_future(session.cancel_requested.wait())
+        try:
+            waiting: list[asyncio.Future[Any]] = [running, cancelled]
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancelled.cancel()
+        if session.cancel_requested.is_set():
+            if not running.done():
+                await asyncio.wait({running}, timeout=CANCEL_ANSWER_S)
+            return PromptResponse(stop_reason="cancelled")
+        try:
+            reason = running.result()
+        except Exception as err:  # noqa: BLE001 - a bug answers an error, never a crash
+            log.exception("prompt failed")
+            raise RequestError.internal_error({"error": f"{type(err).__name__}: {err}"}) from err
+        return PromptResponse(stop_reason=STOP_REASONS.get(reason, "end_turn"))  # type: ignore[arg-type]
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self.sessions.get(session_id)
+        if session is None:
+            return
+        if session.running is not None and not session.running.done():
+            session.cancel_requested.set()
+        token = session.token
+        if token is not None:
+            self.thread.loop.call_soon_threadsafe(token.cancel)

@@ -1,0 +1,111 @@
+"""Tool approvals over ACP: a CallCheck asking through `session/request_permission`.
+
+The policy is the one lich_core.approvals holds for every face (the language server uses it too): per tool name or
+capability from the `approval` config key, defaults from lich_core.config.default_approval (ask
+for process/exec, net/fetch and image/eval). "Allow always" is remembered in the same user-state
+ApprovalStore the LSP uses (per workspace, per tool, per host for a fetch); "Reject always" is
+remembered for the rest of this agent process (the store keeps only allows). A cancelled or
+failed request is a denial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from acp.schema import PermissionOption, ToolCallUpdate
+
+from lich_acp.events import ClientBridge, tool_kind, tool_locations, tool_title
+from lich_core.approvals import NET_CAPABILITY, ApprovalStore, approval_key, policy_for, url_host
+from lich_core.tools.types import Tool, ToolContext, tool_capability
+
+log = logging.getLogger("lich.acp.approvals")
+
+ALLOW_ONCE = "allow_once"
+ALLOW_ALWAYS = "allow_always"
+REJECT_ONCE = "reject_once"
+REJECT_ALWAYS = "reject_always"
+OPTIONS = [
+    PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once"),
+    PermissionOption(option_id=ALLOW_ALWAYS, name="Allow always", kind="allow_always"),
+    PermissionOption(option_id=REJECT_ONCE, name="Reject", kind="reject_once"),
+    PermissionOption(option_id=REJECT_ALWAYS, name="Reject always", kind="reject_always"),
+]
+
+
+class AcpApprovalCheck:
+    """The CallCheck installed in a session's tool runtime."""
+
+    def __init__(
+        self,
+        root: Path,
+        bridge: ClientBridge,
+        config: Mapping[str, Any],
+        current_call_id: Callable[[], str | None],
+        store: ApprovalStore | None = None,
+    ) -> None:
+        self.root = root
+        self.bridge = bridge
+        self.config = config
+        self.current_call_id = current_call_id
+        self.store = store or ApprovalStore(root)
+        self.rejected: set[str] = set()
+        self._lock = asyncio.Lock()
+
+    async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        capability = tool_capability(tool)
+        policy = policy_for(self.config.get("approval") or {}, tool.name, capability)
+        if policy == "allow":
+            return None
+        if policy == "deny":
+            return f"approval_denied: {tool.name} is denied by the approval policy"
+        key = approval_key(tool.name, capability, args)
+        async with self._lock:
+            if key in self.rejected:
+                return f"approval_denied: the user rejected {tool.name} always"
+            if self.store.is_always(key):
+                return None
+            answer = await self._ask(tool, args, capability, ctx)
+        if answer == ALLOW_ONCE:
+            return None
+        if answer == ALLOW_ALWAYS:
+            try:
+                self.store.remember(key)
+            except OSError as err:
+                log.warning("could not save %s: %s", self.store.path, err)
+            return None
+        if answer == REJECT_ALWAYS:
+            self.rejected.add(key)
+        return f"approval_denied: the user denied {tool.name}"
+
+    async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext) -> str | None:
+        host = url_host(args) if capability == NET_CAPABILITY else None
+        title = tool_title(tool.name, args) + (f" (on {host})" if host else "")
+        call = ToolCallUpdate(
+            tool_call_id=self.current_call_id() or f"approval-{tool.name}",
+            title=title,
+            kind=tool_kind(tool.name, capability),
+            status="pending",
+            locations=tool_locations(self.root, tool.name, args) or None,
+            raw_input=args,
+        )
+        bridge = self.bridge
+        try:
+            response = await bridge.call(
+                lambda: bridge.conn.request_permission(session_id=bridge.session_id, tool_call=call, options=OPTIONS),
+                cancel=ctx.cancel,
+            )
+        except asyncio.CancelledError:
+            if ctx.cancel is not None and ctx.cancel.cancelled:
+                return None
+            raise
+        except Exception as err:  # noqa: BLE001 - no answer is a denial
+            log.warning("session/request_permission failed: %s", err)
+            return None
+        outcome = response.outcome
+        if getattr(outcome, "outcome", None) != "selected":
+            return None  # cancelled
+        return str(getattr(outcome, "option_id", "") or "") or None

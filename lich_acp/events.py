@@ -1,0 +1,199 @@
+"""Agent events → ACP session updates, the history replay of session/load, and the bridge that
+carries calls from the agent's loop (worker thread) to the client's connection (main loop)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from acp import (
+    start_tool_call,
+    text_block,
+    tool_content,
+    tool_diff_content,
+    update_agent_message_text,
+    update_tool_call,
+    update_user_message_text,
+)
+from acp.schema import ToolCallLocation, ToolKind
+
+from lich_core.vocabulary import CancelToken, Message
+from lich_core.workspace import FileChange
+
+T = TypeVar("T")
+
+# How long a synchronous call to the client (a file read) may take.
+SYNC_CALL_TIMEOUT_S = 30.0
+TITLE_ARG_CHARS = 80
+
+READ_TOOLS = frozenset({"read_file", "docs_read", "list_dir", "disk_usage", "env_get", "process_list"})
+SEARCH_TOOLS = frozenset({"grep_files", "find_files", "docs_search", "web_search"})
+PATH_ARGS = ("path", "file", "file_path")
+PATCH_HEADER = re.compile(r"^@@ (.+)$", re.MULTILINE)
+
+
+class ClientBridge:
+    """Calls into the client's connection (on `client_loop`) from the agent's loop."""
+
+    def __init__(self, conn: Any, client_loop: asyncio.AbstractEventLoop, session_id: str) -> None:
+        self.conn = conn
+        self.client_loop = client_loop
+        self.session_id = session_id
+
+    def _submit(self, make: Callable[[], Awaitable[T]]) -> concurrent.futures.Future[T]:
+        async def run() -> T:
+            return await make()
+
+        return asyncio.run_coroutine_threadsafe(run(), self.client_loop)
+
+    async def call(self, make: Callable[[], Awaitable[T]], cancel: CancelToken | None = None) -> T:
+        """Await `make()` on the client's loop; a fired `cancel` abandons the wait (CancelledError)."""
+        future = asyncio.wrap_future(self._submit(make))
+        if cancel is None:
+            return await future
+        def abandon() -> None:
+            future.cancel()
+
+        remove = cancel.on_cancel(abandon)
+        try:
+            return await future
+        finally:
+            remove()
+
+    def call_sync(self, make: Callable[[], Awaitable[T]], timeout_s: float = SYNC_CALL_TIMEOUT_S) -> T:
+        """Block the calling (agent) thread on `make()` run on the client's loop."""
+        return self._submit(make).result(timeout_s)
+
+    async def update(self, update: Any) -> None:
+        await self.call(lambda: self.conn.session_update(session_id=self.session_id, update=update))
+
+
+# --- tool presentation ---
+
+
+def tool_kind(name: str, capability: str | None) -> ToolKind:
+    if name in SEARCH_TOOLS:
+        return "search"
+    if name in READ_TOOLS or capability == "file/read":
+        return "read"
+    if capability in ("file/edit", "file/write"):
+        return "edit"
+    if capability == "net/fetch":
+        return "fetch"
+    if capability in ("process/exec", "image/eval"):
+        return "execute"
+    return "other"
+
+
+def _short(value: Any) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= TITLE_ARG_CHARS else text[: TITLE_ARG_CHARS - 1] + "…"
+
+
+def tool_title(name: str, args: dict[str, Any]) -> str:
+    for key in (*PATH_ARGS, "command", "url", "query", "pattern", "code"):
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return f"{name} {_short(value)}"
+    if name == "apply_patch" and isinstance(args.get("input"), str):
+        files = PATCH_HEADER.findall(args["input"])
+        if files:
+            return f"{name} {_short(', '.join(f.strip() for f in files))}"
+    return name
+
+
+def tool_locations(root: Path, name: str, args: dict[str, Any]) -> list[ToolCallLocation]:
+    paths: list[str] = []
+    for key in PATH_ARGS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            paths.append(value)
+    if name == "apply_patch" and isinstance(args.get("input"), str):
+        paths.extend(f.strip() for f in PATCH_HEADER.findall(args["input"]))
+    return [ToolCallLocation(path=os.path.normpath(os.path.join(root, p))) for p in paths]
+
+
+def diff_items(changes: Iterable[FileChange]) -> list[Any]:
+    return [
+        tool_diff_content(str(change.path), change.new_text or "", change.base_text)
+        for change in changes
+    ]
+
+
+def tool_start_updates(
+    call_id: str, name: str, args: dict[str, Any], capability: str | None, root: Path
+) -> list[Any]:
+    """`tool_call` (pending) then `tool_call_update` (in_progress)."""
+    return [
+        start_tool_call(
+            call_id,
+            tool_title(name, args),
+            kind=tool_kind(name, capability),
+            status="pending",
+            locations=tool_locations(root, name, args) or None,
+            raw_input=args,
+        ),
+        update_tool_call(call_id, status="in_progress"),
+    ]
+
+
+def tool_end_update(call_id: str, ok: bool, output: str, changes: Iterable[FileChange]) -> Any:
+    content: list[Any] = [tool_content(text_block(output))] if output else []
+    content.extend(diff_items(changes))
+    return update_tool_call(call_id, status="completed" if ok else "failed", content=content or None)
+
+
+def text_update(text: str) -> Any:
+    return update_agent_message_text(text)
+
+
+# --- session/load ---
+
+
+def _is_error_content(content: str) -> bool:
+    """A tool message holding a failed result (format_tool_result's JSON with ok false)."""
+    if not content.startswith("{"):
+        return False
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("ok") is False
+
+
+def replay_updates(messages: Iterable[Message], root: Path, capability_of: Callable[[str], str | None]) -> list[Any]:
+    """The stored history as session updates: user and agent messages, tool calls and results."""
+    updates: list[Any] = []
+    for message in messages:
+        if message.role == "user":
+            updates.append(update_user_message_text(message.content))
+        elif message.role == "assistant":
+            if message.content:
+                updates.append(update_agent_message_text(message.content))
+            for call in message.tool_calls:
+                updates.append(
+                    start_tool_call(
+                        call.id,
+                        tool_title(call.name, call.arguments),
+                        kind=tool_kind(call.name, capability_of(call.name)),
+                        status="pending",
+                        locations=tool_locations(root, call.name, call.arguments) or None,
+                        raw_input=call.arguments,
+                    )
+                )
+        elif message.role == "tool" and message.tool_call_id:
+            failed = _is_error_content(message.content)
+            updates.append(
+                update_tool_call(
+                    message.tool_call_id,
+                    status="failed" if failed else "completed",
+                    content=[tool_content(text_block(message.content))] if message.content else None,
+                )
+            )
+    return updates
