@@ -14,6 +14,7 @@ from lich_core.agent.factory import build_agent
 from lich_core.agent.loop import Agent, RunResult
 from lich_core.config import Config, load_config
 from lich_core.tools.runtime import ToolRuntime, build_tool_runtime
+from tests.support.processes import pid_alive  # noqa: F401 - the MCP tests import it from here
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 BASIC_SERVER = str(SERVERS / "basic_server.py")
@@ -51,14 +52,6 @@ def tool_outputs(result: RunResult) -> list[str]:
     return [str(message.content) for message in result.messages if message.role == "tool"]
 
 
-def pid_alive(pid: int) -> bool:
-    """Alive and not a zombie (an orphan reaped by nobody stays a zombie in a container)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"Z", b"X")
 
 
 @asynccontextmanager

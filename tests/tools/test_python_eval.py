@@ -15,6 +15,8 @@ from lich_core.tools.python_image import MAX_OUTPUT_CHARS, REGISTRY, RESTARTED_N
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import ToolContext
 from lich_core.vocabulary import CancelToken
+from tests.support.processes import pid_alive
+from tests.support.provider_helpers import wait_until
 
 # Failure detection only: every wait below is on an event or a result.
 BOUND_S = 30.0
@@ -41,12 +43,6 @@ def image_pid(ctx: ToolContext) -> int | None:
     return image.pid
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def test_declares_capability_and_a_deadline_above_the_budget() -> None:
@@ -202,10 +198,9 @@ async def test_cancellation_through_the_executor_is_prompt(ctx: ToolContext) -> 
     call_ctx = ctx.with_cancel(cancel)
     code = f"open({str(started_file)!r}, 'w').close()\nwhile True: pass"
     call = asyncio.ensure_future(executor.execute("python_eval", {"code": code}, call_ctx))
-    deadline = time.monotonic() + BOUND_S
-    while not started_file.exists():  # the child's own signal that the loop is running
-        assert time.monotonic() < deadline and not call.done()
-        await asyncio.sleep(0.01)
+    # The child's own signal that the loop is running.
+    await wait_until(lambda: started_file.exists() or call.done(), BOUND_S)
+    assert not call.done()
     cancelled_at = time.monotonic()
     cancel.cancel()
     result = await asyncio.wait_for(call, BOUND_S)
@@ -218,10 +213,9 @@ async def test_task_cancellation_interrupts_the_child(ctx: ToolContext) -> None:
     started_file = ctx.work_dir / "started"
     code = f"n = 0\nopen({str(started_file)!r}, 'w').close()\nwhile True: n += 1"
     call = asyncio.ensure_future(TOOL.execute({"code": code}, ctx))
-    deadline = time.monotonic() + BOUND_S
-    while not started_file.exists():
-        assert time.monotonic() < deadline and not call.done()
-        await asyncio.sleep(0.01)
+    # The child's own signal that the loop is running.
+    await wait_until(lambda: started_file.exists() or call.done(), BOUND_S)
+    assert not call.done()
     cancelled_at = time.monotonic()
     call.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -4,6 +4,7 @@ deadline kills, the 2,000-char output, the editor seam, and the result readers o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shlex
@@ -43,6 +44,8 @@ from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import ToolContext
 from lich_core.vocabulary import ToolResult
 from lich_core.workspace import DiskWorkspace
+from tests.support.processes import pid_alive as is_alive
+from tests.support.provider_helpers import wait_until
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "run_tests"
 GATE = FIXTURES / "gate.py"
@@ -83,26 +86,12 @@ async def run(root: Path, args: dict[str, Any] | None = None, **kwargs: Any) -> 
     return await TOOL.execute(args or {}, make_ctx(root, **kwargs))
 
 
-def is_alive(pid: int) -> bool:
-    """True while `pid` runs; a zombie (killed, not yet reaped) counts as dead."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 async def wait_dead(pid: int, timeout_s: float = 5.0) -> bool:
     """Bounded: the kill already happened when the tool returned; this only absorbs reaping."""
-    deadline = time.monotonic() + timeout_s
-    while is_alive(pid) and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
+    with contextlib.suppress(AssertionError):
+        await wait_until(lambda: not is_alive(pid), timeout_s)
     return not is_alive(pid)
 
 

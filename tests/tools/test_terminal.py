@@ -26,6 +26,7 @@ from lich_core.tools.executor import TERMINAL_TOOL_TIMEOUT_MS, ToolExecutor
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.runtime import build_tool_runtime
 from lich_core.tools.types import DEFAULT_TERMINAL_TIMEOUT_MS, ToolContext
+from tests.support.processes import pid_alive as is_alive
 
 # The capped text plus the truncation note and the `[exit N]` line.
 MAX_RESULT_CHARS = TERMINAL_MAX_OUTPUT_CHARS + 200
@@ -43,20 +44,6 @@ def make_executor(work_dir: Path, gate: CapabilityGate | None = None) -> ToolExe
     return ToolExecutor(registry, gate=gate, work_dir=work_dir, env=env)
 
 
-def is_alive(pid: int) -> bool:
-    """True while `pid` runs; a zombie (killed, not yet reaped by whoever adopted it) counts as dead."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state not in ("Z", "X")
 
 
 async def wait_dead(pid: int, timeout_s: float = 3.0) -> bool:
