@@ -43,23 +43,28 @@ from acp.schema import (
 
 from lich_acp.approvals import AcpApprovalCheck
 from lich_acp.events import (
+    REVIEW_NOTE_PREFIX,
     ClientBridge,
     diff_items,
+    plan_update,
     replay_updates,
+    terminal_update,
     text_update,
     tool_end_update,
     tool_start_updates,
 )
+from lich_acp.terminals import ClientTerminals
 from lich_acp.workspace import APPLY, REVIEW, AcpWorkspace, FsCapabilities
 from lich_core import __version__
-from lich_core.agent.events import AgentEvent, TextDelta, ToolCallEnd, ToolCallStart
+from lich_core.agent.events import AgentEvent, PlanUpdate, TextDelta, ToolCallEnd, ToolCallStart
 from lich_core.agent.sessions import SessionError, SessionStore, new_session_id
+from lich_core.approvals import ApprovalStore
 from lich_core.config import Config, load_config
 from lich_core.errors import ConfigError, EditRejected, ToolError
 from lich_core.mcp.spec import v_mcp_servers
 from lich_core.tools.runtime import ToolRuntime
 from lich_core.tools.types import tool_capability
-from lich_core.vocabulary import CancelToken, ToolResult, format_tool_result
+from lich_core.vocabulary import CancelToken, Message, ToolResult, format_tool_result
 
 log = logging.getLogger("lich.acp")
 T = TypeVar("T")
@@ -158,17 +163,21 @@ class AcpSession:
     runtime: ToolRuntime
     agent: Any  # lich_core.agent.loop.Agent
     mode: str = APPLY
+    # The client's terminals, when it declared the `terminal` capability.
+    terminals: ClientTerminals | None = None
     token: CancelToken | None = None
     running: asyncio.Future[str] | None = None  # on the connection's loop
     cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
     current_call: str | None = None
     last_result: ToolResult | None = None
     workspace: AcpWorkspace | None = None
+    # The terminals the current tool call ran its commands in.
+    call_terminals: list[str] = field(default_factory=list)
 
     # --- on the agent's loop ---
 
     async def run_prompt(self, text: str, context: str | None) -> str:
-        workspace = AcpWorkspace(self.root, self.bridge, self.fs, mode=self.mode)
+        workspace = AcpWorkspace(self.root, self.bridge, self.fs, mode=self.mode, command_host=self.terminals)
         self.workspace = workspace
         token = self.token = CancelToken()
         result = await self.agent.run(
@@ -213,13 +222,36 @@ class AcpSession:
             chosen = None
         if chosen != "apply":
             await bridge.update(text_update(f"\n\nlich: review: the changes to {names} were discarded"))
+            self._note(
+                f"{REVIEW_NOTE_PREFIX}The user discarded the changes you made to {names} in the last request: "
+                "those files are as they were before it."
+            )
             return
         try:
             await workspace.write(changes)
         except (EditRejected, ToolError) as err:
             await bridge.update(text_update(f"\n\nlich: review: nothing written: {err}"))
+            self._note(f"{REVIEW_NOTE_PREFIX}The user approved your changes to {names}, but nothing was written: {err}")
             return
         await bridge.update(text_update(f"\n\nlich: review: applied the changes to {names}"))
+        self._note(f"{REVIEW_NOTE_PREFIX}The user applied your changes to {names}.")
+
+    def _note(self, text: str) -> None:
+        """Add a note to the session's history, so the model reads it with the next prompt (the
+        review's outcome comes after the run's last model call)."""
+        try:
+            writer = SessionStore.for_config(self.config).open_append(self.id)
+            try:
+                writer.message(Message(role="user", content=text))
+            finally:
+                writer.close()
+        except (SessionError, OSError) as err:
+            log.warning("could not add a note to session %s: %s", self.id, err)
+
+    async def _terminal_created(self, terminal_id: str) -> None:
+        self.call_terminals.append(terminal_id)
+        if self.current_call is not None:
+            await self.bridge.update(terminal_update(self.current_call, terminal_id))
 
     async def _on_event(self, event: AgentEvent) -> None:
         data = event.data
@@ -230,6 +262,7 @@ class AcpSession:
             call_id = f"{event.run_id}-{data.turn}-{data.call_id}"
             self.current_call = call_id
             self.last_result = None
+            self.call_terminals = []
             if self.workspace is not None:
                 self.workspace.take_changes()
             tool = self.runtime.registry.get(data.name)
@@ -241,8 +274,11 @@ class AcpSession:
             result = self.last_result
             output = format_tool_result(result) if result is not None else data.summary
             changes = self.workspace.take_changes() if self.workspace is not None else []
-            await self.bridge.update(tool_end_update(call_id, data.ok, output, changes))
+            terminals, self.call_terminals = self.call_terminals, []
+            await self.bridge.update(tool_end_update(call_id, data.ok, output, changes, terminals, data.error))
             self.current_call = None
+        elif isinstance(data, PlanUpdate):
+            await self.bridge.update(plan_update(data))
 
 
 class LichAcpAgent:
@@ -254,6 +290,9 @@ class LichAcpAgent:
         self.client_capabilities = ClientCapabilities()
         self.sessions: dict[str, AcpSession] = {}
         self._thread: AgentThread | None = None
+        # One approval store per root, shared by its sessions: an "always" answer in one session
+        # holds in the others at once (and, through the file, in later processes).
+        self._approval_stores: dict[Path, ApprovalStore] = {}
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -329,11 +368,19 @@ class LichAcpAgent:
             from lich_core.agent.factory import build_agent
             from lich_core.tools.runtime import build_tool_runtime
 
-            check = AcpApprovalCheck(root, bridge, config, lambda: holder["s"].current_call if "s" in holder else None)
+            store = self._approval_stores.setdefault(root, ApprovalStore(root))
+            check = AcpApprovalCheck(
+                root, bridge, config, lambda: holder["s"].current_call if "s" in holder else None, store
+            )
             env = {**os.environ, **header_env} if header_env else None
             runtime = build_tool_runtime(config, env=env, call_checks=[check])
             agent = build_agent(config, runtime=runtime, session_store=SessionStore.for_config(config))
-            session = AcpSession(session_id, root, config, bridge, self._fs(), runtime, agent)
+            mode = str(config.get("edit_mode") or APPLY)
+            session = AcpSession(
+                session_id, root, config, bridge, self._fs(), runtime, agent, mode=mode if mode in (APPLY, REVIEW) else APPLY
+            )
+            if self.client_capabilities.terminal:
+                session.terminals = ClientTerminals(bridge, session._terminal_created)
             holder["s"] = session
             execute = runtime.executor.execute
 

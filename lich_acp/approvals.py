@@ -2,10 +2,10 @@
 
 The policy is the one lich_core.approvals holds for every face (the language server uses it too): per tool name or
 capability from the `approval` config key, defaults from lich_core.config.default_approval (ask
-for process/exec, net/fetch and image/eval). "Allow always" is remembered in the same user-state
-ApprovalStore the LSP uses (per workspace, per tool, per host for a fetch); "Reject always" is
-remembered for the rest of this agent process (the store keeps only allows). A cancelled or
-failed request is a denial.
+for process/exec, net/fetch and image/eval). "Allow always" and "Reject always" are remembered in
+the same user-state ApprovalStore the LSP uses (per workspace, per tool, per host for a fetch),
+so they hold for later sessions, later agent processes and the language server too. A cancelled
+or failed request is a denial.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ class AcpApprovalCheck:
         self.config = config
         self.current_call_id = current_call_id
         self.store = store or ApprovalStore(root)
-        self.rejected: set[str] = set()
         self._lock = asyncio.Lock()
 
     async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
@@ -64,21 +63,20 @@ class AcpApprovalCheck:
             return f"approval_denied: {tool.name} is denied by the approval policy"
         key = approval_key(tool.name, capability, args)
         async with self._lock:
-            if key in self.rejected:
-                return f"approval_denied: the user rejected {tool.name} always"
+            if self.store.is_never(key):
+                return f"approval_denied: the user rejected {tool.name} always for this workspace"
             if self.store.is_always(key):
                 return None
             answer = await self._ask(tool, args, capability, ctx)
         if answer == ALLOW_ONCE:
             return None
-        if answer == ALLOW_ALWAYS:
+        if answer in (ALLOW_ALWAYS, REJECT_ALWAYS):
             try:
-                self.store.remember(key)
+                (self.store.remember if answer == ALLOW_ALWAYS else self.store.remember_never)(key)
             except OSError as err:
                 log.warning("could not save %s: %s", self.store.path, err)
-            return None
-        if answer == REJECT_ALWAYS:
-            self.rejected.add(key)
+            if answer == ALLOW_ALWAYS:
+                return None
         return f"approval_denied: the user denied {tool.name}"
 
     async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext) -> str | None:

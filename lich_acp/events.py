@@ -13,16 +13,22 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from acp import (
+    plan_entry,
     start_tool_call,
     text_block,
     tool_content,
     tool_diff_content,
+    tool_terminal_ref,
     update_agent_message_text,
+    update_plan,
     update_tool_call,
     update_user_message_text,
 )
 from acp.schema import ToolCallLocation, ToolKind
 
+from lich_core.agent.events import PlanUpdate
+from lich_core.errors import ToolError
+from lich_core.tools.builtin.update_plan import parse_plan
 from lich_core.vocabulary import CancelToken, Message
 from lich_core.workspace import FileChange
 
@@ -36,6 +42,9 @@ READ_TOOLS = frozenset({"read_file", "docs_read", "list_dir", "disk_usage", "env
 SEARCH_TOOLS = frozenset({"grep_files", "find_files", "docs_search", "web_search"})
 PATH_ARGS = ("path", "file", "file_path")
 PATCH_HEADER = re.compile(r"^@@ (.+)$", re.MULTILINE)
+PLAN_TOOL = "update_plan"
+# How a review's outcome starts in the session history (a user-role note lich adds for the model).
+REVIEW_NOTE_PREFIX = "[lich review] "
 
 
 class ClientBridge:
@@ -66,6 +75,10 @@ class ClientBridge:
         finally:
             remove()
 
+    def post(self, make: Callable[[], Awaitable[Any]]) -> None:
+        """Start `make()` on the client's loop without waiting (clean-up from a cancelled task)."""
+        self._submit(make)
+
     def call_sync(self, make: Callable[[], Awaitable[T]], timeout_s: float = SYNC_CALL_TIMEOUT_S) -> T:
         """Block the calling (agent) thread on `make()` run on the client's loop."""
         return self._submit(make).result(timeout_s)
@@ -78,6 +91,8 @@ class ClientBridge:
 
 
 def tool_kind(name: str, capability: str | None) -> ToolKind:
+    if name == PLAN_TOOL:
+        return "think"
     if name in SEARCH_TOOLS:
         return "search"
     if name in READ_TOOLS or capability == "file/read":
@@ -143,10 +158,50 @@ def tool_start_updates(
     ]
 
 
-def tool_end_update(call_id: str, ok: bool, output: str, changes: Iterable[FileChange]) -> Any:
-    content: list[Any] = [tool_content(text_block(output))] if output else []
+def tool_end_update(
+    call_id: str,
+    ok: bool,
+    output: str,
+    changes: Iterable[FileChange],
+    terminals: Iterable[str] = (),
+    error: str | None = None,
+) -> Any:
+    """The call's last update: its output as text, or, for a command that ran in the client's
+    terminal, that terminal (the client shows its output; the text the model read is rawOutput,
+    and a failure's error is added as text), plus a diff per changed file."""
+    terminal_ids = list(terminals)
+    raw_output: str | None = None
+    if terminal_ids:
+        content: list[Any] = [tool_terminal_ref(terminal_id) for terminal_id in terminal_ids]
+        if not ok and error:
+            content.append(tool_content(text_block(error)))
+        raw_output = output
+    else:
+        content = [tool_content(text_block(output))] if output else []
     content.extend(diff_items(changes))
-    return update_tool_call(call_id, status="completed" if ok else "failed", content=content or None)
+    return update_tool_call(
+        call_id, status="completed" if ok else "failed", content=content or None, raw_output=raw_output
+    )
+
+
+def terminal_update(call_id: str, terminal_id: str) -> Any:
+    """The running call shows the client's terminal (as soon as it exists, so output streams)."""
+    return update_tool_call(call_id, status="in_progress", content=[tool_terminal_ref(terminal_id)])
+
+
+def _replayed_plan(arguments: dict[str, Any]) -> list[Any]:
+    """The plan an update_plan call stated (none for a call the tool refused)."""
+    try:
+        entries, explanation = parse_plan(arguments)
+    except ToolError:
+        return []
+    return [plan_update(PlanUpdate(entries=entries, explanation=explanation))]
+
+
+def plan_update(data: PlanUpdate) -> Any:
+    return update_plan(
+        plan_entry(entry.content, priority=entry.priority, status=entry.status) for entry in data.entries
+    )
 
 
 def text_update(text: str) -> Any:
@@ -171,7 +226,9 @@ def replay_updates(messages: Iterable[Message], root: Path, capability_of: Calla
     """The stored history as session updates: user and agent messages, tool calls and results."""
     updates: list[Any] = []
     for message in messages:
-        if message.role == "user":
+        if message.role == "user" and message.content.startswith(REVIEW_NOTE_PREFIX):
+            updates.append(update_agent_message_text(f"\n\nlich: review: {message.content[len(REVIEW_NOTE_PREFIX):]}"))
+        elif message.role == "user":
             updates.append(update_user_message_text(message.content))
         elif message.role == "assistant":
             if message.content:
@@ -187,6 +244,8 @@ def replay_updates(messages: Iterable[Message], root: Path, capability_of: Calla
                         raw_input=call.arguments,
                     )
                 )
+                if call.name == PLAN_TOOL:
+                    updates.extend(_replayed_plan(call.arguments))
         elif message.role == "tool" and message.tool_call_id:
             failed = _is_error_content(message.content)
             updates.append(

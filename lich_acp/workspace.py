@@ -5,7 +5,8 @@ state), else the disk. Writes: through `fs/write_text_file` when it declared `fs
 after re-reading every file through the client just before writing and refusing the whole change
 set (`edit_rejected: stale_document: ...`) when one is no longer the change's base text; else
 `apply_to_disk` (atomic, all or nothing). Deletes always go to disk (ACP has no delete).
-Paths are confined to the root. In review mode the changes collect in an overlay (later reads
+Paths are confined to the root. Commands: `command_host` (the client's terminals, when offered).
+In review mode the changes collect in an overlay (later reads
 see it) and are written at the end of the prompt, after one permission request.
 
 The agent runs on its own thread (see lich_acp/__init__.py): a synchronous read blocks the
@@ -24,7 +25,7 @@ from pathlib import Path
 from lich_acp.events import ClientBridge
 from lich_core.confined import read_bytes_within
 from lich_core.errors import EditRejected, ToolError
-from lich_core.workspace import FileChange, apply_to_disk, encode_text, read_disk_text
+from lich_core.workspace import CommandHost, FileChange, apply_to_disk, encode_text, read_disk_text
 
 log = logging.getLogger("lich.acp.workspace")
 
@@ -47,11 +48,22 @@ class OverlayEntry:
 class AcpWorkspace:
     """One per prompt (its review overlay and its list of applied changes are its own)."""
 
-    def __init__(self, root: Path, bridge: ClientBridge | None, fs: FsCapabilities, *, mode: str = APPLY) -> None:
+    def __init__(
+        self,
+        root: Path,
+        bridge: ClientBridge | None,
+        fs: FsCapabilities,
+        *,
+        mode: str = APPLY,
+        command_host: CommandHost | None = None,
+    ) -> None:
         self.root = Path(root).resolve()
         self._bridge = bridge
         self._fs = fs
         self.mode = mode
+        # The client's terminals (lich_acp.terminals) when it offers terminal/*: the terminal
+        # tool runs its commands there (lich_core.workspace's command seam).
+        self.command_host = command_host
         self._lock = asyncio.Lock()
         self.overlay: dict[Path, OverlayEntry] = {}
         # Changes applied (or staged, in review mode) since the last take_changes().

@@ -5,6 +5,7 @@ tool name wins over its capability; unnamed tools get `default_approval` (ask fo
 net/fetch, image/eval and mcp/call). "Allow always" answers are remembered per workspace in the
 user state dir (`approvals.json` in the workspace's folder there), never in the repository, so a
 repository cannot ship answers; for a `net/fetch` tool only for that tool on that URL's host.
+"Reject always" (the ACP face's option) is remembered the same way and refuses without asking.
 How the question is asked is each face's business (lich_lsp.approvals, lich_acp.approvals).
 """
 
@@ -59,23 +60,44 @@ def summarize_args(args: Mapping[str, Any]) -> str:
 
 
 class ApprovalStore:
-    """Tools the user allowed always for this workspace (its folder in the user state dir)."""
+    """Tools the user allowed always, or rejected always, for this workspace (its folder in the
+    user state dir): `{"always": [...], "never": [...]}`, `never` left out while empty. Only the
+    ACP face offers "reject always"; both faces honour it."""
 
     def __init__(self, root: Path) -> None:
         self.path = workspace_state_dir(root) / APPROVALS_FILE_NAME
         self._always: set[str] | None = None
+        self._never: set[str] = set()
 
     def _load(self) -> set[str]:
         if self._always is None:
             data = read_json(self.path)
             names = data.get("always", []) if isinstance(data, dict) else []
+            never = data.get("never", []) if isinstance(data, dict) else []
             self._always = {name for name in names if isinstance(name, str)}
+            self._never = {name for name in never if isinstance(name, str)} if isinstance(never, list) else set()
         return self._always
 
     def is_always(self, tool_name: str) -> bool:
         return tool_name in self._load()
 
+    def is_never(self, tool_name: str) -> bool:
+        self._load()
+        return tool_name in self._never
+
     def remember(self, tool_name: str) -> None:
         names = self._load()
         names.add(tool_name)
-        write_json_atomic(self.path, {"always": sorted(names)})
+        self._never.discard(tool_name)
+        self._save()
+
+    def remember_never(self, tool_name: str) -> None:
+        self._load().discard(tool_name)
+        self._never.add(tool_name)
+        self._save()
+
+    def _save(self) -> None:
+        data: dict[str, list[str]] = {"always": sorted(self._load())}
+        if self._never:
+            data["never"] = sorted(self._never)
+        write_json_atomic(self.path, data)

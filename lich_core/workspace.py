@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
@@ -19,6 +19,7 @@ from typing import Literal, Protocol, runtime_checkable
 from lich_core.confined import ParentDir, open_parent, open_text_within, read_bytes_within
 from lich_core.errors import EditRejected
 from lich_core.hashline.replacements import line_replacements
+from lich_core.vocabulary import CancelToken
 from lich_core.vocabulary import LineReplacement as LineReplacement  # re-export (lives there)
 
 TEXT_ENCODING = "utf-8"
@@ -75,6 +76,55 @@ class Workspace(Protocol):
     async def apply(self, changes: Sequence[FileChange], label: str) -> None:
         """Apply all changes or none; raise EditRejected with the reason on refusal."""
         ...
+
+
+# --- the command seam ---
+# A workspace may also carry `command_host`: a CommandHost that runs the terminal tool's commands
+# somewhere else (the ACP face's, when the client offers `terminal/*`). It is not part of the
+# Workspace protocol: a workspace without it (DiskWorkspace, EditorWorkspace), or with it None,
+# means the tool runs the command itself.
+
+
+@dataclass(frozen=True)
+class CommandRequest:
+    """One terminal command for a CommandHost: run `shell -lc command` in `cwd`."""
+
+    shell: str
+    command: str
+    cwd: Path
+    # Variables to set, and variables to remove from the host's own environment (provider keys:
+    # the names the tool's own scrubbing removes).
+    env: Mapping[str, str]
+    unset_env: tuple[str, ...]
+    timeout_ms: int
+    # How much output to keep (the host's unit may be bytes; it keeps at most about this much).
+    output_limit: int
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    output: str
+    # How it ended: exited (exit_code or signal set), timeout or cancelled (the host killed it).
+    ended: Literal["exited", "timeout", "cancelled"]
+    exit_code: int | None = None
+    signal: str | None = None
+    # The host dropped output past the limit (from the start of the output, as ACP clients do).
+    truncated: bool = False
+    # The host's name for the command's terminal (an ACP terminalId), for the details.
+    terminal_id: str | None = None
+
+
+@runtime_checkable
+class CommandHost(Protocol):
+    async def run_command(self, request: CommandRequest, cancel: CancelToken) -> CommandOutcome:
+        """Run the command to its end, its timeout or `cancel`, killing it in the last two cases."""
+        ...
+
+
+def command_host(workspace: object) -> CommandHost | None:
+    """The workspace's CommandHost, if it has one."""
+    host = getattr(workspace, "command_host", None)
+    return host if isinstance(host, CommandHost) else None
 
 
 def read_disk_text(path: Path, root: Path | None = None) -> str:
@@ -219,3 +269,32 @@ def _restore(change: FileChange, parent: ParentDir) -> None:
         info = parent.lstat()
         mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~current_umask()
         parent.replace_with(parent.write_temp(encode_text(change.base_text), mode))
+
+
+# --- the notes seam ---
+# A workspace may also have `drain_user_notes() -> list[str]`: what the user did in the editor
+# since the model last looked (rejected a proposed change, edited lines the agent had changed, an
+# edit the editor did not apply after the task). It is optional and not part of the Workspace
+# protocol: a workspace without it (DiskWorkspace, AcpWorkspace) has no notes. The agent loop
+# sends the notes as one user message before its next model call, so the model does not undo
+# the user's decisions.
+
+USER_NOTES_HEADER = "[lich] Since your last step, in the editor:"
+
+
+def user_notes_message(workspace: object) -> str | None:
+    """The workspace's pending notes as one user message (draining them), or None."""
+    drain = getattr(workspace, "drain_user_notes", None)
+    if drain is None:
+        return None
+    try:
+        notes = [str(note).strip() for note in drain() or ()]
+    except Exception:  # noqa: BLE001 - notes are advice: a broken source must not end the run
+        import logging
+
+        logging.getLogger("lich.workspace").warning("drain_user_notes failed", exc_info=True)
+        return None
+    notes = [note for note in notes if note]
+    if not notes:
+        return None
+    return "\n".join([USER_NOTES_HEADER, *("- " + note.replace("\n", "\n  ") for note in notes)])

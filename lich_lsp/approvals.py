@@ -61,6 +61,8 @@ class ApprovalCheck:
         key = approval_key(tool.name, capability, args)
         if store.is_always(key):
             return None
+        if store.is_never(key):  # "Reject always", answered in the ACP face: the same store
+            return f"approval_denied: the user rejected {tool.name} always for this workspace"
         if not session.features.show_message_request:
             return (
                 f"approval_denied: {tool.name} needs the user's approval but this editor cannot ask "

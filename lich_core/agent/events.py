@@ -22,10 +22,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import heapq
 import inspect
 import json
 import logging
 import sys
+import threading
 import time
 import types
 from collections.abc import Awaitable, Callable, Mapping
@@ -55,10 +57,14 @@ EVENT_TYPES = (
     "error",
     # A plugin failed to load or a hook threw; the run goes on without it.
     "plugin_warning",
+    # The model stated or updated its plan (the update_plan tool): the whole plan, every time.
+    "plan",
 )
 
 StoppedReason = Literal["final", "budget", "aborted", "error"]
 RetryAction = Literal["retry", "failover"]
+PlanStatus = Literal["pending", "in_progress", "completed"]
+PlanPriority = Literal["high", "medium", "low"]
 
 
 def doc(text: str, **schema: Any) -> Any:
@@ -83,6 +89,18 @@ class TokenUsage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PlanEntry:
+    """One step of the model's plan."""
+
+    content: str = doc("what the step does", minLength=1)
+    status: PlanStatus = doc("pending, in_progress (at most one step) or completed")
+    priority: PlanPriority = doc("high, medium or low")
+
+    def to_dict(self) -> dict[str, str]:
+        return {"content": self.content, "status": self.status, "priority": self.priority}
+
+
+@dataclass(frozen=True, kw_only=True)
 class EventData:
     """Base of every event type's `data`; `TYPE` is the event's `type`."""
 
@@ -97,7 +115,7 @@ class EventData:
                 if omit_if_none:
                     continue
             elif isinstance(value, tuple):
-                value = list(value)
+                value = [item.to_dict() if isinstance(item, PlanEntry) else item for item in value]
             elif isinstance(value, TokenUsage):
                 value = value.to_dict()
             out[name] = value
@@ -121,7 +139,7 @@ class EventData:
                 raise ValueError(f"{cls.TYPE}: data.{item.name} is missing")
             value = data[item.name]
             if isinstance(value, list):
-                value = tuple(value)
+                value = tuple(_part(hints[item.name], element) for element in value)
             elif hints[item.name] is TokenUsage and isinstance(value, Mapping):
                 value = TokenUsage(**value)
             kwargs[item.name] = value
@@ -129,6 +147,16 @@ class EventData:
 
 
 _D = TypeVar("_D", bound=EventData)
+
+
+def _part(hint: Any, element: Any) -> Any:
+    """One element of a wire array: a PlanEntry for `tuple[PlanEntry, ...]`, else as sent."""
+    if get_args(hint)[:1] == (PlanEntry,) and isinstance(element, Mapping):
+        try:
+            return PlanEntry(**element)
+        except TypeError as err:
+            raise ValueError(f"plan entry: {err}") from err
+    return element
 _WIRE_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
@@ -324,6 +352,15 @@ class PluginWarning(EventData):
     plugin: str | None = optional("the plugin whose hook failed (absent for load errors)")
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlanUpdate(EventData):
+    """The model stated or changed its plan (update_plan): the whole plan, replacing the last one."""
+
+    TYPE: ClassVar[str] = "plan"
+    entries: tuple[PlanEntry, ...] = doc("the steps, in order", minItems=1)
+    explanation: str | None = optional("why the plan is what it is, or what changed")
+
+
 EVENT_DATA: dict[str, type[EventData]] = {
     cls.TYPE: cls
     for cls in (
@@ -343,6 +380,7 @@ EVENT_DATA: dict[str, type[EventData]] = {
         RunEnd,
         RunError,
         PluginWarning,
+        PlanUpdate,
     )
 }
 
@@ -412,7 +450,8 @@ class EventEmitter:
         # release); awaited before the next event so a listener sees events in order.
         self._pending: list[asyncio.Future[Any]] = []
         self._held: list[EventData] | None = None
-        self._hold_timer: asyncio.TimerHandle | None = None
+        # Bumped by every hold(): a deadline set for an earlier hold must not end this one.
+        self._hold_number = 0
 
     def _event(self, data: EventData) -> AgentEvent:
         self._seq += 1
@@ -422,7 +461,8 @@ class EventEmitter:
         """Queue events from now until release(), or for `max_s` at most."""
         if self._listener is not None and self._held is None:
             self._held = []
-            self._hold_timer = asyncio.get_running_loop().call_later(max_s, self.release)
+            self._hold_number += 1
+            _hold_deadlines().add(self, self._hold_number, max_s)
 
     def release(self) -> None:
         """Deliver the held events, in order, and stop holding (a no-op when not holding).
@@ -431,9 +471,6 @@ class EventEmitter:
         coroutines are scheduled in order, as for emit_nowait.
         """
         held, self._held = self._held, None
-        if self._hold_timer is not None:
-            self._hold_timer.cancel()
-            self._hold_timer = None
         for data in held or ():
             self._deliver_nowait(self._event(data))
 
@@ -482,6 +519,65 @@ class EventEmitter:
                 await task
             except Exception:  # noqa: BLE001
                 log.warning("event listener failed", exc_info=True)
+
+
+class _HoldDeadlines:
+    """The deadlines of every emitter's hold on one event loop, behind one timer.
+
+    A timer per hold (call_later, then cancel on release) cost about a fifth of the agent
+    loop's work before its first request went out. Here a hold costs a heap push, and arms the
+    timer only when none is armed for an earlier time; a release costs nothing. When the timer
+    fires it ends the holds that are due, drops the ones released meanwhile, and re-arms for the
+    next hold still on. Runs that start every few milliseconds share one timer per `max_s`.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._entries: list[tuple[float, int, EventEmitter, int]] = []
+        self._order = 0  # ties in the heap never compare emitters
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+
+    def add(self, emitter: EventEmitter, hold_number: int, max_s: float) -> None:
+        deadline = self.loop.time() + max_s
+        self._order += 1
+        heapq.heappush(self._entries, (deadline, self._order, emitter, hold_number))
+        if self._timer is None or deadline < self._timer_at:
+            self._arm(deadline)
+
+    def _arm(self, deadline: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = deadline
+        self._timer = self.loop.call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        self._timer = None
+        entries = self._entries
+        # The loop may run a timer a little early (its clock resolution): count it as due.
+        due = self.loop.time() + _HOLD_TIMER_SLACK_S
+        while entries:
+            deadline, _, emitter, hold_number = entries[0]
+            live = emitter._held is not None and emitter._hold_number == hold_number
+            if live and deadline > due:
+                self._arm(deadline)
+                return
+            heapq.heappop(entries)
+            if live:
+                emitter.release()
+
+
+_HOLD_TIMER_SLACK_S = 0.001
+_hold_state = threading.local()  # one _HoldDeadlines per thread (an event loop runs in one)
+
+
+def _hold_deadlines() -> _HoldDeadlines:
+    loop = asyncio.get_running_loop()
+    deadlines: _HoldDeadlines | None = getattr(_hold_state, "deadlines", None)
+    if deadlines is None or deadlines.loop is not loop:
+        # A new loop in this thread (a test's, asyncio.run's): the old one's entries went with it.
+        deadlines = _hold_state.deadlines = _HoldDeadlines(loop)
+    return deadlines
 
 
 async def _ordered(before: list[asyncio.Future[Any]], outcome: Awaitable[Any]) -> None:

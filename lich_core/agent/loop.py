@@ -73,6 +73,7 @@ from lich_core.vocabulary import (
     Usage,
     format_tool_result,
 )
+from lich_core.workspace import user_notes_message
 
 log = logging.getLogger("lich.agent")
 
@@ -277,6 +278,7 @@ class _Run:
                 edit_label=self._edit_label,
                 terminal_timeout_ms=executor.terminal_timeout_ms,
                 web_search=executor.web_search,
+                emit_event=self._emit,
             )
         return self._tool_ctx
 
@@ -346,7 +348,8 @@ class _Run:
             self.writer = None
             return str(err)
         self.emitter.session_id = session_id
-        self._record(lambda: {"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()})
+        if self.writer is not None:
+            self._record(lambda: {"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()})
         if not history or history[0].role != "system":
             self._append(Message(role="system", content=system_prompt_for(self.config)))
         return None
@@ -374,6 +377,10 @@ class _Run:
             turn = state.turns
             self.emitter.hold(HELD_EVENTS_MAX_S)
             await self._emit(TurnStart(turn=turn, max_turns=self.max_turns))
+            # What the user did in the editor since the last call (review answers, edits to the
+            # agent's lines): kept in the history, so the model does not undo it.
+            if (user_notes := user_notes_message(self._workspace)) is not None:
+                self._append(Message(role="user", content=user_notes))
             if self.policy.due(state.history, turn):
                 await self._compress(turn)
             notes: list[Message] = []

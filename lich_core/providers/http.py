@@ -17,7 +17,7 @@ import json
 import os
 import re
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
@@ -117,46 +117,71 @@ async def aclose_client() -> None:
 async def run_cancellable(awaitable: Awaitable[T], cancel: CancelToken | None) -> T:
     """Await `awaitable` in the calling task, and cancel that task once when `cancel` fires.
 
-    Raises asyncio.CancelledError if the token fires (or the caller is cancelled) first. No task
-    of its own: a task switch on the way to the first streamed token costs more than the rest of
-    the agent loop's work before the call. The token cancels the task at most once, and not at
-    all when something else is already cancelling it: a second cancellation landing while httpx
-    closes a half-read stream would interrupt the close and leave the connection open, the
-    server still streaming into it. On Python 3.11+ the token's own cancellation is taken back
-    (`Task.uncancel`) before the error leaves, so the caller can tell it from a cancellation of
-    its own task (`Task.cancelling()`).
+    Raises asyncio.CancelledError if the token fires (or the caller is cancelled) first. See
+    TokenCancelsTask, which this wraps around one awaitable.
     """
-    if cancel is None:
-        return await awaitable
-    if cancel.cancelled:
+    if cancel is not None and cancel.cancelled:
         if asyncio.iscoroutine(awaitable):
             awaitable.close()
         raise asyncio.CancelledError(cancel.reason or "cancelled")
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    if task is None:  # not in a task (a bare coroutine driven by hand): nothing to cancel
+    with TokenCancelsTask(cancel):
         return await awaitable
-    waiting = True
-    requested = False
 
-    def cancel_once() -> None:
-        nonlocal requested
-        if waiting and not requested and not _being_cancelled(task):
-            requested = True
-            task.cancel(cancel.reason or "cancelled")
 
-    def on_cancel() -> None:
+class TokenCancelsTask:
+    """While inside `with`, the token firing cancels the calling task, once.
+
+    No task of its own: a task switch on the way to the first streamed token costs more than
+    the rest of the agent loop's work before the call (and a sync context manager costs less
+    than a wrapping coroutine). The token cancels the task at most once, and not at all when
+    something else is already cancelling it: a second cancellation landing while httpx closes a
+    half-read stream would interrupt the close and leave the connection open, the server still
+    streaming into it. On Python 3.11+ the token's own cancellation is taken back
+    (`Task.uncancel`) on the way out, so the caller can tell it from a cancellation of its own
+    task (`Task.cancelling()`). Entering with the token already fired raises CancelledError.
+    """
+
+    __slots__ = ("_cancel", "_loop", "_task", "_waiting", "_requested", "_unsubscribe")
+
+    def __init__(self, cancel: CancelToken | None) -> None:
+        self._cancel = cancel
+        self._task: asyncio.Task[Any] | None = None
+        self._waiting = False
+        self._requested = False
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def __enter__(self) -> TokenCancelsTask:
+        cancel = self._cancel
+        if cancel is None:
+            return self
+        if cancel.cancelled:
+            raise asyncio.CancelledError(cancel.reason or "cancelled")
+        # Not in a task (a bare coroutine driven by hand): nothing to cancel.
+        self._task = asyncio.current_task()
+        if self._task is not None:
+            self._loop = asyncio.get_running_loop()
+            self._waiting = True
+            self._unsubscribe = cancel.on_cancel(self._on_cancel)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._waiting = False
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._requested and hasattr(self._task, "uncancel"):
+            self._task.uncancel()  # type: ignore[union-attr]
+
+    def _on_cancel(self) -> None:
         # The token may be fired from another thread (an editor request handler).
-        loop.call_soon_threadsafe(cancel_once)
+        self._loop.call_soon_threadsafe(self._cancel_once)
 
-    unsubscribe = cancel.on_cancel(on_cancel)
-    try:
-        return await awaitable
-    finally:
-        waiting = False
-        unsubscribe()
-        if requested and hasattr(task, "uncancel"):
-            task.uncancel()
+    def _cancel_once(self) -> None:
+        task = self._task
+        if self._waiting and not self._requested and task is not None and not _being_cancelled(task):
+            self._requested = True
+            assert self._cancel is not None
+            task.cancel(self._cancel.reason or "cancelled")
 
 
 def _being_cancelled(task: asyncio.Task[Any]) -> bool:
@@ -540,7 +565,8 @@ class HttpModel:
         cancel: CancelToken | None = None,
         on_sent: SentCallback | None = None,
     ) -> ModelResponse:
-        return await run_cancellable(self._complete(list(messages), list(tools), on_text, on_sent), cancel)
+        with TokenCancelsTask(cancel):
+            return await self._complete(list(messages), list(tools), on_text, on_sent)
 
     async def _complete(
         self,

@@ -89,6 +89,9 @@ class ReplayModel:
     """Plays the turns of a replay file in order; streams each turn's text as one piece."""
 
     kind = "replay"
+    # complete() checks the token first and never waits on anything after, so the loop can
+    # await it directly (no race task per turn).
+    stops_on_cancel = True
 
     def __init__(
         self, path: str | os.PathLike[str], *, name: str = "replay", model: str = "replay"

@@ -1,5 +1,6 @@
 """A scripted ACP client for the tests: records session updates, answers fs/* from in-memory
-buffers (optionally), answers permission requests from a script."""
+buffers (optionally), answers permission requests from a script, and (optionally) runs
+terminal/* commands as real subprocesses, as an editor's terminal would."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,21 +18,94 @@ from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
     FileSystemCapabilities,
+    KillTerminalResponse,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 20.0
+# What the client's terminals add to a command's environment: a command that prints it ran here.
+CLIENT_TERMINAL_ENV = {"LICH_TEST_TERMINAL_HOST": "the-test-client"}
+
+
+class ClientTerminal:
+    """One terminal/create: a real subprocess, its output merged and kept up to the byte limit
+    (the newest kept, as the ACP spec says)."""
+
+    def __init__(self, terminal_id: str, command: str, args: list[str], env: dict[str, str], cwd: str | None, limit: int | None) -> None:
+        self.id = terminal_id
+        self.command = command
+        self.args = args
+        self.env = env
+        self.cwd = cwd
+        self.limit = limit
+        self.output = b""
+        self.truncated = False
+        self.killed = False
+        self.released = False
+        self.process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            self.command,
+            *self.args,
+            cwd=self.cwd,
+            env={**os.environ, **CLIENT_TERMINAL_ENV, **self.env},
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        while chunk := await self.process.stdout.read(4096):
+            self.output += chunk
+            if self.limit is not None and len(self.output) > self.limit:
+                self.output = self.output[-self.limit :]
+                self.truncated = True
+
+    async def wait(self) -> TerminalExitStatus:
+        assert self.process is not None and self._reader is not None
+        code = await self.process.wait()
+        await self._reader
+        if code < 0:
+            return TerminalExitStatus(exit_code=None, signal=signal.Signals(-code).name)
+        return TerminalExitStatus(exit_code=code)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.killed = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+
+    def status(self) -> TerminalExitStatus | None:
+        if self.process is None or self.process.returncode is None:
+            return None
+        code = self.process.returncode
+        if code < 0:
+            return TerminalExitStatus(exit_code=None, signal=signal.Signals(-code).name)
+        return TerminalExitStatus(exit_code=code)
 
 
 class ScriptedClient:
-    def __init__(self, *, fs_read: bool = False, fs_write: bool = False) -> None:
+    def __init__(self, *, fs_read: bool = False, fs_write: bool = False, terminal: bool = False) -> None:
         self.fs_read = fs_read
         self.fs_write = fs_write
+        self.terminal = terminal
+        self.terminals: dict[str, ClientTerminal] = {}
+        self.terminal_calls: list[tuple[str, str]] = []  # (method, terminal id)
         self.buffers: dict[str, str] = {}  # absolute path -> unsaved text
         self.reads: list[str] = []
         self.writes: list[tuple[str, str]] = []
@@ -71,6 +146,63 @@ class ScriptedClient:
         self.buffers[path] = content
         return WriteTextFileResponse()
 
+    # terminal/* (the SDK routes them whether or not the capability was declared)
+
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[Any] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        terminal_id = f"term-{len(self.terminals) + 1}"
+        variables = {item.name: item.value for item in env or []}
+        terminal = ClientTerminal(terminal_id, command, list(args or []), variables, cwd, output_byte_limit)
+        await terminal.start()
+        self.terminals[terminal_id] = terminal
+        self.terminal_calls.append(("create", terminal_id))
+        self._changed()
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    def _terminal(self, terminal_id: str) -> ClientTerminal:
+        terminal = self.terminals.get(terminal_id)
+        if terminal is None or terminal.released:
+            raise RequestError.invalid_params({"terminalId": f"no terminal {terminal_id}"})
+        return terminal
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        terminal = self._terminal(terminal_id)
+        self.terminal_calls.append(("output", terminal_id))
+        self._changed()
+        return TerminalOutputResponse(
+            output=terminal.output.decode("utf-8", "replace"), truncated=terminal.truncated, exit_status=terminal.status()
+        )
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        terminal = self._terminal(terminal_id)
+        self.terminal_calls.append(("wait_for_exit", terminal_id))
+        self._changed()
+        status = await terminal.wait()
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        terminal = self._terminal(terminal_id)
+        self.terminal_calls.append(("kill", terminal_id))
+        terminal.kill()
+        self._changed()
+        return KillTerminalResponse()
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        terminal = self._terminal(terminal_id)
+        self.terminal_calls.append(("release", terminal_id))
+        terminal.kill()
+        terminal.released = True
+        self._changed()
+        return ReleaseTerminalResponse()
+
     def on_connect(self, conn: Any) -> None:
         pass
 
@@ -98,7 +230,9 @@ class ScriptedClient:
         return "".join(u.content.text for u in self.of("agent_message_chunk"))
 
     def capabilities(self) -> ClientCapabilities:
-        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=self.fs_read, write_text_file=self.fs_write))
+        return ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=self.fs_read, write_text_file=self.fs_write), terminal=self.terminal
+        )
 
 
 def write_user_config(provider_url: str, **extra: Any) -> None:
@@ -125,4 +259,8 @@ async def acp_agent(client: ScriptedClient) -> AsyncIterator[Any]:
             conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=client.capabilities()), WAIT_S
         )
         conn.initialize_response = response
-        yield conn
+        try:
+            yield conn
+        finally:
+            for terminal in client.terminals.values():  # whatever the agent left running
+                terminal.kill()

@@ -155,6 +155,51 @@ async def test_a_hold_ends_by_itself() -> None:
     assert seen == ["turn_end"]
 
 
+async def test_an_earlier_holds_deadline_does_not_end_a_later_hold() -> None:
+    """Holds share one timer per loop: a deadline set for a hold that was released must not
+    end the emitter's next hold, and one emitter's deadline ends no other emitter's hold."""
+    later_seen: list[str] = []
+    other_seen: list[str] = []
+    witness_done = asyncio.Event()
+    emitter = EventEmitter("run1", "sess1", lambda event: later_seen.append(event.type))
+    other = EventEmitter("run2", "sess2", lambda event: other_seen.append(event.type))
+    witness = EventEmitter("run3", "sess3", lambda event: witness_done.set())
+
+    emitter.hold(0.01)
+    emitter.release()
+    emitter.hold(60)  # the same emitter again, now for a long time
+    await emitter.emit(TurnEnd(turn=1))
+    other.hold(60)
+    await other.emit(TurnEnd(turn=1))
+    witness.hold(0.02)  # due after the first hold's deadline
+    await witness.emit(TurnEnd(turn=1))
+    await asyncio.wait_for(witness_done.wait(), 10)
+
+    assert later_seen == [] and other_seen == []
+    emitter.release()
+    other.release()
+    assert later_seen == ["turn_end"] and other_seen == ["turn_end"]
+
+
+async def test_holds_end_in_deadline_order_whatever_order_they_began() -> None:
+    seen: list[str] = []
+    both = asyncio.Event()
+
+    def listener(event: AgentEvent) -> None:
+        seen.append(event.run_id)
+        if len(seen) == 2:
+            both.set()
+
+    slow = EventEmitter("slow", "s", listener)
+    fast = EventEmitter("fast", "s", listener)
+    slow.hold(0.05)
+    await slow.emit(TurnEnd(turn=1))
+    fast.hold(0.001)  # begun later, due first: the shared timer is re-armed earlier
+    await fast.emit(TurnEnd(turn=1))
+    await asyncio.wait_for(both.wait(), 10)
+    assert seen == ["fast", "slow"]
+
+
 @pytest.mark.parametrize("name", FIXTURES)
 def test_fixture_is_a_valid_run(name: str) -> None:
     events = load_fixture(name)
@@ -234,7 +279,7 @@ def _printed(name: str) -> str:
 
 def test_the_cli_renders_the_fixture_runs() -> None:
     assert _printed("run_tools_retry").splitlines() == [
-        "lich: model fake-model, up to 25 turns",
+        "lich: provider fake-model, up to 25 turns",
         "lich: warning: plugin .lich/plugins/lint.py: SyntaxError: invalid syntax (lint.py, line 3)",
         "Let me look at the file first.",
         '-> read_file {"path": "src/app.py", "end": 3}',
@@ -250,7 +295,7 @@ def test_the_cli_renders_the_fixture_runs() -> None:
     ]
     # The failover provider does not stream: its final answer is printed whole.
     assert _printed("run_failover").splitlines() == [
-        "lich: model a-model, up to 25 turns (resumed)",
+        "lich: provider a-model, up to 25 turns (resumed)",
         "Reading.",
         '-> read_file {"path": "README.md", "end": 2}',
         "   ok read_file (3 ms)",

@@ -307,6 +307,15 @@ EXPECTED_TRANSCRIPTS: dict[str, list[str]] = {
         "… compression skipped: cancelled",
         "■ aborted",
     ],
+    # The `plan` event has no line here: the update_plan call before it shows the plan.
+    "run_plan": [
+        "▶ t7 (fake-model)",
+        '→ update_plan {"plan":[{"step":"Read the failing test","status":"completed"},{"step":"Fix parse_date",'
+        '"status":"in_progress","priority":"high"},{"step":"Run the tests","stat…',
+        "← update_plan ok: Plan updated: 1 of 3 steps completed; in progress: Fix parse_date",
+        "Working on parse_date.",
+        "■ final",
+    ],
 }
 TRANSCRIPT_FIXTURES = SCENARIO.parent / "transcript_fixtures.el"
 

@@ -283,7 +283,7 @@ def test_transcript_renders_the_shared_event_fixtures(nvim: str, tmp_path: Path)
     data = {"fixtures_dir": str(FIXTURES_DIR), "names": names}
     result = run_scenario(nvim, "transcript_fixtures", tmp_path, tmp_path, data)
     assert_passed(result)
-    assert len(result["checks"]) == 9
+    assert len(result["checks"]) == 10
 
 
 def test_status_lines_show_mcp_servers(nvim: str, tmp_path: Path) -> None:

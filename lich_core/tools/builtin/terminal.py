@@ -20,6 +20,14 @@ Process rules, all of which exist so a model-issued command can never outlive or
 - provider API keys (including every configured `api_key_env`) are scrubbed from the child's
   environment here as well as in the runtime, so a direct call with an unscrubbed context is just
   as safe.
+
+When the workspace carries a CommandHost (lich_core.workspace: the ACP face's, when the client
+offers `terminal/*`), a call without `input` and without `separate_streams` runs there instead:
+the same refusal of interactive programs, the same timeout and cancellation (the host kills the
+command), the provider-key names removed from the host's environment, PAGER=cat, and the same
+output cap, except that the host keeps the newest output (ACP clients truncate from the start).
+The result reads like a local one (`[exit N]`, `timeout:`, `cancelled`); details say
+`runner: editor_terminal`. The process rules above are the host's business then.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -51,8 +60,10 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.processes import kill_process_group, tool_process_env
 from lich_core.tools.reaper import CallReaper
+from lich_core.tools.runtime import SCRUBBED_ENV_NAMES, configured_key_env_names, scrubbed_env
 from lich_core.tools.types import DEFAULT_TERMINAL_TIMEOUT_MS, FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
+from lich_core.workspace import CommandHost, CommandRequest, command_host
 
 TERMINAL_MAX_OUTPUT_CHARS = 50_000
 MAX_COMMAND_TIMEOUT_MS = 300_000
@@ -459,6 +470,10 @@ async def run_terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
     if ctx.cancel.cancelled:
         return ToolResult(ok=False, error="cancelled")
+    host = command_host(ctx.workspace)
+    # A host's terminal has no stdin and one merged stream: those calls stay local.
+    if host is not None and stdin_text is None and not separate:
+        return await _run_on_host(host, command, shell, timeout_ms, cwd, ctx)
     reaper = CallReaper()
     reaper.start()  # Linux: from here on, orphans of the command re-parent to this process
     try:
@@ -552,6 +567,95 @@ async def _run_command(run: _Run, env: dict[str, str], reaper: CallReaper, ctx: 
             ok=False, output=output, error=f"timeout: command exceeded {timeout_ms} ms", details=details
         )
     output = _compose_output(sink, f"[exit {status}]")
+    if status != 0:
+        return ToolResult(ok=False, output=output, error=f"exit_code: {status}", details=details)
+    return ToolResult(ok=True, output=output, details=details)
+
+
+# --- through a CommandHost (an ACP client's terminal) ---
+
+# The host keeps output in its own unit (ACP: bytes, the newest kept); this many of them.
+HOST_OUTPUT_LIMIT = TERMINAL_MAX_OUTPUT_CHARS
+HOST_TRUNCATED_MARKER = "[... earlier output dropped by the editor's terminal ...]"
+
+
+def removed_env_names(ctx: ToolContext) -> tuple[str, ...]:
+    """The variables the local run scrubs (provider keys), for a host to remove from its own env.
+
+    The host's environment is not ours to read (an editor's), so these are the fixed names, the
+    configured key names, and the names of this process's environment (which the host's mostly
+    is: it started us) and of the context's that the scrubbing drops.
+    """
+    configured = configured_key_env_names(ctx.settings)
+    candidates = set(os.environ) | set(ctx.env)
+    kept = scrubbed_env(dict.fromkeys(candidates, ""), configured)
+    names = (candidates - set(kept)) | SCRUBBED_ENV_NAMES | configured
+    return tuple(sorted(names))
+
+
+def _signal_status(name: str | None) -> int | None:
+    if not name:
+        return None
+    try:
+        return 128 + int(signal.Signals[name if name.startswith("SIG") else f"SIG{name}"])
+    except KeyError:
+        return None
+
+
+async def _run_on_host(
+    host: CommandHost, command: str, shell: str, timeout_ms: int, cwd: Path, ctx: ToolContext
+) -> ToolResult:
+    request = CommandRequest(
+        shell=shell,
+        command=command,
+        cwd=cwd,
+        env=dict(NON_INTERACTIVE_ENV_DEFAULTS),
+        unset_env=removed_env_names(ctx),
+        timeout_ms=timeout_ms,
+        output_limit=HOST_OUTPUT_LIMIT,
+    )
+    try:
+        outcome = await host.run_command(request, ctx.cancel)
+    except ToolError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the host's failure, as the tool's error
+        raise ToolError(f"terminal_error: the editor's terminal failed: {err or type(err).__name__}") from err
+    text = outcome.output
+    omitted = max(0, len(text) - TERMINAL_MAX_OUTPUT_CHARS)  # a host that ignored the limit
+    if omitted:
+        text = text[:TERMINAL_MAX_OUTPUT_CHARS] + "\n" + truncation_marker(omitted)
+    if outcome.truncated:
+        text = f"{HOST_TRUNCATED_MARKER}\n{text}"
+    if text and not text.endswith("\n"):
+        text += "\n"
+    status = outcome.exit_code if outcome.exit_code is not None else _signal_status(outcome.signal)
+    details: dict[str, Any] = {
+        "exit_code": status if outcome.ended == "exited" else None,
+        "directory": relative_to_root(ctx.work_dir, cwd),
+        "truncated_chars": omitted,
+        "timeout_ms": timeout_ms,
+        "runner": "editor_terminal",
+        "terminal_id": outcome.terminal_id,
+    }
+    if outcome.truncated:
+        details["truncated_by_editor"] = True
+    if outcome.signal:
+        details["signal"] = outcome.signal
+    if shell != DEFAULT_SHELL:
+        details["shell"] = shell
+    if outcome.ended == "cancelled":
+        return ToolResult(ok=False, output=text + "[cancelled; the command was killed]", error="cancelled", details=details)
+    if outcome.ended == "timeout":
+        details["timed_out"] = True
+        return ToolResult(
+            ok=False,
+            output=text + f"[timeout after {timeout_ms} ms; the command was killed]",
+            error=f"timeout: command exceeded {timeout_ms} ms",
+            details=details,
+        )
+    if status is None:
+        return ToolResult(ok=False, output=text + "[exit unknown]", error="exit_code: unknown", details=details)
+    output = text + f"[exit {status}]"
     if status != 0:
         return ToolResult(ok=False, output=output, error=f"exit_code: {status}", details=details)
     return ToolResult(ok=True, output=output, details=details)

@@ -113,6 +113,16 @@ return function(H)
     "■ aborted",
   })
 
+  -- `plan` has no line of its own here: like any other such type, it shows its data, clipped.
+  expect("a plan stated with update_plan", render("run_plan"), {
+    "▶ t7 (fake-model)",
+    '→ update_plan {"explanation":"The test fails on a leap day.","plan":[{"status":"completed","step":"Read the failing test"},{"priority"…',
+    '· plan {"entries":[{"content":"Read the failing test","priority":"medium","status":"completed"},{"content":"Fix parse_date","pr…',
+    "← update_plan ok: Plan updated: 1 of 3 steps completed; in progress: Fix parse_date",
+    "Working on parse_date.",
+    "■ final",
+  })
+
   local missed = vim.tbl_filter(function(name)
     return not rendered[name]
   end, H.data.names)
