@@ -34,6 +34,8 @@ from lich_core.agent.events import (
     LlmEnd,
     LlmRetry,
     LlmStart,
+    PlanEntry,
+    PlanUpdate,
     PluginWarning,
     RunEnd,
     RunError,
@@ -278,7 +280,7 @@ class _Run:
                 edit_label=self._edit_label,
                 terminal_timeout_ms=executor.terminal_timeout_ms,
                 web_search=executor.web_search,
-                emit_event=self._emit,
+                report_plan=self._report_plan,
             )
         return self._tool_ctx
 
@@ -462,6 +464,10 @@ class _Run:
             if self.cancel.cancelled and not _task_being_cancelled():
                 raise _Aborted() from None
             raise
+
+    async def _report_plan(self, entries: tuple[dict[str, str], ...], explanation: str | None) -> None:
+        plan = tuple(PlanEntry(**entry) for entry in entries)  # type: ignore[arg-type]  # update_plan checked them
+        await self._emit(PlanUpdate(entries=plan, explanation=explanation))
 
     def _on_text(self, text: str) -> None:
         if text:

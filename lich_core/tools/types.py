@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from lich_core.vocabulary import CancelToken, JsonSchemaObject, ToolDefinition, ToolResult
 
 if TYPE_CHECKING:
-    from lich_core.agent.events import EventData
     from lich_core.hashline.read_state import ReadState
     from lich_core.workspace import Workspace
 
@@ -93,9 +92,10 @@ class ToolContext:
     # Where web_search sends queries (config's web_search, which the runtime passes through the
     # executor); DuckDuckGo's HTML endpoint when nothing configures it.
     web_search: WebSearchBackend = DEFAULT_WEB_SEARCH
-    # The run's event stream, for a tool whose result is also an event (update_plan's `plan`);
-    # None outside an agent run (a direct call), where such a tool only returns its result.
-    emit_event: Callable[[EventData], Awaitable[None]] | None = None
+    # Where update_plan reports the plan (entries {content, status, priority}, explanation): the
+    # run emits it as a `plan` event. None outside an agent run (a direct call), where the tool
+    # only returns its result. Plain data, so tools need not import the agent.
+    report_plan: Callable[[tuple[dict[str, str], ...], str | None], Awaitable[None]] | None = None
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir).resolve()

@@ -3,9 +3,9 @@
 Neither seed has a plan tool; the name and the shape (`plan: [{step, status}]`, an optional
 `explanation`, at most one step in progress) are Codex's `update_plan`, which models know, plus
 ACP's optional `priority`. Every call carries the whole plan, which replaces the last one. The
-tool changes nothing: it emits a `plan` event (lich_core.agent.events.PlanUpdate) on the run's
-event stream, which the ACP face sends as a `plan` session update, and returns a one-line
-summary. It is gated as `file/read`, the least privileged capability, because every builtin is
+tool changes nothing: it reports the plan to the run (ToolContext.report_plan), which emits it
+as a `plan` event (lich_core.agent.events.PlanUpdate; tools do not import the agent), which the
+ACP face sends as a `plan` session update; it returns a one-line summary. It is gated as `file/read`, the least privileged capability, because every builtin is
 gated (`capabilities: []` turns it off with the rest).
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from lich_core.agent.events import PlanEntry, PlanUpdate
 from lich_core.errors import ToolError
 from lich_core.tools.arguments import reject_unknown_arguments
 from lich_core.tools.guard import capture_errors
@@ -28,7 +27,7 @@ PRIORITIES = ("high", "medium", "low")
 DEFAULT_PRIORITY = "medium"
 
 
-def _entry(index: int, item: Any) -> PlanEntry:
+def _entry(index: int, item: Any) -> dict[str, str]:
     where = f"plan[{index}]"
     if not isinstance(item, dict):
         raise ToolError(f"invalid_arg: {where} must be an object {{step, status}}")
@@ -47,10 +46,10 @@ def _entry(index: int, item: Any) -> PlanEntry:
     priority = item.get("priority", DEFAULT_PRIORITY)
     if priority not in PRIORITIES:
         raise ToolError(f"invalid_arg: {where}.priority must be one of {', '.join(PRIORITIES)}, not {priority!r}")
-    return PlanEntry(content=step, status=status, priority=priority)
+    return {"content": step, "status": status, "priority": priority}
 
 
-def parse_plan(args: dict[str, Any]) -> tuple[tuple[PlanEntry, ...], str | None]:
+def parse_plan(args: dict[str, Any]) -> tuple[tuple[dict[str, str], ...], str | None]:
     """The validated entries and explanation of a call (ToolError `invalid_arg:` otherwise)."""
     reject_unknown_arguments(TOOL.parameters, args)
     plan = args.get("plan")
@@ -59,7 +58,7 @@ def parse_plan(args: dict[str, Any]) -> tuple[tuple[PlanEntry, ...], str | None]
     if len(plan) > MAX_STEPS:
         raise ToolError(f"invalid_arg: plan has {len(plan)} steps; at most {MAX_STEPS}")
     entries = tuple(_entry(index, item) for index, item in enumerate(plan))
-    running = [entry.content for entry in entries if entry.status == "in_progress"]
+    running = [entry["content"] for entry in entries if entry["status"] == "in_progress"]
     if len(running) > 1:
         raise ToolError(f"invalid_arg: {len(running)} steps are in_progress; at most one may be")
     explanation = args.get("explanation")
@@ -74,13 +73,13 @@ def parse_plan(args: dict[str, Any]) -> tuple[tuple[PlanEntry, ...], str | None]
 @capture_errors
 async def update_plan(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     entries, explanation = parse_plan(args)
-    if ctx.emit_event is not None:
-        await ctx.emit_event(PlanUpdate(entries=entries, explanation=explanation))
-    done = sum(1 for entry in entries if entry.status == "completed")
-    current = next((entry.content for entry in entries if entry.status == "in_progress"), None)
+    if ctx.report_plan is not None:
+        await ctx.report_plan(entries, explanation)
+    done = sum(1 for entry in entries if entry["status"] == "completed")
+    current = next((entry["content"] for entry in entries if entry["status"] == "in_progress"), None)
     output = f"Plan updated: {done} of {len(entries)} steps completed"
     output += f"; in progress: {current}" if current else ""
-    return ToolResult(ok=True, output=output, details={"plan": [entry.to_dict() for entry in entries]})
+    return ToolResult(ok=True, output=output, details={"plan": [dict(entry) for entry in entries]})
 
 
 TOOL = FunctionTool(
