@@ -1,5 +1,6 @@
 """The `lich` command line.
 
+    lich demo [--editor nvim]                      the agent on a sample project, no key needed
     lich tool NAME 'JSON-ARGS' [--work-dir DIR]   run one tool (exit 0 on ok, 1 otherwise)
     lich tools [--work-dir DIR] [--json]           list tools with capability and enabled state
     lich --version
@@ -40,7 +41,10 @@ def cli_root(args: argparse.Namespace) -> str:
 
 
 def warn_ignored(config: Any) -> None:
-    """Say once per command which workspace settings were not applied and how to trust them."""
+    """Say once per command which keys look misspelled, which workspace settings were not
+    applied, and how to trust them."""
+    for warning in getattr(config, "warnings", []):
+        print(warning, file=sys.stderr)
     trust = config.trust
     if trust.state not in ("untrusted", "refused") or not trust.ignored:
         return
@@ -178,21 +182,37 @@ def _agent_commands() -> dict[str, Callable[[list[str]], int]]:
     return dict(getattr(agent_cli, "COMMANDS", {}))
 
 
+def cmd_demo(argv: list[str]) -> int:
+    from lich_core.demo import main as demo_main  # lazily: only `lich demo` loads it
+
+    return demo_main(argv)
+
+
 def cmd_acp(argv: list[str]) -> int:
     from lich_acp.__main__ import main as acp_main  # lazily: the ACP SDK loads only for `lich acp`
 
     return acp_main(argv)
 
 
-USAGE = """usage: lich "task" [options]      run the agent on a task (quote it: one argument)
-       lich run TASK... [options]    the same, with the task in any number of words
-       lich tool NAME 'JSON-ARGS'    run one tool
-       lich tools                    list tools
-       lich trust [--revoke]         trust this workspace's .lich/config.json (docs/trust.md)
+USAGE = """usage: lich demo [--editor nvim]      watch the agent fix a bug in a sample project (no API key, no network)
+       lich "task" [options]          run the agent on a task (quote it: one argument)
+       lich run TASK... [options]     the same, with the task in any number of words
+       lich tool NAME 'JSON-ARGS'     run one tool
+       lich tools                     list tools
+       lich trust [--revoke]          trust this workspace's .lich/config.json (docs/trust.md)
        lich mcp list|add|enable|disable|remove   the MCP servers in your user config (docs/mcp.md)
-       lich acp [--work-dir D]       the agent over the Agent Client Protocol on stdio (for ACP editors)
+       lich acp [--work-dir D]        the agent over the Agent Client Protocol on stdio (for ACP editors)
        lich init | config | sessions
        lich --version"""
+
+
+def full_usage() -> str:
+    """USAGE, then the options of a task (`lich "task" --help` has them too)."""
+    try:
+        from lich_core.agent.cli import task_options_help
+    except ImportError:
+        return USAGE
+    return f"{USAGE}\n\nrunning a task: lich \"task\" [options]\n\n{task_options_help()}\n\nEach command has its own --help (lich tool --help, lich demo --help, ...)."
 
 
 def looks_like_subcommand(word: str) -> bool:
@@ -202,16 +222,17 @@ def looks_like_subcommand(word: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE)
-        return 0
-    if argv[0] in ("-V", "--version"):
-        print(f"lich {__version__}")
-        return 0
-    commands: dict[str, Callable[[list[str]], int]] = {"tool": cmd_tool, "tools": cmd_tools, "trust": cmd_trust}
-    commands.update(_agent_commands())
-    commands["acp"] = cmd_acp
     try:
+        if not argv or argv[0] in ("-h", "--help", "help"):
+            print(full_usage())
+            return 0
+        if argv[0] in ("-V", "--version"):
+            print(f"lich {__version__}")
+            return 0
+        commands: dict[str, Callable[[list[str]], int]] = {"tool": cmd_tool, "tools": cmd_tools, "trust": cmd_trust}
+        commands.update(_agent_commands())
+        commands["acp"] = cmd_acp
+        commands["demo"] = cmd_demo
         if argv[0] in commands:
             return commands[argv[0]](argv[1:])
         if looks_like_subcommand(argv[0]) or "run" not in commands:

@@ -12,6 +12,7 @@ The workspace file is the repository's, so it is untrusted until the user trusts
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -414,6 +415,12 @@ KEYS: dict[str, KeySpec] = {
         "apply", v_choice("apply", "review"), "LICH_EDIT_MODE",
         "apply: each edit at once; review: one reviewed edit at the end.", SIDE_NARROW, narrow_rank("apply", "review"),
     ),
+    # Both styles apply nothing without the user's answer: how the review looks, not a permission.
+    "review_style": KeySpec(
+        "auto", v_choice("auto", "hunks", "batch"), None,
+        "review mode: hunks (each change a diagnostic to accept or reject), batch (one edit at the end), auto.",
+        SIDE_ANY,
+    ),
     "approval": KeySpec({}, v_approval, None, "Capability or tool name → allow | ask | deny.", SIDE_NARROW, narrow_approval),
     "code_actions": KeySpec([], v_code_actions, None, "Extra code actions: [{title, prompt, kind}].", side=SIDE_ANY),
     "quick_prompts": KeySpec(
@@ -441,11 +448,20 @@ class Config(dict):
 
     sources: dict[str, str]
     trust: TrustStatus
+    # One line per likely typo of a key (misspelled_keys); the CLI prints them, the server shows them.
+    warnings: list[str]
 
-    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str], trust: TrustStatus | None = None) -> None:
+    def __init__(
+        self,
+        values: Mapping[str, Any],
+        sources: Mapping[str, str],
+        trust: TrustStatus | None = None,
+        warnings: list[str] | None = None,
+    ) -> None:
         super().__init__(values)
         self.sources = dict(sources)
         self.trust = trust if trust is not None else TrustStatus(NO_CONFIG, Path(CONFIG_DIR_NAME) / CONFIG_FILE_NAME)
+        self.warnings = list(warnings or [])
 
 
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -509,6 +525,28 @@ def validate_values(values: Mapping[str, Any], source: str) -> dict[str, Any]:
         except ConfigError as err:
             raise ConfigError(f"{err} (in {source})") from None
     return checked
+
+
+# How alike an unknown key must be to a known one to be called a typo of it ("provider" and
+# "providers" score 0.94, "tools" and "tools_enabled" 0.56): a key that looks like no known
+# one is left alone, since plugins may read keys of their own.
+TYPO_CUTOFF = 0.8
+
+
+def misspelled_keys(values: Mapping[str, Any], source: str) -> list[str]:
+    """A warning for each unknown key that looks like a misspelled known one, naming that key."""
+    by_lower = {key.lower(): key for key in KEYS}
+    warnings: list[str] = []
+    for key in values:
+        if key in KEYS:
+            continue
+        close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=TYPO_CUTOFF)
+        if close:
+            warnings.append(
+                f"lich: unknown config key {key!r} in {source}: did you mean {by_lower[close[0]]!r}? "
+                "(lich ignores the key as written)"
+            )
+    return warnings
 
 
 def env_values(env: Mapping[str, str]) -> dict[str, Any]:
@@ -630,15 +668,20 @@ def load_config(
     env = os.environ if env is None else env
     root = Path(work_dir).resolve()
     trusted_layers: list[Layer] = []
+    warnings: list[str] = []
     if overrides:
+        warnings += misspelled_keys(overrides, "the editor's settings")
         trusted_layers.append(("overrides", validate_values(overrides, "overrides")))
     if config_file is not None:
         explicit = validate_values(read_config_file(Path(config_file)), str(config_file))
+        warnings += misspelled_keys(explicit, str(config_file))
         trusted_layers.append((str(config_file), _with_absolute_paths(explicit, Path(config_file).resolve().parent)))
     workspace_file = workspace_config_path(root)
     workspace = validate_values(read_config_file(workspace_file), str(workspace_file))
+    warnings += misspelled_keys(workspace, str(workspace_file))
     user_file = user_config_path(env)
     user_values = validate_values(read_config_file(user_file), str(user_file))
+    warnings += misspelled_keys(user_values, str(user_file))
     after_workspace: list[Layer] = [
         (str(user_file), _with_absolute_paths(user_values, user_file.parent)),
         ("environment", validate_values(env_values(env), "environment")),
@@ -664,7 +707,7 @@ def load_config(
             elif narrowed != trusted[key]:
                 sources[key] = f"{trusted_sources[key]}, narrowed by {source}"
     values["work_dir"] = _narrowed_work_dir(values.get("work_dir"), sources.get("work_dir", "default"), root)
-    return Config(values, sources, trust)
+    return Config(values, sources, trust, warnings)
 
 
 def workspace_trust_status(

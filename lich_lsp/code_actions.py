@@ -4,11 +4,13 @@
 (`quickfix.lich`) per diagnostic in the request's context (any source), and the user's
 `code_actions: [{title, prompt, kind}]`. Every action carries a `lich.ask` command; the
 diagnostics the client sent are remembered per document version so a later lich.ask on that
-file can put them in the task context.
+file can put them in the task context. On a line an undoable task changed, "Undo task: <title>"
+(`refactor.rewrite.lich.undo`) carries `lich.undoTask` instead (the session finds the tasks).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types
@@ -20,6 +22,10 @@ FIX_KIND = "quickfix.lich"
 ASK_TITLE = "Ask agent…"
 FIX_TITLE_MAX_CHARS = 80
 ASK_COMMAND = "lich.ask"
+# "Undo task: <title>" on the lines a task changed (lich_lsp.undo); inside the advertised ASK_KIND.
+UNDO_KIND = "refactor.rewrite.lich.undo"
+UNDO_TITLE = "Undo task: "
+UNDO_COMMAND = "lich.undoTask"
 
 
 def kind_allowed(kind: str, only: list[str] | None) -> bool:
@@ -58,23 +64,37 @@ def _first_line(text: str) -> str:
 
 
 def compute_code_actions(
-    params: types.CodeActionParams, configured: list[dict[str, Any]], literal_support: bool
+    params: types.CodeActionParams,
+    configured: list[dict[str, Any]],
+    literal_support: bool,
+    undo_tasks: Sequence[tuple[str, str]] = (),
+    *,
+    llm_tag: bool = False,
 ) -> list[types.CodeAction | types.Command]:
+    """The actions for one request; `llm_tag`: the client lists LSP 3.18's
+    CodeActionTag.LLMGenerated in codeAction.tagSupport, so the actions that run the agent carry it."""
     uri = params.text_document.uri
     only = [str(kind) for kind in params.context.only] if params.context.only else None
     diagnostics = list(params.context.diagnostics or [])
     actions: list[types.CodeAction] = []
 
-    def add(title: str, kind: str, arguments: dict[str, Any], diagnostic: types.Diagnostic | None = None) -> None:
+    def add(
+        title: str,
+        kind: str,
+        arguments: dict[str, Any],
+        diagnostic: types.Diagnostic | None = None,
+        command_name: str = ASK_COMMAND,
+    ) -> None:
         if not kind_allowed(kind, only):
             return
-        command = types.Command(title=title, command=ASK_COMMAND, arguments=[arguments])
+        command = types.Command(title=title, command=command_name, arguments=[arguments])
         actions.append(
             types.CodeAction(
                 title=title,
                 kind=kind,
                 command=command,
                 diagnostics=[diagnostic] if diagnostic is not None else None,
+                tags=[types.CodeActionTag.LlmGenerated] if llm_tag and command_name == ASK_COMMAND else None,
             )
         )
 
@@ -99,6 +119,8 @@ def compute_code_actions(
             str(entry.get("kind") or DEFAULT_CODE_ACTION_KIND),
             {**base, "prompt": str(entry["prompt"]), "diagnostics": all_diagnostics},
         )
+    for task_id, title in undo_tasks:
+        add(f"{UNDO_TITLE}{title}", UNDO_KIND, {"task_id": task_id}, command_name=UNDO_COMMAND)
     if literal_support:
         return list(actions)
     return [action.command for action in actions if action.command is not None]

@@ -19,6 +19,7 @@ from lich_core.errors import ToolError
 from lich_core.hashline.read_state import ReadState
 from lich_core.tools.guard import resolve_file_for
 from lich_core.tools.types import ToolContext
+from lich_lsp.review import REVIEW_COMMANDS, REVIEW_HANDLERS
 from lich_lsp.workspace import EditorWorkspace, path_key, relative_path, uri_to_path
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ APPLY_PATCH = "lich.applyPatch"
 RUN_TOOL = "lich.runTool"
 TRUST_WORKSPACE = "lich.trustWorkspace"
 RUN_TESTS = "lich.runTests"
-COMMANDS = (ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL, TRUST_WORKSPACE, RUN_TESTS)
+UNDO_TASK = "lich.undoTask"
+COMMANDS = (ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL, TRUST_WORKSPACE, RUN_TESTS, UNDO_TASK, *REVIEW_COMMANDS)
 EDIT_MODES = ("apply", "review")
 READ_MAX_LINES = 2_000
 # LSP positions and line numbers are `uinteger`s: 0 .. 2^31 - 1.
@@ -353,6 +355,12 @@ async def run_tests(session: EditorSession, args: tuple[Any, ...], request_id: A
     return await run(session, test_filter.strip() if test_filter and test_filter.strip() else None)
 
 
+async def undo_task(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    from lich_lsp.undo import undo_task as undo  # imports this module: loaded on first use
+
+    return await undo(session, args, request_id)
+
+
 CommandHandler = Callable[["EditorSession", tuple[Any, ...], Any], Awaitable[Any]]
 HANDLERS: dict[str, CommandHandler] = {
     ASK: ask,
@@ -364,6 +372,8 @@ HANDLERS: dict[str, CommandHandler] = {
     RUN_TOOL: run_tool,
     TRUST_WORKSPACE: trust_workspace,
     RUN_TESTS: run_tests,
+    UNDO_TASK: undo_task,
+    **REVIEW_HANDLERS,
 }
 
 

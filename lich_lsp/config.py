@@ -71,6 +71,7 @@ class ConfigHolder:
         self.config: Config = default_config(root)
         self.last_error: str | None = None
         self.generation = 0
+        self.reported_warnings: set[str] = set()
 
     def overrides(self) -> dict[str, Any]:
         """The editor's settings (trusted): initializationOptions, then workspace/configuration on top."""
@@ -94,6 +95,15 @@ class ConfigHolder:
 
 def report_config_error(session: EditorSession, error: str) -> None:
     session.show_message(f"lich: bad configuration, keeping the previous settings: {error}", types.MessageType.Error)
+
+
+def report_config_warnings(session: EditorSession) -> None:
+    """A likely typo of a key ("provider" for providers), once per text for this server's life."""
+    holder = session.config_holder
+    for warning in holder.config.warnings:
+        if warning not in holder.reported_warnings:
+            holder.reported_warnings.add(warning)
+            session.show_message(warning, types.MessageType.Warning)
 
 
 async def pull_client_settings(session: EditorSession) -> dict[str, Any] | None:
@@ -129,5 +139,6 @@ async def refresh_config(session: EditorSession, pushed: Any = None) -> None:
         if error != previous:  # the same mistake re-read is not worth a second popup
             report_config_error(session, error)
     else:
+        report_config_warnings(session)
         trust.offer_trust(session)
 

@@ -41,6 +41,8 @@ class ClientFeatures:
     show_document: bool = False
     configuration: bool = False  # workspace/configuration
     code_action_literals: bool = False  # CodeAction objects, not only Commands
+    code_action_llm_tag: bool = False  # LSP 3.18 CodeActionTag.LLMGenerated in tagSupport.valueSet
+    review_hunks: bool = False  # experimental.lich.reviewHunks: shows pending hunks itself (CodeLens)
 
     @classmethod
     def from_client(cls, caps: types.ClientCapabilities) -> ClientFeatures:
@@ -65,6 +67,12 @@ class ClientFeatures:
             show_document=bool(window and window.show_document is not None and window.show_document.support),
             configuration=bool(workspace and workspace.configuration),
             code_action_literals=bool(code_action and code_action.code_action_literal_support),
+            code_action_llm_tag=bool(
+                code_action
+                and code_action.tag_support
+                and types.CodeActionTag.LlmGenerated in (code_action.tag_support.value_set or [])
+            ),
+            review_hunks=experimental_flag(caps, "reviewHunks"),
         )
 
 

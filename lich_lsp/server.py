@@ -94,6 +94,10 @@ def register_lifecycle(server: LichLanguageServer) -> None:
     def did_open(ls: LichLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.session.did_open(params.text_document.uri)
 
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: LichLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.session.did_change(params.text_document.uri, params.content_changes)
+
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: LichLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.session.did_close(params.text_document.uri)

@@ -29,7 +29,9 @@ from lich_core.hashline.read_state import ReadState
 from lich_lsp import code_actions, config, trust
 from lich_lsp.approvals import ApprovalCheck
 from lich_lsp.edits import ClientFeatures
+from lich_lsp.journal import TaskJournal
 from lich_lsp.port import EditorPort
+from lich_lsp.review import ReviewStore, review_style
 from lich_lsp.run_tests import TestDiagnostics
 from lich_lsp.tasks import MAX_EDITOR_MESSAGE_BYTES, MESSAGE_ENVELOPE_BYTES, TaskManager, clip_text
 from lich_lsp.workspace import DocumentStore
@@ -60,10 +62,17 @@ class EditorSession:
         self.documents = DocumentStore(self)
         self.approvals = ApprovalStore(root)
         self.approval_check = ApprovalCheck(self)
+        # Every task's changes, for lich.undoTask (read from the user state dir on first use).
+        self.journal = TaskJournal(root, report=lambda message: self.log(message, types.MessageType.Warning))
         self.tasks = TaskManager(self)
         # lich.read arms it; lich.applyPatch and lich.runTool use it (the user's own session).
         self.command_read_state = ReadState()
         self.test_diagnostics = TestDiagnostics(self)
+        # Pending review hunks (lich_lsp.review) and the notes for the model's next turn.
+        self.review = ReviewStore(self)
+        # What each diagnostic source last published per uri: publishDiagnostics replaces a
+        # file's whole list, so every publish sends all sources' diagnostics together.
+        self._published_diagnostics: dict[str, dict[str, list[types.Diagnostic]]] = {}
         self._runtime: ToolRuntime | None = None
         self._runtime_generation = -1
         self._diagnostics: dict[str, tuple[int | None, list[dict[str, Any]]]] = {}
@@ -84,6 +93,8 @@ class EditorSession:
         error = session.config_holder.rebuild()
         if error is not None:
             config.report_config_error(session, error)
+        else:
+            config.report_config_warnings(session)
         return session
 
     # --- the editor's messages ---
@@ -103,6 +114,10 @@ class EditorSession:
     def did_close(self, uri: str) -> None:
         self.documents.did_close(uri)
 
+    def did_change(self, uri: str, content_changes: Sequence[Any]) -> None:
+        """After the server's copy of the document took the change: move pending review hunks."""
+        self.review.did_change(uri, content_changes)
+
     def did_save(self, uri: str) -> None:
         self.documents.did_save(uri)
 
@@ -112,11 +127,21 @@ class EditorSession:
         return await run_command(self, name, tuple(arguments or ()), request_id)
 
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
+        from lich_lsp.undo import code_action_tasks
+
         if params.context.diagnostics:
             self.remember_diagnostics(params.text_document.uri, params.context.diagnostics)
-        return code_actions.compute_code_actions(
-            params, self.config.get("code_actions") or [], self.features.code_action_literals
+        actions = code_actions.compute_code_actions(
+            params,
+            self.config.get("code_actions") or [],
+            self.features.code_action_literals,
+            llm_tag=self.features.code_action_llm_tag,
+            undo_tasks=code_action_tasks(self, params),
         )
+        review = self.review.code_actions(
+            params, literal_support=self.features.code_action_literals, tags=self.features.code_action_llm_tag
+        )
+        return review + actions if review else actions
 
     def cancel_request(self, request_id: Any) -> None:
         self.tasks.cancel_for_request(request_id)
@@ -189,6 +214,18 @@ class EditorSession:
         self._reported_errors.add(key)
         self.show_message(message, kind)
 
+    def publish_diagnostics(self, source: str, uri: str, diagnostics: list[types.Diagnostic]) -> None:
+        """Replace `source`'s diagnostics for `uri`; the editor gets every source's together."""
+        by_source = self._published_diagnostics.setdefault(uri, {})
+        if diagnostics:
+            by_source[source] = list(diagnostics)
+        else:
+            by_source.pop(source, None)
+        merged = [diagnostic for items in by_source.values() for diagnostic in items]
+        if not by_source:
+            self._published_diagnostics.pop(uri, None)
+        self.port.publish_diagnostics(uri, merged)
+
     def background(self, work: Coroutine[Any, Any, Any]) -> None:
         """Run a coroutine without waiting for it; the reference is kept until it ends."""
         future = asyncio.ensure_future(work)
@@ -216,12 +253,15 @@ class EditorSession:
     # --- lich.status ---
 
     def status(self) -> dict[str, Any]:
+        from lich_lsp.undo import undoable_tasks
+
         caps = self.features
         return {
             "version": __version__,
             "provider": _chat_provider(self.config),
             "root": str(self.root),
             "edit_mode": self.config.get("edit_mode"),
+            "review": {"style": review_style(self), "pending": len(self.review.pending())},
             "disk_write_policy": self.config.get("disk_write_policy"),
             "position_encoding": self.port.position_encoding,
             "open_documents": self.documents.open_count(),
@@ -238,6 +278,7 @@ class EditorSession:
             "work_dir": self.config.get("work_dir"),
             "trust": self.config.trust.to_json(),
             "mcp_servers": self.mcp_status(),
+            "undoable_tasks": undoable_tasks(self),
         }
 
 

@@ -33,6 +33,7 @@ from lsprotocol import types
 from lich_core.errors import EditRejected
 from lich_core.tools.guard import CANCEL_GRACE_MS
 from lich_core.vocabulary import CancelToken
+from lich_lsp.review import user_review_message
 from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, EditorWorkspace
 
 if TYPE_CHECKING:
@@ -231,10 +232,13 @@ class TaskManager:
 
     async def ask(self, prompt: str, *, context: str | None, mode: str, request_id: Any = None) -> dict[str, Any]:
         """Run one agent task to its end (the lich.ask request `request_id` waits for it)."""
-        task_id = f"t{next(self._ids)}"
+        # Ids continue past the undo journal's, which outlive the server: lich.undoTask names one.
+        task_id = self._session.journal.fresh_task_id(self._ids)
         title = task_title(prompt)
         workspace = EditorWorkspace(self._session, mode=mode, title=f"lich: {title}")
         task = LichTask(task_id, title, prompt, mode, CancelToken(), workspace)
+        workspace.on_applied = self._session.journal.recorder(task_id, title, task.started)
+        workspace.task_id = task_id
         self.tasks[task_id] = task
         if request_id is not None:
             self.by_request_id[str(request_id)] = task
@@ -296,7 +300,8 @@ class TaskManager:
         if error:
             outcome["error"] = error
         if review_note:
-            outcome["review"] = review_note
+            outcome["review"] = review_note  # machine words (error prefixes) for clients and the log
+            outcome["review_message"] = task.workspace.review_summary or user_review_message(review_note)
         self._end_progress(task, stopped_reason)
         await self._announce(task, outcome)
         return outcome
@@ -515,8 +520,9 @@ class TaskManager:
             kind, text = types.MessageType.Warning, "cancelled"
         else:
             kind, text = types.MessageType.Warning, f"stopped ({reason}): {outcome['final'] or ''}"
-        if outcome.get("review"):
-            text += f"\n(review: {outcome['review']})"
+        if outcome.get("review_message"):
+            # What happened to the files first, in plain words; the agent's claim after it.
+            text = f"{outcome['review_message']}\nThe agent said: {text}"
         self._session.show_message(f"{task.label}: {_clip(text, FINAL_MESSAGE_MAX_CHARS)}", kind)
         path = self._write_transcript(task, outcome)
         if path is not None and self._session.features.show_document:

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,14 @@ from lich_core.vocabulary import LineReplacement
 from lich_core.workspace import FileChange, apply_to_disk, encode_text, read_disk_text
 from lich_lsp.edits import EditEntry, build_workspace_edit, count_hunks
 from lich_lsp.port import EditorRequestError
+from lich_lsp.review import (
+    STYLE_HUNKS,
+    AgentLines,
+    plural,
+    record_agent_lines,
+    review_style,
+    user_edit_note,
+)
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -208,6 +216,13 @@ class EditorWorkspace:
         # The editor's user asked for this very tool call (lich.runTests): an "ask" approval
         # policy counts as answered (lich_lsp.approvals).
         self.user_invoked = False
+        # Called with each change set the editor applied (a task's undo journal, lich_lsp.journal).
+        self.on_applied: Callable[[Sequence[FileChange]], None] | None = None
+        self.task_id = "t"  # the task's id (TaskManager sets it): review hunk ids start with it
+        # Plain words for the user about the review's outcome (flush_review); errors stay the model's.
+        self.review_summary: str | None = None
+        # Lines this task changed per file (apply mode), to tell the model when the user edits them.
+        self.agent_lines: dict[str, tuple[Path, AgentLines]] = {}
 
     async def settle(self, timeout_s: float = EDIT_SETTLE_TIMEOUT_S) -> bool:
         """Wait for edits still on their way to the editor; False if some are still unanswered."""
@@ -267,6 +282,7 @@ class EditorWorkspace:
                 self._record_overlay(changes)
                 return
             await send_changes(self._session, changes, label or self.title, self)
+            self._remember_agent_lines(changes)
 
     def _check_not_stale(self, changes: Sequence[FileChange]) -> None:
         for change in changes:
@@ -342,11 +358,43 @@ class EditorWorkspace:
         self.overlay.clear()
 
     async def flush_review(self, label: str) -> str:
-        """Send the overlay as one reviewed edit; returns a one-line outcome for the user."""
+        """Hand the overlay to the review; returns a one-line outcome (for the editor's client and
+        the transcript) and sets `review_summary` (plain words for the user). Hunks style: the
+        edits of existing files become pending hunks (lich_lsp.review) and only new and deleted
+        files go through the batch; batch style: one reviewed edit. A refusal raises EditRejected
+        and leaves a note for the model's next turn."""
         changes = self.pending_changes()
         self.overlay.clear()
         if not changes:
             return "no changes"
+        if review_style(self._session) != STYLE_HUNKS:
+            return await self._flush_batch(changes, label)
+        hunkable = [c for c in changes if c.kind == "write" and c.base_text is not None]
+        outcome = self._session.review.propose(self.task_id, label, hunkable)
+        parts: list[str] = []
+        words: list[str] = []
+        if outcome.hunks:
+            parts.append(f"{plural(outcome.hunks, 'change')} pending review in {', '.join(outcome.files)}")
+            words.append(
+                f"{plural(outcome.hunks, 'change')} to review in {', '.join(outcome.files)}: accept or reject "
+                "each from the code actions on its lines (lich review)."
+            )
+        if outcome.dropped:
+            parts.append(f"dropped {len(outcome.dropped)}: the user edited those lines during the task")
+            words.append("Dropped: " + "; ".join(outcome.dropped) + ".")
+        rest = [c for c in changes if c not in hunkable]
+        if rest:
+            try:
+                parts.append(await self._flush_batch(rest, label))
+                words.append(self.review_summary or "")
+            except EditRejected as err:
+                parts.append(str(err))
+                words.append(self.review_summary or str(err))
+        self.review_summary = " ".join(w for w in words if w) or None
+        return "; ".join(parts) or "no changes"
+
+    async def _flush_batch(self, changes: Sequence[FileChange], label: str) -> str:
+        """One reviewed edit: change annotations (a preview) or a question; see flush_review."""
         caps = self._session.features
         files = len(changes)
         hunks = count_hunks(changes)
@@ -354,9 +402,11 @@ class EditorWorkspace:
             for change in changes:
                 if self._store.current_text(change.path) != change.base_text:
                     rel = relative_path(self.root, change.path)
+                    self._refused(f"you edited {rel} during the task")
                     raise EditRejected(f"stale_document: {rel} changed in the editor during the task; nothing applied")
             if not caps.change_annotations:
                 if not caps.show_message_request:
+                    self._refused('this editor can show neither a preview nor a question (review_style "hunks" works here)')
                     raise EditRejected(
                         "review_unavailable: this editor supports neither change annotations nor "
                         "window/showMessageRequest, so the review could not be shown; nothing applied"
@@ -369,11 +419,63 @@ class EditorWorkspace:
                     )
                 )
                 if answer is None or answer.title != REVIEW_APPLY:
+                    self._refused("you chose Discard")
                     raise EditRejected("review_declined: the user discarded the changes")
-                await send_changes(self._session, changes, label, self, annotate=False)
+                await self._send_reviewed(changes, label, annotate=False, hunks=hunks)
             else:
-                await send_changes(self._session, changes, label, self, annotate=True)
+                await self._send_reviewed(changes, label, annotate=True, hunks=hunks)
+        self.review_summary = f"Applied {plural(hunks, 'change')} to {plural(files, 'file')}."
         return f"applied {hunks} changes to {files} files"
+
+    async def _send_reviewed(self, changes: Sequence[FileChange], label: str, *, annotate: bool, hunks: int) -> None:
+        try:
+            await send_changes(self._session, changes, label, self, annotate=annotate)
+        except EditRejected as err:
+            if annotate and not err.reason.startswith(_NOT_THE_EDITORS_ANSWER):
+                # The editor answered applied: false: VS Code's refactor preview does when the
+                # user applied it with every change unticked.
+                self._refused(f"0 of {plural(hunks, 'change')} accepted in the preview")
+                raise EditRejected(
+                    f"review_declined: the user accepted none of the {plural(hunks, 'change')} in the preview (applied: false)"
+                ) from None
+            self._refused(f"the editor did not apply them ({err.reason})")
+            raise
+
+    def _refused(self, why: str) -> None:
+        """The batch applied nothing: plain words for the user, a note for the model's next turn."""
+        self.review_summary = f"No changes applied: {why}."
+        self._session.review.notes.add(
+            f"None of your edits from the task \"{self.title.removeprefix('lich: ')}\" were applied: {why}. "
+            "The files are as they were before that task; read them again before editing."
+        )
+
+    # --- notes for the model's next turn (lich_core.workspace.user_notes_message) ---
+
+    def drain_user_notes(self) -> list[str]:
+        """The review's notes (answers to earlier tasks' hunks and batches) and the user's edits
+        to lines this task changed since the last turn."""
+        notes = self._session.review.notes.drain()
+        for key, (path, lines) in list(self.agent_lines.items()):
+            note = user_edit_note(relative_path(self.root, path), lines, self._store.current_text(path))
+            if note is not None:
+                notes.append(note)
+            if not lines.spans:
+                self.agent_lines.pop(key, None)
+        return notes
+
+    def _remember_agent_lines(self, changes: Sequence[FileChange]) -> None:
+        for change in changes:
+            key = path_key(change.path)
+            previous = self.agent_lines.get(key)
+            lines = record_agent_lines(previous[1] if previous else None, change)
+            if lines is None or not lines.spans:
+                self.agent_lines.pop(key, None)
+            else:
+                self.agent_lines[key] = (Path(change.path), lines)
+
+
+# EditRejected reasons of send_changes that are not the editor's own applied: false.
+_NOT_THE_EDITORS_ANSWER = ("client_error:", "write_failed:", "stale_file:", "unreadable:", "unsupported:")
 
 
 def relative_path(root: Path, path: Path) -> str:
@@ -514,6 +616,8 @@ async def _send(
         for uri in uris:
             if uri not in workspace.edited_uris:
                 workspace.edited_uris.append(uri)
+        if workspace.on_applied is not None:
+            workspace.on_applied(changes)
     if entries and caps.save_documents:
         await save_documents(session, [e.uri for e in entries if e.change.kind == "write"])
 

@@ -100,10 +100,12 @@ def apply_provider_flags(config: Config, *, model: str | None, kind: str | None,
 class ProgressPrinter:
     """Renders run events: streamed text to `out`, one-line progress to `err`."""
 
-    def __init__(self, out: TextIO, err: TextIO, *, quiet: bool = False) -> None:
+    def __init__(self, out: TextIO, err: TextIO, *, quiet: bool = False, model_description: str = "") -> None:
         self.out = out
         self.err = err
         self.quiet = quiet
+        # "openai_compat gpt-4o-mini @ https://...": the run_start event only names the provider.
+        self.model_description = model_description
         self._streamed_this_turn = False
         self._out_needs_newline = False
 
@@ -156,7 +158,9 @@ class ProgressPrinter:
 
     def on_run_start(self, data: RunStart) -> None:
         resumed = " (resumed)" if data.resumed else ""
-        self._progress(f"lich: model {data.model or '?'}, up to {data.max_turns} turns{resumed}")
+        # RunStart.model is the provider chain's name ("default", "claude > local"), not a model.
+        described = f" ({self.model_description})" if self.model_description else ""
+        self._progress(f"lich: provider {data.model or '?'}{described}, up to {data.max_turns} turns{resumed}")
 
     def on_text_delta(self, data: TextDelta) -> None:
         text = data.text
@@ -214,8 +218,14 @@ class ProgressPrinter:
         )
 
 
-def cmd_run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lich", description="Run the agent on a task (one shot).")
+def run_parser(*, overview: bool = False) -> argparse.ArgumentParser:
+    """`lich "task"`'s options; `overview`: without usage and description, for `lich --help`."""
+    parser = argparse.ArgumentParser(
+        prog="lich",
+        description=None if overview else "Run the agent on a task (one shot).",
+        usage=argparse.SUPPRESS if overview else None,
+        add_help=not overview,
+    )
     parser.add_argument("task", nargs="*", help="what to do ('-' reads the task from stdin)")
     _add_common(parser)
     parser.add_argument("--model", default=None, help="model name for the chat provider")
@@ -225,6 +235,16 @@ def cmd_run(argv: list[str]) -> int:
     parser.add_argument("--resume", default=None, metavar="ID|latest", help="continue a saved session")
     parser.add_argument("--record", default=None, metavar="FILE", help="record model turns as a replay JSONL file")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    return parser
+
+
+def task_options_help() -> str:
+    """The task's arguments and options as `lich "task" --help` lists them (for `lich --help`)."""
+    return run_parser(overview=True).format_help().strip()
+
+
+def cmd_run(argv: list[str]) -> int:
+    parser = run_parser()
     args = parser.parse_args(argv)
     task = " ".join(args.task).strip()
     if task == "-":
@@ -257,7 +277,8 @@ async def _run_task(config: Config, task: str, *, resume: str | None, record: st
         print(f"lich: {err}", file=sys.stderr)
         return EXIT_FAILED
     cancel = CancelToken()
-    printer = ProgressPrinter(sys.stdout, sys.stderr, quiet=quiet)
+    describe = getattr(agent.model, "describe", None)
+    printer = ProgressPrinter(sys.stdout, sys.stderr, quiet=quiet, model_description=describe() if describe else "")
     run_task = asyncio.ensure_future(agent.run(task, on_event=printer, cancel=cancel, resume=resume))
     remove_handler = _install_interrupt(cancel, run_task)
     try:
@@ -270,9 +291,15 @@ async def _run_task(config: Config, task: str, *, resume: str | None, record: st
         if agent.runtime.mcp is not None:
             await agent.runtime.aclose()  # the MCP servers this run started
         await _close_http()
-    if result.session_id and not quiet:
+    if result.session_id and not quiet and worth_resuming(result.messages):
         print(f"lich: session {result.session_id} (resume with --resume {result.session_id})", file=sys.stderr)
     return EXIT_OK if result.stopped_reason == "final" else EXIT_FAILED
+
+
+def worth_resuming(messages: list[Any]) -> bool:
+    """A session is worth resuming once the model answered in it at least once: a run that
+    failed before any answer (provider unreachable, Ctrl-C at once) saved only the prompt."""
+    return any(getattr(message, "role", None) == "assistant" for message in messages)
 
 
 def _install_interrupt(cancel: Any, run_task: asyncio.Future[Any]) -> Callable[[], None]:
@@ -389,6 +416,9 @@ CONFIG_TEMPLATE = """\
   // Language server (see docs/lsp.md). "apply": each edit at once; "review": one edit to
   // confirm at the end of a task.
   "edit_mode": "apply",
+  // How review mode shows the changes: "hunks" (each change a diagnostic to accept or reject),
+  // "batch" (one edit to confirm at the end of the task), or "auto".
+  // "review_style": "auto",
   // Per tool name or capability: "allow", "ask" or "deny".
   // "approval": {"process/exec": "ask", "net/fetch": "deny"},
   // Extra code actions offered on a selection.
@@ -449,6 +479,8 @@ def cmd_config(argv: list[str]) -> int:
         value = json.dumps(masked[key], ensure_ascii=False)
         print(f"{key:<{width}} = {value}  # {config.sources.get(key, '?')}")
     print(f"# workspace config: {trust.config_path} ({trust.state}{', changed since trusted' if trust.changed else ''})")
+    for warning in config.warnings:
+        print(f"# {warning}")
     for item in trust.ignored:
         print(f"# ignored {item.key}: would {item.what}")
     if trust.state == "untrusted" and trust.ignored:

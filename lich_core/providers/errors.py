@@ -7,15 +7,24 @@ Policy (docs/providers.md):
 - 5xx -> unknown (a server fault: fail over rather than hammer it);
 - connection errors, timeouts, streams that break or end early -> network;
 - a body that is not the JSON we expect -> unknown, with "malformed response" in the message.
+
+A connection that never got going says which step failed, since each has its own remedy: the
+host name did not resolve (DNS: offline, or a wrong host), nothing listens at the address
+(refused: the server is not running, or the port is wrong), the TLS handshake failed, or the
+connection timed out. Only "refused" and "timed out" carry the caller's connect hint ("is the
+server running? set ..."): for a DNS or TLS failure it would point at the wrong thing.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -121,6 +130,54 @@ def error_from_response(
     )
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and what it was raised from (httpx wraps httpcore, which wraps the OS error)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _address(url: str) -> str:
+    """host:port of a base URL, for messages ("api.openai.com:443")."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return url
+    if not host:
+        return url or "the provider"
+    port = port or (443 if parts.scheme == "https" else 80)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _host(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or url
+    except ValueError:
+        return url
+
+
+def connect_failure_message(exc: BaseException, url: str, connect_hint: str = CONNECT_HINT) -> str:
+    """What went wrong while connecting, by the OS error underneath httpx's ConnectError."""
+    for cause in _causes(exc):
+        if isinstance(cause, socket.gaierror):
+            return (
+                f"cannot connect: DNS lookup of {_host(url)} failed ({shorten(str(cause))}): "
+                "this machine may be offline, or the host name in the base URL is wrong"
+            )
+        if isinstance(cause, ConnectionRefusedError):
+            return f"cannot connect: {_address(url)} refused the connection (nothing listens there): {connect_hint}"
+        if isinstance(cause, ssl.SSLError):
+            return f"cannot connect: the TLS handshake with {_address(url)} failed ({shorten(str(cause))})"
+    # The OS error says most ("Network is unreachable"); httpx's own text is often generic.
+    os_errors = [cause for cause in _causes(exc) if isinstance(cause, OSError) and cause.errno]
+    detail = shorten(str(os_errors[-1] if os_errors else exc)) or type(exc).__name__
+    return f"cannot connect to {_address(url)} ({detail}): {connect_hint}"
+
+
 def error_from_exception(
     exc: BaseException, *, provider: str = "", url: str = "", connect_hint: str = CONNECT_HINT
 ) -> ProviderError:
@@ -128,9 +185,9 @@ def error_from_exception(
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, httpx.ConnectTimeout):
-        message = f"connection timed out: {connect_hint}"
+        message = f"connection timed out ({_address(url)}): {connect_hint}"
     elif isinstance(exc, httpx.ConnectError):
-        message = f"cannot connect: {connect_hint}"
+        message = connect_failure_message(exc, url, connect_hint)
     elif isinstance(exc, httpx.TimeoutException):
         message = f"timed out waiting for the model ({type(exc).__name__}); raise providers[].timeout_ms if it is just slow"
     elif isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):

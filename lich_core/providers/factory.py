@@ -59,6 +59,11 @@ HTTP_CLASSES: dict[str, type[HttpModel]] = {
     "anthropic": AnthropicModel,
     "ollama": OllamaModel,
 }
+NO_KEY_FALLBACK_HINT = (
+    "no OPENAI_API_KEY or ANTHROPIC_API_KEY is set and no provider is configured, so lich tried a "
+    "local Ollama: set a key, start Ollama (`ollama serve`), or configure providers in "
+    "~/.config/lich/config.json (or try `lich demo`, which needs none)"
+)
 DEFAULT_PROVIDER_HINT = "set LICH_BASE_URL / LICH_MODEL, OPENAI_API_KEY or ANTHROPIC_API_KEY, or configure providers in ~/.config/lich/config.json"
 
 
@@ -78,6 +83,8 @@ class ProviderSpec:
     stream: bool = True
     max_tokens: int | None = None
     from_env: bool = False
+    # The default provider fell back to a local Ollama because no key and no provider were set.
+    no_key_fallback: bool = False
 
     def describe(self) -> str:
         if self.kind == "replay":
@@ -186,6 +193,7 @@ def default_provider(env: Mapping[str, str]) -> ProviderSpec:
     kind = env.get("LICH_PROVIDER_KIND", "").strip()
     base_url = env.get("LICH_BASE_URL", "").strip()
     model = env.get("LICH_MODEL", "").strip()
+    fell_back = False
     if kind and kind not in ("openai_compat", "anthropic", "ollama"):
         raise ConfigError(
             f"LICH_PROVIDER_KIND: expected openai_compat, anthropic or ollama, got {kind!r}"
@@ -199,6 +207,7 @@ def default_provider(env: Mapping[str, str]) -> ProviderSpec:
             kind = "anthropic"
         else:
             kind = "ollama"
+            fell_back = True
     entry: dict[str, Any] = {
         "name": "default",
         "kind": kind,
@@ -214,6 +223,7 @@ def default_provider(env: Mapping[str, str]) -> ProviderSpec:
         raise ConfigError(f"default provider ({kind} from the environment): {message}") from None
     spec.where = "environment"
     spec.from_env = True
+    spec.no_key_fallback = fell_back
     return spec
 
 
@@ -288,6 +298,8 @@ def build_provider(spec: ProviderSpec) -> Model:
     connect_hint = f"is the server running? {hint_key}"
     if spec.kind == "ollama":
         connect_hint = f"is Ollama running (`ollama serve`)? {hint_key}"
+    if spec.no_key_fallback:
+        connect_hint = NO_KEY_FALLBACK_HINT
     return HTTP_CLASSES[spec.kind](
         name=spec.name,
         model=spec.model,

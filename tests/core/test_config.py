@@ -263,6 +263,7 @@ BAD_VALUE_FOR_KEY: dict[str, Any] = {
     "test_command": ["pytest"],
     "docs_dir": 7,
     "edit_mode": "auto",
+    "review_style": "per-file",
     "approval": {"terminal": "sometimes"},
     "code_actions": [{"title": "no prompt"}],
     "quick_prompts": [1, 2],

@@ -62,7 +62,7 @@ def test_every_key_declares_its_side() -> None:
     assert {"capabilities", "tools_enabled", "approval", "max_turns", "edit_mode", "terminal_timeout_ms"} <= set(by_side[SIDE_NARROW])
     assert {"plugins", "providers", "models", "session_dir", "system_prompt", "web_search"} <= set(by_side[SIDE_USER])
     assert by_side[SIDE_NEVER] == ["work_dir"]
-    assert set(by_side[SIDE_ANY]) == {"quick_prompts", "code_actions", "compress_threshold"}
+    assert set(by_side[SIDE_ANY]) == {"quick_prompts", "code_actions", "compress_threshold", "review_style"}
     for key in by_side[SIDE_USER]:
         assert KEYS[key].effects is not None, f"{key} must say what it would do"
 

@@ -2,7 +2,8 @@
 headless Chromium through editors/vscode/e2e/run.mjs: Ask Agent via the palette and input box
 (the fake model reads and patches a file: the edit shows in the editor and, after
 lich/saveDocuments, on disk), Apply Hashline Patch from the editor and from the clipboard, Cancel
-Task on a slow task with the status bar showing it; the server's "Ask agent…" code action
+Task on a slow task with the status bar showing it; Lich: Undo Task putting hello.py back (in
+the editor and on disk); the server's "Ask agent…" code action
 prompting through the client middleware; workspace trust of a `.lich/config.json` whose plugin
 writes a marker file PWNED when imported (the server's question answered "Not now" keeps it off
 even when Show Tools builds the tool runtime; "Lich: Trust Workspace Config" or the question's
@@ -158,6 +159,17 @@ def test_cancel_task_stops_a_slow_task_shown_in_the_status_bar(e2e: dict[str, An
     assert "task" not in cancel["status_after"]
     # The slow model turn waits 120 s: stopping well before proves the cancel.
     assert cancel["cancel_ms"] < 45_000
+
+
+def test_undo_task_restores_the_file_in_the_editor_and_on_disk(e2e: dict[str, Any]) -> None:
+    """Lich: Undo Task after the other first-folder scenarios: the pick lists the Ask Agent task
+    (the only one that changed a file), and the server's inverse edit puts hello.py back."""
+    undo = _scenario(e2e, "undo_task")
+    assert undo["picked"]["rows"] == 1, undo["picked"]
+    assert "Use an f-string in greet()" in undo["picked"]["text"]
+    assert 'return "Hello, " + name' in undo["editor_text"]
+    assert undo["disk_text"] == 'def greet(name):\n    return "Hello, " + name\n\n\nprint(greet("world"))\n'
+    assert undo["message"].startswith("lich: undo t1 (Use an f-string in greet()): restored hello.py"), undo["message"]
 
 
 TRUST_QUESTION = "lich: this workspace's .lich/config.json"

@@ -102,7 +102,8 @@ async def test_review_mode(editor, root: Path, client_name: str, fake_provider) 
         {"tool_calls": [edit("r.py", "a = 10\nb = 2", "a = 10\nb = 20")]},
         {"text": "reviewed"},
     )
-    fake = await editor(client_name, init_options=provider_options(fake_provider, edit_mode="review"))
+    # The batch style (review per hunk, the default for editors without a preview: test_lsp_review_hunks*).
+    fake = await editor(client_name, init_options=provider_options(fake_provider, edit_mode="review", review_style="batch"))
     uri = fake.open(root / "r.py")
     fake.message_answers = ["Apply"]
     result = await fake.command("lich.ask", {"prompt": "bump"})
@@ -134,7 +135,7 @@ async def test_review_mode(editor, root: Path, client_name: str, fake_provider) 
 async def test_review_declined_applies_nothing(editor, root: Path, fake_provider) -> None:
     (root / "r.py").write_text("a = 1\n", encoding="utf-8")
     fake_provider.script({"tool_calls": [edit("r.py", "a = 1", "a = 2")]}, {"text": "done"})
-    fake = await editor("neovim", init_options=provider_options(fake_provider))
+    fake = await editor("neovim", init_options=provider_options(fake_provider, review_style="batch"))
     uri = fake.open(root / "r.py")
     fake.message_answers = ["Discard"]
     result = await fake.command("lich.ask", {"prompt": "bump", "mode": "review"})

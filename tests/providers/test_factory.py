@@ -221,8 +221,8 @@ async def test_unreachable_provider_is_one_line_naming_provider_url_and_setting(
     with pytest.raises(ProviderError) as info:
         await chain.models[0].complete(HELLO, [])
     assert str(info.value) == (
-        "provider 'fake' at http://127.0.0.1:9/v1: network: cannot connect: is the server running? "
-        "set providers[0].base_url or LICH_BASE_URL"
+        "provider 'fake' at http://127.0.0.1:9/v1: network: cannot connect: 127.0.0.1:9 refused the "
+        "connection (nothing listens there): is the server running? set providers[0].base_url or LICH_BASE_URL"
     )
 
 

@@ -39,6 +39,10 @@ vim.api.nvim_create_user_command("LichTest", function(cmd)
   lich().command_test(cmd)
 end, { nargs = "*", desc = "lich: run the tests (filter appended to the test command); failures become diagnostics" })
 
+vim.api.nvim_create_user_command("LichUndo", function(cmd)
+  lich().command_undo(cmd)
+end, { nargs = "?", desc = "lich: undo every change of an agent task (pick one without a task id)" })
+
 vim.api.nvim_create_user_command("LichTranscript", function()
   lich().open_transcript()
 end, { nargs = 0, desc = "lich: open the transcript buffer" })

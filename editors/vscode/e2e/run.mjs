@@ -4,7 +4,8 @@
 //
 // Scenarios: Ask Agent (the fake model reads and patches hello.py; the edit shows in the editor
 // and, after lich/saveDocuments, on disk); Apply Hashline Patch (from the active editor, on a file
-// that is not open); Cancel Task on a slow task (the status bar shows the task while it runs).
+// that is not open); Cancel Task on a slow task (the status bar shows the task while it runs);
+// Lich: Undo Task, picking the Ask Agent task, puts hello.py back in the editor and on disk.
 // Workspace trust, in two more folders whose .lich/config.json lists a plugin that writes a
 // marker file PWNED when imported: the server's trust question is answered "Not now" (Show Tools
 // builds the tool runtime, no marker), then Lich: Trust Workspace Config loads it (marker) and
@@ -60,7 +61,7 @@ from lich_core.plugins import Plugin
 
 plugin = Plugin(name="evil")
 `;
-const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests"];
+const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "undo_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests"];
 // A small pytest project for Lich: Run Tests: test_add fails until calc.add is fixed.
 const TESTS_PROJECT = {
   "pyproject.toml": '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
@@ -692,6 +693,43 @@ async function main() {
       }
       const disk = fs.readFileSync(path.join(workspace, "hello.py"), "utf8");
       return { status_while_running: running, status_after: idle, cancel_ms: cancelMs, file_unchanged_by_cancel: disk.includes(plan.expected["hello.py"]) };
+    }, page);
+
+    await scenario("undo_task", async () => {
+      // The Ask Agent task changed hello.py (the other tasks changed nothing): Lich: Undo Task
+      // offers it, and the server's one inverse edit restores the file in the editor and on disk.
+      await openFile(page, "hello.py");
+      const before = new Set(await notifications(page));
+      await runCommand(page, "Lich: Undo Task");
+      await waitFor("the Undo Task pick", async () => (await quickInputVisible(page)) && (await quickInputTitle(page)).includes("Lich: Undo Task"));
+      const picked = await waitFor("the Ask Agent task in the pick", () =>
+        page.evaluate(() => {
+          const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
+          const row = rows.find((r) => (r.querySelector(".label-name")?.textContent || "").replace(/\u00a0/g, " ").trim() === "Use an f-string in greet()");
+          if (!row) {
+            return false;
+          }
+          const text = row.textContent.replace(/\u00a0/g, " ").trim();
+          row.click();
+          return { text, rows: rows.length };
+        }),
+      );
+      const original = plan.files["hello.py"];
+      const shown = await waitFor("hello.py restored in the editor", async () => {
+        const text = await editorText(page);
+        return text.includes('return "Hello, " + name') && !text.includes(plan.expected["hello.py"]) ? text : false;
+      });
+      const diskFile = path.join(workspace, "hello.py");
+      const disk = await waitFor("hello.py restored on disk (lich/saveDocuments)", () => {
+        const text = fs.readFileSync(diskFile, "utf8");
+        return text === original ? text : false;
+      });
+      await waitFor("the editor tab to be clean after the save", async () => !(await activeTabDirty(page)), 15_000);
+      const message = await waitFor("the server's undo message", async () =>
+        (await notifications(page)).find((m) => !before.has(m) && m.startsWith("lich: undo ")),
+      30_000);
+      await screenshot(page, "undo-task");
+      return { picked, editor_text: shown, disk_text: disk, message };
     }, page);
 
     await screenshot(page, "final");

@@ -23,10 +23,22 @@ import { choosePatch } from "./patchSource";
 import { askForPrompt, PromptHistory } from "./prompt";
 import { SAVE_DOCUMENTS_METHOD, SaveDocumentsCapability, saveDocuments, type SaveDocumentsParams } from "./saveDocuments";
 import { askForFilter, LAST_FILTER_KEY, PROBLEMS_COMMAND, RUN_TESTS_COMMAND, runTestsCommand, type RunTestsArgs, type RunTestsResult } from "./runTests";
+import {
+  ACCEPT_ALL_COMMAND,
+  ACCEPT_HUNK_COMMAND,
+  REJECT_ALL_COMMAND,
+  REJECT_HUNK_COMMAND,
+  REVIEW_COMMANDS,
+  ReviewCodeLensProvider,
+  ReviewHunksCapability,
+  reviewOutcome,
+  type ReviewAnswer,
+} from "./review";
 import { resolveServer, serverMissingMessage, type ServerSpec } from "./serverResolve";
 import { RESTART_SETTINGS, SECTION, serverSettings, type ServerSettings } from "./settings";
 import { mcpServers, providerInfo, statusView, type McpServerInfo, type ProviderInfo } from "./status";
 import { TaskTracker } from "./tasks";
+import { UNDO_COMMAND, undoTaskCommand, type UndoResult } from "./undo";
 import { MANAGE_TRUST_COMMAND, runTrustCommand, TRUST_COMMAND, type TrustArgs, type TrustResult } from "./trust";
 import { EVENT_METHOD, eventTaskId, TRANSCRIPT_CHANNEL, TranscriptRenderer, type LichEvent } from "./transcript";
 
@@ -45,6 +57,7 @@ export const COMMANDS = {
   revokeWorkspaceConfigTrust: "lichClient.revokeWorkspaceConfigTrust",
   runTests: "lichClient.runTests",
   runTestsMatching: "lichClient.runTestsMatching",
+  undoTask: "lichClient.undoTask",
 } as const;
 const ACTION_RESTART = "Restart Server";
 const ACTION_SETTINGS = "Open Settings";
@@ -102,6 +115,14 @@ export class LichController implements vscode.Disposable {
     register(COMMANDS.revokeWorkspaceConfigTrust, () => this.trustWorkspaceConfig(true));
     register(COMMANDS.runTests, () => this.runTests(false));
     register(COMMANDS.runTestsMatching, () => this.runTests(true));
+    register(COMMANDS.undoTask, (taskId) => this.undoTask(typeof taskId === "string" ? taskId : undefined));
+    // Review per hunk: the lenses' buttons and the palette's Accept All / Reject All (./review).
+    register(REVIEW_COMMANDS.acceptHunk, (args) => this.reviewCommand(ACCEPT_HUNK_COMMAND, args));
+    register(REVIEW_COMMANDS.rejectHunk, (args) => this.reviewCommand(REJECT_HUNK_COMMAND, args));
+    register(REVIEW_COMMANDS.acceptAll, () => this.reviewCommand(ACCEPT_ALL_COMMAND, {}));
+    register(REVIEW_COMMANDS.rejectAll, () => this.reviewCommand(REJECT_ALL_COMMAND, {}));
+    const lenses = new ReviewCodeLensProvider();
+    this.disposables.push(lenses, vscode.languages.registerCodeLensProvider({ scheme: "file" }, lenses));
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
@@ -206,6 +227,7 @@ export class LichController implements vscode.Disposable {
     };
     const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
     client.registerFeature(new SaveDocumentsCapability());
+    client.registerFeature(new ReviewHunksCapability());
     client.onNotification(EVENT_METHOD, (event: LichEvent) => this.onEvent(event));
     client.onRequest(SAVE_DOCUMENTS_METHOD, (params: SaveDocumentsParams) =>
       saveDocuments(params, vscode.workspace.textDocuments, (uri) => vscode.Uri.parse(uri).toString()),
@@ -462,6 +484,39 @@ export class LichController implements vscode.Disposable {
         showProblems: () => void vscode.commands.executeCommand(PROBLEMS_COMMAND),
       },
       filter,
+    );
+  }
+
+  /** One review command (a lens button, Accept All, Reject All); failures are shown. */
+  async reviewCommand(command: string, args: unknown): Promise<ReviewAnswer | undefined> {
+    const sent = args && typeof args === "object" ? (args as Record<string, unknown>) : {};
+    let answer: ReviewAnswer | undefined;
+    try {
+      answer = await this.serverCommand<ReviewAnswer>(command, sent);
+    } catch (err) {
+      answer = { ok: false, error: err instanceof Error ? err.message : String(err) };
+    }
+    const outcome = reviewOutcome(command, answer);
+    if (outcome?.level === "error") {
+      void vscode.window.showErrorMessage(outcome.message);
+    } else if (outcome) {
+      void vscode.window.showInformationMessage(outcome.message);
+    }
+    return answer;
+  }
+
+  /**
+   * "Lich: Undo Task": the server's lich.undoTask for `taskId`, or for the task picked from the
+   * recent ones. The server shows the outcome itself (window/showMessage).
+   */
+  async undoTask(taskId?: string): Promise<UndoResult | undefined> {
+    return undoTaskCommand(
+      {
+        status: () => this.serverCommand("lich.status"),
+        send: (args) => this.serverCommand<UndoResult>(UNDO_COMMAND, { ...args }),
+        ui: vscode.window,
+      },
+      taskId,
     );
   }
 

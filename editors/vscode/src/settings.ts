@@ -94,6 +94,12 @@ export function serverSettings(source: SettingsSource, trusted: boolean): Server
       out.edit_mode = mode;
     }
   }
+  if (isSet(source, "reviewStyle")) {
+    const style = source.get<string>("reviewStyle");
+    if (style === "auto" || style === "hunks" || style === "batch") {
+      out.review_style = style;
+    }
+  }
   if (isSet(source, "maxTurns")) {
     const turns = source.get<number | null>("maxTurns");
     if (typeof turns === "number" && Number.isInteger(turns) && turns >= 1) {

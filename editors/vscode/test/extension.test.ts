@@ -38,7 +38,7 @@ describe("activate", () => {
     expect(client.clientOptions.initializationOptions).toEqual({ edit_mode: "review" });
     const caps: Record<string, unknown> = {};
     client.features.forEach((feature) => feature.fillClientCapabilities(caps));
-    expect(caps).toEqual({ experimental: { lich: { saveDocuments: true } } });
+    expect(caps).toEqual({ experimental: { lich: { saveDocuments: true, reviewHunks: true } } });
     expect([...client.requests.keys()]).toContain("lich/saveDocuments");
     expect([...client.notifications.keys()]).toContain("lich/event");
     expect(mock.errors).toEqual([]);

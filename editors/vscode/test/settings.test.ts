@@ -93,6 +93,7 @@ describe("package.json contributions", () => {
       "lich.baseUrl",
       "lich.apiKeyEnv",
       "lich.editMode",
+      "lich.reviewStyle",
       "lich.approval",
       "lich.maxTurns",
       "lich.trace.server",
@@ -132,6 +133,11 @@ describe("package.json contributions", () => {
         "Revoke Workspace Config Trust",
         "Run Tests",
         "Run Tests Matching…",
+        "Undo Task",
+        "Accept All",
+        "Reject All",
+        "Accept Change",
+        "Reject Change",
       ].sort(),
     );
   });

@@ -535,6 +535,80 @@ function M.read(bufnr, callback)
   return M.execute("lich.read", { uri = vim.uri_from_bufnr(bufnr) }, callback, { bufnr = bufnr })
 end
 
+--- One line for an entry of lich.status's `undoable_tasks` ({task_id, title, files, running}).
+---@param task table
+---@return string
+function M.undo_choice(task)
+  local files = type(task.files) == "table" and task.files or {}
+  local shown = {}
+  for index, file in ipairs(files) do
+    if index > 3 then
+      table.insert(shown, string.format("and %d more", #files - 3))
+      break
+    end
+    table.insert(shown, tostring(file))
+  end
+  local text = tostring(task.task_id) .. ": " .. tostring(task.title or "")
+  if #shown > 0 then
+    text = text .. " (" .. table.concat(shown, ", ") .. ")"
+  end
+  if task.running == true then
+    text = text .. " [running]"
+  end
+  return text
+end
+
+--- Undo an agent task (lich.undoTask): the server sends the inverse of every change the task
+--- made as one edit (`u` in a buffer undoes the undo), keeping the edits you made since where
+--- they do not touch the task's lines and refusing a file where they do. The server tells the
+--- outcome (window/showMessage); errors of the request are notified here. Without a task id,
+--- the recent undoable tasks (lich.status's `undoable_tasks`) are offered with vim.ui.select.
+---@param opts table|nil {task_id?, bufnr?, client_id?}
+---@param callback fun(err, result)|nil
+function M.undo(opts, callback)
+  opts = opts or {}
+  callback = callback or function() end
+  local exec_opts = {
+    bufnr = opts.bufnr,
+    client_id = opts.client_id,
+    -- The server plans the undo against the buffers' text: every pending change goes first.
+    flush_all = true,
+  }
+  local function send(task_id)
+    return M.execute("lich.undoTask", { task_id = task_id }, function(err, result)
+      if err then
+        notify_error("undo", err)
+      elseif type(result) ~= "table" then
+        notify("unexpected answer to lich.undoTask: " .. vim.inspect(result), vim.log.levels.WARN)
+      else
+        M.last_undo_result = result
+      end
+      callback(err, result)
+    end, exec_opts)
+  end
+  local task_id = type(opts.task_id) == "string" and vim.trim(opts.task_id) or ""
+  if task_id ~= "" then
+    return send(task_id)
+  end
+  return M.execute("lich.status", vim.empty_dict(), function(err, status)
+    if err then
+      notify_error("status", err)
+      return callback(err, nil)
+    end
+    local tasks = type(status) == "table" and type(status.undoable_tasks) == "table" and status.undoable_tasks or {}
+    if #tasks == 0 then
+      notify("no task to undo (the server keeps the last 20 tasks that changed files)")
+      return callback(nil, nil)
+    end
+    vim.ui.select(tasks, { prompt = "Undo which task? ", format_item = M.undo_choice }, function(choice)
+      if not choice then
+        return callback(nil, nil)
+      end
+      send(choice.task_id)
+    end)
+  end, exec_opts)
+end
+
 function M.open_transcript()
   return transcript.open()
 end
@@ -574,6 +648,10 @@ end
 
 function M.command_test(cmd)
   M.run_tests({ filter = cmd.args, bufnr = vim.api.nvim_get_current_buf() })
+end
+
+function M.command_undo(cmd)
+  M.undo({ task_id = cmd.args, bufnr = vim.api.nvim_get_current_buf() })
 end
 
 function M.command_cancel(cmd)

@@ -154,6 +154,14 @@ export const mock = {
   quickPicks: [] as FakeQuickPick[],
   onQuickPickShown: undefined as ((pick: FakeQuickPick) => void) | undefined,
   files: new Map<string, string>(),
+  /** vscode.languages: diagnostics per URI string, and the CodeLens providers registered. */
+  diagnostics: new Map<string, unknown[]>(),
+  codeLensProviders: [] as { selector: unknown; provider: unknown }[],
+  /** Test helper: set a document's diagnostics and fire onDidChangeDiagnostics, as VS Code does. */
+  setDiagnostics(uri: string, diagnostics: unknown[]): void {
+    mock.diagnostics.set(uri, diagnostics);
+    diagnosticsChanged.fire({ uris: [Uri.parse(uri)] });
+  },
   reset(): void {
     mock.config = {};
     mock.isTrusted = true;
@@ -176,6 +184,41 @@ export const mock = {
     mock.quickPicks = [];
     mock.onQuickPickShown = undefined;
     mock.files = new Map();
+    mock.diagnostics = new Map();
+    mock.codeLensProviders = [];
+  },
+};
+
+const diagnosticsChanged = new EventEmitter<{ uris: Uri[] }>();
+
+export class Position {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+}
+
+export class Range {
+  constructor(
+    readonly start: Position,
+    readonly end: Position,
+  ) {}
+}
+
+export class CodeLens {
+  constructor(
+    readonly range: Range,
+    readonly command?: { title: string; command: string; arguments?: unknown[]; tooltip?: string },
+  ) {}
+}
+
+export const languages = {
+  getDiagnostics: (uri: Uri) => mock.diagnostics.get(uri.toString()) ?? [],
+  onDidChangeDiagnostics: diagnosticsChanged.event,
+  registerCodeLensProvider: (selector: unknown, provider: unknown) => {
+    const entry = { selector, provider };
+    mock.codeLensProviders.push(entry);
+    return new Disposable(() => (mock.codeLensProviders = mock.codeLensProviders.filter((e) => e !== entry)));
   },
 };
 

@@ -1,0 +1,783 @@
+"""Review per hunk: the agent's pending changes stay on the server until the user answers each.
+
+With `edit_mode: "review"` and the hunks style (`review_style`, see `review_style`), a task's
+edits to existing files do not go out as one edit at its end: each changed region becomes a
+pending **hunk** (id `<task>-<n>`, stable for its life) shown as a diagnostic (severity hint,
+source `lich review`, code = the hunk id) with code actions Accept hunk / Reject hunk / Accept all
+in file / Reject all. Plain diagnostics and code actions, so any LSP client can review (Neovim
+0.7, Helix, Emacs); the VS Code extension adds CodeLens on top of the same diagnostics.
+
+Hunks are line ranges of the file's text as the server last saw it (`ReviewFile.text`). Every
+`didChange` carries them through the user's edits (lich_lsp.hunk_tracking); a hunk whose lines
+the user changed is dropped (never applied to the wrong lines), and the model hears of it. When
+the text changed without the server seeing each step (a full-document change, a file closed and
+changed on disk), the same tracking runs over the line diff of the two texts. Accepting sends the
+hunk as a versioned WorkspaceEdit through the same path as every other edit (lich_lsp.workspace
+`send_changes`): one undo step in the editor.
+
+What the user decides reaches the model: rejected and dropped hunks, a batch the editor did not
+apply, and the user's edits to lines the agent changed during a task become notes (`ModelNotes`)
+that the next agent turn receives as a user message (lich_core.workspace.user_notes_message).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.workspace import TextDocument
+
+from lich_core.errors import EditRejected
+from lich_core.hashline.replacements import line_replacements
+from lich_core.vocabulary import LineReplacement
+from lich_core.workspace import FileChange
+from lich_lsp.edits import PositionMapper, hashline_line_starts
+from lich_lsp.hunk_tracking import (
+    LineEdit,
+    Span,
+    line_edits_between,
+    lines_of,
+    splice_line_edit,
+    track_span,
+    track_spans,
+)
+
+if TYPE_CHECKING:
+    from lich_lsp.session import EditorSession
+
+log = logging.getLogger("lich.lsp.review")
+
+REVIEW_SOURCE = "lich review"
+REVIEW_KIND = "quickfix.lich.review"
+ACCEPT_HUNK = "lich.acceptHunk"
+REJECT_HUNK = "lich.rejectHunk"
+ACCEPT_ALL = "lich.acceptAll"
+REJECT_ALL = "lich.rejectAll"
+REVIEW_LIST = "lich.reviewList"
+REVIEW_COMMANDS = (ACCEPT_HUNK, REJECT_HUNK, ACCEPT_ALL, REJECT_ALL, REVIEW_LIST)
+ACCEPT_ALL_IN_FILE_TITLE = "Accept all in file"
+REJECT_ALL_TITLE = "Reject all"
+STYLE_HUNKS = "hunks"
+STYLE_BATCH = "batch"
+# Lines of a hunk shown in its diagnostic message and in a note to the model.
+PREVIEW_MAX_LINES = 12
+PREVIEW_LINE_MAX_CHARS = 200
+# Notes waiting for the model's next turn; older ones are dropped first (the count is said).
+MAX_MODEL_NOTES = 20
+NOTE_MAX_CHARS = 2_000
+
+
+def review_style(session: EditorSession) -> str:
+    """"hunks" or "batch" for this editor: `review_style` when it names one, else (auto) hunks,
+    except for a client that shows change annotations (needsConfirmation) and did not declare
+    `experimental.lich.reviewHunks` (VS Code without the lich extension's CodeLens takes the batch
+    in its refactor preview)."""
+    configured = session.config.get("review_style", "auto")
+    if configured in (STYLE_HUNKS, STYLE_BATCH):
+        return str(configured)
+    caps = session.features
+    if caps.review_hunks:
+        return STYLE_HUNKS
+    return STYLE_BATCH if caps.change_annotations else STYLE_HUNKS
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _clip_line(line: str) -> str:
+    line = line.rstrip("\r\n")
+    return line if len(line) <= PREVIEW_LINE_MAX_CHARS else line[: PREVIEW_LINE_MAX_CHARS - 1] + "…"
+
+
+def preview(text: str, prefix: str) -> list[str]:
+    lines = lines_of(text)
+    shown = [prefix + _clip_line(line) for line in lines[:PREVIEW_MAX_LINES]]
+    if len(lines) > PREVIEW_MAX_LINES:
+        shown.append(f"{prefix}… ({len(lines) - PREVIEW_MAX_LINES} more lines)")
+    return shown
+
+
+class ModelNotes:
+    """Notes for the model's next turn (the user's answers and edits in the editor), drained once."""
+
+    def __init__(self) -> None:
+        self._notes: deque[str] = deque()
+        self._dropped = 0
+
+    def add(self, note: str) -> None:
+        note = note.strip()
+        if not note:
+            return
+        if len(note) > NOTE_MAX_CHARS:
+            note = note[: NOTE_MAX_CHARS - 1] + "…"
+        self._notes.append(note)
+        while len(self._notes) > MAX_MODEL_NOTES:
+            self._notes.popleft()
+            self._dropped += 1
+
+    def drain(self) -> list[str]:
+        notes = list(self._notes)
+        if self._dropped:
+            notes.insert(0, f"({self._dropped} older notes were dropped)")
+        self._notes.clear()
+        self._dropped = 0
+        return notes
+
+    def __len__(self) -> int:
+        return len(self._notes)
+
+
+@dataclass(eq=False)
+class Hunk:
+    hunk_id: str
+    task_id: str
+    label: str  # the task's edit label, "lich: <title>"
+    start: int  # old lines [start, end) of ReviewFile.text (start == end: insert before `start`)
+    end: int
+    old_text: str  # those lines as they were when the hunk was proposed
+    new_text: str  # what replaces them (whole lines)
+
+    @property
+    def span(self) -> Span:
+        return Span(self.start, self.end)
+
+    def summary(self) -> str:
+        removed, added = self.end - self.start, len(lines_of(self.new_text))
+        if not removed:
+            return f"insert {plural(added, 'line')} before line {self.start + 1}"
+        where = f"line {self.start + 1}" if removed == 1 else f"lines {self.start + 1}-{self.end}"
+        if not added:
+            return f"delete {where}"
+        return f"replace {where} with {plural(added, 'line')}"
+
+
+@dataclass(eq=False)
+class ReviewFile:
+    path: Path
+    uri: str
+    text: str  # the file's text the hunks' line numbers refer to
+    hunks: list[Hunk] = field(default_factory=list)
+    # An accepted hunk is on its way to the editor: its echo (didChange) must not count as the
+    # user's edit; the file catches up after the answer (ReviewStore.accept).
+    busy: bool = False
+
+
+@dataclass
+class ProposeOutcome:
+    hunks: int = 0
+    files: list[str] = field(default_factory=list)  # workspace-relative names
+    dropped: list[str] = field(default_factory=list)  # one line each, for the user
+
+
+class ReviewStore:
+    """Pending hunks of one editor session, per file; see the module docstring."""
+
+    def __init__(self, session: EditorSession) -> None:
+        self._session = session
+        self._files: dict[str, ReviewFile] = {}
+        self.notes = ModelNotes()
+
+    # --- reading ---
+
+    def _key(self, path: Path) -> str:
+        from lich_lsp.workspace import path_key
+
+        return path_key(path)
+
+    def _rel(self, path: Path) -> str:
+        from lich_lsp.workspace import relative_path
+
+        return relative_path(self._session.root, path)
+
+    def _file_for_uri(self, uri: str) -> ReviewFile | None:
+        from lich_lsp.workspace import uri_to_path
+
+        path = uri_to_path(uri)
+        return self._files.get(self._key(path)) if path is not None else None
+
+    def pending(self, uri: str | None = None) -> list[Hunk]:
+        files = self._files.values() if uri is None else [f for f in [self._file_for_uri(uri)] if f is not None]
+        hunks: list[Hunk] = []
+        for review_file in list(files):
+            self.sync(review_file)
+            hunks.extend(review_file.hunks)
+        return hunks
+
+    def find(self, hunk_id: str) -> tuple[ReviewFile, Hunk] | None:
+        for review_file in list(self._files.values()):
+            self.sync(review_file)
+            for hunk in review_file.hunks:
+                if hunk.hunk_id == hunk_id:
+                    return review_file, hunk
+        return None
+
+    def describe(self, review_file: ReviewFile, hunk: Hunk) -> dict[str, Any]:
+        return {
+            "hunk_id": hunk.hunk_id,
+            "task_id": hunk.task_id,
+            "uri": review_file.uri,
+            "range": _range_json(self._range(review_file, hunk)),
+            "start_line": hunk.start,
+            "end_line": hunk.end,
+            "old_text": hunk.old_text,
+            "new_text": hunk.new_text,
+            "summary": hunk.summary(),
+        }
+
+    def listing(self, uri: str | None = None) -> list[dict[str, Any]]:
+        files = self._files.values() if uri is None else [f for f in [self._file_for_uri(uri)] if f is not None]
+        listed: list[dict[str, Any]] = []
+        for review_file in list(files):
+            self.sync(review_file)
+            listed.extend(self.describe(review_file, hunk) for hunk in review_file.hunks)
+        return listed
+
+    # --- proposing (the end of a review-mode task) ---
+
+    def propose(self, task_id: str, label: str, changes: Sequence[FileChange]) -> ProposeOutcome:
+        """Turn a task's edits of existing files into pending hunks; each change's base is the text
+        the task started from, so edits the user made meanwhile are tracked first (a hunk on lines
+        the user changed is dropped and said)."""
+        outcome = ProposeOutcome()
+        counter = itertools.count(1)  # a task proposes once: its ids are <task_id>-1, -2, ...
+        store = self._session.documents
+        for change in changes:
+            assert change.kind == "write" and change.base_text is not None and change.new_text is not None
+            rel = self._rel(change.path)
+            current = store.current_text(change.path)
+            base_lines = lines_of(change.base_text)
+            proposed = [
+                Hunk(
+                    hunk_id=f"{task_id}-{next(counter)}",
+                    task_id=task_id,
+                    label=label,
+                    start=r.start,
+                    end=r.end,
+                    old_text="".join(base_lines[r.start : r.end]),
+                    new_text=r.text,
+                )
+                for r in sorted(change.replacements, key=lambda r: r.start)
+            ]
+            if current is None:
+                for hunk in proposed:
+                    self._drop_note(rel, hunk, "the file was deleted before it could be reviewed")
+                outcome.dropped.append(f"{rel}: the file was deleted during the task")
+                continue
+            if current != change.base_text:
+                survivors = self._carry(proposed, line_edits_between(change.base_text, current))
+                for hunk in proposed:
+                    if hunk not in survivors:
+                        self._drop_note(rel, hunk, "the user edited those lines during the task")
+                        outcome.dropped.append(f"{rel}: {hunk.hunk_id} ({hunk.summary()}): you edited those lines")
+                proposed = survivors
+            if not proposed:
+                continue
+            key = self._key(change.path)
+            review_file = self._files.get(key)
+            if review_file is None:
+                review_file = ReviewFile(Path(change.path), store.uri_for(change.path), current)
+                self._files[key] = review_file
+            else:
+                self.sync(review_file)
+            review_file.hunks = sorted(review_file.hunks + proposed, key=lambda h: (h.start, h.end))
+            outcome.hunks += len(proposed)
+            if rel not in outcome.files:
+                outcome.files.append(rel)
+            self.publish(review_file)
+        return outcome
+
+    # --- following the text ---
+
+    def _carry(self, hunks: Sequence[Hunk], edits: Sequence[LineEdit]) -> list[Hunk]:
+        """The hunks an edit sequence does not hit, moved to their new lines (in place)."""
+        spans = track_spans([h.span for h in hunks], edits)
+        kept = []
+        for hunk, span in zip(hunks, spans, strict=True):
+            if span is not None:
+                hunk.start, hunk.end = span.start, span.end
+                kept.append(hunk)
+        return kept
+
+    def _matches(self, text: str, hunk: Hunk) -> bool:
+        return "".join(lines_of(text)[hunk.start : hunk.end]) == hunk.old_text
+
+    def _rebase(self, review_file: ReviewFile, new_text: str, edits: Sequence[LineEdit] | None, why: str) -> bool:
+        """Carry the file's hunks to `new_text` (through `edits` when known exactly, else the
+        diff); drops and notes the hunks hit. True when anything changed."""
+        before = [(h.hunk_id, h.start, h.end) for h in review_file.hunks]
+        original = [(h, h.start, h.end) for h in review_file.hunks]
+        kept: list[Hunk] | None = None
+        if edits is not None:
+            kept = self._carry(review_file.hunks, edits)
+            if not all(self._matches(new_text, h) for h in kept):
+                for hunk, start, end in original:  # the exact path disagrees: start over from the diff
+                    hunk.start, hunk.end = start, end
+                kept = None
+        if kept is None:
+            kept = self._carry(review_file.hunks, line_edits_between(review_file.text, new_text))
+            kept = [h for h in kept if self._matches(new_text, h)]
+        rel = self._rel(review_file.path)
+        for hunk, _, _ in original:
+            if hunk not in kept:
+                self._drop_note(rel, hunk, why)
+                self._session.log(f"lich: dropped the proposed change {hunk.hunk_id} in {rel}: {why}")
+        review_file.hunks = kept
+        review_file.text = new_text
+        return [(h.hunk_id, h.start, h.end) for h in kept] != before
+
+    def sync(self, review_file: ReviewFile) -> None:
+        """Catch up with the file's current text (what the user sees) if it moved unseen."""
+        if review_file.busy:
+            return
+        current = self._session.documents.current_text(review_file.path)
+        if current == review_file.text:
+            return
+        if current is None:
+            for hunk in review_file.hunks:
+                self._drop_note(self._rel(review_file.path), hunk, "the file was deleted")
+            review_file.hunks = []
+            review_file.text = ""
+        else:
+            self._rebase(review_file, current, None, "the user edited those lines")
+        self._forget_if_empty(review_file)
+        self.publish(review_file)
+
+    def did_change(self, uri: str, content_changes: Sequence[Any]) -> None:
+        """textDocument/didChange (after the server's copy was updated): move the file's hunks."""
+        review_file = self._file_for_uri(uri)
+        if review_file is None or review_file.busy:
+            return
+        doc = self._session.documents.document_for_uri(uri)
+        if doc is None:
+            return
+        new_text = doc.source
+        if new_text == review_file.text:
+            return  # the echo of an accepted hunk: already accounted for
+        # Replay the changes on the text the hunks refer to; pygls' own document does the
+        # position arithmetic (line breaks, the client's position encoding) exactly as for doc.
+        text = review_file.text
+        replayed: list[LineEdit] = []
+        codec = self._session.port.position_codec
+        exact = True
+        for change in content_changes:
+            change_range = getattr(change, "range", None)
+            if change_range is None:
+                exact = False  # a whole-document change: the diff decides
+                break
+            scratch = TextDocument(uri, source=text, position_codec=codec)
+            start = scratch.offset_at_position(change_range.start)
+            end = scratch.offset_at_position(change_range.end)
+            text, line_edit = splice_line_edit(text, start, end, change.text)
+            replayed.append(line_edit)
+        # Changes that did not start from our text (one went unseen) are left to the diff too.
+        edits = replayed if exact and text == new_text else None
+        if self._rebase(review_file, new_text, edits, "the user edited those lines"):
+            self.publish(review_file)
+        self._forget_if_empty(review_file)
+
+    def _forget_if_empty(self, review_file: ReviewFile) -> None:
+        if not review_file.hunks:
+            self._files.pop(self._key(review_file.path), None)
+
+    # --- answering ---
+
+    async def accept(self, hunk_ids: Iterable[str]) -> dict[str, Any]:
+        """Apply these hunks (one WorkspaceEdit over their files, all or nothing)."""
+        from lich_lsp.workspace import send_changes
+
+        wanted = list(dict.fromkeys(hunk_ids))
+        chosen, missing = self._collect(wanted)
+        if missing and not chosen:
+            return _failure(f"not_found: no pending change {', '.join(missing)} (already accepted, rejected or dropped)")
+        store = self._session.documents
+        async with store.locked(f.path for f in chosen):
+            changes: list[FileChange] = []
+            plan: list[tuple[ReviewFile, list[Hunk], str]] = []
+            for review_file, hunks in chosen.items():
+                self.sync(review_file)
+                live = [h for h in hunks if h in review_file.hunks]
+                for hunk in hunks:
+                    if hunk not in live:
+                        missing.append(hunk.hunk_id)
+                live = _without_overlaps(live)
+                if not live:
+                    continue
+                new_text, replacements = _applied(review_file.text, live)
+                changes.append(
+                    FileChange(review_file.path, "write", new_text, review_file.text, tuple(replacements))
+                )
+                plan.append((review_file, live, new_text))
+            if not changes:
+                return _failure(f"not_found: no pending change {', '.join(missing)} (the file changed; see the log)")
+            label = plan[0][1][0].label if len(plan) == 1 else "lich: accept reviewed changes"
+            for review_file, _, _ in plan:
+                review_file.busy = True
+            try:
+                await send_changes(self._session, changes, label)
+            except EditRejected as err:
+                ids = [h.hunk_id for _, hunks, _ in plan for h in hunks]
+                self.notes.add(
+                    f"Your proposed change {', '.join(ids)} could not be applied when the user accepted it: {err.reason}"
+                )
+                self._session.show_message(f"lich: could not apply {', '.join(ids)}: {err.reason}", types.MessageType.Warning)
+                return _failure(str(err))
+            finally:
+                for review_file, _, _ in plan:
+                    review_file.busy = False
+            self._journal(changes, plan)
+        accepted: list[str] = []
+        edited: list[str] = []
+        for review_file, live, new_text in plan:
+            accepted += [h.hunk_id for h in live]
+            edited.append(review_file.uri)
+            rest = [h for h in review_file.hunks if h not in live]
+            # The accepted hunks' own edits, bottom first, carry the others to their new lines.
+            steps = [LineEdit(h.start, h.end, len(lines_of(h.new_text))) for h in sorted(live, key=lambda h: -h.start)]
+            review_file.hunks = rest
+            self._rebase(review_file, new_text, steps, "an accepted change overlapped it")
+            self._forget_if_empty(review_file)
+            self.sync(review_file)  # the user may have typed while the edit was on its way
+            self.publish(review_file)
+        result: dict[str, Any] = {"ok": True, "accepted": accepted, "edited": edited, "pending": len(self.pending())}
+        if missing:
+            result["missing"] = missing
+        return result
+
+    def _journal(self, changes: list[FileChange], plan: list[tuple[ReviewFile, list[Hunk], str]]) -> None:
+        """Accepted hunks become part of their task's undo (lich.undoTask takes them back too).
+
+        `changes` and `plan` are parallel, one entry per file; a file's change goes to the task of
+        its first accepted hunk (hunks of two tasks accepted at once in one file: the older one).
+        """
+        from lich_lsp.undo import record_task_changes
+
+        by_task: dict[str, list[FileChange]] = {}
+        for change, (_, live, _) in zip(changes, plan, strict=True):
+            by_task.setdefault(live[0].task_id, []).append(change)
+        for task_id, task_changes in by_task.items():
+            try:
+                record_task_changes(self._session, task_id, task_changes)
+            except Exception:  # noqa: BLE001 - the edit is applied; only its undo step is lost
+                log.warning("could not journal accepted hunks of %s", task_id, exc_info=True)
+
+    def reject(self, hunk_ids: Iterable[str]) -> dict[str, Any]:
+        wanted = list(dict.fromkeys(hunk_ids))
+        chosen, missing = self._collect(wanted)
+        if missing and not chosen:
+            return _failure(f"not_found: no pending change {', '.join(missing)} (already accepted, rejected or dropped)")
+        rejected: list[str] = []
+        for review_file, hunks in chosen.items():
+            rel = self._rel(review_file.path)
+            for hunk in hunks:
+                review_file.hunks.remove(hunk)
+                rejected.append(hunk.hunk_id)
+                self.notes.add(
+                    "\n".join(
+                        [
+                            f"The user rejected your proposed change {hunk.hunk_id} to {rel} ({hunk.summary()}, "
+                            f"from the task \"{_title(hunk.label)}\"). It would have replaced:",
+                            *(preview(hunk.old_text, "  ") or ["  (nothing)"]),
+                            "with:",
+                            *(preview(hunk.new_text, "  ") or ["  (nothing)"]),
+                            "Do not make this change again unless the user asks for it.",
+                        ]
+                    )
+                )
+            self._forget_if_empty(review_file)
+            self.publish(review_file)
+        result: dict[str, Any] = {"ok": True, "rejected": rejected, "pending": len(self.pending())}
+        if missing:
+            result["missing"] = missing
+        return result
+
+    def _collect(self, hunk_ids: Sequence[str]) -> tuple[dict[ReviewFile, list[Hunk]], list[str]]:
+        chosen: dict[ReviewFile, list[Hunk]] = {}
+        missing: list[str] = []
+        for hunk_id in hunk_ids:
+            found = self.find(hunk_id)
+            if found is None:
+                missing.append(hunk_id)
+                continue
+            review_file, hunk = found
+            chosen.setdefault(review_file, []).append(hunk)
+        return chosen, missing
+
+    def ids(self, uri: str | None = None) -> list[str]:
+        return [h.hunk_id for h in self.pending(uri)]
+
+    # --- notes for the model ---
+
+    def _drop_note(self, rel: str, hunk: Hunk, why: str) -> None:
+        self.notes.add(
+            f"Your proposed change {hunk.hunk_id} to {rel} ({hunk.summary()}) was dropped without being applied: {why}. "
+            "Read the file again before changing those lines."
+        )
+
+    # --- showing ---
+
+    def _range(self, review_file: ReviewFile, hunk: Hunk) -> types.Range:
+        text = review_file.text
+        mapper = PositionMapper(text, self._session.port.position_codec)
+        starts = hashline_line_starts(text)
+
+        def line_start(line: int) -> int:
+            return starts[line] if line < len(starts) else len(text)
+
+        start = mapper.position(line_start(hunk.start))
+        if hunk.end <= hunk.start:
+            return types.Range(start=start, end=start)
+        # The end of the last replaced line, before its line break (never the next line's start).
+        end_offset = line_start(hunk.end)
+        while end_offset > line_start(hunk.end - 1) and text[end_offset - 1] in "\r\n":
+            end_offset -= 1
+        return types.Range(start=start, end=mapper.position(end_offset))
+
+    def diagnostic(self, review_file: ReviewFile, hunk: Hunk) -> types.Diagnostic:
+        lines = [
+            f"lich: proposed change {hunk.hunk_id} ({_title(hunk.label)}): {hunk.summary()}",
+            *preview(hunk.old_text, "- "),
+            *preview(hunk.new_text, "+ "),
+        ]
+        return types.Diagnostic(
+            range=self._range(review_file, hunk),
+            message="\n".join(lines),
+            severity=types.DiagnosticSeverity.Hint,
+            source=REVIEW_SOURCE,
+            code=hunk.hunk_id,
+            data={"hunk_id": hunk.hunk_id, "task_id": hunk.task_id},
+        )
+
+    def publish(self, review_file: ReviewFile) -> None:
+        self._session.publish_diagnostics(
+            REVIEW_SOURCE, review_file.uri, [self.diagnostic(review_file, h) for h in review_file.hunks]
+        )
+
+    def code_actions(
+        self, params: types.CodeActionParams, *, literal_support: bool, tags: bool
+    ) -> list[types.CodeAction | types.Command]:
+        """Accept / Reject for the hunks on the requested lines, and the file-wide pair."""
+        from lich_lsp.code_actions import kind_allowed
+
+        only = [str(kind) for kind in params.context.only] if params.context.only else None
+        if not kind_allowed(REVIEW_KIND, only):
+            return []
+        uri = params.text_document.uri
+        review_file = self._file_for_uri(uri)
+        if review_file is None:
+            return []
+        self.sync(review_file)
+        first, last = params.range.start.line, params.range.end.line
+        here = [h for h in review_file.hunks if h.start <= last and max(h.end, h.start + 1) > first]
+        actions: list[types.CodeAction] = []
+
+        def add(title: str, command: str, argument: dict[str, Any], llm: bool, hunk: Hunk | None = None) -> None:
+            actions.append(
+                types.CodeAction(
+                    title=title,
+                    kind=REVIEW_KIND,
+                    command=types.Command(title=title, command=command, arguments=[argument]),
+                    diagnostics=[self.diagnostic(review_file, hunk)] if hunk is not None else None,
+                    tags=[types.CodeActionTag.LlmGenerated] if llm and tags else None,
+                )
+            )
+
+        for hunk in here:
+            add(f"Accept hunk {hunk.hunk_id}", ACCEPT_HUNK, {"hunk_id": hunk.hunk_id}, True, hunk)
+            add(f"Reject hunk {hunk.hunk_id}", REJECT_HUNK, {"hunk_id": hunk.hunk_id}, False, hunk)
+        if review_file.hunks:
+            add(ACCEPT_ALL_IN_FILE_TITLE, ACCEPT_ALL, {"uri": review_file.uri}, True)
+            add(REJECT_ALL_TITLE, REJECT_ALL, {}, False)
+        if literal_support:
+            return list(actions)
+        return [action.command for action in actions if action.command is not None]
+
+
+def _title(label: str) -> str:
+    return label[len("lich: ") :] if label.startswith("lich: ") else label
+
+
+def _failure(error: str) -> dict[str, Any]:
+    return {"ok": False, "error": error}
+
+
+def _range_json(value: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": value.start.line, "character": value.start.character},
+        "end": {"line": value.end.line, "character": value.end.character},
+    }
+
+
+def _without_overlaps(hunks: Sequence[Hunk]) -> list[Hunk]:
+    """Hunks of one file that can go out as one edit. Hunks of one task never overlap; one of
+    another task that does is left out (the accepted hunk then hits it, and it is dropped)."""
+    kept: list[Hunk] = []
+    for hunk in sorted(hunks, key=lambda h: (h.start, h.end)):
+        if kept:
+            previous = kept[-1]
+            same_insertion = hunk.start == hunk.end == previous.start == previous.end
+            if hunk.start < previous.end or same_insertion:
+                continue
+        kept.append(hunk)
+    return kept
+
+
+def _applied(text: str, hunks: Sequence[Hunk]) -> tuple[str, list[LineReplacement]]:
+    """`text` with the (non-overlapping) hunks applied, and their replacements in its coordinates."""
+    lines = lines_of(text)
+    out: list[str] = []
+    position = 0
+    replacements: list[LineReplacement] = []
+    for hunk in sorted(hunks, key=lambda h: h.start):
+        out.extend(lines[position : hunk.start])
+        out.append(hunk.new_text)
+        replacements.append(LineReplacement(hunk.start, hunk.end, hunk.new_text))
+        position = hunk.end
+    out.extend(lines[position:])
+    return "".join(out), replacements
+
+
+# --- the agent's applied lines, and the user's edits to them during a task ---
+
+
+@dataclass(eq=False)
+class AgentLines:
+    """The lines the agent changed in one file during a task (apply mode), in `text`'s numbering."""
+
+    text: str  # the file's text when the spans were last carried
+    spans: list[Span] = field(default_factory=list)
+
+
+def _overlaps(span: Span, start: int, end: int) -> bool:
+    return track_span(span, LineEdit(start, end, 0)) is None
+
+
+def record_agent_lines(lines: AgentLines | None, change: FileChange) -> AgentLines | None:
+    """`lines` after the agent applied `change` (a write): its new lines join the spans, and the
+    earlier spans move with it (those it rewrote are replaced by the new ones)."""
+    if change.kind != "write" or change.new_text is None:
+        return None
+    base = change.base_text or ""
+    spans: list[Span | None] = []
+    if lines is not None:
+        spans = list(lines.spans)
+        if lines.text != base:
+            spans = track_spans(spans, line_edits_between(lines.text, base))
+    ordered = sorted(change.replacements, key=lambda r: r.start)
+    steps = [LineEdit(r.start, r.end, len(lines_of(r.text))) for r in reversed(ordered)]
+    carried = [span for span in track_spans(spans, steps) if span is not None]
+    offset = 0
+    for r in ordered:
+        count = len(lines_of(r.text))
+        if count:
+            carried.append(Span(r.start + offset, r.start + offset + count))
+        offset += count - (r.end - r.start)
+    return AgentLines(change.new_text, sorted(carried, key=lambda s: (s.start, s.end)))
+
+
+def user_edit_note(rel: str, lines: AgentLines, current: str | None) -> str | None:
+    """A note when the text moved on from `lines.text` in a way that touches the agent's lines
+    (the user edited them); carries `lines` to `current` either way."""
+    if current == lines.text:
+        return None
+    if current is None:
+        lines.spans, lines.text = [], ""
+        return f"{rel}, which you edited, no longer exists."
+    replacements = sorted(line_replacements(lines.text, current), key=lambda r: r.start)
+    hit_rows: list[str] = []
+    offset = 0
+    new_lines = lines_of(current)
+    for r in replacements:
+        count = len(lines_of(r.text))
+        if any(_overlaps(span, r.start, r.end) for span in lines.spans):
+            start = r.start + offset
+            shown = new_lines[start : start + count]
+            where = f"line {start + 1}" if count == 1 else f"lines {start + 1}-{start + count}"
+            hit_rows.append(f"{where} now read:" if count else f"the lines before line {start + 1} were deleted")
+            hit_rows.extend("  " + _clip_line(line) for line in shown[:PREVIEW_MAX_LINES])
+        offset += count - (r.end - r.start)
+    survivors = track_spans(lines.spans, line_edits_between(lines.text, current))
+    lines.spans = [span for span in survivors if span is not None]
+    lines.text = current
+    if not hit_rows:
+        return None
+    return "\n".join(
+        [f"The user edited lines you had changed in {rel}:", *hit_rows,
+         "Keep the user's version (do not revert it); read the file again before editing near it."]
+    )
+
+
+# --- user-facing words for a review's outcome (the model keeps the error prefixes) ---
+
+
+def user_review_message(note: str) -> str:
+    """Plain words for a review note that carries a machine prefix (`edit_rejected: ...`)."""
+    text = note
+    for prefix in ("edit_rejected: ", "review_declined: ", "review_unavailable: ", "stale_document: "):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    return text[:1].upper() + text[1:] if text else note
+
+
+# --- the commands ---
+
+
+async def accept_hunk_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    from lich_lsp.commands import get_str, single_object
+
+    obj = single_object(ACCEPT_HUNK, args)
+    hunk_id = get_str(ACCEPT_HUNK, obj, "hunk_id", required=True)
+    assert hunk_id is not None
+    return await session.review.accept([hunk_id])
+
+
+async def reject_hunk_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    from lich_lsp.commands import get_str, single_object
+
+    obj = single_object(REJECT_HUNK, args)
+    hunk_id = get_str(REJECT_HUNK, obj, "hunk_id", required=True)
+    assert hunk_id is not None
+    return session.review.reject([hunk_id])
+
+
+def _scope_uri(session: EditorSession, command: str, args: tuple[Any, ...]) -> str | None:
+    from lich_lsp.commands import get_str, resolve_uri, single_object
+
+    obj = single_object(command, args, required=False)
+    uri = get_str(command, obj, "uri", required=False)
+    if uri is not None:
+        resolve_uri(command, session, uri)
+    return uri
+
+
+async def accept_all_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    ids = session.review.ids(_scope_uri(session, ACCEPT_ALL, args))
+    if not ids:
+        return {"ok": True, "accepted": [], "edited": [], "pending": len(session.review.pending())}
+    return await session.review.accept(ids)
+
+
+async def reject_all_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    ids = session.review.ids(_scope_uri(session, REJECT_ALL, args))
+    if not ids:
+        return {"ok": True, "rejected": [], "pending": len(session.review.pending())}
+    return session.review.reject(ids)
+
+
+async def review_list_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    return {"hunks": session.review.listing(_scope_uri(session, REVIEW_LIST, args))}
+
+
+REVIEW_HANDLERS = {
+    ACCEPT_HUNK: accept_hunk_command,
+    REJECT_HUNK: reject_hunk_command,
+    ACCEPT_ALL: accept_all_command,
+    REJECT_ALL: reject_all_command,
+    REVIEW_LIST: review_list_command,
+}

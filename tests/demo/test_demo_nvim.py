@@ -1,0 +1,82 @@
+"""`lich demo --editor nvim` in a real Neovim with lich's plugin, against the real server.
+
+The command runs as a user types it; only `nvim` on PATH is a wrapper that adds `--headless` and
+a driver script (nvim_driver.lua) that answers the approval with "Allow once", waits for the
+demo's ask to finish, and writes what Neovim saw to a JSON file. Skips when there is no `nvim`,
+except under CI=true (CI installs Debian's neovim).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lich_core.demo.nvim import BUNDLED_PLUGIN, find_plugin
+from tests.demo.demo_support import repo_env, run_demo
+
+# With the editor tests: one Neovim at a time on a 2-core machine (tests/editors/conftest.py).
+pytestmark = [pytest.mark.nvim, pytest.mark.xdist_group("editors")]
+
+DRIVER = Path(__file__).resolve().parent / "nvim_driver.lua"
+DRIVER_TIMEOUT_MS = 90_000
+
+
+@pytest.fixture
+def nvim() -> str:
+    found = shutil.which("nvim")
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no `nvim` on PATH under CI=true (CI installs Debian's neovim)")
+        pytest.skip("no `nvim` on PATH: install Neovim to run")
+    return found
+
+
+def headless_wrapper(folder: Path, nvim: str) -> Path:
+    folder.mkdir()
+    wrapper = folder / "nvim"
+    wrapper.write_text(
+        f'#!/bin/sh\nexec "{nvim}" --headless "$@" -c "lua dofile(os.getenv(\'DEMO_TEST_DRIVER\'))"\n',
+        encoding="utf-8",
+    )
+    wrapper.chmod(0o755)
+    return folder
+
+
+def test_the_demo_in_neovim_edits_the_buffers_with_the_plugin(nvim: str, tmp_path: Path, elsewhere: Path) -> None:
+    bin_dir = headless_wrapper(tmp_path / "bin", nvim)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    result_file = tmp_path / "nvim-result.json"
+    env = repo_env(
+        TMPDIR=str(temp),
+        PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        DEMO_TEST_DRIVER=str(DRIVER),
+        DEMO_TEST_RESULT=str(result_file),
+        DEMO_TEST_TIMEOUT_MS=str(DRIVER_TIMEOUT_MS),
+    )
+    done = run_demo("--editor", "nvim", cwd=elsewhere, env=env)
+    assert result_file.exists(), f"nvim wrote no result (rc={done.returncode})\n{done.stdout}\n{done.stderr}"
+    seen = json.loads(result_file.read_text(encoding="utf-8"))
+    context = json.dumps(seen, indent=1)
+    assert done.returncode == 0, context
+    assert seen["done"] and seen["err"] is None, context
+    assert seen["result"]["stopped_reason"] == "final", context
+    assert len(seen["result"]["edited"]) == 2, context
+    # The edits landed in Neovim's buffers, through the plugin.
+    assert "    if not values:\n        return 0.0\n" in seen["buffers"]["stats.py"], context
+    assert "assert mean([]) == 0.0\n" in seen["buffers"]["check_stats.py"], context
+    # Neovim was asked before the checks ran, and the transcript shows the run.
+    assert seen["questions"] == ['lich wants to run terminal (process/exec): {"command": "python3 check_stats.py"}']
+    transcript = "\n".join(seen["transcript"])
+    assert "→ terminal" in transcript and "all checks passed" in transcript, transcript
+    assert list(elsewhere.iterdir()) == [] and list(temp.iterdir()) == []
+
+
+def test_the_plugin_comes_with_the_package() -> None:
+    # The link that the wheel build follows (pyproject.toml package-data) reaches the plugin.
+    assert find_plugin() == BUNDLED_PLUGIN.resolve()
+    assert (BUNDLED_PLUGIN / "plugin" / "lich.lua").is_file()
