@@ -6,9 +6,10 @@ to the work dir. Symlinks to files match; symlinked directories are not descende
 SKIP_DIRS are skipped unless the pattern names them with a literal segment.
 
 The walk is the hot path (`**/*.py` over a big tree), so it stays close to os.scandir: an explicit
-stack of (directory, relative prefix, matcher state), segment matchers compiled once, matcher
-states interned so each directory costs one dict lookup, and directories the pattern cannot match
-below are never opened.
+stack of (directory, relative prefix, matcher state), segment matchers compiled once (to C
+callables where the shape allows), matcher states interned so each directory costs one dict
+lookup, a directory's entries taken at once (the entry, time and cancellation bounds are checked
+per directory), and directories the pattern cannot match below are never opened.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import functools
+import itertools
+import operator
 import os
 import re
 import time
@@ -40,7 +43,17 @@ MAX_WALK_MS = 10_000
 CHECK_EVERY_ENTRIES = 2048
 
 GLOB_MAGIC = re.compile(r"[*?\[]")
-NameMatcher = Callable[[str], bool]
+# Truthy when the name matches. Matchers are C callables where possible (a bound method, a
+# methodcaller): the walk calls one per entry, and a Python lambda's frame costs more than the test.
+NameMatcher = Callable[[str], object]
+
+
+def _accept_any(name: str) -> bool:
+    return True
+
+
+def _accept_none(name: str) -> bool:
+    return False
 
 
 def compile_segment(segment: str) -> NameMatcher:
@@ -48,21 +61,12 @@ def compile_segment(segment: str) -> NameMatcher:
     if not GLOB_MAGIC.search(segment):
         return segment.__eq__
     if segment == "*":
-        return lambda name: True
+        return _accept_any
     if segment.startswith("*") and not GLOB_MAGIC.search(segment[1:]):
-        return _suffix_matcher(segment[1:])
+        return operator.methodcaller("endswith", segment[1:])
     if segment.endswith("*") and not GLOB_MAGIC.search(segment[:-1]):
-        return _prefix_matcher(segment[:-1])
-    regex = re.compile(fnmatch.translate(segment))
-    return lambda name: regex.match(name) is not None
-
-
-def _suffix_matcher(suffix: str) -> NameMatcher:
-    return lambda name: name.endswith(suffix)
-
-
-def _prefix_matcher(prefix: str) -> NameMatcher:
-    return lambda name: name.startswith(prefix)
+        return operator.methodcaller("startswith", segment[:-1])
+    return re.compile(fnmatch.translate(segment)).match
 
 
 @dataclass
@@ -194,14 +198,6 @@ def parse_pattern(pattern: str, work_dir: str) -> list[str]:
     return collapsed
 
 
-def _accept_any(name: str) -> bool:
-    return True
-
-
-def _accept_none(name: str) -> bool:
-    return False
-
-
 def walk(
     start_dir: str,
     start_rel: str,
@@ -230,7 +226,7 @@ def walk(
             continue  # unreadable or vanished: nothing to report from it
         # One predicate per directory instead of a dispatch per entry (the common single matcher).
         if state.file_any:
-            accepts: Callable[[str], bool] = _accept_any
+            accepts: NameMatcher = _accept_any
         elif len(state.file_matchers) == 1:
             accepts = state.file_matchers[0]
         elif not state.file_matchers:
@@ -238,31 +234,32 @@ def walk(
         else:
             accepts = functools.partial(file_matches, state)
         with scanner:
-            for entry in scanner:
-                visited += 1
-                name = entry.name
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        sub = step_dir(state, name)
-                        if sub is not dead:
-                            stack.append((entry.path, rel_prefix + name + "/", sub))
-                    elif accepts(name):
-                        # Regular files need no stat; a symlink counts only if it leads to a file.
-                        if not entry.is_symlink() or entry.is_file():
-                            append(rel_prefix + name)
-                except OSError:
-                    pass
-                if visited >= next_check:
-                    next_check += CHECK_EVERY_ENTRIES
-                    if is_cancelled():
-                        return WalkResult(paths, visited, "cancelled")
-                    if time.monotonic() > deadline:
-                        stop = f"time limit of {max_ms // 1000} s"
-                        break
-                if visited >= max_entries:
-                    stop = f"entry limit of {max_entries} entries visited"
-                    break
-        if stop:
+            # A directory's entries at once, as many as the entry limit leaves: the loop below
+            # then carries no per-entry counting, and the bounds are checked once per directory.
+            entries = list(itertools.islice(scanner, max_entries - visited))
+        visited += len(entries)
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    sub = step_dir(state, name)
+                    if sub is not dead:
+                        stack.append((entry.path, rel_prefix + name + "/", sub))
+                elif accepts(name):
+                    # Regular files need no stat; a symlink counts only if it leads to a file.
+                    if not entry.is_symlink() or entry.is_file():
+                        append(rel_prefix + name)
+            except OSError:
+                pass
+        if visited >= next_check:
+            next_check = visited + CHECK_EVERY_ENTRIES
+            if is_cancelled():
+                return WalkResult(paths, visited, "cancelled")
+            if time.monotonic() > deadline:
+                stop = f"time limit of {max_ms // 1000} s"
+                break
+        if visited >= max_entries:
+            stop = f"entry limit of {max_entries} entries visited"
             break
     return WalkResult(paths, visited, stop)
 

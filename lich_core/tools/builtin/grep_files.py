@@ -27,12 +27,15 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import sysconfig
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from lich_core.errors import ToolError
 from lich_core.hashline.anchors import HEX_BYTE, line_hash_values, split_lines
@@ -63,8 +66,17 @@ TIME_BUDGET_ENV = "LICH_GREP_TIME_BUDGET_MS"
 TIME_BUDGET_STOP = "time budget"
 MAX_OUTPUT_CHARS = 400_000
 _ENGINE_SCRIPT = _grep_engine.__file__
-_RG_SIZE_SKIP_RE = re.compile(r"ignoring (.+): (\d+) bytes$")
-_RG_BINARY_RE = re.compile(r"ignoring (.+): found binary data")
+# One rg match record (`--null --line-number --max-columns=1`, searching "."): "./" PATH NUL LINE
+# ":" TEXT "\n". rg also prints warning lines without a NUL between records ("./x.bin: WARNING:
+# stopped searching binary file after match ..."); a line without a NUL is never part of a path.
+_RG_RECORD_RE = re.compile(rb"\./([^\0\n]*)\0(\d+):[^\n]*\n")
+# The same where a path may hold newlines: it runs to its NUL, except that a line end followed by
+# a new "./" ends a warning line, not a path (the match starts again there). 3x slower.
+_RG_RECORD_NEWLINES_RE = re.compile(rb"\./((?:[^\0\n]|\n(?!\./))*)\0(\d+):[^\n]*\n")
+# rg's --debug notes about skipped files; a note runs to the next `rg: ` line (a path may hold "\n").
+_RG_NOTE = rb"^rg: DEBUG\|[^\n]*? ignoring (?:\./)?((?:(?!\nrg: ).)*?)"
+_RG_SIZE_SKIP_RE = re.compile(_RG_NOTE + rb": (\d+) bytes$", re.M | re.S)
+_RG_BINARY_RE = re.compile(_RG_NOTE + rb": found binary data(?: at offset \d+)?$", re.M | re.S)
 # A `path` holding one of these that is not an existing path is a glob (kli's search: `src/**/*.py`).
 GLOB_CHARS = frozenset("*?[{")
 
@@ -90,7 +102,7 @@ def _time_budget_ms(ctx: ToolContext) -> int:
     return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_TIME_BUDGET_MS
 
 
-def _kill(process: asyncio.subprocess.Process) -> None:
+def _kill(process: asyncio.subprocess.Process | subprocess.Popen[bytes]) -> None:
     if process.returncode is None:
         try:
             process.kill()
@@ -98,44 +110,138 @@ def _kill(process: asyncio.subprocess.Process) -> None:
             pass
 
 
-async def _communicate(
-    process: asyncio.subprocess.Process, data: bytes | None, deadline: float, cancel: CancelToken
-) -> tuple[bytes, bytes, bool]:
-    """(stdout, stderr, finished in time); kills the process on timeout or cancellation."""
-    unsubscribe = cancel.on_cancel(lambda: _kill(process))
-    try:
-        out, err = await asyncio.wait_for(process.communicate(data), max(0.0, deadline - time.monotonic()))
-        return out, err, True
-    except asyncio.TimeoutError:
-        _kill(process)
-        await process.wait()
-        return b"", b"", False
-    except asyncio.CancelledError:
-        _kill(process)
-        raise
-    finally:
-        unsubscribe()
+def _scratch_file() -> IO[bytes]:
+    """An unnamed file (an in-memory memfd where Linux has one), for a child's stdin or stderr."""
+    memfd_create = getattr(os, "memfd_create", None)
+    if memfd_create is not None:
+        try:
+            return os.fdopen(memfd_create("lich-grep", getattr(os, "MFD_CLOEXEC", 0)), "w+b")
+        except OSError:
+            pass  # no memfd in this kernel: a temporary file does the same
+    return tempfile.TemporaryFile()
+
+
+def _contents(handle: IO[bytes]) -> bytes:
+    handle.seek(0)
+    return handle.read()
+
+
+def _settle(future: asyncio.Future[bytes], out: bytes, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(out)
+
+
+def _drain(process: subprocess.Popen[bytes]) -> asyncio.Future[bytes]:
+    """The child's whole stdout, read to its end in a thread of its own, then the child reaped.
+
+    rg writes a block per matching file. Through the event loop's pipe transport each block
+    costs a wake-up of the loop's machinery, thousands a search, on the cores rg is searching
+    with; a blocking read in a thread is the cheap way (it is what subprocess.run does). Not the
+    shared default executor: behind other blocking work there, the pipe would fill and stall rg.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[bytes] = loop.create_future()
+
+    def read_all() -> None:
+        out, error = b"", None
+        try:
+            assert process.stdout is not None
+            with process.stdout:
+                out = process.stdout.read()
+            process.wait()
+        except BaseException as err:  # noqa: BLE001 - handed to the awaiting task
+            error = err
+        try:
+            loop.call_soon_threadsafe(_settle, future, out, error)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for this search any more
+
+    threading.Thread(target=read_all, name="lich-grep-reader", daemon=True).start()
+    return future
+
+
+async def run_captured(
+    argv: list[str], cwd: Path | None, stdin: IO[bytes] | None, deadline: float, cancel: CancelToken
+) -> tuple[bytes, bytes, int] | None:
+    """(stdout, stderr, exit code) of a child; None when the deadline passed. The child is
+    killed then, and on cancellation.
+
+    stderr goes to an unnamed file, which needs no draining. stdout must stay a pipe: with a
+    regular file there, rg stats every file it searches (to skip its own output file).
+    """
+    with _scratch_file() as err_file:
+        process = subprocess.Popen(
+            argv, cwd=cwd, stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=err_file,
+        )  # fmt: skip
+        reading = _drain(process)
+        unsubscribe = cancel.on_cancel(lambda: _kill(process))
+        try:
+            out = await asyncio.wait_for(asyncio.shield(reading), max(0.0, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            _kill(process)
+            await reading
+            return None
+        except asyncio.CancelledError:
+            _kill(process)
+            raise
+        finally:
+            unsubscribe()
+        return out, _contents(err_file), process.returncode
 
 
 async def _rg_stdin(rg: str, pattern: str, text: str, deadline: float, cancel: CancelToken) -> list[int] | None:
     """Line numbers matching in `text` (rg on stdin); None when rg refuses the pattern."""
-    process = await asyncio.create_subprocess_exec(
+    command = [
         rg, "--no-config", "--line-number", "--no-heading", "--color=never", "--max-columns=1", "--text",
         "-e", pattern, "-",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, _, finished = await _communicate(process, text.encode("utf-8", "surrogateescape"), deadline, cancel)
-    if not finished:
+    ]  # fmt: skip
+    with _scratch_file() as stdin:
+        stdin.write(text.encode("utf-8", "surrogateescape"))
+        stdin.flush()
+        stdin.seek(0)
+        finished = await run_captured(command, None, stdin, deadline, cancel)
+    if finished is None:
         raise TimeoutError
-    if process.returncode == 2:
+    out, _, returncode = finished
+    if returncode == 2:
         return None
     return [int(line.split(b":", 1)[0]) for line in out.splitlines() if line[:1].isdigit()]
 
 
-async def _rg_tree(
-    rg: str, root: Path, pattern: str, glob: str | None, deadline: float, cancel: CancelToken
-) -> SearchHits | None:
-    """Search the tree under `root` with rg; None when rg refuses the pattern."""
+def parse_rg_matches(out: bytes) -> dict[str, list[int]]:
+    """{root-relative path: matching line numbers} from rg's `--null --line-number` records.
+
+    One regex pass over the whole output; paths stay bytes while the records are grouped and are
+    decoded once each at the end. Each record holds one NUL and, unless its path holds newlines,
+    one line end; a warning line has a line end only. As many NULs as line ends: no path holds a
+    newline, and the faster pattern will do. (A name holding a newline then "./" is cut there.)
+    """
+    regex = _RG_RECORD_RE if out.count(b"\0") == out.count(b"\n") else _RG_RECORD_NEWLINES_RE
+    files: dict[bytes, list[int]] = {}
+    get = files.get
+    for path, number in regex.findall(out):
+        lines = get(path)
+        if lines is None:
+            files[path] = [int(number)]
+        else:
+            lines.append(int(number))
+    return {path.decode("utf-8", "surrogateescape"): lines for path, lines in files.items()}
+
+
+def parse_rg_skips(err: bytes) -> tuple[int, list[str]]:
+    """(files skipped for size, paths skipped as binary) from rg's --debug notes."""
+    too_large = sum(1 for match in _RG_SIZE_SKIP_RE.finditer(err) if int(match.group(2)) > MAX_FILE_BYTES)
+    binary = [match.group(1).decode("utf-8", "surrogateescape") for match in _RG_BINARY_RE.finditer(err)]
+    return too_large, binary
+
+
+def rg_tree_command(rg: str, pattern: str, glob: str | None) -> list[str]:
+    """The rg command line of a tree search, run in the tree's root (the benchmark times it too)."""
     command = [
         rg, "--no-config", "--no-ignore", "--hidden", "--no-messages", "--null", "--line-number",
         "--with-filename", "--no-heading", "--color=never", "--max-columns=1",
@@ -145,46 +251,27 @@ async def _rg_tree(
         command += ["-g", f"!{name}/"]
     if glob:
         command += ["-g", glob]
-    command += ["-e", pattern, "--", "."]
-    process = await asyncio.create_subprocess_exec(
-        *command, cwd=root, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    return command + ["-e", pattern, "--", "."]
+
+
+async def _rg_tree(
+    rg: str, root: Path, pattern: str, glob: str | None, deadline: float, cancel: CancelToken
+) -> SearchHits | None:
+    """Search the tree under `root` with rg; None when rg refuses the pattern."""
     hits = SearchHits(engine="rg")
-    out, err, finished = await _communicate(process, None, deadline, cancel)
-    if not finished:
+    finished = await run_captured(rg_tree_command(rg, pattern, glob), root, None, deadline, cancel)
+    if finished is None:
         hits.stopped = TIME_BUDGET_STOP
         return hits
-    if process.returncode == 2 and not out and _rg_fatal_error(err):
+    out, err, returncode = finished
+    if returncode == 2 and not out and _rg_fatal_error(err):
         return None  # rg refused the pattern (look-around, backreference, size limit, ...)
-    files = hits.files
-    current_path = b""
-    current: list[int] = []
-    for record in out.split(b"\n"):
-        path, sep, rest = record.partition(b"\0")
-        if not sep:
-            continue  # a warning line, or the tail of an odd path
-        number, colon, _ = rest.partition(b":")
-        if not colon or not number.isdigit():
-            continue
-        if path != current_path:
-            # rg prints each file's lines together, so decode a path once per file.
-            rel = path.decode("utf-8", "surrogateescape")
-            current = files.setdefault(rel[2:] if rel.startswith("./") else rel, [])
-            current_path = path
-        current.append(int(number))
-    for line in err.decode("utf-8", "replace").splitlines():
-        if "ignoring" in line and line.endswith("bytes"):
-            match = _RG_SIZE_SKIP_RE.search(line)
-            if match is not None and int(match.group(2)) > MAX_FILE_BYTES:
-                hits.too_large += 1
-        elif "found binary data" in line:
-            hits.binary += 1
-            match = _RG_BINARY_RE.search(line)
-            if match is not None:
-                # rg prints matches it saw before the NUL byte; the file is binary all the same.
-                binary_rel = match.group(1)
-                files.pop(binary_rel[2:] if binary_rel.startswith("./") else binary_rel, None)
+    hits.files = parse_rg_matches(out)
+    hits.too_large, binary = parse_rg_skips(err)
+    hits.binary = len(binary)
+    for rel in binary:
+        # rg prints matches it saw before the NUL byte; the file is binary all the same.
+        hits.files.pop(rel, None)
     return hits
 
 
@@ -492,18 +579,21 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     else:
         raise ToolError(f"not_found: {rel_target}")
 
-    # Thousands of overflow files are only counted: they skip the path arithmetic and the
-    # deny-list check (denied files were dropped above: only .lich holds any).
+    # Thousands of overflow files are only counted, in one go once the caps are reached: they
+    # skip the path arithmetic and the deny-list check (denied files were dropped above: only
+    # .lich holds any).
     assert ctx.read_state is not None
     output: list[str] = []
     files_shown = rows_shown = 0
     hidden_files = hidden_rows = 0
-    for rel in sorted(hits.files):
-        matches = hits.files[rel]
+    ordered = sorted(hits.files)
+    for index, rel in enumerate(ordered):
         if files_shown >= MAX_FILES or rows_shown >= max_rows:
-            hidden_files += 1
-            hidden_rows += len(matches)
-            continue
+            overflow = ordered[index:]
+            hidden_files += len(overflow)
+            hidden_rows += sum(map(len, map(hits.files.__getitem__, overflow)))
+            break
+        matches = hits.files[rel]
         absolute = Path(os.path.normpath(os.path.join(base, rel)))
         try:
             check_file_access(ctx.work_dir, absolute, write=False)
