@@ -1,9 +1,13 @@
 """Hashline benchmarks: hashing+rendering a 2 MiB file, grep_files vs rg, a 50-hunk patch.
 
 Every figure is measured next to its reference in the same run (best of N wall times):
-- hash+render of a 2 MiB, ~50,000-line source file vs reading and splitting it (target <= 5x);
+- hash+render of a 2 MiB, ~50,000-line source file vs reading and splitting it (target <= 2.5x,
+  issue #18);
 - grep_files on a generated 20,000-file tree vs `rg` on the same tree (target <= 1.5x);
-- apply_patch with 50 hunks on the 2 MiB file, end to end through the tool and the workspace.
+- apply_patch with 50 hunks on the 2 MiB file, end to end through the tool and the workspace,
+  vs the engine alone (parse + validate + apply, strings in and out; target <= 2x, issue #18),
+  with the disk's share shown apart: reading the file and writing the new text atomically
+  (temp file, fsync, rename) is a floor no patch tool goes below.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from lich_core.tools.builtin.apply_patch import TOOL as APPLY_PATCH
 from lich_core.tools.builtin.grep_files import TOOL as GREP_FILES
 from lich_core.tools.builtin.grep_files import find_rg
 from lich_core.tools.types import ToolContext
-from lich_core.workspace import read_disk_text
+from lich_core.workspace import encode_text, read_disk_text
 
 TWO_MIB = 2 * 1024 * 1024
 _NAMES = ["value", "count", "result", "items", "index", "buffer", "config", "handler", "token", "offset"]
@@ -96,7 +100,7 @@ def _hash_figures(folder: Path, repeat: int) -> tuple[list[Figure], Path]:
             "ms",
             "read+split",
             reference,
-            "<= 5x",
+            "<= 2.5x",
             "numpy across lines" if _has_numpy() else "numpy missing: pure Python",
         ),
         Figure(
@@ -206,25 +210,55 @@ def _patch_figures(path: Path, repeat: int) -> list[Figure]:
     original = path.read_bytes()
     text = read_disk_text(path)
     patch = fifty_hunk_patch(text, path.name)
+    [edit] = plan_edits([FileTarget(path.name, text, True, parse_patch(patch)[0].ops)])
 
     def engine_only() -> None:
         [section] = parse_patch(patch)
         plan_edits([FileTarget(path.name, text, True, section.ops)])
 
-    best = float("inf")
-    for _ in range(repeat):
+    def disk_floor() -> None:
+        """Read the file, write the new text beside it, fsync, rename over it."""
+        read_disk_text(path)
+        temp = path.with_name(path.name + ".floor")
+        with open(temp, "wb") as handle:
+            handle.write(encode_text(edit.new_text))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+
+    # One event loop for every call, as in the server: asyncio.run per call would also time its
+    # own exit, where Python 3.11 formats the repr of the main task's result (the 2 MiB prior
+    # content) while it restores the SIGINT handler.
+    loop = asyncio.new_event_loop()
+    tool = floor = engine = float("inf")
+    try:
+        for _ in range(repeat):
+            path.write_bytes(original)
+            floor = min(floor, best_of(disk_floor, 1))
+            path.write_bytes(original)
+            ctx = ToolContext(work_dir=path.parent)
+            assert ctx.read_state is not None
+            ctx.read_state.record(path)
+            started = time.perf_counter()
+            result = loop.run_until_complete(APPLY_PATCH.execute({"input": patch}, ctx))
+            tool = min(tool, time.perf_counter() - started)
+            assert result.ok, result.error
+            engine = min(engine, best_of(engine_only, 1))
+    finally:
+        loop.close()
         path.write_bytes(original)
-        ctx = ToolContext(work_dir=path.parent)
-        assert ctx.read_state is not None
-        ctx.read_state.record(path)
-        started = time.perf_counter()
-        result = asyncio.run(APPLY_PATCH.execute({"input": patch}, ctx))
-        best = min(best, time.perf_counter() - started)
-        assert result.ok, result.error
-    path.write_bytes(original)
     return [
-        Figure("apply_patch 50 hunks on 2 MiB (tool, disk write)", best * 1000, "ms", note="report only"),
-        Figure("parse+validate+apply 50 hunks (engine only)", best_of(engine_only, repeat) * 1000, "ms"),
+        Figure(
+            "apply_patch 50 hunks on 2 MiB (tool, disk write)",
+            tool * 1000,
+            "ms",
+            "engine only",
+            engine * 1000,
+            "<= 2x",
+            f"of which the disk floor: {floor * 1000:.1f} ms",
+        ),
+        Figure("parse+validate+apply 50 hunks (engine only)", engine * 1000, "ms"),
+        Figure("read + atomic write of 2 MiB (disk floor, info)", floor * 1000, "ms", "engine only", engine * 1000),
     ]
 
 

@@ -8,6 +8,7 @@ an empty one, and a "\\r" stays part of the line it is in (CRLF files hash their
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -109,14 +110,19 @@ def _vector_hashes(lines: Sequence[str], text: str | None) -> list[int] | None:
 
 
 _HASH_PIPE = tuple(f"{digest}|" for digest in HEX_BYTE)
-# "N:" strings for line numbers, built once and reused by every rendering.
-_NUMBER_PREFIXES: list[str] = [""]
+# "N:" strings for line numbers, each after a newline ("\nN:"): a row's newline travels with
+# the next row's number, so rows join in one pass. Renderings of many rows reuse them (built
+# once up to the last number shown); a few rows are cheaper to format than to reach in the cache.
+_NUMBER_PREFIXES: list[str] = ["\n0:"]
+CACHED_PREFIX_ROWS = 1_000
 
 
 def _number_prefixes(first: int, count: int) -> list[str]:
     last = first + count
+    if count < CACHED_PREFIX_ROWS and last > len(_NUMBER_PREFIXES):
+        return [f"\n{number}:" for number in range(first, last)]
     if last > len(_NUMBER_PREFIXES):
-        _NUMBER_PREFIXES.extend(f"{number}:" for number in range(len(_NUMBER_PREFIXES), last))
+        _NUMBER_PREFIXES.extend(f"\n{number}:" for number in range(len(_NUMBER_PREFIXES), last))
     return _NUMBER_PREFIXES[first:last]
 
 
@@ -138,5 +144,18 @@ def render_rows(
     """
     if values is None:
         values = line_hash_values(lines, text=text)
-    prefixes = _number_prefixes(first_number, len(lines))
-    return "\n".join(map("".join, zip(prefixes, map(_HASH_PIPE.__getitem__, values), lines, strict=True)))
+    count = len(lines)
+    if len(values) != count:
+        raise ValueError(f"render_rows: {len(values)} hashes for {count} lines")
+    if not count:
+        return ""
+    # One join over [number, hash, line] triples: a string per row first would allocate (and
+    # copy) every row twice, the larger part of rendering a big file.
+    parts: list[str] = [""] * (3 * count)
+    prefixes = _number_prefixes(first_number, count)
+    prefixes[0] = prefixes[0][1:]
+    parts[0::3] = prefixes
+    # itemgetter looks every hash up in one C call (a map would run a call per row, then copy).
+    parts[1::3] = operator.itemgetter(*values)(_HASH_PIPE) if count > 1 else [_HASH_PIPE[values[0]]]
+    parts[2::3] = lines
+    return "".join(parts)

@@ -60,10 +60,21 @@ class FileEdit:
     regions: list[tuple[int, int]]
     # (old_start, old_end, new_start, new_end): each merged change, before trimming.
     hunks: list[tuple[int, int, int, int]] = field(default_factory=list)
+    # (new_text, its lines) when the lines are known: apply_ops builds them on the way to the
+    # text, and the result rows need them; kept with the text they split so that a new_text
+    # assigned later (a Lisp repair) is split again instead of shown stale.
+    _new_lines: tuple[str, list[str]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def created(self) -> bool:
         return self.old_text is None
+
+    def new_lines(self) -> list[str]:
+        """split_lines(new_text), split once."""
+        known = self._new_lines
+        if known is None or known[0] is not self.new_text:
+            known = self._new_lines = (self.new_text, split_lines(self.new_text))
+        return known[1]
 
 
 @dataclass
@@ -79,12 +90,17 @@ class _Slot:
 
 def uses_crlf(text: str) -> bool:
     """The file's line-ending style: CRLF when most of its newlines are CRLF."""
+    if "\r" not in text:  # one scan instead of two counts, for the usual file
+        return False
     newlines = text.count("\n")
     return newlines > 0 and text.count("\r\n") * 2 > newlines
 
 
-def validate(target: FileTarget) -> list[str]:
-    """Every problem with `target`'s ops against its current text (empty when valid)."""
+def validate(target: FileTarget, lines: list[str] | None = None) -> list[str]:
+    """Every problem with `target`'s ops against its current text (empty when valid).
+
+    `lines`, when given, is split_lines(target.text), already made.
+    """
     name = target.display
     if target.text is None:
         if any(op.start is not None for op in target.ops):
@@ -95,7 +111,8 @@ def validate(target: FileTarget) -> list[str]:
         return []
     if not target.was_read:
         return [f"not_read: {name} has not been read in this session; read it with read_file (or find it with grep_files) first"]
-    lines = split_lines(target.text)
+    if lines is None:
+        lines = split_lines(target.text)
     count = len(lines)
     problems: list[str] = []
     for op in target.ops:
@@ -178,15 +195,21 @@ def _slots(ops: Sequence[PatchOp], count: int) -> list[_Slot]:
     return slots
 
 
-def apply_ops(target: FileTarget) -> FileEdit:
-    """Apply validated ops (call validate first). The new text ends with a newline."""
+def apply_ops(target: FileTarget, lines: list[str] | None = None) -> FileEdit:
+    """Apply validated ops (call validate first). The new text ends with a newline.
+
+    `lines`, when given, is split_lines(target.text), already made. The new text is built as
+    its lines (the untouched runs are slices of the old lines, so no line is copied one by one)
+    joined once.
+    """
     old_text = target.text or ""
-    old_lines = split_lines(old_text)
+    old_lines = split_lines(old_text) if lines is None else lines
     count = len(old_lines)
     crlf = uses_crlf(old_text)
 
     def terminated(line: str) -> str:
-        return line + "\r\n" if crlf and not line.endswith("\r") else line + "\n"
+        # A payload line as a line of the new text (split on "\n"): CRLF files keep their "\r".
+        return line + "\r" if crlf and not line.endswith("\r") else line
 
     slots = _slots(target.ops, count)
     has_final_newline = old_text.endswith("\n") or count == 0
@@ -195,54 +218,67 @@ def apply_ops(target: FileTarget) -> FileEdit:
         slots.append(_Slot(count - 1, count, [old_lines[-1]], True, len(slots)))
         slots.sort(key=lambda slot: (slot.start, slot.is_range, slot.order))
 
-    old_full = [line + "\n" for line in old_lines]
-    if old_full and not has_final_newline:
-        old_full[-1] = old_lines[-1]
-
-    new_full: list[str] = []
+    # Every line of the new text ends with a newline: an unterminated last old line is always
+    # replaced (above), so new_lines joined by "\n" plus a final "\n" is the new text.
+    new_lines: list[str] = []
     merged: list[tuple[int, int, list[str]]] = []
     merged_new_starts: list[int] = []
     regions: list[tuple[int, int]] = []
     added = removed = 0
     cursor = 0
     for slot in slots:
-        new_full.extend(old_full[cursor : slot.start])
+        if slot.start > cursor:
+            new_lines += old_lines[cursor : slot.start]
         cursor = max(cursor, slot.start)
-        payload_full = [terminated(line) for line in slot.lines]
-        region_start = len(new_full)
-        new_full.extend(payload_full)
+        payload = [terminated(line) for line in slot.lines]
+        region_start = len(new_lines)
+        new_lines += payload
         cursor = max(cursor, slot.end)
         if slot.order < len(target.ops):
             added += len(slot.lines)
             removed += slot.end - slot.start
-        regions.append((region_start, len(new_full)))
+        regions.append((region_start, len(new_lines)))
         if merged and merged[-1][1] >= slot.start:
-            merged[-1] = (merged[-1][0], slot.end, merged[-1][2] + payload_full)
+            merged[-1] = (merged[-1][0], slot.end, merged[-1][2] + payload)
         else:
-            merged.append((slot.start, slot.end, payload_full))
+            merged.append((slot.start, slot.end, payload))
             merged_new_starts.append(region_start)
-    new_full.extend(old_full[cursor:])
-    new_text = "".join(new_full)
+    new_lines += old_lines[cursor:]
+    if new_lines:
+        new_lines.append("")  # the final newline, without copying the joined text again
+        new_text = "\n".join(new_lines)
+        new_lines.pop()
+    else:
+        new_text = ""
 
-    replacements = _region_replacements(old_full, merged)
+    replacements = _region_replacements(old_lines, has_final_newline, merged)
     hunks = [
-        (start, end, new_start, new_start + len(lines))
-        for (start, end, lines), new_start in zip(merged, merged_new_starts, strict=True)
+        (start, end, new_start, new_start + len(payload))
+        for (start, end, payload), new_start in zip(merged, merged_new_starts, strict=True)
     ]
-    return FileEdit(
+    edit = FileEdit(
         target.display, target.text, new_text, replacements, added, removed, _merge_regions(regions), hunks
     )
+    edit._new_lines = (new_text, new_lines)
+    return edit
 
 
-def _region_replacements(old_full: list[str], merged: list[tuple[int, int, list[str]]]) -> tuple[LineReplacement, ...]:
-    """line_replacements over each merged region (old lines [start, end) -> lines), in file lines.
+def _region_replacements(
+    old_lines: list[str], has_final_newline: bool, merged: list[tuple[int, int, list[str]]]
+) -> tuple[LineReplacement, ...]:
+    """line_replacements over each merged region (old lines [start, end) -> new lines), in file lines.
 
     Regions are separated by lines no op touched, so the result is minimal over the whole file
     too (no replacement touches another) without diffing the untouched rest of a large file.
     """
+    count = len(old_lines)
     result: list[LineReplacement] = []
     for start, end, lines in merged:
-        for item in line_replacements("".join(old_full[start:end]), "".join(lines)):
+        old = "".join(line + "\n" for line in old_lines[start:end])
+        if end == count and not has_final_newline and old:
+            old = old[:-1]  # the file's last line has no terminator
+        new = "".join(line + "\n" for line in lines)
+        for item in line_replacements(old, new):
             result.append(LineReplacement(start + item.start, start + item.end, item.text))
     return tuple(result)
 
@@ -281,11 +317,13 @@ def edit_from_texts(display: str, old_text: str | None, new_text: str) -> FileEd
 def plan_edits(targets: Sequence[FileTarget]) -> list[FileEdit]:
     """Validate every target, then apply; raise PatchRejected listing every problem."""
     problems: list[str] = []
-    for target in targets:
-        problems.extend(validate(target))
+    # Each file is split once, for validation and for applying.
+    split = [split_lines(target.text) if target.text is not None else [] for target in targets]
+    for target, lines in zip(targets, split, strict=True):
+        problems.extend(validate(target, lines))
     if problems:
         raise PatchRejected(problems)
-    return [apply_ops(target) for target in targets]
+    return [apply_ops(target, lines) for target, lines in zip(targets, split, strict=True)]
 
 
 def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb: str = "Edited") -> str:
@@ -295,7 +333,7 @@ def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb
     details say which files are new).
     """
     header = f"{verb} {edit.display} (+{edit.added} -{edit.removed})"
-    lines = split_lines(edit.new_text)
+    lines = edit.new_lines()
     if not lines:
         return header + "\n(empty file)"
     windows: list[tuple[int, int]] = []

@@ -7,12 +7,14 @@ Order of checks: unknown tool → already cancelled → capability gate → call
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
+from lich_core.hashline.read_state import ReadState
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.guard import (
     CANCEL_GRACE_MS,  # noqa: F401 - re-exported: callers read the grace from here
@@ -36,6 +38,14 @@ from lich_core.vocabulary import CancelToken, ToolResult, format_tool_result
 
 DEFAULT_TOOL_TIMEOUT_MS = 30_000
 TERMINAL_TOOL_TIMEOUT_MS = 300_000
+
+# Context fields a ToolContext makes afresh for each instance (default factories), but the three
+# default_context sets itself.
+_FRESH_FIELDS = tuple(
+    (item.name, item.default_factory)
+    for item in dataclasses.fields(ToolContext)
+    if item.default_factory is not dataclasses.MISSING and item.name not in ("cancel", "env", "settings")
+)
 
 # A call check inspects a call before it runs and returns an error string to refuse it (approvals).
 CallCheck = Callable[[Tool, dict[str, Any], ToolContext], Awaitable[str | None]]
@@ -62,15 +72,30 @@ class ToolExecutor:
         self.call_checks = list(call_checks)
         self.terminal_timeout_ms = terminal_timeout_ms
         self.web_search = web_search
+        # (work_dir it was made for, a context for it): what a default context shares, made once.
+        self._base: tuple[Path, ToolContext] | None = None
 
     def default_context(self) -> ToolContext:
-        return ToolContext(
-            work_dir=self.work_dir,
-            env=dict(self.env),
-            settings=self.settings,
-            terminal_timeout_ms=self.terminal_timeout_ms,
-            web_search=self.web_search,
-        )
+        """A context for one call, as ToolContext(work_dir, env, settings, ...) makes it.
+
+        What is the same for every call is made once per work dir: the resolved work dir (a
+        file-system call) and its DiskWorkspace (stateless but for a lock no await happens
+        under). Per call, like a new ToolContext: its own cancel token, read state and copy of
+        the env, and every other field with a default factory made afresh. The executor's
+        attributes (env, settings, terminal_timeout_ms, web_search) are read at each call.
+        """
+        base = self._base
+        if base is None or base[0] is not self.work_dir:
+            base = self._base = (self.work_dir, ToolContext(work_dir=self.work_dir))
+        ctx = base[1].with_cancel(CancelToken())
+        for name, factory in _FRESH_FIELDS:
+            setattr(ctx, name, factory())
+        ctx.env = dict(self.env)
+        ctx.settings = self.settings
+        ctx.terminal_timeout_ms = self.terminal_timeout_ms
+        ctx.web_search = self.web_search
+        ctx.read_state = ReadState()
+        return ctx
 
     async def execute(
         self, name: str, args: dict[str, Any] | None, ctx: ToolContext | None = None
@@ -78,7 +103,8 @@ class ToolExecutor:
         tool = self.registry.get(name)
         if tool is None:
             return error_result(f"unknown_tool: {name}")
-        ctx = ctx or self.default_context()
+        if ctx is None:
+            ctx = self.default_context()
         if ctx.cancel.cancelled:
             return error_result("cancelled")
         denial = self.gate.denial(tool_capability(tool))
@@ -86,27 +112,26 @@ class ToolExecutor:
             return error_result(denial)
         if not isinstance(args, dict):
             args = {}
-        try:
-            for check in self.call_checks:
-                refusal = await check(tool, args, ctx)
-                if refusal:
-                    return error_result(refusal)
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:  # noqa: BLE001 - a broken call check refuses, it never crashes
-            return error_result(f"guard_error: {err}")
-        if ctx.cancel.cancelled:
-            return error_result("cancelled")
-        return await self._run(tool, args, ctx)
-
-    async def _run(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if self.call_checks:  # without any, nothing can have cancelled the call since the check above
+            try:
+                for check in self.call_checks:
+                    refusal = await check(tool, args, ctx)
+                    if refusal:
+                        return error_result(refusal)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # noqa: BLE001 - a broken call check refuses, it never crashes
+                return error_result(f"guard_error: {err}")
+            if ctx.cancel.cancelled:
+                return error_result("cancelled")
         timeout_ms = tool_timeout_ms(tool) or DEFAULT_TOOL_TIMEOUT_MS
         max_output_chars = tool_max_output_chars(tool) or DEFAULT_MAX_OUTPUT_CHARS
+        call_ctx = ctx
 
         async def run(token: CancelToken) -> ToolResult:
             # The tool sees one token: cancelled by the caller's token or by the deadline.
             try:
-                result = await tool.execute(args, ctx.with_cancel(token))
+                result = await tool.execute(args, call_ctx.with_cancel(token))
             except Exception as err:  # noqa: BLE001 - never throw
                 return error_result("cancelled") if token.cancelled else error_result(err)
             return _shape(result, token, max_output_chars)

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from lich_core.confined import check_path_text
 from lich_core.errors import ToolCancelledError, ToolError, ToolTimeoutError
+from lich_core.tools.eager import start_eagerly
 from lich_core.tools.types import ToolContext
 from lich_core.vocabulary import CancelToken, ToolResult
 
@@ -171,16 +172,46 @@ async def with_timeout(
     (`timeout: <label> exceeded <n>ms`) past the deadline and ToolCancelledError (`cancelled`)
     when `cancel` fired first. Cancelling the awaiting task cancels the token and the work too.
     Nothing outlives the call: the deadline timer and the link to `cancel` are always released.
+
+    The work is a task of its own, started eagerly (lich_core.tools.eager): work that finishes
+    without waiting, as most tool calls do, is done before any of the race is set up.
     """
     grace_ms = CANCEL_GRACE_MS if grace_ms is None else grace_ms
-    token = cancel.child() if cancel is not None else CancelToken()
-    work = asyncio.ensure_future(factory(token))
+    # The work's token follows `cancel` from the work's first wait on (linking costs more than
+    # the rest of a call that never waits): during its eager first step nothing but the work
+    # itself runs, so only the work could cancel `cancel` then, and its token follows at once.
+    token = CancelToken()
+    if cancel is not None and cancel.cancelled:
+        token.cancel(cancel.reason)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_ms / 1000
+    work = start_eagerly(factory(token))
+    if work.done():
+        if work.cancelled():  # the work cancelled itself; the caller was not cancelled
+            raise ToolCancelledError()
+        return work.result()
+    unlink = _follow(token, cancel) if cancel is not None else None
+    try:
+        return await _race(work, token, max(0.0, deadline - loop.time()), timeout_ms, label, grace_ms)
+    finally:
+        if unlink is not None:
+            unlink()
+
+
+def _follow(token: CancelToken, parent: CancelToken) -> Callable[[], None]:
+    """Cancel `token` whenever `parent` is (at once if it already is); returns the unlink."""
+    return parent.on_cancel(lambda: token.cancel(parent.reason))
+
+
+async def _race(
+    work: asyncio.Future[T], token: CancelToken, timeout_s: float, timeout_ms: int, label: str, grace_ms: int
+) -> T:
+    """with_timeout once the work waits: the work, the token and the deadline, first one wins."""
     cancel_wait = asyncio.ensure_future(token.wait())
     abandoning = False
     try:
-        done, _ = await asyncio.wait(
-            {work, cancel_wait}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
-        )
+        waiting: set[asyncio.Future[Any]] = {work, cancel_wait}
+        done, _ = await asyncio.wait(waiting, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
         if work in done:
             if work.cancelled():  # the work cancelled itself; the caller was not cancelled
                 raise ToolCancelledError()
@@ -199,7 +230,6 @@ async def with_timeout(
         raise
     finally:
         cancel_wait.cancel()
-        token.detach()
 
 
 async def _abandon(work: asyncio.Future[Any], grace_ms: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -307,3 +308,90 @@ def test_format_result_raw_on_success_json_on_error() -> None:
     with_details = ToolResult(ok=False, error="e", details={"prior_content": "secret"})
     assert "prior_content" not in ToolExecutor.format_result(with_details)
     assert json.loads(ToolExecutor.format_result(ToolResult(ok=False, error="é")))["error"] == "é"
+
+
+async def test_each_default_context_is_fresh_and_reads_the_executor_at_the_call(tmp_path: Path) -> None:
+    """default_context reuses what is per work dir (the resolved dir, its DiskWorkspace) and
+    makes the rest per call, as ToolContext(...) would: a token, a read state, an env copy."""
+    executor = executor_with(work_dir=tmp_path, env={"A": "1"}, settings={"k": 1})
+    first, second = executor.default_context(), executor.default_context()
+    for ctx in (first, second):
+        assert ctx.work_dir == tmp_path.resolve() and ctx.workspace is not None
+        assert ctx.workspace.root == tmp_path.resolve()
+        assert ctx.env == {"A": "1"} and ctx.settings == {"k": 1}
+    assert first.cancel is not second.cancel and first.read_state is not second.read_state
+    assert first.env is not second.env and first.env is not executor.env
+    first.cancel.cancel()
+    assert not second.cancel.cancelled
+    assert first.read_state is not None and second.read_state is not None
+    first.read_state.record(tmp_path / "seen.py")
+    assert not second.read_state.has_read(tmp_path / "seen.py")
+    # Every other field holds what a ToolContext built from the same values holds.
+    built = ToolContext(work_dir=tmp_path, env={"A": "1"}, settings={"k": 1})
+    for field in dataclasses.fields(ToolContext):
+        if field.name not in ("cancel", "read_state", "workspace"):
+            assert getattr(first, field.name) == getattr(built, field.name), field.name
+    # The executor's attributes are read at each call, the work dir included.
+    executor.env["B"] = "2"
+    executor.terminal_timeout_ms = 1234
+    other = tmp_path / "other"
+    other.mkdir()
+    executor.work_dir = other
+    third = executor.default_context()
+    assert third.env == {"A": "1", "B": "2"} and third.terminal_timeout_ms == 1234
+    assert third.work_dir == other.resolve() and third.workspace is not None
+    assert third.workspace.root == other.resolve()
+
+
+async def test_a_tool_runs_as_its_own_task_whether_or_not_it_waits(ctx: ToolContext) -> None:
+    caller = asyncio.current_task()
+    seen: list[object] = []
+
+    async def quick(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        seen.append(asyncio.current_task())
+        return ToolResult(ok=True)
+
+    async def waits(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        seen.append(asyncio.current_task())
+        await asyncio.sleep(0)
+        seen.append(asyncio.current_task())
+        return ToolResult(ok=True)
+
+    executor = executor_with(make_tool("quick", quick), make_tool("waits", waits))
+    assert (await executor.execute("quick", {}, ctx)).ok
+    assert (await executor.execute("waits", {}, ctx)).ok
+    assert asyncio.current_task() is caller
+    assert all(task is not None and task is not caller for task in seen)
+    assert seen[1] is seen[2]  # the same task before and after its first wait
+
+
+async def test_a_token_already_cancelled_when_the_work_starts_is_the_works_too() -> None:
+    caller = CancelToken()
+    caller.cancel("user")
+    seen: list[tuple[bool, str]] = []
+
+    async def work(token: CancelToken) -> str:
+        seen.append((token.cancelled, token.reason))
+        return "ran"
+
+    from lich_core.tools.guard import with_timeout
+
+    assert await with_timeout(work, 1000, "work", cancel=caller) == "ran"
+    assert seen == [(True, "user")]
+
+
+async def test_a_tool_that_waits_follows_a_cancel_that_comes_after_its_first_step(ctx: ToolContext) -> None:
+    waiting = asyncio.Event()
+    tokens: list[CancelToken] = []
+
+    async def waits(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
+        tokens.append(call_ctx.cancel)
+        waiting.set()
+        await call_ctx.cancel.wait()
+        return ToolResult(ok=False, error="exit 143")
+
+    call = asyncio.ensure_future(executor_with(make_tool("waits", waits)).execute("waits", {}, ctx))
+    await asyncio.wait_for(waiting.wait(), WAIT_S)
+    ctx.cancel.cancel()
+    result = await asyncio.wait_for(call, WAIT_S)
+    assert result.error == "cancelled" and tokens[0].cancelled

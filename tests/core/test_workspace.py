@@ -204,3 +204,31 @@ def test_current_umask_reads_without_changing_it() -> None:
         assert current_umask() == 0o027  # reading did not reset it
     finally:
         os.umask(previous)
+
+
+@pytest.mark.parametrize(
+    "disk",
+    [b"caf\xc3\xa9 \xf0\x9f\x99\x82\r\nline\n", b"raw \xff\xfe bytes\n", b"", b"\x00nul\n"],
+)
+async def test_the_stale_check_compares_exact_bytes(ws: DiskWorkspace, tmp_path: Path, disk: bytes) -> None:
+    """Unchanged bytes pass, whatever they are; one changed byte anywhere is stale."""
+    path = tmp_path / "f.txt"
+    path.write_bytes(disk)
+    base = ws.read_text(path)
+    await ws.apply([write(path, base + "more\n", base)], "t")
+    assert path.read_bytes() == disk + b"more\n"
+    changed = bytearray(path.read_bytes())
+    changed[-2] ^= 0x01
+    path.write_bytes(bytes(changed))
+    with pytest.raises(EditRejected, match="stale_file"):
+        await ws.apply([write(path, "x\n", base + "more\n")], "t")
+    assert path.read_bytes() == bytes(changed)
+
+
+async def test_a_base_no_file_can_hold_is_stale(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"a\n")
+    # A lone high surrogate: no bytes decode to it, so the file cannot be what it was read as.
+    with pytest.raises(EditRejected, match="stale_file"):
+        await ws.apply([write(path, "b\n", "a\ud800\n")], "t")
+    assert path.read_bytes() == b"a\n"

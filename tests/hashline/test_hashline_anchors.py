@@ -128,3 +128,63 @@ def test_pure_python_path_when_numpy_is_missing(monkeypatch):
     monkeypatch.setattr(anchors, "_vector_hashes", lambda lines, text: None)
     lines = ["abc", "数据", ""] * 1000
     assert line_hashes(lines) == [reference_hash(line) for line in lines]
+
+
+# Lines short enough and alike enough to fill the vectorised buckets (16+ lines of similar
+# length), from each kind of text the batch hash reads: ASCII, Latin-1 only, and wider code
+# points, among them some whose low byte is a newline's (U+010A, U+4E0A) or a lone surrogate.
+BUCKET_LINE = st.text(alphabet=st.sampled_from(["a", "Z", " ", "\r", "\x00", "é", "ÿ"]), min_size=0, max_size=12)
+WIDE_CHARS = ["Ċ", "上", "🙂", "\udc80", "数"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(BUCKET_LINE, min_size=40, max_size=200),
+    st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(WIDE_CHARS)), max_size=8),
+    st.booleans(),
+)
+def test_batch_hash_of_a_text_equals_the_reference(lines, wide, final_newline):
+    lines = list(lines)
+    for where, char in wide:
+        index = where % len(lines)
+        lines[index] = lines[index][: where % 5] + char + lines[index][where % 5 :]
+    text = "\n".join(lines) + ("\n" if final_newline else "")
+    split = split_lines(text)
+    expected = [reference_hash(line) for line in split]
+    assert line_hashes(split, text=text, vectorised=True) == expected
+    assert line_hashes(split, vectorised=True) == expected
+    # Straight from the batch (no fallback to the scalar path hiding a miscount of the lines).
+    from lich_core.hashline import _vector_hash
+
+    assert _vector_hash.hash_lines(split, text) == [int(value, 16) for value in expected]
+
+
+def test_render_rows_of_one_line_and_of_none():
+    assert render_rows([], 4) == ""
+    assert render_rows(["x"], 4) == "4:" + reference_hash("x") + "|x"
+    assert render_rows(["x", "y"], 9, [1, 2]) == "9:01|x\n10:02|y"
+    with pytest.raises(ValueError):
+        render_rows(["x", "y"], 1, [1])
+
+
+@pytest.mark.parametrize("final_newline", [True, False])
+def test_batch_hash_of_lines_at_the_very_end_of_the_text(final_newline):
+    """The last lines of a bucket end near the end of the text, where a window as wide as the
+    bucket's longest line would run past it."""
+    from lich_core.hashline import _vector_hash
+
+    lines = ["x" * 10] * 20 + ["y" * 6, "z" * 5]
+    text = "\n".join(lines) + ("\n" if final_newline else "")
+    expected = [int(reference_hash(line), 16) for line in lines]
+    assert _vector_hash.hash_lines(lines, text) == expected
+    wide = ["数" * 10] * 20 + ["数" * 6]
+    wide_text = "\n".join(wide) + ("\n" if final_newline else "")
+    assert _vector_hash.hash_lines(wide, wide_text) == [int(reference_hash(line), 16) for line in wide]
+
+
+def test_render_rows_numbers_far_down_a_file():
+    few = render_rows(["a", "b"], 70_001)
+    assert few == "70001:" + reference_hash("a") + "|a\n70002:" + reference_hash("b") + "|b"
+    many = render_rows(["x"] * 1_500, 70_001).split("\n")
+    assert many[0] == "70001:" + reference_hash("x") + "|x" and many[-1].startswith("71500:") and len(many) == 1_500
+    assert render_rows(["a", "b"], 70_001) == few  # the same once the numbers are cached

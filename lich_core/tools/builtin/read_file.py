@@ -52,7 +52,7 @@ def read_workspace_text(ctx: ToolContext, path: Path, rel: str, *, max_bytes: in
     except FileNotFoundError:
         raise ToolError(f"not_found: {rel}") from None
     if in_overlay:
-        size = len(encode_text(text))
+        size = len(text) if text.isascii() else len(encode_text(text))  # no 2 MiB copy to count ASCII
         if size > max_bytes:
             raise ToolError(_too_large(rel, size))
     if "\0" in text[:BINARY_SNIFF_BYTES]:
