@@ -25,7 +25,7 @@ from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.runtime import ToolRuntime
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
 
-TARGET_MS_PER_TURN = 2.0
+TARGET_MS_PER_TURN = 0.1  # the issue (#18): the loop adds little to a bare loop
 
 
 async def _noop(args: dict[str, Any], ctx: ToolContext) -> ToolResult:

@@ -30,10 +30,14 @@ DEFAULT_COMPRESS_THRESHOLD = 0.8
 TRANSCRIPT_MESSAGE_MAX_CHARS = 3_000
 
 
+# json.dumps(..., ensure_ascii=False) builds an encoder per call; this runs for every message.
+_encode_arguments = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def message_chars(message: Message) -> int:
     chars = len(message.content) + MESSAGE_OVERHEAD_CHARS
     for call in message.tool_calls:
-        chars += len(call.name) + len(call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False))
+        chars += len(call.name) + len(call.raw_arguments or _encode_arguments(call.arguments))
     return chars
 
 
@@ -136,15 +140,20 @@ async def compress_messages(
 class CompressionPolicy:
     """Decides when to compress, and backs off after a compression that did not help."""
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        budget = int(config.get("context_budget_tokens") or DEFAULT_CONTEXT_BUDGET_TOKENS)
-        threshold = float(config.get("compress_threshold") or DEFAULT_COMPRESS_THRESHOLD)
-        self.limit_tokens = int(budget * threshold)
+    def __init__(self, config: Mapping[str, Any] | None = None, *, limit_tokens: int | None = None) -> None:
+        self.limit_tokens = limit_tokens if limit_tokens is not None else self.limit_for(config or {})
         self._next_allowed_turn = 0
         # Running character count of the history: messages are only ever appended between
         # compressions, so each one is measured once (keeps the check O(1) per turn).
         self._counted = 0
         self._chars = 0
+
+    @staticmethod
+    def limit_for(config: Mapping[str, Any]) -> int:
+        """The history size (tokens, estimated) past which compression is due."""
+        budget = int(config.get("context_budget_tokens") or DEFAULT_CONTEXT_BUDGET_TOKENS)
+        threshold = float(config.get("compress_threshold") or DEFAULT_COMPRESS_THRESHOLD)
+        return int(budget * threshold)
 
     def estimate(self, messages: Sequence[Message]) -> int:
         if len(messages) < self._counted:

@@ -151,6 +151,11 @@ class Agent:
         self.plugins = plugins
         self.session_store = session_store
         self.workspace = workspace
+        # What every run reads from the config, read once (a run's setup is on the way to its
+        # first streamed token).
+        self.max_turns = int(config.get("max_turns") or DEFAULT_MAX_TURNS)
+        self.compress_limit_tokens = CompressionPolicy.limit_for(config)
+        self.system_prompt = system_prompt_for(config)
         # A chain reports retries and failovers, which become `llm_retry` events.
         self.model_reports_retries = accepts_retry_notices(model)
         # A model that says when its request is on the wire gets the events held before the call
@@ -246,8 +251,8 @@ class _Run:
         self.run_id = f"{random.getrandbits(48):012x}"
         self.state = _RunState()
         self.writer: SessionWriter | None = None
-        self.max_turns = int(self.config.get("max_turns") or DEFAULT_MAX_TURNS)
-        self.policy = CompressionPolicy(self.config)
+        self.max_turns = agent.max_turns
+        self.policy = CompressionPolicy(limit_tokens=agent.compress_limit_tokens)
         executor = agent.runtime.executor
         self.executor = executor
         self.work_dir = agent.resolved_work_dir()
@@ -291,8 +296,10 @@ class _Run:
         externally_cancelled = False
         try:
             # Held until the first model call's request is out, or until anything is awaited
-            # that may take a while (_race): see EventEmitter.
-            self.emitter.hold(HELD_EVENTS_MAX_S)
+            # that may take a while (_race): see EventEmitter. A model that does not say when
+            # its request is out gets them just before the call, so they are not held at all.
+            if self.agent.model_reports_sent:
+                self.emitter.hold(HELD_EVENTS_MAX_S)
             session_problem = self._open_session(prompt, resume)
             await self._emit(
                 RunStart(
@@ -353,7 +360,7 @@ class _Run:
         if self.writer is not None:
             self._record(lambda: {"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()})
         if not history or history[0].role != "system":
-            self._append(Message(role="system", content=system_prompt_for(self.config)))
+            self._append(Message(role="system", content=self.agent.system_prompt))
         return None
 
     async def _start_plugins(self, prompt: str) -> None:
@@ -377,7 +384,8 @@ class _Run:
                 return
             state.turns += 1
             turn = state.turns
-            self.emitter.hold(HELD_EVENTS_MAX_S)
+            if self.agent.model_reports_sent:
+                self.emitter.hold(HELD_EVENTS_MAX_S)
             await self._emit(TurnStart(turn=turn, max_turns=self.max_turns))
             # What the user did in the editor since the last call (review answers, edits to the
             # agent's lines): kept in the history, so the model does not undo it.

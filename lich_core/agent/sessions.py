@@ -79,20 +79,38 @@ def session_dir_for(config: Mapping[str, Any]) -> Path:
     return workspace_state_dir(work_dir) / SESSIONS_DIR_NAME
 
 
+# json.dumps(..., ensure_ascii=False) builds a new encoder per call; a record is written per message.
+_encode_record = json.JSONEncoder(ensure_ascii=False).encode
+
+
 class SessionWriter:
-    """Appends records to one session file; every record is flushed at once."""
+    """Appends records to one session file; every record reaches the file at once.
+
+    The file is opened unbuffered in binary: one write() per record, no text and buffer layers
+    to flush (the loop writes a record per message, several per turn).
+    """
 
     def __init__(self, path: Path, session_id: str) -> None:
         self.path = path
         self.session_id = session_id
-        self._handle: IO[str] | None = None
+        self._handle: IO[bytes] | None = None
 
     def append(self, record: dict[str, Any]) -> None:
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
-        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._handle.flush()
+            self._handle = open(self.path, "ab", buffering=0)  # noqa: SIM115 - kept open for the run
+        data = (_encode_record(record) + "\n").encode("utf-8", "surrogatepass")
+        written = self._handle.write(data)
+        if written is not None and written < len(data):  # a raw write may be short (a full disk)
+            self._write_rest(memoryview(data)[written:])
+
+    def _write_rest(self, rest: memoryview) -> None:
+        assert self._handle is not None
+        while rest:
+            written = self._handle.write(rest)
+            if not written:
+                raise OSError("session log: the file took no more bytes")
+            rest = rest[written:]
 
     def message(self, message: Message) -> None:
         self.append({"type": "message", "ts": time.time(), "message": message.to_dict()})

@@ -132,10 +132,10 @@ class ReplayModel:
                 provider=self.name,
                 url=self.path,
             )
-        recorded = turns[self._next]
+        # Each recorded turn is played once, so the caller may have (and mutate) the loaded one:
+        # no copy per turn.
+        response = turns[self._next]
         self._next += 1
-        # A fresh copy each time so callers may mutate what they get.
-        response = response_from_record(response_to_record(recorded))
         response.provider = self.name
         response.model = self.model
         if on_text is not None and response.message.content:
