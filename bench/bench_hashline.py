@@ -1,9 +1,9 @@
-"""Hashline benchmarks: hashing+rendering a 2 MiB file, grep_files vs rg, a 50-hunk patch.
+"""Hashline benchmarks: hashing+rendering a 2 MiB file, a 50-hunk patch (grep_files vs rg is in
+bench_find_files, on the tree `make_tree` below builds).
 
 Every figure is measured next to its reference in the same run (best of N wall times):
 - hash+render of a 2 MiB, ~50,000-line source file vs reading and splitting it (target <= 2.5x,
   issue #18);
-- grep_files on a generated 20,000-file tree vs `rg` on the same tree (target <= 1.5x);
 - apply_patch with 50 hunks on the 2 MiB file, end to end through the tool and the workspace,
   vs the engine alone (parse + validate + apply, strings in and out; target <= 2x, issue #18),
   with the disk's share shown apart: reading the file and writing the new text atomically
@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -26,8 +25,6 @@ from lich_core.hashline.anchors import line_hash, line_hash_values, render_rows,
 from lich_core.hashline.edit import FileTarget, plan_edits
 from lich_core.hashline.patch import parse_patch
 from lich_core.tools.builtin.apply_patch import TOOL as APPLY_PATCH
-from lich_core.tools.builtin.grep_files import TOOL as GREP_FILES
-from lich_core.tools.builtin.grep_files import find_rg
 from lich_core.tools.types import ToolContext
 from lich_core.workspace import encode_text, read_disk_text
 
@@ -143,52 +140,6 @@ def make_tree(root: Path, file_count: int, seed: int = 11) -> None:
         (folder / f"mod{index % 100:02}.py").write_text(body, encoding="utf-8")
 
 
-def _grep_figures(folder: Path, file_count: int, repeat: int) -> list[Figure]:
-    root = folder / "tree"
-    make_tree(root, file_count)
-    rg = find_rg()
-    figures: list[Figure] = []
-    for label, pattern in (("rare match", "special_needle_token"), ("match in every file", r"def \w+_value")):
-
-        def run_rg(pattern: str = pattern) -> None:
-            command = [rg or "rg", "--no-ignore", "--hidden", "-n", "-e", pattern, "."]
-            subprocess.run(command, cwd=root, capture_output=True, check=False)
-
-        def run_tool(engine: str = "auto", pattern: str = pattern) -> None:
-            os.environ["LICH_GREP_ENGINE"] = engine
-            ctx = ToolContext(work_dir=root)
-            result = asyncio.run(GREP_FILES.execute({"pattern": pattern}, ctx))
-            assert result.ok, result.error
-
-        if rg:
-            measured, reference = (seconds * 1000 for seconds in paired_best(run_tool, run_rg, repeat))
-        else:
-            measured, reference = best_of(run_tool, repeat) * 1000, None
-        figures.append(
-            Figure(
-                f"grep_files {file_count} files, {label}",
-                measured,
-                "ms",
-                "rg",
-                reference,
-                "<= 1.5x",
-                "" if rg else "rg missing: python engine",
-            )
-        )
-        if label == "rare match":
-            figures.append(
-                Figure(
-                    f"grep_files {file_count} files, {label}, python engine (info)",
-                    best_of(lambda: run_tool("python"), 1) * 1000,
-                    "ms",
-                    "rg",
-                    reference,
-                )
-            )
-    os.environ.pop("LICH_GREP_ENGINE", None)
-    return figures
-
-
 def fifty_hunk_patch(text: str, path_name: str, hunks: int = 50) -> str:
     lines = split_lines(text)
     step = len(lines) // hunks
@@ -268,5 +219,4 @@ def run(quick: bool) -> list[Figure]:
         folder = Path(name)
         figures, big = _hash_figures(folder, repeat)
         figures += _patch_figures(big, repeat)
-        figures += _grep_figures(folder, 2_000 if quick else 20_000, 3 if quick else 9)
     return figures
