@@ -26,7 +26,7 @@ from acp import (
 )
 from acp.schema import ToolCallLocation, ToolKind
 
-from lich_core.agent.events import PlanEntry, PlanUpdate
+from lich_core.agent.events import PlanUpdate
 from lich_core.errors import ToolError
 from lich_core.tools.builtin.update_plan import parse_plan
 from lich_core.vocabulary import CancelToken, Message
@@ -195,8 +195,7 @@ def _replayed_plan(arguments: dict[str, Any]) -> list[Any]:
         entries, explanation = parse_plan(arguments)
     except ToolError:
         return []
-    plan = tuple(PlanEntry(**entry) for entry in entries)  # type: ignore[arg-type]  # parse_plan checked them
-    return [plan_update(PlanUpdate(entries=plan, explanation=explanation))]
+    return [plan_update(PlanUpdate.from_reported(entries, explanation))]
 
 
 def plan_update(data: PlanUpdate) -> Any:

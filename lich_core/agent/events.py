@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
@@ -359,6 +359,12 @@ class PlanUpdate(EventData):
     TYPE: ClassVar[str] = "plan"
     entries: tuple[PlanEntry, ...] = doc("the steps, in order", minItems=1)
     explanation: str | None = optional("why the plan is what it is, or what changed")
+
+    @classmethod
+    def from_reported(cls, entries: Sequence[Mapping[str, str]], explanation: str | None) -> PlanUpdate:
+        """From update_plan's plain entries ({content, status, priority}, already checked)."""
+        plan = tuple(PlanEntry(**entry) for entry in entries)  # type: ignore[arg-type]
+        return cls(entries=plan, explanation=explanation)
 
 
 EVENT_DATA: dict[str, type[EventData]] = {

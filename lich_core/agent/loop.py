@@ -34,7 +34,6 @@ from lich_core.agent.events import (
     LlmEnd,
     LlmRetry,
     LlmStart,
-    PlanEntry,
     PlanUpdate,
     PluginWarning,
     RunEnd,
@@ -474,8 +473,7 @@ class _Run:
             raise
 
     async def _report_plan(self, entries: tuple[dict[str, str], ...], explanation: str | None) -> None:
-        plan = tuple(PlanEntry(**entry) for entry in entries)  # type: ignore[arg-type]  # update_plan checked them
-        await self._emit(PlanUpdate(entries=plan, explanation=explanation))
+        await self._emit(PlanUpdate.from_reported(entries, explanation))
 
     def _on_text(self, text: str) -> None:
         if text:
