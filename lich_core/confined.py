@@ -36,6 +36,8 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOCTTY = getattr(os, "O_NOCTTY", 0)
 FD_PATH_DIR = Path("/proc/self/fd")
+# ParentDir.holds reads this much at a time.
+COMPARE_CHUNK_BYTES = 256 * 1024
 
 
 def check_path_text(target: str) -> None:
@@ -154,13 +156,39 @@ class ParentDir:
             raise ToolError(f"permission_denied: {self.path} is read-only; it was not changed")
         return info
 
-    def read_text(self, *, encoding: str, errors: str) -> str | None:
-        """The target's current text (None when absent), opened without following a symlink."""
+    def _open_target(self) -> IO[bytes] | None:
+        """The target opened for reading without following a symlink (None when absent)."""
         if self.check_target() is None:
             return None
         fd = os.open(self.name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _NOCTTY, dir_fd=self.fd)
-        with os.fdopen(fd, "r", encoding=encoding, errors=errors, newline="") as handle:
+        return os.fdopen(fd, "rb", buffering=0)
+
+    def read_bytes(self) -> bytes | None:
+        """The target's current bytes (None when absent)."""
+        handle = self._open_target()
+        if handle is None:
+            return None
+        with handle:
             return handle.read()
+
+    def holds(self, expected: bytes) -> bool | None:
+        """Whether the target's bytes are exactly `expected` (None when absent).
+
+        Read and compared a chunk at a time: a copy of the whole file (2 MiB, made and dropped
+        per check) would cost more than the compare itself.
+        """
+        handle = self._open_target()
+        if handle is None:
+            return None
+        with handle:
+            if os.fstat(handle.fileno()).st_size != len(expected):
+                return False
+            offset = 0
+            while chunk := handle.read(COMPARE_CHUNK_BYTES):
+                if not expected.startswith(chunk, offset):
+                    return False
+                offset += len(chunk)
+            return offset == len(expected)
 
     def write_temp(self, data: bytes, mode: int) -> str:
         """A new temp file beside the target holding `data`, with `mode`; returns its name."""

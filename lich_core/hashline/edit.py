@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lich_core.hashline.anchors import line_hash, render_rows, split_lines
+from lich_core.hashline.anchors import line_hash, line_hash_values, render_rows, split_lines
 from lich_core.hashline.patch import PatchOp, quote
 from lich_core.hashline.replacements import line_replacements, split_keep_newline
 from lich_core.vocabulary import LineReplacement, ToolError
@@ -344,7 +344,9 @@ def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb
             windows[-1] = (windows[-1][0], max(windows[-1][1], high))
         else:
             windows.append((low, high))
-    parts = [header]
+    # The text around the rows first, with a slot for each run of rows; then every row shown is
+    # hashed in one batch (many small windows would each take the per-line path).
+    parts: list[str | tuple[int, int]] = [header]
     shown = 0
     for index, (low, high) in enumerate(windows):
         if shown >= MAX_RESULT_ROWS_PER_FILE:
@@ -358,11 +360,23 @@ def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb
             parts.append("...")
         room = MAX_RESULT_ROWS_PER_FILE - shown
         if high - low > room:
-            parts.append(render_rows(lines[low : low + room], low + 1))
+            parts.append((low, low + room))
             parts.append(f"(... lines {low + room + 1}-{high} not shown; read_file {edit.display} start={low + room + 1})")
             shown = MAX_RESULT_ROWS_PER_FILE
             continue
-        parts.append(render_rows(lines[low:high], low + 1))
+        parts.append((low, high))
         shown += high - low
-    return "\n".join(parts)
+    spans = [part for part in parts if isinstance(part, tuple)]
+    rows = [line for low, high in spans for line in lines[low:high]]
+    values = line_hash_values(rows)
+    rendered: list[str] = []
+    offset = 0
+    for part in parts:
+        if isinstance(part, str):
+            rendered.append(part)
+            continue
+        low, high = part
+        rendered.append(render_rows(rows[offset : offset + high - low], low + 1, values[offset : offset + high - low]))
+        offset += high - low
+    return "\n".join(rendered)
 

@@ -232,3 +232,49 @@ async def test_a_base_no_file_can_hold_is_stale(ws: DiskWorkspace, tmp_path: Pat
     with pytest.raises(EditRejected, match="stale_file"):
         await ws.apply([write(path, "b\n", "a\ud800\n")], "t")
     assert path.read_bytes() == b"a\n"
+
+
+async def test_a_read_base_is_checked_against_the_bytes_it_was_read_from(ws: DiskWorkspace, tmp_path: Path) -> None:
+    """The stale check compares every chunk of a large file, not only its size or its start."""
+    from lich_core.confined import COMPARE_CHUNK_BYTES
+
+    path = tmp_path / "big.txt"
+    disk = ("x" * 99 + "\n").encode() * (3 * COMPARE_CHUNK_BYTES // 100) + "café\n".encode()
+    path.write_bytes(disk)
+    base = ws.read_text(path)
+    # Same size, one byte changed past the first chunks: stale.
+    changed = bytearray(disk)
+    changed[-3] = ord("x")
+    path.write_bytes(bytes(changed))
+    with pytest.raises(EditRejected, match="stale_file"):
+        await ws.apply([write(path, "mine\n", base)], "t")
+    assert path.read_bytes() == bytes(changed)
+    # A prefix of what was read (shorter): stale.
+    path.write_bytes(disk[:-1])
+    with pytest.raises(EditRejected, match="stale_file"):
+        await ws.apply([write(path, "mine\n", base)], "t")
+    # Changed and changed back: the same bytes again, so not stale.
+    path.write_bytes(disk)
+    await ws.apply([write(path, "mine\n", base)], "t")
+    assert path.read_bytes() == b"mine\n"
+
+
+async def test_a_base_equal_to_a_read_but_not_from_it_is_compared_too(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_bytes("naïve \xf0\x9f\x99\x82\n".encode("latin-1") + b"\xff raw\n")
+    read = ws.read_text(path)
+    rebuilt = "".join(list(read))  # equal text, another object
+    assert rebuilt == read and rebuilt is not read
+    await ws.apply([write(path, rebuilt + "more\n", rebuilt)], "t")
+    assert path.read_bytes().endswith(b"\xff raw\nmore\n")
+    with pytest.raises(EditRejected, match="stale_file"):
+        await ws.apply([write(path, "x\n", rebuilt)], "t")  # the file holds more now
+
+
+async def test_an_unencodable_character_is_reported_and_nothing_is_left(ws: DiskWorkspace, tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_text("keep\n")
+    with pytest.raises(UnicodeEncodeError):
+        await ws.apply([write(path, "x" * 70_000 + "\ud800\n", "keep\n")], "t")
+    assert path.read_text() == "keep\n"
+    assert temp_leftovers(tmp_path) == []

@@ -343,3 +343,20 @@ def test_random_patches_on_crlf_files_keep_crlf(case):
     if lines:
         assert edit.new_text.count("\n") == edit.new_text.count("\r\n")
     assert apply_replacements(text, edit.replacements) == edit.new_text
+
+
+def test_result_rows_of_many_windows_carry_each_line_s_own_number_and_hash():
+    """Rows of every window are hashed in one batch: each row still gets its own line's hash."""
+    text = "".join(f"    value_{index} = compute({index}, 'naïve 🙂')\n" for index in range(1, 2001))
+    body = "".join(f"= {anchor(text, number)}..{anchor(text, number)}\n~changed {number}\n" for number in range(5, 2001, 20))
+    edit = edit_one(text, body)
+    new_lines = split_lines(edit.new_text)
+    rows = render_edit_result(edit).split("\n")
+    assert rows[0] == "Edited f.txt (+100 -100)"
+    assert rows[-1].startswith("(more changes at lines ")
+    shown = [row for row in rows[1:-1] if row != "..."]
+    assert len(shown) == 200 and rows.count("...") > 10
+    for row in shown:
+        number, rest = row.split(":", 1)
+        line = new_lines[int(number) - 1]
+        assert rest == f"{line_hash(line)}|{line}"
