@@ -36,6 +36,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "format_tool_result",
+    "json_text",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -149,11 +150,37 @@ class ToolResult:
         return {"ok": self.ok, "output": self.output, "error": self.error}
 
 
+def _json_text_function() -> Callable[[Any], str]:
+    encoder = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator (another interpreter)
+        return encoder.encode
+    try:
+        # The arguments JSONEncoder.iterencode passes, in its order (CPython 3.10 to 3.13).
+        iterencode = make(None, encoder.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+    except TypeError:  # a make_encoder that takes other arguments
+        return encoder.encode
+    join = "".join
+
+    def text(value: Any) -> str:
+        return join(iterencode(value, 0))
+
+    probe = {"a": [1.5, "é\n\u2028", None, True, float("inf")], "b": {"c": 0}}
+    return text if text(probe) == encoder.encode(probe) else encoder.encode
+
+
+# json.dumps(value, ensure_ascii=False), less its per-call setup: dumps (and a reused
+# JSONEncoder's encode) makes a new C encoder on every call, most of the cost of encoding a
+# small record, and the session log encodes one per message. No circular-reference check: a
+# cycle raises RecursionError instead of ValueError (messages are trees of JSON values).
+json_text: Callable[[Any], str] = _json_text_function()
+
+
 def format_tool_result(result: ToolResult) -> str:
     """Tool-message content: raw output on success, JSON on error (the model can parse it)."""
     if result.ok:
         return result.output
-    return json.dumps(result.to_json_dict(), ensure_ascii=False)
+    return json_text(result.to_json_dict())
 
 
 class CancelToken:

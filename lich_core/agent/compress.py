@@ -17,7 +17,7 @@ from typing import Any
 
 from lich_core.agent.prompts import COMPRESS_SYSTEM_PROMPT, SUMMARY_PREFIX
 from lich_core.providers.base import Model
-from lich_core.vocabulary import CancelToken, Message, Usage
+from lich_core.vocabulary import CancelToken, Message, Usage, json_text
 
 CHARS_PER_TOKEN = 4
 # Role, ids and JSON framing per message, in characters.
@@ -30,14 +30,10 @@ DEFAULT_COMPRESS_THRESHOLD = 0.8
 TRANSCRIPT_MESSAGE_MAX_CHARS = 3_000
 
 
-# json.dumps(..., ensure_ascii=False) builds an encoder per call; this runs for every message.
-_encode_arguments = json.JSONEncoder(ensure_ascii=False).encode
-
-
 def message_chars(message: Message) -> int:
     chars = len(message.content) + MESSAGE_OVERHEAD_CHARS
     for call in message.tool_calls:
-        chars += len(call.name) + len(call.raw_arguments or _encode_arguments(call.arguments))
+        chars += len(call.name) + len(call.raw_arguments or json_text(call.arguments))
     return chars
 
 

@@ -77,7 +77,7 @@ def optional(text: str, **schema: Any) -> Any:
     return field(default=None, metadata={"doc": text, "schema": schema, "omit_if_none": True})
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TokenUsage:
     """Tokens the provider reported (a snapshot: the run's own counter keeps growing)."""
 
@@ -88,7 +88,7 @@ class TokenUsage:
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PlanEntry:
     """One step of the model's plan."""
 
@@ -100,7 +100,7 @@ class PlanEntry:
         return {"content": self.content, "status": self.status, "priority": self.priority}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class EventData:
     """Base of every event type's `data`; `TYPE` is the event's `type`."""
 
@@ -168,7 +168,51 @@ def _wire_fields(cls: type) -> tuple[tuple[str, bool], ...]:
     return cached
 
 
-@dataclass(frozen=True, kw_only=True)
+_C = TypeVar("_C", bound=type)
+
+
+def _fast_frozen_init(cls: _C) -> _C:
+    """Give a frozen, slotted dataclass an __init__ that sets each slot through its descriptor.
+
+    The __init__ dataclass generates for a frozen class sets each field through
+    object.__setattr__, about twice the cost of an event's construction this way, and the loop
+    builds seven events a turn. Same signature (positional and keyword-only parameters,
+    defaults), same __post_init__ call, still frozen afterwards. A class this does not handle
+    (a field with a default factory or init=False, a field that is not a slot) keeps its own.
+    """
+    fields = dataclasses.fields(cls)
+    slots: list[Any] = [vars(cls).get(item.name) for item in fields]
+    if any(
+        not item.init or item.default_factory is not dataclasses.MISSING or type(slot) is not types.MemberDescriptorType
+        for item, slot in zip(fields, slots, strict=True)
+    ):
+        return cls
+    namespace: dict[str, Any] = {}
+    positional: list[str] = []
+    keyword: list[str] = []
+    for item in fields:
+        parameter = item.name
+        if item.default is not dataclasses.MISSING:
+            namespace[f"_default_{item.name}"] = item.default
+            parameter += f"=_default_{item.name}"
+        (keyword if item.kw_only else positional).append(parameter)
+    parameters = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
+    body = []
+    for item, slot in zip(fields, slots, strict=True):
+        namespace[f"_set_{item.name}"] = slot.__set__
+        body.append(f"    _set_{item.name}(self, {item.name})")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    source = f"def __init__({parameters}):\n" + "\n".join(body)
+    # Named after the class, so a profile tells the constructors apart.
+    exec(compile(source, f"<__init__ of {cls.__qualname__}>", "exec"), namespace)  # noqa: S102 - our field names
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RunStart(EventData):
     """The run began (first event of every run)."""
 
@@ -180,7 +224,7 @@ class RunStart(EventData):
     work_dir: str = doc("the workspace root, resolved")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TurnStart(EventData):
     """A turn (one model call and the tool calls it asks for) begins."""
 
@@ -189,7 +233,7 @@ class TurnStart(EventData):
     max_turns: int = doc("model calls allowed", minimum=1)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class LlmStart(EventData):
     """The model is called."""
 
@@ -200,7 +244,7 @@ class LlmStart(EventData):
     notes: int = doc("plugin notes added for this call only", minimum=0)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TextDelta(EventData):
     """Streamed answer text."""
 
@@ -212,7 +256,7 @@ class TextDelta(EventData):
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class LlmRetry(EventData):
     """A provider attempt failed and another follows (retry, or failover to the next provider)."""
 
@@ -233,7 +277,7 @@ class LlmRetry(EventData):
     )
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class LlmEnd(EventData):
     """The model answered."""
 
@@ -247,7 +291,7 @@ class LlmEnd(EventData):
     tool_calls: tuple[str, ...] = doc("names of the tools the model asked for, in order")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallStart(EventData):
     """A tool call starts."""
 
@@ -258,7 +302,7 @@ class ToolCallStart(EventData):
     arguments: dict[str, Any] = doc("the parsed arguments ({} when they were not valid JSON)")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallEnd(EventData):
     """A tool call ended."""
 
@@ -272,7 +316,7 @@ class ToolCallEnd(EventData):
     duration_ms: float = doc("wall time of the call", minimum=0)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class CompressStart(EventData):
     """The history neared the context budget: older turns are being summarised."""
 
@@ -282,7 +326,7 @@ class CompressStart(EventData):
     estimated_tokens: int = doc("estimated size of the history", minimum=0)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class CompressEnd(EventData):
     """Compression ended (a failed one never ends the run)."""
 
@@ -295,7 +339,7 @@ class CompressEnd(EventData):
     removed_messages: int | None = optional("messages summarised away (absent when cancelled)", minimum=0)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FinalAnswer(EventData):
     """The model answered without asking for tools: the run's answer."""
 
@@ -304,7 +348,7 @@ class FinalAnswer(EventData):
     text: str = doc("the whole answer (also when it was streamed)")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class BudgetExhausted(EventData):
     """The last allowed turn asked for tools: they are not run."""
 
@@ -314,7 +358,7 @@ class BudgetExhausted(EventData):
     skipped_calls: tuple[str, ...] = doc("names of the tool calls not run")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TurnEnd(EventData):
     """A turn ended."""
 
@@ -322,7 +366,7 @@ class TurnEnd(EventData):
     turn: int = doc("1-based turn number", minimum=1)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RunEnd(EventData):
     """The run ended (last event of every run)."""
 
@@ -333,7 +377,7 @@ class RunEnd(EventData):
     error: str | None = doc("what failed when stopped_reason is error, else null")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RunError(EventData):
     """The run failed (a run_end with stopped_reason error follows)."""
 
@@ -343,7 +387,7 @@ class RunError(EventData):
     turn: int | None = optional("the turn that failed (absent for session and internal errors)", minimum=1)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PluginWarning(EventData):
     """A plugin failed to load (repeated at each run start) or a hook threw; the run goes on."""
 
@@ -352,7 +396,7 @@ class PluginWarning(EventData):
     plugin: str | None = optional("the plugin whose hook failed (absent for load errors)")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PlanUpdate(EventData):
     """The model stated or changed its plan (update_plan): the whole plan, replacing the last one."""
 
@@ -389,9 +433,12 @@ EVENT_DATA: dict[str, type[EventData]] = {
         PlanUpdate,
     )
 }
+for _cls in (TokenUsage, PlanEntry, *EVENT_DATA.values()):
+    _fast_frozen_init(_cls)
 
 
-@dataclass(frozen=True)
+@_fast_frozen_init
+@dataclass(frozen=True, slots=True)
 class AgentEvent:
     type: str
     run_id: str
@@ -445,6 +492,8 @@ class EventEmitter:
     model call (run_start, turn_start, llm_start) until the call's request is on the wire, so
     they reach the listener while the provider thinks rather than before the request goes out;
     a hold ends by itself after `max_s`, so a slow connect never leaves the listener waiting.
+    `defer(work)` queues work itself (building an event, writing the session's first records)
+    in the same order, so it too runs only once the request is out.
     """
 
     def __init__(self, run_id: str, session_id: str, listener: EventListener | None) -> None:
@@ -455,7 +504,8 @@ class EventEmitter:
         # Coroutines of async listeners started from synchronous callbacks (streamed text, a
         # release); awaited before the next event so a listener sees events in order.
         self._pending: list[asyncio.Future[Any]] = []
-        self._held: list[EventData] | None = None
+        # Held events, and deferred work (callables) in their place in the order.
+        self._held: list[EventData | Callable[[], None]] | None = None
         # Bumped by every hold(): a deadline set for an earlier hold must not end this one.
         self._hold_number = 0
 
@@ -464,21 +514,37 @@ class EventEmitter:
         return AgentEvent(data.TYPE, self.run_id, self.session_id, self._seq, time.time(), data)
 
     def hold(self, max_s: float) -> None:
-        """Queue events from now until release(), or for `max_s` at most."""
-        if self._listener is not None and self._held is None:
+        """Queue events (and deferred work) from now until release(), or for `max_s` at most."""
+        if self._held is None:
             self._held = []
             self._hold_number += 1
             _hold_deadlines().add(self, self._hold_number, max_s)
 
+    @property
+    def holding(self) -> bool:
+        return self._held is not None
+
+    def defer(self, work: Callable[[], None]) -> None:
+        """Run `work` where it stands among the held events when they are delivered; at once when
+        nothing is held. It emits with emit_nowait; an error in it is logged, never raised."""
+        if self._held is not None:
+            self._held.append(work)
+        else:
+            _run_deferred(work)
+
     def release(self) -> None:
-        """Deliver the held events, in order, and stop holding (a no-op when not holding).
+        """Deliver the held events and run the deferred work, in order, and stop holding (a
+        no-op when not holding).
 
         Synchronous, so a transport callback or a timer can call it: an async listener's
         coroutines are scheduled in order, as for emit_nowait.
         """
         held, self._held = self._held, None
-        for data in held or ():
-            self._deliver_nowait(self._event(data))
+        for item in held or ():
+            if callable(item):
+                _run_deferred(item)
+            elif self._listener is not None:
+                self._deliver_nowait(self._event(item))
 
     async def emit(self, data: EventData) -> None:
         listener = self._listener
@@ -525,6 +591,13 @@ class EventEmitter:
                 await task
             except Exception:  # noqa: BLE001
                 log.warning("event listener failed", exc_info=True)
+
+
+def _run_deferred(work: Callable[[], None]) -> None:
+    try:
+        work()
+    except Exception:  # noqa: BLE001 - it may run from a timer or a transport callback
+        log.warning("deferred run bookkeeping failed", exc_info=True)
 
 
 class _HoldDeadlines:
@@ -609,7 +682,7 @@ CUT_DOC = (
     "only the data's short scalar fields are kept"
 )
 _ENVELOPE: dict[str, dict[str, Any]] = {
-    "run_id": {"type": "string", "description": "the run (12 hex digits)"},
+    "run_id": {"type": "string", "description": "the run (hex digits, unique per process and run)"},
     "session_id": {"type": "string", "description": "the session the run belongs to ('' when none could be opened)"},
     "seq": {"type": "integer", "minimum": 1, "description": "1, 2, 3, ... within a run (a coalesced text_delta has its last delta's)"},
     "ts": {"type": "number", "description": "seconds since the epoch"},

@@ -12,13 +12,15 @@ keeps whatever happens (budget, cancellation, provider failure, a crash in a plu
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import random
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -77,6 +79,8 @@ from lich_core.vocabulary import (
 from lich_core.workspace import user_notes_message
 
 log = logging.getLogger("lich.agent")
+_RUN_ID_PREFIX = f"{random.getrandbits(32):08x}"
+_RUN_NUMBERS = itertools.count(1)
 
 DEFAULT_MAX_TURNS = 25
 BUDGET_EXHAUSTED_ERROR = "turn_budget_exhausted"
@@ -164,6 +168,8 @@ class Agent:
         # race task; that needs Task.cancelling() to tell the token's cancel from the caller's.
         self.model_stops_on_cancel = _CAN_TELL_OWN_CANCEL and bool(getattr(model, "stops_on_cancel", False))
         self._work_dir_raw: Any = None
+        self._tool_definitions: list[ToolDefinition] = []
+        self._tool_definitions_key: tuple[Any, ...] | None = None
         self._resolved_work_dir = Path()
         if plugins is not None:
             plugins.bind_models(self.model_for_role)
@@ -185,15 +191,24 @@ class Agent:
         return None
 
     def tool_definitions(self) -> list[ToolDefinition]:
-        """Enabled tools the capability gate allows: denied ones are not offered to the model."""
-        gate = self.runtime.executor.gate
-        return [
-            ToolDefinition(tool.name, tool.description, tool.parameters)
-            for tool in self.runtime.registry.list()
-            if gate.allows(tool_capability(tool))
-        ]
+        """Enabled tools the capability gate allows: denied ones are not offered to the model.
 
-    async def run(
+        Kept until the registry, its version or the gate changes (MCP and plugin tools register
+        late): building them is on the way to every run's first request.
+        """
+        registry = self.runtime.registry
+        gate = self.runtime.executor.gate
+        key = (registry, registry.version, gate, gate.granted)
+        if self._tool_definitions_key != key:
+            self._tool_definitions = [
+                ToolDefinition(tool.name, tool.description, tool.parameters)
+                for tool in registry.list()
+                if gate.allows(tool_capability(tool))
+            ]
+            self._tool_definitions_key = key
+        return list(self._tool_definitions)
+
+    def run(
         self,
         prompt: str,
         *,
@@ -204,21 +219,18 @@ class Agent:
         workspace: Any | None = None,
         read_state: ReadState | None = None,
         edit_label: str = "lich",
-    ) -> RunResult:
-        cancel = cancel or CancelToken()
-        if self.runtime.mcp is not None:
-            # MCP servers attach on the first run (and restart if they failed since); their
-            # tools are registered before the run reads its tool list. Never raises.
-            await self.runtime.ensure_mcp(cancel)
+    ) -> Coroutine[Any, Any, RunResult]:
+        """The run, to await: the run's own coroutine, with no frame of this method around it
+        (each frame above the HTTP client is resumed at every read of the stream)."""
         run = _Run(
             self,
             on_event=on_event,
-            cancel=cancel,
+            cancel=cancel or CancelToken(),
             workspace=workspace if workspace is not None else self.workspace,
             read_state=read_state,
             edit_label=edit_label,
         )
-        return await run.execute(prompt, resume=resume, context=context)
+        return run.execute(prompt, resume=resume, context=context)
 
 
 @dataclass
@@ -246,10 +258,15 @@ class _Run:
         self.config = agent.config
         self.cancel = cancel
         self.on_event = on_event
-        # 12 hex digits. A run id names a run, it guards nothing: no system call for it.
-        self.run_id = f"{random.getrandbits(48):012x}"
+        # A run id names a run, it guards nothing: a per-process random prefix and a counter,
+        # no system call (and cheaper than formatting random bits: it is on the way to the
+        # first request).
+        self.run_id = _RUN_ID_PREFIX + hex(next(_RUN_NUMBERS))[2:]
         self.state = _RunState()
         self.writer: SessionWriter | None = None
+        # Opened by _open_session; becomes `writer` once the start is announced.
+        self._opened_writer: SessionWriter | None = None
+        self._recorded_messages = 0
         self.max_turns = agent.max_turns
         self.policy = CompressionPolicy(limit_tokens=agent.compress_limit_tokens)
         executor = agent.runtime.executor
@@ -260,6 +277,13 @@ class _Run:
         self._edit_label = edit_label
         self._tool_ctx: ToolContext | None = None
         self.emitter = EventEmitter(self.run_id, "", on_event)
+        # The options of every model call: retries become events, and a model that says when its
+        # request is sent delivers the held events then.
+        self._model_options: dict[str, Any] = {}
+        if agent.model_reports_retries:
+            self._model_options["on_retry"] = self._on_retry
+        if agent.model_reports_sent:
+            self._model_options["on_sent"] = self.emitter.release
         # The emitter's own coroutine, not a wrapper around it: three events precede the first
         # streamed token, and each coroutine frame on that path shows in time to first token.
         self._emit = self.emitter.emit
@@ -293,28 +317,25 @@ class _Run:
     async def execute(self, prompt: str, *, resume: str | None, context: str | None) -> RunResult:
         state = self.state
         externally_cancelled = False
+        if self.agent.runtime.mcp is not None:
+            # MCP servers attach on the first run (and restart if they failed since); their
+            # tools are registered before the run reads its tool list. Never raises.
+            await self.agent.runtime.ensure_mcp(self.cancel)
         try:
-            # Held until the first model call's request is out, or until anything is awaited
-            # that may take a while (_race): see EventEmitter. A model that does not say when
-            # its request is out gets them just before the call, so they are not held at all.
+            # The run's start (run_start, the session's first records) and each turn's
+            # bookkeeping events are held until the first model call's request is out, or until
+            # anything is awaited that may take a while (_race): see EventEmitter. A model that
+            # does not say when its request is out gets them just before the call.
             if self.agent.model_reports_sent:
                 self.emitter.hold(HELD_EVENTS_MAX_S)
             session_problem = self._open_session(prompt, resume)
-            await self._emit(
-                RunStart(
-                    prompt_chars=len(prompt),
-                    resumed=resume is not None,
-                    max_turns=self.max_turns,
-                    model=str(getattr(self.agent.model, "name", "") or ""),
-                    work_dir=str(self.work_dir),
-                )
-            )
+            self.emitter.defer(partial(self._announce_start, prompt, resume))
             if session_problem is not None:
                 state.stopped_reason = "error"
                 state.error = session_problem
                 await self._emit(RunError(kind="session", message=session_problem))
             else:
-                await self._start_plugins(prompt)
+                self._start_plugins()
                 self._append(Message(role="user", content=user_prompt(prompt, context)))
                 if self.plugin_run is not None and self.plugin_run.has_hook("on_run_start"):
                     await self._race(self.plugin_run.on_run_start(len(prompt)))
@@ -336,7 +357,12 @@ class _Run:
         return result
 
     def _open_session(self, prompt: str, resume: str | None) -> str | None:
-        """Load or create the session; returns an error message instead of raising."""
+        """Load or create the session; returns an error message instead of raising.
+
+        The session is opened here, before the first request, so a session that cannot be
+        opened ends the run before anything is sent. Its records are written from
+        _announce_start on: the writer is set there.
+        """
         store = self.agent.session_store
         history = self.state.history
         try:
@@ -345,29 +371,63 @@ class _Run:
                     return "session_not_found: sessions are not enabled for this agent"
                 session_id, loaded = store.load(resume)
                 history.extend(loaded)
-                self.writer = store.open_append(session_id)
+                self._opened_writer = store.open_append(session_id)
             elif store is not None:
-                self.writer = store.create(work_dir=str(self.work_dir), title=prompt)
-                session_id = self.writer.session_id
+                self._opened_writer = store.create(work_dir=str(self.work_dir), title=prompt)
+                session_id = self._opened_writer.session_id
             else:
                 # Nothing is stored, so there is no session to name apart from the run.
                 session_id = f"run-{self.run_id}"
         except (SessionError, OSError) as err:
-            self.writer = None
+            self._opened_writer = None
             return str(err)
         self.emitter.session_id = session_id
-        if self.writer is not None:
-            self._record(lambda: {"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()})
+        self._recorded_messages = len(history)
         if not history or history[0].role != "system":
             self._append(Message(role="system", content=self.agent.system_prompt))
         return None
 
-    async def _start_plugins(self, prompt: str) -> None:
+    def _announce(self, kind: Callable[..., EventData], **fields: Any) -> None:
+        self.emitter.emit_nowait(kind(**fields))
+
+    def _announce_before_call(self, kind: Callable[..., EventData], **fields: Any) -> None:
+        """Emit a bookkeeping event of the coming model call: built only once its request is out
+        when events are held (see execute), at once otherwise."""
+        if self.emitter.holding:
+            self.emitter.defer(partial(self._announce, kind, **fields))
+        else:
+            self.emitter.emit_nowait(kind(**fields))
+
+    def _announce_start(self, prompt: str, resume: str | None) -> None:
+        """The run_start event and the session's first records: the run start, then the messages
+        added since the session was opened. Deferred (see execute)."""
+        self.emitter.emit_nowait(
+            RunStart(
+                prompt_chars=len(prompt),
+                resumed=resume is not None,
+                max_turns=self.max_turns,
+                model=str(getattr(self.agent.model, "name", "") or ""),
+                work_dir=str(self.work_dir),
+            )
+        )
+        self.writer, self._opened_writer = self._opened_writer, None
+        if self.writer is None:
+            return
+        self._record(lambda: {"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()})
+        for message in self.state.history[self._recorded_messages :]:
+            if self.writer is None:
+                break  # the disk failed on the way: the session stopped growing
+            try:
+                self.writer.message(message)
+            except OSError as err:
+                self._drop_writer(err)
+
+    def _start_plugins(self) -> None:
         host = self.agent.plugins
         if host is None or not (host.plugins or host.warnings):
             return
         for warning in host.warnings:
-            await self._emit(PluginWarning(message=warning))
+            self.emitter.emit_nowait(PluginWarning(message=warning))
         if host.plugins:
             self.plugin_run = host.start_run(self._plugin_warning)
 
@@ -377,33 +437,48 @@ class _Run:
     async def _loop(self) -> None:
         state = self.state
         tools = self.agent.tool_definitions()
+        # Read once per run, not per turn: these checks are on the way to every model call.
+        holds = self.agent.model_reports_sent
+        # Only an editor's workspace has notes (what the user did since the last call).
+        notes_source = self._workspace if hasattr(self._workspace, "drain_user_notes") else None
+        # The gatekeeper is always loaded but has no model hooks: a turn with no
+        # before_llm_call hook awaits nothing before its model call (time to first token).
+        llm_hook = self.plugin_run is not None and self.plugin_run.has_hook("before_llm_call")
         while True:
             if self.cancel.cancelled:
                 state.stopped_reason = "aborted"
                 return
             state.turns += 1
             turn = state.turns
-            if self.agent.model_reports_sent:
+            if holds:
                 self.emitter.hold(HELD_EVENTS_MAX_S)
-            await self._emit(TurnStart(turn=turn, max_turns=self.max_turns))
-            # What the user did in the editor since the last call (review answers, edits to the
-            # agent's lines): kept in the history, so the model does not undo it.
-            if (user_notes := user_notes_message(self._workspace)) is not None:
+            self._announce_before_call(TurnStart, turn=turn, max_turns=self.max_turns)
+            # Review answers, edits to the agent's lines: kept in the history, so the model does
+            # not undo them.
+            if notes_source is not None and (user_notes := user_notes_message(notes_source)) is not None:
                 self._append(Message(role="user", content=user_notes))
             if self.policy.due(state.history, turn):
                 await self._compress(turn)
             notes: list[Message] = []
-            # The gatekeeper is always loaded but has no model hooks: a turn with no
-            # before_llm_call hook awaits nothing before its model call (time to first token).
-            if self.plugin_run is not None and self.plugin_run.has_hook("before_llm_call"):
+            if llm_hook:
+                assert self.plugin_run is not None
                 notes = await self._race(self.plugin_run.before_llm_call(turn, state.history))
             call_messages = state.history + notes if notes else list(state.history)
-            await self._emit(LlmStart(turn=turn, messages=len(call_messages), tools=len(tools), notes=len(notes)))
+            self._announce_before_call(
+                LlmStart, turn=turn, messages=len(call_messages), tools=len(tools), notes=len(notes)
+            )
             try:
                 response = await self._call_model(call_messages, tools, turn)
             except _Aborted:
                 state.stopped_reason = "aborted"
                 return
+            except asyncio.CancelledError:
+                # From a model awaited directly (_call_model): the token's stop, unless this
+                # task itself is being cancelled.
+                if self.agent.model_stops_on_cancel and self.cancel.cancelled and not _task_being_cancelled():
+                    state.stopped_reason = "aborted"
+                    return
+                raise
             except Exception as err:  # noqa: BLE001 - ProviderError or a provider bug: end with "error"
                 if self.cancel.cancelled:
                     state.stopped_reason = "aborted"
@@ -426,7 +501,7 @@ class _Run:
                     model=response.model,
                     usage=_usage(response.usage),
                     text_chars=len(assistant.content),
-                    tool_calls=tuple(call.name for call in assistant.tool_calls),
+                    tool_calls=tuple([call.name for call in assistant.tool_calls]),
                 )
             )
             if not assistant.tool_calls:
@@ -450,27 +525,18 @@ class _Run:
             await self._run_tools(assistant.tool_calls, turn)
             await self._emit(TurnEnd(turn=turn))
 
-    async def _call_model(self, messages: list[Message], tools: list[ToolDefinition], turn: int) -> ModelResponse:
+    def _call_model(self, messages: list[Message], tools: list[ToolDefinition], turn: int) -> Awaitable[ModelResponse]:
+        """The model call to await. Not a coroutine itself: one frame less at every read of the stream."""
         agent = self.agent
-        options: dict[str, Any] = {}
-        if agent.model_reports_retries:
-            options["on_retry"] = self._on_retry
-        if agent.model_reports_sent:
-            options["on_sent"] = self.emitter.release
-        else:
+        if not agent.model_reports_sent:
             self.emitter.release()
-        call = agent.model.complete(messages, tools, on_text=self._on_text, cancel=self.cancel, **options)
+        call = agent.model.complete(messages, tools, on_text=self._on_text, cancel=self.cancel, **self._model_options)
         if not agent.model_stops_on_cancel:
-            return await self._race(call, grace_s=MODEL_CANCEL_GRACE_S)
+            return self._race(call, grace_s=MODEL_CANCEL_GRACE_S)
         # The model stops on the token itself (HTTP providers, chains of them): awaited directly,
-        # no task switch on the way to the first token. Its CancelledError is the token's
-        # (_Aborted) unless this task itself is being cancelled.
-        try:
-            return await call
-        except asyncio.CancelledError:
-            if self.cancel.cancelled and not _task_being_cancelled():
-                raise _Aborted() from None
-            raise
+        # no task switch on the way to the first token. The caller tells the token's
+        # CancelledError from a cancellation of its task.
+        return call
 
     async def _report_plan(self, entries: tuple[dict[str, str], ...], explanation: str | None) -> None:
         await self._emit(PlanUpdate.from_reported(entries, explanation))
@@ -600,6 +666,9 @@ class _Run:
                 error=state.error,
             )
         )
+        # The context's report_plan is bound to this run: dropped, the run and its history are
+        # freed by reference counting when the caller lets go, not left to the cycle collector.
+        self._tool_ctx = None
         return RunResult(
             stopped_reason=state.stopped_reason,
             turns_used=state.turns,
@@ -717,6 +786,16 @@ def _close(awaitable: Awaitable[Any]) -> None:
 
 def _normalised_assistant(message: Message, turn: int) -> Message:
     """An assistant message whose tool calls all have distinct, non-empty ids."""
+    ids = {call.id for call in message.tool_calls}
+    if (
+        message.role == "assistant"
+        and type(message.content) is str
+        and message.tool_call_id is None
+        and message.name is None
+        and len(ids) == len(message.tool_calls)
+        and "" not in ids
+    ):
+        return message  # already so (the usual case): no copy of it and its calls per turn
     calls: list[ToolCall] = []
     seen: set[str] = set()
     for index, call in enumerate(message.tool_calls):

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lich_core.userstate import workspace_state_dir
-from lich_core.vocabulary import Message, ToolResult, format_tool_result
+from lich_core.vocabulary import Message, ToolResult, format_tool_result, json_text
 
 SESSION_FORMAT_VERSION = 1
 SESSION_SUFFIX = ".jsonl"
@@ -79,8 +79,42 @@ def session_dir_for(config: Mapping[str, Any]) -> Path:
     return workspace_state_dir(work_dir) / SESSIONS_DIR_NAME
 
 
-# json.dumps(..., ensure_ascii=False) builds a new encoder per call; a record is written per message.
-_encode_record = json.JSONEncoder(ensure_ascii=False).encode
+_json_string = json.encoder.encode_basestring  # a str as a JSON string, as json.dumps(ensure_ascii=False)
+
+
+def message_json(message: Message) -> str:
+    """json.dumps(message.to_dict(), ensure_ascii=False), built from the fields directly.
+
+    A record is written per message, several per turn: encoding the fields one by one is less
+    than half the work of building the dict and encoding it. A field that is not of its declared
+    type (not a str) goes through the dict, so the output is the same either way.
+    """
+    try:
+        parts = ['{"role": ', _json_string(message.role), ', "content": ', _json_string(message.content)]
+        if message.tool_calls:
+            separator = ', "tool_calls": [{"id": '
+            for call in message.tool_calls:
+                parts += [
+                    separator,
+                    _json_string(call.id),
+                    ', "name": ',
+                    _json_string(call.name),
+                    ', "arguments": ',
+                    json_text(call.arguments),
+                    ', "raw_arguments": ',
+                    _json_string(call.raw_arguments),
+                    "}",
+                ]
+                separator = ', {"id": '
+            parts.append("]")
+        if message.tool_call_id is not None:
+            parts += [', "tool_call_id": ', _json_string(message.tool_call_id)]
+        if message.name is not None:
+            parts += [', "name": ', _json_string(message.name)]
+    except TypeError:
+        return json_text(message.to_dict())
+    parts.append("}")
+    return "".join(parts)
 
 
 class SessionWriter:
@@ -96,10 +130,14 @@ class SessionWriter:
         self._handle: IO[bytes] | None = None
 
     def append(self, record: dict[str, Any]) -> None:
+        # json_text: json.dumps(record, ensure_ascii=False) without an encoder made per record.
+        self._write(json_text(record) + "\n")
+
+    def _write(self, line: str) -> None:
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._handle = open(self.path, "ab", buffering=0)  # noqa: SIM115 - kept open for the run
-        data = (_encode_record(record) + "\n").encode("utf-8", "surrogatepass")
+        data = line.encode("utf-8", "surrogatepass")
         written = self._handle.write(data)
         if written is not None and written < len(data):  # a raw write may be short (a full disk)
             self._write_rest(memoryview(data)[written:])
@@ -113,7 +151,8 @@ class SessionWriter:
             rest = rest[written:]
 
     def message(self, message: Message) -> None:
-        self.append({"type": "message", "ts": time.time(), "message": message.to_dict()})
+        # The same line as append({"type": "message", "ts": ..., "message": message.to_dict()}).
+        self._write(f'{{"type": "message", "ts": {time.time()!r}, "message": {message_json(message)}}}\n')
 
     def compaction(self, messages: list[Message]) -> None:
         self.append({"type": "compaction", "ts": time.time(), "messages": [m.to_dict() for m in messages]})

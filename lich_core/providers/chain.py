@@ -98,76 +98,75 @@ class ProviderChain:
     ) -> ModelResponse:
         self.last_failures = []
         failed: list[ProviderError] = []
+        # One coroutine frame for the whole chain: every frame between the agent loop and the
+        # HTTP client is resumed at each read of the stream, the first token's included.
         for index, model in enumerate(self.models):
             next_name = self.models[index + 1].name if index + 1 < len(self.models) else ""
             model_on_sent = on_sent
             if on_sent is not None and not self._takes_on_sent[index]:
                 on_sent()  # no wire to wait for: now
                 model_on_sent = None
-            outcome = await self._try_model(
-                model, messages, tools, on_text, cancel, on_retry, next_name, model_on_sent
-            )
-            if isinstance(outcome, ModelResponse):
-                return outcome
-            failed.append(outcome)
-            if outcome.kind in FINAL_KINDS:
+            attempt = 0
+            while True:
+                if cancel is not None and cancel.cancelled:
+                    raise asyncio.CancelledError(cancel.reason or "cancelled")
+                streamed = _CharCounter(on_text)
+                try:
+                    if model_on_sent is None:
+                        response = await model.complete(
+                            messages, tools, on_text=streamed if on_text else None, cancel=cancel
+                        )
+                    else:
+                        response = await model.complete(  # type: ignore[call-arg]  # checked at __init__
+                            messages, tools, on_text=streamed if on_text else None, cancel=cancel, on_sent=model_on_sent
+                        )
+                except ProviderError as err:
+                    delay_s = self._after_failure(model, attempt, err, streamed.chars, on_retry, next_name)
+                    if delay_s is None:
+                        failed.append(err)
+                        break
+                    await run_cancellable(self._sleep(delay_s), cancel)
+                    attempt += 1
+                    continue
+                response.provider = response.provider or model.name
+                response.model = response.model or getattr(model, "model", "")
+                return response
+            if failed[-1].kind in FINAL_KINDS:
                 break
         raise _combined(failed)
 
-    async def _try_model(
+    def _after_failure(
         self,
         model: Model,
-        messages: Sequence[Message],
-        tools: Sequence[ToolDefinition],
-        on_text: TextCallback | None,
-        cancel: CancelToken | None,
+        attempt: int,
+        err: ProviderError,
+        streamed_chars: int,
         on_retry: RetryCallback | None,
         next_name: str,
-        on_sent: SentCallback | None,
-    ) -> ModelResponse | ProviderError:
-        attempt = 0
-        while True:
-            if cancel is not None and cancel.cancelled:
-                raise asyncio.CancelledError(cancel.reason or "cancelled")
-            streamed = _CharCounter(on_text)
-            try:
-                if on_sent is None:
-                    response = await model.complete(
-                        messages, tools, on_text=streamed if on_text else None, cancel=cancel
-                    )
-                else:
-                    response = await model.complete(  # type: ignore[call-arg]  # checked at __init__
-                        messages, tools, on_text=streamed if on_text else None, cancel=cancel, on_sent=on_sent
-                    )
-            except ProviderError as err:
-                if not err.provider:
-                    err.provider = model.name
-                self.last_failures.append((model.name, attempt, err))
-                delay_s = retry_delay_s(err, attempt)
-                if err.kind in FINAL_KINDS:
-                    return err
-                if on_retry is not None and (delay_s is not None or next_name):
-                    on_retry(
-                        RetryNotice(
-                            provider=model.name,
-                            attempt=attempt + 1,
-                            max_attempts=MAX_ATTEMPTS if err.kind in RETRIED_KINDS else 1,
-                            kind=err.kind,
-                            message=" ".join(str(err).split()),
-                            action="failover" if delay_s is None else "retry",
-                            delay_s=delay_s or 0.0,
-                            next_provider=model.name if delay_s is not None else next_name,
-                            discarded_chars=streamed.chars,
-                        )
-                    )
-                if delay_s is None:
-                    return err
-                await run_cancellable(self._sleep(delay_s), cancel)
-                attempt += 1
-                continue
-            response.provider = response.provider or model.name
-            response.model = response.model or getattr(model, "model", "")
-            return response
+    ) -> float | None:
+        """Record a failed attempt and tell the caller of a retry or failover; returns the wait
+        before retrying this model, or None to move on (fail over, or stop on a final kind)."""
+        if not err.provider:
+            err.provider = model.name
+        self.last_failures.append((model.name, attempt, err))
+        delay_s = retry_delay_s(err, attempt)
+        if err.kind in FINAL_KINDS:
+            return None
+        if on_retry is not None and (delay_s is not None or next_name):
+            on_retry(
+                RetryNotice(
+                    provider=model.name,
+                    attempt=attempt + 1,
+                    max_attempts=MAX_ATTEMPTS if err.kind in RETRIED_KINDS else 1,
+                    kind=err.kind,
+                    message=" ".join(str(err).split()),
+                    action="failover" if delay_s is None else "retry",
+                    delay_s=delay_s or 0.0,
+                    next_provider=model.name if delay_s is not None else next_name,
+                    discarded_chars=streamed_chars,
+                )
+            )
+        return delay_s
 
 
 class _CharCounter:

@@ -565,36 +565,29 @@ class HttpModel:
         cancel: CancelToken | None = None,
         on_sent: SentCallback | None = None,
     ) -> ModelResponse:
+        # One coroutine frame, no inner helper: every frame down to the HTTP client is resumed
+        # at each read of the stream, the first token's included.
         with TokenCancelsTask(cancel):
-            return await self._complete(list(messages), list(tools), on_text, on_sent)
-
-    async def _complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolDefinition],
-        on_text: TextCallback | None,
-        on_sent: SentCallback | None = None,
-    ) -> ModelResponse:
-        body = self.request_body(messages, tools)
-        limits = ResponseLimits(self)
-        try:
-            async with self._open(self.endpoint(), body, self.request_headers(), on_sent) as resp:
-                if not self.stream:
-                    response = self.parse_body(await self._read_body(resp, limits))
-                    limits.count_response(response)
-                    return response
-                limits.arm()
-                return await self.read_stream(resp, on_text, limits)
-        except asyncio.CancelledError:
-            if not limits.expired:
-                raise
-            # Our own idle timer cancelled the read, not the caller: a timeout, not a cancel.
-            task = asyncio.current_task()
-            if task is not None and hasattr(task, "uncancel"):
-                task.uncancel()
-            raise limits.idle_error() from None
-        finally:
-            limits.disarm()
+            body = self.request_body(list(messages), list(tools))
+            limits = ResponseLimits(self)
+            try:
+                async with self._open(self.endpoint(), body, self.request_headers(), on_sent) as resp:
+                    if not self.stream:
+                        response = self.parse_body(await self._read_body(resp, limits))
+                        limits.count_response(response)
+                        return response
+                    limits.arm()
+                    return await self.read_stream(resp, on_text, limits)
+            except asyncio.CancelledError:
+                if not limits.expired:
+                    raise
+                # Our own idle timer cancelled the read, not the caller: a timeout, not a cancel.
+                task = asyncio.current_task()
+                if task is not None and hasattr(task, "uncancel"):
+                    task.uncancel()
+                raise limits.idle_error() from None
+            finally:
+                limits.disarm()
 
     async def _read_body(self, resp: httpx.Response, limits: ResponseLimits) -> bytes:
         data = bytearray()

@@ -23,6 +23,8 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._toolsets: dict[str, list[str]] = {}
+        # Bumped by every change, so a reader can keep what it derived from the tools until then.
+        self.version = 0
         for tool in tools:
             self.register(tool)
 
@@ -30,9 +32,11 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ToolError(f"duplicate_tool: {tool.name}")
         self._tools[tool.name] = tool
+        self.version += 1
 
     def unregister(self, name: str) -> None:
-        self._tools.pop(name, None)
+        if self._tools.pop(name, None) is not None:
+            self.version += 1
 
     def register_toolset(self, toolset: Toolset) -> None:
         for tool in toolset.tools:
