@@ -415,12 +415,7 @@ class _Run:
             return
         self._record(lambda: {"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()})
         for message in self.state.history[self._recorded_messages :]:
-            if self.writer is None:
-                break  # the disk failed on the way: the session stopped growing
-            try:
-                self.writer.message(message)
-            except OSError as err:
-                self._drop_writer(err)
+            self._write_message(message)  # a no-op once a disk failure dropped the writer
 
     def _start_plugins(self) -> None:
         host = self.agent.plugins
@@ -697,6 +692,9 @@ class _Run:
 
     def _append(self, message: Message) -> None:
         self.state.history.append(message)
+        self._write_message(message)
+
+    def _write_message(self, message: Message) -> None:
         if self.writer is not None:
             try:
                 self.writer.message(message)
