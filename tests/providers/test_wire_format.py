@@ -133,3 +133,25 @@ async def test_ollama_request_shape(fake_provider, model_for) -> None:
         "function": {"name": "read_file", "arguments": {"path": "a.py"}}
     }
     assert wire[4] == {"role": "tool", "content": "1:ab|x = 1", "tool_name": "read_file"}
+
+
+async def test_the_parsed_endpoint_follows_a_changed_base_url(fake_provider, model_for) -> None:
+    # The endpoint is parsed once per model (endpoint_url); a base_url changed afterwards must
+    # still be where the next request goes, for every provider's endpoint shape.
+    from tests.support.fake_provider import FakeProviderServer
+
+    with FakeProviderServer() as second:
+        for kind, suffix, path in (
+            ("openai_compat", "/v1", "/v1/chat/completions"),
+            ("anthropic", "", "/v1/messages"),
+            ("ollama", "", "/api/chat"),
+        ):
+            model = model_for(kind)
+            await model.complete([Message(role="user", content="first")], [])
+            model.base_url = second.url + suffix
+            await model.complete([Message(role="user", content="second")], [])
+            assert fake_provider.requests[-1]["path"] == path
+            assert second.requests[-1]["path"] == path
+            assert second.requests[-1]["json"]["messages"][-1]["content"] in ("second", [{"type": "text", "text": "second"}])
+        assert len(fake_provider.requests) == 3
+        assert len(second.requests) == 3
