@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +27,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.fake_process import fake_provider_process
 from bench.run import Figure
 from lich_core.agent.events import AgentEvent
 from lich_core.agent.loop import Agent
@@ -42,31 +41,11 @@ from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.runtime import ToolRuntime
 
-ROOT = Path(__file__).resolve().parents[1]
 STREAM_CHUNKS = 200
 TARGET_RATIO = 1.05
 ROUNDS = 240
 QUICK_ROUNDS = 40
 ROUND_ORDER_SEED = 11
-
-
-def _start_server(turns: int) -> tuple[subprocess.Popen[str], str, str]:
-    script = [{"text": "token " * STREAM_CHUNKS, "chunks": STREAM_CHUNKS} for _ in range(turns)]
-    handle, path = tempfile.mkstemp(suffix=".json", prefix="lich-bench-")
-    with os.fdopen(handle, "w") as out:
-        json.dump(script, out)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.fake_provider", "--port", "0", "--script", path],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line.startswith("LISTENING "):
-        proc.kill()
-        raise RuntimeError(f"fake provider did not start: {line!r}")
-    return proc, line.split(" ", 1)[1], path
 
 
 async def _through_model(model: OpenAICompatModel, messages: list[Message]) -> tuple[float, float]:
@@ -167,14 +146,9 @@ async def _measure(url: str, rounds: int, work_dir: Path) -> dict[str, list[floa
 
 def run(quick: bool) -> list[Figure]:
     rounds = QUICK_ROUNDS if quick else ROUNDS
-    proc, url, script_path = _start_server(4 * rounds + 8)
-    try:
-        with tempfile.TemporaryDirectory() as work_dir:
-            results = asyncio.run(_measure(url, rounds, Path(work_dir)))
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
-        os.unlink(script_path)
+    turns = [{"text": "token " * STREAM_CHUNKS, "chunks": STREAM_CHUNKS} for _ in range(4 * rounds + 8)]
+    with fake_provider_process(turns) as url, tempfile.TemporaryDirectory() as work_dir:
+        results = asyncio.run(_measure(url, rounds, Path(work_dir)))
     ms = {key: statistics.median(values) * 1000 for key, values in results.items()}
     note = f"median of {rounds}, {STREAM_CHUNKS}-chunk SSE stream, fake server in a subprocess"
     return [
