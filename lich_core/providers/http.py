@@ -32,7 +32,7 @@ from lich_core.providers.errors import (
     malformed,
     stream_error,
 )
-from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition
+from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition, json_text
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # Reads wait for the model to think between tokens; long, but not forever.
@@ -208,7 +208,8 @@ async def open_response(
     `on_sent` is called once the request is on the wire, before the response is read.
     """
     client = get_client()
-    encoded = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    # json_text: json.dumps(ensure_ascii=False) without making a new encoder per request.
+    encoded = json_text(body).encode("utf-8")
     request_headers = {"content-type": "application/json", **headers}
     content: bytes | _BodyThenNotify = encoded
     if on_sent is not None:
