@@ -114,11 +114,14 @@ class ToolContext:
         A shallow copy, every other field shared, made without running __post_init__ again: its
         work is done (work_dir resolved, workspace and read state set). dataclasses.replace would
         resolve work_dir, a file-system call, on every tool call, and copy.copy costs several µs
-        more per call (bench: executor overhead); this is what copy.copy does, directly.
+        more per call (bench: executor overhead); this is what copy.copy does, directly. The
+        fields dict is copied whole and handed to the clone, which is cheaper than filling the
+        clone's own dict with update().
         """
-        clone = object.__new__(type(self))
-        clone.__dict__.update(self.__dict__)
-        clone.cancel = cancel
+        fields = self.__dict__.copy()
+        fields["cancel"] = cancel
+        clone = object.__new__(self.__class__)
+        clone.__dict__ = fields
         return clone
 
 
