@@ -510,6 +510,8 @@ class EventEmitter:
         self._hold_number = 0
 
     def _event(self, data: EventData) -> AgentEvent:
+        # emit and emit_nowait number and stamp their event inline, the same way (a call less
+        # for each of the seven events of a turn).
         self._seq += 1
         return AgentEvent(data.TYPE, self.run_id, self.session_id, self._seq, time.time(), data)
 
@@ -555,7 +557,8 @@ class EventEmitter:
             return
         if self._pending:
             await self.drain()
-        event = self._event(data)
+        self._seq = seq = self._seq + 1
+        event = AgentEvent(data.TYPE, self.run_id, self.session_id, seq, time.time(), data)
         try:
             outcome = listener(event)
             # A plain function returns None: skip the (abc-based, slow) awaitable check.
@@ -571,7 +574,8 @@ class EventEmitter:
         if self._held is not None:
             self._held.append(data)
             return
-        self._deliver_nowait(self._event(data))
+        self._seq = seq = self._seq + 1
+        self._deliver_nowait(AgentEvent(data.TYPE, self.run_id, self.session_id, seq, time.time(), data))
 
     def _deliver_nowait(self, event: AgentEvent) -> None:
         listener = self._listener

@@ -90,6 +90,12 @@ def message_json(message: Message) -> str:
     type (not a str) goes through the dict, so the output is the same either way.
     """
     try:
+        if message.tool_call_id is not None and message.name is not None and not message.tool_calls:
+            # A tool result (one per tool call): built at once, no list of parts to join.
+            return (
+                f'{{"role": {_json_string(message.role)}, "content": {_json_string(message.content)}, '
+                f'"tool_call_id": {_json_string(message.tool_call_id)}, "name": {_json_string(message.name)}}}'
+            )
         parts = ['{"role": ', _json_string(message.role), ', "content": ', _json_string(message.content)]
         if message.tool_calls:
             separator = ', "tool_calls": [{"id": '

@@ -257,6 +257,31 @@ async def test_missing_call_ids_are_filled_in(tmp_path, tools):
     assert_history_valid(result.messages)
 
 
+async def test_repeated_and_empty_call_ids_are_replaced_and_fine_ones_kept(tmp_path, tools, events):
+    model = ScriptedModel(
+        tools_turn(
+            call("echo", {"text": "a"}, id="x"), call("echo", {"text": "b"}, id="x"), call("echo", {"text": "c"})
+        ),
+        tools_turn(call("echo", {"text": "d"}, id="y"), call("echo", {"text": "e"}, id="z")),
+        Turn(text="ok"),
+    )
+    result = await build(tmp_path, tools, model).run("x", on_event=events)
+    assistants = [m for m in result.messages if m.role == "assistant" and m.tool_calls]
+    assert [[c.id for c in m.tool_calls] for m in assistants] == [["x", "call_1_1", "call_1_2"], ["y", "z"]]
+    assert [e.data.call_id for e in events.of("tool_call_end")] == ["x", "call_1_1", "call_1_2", "y", "z"]
+    assert_history_valid(result.messages)
+
+
+async def test_a_tool_call_lasts_whole_microseconds(tmp_path, tools, events):
+    model = ScriptedModel(tools_turn(call("echo", {"text": "a"}, id="a"), call("fail", {}, id="b")), Turn(text="ok"))
+    await build(tmp_path, tools, model).run("x", on_event=events)
+    durations = [e.data.duration_ms for e in events.of("tool_call_end")]
+    assert len(durations) == 2
+    for duration in durations:
+        assert type(duration) is float and duration >= 0
+        assert round(duration, 3) == duration  # milliseconds with three decimals at most
+
+
 async def test_capability_denied_tools_are_not_offered(tmp_path, tools):
     cfg = make_config(tmp_path, capabilities=["file/read"])
     denied = tools.tools()

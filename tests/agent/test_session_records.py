@@ -48,6 +48,10 @@ def test_fields_of_an_unexpected_type_go_through_the_dict() -> None:
     odd: list[Any] = [
         Message(role="user", content=7),  # type: ignore[arg-type]
         Message(role="tool", content="x", tool_call_id=12, name=None),  # type: ignore[arg-type]
+        # The shape of a tool result (id and name, no calls), with a field of another type.
+        Message(role="tool", content="x", tool_call_id=12, name="n"),  # type: ignore[arg-type]
+        Message(role="tool", content=3.5, tool_call_id="i", name="n"),  # type: ignore[arg-type]
+        Message(role="tool", content="x", tool_call_id="i", name=["n"]),  # type: ignore[arg-type]
         Message(role="assistant", tool_calls=[ToolCall(id=None, name="n", arguments={})]),  # type: ignore[arg-type]
         Message(role="assistant", tool_calls=[ToolCall(id="i", name="n", arguments=[1, 2])]),  # type: ignore[arg-type]
     ]
