@@ -10,8 +10,9 @@ first non-empty delta. It POSTs the very body the loop sends (system prompt and 
 so the ratio is the loop's own cost, not a longer request's. The providers give httpx their
 endpoint parsed once (HttpModel.endpoint_url), which plain httpx, given the URL as text, parses
 again on every request; an info line compares the loop with httpx given the parsed URL too, so
-the loop's own cost shows apart from that saving. Each round runs the variants in a shuffled order, so drift and ordering hit all of them; a ratio of a few per cent needs a few
-hundred rounds to stand out of this machine's noise.
+the loop's own cost shows apart from that saving. Each round runs the variants in a shuffled
+order, so drift and ordering hit all of them; a ratio of a few per cent needs a few hundred
+rounds to stand out of this machine's noise.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ async def _measure(url: str, rounds: int, work_dir: Path) -> dict[str, list[floa
         "parsed_first": [],
         "parsed_total": [],
     }
-    # The reference uses the same pooled client, so all three read over the same warm
+    # The references use the same pooled client, so all four read over the same warm
     # connection (a second client would add a second connection and server thread as a confound).
     client = get_client()
     # Warm the connection before timing.
