@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.fake_process import fake_provider_process
 from bench.run import Figure
+from tests.support.fake_provider import standalone_process
 
 BARE_SERVER = (
     "from pygls.lsp.server import LanguageServer\n"
@@ -108,7 +108,7 @@ async def code_action_latency(quick: bool, root: Path) -> tuple[float, float, in
     turn = {"text": "streaming " * chunks, "chunks": chunks, "chunk_delay_s": 0.01}
     # The fake provider runs in a process of its own: as a thread of this one, it took the GIL
     # from the client at every chunk, and its own tail latency showed in the round trips.
-    with fake_provider_process([turn]) as url:
+    with standalone_process([turn]) as url:
         return await _code_action_rounds(quick, root, url)
 
 

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import httpx
 
-from bench.fake_process import fake_provider_process
 from bench.run import Figure
 from lich_core.agent.events import AgentEvent
 from lich_core.agent.loop import Agent
@@ -41,6 +40,7 @@ from lich_core.providers.openai_compat import OpenAICompatModel
 from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.runtime import ToolRuntime
+from tests.support.fake_provider import standalone_process
 
 STREAM_CHUNKS = 200
 TARGET_RATIO = 1.05
@@ -148,7 +148,7 @@ async def _measure(url: str, rounds: int, work_dir: Path) -> dict[str, list[floa
 def run(quick: bool) -> list[Figure]:
     rounds = QUICK_ROUNDS if quick else ROUNDS
     turns = [{"text": "token " * STREAM_CHUNKS, "chunks": STREAM_CHUNKS} for _ in range(4 * rounds + 8)]
-    with fake_provider_process(turns) as url, tempfile.TemporaryDirectory() as work_dir:
+    with standalone_process(turns) as url, tempfile.TemporaryDirectory() as work_dir:
         results = asyncio.run(_measure(url, rounds, Path(work_dir)))
     ms = {key: statistics.median(values) * 1000 for key, values in results.items()}
     note = f"median of {rounds}, {STREAM_CHUNKS}-chunk SSE stream, fake server in a subprocess"

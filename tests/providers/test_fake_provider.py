@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
-from tests.support.fake_provider import EXHAUSTED_TEXT, FakeProviderServer, split_pieces
+from tests.support.fake_provider import (
+    EXHAUSTED_TEXT,
+    FakeProviderServer,
+    split_pieces,
+    standalone_process,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,30 +54,9 @@ def test_dropped_stream_is_a_broken_body(fake_provider: FakeProviderServer) -> N
     assert len(lines) == 2
 
 
-def test_standalone_mode_prints_url_and_serves(tmp_path: Path) -> None:
-    script = tmp_path / "turns.json"
-    script.write_text(json.dumps([{"text": "from file"}]))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.support.fake_provider",
-            "--port",
-            "0",
-            "--script",
-            str(script),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()
-        assert line.startswith("LISTENING http://127.0.0.1:")
-        url = line.split(" ", 1)[1]
+def test_standalone_mode_prints_url_and_serves() -> None:
+    # standalone_process reads the "LISTENING <url>" line main() prints, then the server answers.
+    with standalone_process([{"text": "from file"}]) as url:
+        assert url.startswith("http://127.0.0.1:")
         reply = httpx.post(url + "/api/chat", json={"stream": False}, timeout=10)
         assert reply.json()["message"]["content"] == "from file"
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)

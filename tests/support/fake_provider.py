@@ -30,13 +30,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import select
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 EXHAUSTED_TEXT = "(script exhausted)"
@@ -47,6 +52,8 @@ ANTHROPIC_PATH = "/v1/messages"
 OLLAMA_PATH = "/api/chat"
 # How often a waiting handler checks whether the client hung up or the server is stopping.
 WATCH_INTERVAL_S = 0.05
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where `-m tests.support.fake_provider` resolves
+STANDALONE_STOP_TIMEOUT_S = 10
 
 
 def split_pieces(text: str, count: int) -> list[str]:
@@ -669,6 +676,34 @@ def load_script(path: str) -> list[dict[str, Any]]:
     if not isinstance(turns, list):
         raise SystemExit(f'{path}: expected a list of turns or {{"turns": [...]}}')
     return turns
+
+
+@contextmanager
+def standalone_process(turns: list[dict[str, Any]]) -> Iterator[str]:
+    """Serve `turns` from a child process in standalone mode (`main`); yields its base URL.
+
+    For latency benchmarks: a server thread in the measuring process takes the GIL from the
+    client at every chunk it writes; in its own process it competes for a core at most.
+    """
+    handle, script_path = tempfile.mkstemp(suffix=".json", prefix="lich-fake-provider-")
+    with os.fdopen(handle, "w") as out:
+        json.dump(turns, out)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.fake_provider", "--port", "0", "--script", script_path],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        if not line.startswith("LISTENING "):
+            raise RuntimeError(f"fake provider did not start: {line!r}")
+        yield line.split(" ", 1)[1]
+    finally:
+        proc.kill()
+        proc.wait(timeout=STANDALONE_STOP_TIMEOUT_S)
+        os.unlink(script_path)
 
 
 def main(argv: list[str] | None = None) -> int:
