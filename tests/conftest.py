@@ -28,3 +28,7 @@ def _isolated_user_config(tmp_path_factory, monkeypatch):
         "LICH_WORK_DIR", "LICH_WORKSPACE_TRUST",
     ):
         monkeypatch.delenv(name, raising=False)
+    # A pytest that a test starts (`run_tests`, `lich.runTests`, the gatekeeper's test run) tests a
+    # small project that needs no plugin: loading this environment's plugins (pytest-lsp imports
+    # lsprotocol, hypothesis...) would cost ~2 s of CPU per run, about 80% of such a run.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")

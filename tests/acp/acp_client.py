@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,8 @@ from acp.schema import (
     WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
+
+from tests.support import prefork
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 20.0
@@ -249,11 +250,12 @@ def write_user_config(provider_url: str, **extra: Any) -> None:
 
 @contextlib.asynccontextmanager
 async def acp_agent(client: ScriptedClient) -> AsyncIterator[Any]:
-    """`python -m lich_acp` over stdio, initialized; yields the client-side connection."""
+    """`python -m lich_acp` over stdio (forked from the test zygote: tests/support/prefork.py),
+    initialized; yields the client-side connection."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     async with spawn_agent_process(
-        client, sys.executable, "-m", "lich_acp", env=env, cwd=ROOT, transport_kwargs={"stderr": None}
+        client, *prefork.command("lich_acp"), env=env, cwd=ROOT, transport_kwargs={"stderr": None}
     ) as (conn, _process):
         response = await asyncio.wait_for(
             conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=client.capabilities()), WAIT_S

@@ -30,7 +30,11 @@ from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
+from tests.support import prefork
+
 CLIENTS = ("visual-studio-code", "neovim@v0.7.0", "neovim", "emacs")
+# The real start-up, for the tests of the process itself (raw stdio, --tcp, --ws, the parent's
+# death); start_session forks the server from a process that has imported it (tests/support/prefork.py).
 SERVER_COMMAND = [sys.executable, "-m", "lich_lsp"]
 LSP_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # Bounds, generous for a loaded two-core machine: they only decide how soon a broken test fails.
@@ -474,7 +478,7 @@ async def start_session(
 ) -> EditorClient:
     server_env = {**os.environ, **(env or {})}
     config = ClientServerConfig(
-        server_command=SERVER_COMMAND, client_factory=make_client, server_env=server_env
+        server_command=prefork.command("lich_lsp"), client_factory=make_client, server_env=server_env
     )
     client = await bounded(config.start(), START_WAIT_S, "the server process to start")
     assert isinstance(client, EditorClient)

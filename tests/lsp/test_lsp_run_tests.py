@@ -31,5 +31,5 @@ async def test_failing_test_diagnostic_lands_on_its_line_and_clears(session, roo
 
     (root / "calc.py").write_text(FIXED_ADD)
     green = await client.command("lich.runTests", {})
-    assert green["ok"] is True
+    assert green["ok"] is True, green
     await client.wait_until(lambda: uri in client.diagnostics and len(client.diagnostics[uri]) == 0, what="the diagnostic to clear")

@@ -28,7 +28,10 @@ from tests.mcp.mcp_support import (
 
 MAX_TOOL_NAME = 64
 
-STATUS_TEST_ATTACH_TIMEOUT_S = 20.0
+# The silent server fails after this; the good server of that test is the stdlib-only legacy
+# server, which answers a fraction of a second after its interpreter starts, even on a loaded machine.
+STATUS_TEST_ATTACH_TIMEOUT_S = 6.0
+LEGACY_TOOLS = 5
 
 
 def info_of(output: str) -> dict[str, str]:
@@ -230,11 +233,9 @@ async def test_status_states(tmp_path: Path) -> None:
         "far": {"url": "http://mcp.example.org/mcp"},
         "missing": {"command": str(tmp_path / "no-such-program")},
         "silent": stdio_entry(script=SILENT_SERVER),
-        "basic": stdio_entry(),
+        "good": stdio_entry(script=LEGACY_SERVER),
         "bad_cwd": stdio_entry(cwd="nowhere"),
     }
-    # Short enough that the silent server's attach fails within the test, long enough that the
-    # good server (importing the SDK takes seconds on a loaded machine) always attaches.
     manager = McpManager(
         specs_from_config(servers), work_dir=tmp_path, tool_env={"PATH": "/usr/bin:/bin"},
         attach_timeout_s=STATUS_TEST_ATTACH_TIMEOUT_S,
@@ -247,7 +248,7 @@ async def test_status_states(tmp_path: Path) -> None:
             "far": ("http", "refused"),
             "missing": ("stdio", "not_started"),
             "silent": ("stdio", "not_started"),
-            "basic": ("stdio", "not_started"),
+            "good": ("stdio", "not_started"),
             "bad_cwd": ("stdio", "not_started"),
         }
         errors = {item["name"]: item["last_error"] for item in manager.status()}
@@ -257,14 +258,14 @@ async def test_status_states(tmp_path: Path) -> None:
         await wait_until(lambda: manager.status()[4]["state"] == "connecting", "the silent server to be connecting")
         await asyncio.wait_for(attach, 30)
         final = {item["name"]: item for item in manager.status()}
-        assert final["basic"]["state"] == "connected" and final["basic"]["tools"] == BASIC_TOOLS
+        assert final["good"]["state"] == "connected" and final["good"]["tools"] == LEGACY_TOOLS
         assert final["silent"]["state"] == "failed"
         assert final["silent"]["last_error"] == f"no answer within {STATUS_TEST_ATTACH_TIMEOUT_S:g} s of starting"
         assert final["missing"]["state"] == "failed"
         assert final["missing"]["last_error"].startswith("cannot start ") and "No such file" in final["missing"]["last_error"]
         assert final["bad_cwd"]["state"] == "failed" and "is not a directory" in final["bad_cwd"]["last_error"]
         assert final["off"]["state"] == "disabled" and final["runner"]["state"] == "refused"
-        assert [tool.server for tool in manager.tools()] == ["basic"] * BASIC_TOOLS
+        assert [tool.server for tool in manager.tools()] == ["good"] * LEGACY_TOOLS
     finally:
         await manager.close()
 
