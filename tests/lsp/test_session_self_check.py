@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from lsp_harness import edit, provider_options, tool_messages, uri_of
-from test_session_run_tests import FAILING_LINE, make_project
+from test_session_run_tests import FAILING_LINE, FIXED_ADD, make_project
 
 from lich_lsp.run_tests import TEST_DIAGNOSTIC_SOURCE
 
@@ -42,7 +42,8 @@ async def test_red_fix_green_commit(editor, root: Path, fake_provider, self_comm
     fake_provider.script(
         {"tool_calls": [run_tests]},
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
-        {"tool_calls": [edit("calc.py", "a - b", "a + b")]},
+        # The fixed text of the run_tests tests (not the broken text's size: see FIXED_ADD).
+        {"tool_calls": [edit("calc.py", "a - b\n", "a + b  # fixed\n")]},
         {"tool_calls": [run_tests]},
         {"tool_calls": [{"name": "git_commit", "arguments": {"message": "Fix add", "paths": ["calc.py"]}}]},
         {"text": "Fixed add and committed it."},
@@ -71,4 +72,4 @@ async def test_red_fix_green_commit(editor, root: Path, fake_provider, self_comm
     assert git(root, "log", "-1", "--format=%an <%ae>|%s") == "lich <lich@localhost>|Fix add\n"
     assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["calc.py"]
     assert git(root, "status", "--porcelain").split("\n")[0].endswith("notes.txt")
-    assert (root / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert (root / "calc.py").read_text() == FIXED_ADD
