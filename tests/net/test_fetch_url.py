@@ -462,6 +462,19 @@ def test_the_http_tools_are_in_the_catalog_after_env_get() -> None:
         assert tools[name].parameters["required"] == ["url"]
 
 
+def test_the_html_parser_is_imported_by_the_first_html_page_not_by_the_tool_list() -> None:
+    """A fresh interpreter (this one has imported it): the tools' registration leaves BeautifulSoup out."""
+    probe = (
+        "import sys\n"
+        "from lich_core.tools.builtin import builtin_tools\n"
+        "assert 'fetch_url' in {tool.name for tool in builtin_tools()}\n"
+        "print(sorted(name for name in ('bs4', 'lich_core.net.html_text') if name in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
 # ---------------------------------------------------------------------------------------------
 # The CLI (a real `python -m lich_core tool` process; slow, so one test)
 
