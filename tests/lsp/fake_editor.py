@@ -40,6 +40,7 @@ from lsp_harness import (
     apply_text_edits,
     bounded,
     capabilities_for,
+    client_converter,
     uri_of,
 )
 from lsprotocol import types
@@ -627,9 +628,7 @@ class FakeEditor:
         """textDocument/codeAction: `params` go through pygls' converter first, as they would on
         the wire (a `CodeActionKind` in `only` arrives as its plain string), and the answer must
         serialize (else a recorded failure)."""
-        from pygls.protocol import default_converter
-
-        converter = default_converter()
+        converter = client_converter()  # pygls' converter, with the test editor's CodeAction fix
         sent = converter.structure(json.loads(json.dumps(converter.unstructure(params))), types.CodeActionParams)
         actions = self.session.code_actions(sent)
         try:

@@ -403,12 +403,26 @@ def as_dict(value: Any) -> Any:
     return value
 
 
+_CLIENT_CONVERTER: Any = None
+
+
 def client_converter() -> Any:
     """pygls' converter, except that a CodeAction carrying a Command parses as a CodeAction.
 
     lsprotocol's hook takes any object with a "command" key for a Command, which misreads
     `CodeAction.command` (an object, where Command.command is a string); editors check the type.
+
+    One for every client of this test process: cattrs writes (and compiles) a function for each
+    type the first time it meets it, ~0.3 s of CPU for a session's messages, and a converter keeps
+    them; it holds no other state.
     """
+    global _CLIENT_CONVERTER
+    if _CLIENT_CONVERTER is None:
+        _CLIENT_CONVERTER = _new_client_converter()
+    return _CLIENT_CONVERTER
+
+
+def _new_client_converter() -> Any:
     converter = default_converter()
 
     def command_or_code_action(obj: Any, _: type) -> Any:
