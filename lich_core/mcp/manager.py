@@ -26,8 +26,8 @@ raced against the caller's CancelToken and against `conn.lost`:
 - connection lost (the server exited, closed its output, or the HTTP endpoint went away): the
   SDK fails pending requests with CONNECTION_CLOSED; the call answers `mcp_unavailable:` and
   marks the server failed. The owner task leaves its Client block and tears the connection down.
-  A server that exits between calls is noticed by the transport (end of its output) and is
-  failed as well. Nothing restarts in the middle of a run: the next `attach()` (the next run)
+  A server that exits between calls is noticed by the transport (end of its output, then up to
+  EXIT_SETTLE_S for its exit code) and is failed as well. Nothing restarts in the middle of a run: the next `attach()` (the next run)
   starts it again.
 
 Stopping a connection is `scope.cancel()` on the owner's scope (anyio delivers it to the owner
@@ -109,6 +109,10 @@ TERM_GRACE_S = 1.0
 OWNER_STOP_S = 5.0
 # A cancelled call's task gets this long to send the courtesy cancel before it is left behind.
 CALL_CANCEL_GRACE_S = 1.0
+# A stdio server's output has ended: this long for its exit to be seen before the connection is
+# marked lost, so the reason a status shows is its exit code (the child watcher reaps it a moment
+# after the end of its output; on a loaded machine, after status() has looked).
+EXIT_SETTLE_S = 0.5
 POLL_S = 0.02
 STDERR_TAIL_BYTES = 4096
 # A stdio server's message (one line) may not be longer: a server that never ends its line must
@@ -596,6 +600,8 @@ class McpManager:
                         if len(buffer) > MAX_LINE_BYTES:
                             conn.mark_lost(f"the server sent a message over {MAX_LINE_BYTES // (1024 * 1024)} MiB")
                             return
+                with anyio.move_on_after(EXIT_SETTLE_S):
+                    await process.wait()
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
                 pass
             finally:
