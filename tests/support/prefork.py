@@ -46,7 +46,7 @@ PRELOAD_PACKAGES = ("lich_core", "lich_lsp", "lich_acp")
 PRELOAD_MODULES = ("acp", "httpx", "httpcore._async.http11", "anyio._backends._asyncio", "pygls.progress")
 REQUEST_MAX_BYTES = 1 << 20  # one start request: argv, environment and working directory as JSON
 STDIO_FD_COUNT = 3
-ZYGOTE_START_TIMEOUT_S = 120.0  # the zygote's imports on a loaded machine; it says "ready" after them
+ZYGOTE_STOP_WAIT_S = 30.0  # its stdin closed, it kills its forks and leaves; killed after this
 
 _zygote: tuple[subprocess.Popen[bytes], str] | None = None
 _zygote_lock = threading.Lock()
@@ -88,7 +88,7 @@ def _stop_zygote(process: subprocess.Popen[bytes], path: str) -> None:
         assert process.stdin is not None
         process.stdin.close()
     try:
-        process.wait(timeout=ZYGOTE_START_TIMEOUT_S)
+        process.wait(timeout=ZYGOTE_STOP_WAIT_S)
     except subprocess.TimeoutExpired:
         process.kill()
     with contextlib.suppress(OSError):
