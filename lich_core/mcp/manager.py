@@ -27,8 +27,8 @@ raced against the caller's CancelToken and against `conn.lost`:
   SDK fails pending requests with CONNECTION_CLOSED; the call answers `mcp_unavailable:` and
   marks the server failed. The owner task leaves its Client block and tears the connection down.
   A server that exits between calls is noticed by the transport (end of its output, then up to
-  EXIT_SETTLE_S for its exit code) and is failed as well. Nothing restarts in the middle of a run: the next `attach()` (the next run)
-  starts it again.
+  EXIT_SETTLE_S for its exit code) and is failed as well. Nothing restarts in the middle of a
+  run: the next `attach()` (the next run) starts it again.
 
 Stopping a connection is `scope.cancel()` on the owner's scope (anyio delivers it to the owner
 task), then waiting (bounded) for the owner to finish. stdio servers run in their own process
@@ -109,9 +109,9 @@ TERM_GRACE_S = 1.0
 OWNER_STOP_S = 5.0
 # A cancelled call's task gets this long to send the courtesy cancel before it is left behind.
 CALL_CANCEL_GRACE_S = 1.0
-# A stdio server's output has ended: this long for its exit to be seen before the connection is
-# marked lost, so the reason a status shows is its exit code (the child watcher reaps it a moment
-# after the end of its output; on a loaded machine, after status() has looked).
+# How long a gone stdio server's exit may take to be seen: the end of its output waits this long
+# before the connection is marked lost, so the reason a status shows is its exit code (the child
+# watcher reaps it a moment after the end of its output; on a loaded machine, after status() looked).
 EXIT_SETTLE_S = 0.5
 POLL_S = 0.02
 STDERR_TAIL_BYTES = 4096
@@ -247,13 +247,17 @@ class _Connection:
             return self.lost_reason
         return "the connection closed" if self.spec.transport == STDIO else f"the connection to {self.spec.url} closed"
 
-    async def ended(self, timeout_s: float = 0.5) -> str:
-        """Why the connection is gone: the stdio server's exit code and last stderr line if it
-        exited (waiting up to `timeout_s` for the exit to be seen), else the recorded reason."""
+    async def wait_for_exit(self, timeout_s: float = EXIT_SETTLE_S) -> None:
+        """Up to `timeout_s` for a stdio server's exit to be seen (its exit code known)."""
         if self.process is not None:
             deadline = time.monotonic() + timeout_s
             while self.process.returncode is None and time.monotonic() < deadline:
                 await asyncio.sleep(POLL_S)
+
+    async def ended(self, timeout_s: float = EXIT_SETTLE_S) -> str:
+        """Why the connection is gone: the stdio server's exit code and last stderr line if it
+        exited (waiting up to `timeout_s` for the exit to be seen), else the recorded reason."""
+        await self.wait_for_exit(timeout_s)
         return self.ended_now()
 
 
@@ -600,8 +604,7 @@ class McpManager:
                         if len(buffer) > MAX_LINE_BYTES:
                             conn.mark_lost(f"the server sent a message over {MAX_LINE_BYTES // (1024 * 1024)} MiB")
                             return
-                with anyio.move_on_after(EXIT_SETTLE_S):
-                    await process.wait()
+                await conn.wait_for_exit()  # the end of its output: the status then shows the exit code
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
                 pass
             finally:
