@@ -278,3 +278,51 @@ async def test_an_unencodable_character_is_reported_and_nothing_is_left(ws: Disk
         await ws.apply([write(path, "x" * 70_000 + "\ud800\n", "keep\n")], "t")
     assert path.read_text() == "keep\n"
     assert temp_leftovers(tmp_path) == []
+
+
+# --- DiskTextMemo: the bytes behind a read spare the stale check an encode ---
+
+
+def test_the_memo_gives_the_bytes_only_for_the_very_text_it_read(tmp_path: Path) -> None:
+    memo = workspace_module.DiskTextMemo()
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"caf\xc3\xa9 \xff\n")
+    text = memo.read(path, tmp_path)
+    assert text == "café \udcff\n"
+    assert memo.bytes_of(path, text) == b"caf\xc3\xa9 \xff\n"
+    assert memo.bytes_of(path, "".join(list(text))) is None  # equal, but not what was read
+    assert memo.bytes_of(tmp_path / "other.txt", text) is None
+
+
+def test_the_memo_keeps_the_last_few_small_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workspace_module, "MEMO_MAX_FILE_BYTES", 10)
+    memo = workspace_module.DiskTextMemo()
+    texts = {}
+    for index in range(workspace_module.MEMO_KEPT_FILES + 1):
+        path = tmp_path / f"f{index}.txt"
+        path.write_text(f"{index}\n")
+        texts[path] = memo.read(path, tmp_path)
+    kept = [path for path, text in texts.items() if memo.bytes_of(path, text) is not None]
+    assert kept == list(texts)[1:]  # the oldest read went first
+    big = tmp_path / "big.txt"
+    big.write_text("x" * 11)
+    assert memo.bytes_of(big, memo.read(big, tmp_path)) is None
+
+
+async def test_a_base_read_through_the_workspace_is_not_encoded_again(
+    ws: DiskWorkspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f.txt"
+    path.write_bytes("naïve\n".encode())
+    base = ws.read_text(path)
+    encoded: list[str] = []
+    real_encode = workspace_module.encode_text
+    monkeypatch.setattr(workspace_module, "encode_text", lambda text: encoded.append(text) or real_encode(text))
+    await ws.apply([write(path, base + "more\n", base)], "t")
+    assert encoded == [base + "more\n"]  # the new text only
+    # The next change's base is the text just written, not read: it is encoded for its check.
+    path.write_bytes(b"changed\n")
+    with pytest.raises(EditRejected, match="stale_file"):
+        await ws.apply([write(path, "x\n", base + "more\n")], "t")
+    assert path.read_bytes() == b"changed\n"
+
