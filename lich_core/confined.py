@@ -17,6 +17,7 @@ Errors are ToolErrors with stable prefixes: `path_escape:`, `not_regular_file:`,
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import secrets
 import stat
@@ -67,9 +68,20 @@ def _is_within(root_real: str, real: str) -> bool:
 def _descriptor_path(fd: int, fallback: Path) -> str:
     """The real path of an open descriptor (Linux: /proc/self/fd); elsewhere the path's realpath."""
     try:
-        return os.readlink(FD_PATH_DIR / str(fd))
+        return os.readlink(f"{FD_PATH_DIR}/{fd}")
     except OSError:
         return os.path.realpath(fallback)
+
+
+@functools.lru_cache(maxsize=64)
+def _real_root(root: str) -> str:
+    """The root's real path as first seen: a read must land under it.
+
+    Kept, not looked up per read (a realpath costs a stat per component, the largest part of a
+    small file's read). Should the root's own path later be swapped for a symlink, reads through
+    it then resolve outside this real path and are refused, where a fresh realpath would follow.
+    """
+    return os.path.realpath(root)
 
 
 # --- reads ---
@@ -81,7 +93,7 @@ def open_for_read(root: Path, path: Path) -> int:
     fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOCTTY | getattr(os, "O_CLOEXEC", 0))
     try:
         real = _descriptor_path(fd, path)
-        if not _is_within(os.path.realpath(root), real):
+        if not _is_within(_real_root(os.fspath(root)), real):
             raise ToolError(f"path_escape: {path} resolves to {real}, outside {root}")
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):

