@@ -23,7 +23,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lich acp: --work-dir {args.work_dir}: not a directory", file=sys.stderr)
             return 2
         os.chdir(root)
-    from lich_acp.agent import LichAcpAgent
+    from lich_core.startup import quiet_start
+
+    with quiet_start():
+        import acp  # noqa: F401 - the SDK's models, imported here with the rest of start-up
+
+        from lich_acp.agent import LichAcpAgent
 
     agent = LichAcpAgent(Path.cwd())
     try:

@@ -40,7 +40,10 @@ def _quit_quietly(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lich_lsp.server import run
+    from lich_core.startup import quiet_start
+
+    with quiet_start():
+        from lich_lsp.server import run
 
     args = sys.argv[1:] if argv is None else argv
     if talks_on_a_terminal(args) and not any(arg in ("-h", "--help", "--version") for arg in args):

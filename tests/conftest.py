@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 
 import pytest
 
 # The fake provider server (real HTTP on 127.0.0.1) is used across test folders.
 pytest_plugins = ["tests.support.fixtures"] if importlib.util.find_spec("tests.support.fixtures") else []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze what collection made (every test module and what they import) out of the collector's
+    generations: it lives for the whole run, and each full collection would walk it again
+    (lich_core.startup does the same for the programs)."""
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

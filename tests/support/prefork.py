@@ -267,8 +267,11 @@ def _preload() -> None:
 
 
 def _zygote_main(argv: list[str]) -> None:
+    from lich_core.startup import quiet_start
+
     (path,) = argv
-    _preload()
+    with quiet_start():  # the preloaded modules are shared by every fork: no collection walks them
+        _preload()
     if threading.active_count() != 1:  # a fork copies only the forking thread: nothing may run
         raise SystemExit(f"prefork: an import started a thread: {threading.enumerate()}")
     _Zygote(path).serve()
