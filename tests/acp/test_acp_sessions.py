@@ -10,7 +10,7 @@ from acp.schema import EnvVariable, McpServerStdio
 
 from tests.acp.acp_client import WAIT_S, ScriptedClient, acp_agent, write_user_config
 from tests.acp.test_acp_agent import ask, new_session, tool_messages
-from tests.mcp.mcp_support import BASIC_SERVER
+from tests.mcp.mcp_support import PLAIN_SERVER
 
 PLAN = [
     {"step": "Read the failing test", "status": "completed"},
@@ -75,7 +75,7 @@ async def test_client_mcp_servers_give_the_session_their_tools(tmp_path, fake_pr
     server = McpServerStdio(
         name="Basic",
         command=sys.executable,
-        args=[BASIC_SERVER],
+        args=[PLAIN_SERVER],
         env=[EnvVariable(name="LICH_TEST_FROM", value="the-acp-client")],
     )
     async with acp_agent(client) as conn:

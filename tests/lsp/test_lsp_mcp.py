@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from lsp_harness import provider_options, tool_messages
 
-from tests.mcp.mcp_support import BASIC_SERVER, BASIC_TOOLS, pid_alive
+from tests.mcp.mcp_support import PLAIN_SERVER, PLAIN_TOOLS, pid_alive
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
 
 def mcp_options(fake_provider, **extra) -> dict:
-    servers = {"tools": {"command": sys.executable, "args": [BASIC_SERVER]}}
+    servers = {"tools": {"command": sys.executable, "args": [PLAIN_SERVER]}}
     return provider_options(fake_provider, mcp_servers=servers, **extra)
 
 
@@ -43,7 +43,7 @@ async def test_an_mcp_tool_call_is_asked_for_then_runs(session, root: Path, fake
     assert {"mcp_tools_echo", "mcp_tools_add"} <= offered
     status = await client.command("lich.status", {})
     (server,) = status["mcp_servers"]
-    assert (server["name"], server["state"], server["tools"]) == ("tools", "connected", BASIC_TOOLS)
+    assert (server["name"], server["state"], server["tools"]) == ("tools", "connected", PLAIN_TOOLS)
 
 
 async def test_mcp_servers_stop_when_the_language_server_shuts_down(editor, root: Path, fake_provider) -> None:

@@ -20,8 +20,11 @@ SERVERS = Path(__file__).resolve().parent / "servers"
 BASIC_SERVER = str(SERVERS / "basic_server.py")
 SILENT_SERVER = str(SERVERS / "silent_server.py")
 LEGACY_SERVER = str(SERVERS / "legacy_server.py")
-# How many tools basic_server.py has without options.
+# The stdlib server with basic_server.py's process tools (crash, exit_soon, hang, spawn_child...).
+PLAIN_SERVER = str(SERVERS / "plain_server.py")
+# How many tools basic_server.py has without options; plain_server.py's.
 BASIC_TOOLS = 11
+PLAIN_TOOLS = 7
 # Bounds what a test waits for (generous for a loaded machine; it only decides how soon a broken
 # test fails).
 WAIT_S = 60.0

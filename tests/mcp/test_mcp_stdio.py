@@ -1,4 +1,10 @@
-"""MCP over stdio with real servers (tests/mcp/servers, written with the SDK), through the agent."""
+"""MCP over stdio with real servers (tests/mcp/servers), through the agent.
+
+What the SDK's servers send (content kinds, many tools, names) is tested with basic_server.py,
+written with the SDK; how lich handles a server's process (crashes, exits, hangs, children,
+cancels, a shared attach) with plain_server.py, which has the same process tools without the
+SDK's second of start-up.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,8 @@ from lich_core.tools.types import CancelToken, ToolContext
 from tests.mcp.mcp_support import (
     BASIC_TOOLS,
     LEGACY_SERVER,
+    PLAIN_SERVER,
+    PLAIN_TOOLS,
     SILENT_SERVER,
     make_agent,
     make_config,
@@ -95,7 +103,7 @@ async def test_tools_are_listed_and_called_from_an_agent_task(tmp_path: Path, ru
 
 
 async def test_a_server_that_crashes_mid_call_is_restarted_by_the_next_run(tmp_path: Path, runtimes) -> None:
-    config = make_config(tmp_path, {"basic": stdio_entry()})
+    config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
     runtime = runtimes(config)
     model = ScriptedModel(
         tools_turn(call("mcp_basic_info", id="c1")),
@@ -127,7 +135,7 @@ async def test_a_server_that_crashes_mid_call_is_restarted_by_the_next_run(tmp_p
 async def test_a_call_that_never_answers_times_out_and_the_run_goes_on(tmp_path: Path, runtimes, monkeypatch) -> None:
     # A short executor deadline for MCP tools (120 s in real use).
     monkeypatch.setattr(McpTool, "timeout_ms", 1_000)
-    config = make_config(tmp_path, {"basic": stdio_entry()})
+    config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
     runtime = runtimes(config)
     model = ScriptedModel(
         tools_turn(call("mcp_basic_info", id="c1")),
@@ -145,7 +153,7 @@ async def test_a_call_that_never_answers_times_out_and_the_run_goes_on(tmp_path:
 
 
 async def test_cancelling_a_run_stops_waiting_for_the_server_at_once(tmp_path: Path, runtimes) -> None:
-    config = make_config(tmp_path, {"basic": stdio_entry()})
+    config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
     runtime = runtimes(config)
     cancel = CancelToken()
 
@@ -188,7 +196,7 @@ async def test_two_hundred_tools_are_all_registered_with_unique_names(tmp_path: 
 
 
 async def test_tools_enabled_names_one_mcp_tool(tmp_path: Path, runtimes) -> None:
-    config = make_config(tmp_path, {"basic": stdio_entry()}, tools_enabled=["read_file", "mcp_basic_echo"])
+    config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)}, tools_enabled=["read_file", "mcp_basic_echo"])
     runtime = runtimes(config)
     model = ScriptedModel(
         tools_turn(call("mcp_basic_echo", {"text": "allowed"}, id="c1"), call("mcp_basic_add", {"a": 1, "b": 2}, id="c2")),
@@ -205,7 +213,7 @@ async def test_tools_enabled_names_one_mcp_tool(tmp_path: Path, runtimes) -> Non
 
 
 async def test_close_kills_the_whole_process_group(tmp_path: Path, runtimes) -> None:
-    config = make_config(tmp_path, {"basic": stdio_entry()})
+    config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
     runtime = runtimes(config)
     await runtime.ensure_mcp()
     server_pid = int(info_of((await runtime.executor.execute("mcp_basic_info", {})).output)["pid"])
@@ -271,11 +279,11 @@ async def test_status_states(tmp_path: Path) -> None:
 
 
 async def test_concurrent_runs_share_one_attach(tmp_path: Path, runtimes) -> None:
-    config = make_config(tmp_path, {"basic": stdio_entry()})
+    config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
     runtime = runtimes(config)
     first, second = await asyncio.gather(runtime.ensure_mcp(), runtime.ensure_mcp())
     assert sorted(first + second) == sorted(tool.name for tool in runtime.mcp.tools())
-    assert len(runtime.mcp.tools()) == BASIC_TOOLS
+    assert len(runtime.mcp.tools()) == PLAIN_TOOLS
     assert runtime.mcp.status()[0]["state"] == "connected"
 
 
@@ -293,7 +301,7 @@ async def test_a_legacy_server_with_unusable_schemas(tmp_path: Path, runtimes) -
 
 
 async def test_a_cancelled_direct_call_answers_promptly(tmp_path: Path, runtimes) -> None:
-    config = make_config(tmp_path, {"basic": stdio_entry()})
+    config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
     runtime = runtimes(config)
     await runtime.ensure_mcp()
     token = CancelToken()
@@ -339,7 +347,7 @@ async def test_a_cancelled_run_stops_waiting_for_the_attach_and_close_stops_it(t
 
 
 async def test_a_server_that_exits_between_calls_is_failed_and_restarted(tmp_path: Path, runtimes) -> None:
-    config = make_config(tmp_path, {"basic": stdio_entry()})
+    config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
     runtime = runtimes(config)
     await runtime.ensure_mcp()
     first_pid = info_of((await runtime.executor.execute("mcp_basic_info", {})).output)["pid"]
