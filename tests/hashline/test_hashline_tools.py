@@ -391,6 +391,22 @@ async def test_patch_after_read_and_follow_up_edit_from_result_anchors(tmp_path)
     assert path.read_text().endswith("    return x\n# done\n")
 
 
+async def test_a_result_that_cannot_be_rendered_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    from lich_core.tools.builtin import apply_patch
+
+    path = write(tmp_path, "a.py", "one\ntwo\n")
+    ctx = make_ctx(tmp_path)
+    rows = rows_of(await read(ctx, "a.py"))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("render broke")
+
+    monkeypatch.setattr(apply_patch, "render_edit_result", broken)
+    result = await patch(ctx, f"@@ a.py\n= {rows[2]}..{rows[2]}\n~TWO\n")
+    assert not result.ok and "render broke" in result.error
+    assert path.read_text() == "one\ntwo\n"  # the result is rendered before anything is written
+
+
 async def test_grep_match_arms_the_file_for_editing(tmp_path):
     path = write(tmp_path, "a.txt", "alpha\nbeta\n")
     ctx = make_ctx(tmp_path)
