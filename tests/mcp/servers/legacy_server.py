@@ -6,7 +6,8 @@ object schema instead of failing the whole server.
 """
 
 import json
-import sys
+
+from stdio_protocol import serve, text_result
 
 TOOLS = [
     {"name": "plain", "description": "A usable schema.", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}},
@@ -17,33 +18,8 @@ TOOLS = [
 ]
 
 
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+def call(name, arguments):
+    return text_result(f"{name} called with {json.dumps(arguments, sort_keys=True)}")
 
 
-for line in sys.stdin:
-    if not line.strip():
-        continue
-    request = json.loads(line)
-    method = request.get("method")
-    if "id" not in request:
-        continue  # a notification
-    answer = {"jsonrpc": "2.0", "id": request["id"]}
-    if method == "initialize":
-        answer["result"] = {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "legacy", "version": "1"},
-        }
-    elif method == "tools/list":
-        answer["result"] = {"tools": TOOLS}
-    elif method == "tools/call":
-        params = request.get("params") or {}
-        text = f"{params.get('name')} called with {json.dumps(params.get('arguments') or {}, sort_keys=True)}"
-        answer["result"] = {"content": [{"type": "text", "text": text}], "isError": False}
-    elif method == "ping":
-        answer["result"] = {}
-    else:
-        answer["error"] = {"code": -32601, "message": f"Method not found: {method}"}
-    send(answer)
+serve("legacy", TOOLS, call)

@@ -3,8 +3,8 @@ lich handles a server's process (crashes, exits, hangs, children, cancels).
 
 Those tests are about the connection and the process, not the SDK: this server starts in a few
 milliseconds where the SDK's costs about a second of CPU (its models load at import). It speaks
-the handshake-era protocol as legacy_server.py does. Requests are answered one at a time as they
-arrive, so a `hang` call (never answered) does not hold up the calls after it.
+the handshake-era protocol (stdio_protocol.py); a `hang` call is never answered, and the calls
+after it are.
 """
 
 import json
@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 import threading
+
+from stdio_protocol import serve, text_result
 
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 NUMBERS = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}
@@ -30,11 +32,6 @@ CHILD = "import time; time.sleep(600)"
 STUBBORN_CHILD = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(600)"
 
 
-def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
 def spawn_child(ignore_term):
     """A child in this server's process group (the group lich kills on close)."""
     if not ignore_term:
@@ -46,7 +43,12 @@ def spawn_child(ignore_term):
 
 
 def call(name, arguments):
-    """The tool's text, or None for a call that is never answered."""
+    """The call's result, or None for a call that is never answered."""
+    text = tool_text(name, arguments)
+    return None if text is None else text_result(text)
+
+
+def tool_text(name, arguments):
     if name == "echo":
         return arguments["text"]
     if name == "add":
@@ -68,34 +70,4 @@ def call(name, arguments):
     raise KeyError(name)
 
 
-for line in sys.stdin:
-    if not line.strip():
-        continue
-    request = json.loads(line)
-    method = request.get("method")
-    if "id" not in request:
-        continue  # a notification (initialized, cancelled)
-    answer = {"jsonrpc": "2.0", "id": request["id"]}
-    if method == "initialize":
-        answer["result"] = {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "plain", "version": "1"},
-        }
-    elif method == "tools/list":
-        answer["result"] = {"tools": TOOLS}
-    elif method == "tools/call":
-        params = request.get("params") or {}
-        try:
-            text = call(params.get("name"), params.get("arguments") or {})
-        except KeyError:
-            answer["error"] = {"code": -32602, "message": f"Unknown tool: {params.get('name')}"}
-        else:
-            if text is None:
-                continue
-            answer["result"] = {"content": [{"type": "text", "text": text}], "isError": False}
-    elif method == "ping":
-        answer["result"] = {}
-    else:
-        answer["error"] = {"code": -32601, "message": f"Method not found: {method}"}
-    send(answer)
+serve("plain", TOOLS, call)
