@@ -25,9 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         os.chdir(root)
     from lich_core.startup import quiet_start
 
-    with quiet_start():
-        import acp  # noqa: F401 - the SDK's models, imported here with the rest of start-up
-
+    with quiet_start():  # the ACP SDK's models load with the agent
         from lich_acp.agent import LichAcpAgent
 
     agent = LichAcpAgent(Path.cwd())

@@ -21,8 +21,6 @@ import functools
 import os
 import secrets
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -112,13 +110,6 @@ def read_bytes_within(root: Path, path: Path) -> bytes:
     fd = open_for_read(root, path)
     with os.fdopen(fd, "rb") as handle:
         return handle.read()
-
-
-@contextmanager
-def open_text_within(root: Path, path: Path, *, encoding: str, errors: str) -> Iterator[IO[str]]:
-    fd = open_for_read(root, path)
-    with os.fdopen(fd, "r", encoding=encoding, errors=errors, newline="") as handle:
-        yield handle
 
 
 def _kind(mode: int) -> str:

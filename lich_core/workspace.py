@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
-from lich_core.confined import ParentDir, open_parent, open_text_within, read_bytes_within
+from lich_core.confined import ParentDir, open_parent, read_bytes_within
 from lich_core.errors import EditRejected
 from lich_core.hashline.replacements import line_replacements
 from lich_core.vocabulary import CancelToken
@@ -132,12 +132,15 @@ def read_disk_text(path: Path, root: Path | None = None) -> str:
     if root is None:
         with open(path, encoding=TEXT_ENCODING, errors=TEXT_ERRORS, newline="") as handle:
             return handle.read()
-    with open_text_within(root, path, encoding=TEXT_ENCODING, errors=TEXT_ERRORS) as handle:
-        return handle.read()
+    return decode_text(read_bytes_within(root, path))
 
 
 def encode_text(text: str) -> bytes:
     return text.encode(TEXT_ENCODING, errors=TEXT_ERRORS)
+
+
+def decode_text(data: bytes) -> str:
+    return data.decode(TEXT_ENCODING, errors=TEXT_ERRORS)
 
 
 # Texts whose bytes a DiskTextMemo keeps, and the largest it keeps (more is read once anyway).
@@ -161,7 +164,7 @@ class DiskTextMemo:
     def read(self, path: Path, root: Path) -> str:
         """read_disk_text(path, root), keeping the bytes behind it."""
         data = read_bytes_within(root, path)
-        text = data.decode(TEXT_ENCODING, TEXT_ERRORS)
+        text = decode_text(data)
         self._entries.pop(path, None)  # re-inserted last: the dict's order is the reads' order
         if len(data) <= MEMO_MAX_FILE_BYTES:
             self._entries[path] = (text, data)

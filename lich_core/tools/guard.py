@@ -30,7 +30,6 @@ MAX_WALK_ENTRIES = 100_000
 LICH_DIR = ".lich"
 LICH_WRITABLE_SUBDIRS = ("skills", "plugins")
 PROTECTED_CONFIG = (".lich", "config.json")
-_PROTECTED_CONFIG_DIR = PROTECTED_CONFIG[0] + "/"
 # The root's MEMORY.md is append-only: only memory_append (which adds dated entries) writes it.
 MEMORY_FILE = "MEMORY.md"
 MEMORY_APPEND_ONLY = f"forbidden_path: {MEMORY_FILE} is append-only: use memory_append"
@@ -109,7 +108,7 @@ def relative_to_root(base_dir: str | os.PathLike[str], path: Path) -> str:
 def read_denied(rel: str) -> str | None:
     """The deny list for reading a root-relative path ("a/b", as relative_to_root spells it):
     the `forbidden_path:` error, or None when the file may be read."""
-    if rel.startswith(_PROTECTED_CONFIG_DIR) and tuple(rel.split("/")[:2]) == PROTECTED_CONFIG:
+    if tuple(rel.split("/", 2)[:2]) == PROTECTED_CONFIG:
         return f"forbidden_path: {rel} (the agent's config is not accessible to tools)"
     return None
 
