@@ -12,10 +12,12 @@ times out after `timeout_ms` without progress, however often the keepalives come
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
 import os
 import re
+import ssl
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -81,6 +83,13 @@ def default_timeout(read_timeout_s: float | None = None) -> httpx.Timeout:
     )
 
 
+@functools.cache
+def _verifying_ssl_context() -> ssl.SSLContext:
+    """certifi's roots, loaded once per process (~40 ms of CPU each time): the client is made per
+    event loop, and a program that runs several loops (the CLI's, a test's) would pay it again."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
 def get_client() -> httpx.AsyncClient:
     """The shared client for the running event loop (created on first use)."""
     global _clients_pid
@@ -98,6 +107,7 @@ def get_client() -> httpx.AsyncClient:
             ),
             # Provider URLs are explicit; an environment proxy would send localhost traffic astray.
             trust_env=False,
+            verify=_verifying_ssl_context(),
         )
         _clients[loop] = client
     return client
