@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
 # The fake provider server (real HTTP on 127.0.0.1) is used across test folders.
 pytest_plugins = ["tests.support.fixtures"] if importlib.util.find_spec("tests.support.fixtures") else []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist, the controller starts the one zygote every worker forks its servers from
+    (tests/support/prefork.py), before the workers start: they inherit its socket's path."""
+    if getattr(config.option, "numprocesses", None) and "PYTEST_XDIST_WORKER" not in os.environ:
+        from tests.support import prefork
+
+        prefork.share_with_workers()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -18,15 +30,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+@pytest.fixture(scope="session")
+def _homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("homes")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_user_config(tmp_path_factory, monkeypatch):
+def _isolated_user_config(_homes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep the developer's own ~/.config/lich, shell profile and provider keys out of every test.
 
     HOME matters beyond config: `terminal` runs `bash -lc`, and a login profile that does slow or
     lock-taking work (pyenv's rehash takes a lock file that a killed process group leaves behind)
     would make every later command in the suite wait on it.
     """
-    home = tmp_path_factory.mktemp("home")
+    # mkdtemp, not tmp_path_factory.mktemp: that one lists the whole base directory to number
+    # the new one, and a directory per test made the suite's homes quadratic (~1 s a worker).
+    home = Path(tempfile.mkdtemp(prefix="home", dir=_homes))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     # Trust records, "allow always" answers, sessions and transcripts live here.

@@ -13,23 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
-from acp.schema import (
-    AllowedOutcome,
-    ClientCapabilities,
-    CreateTerminalResponse,
-    DeniedOutcome,
-    FileSystemCapabilities,
-    KillTerminalResponse,
-    ReadTextFileResponse,
-    ReleaseTerminalResponse,
-    RequestPermissionResponse,
-    TerminalExitStatus,
-    TerminalOutputResponse,
-    WaitForTerminalExitResponse,
-    WriteTextFileResponse,
-)
-
+from tests.acp import sdk
 from tests.support import prefork
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,13 +61,13 @@ class ClientTerminal:
                 self.output = self.output[-self.limit :]
                 self.truncated = True
 
-    async def wait(self) -> TerminalExitStatus:
+    async def wait(self) -> sdk.TerminalExitStatus:
         assert self.process is not None and self._reader is not None
         code = await self.process.wait()
         await self._reader
         if code < 0:
-            return TerminalExitStatus(exit_code=None, signal=signal.Signals(-code).name)
-        return TerminalExitStatus(exit_code=code)
+            return sdk.TerminalExitStatus(exit_code=None, signal=signal.Signals(-code).name)
+        return sdk.TerminalExitStatus(exit_code=code)
 
     def kill(self) -> None:
         if self.process is not None and self.process.returncode is None:
@@ -91,13 +75,13 @@ class ClientTerminal:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
 
-    def status(self) -> TerminalExitStatus | None:
+    def status(self) -> sdk.TerminalExitStatus | None:
         if self.process is None or self.process.returncode is None:
             return None
         code = self.process.returncode
         if code < 0:
-            return TerminalExitStatus(exit_code=None, signal=signal.Signals(-code).name)
-        return TerminalExitStatus(exit_code=code)
+            return sdk.TerminalExitStatus(exit_code=None, signal=signal.Signals(-code).name)
+        return sdk.TerminalExitStatus(exit_code=code)
 
 
 class ScriptedClient:
@@ -123,8 +107,8 @@ class ScriptedClient:
         self._changed()
         answer = self.answers.pop(0) if self.answers else None
         if answer is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=answer))
+            return sdk.RequestPermissionResponse(outcome=sdk.DeniedOutcome(outcome="cancelled"))
+        return sdk.RequestPermissionResponse(outcome=sdk.AllowedOutcome(outcome="selected", option_id=answer))
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
@@ -137,15 +121,15 @@ class ScriptedClient:
         elif os.path.isfile(path):
             text = Path(path).read_text()
         else:
-            raise RequestError.resource_not_found(path)
+            raise sdk.RequestError.resource_not_found(path)
         if self.on_read is not None:
             self.on_read(path)
-        return ReadTextFileResponse(content=text)
+        return sdk.ReadTextFileResponse(content=text)
 
     async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
         self.writes.append((path, content))
         self.buffers[path] = content
-        return WriteTextFileResponse()
+        return sdk.WriteTextFileResponse()
 
     # terminal/* (the SDK routes them whether or not the capability was declared)
 
@@ -166,19 +150,19 @@ class ScriptedClient:
         self.terminals[terminal_id] = terminal
         self.terminal_calls.append(("create", terminal_id))
         self._changed()
-        return CreateTerminalResponse(terminal_id=terminal_id)
+        return sdk.CreateTerminalResponse(terminal_id=terminal_id)
 
     def _terminal(self, terminal_id: str) -> ClientTerminal:
         terminal = self.terminals.get(terminal_id)
         if terminal is None or terminal.released:
-            raise RequestError.invalid_params({"terminalId": f"no terminal {terminal_id}"})
+            raise sdk.RequestError.invalid_params({"terminalId": f"no terminal {terminal_id}"})
         return terminal
 
     async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
         terminal = self._terminal(terminal_id)
         self.terminal_calls.append(("output", terminal_id))
         self._changed()
-        return TerminalOutputResponse(
+        return sdk.TerminalOutputResponse(
             output=terminal.output.decode("utf-8", "replace"), truncated=terminal.truncated, exit_status=terminal.status()
         )
 
@@ -187,14 +171,14 @@ class ScriptedClient:
         self.terminal_calls.append(("wait_for_exit", terminal_id))
         self._changed()
         status = await terminal.wait()
-        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+        return sdk.WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
 
     async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
         terminal = self._terminal(terminal_id)
         self.terminal_calls.append(("kill", terminal_id))
         terminal.kill()
         self._changed()
-        return KillTerminalResponse()
+        return sdk.KillTerminalResponse()
 
     async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
         terminal = self._terminal(terminal_id)
@@ -202,7 +186,7 @@ class ScriptedClient:
         terminal.kill()
         terminal.released = True
         self._changed()
-        return ReleaseTerminalResponse()
+        return sdk.ReleaseTerminalResponse()
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -230,9 +214,9 @@ class ScriptedClient:
     def text(self) -> str:
         return "".join(u.content.text for u in self.of("agent_message_chunk"))
 
-    def capabilities(self) -> ClientCapabilities:
-        return ClientCapabilities(
-            fs=FileSystemCapabilities(read_text_file=self.fs_read, write_text_file=self.fs_write), terminal=self.terminal
+    def capabilities(self) -> sdk.ClientCapabilities:
+        return sdk.ClientCapabilities(
+            fs=sdk.FileSystemCapabilities(read_text_file=self.fs_read, write_text_file=self.fs_write), terminal=self.terminal
         )
 
 
@@ -254,11 +238,11 @@ async def acp_agent(client: ScriptedClient) -> AsyncIterator[Any]:
     initialized; yields the client-side connection."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    async with spawn_agent_process(
+    async with sdk.spawn_agent_process(
         client, *prefork.command("lich_acp"), env=env, cwd=ROOT, transport_kwargs={"stderr": None}
     ) as (conn, _process):
         response = await asyncio.wait_for(
-            conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=client.capabilities()), WAIT_S
+            conn.initialize(protocol_version=sdk.PROTOCOL_VERSION, client_capabilities=client.capabilities()), WAIT_S
         )
         conn.initialize_response = response
         try:

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from acp import RequestError, text_block
 
+from tests.acp import sdk
 from tests.acp.acp_client import WAIT_S, ScriptedClient, acp_agent, write_user_config
 
 
@@ -24,7 +24,7 @@ async def new_session(conn, root: Path) -> str:
 
 
 async def ask(conn, session_id: str, text: str):
-    return await asyncio.wait_for(conn.prompt(session_id=session_id, prompt=[text_block(text)]), WAIT_S)
+    return await asyncio.wait_for(conn.prompt(session_id=session_id, prompt=[sdk.text_block(text)]), WAIT_S)
 
 
 async def test_initialize_and_streamed_text(tmp_path, fake_provider):
@@ -174,7 +174,7 @@ async def test_cancel_mid_stream(tmp_path, fake_provider):
     client = ScriptedClient()
     async with acp_agent(client) as conn:
         sid = await new_session(conn, tmp_path)
-        prompt = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("go on")]))
+        prompt = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[sdk.text_block("go on")]))
         await client.wait_for(lambda: len(client.of("agent_message_chunk")) >= 3)
         cancelled_at = time.monotonic()
         await conn.cancel(session_id=sid)
@@ -231,21 +231,21 @@ async def test_bad_params_are_jsonrpc_errors(tmp_path, fake_provider):
     write_user_config(fake_provider.url)
     client = ScriptedClient()
     async with acp_agent(client) as conn:
-        with pytest.raises(RequestError) as err:
+        with pytest.raises(sdk.RequestError) as err:
             await conn.new_session(cwd="relative/dir", mcp_servers=[])
         assert err.value.code == -32602
-        with pytest.raises(RequestError) as err:
-            await conn.prompt(session_id="nope", prompt=[text_block("x")])
+        with pytest.raises(sdk.RequestError) as err:
+            await conn.prompt(session_id="nope", prompt=[sdk.text_block("x")])
         assert err.value.code == -32602
-        with pytest.raises(RequestError) as err:
+        with pytest.raises(sdk.RequestError) as err:
             await conn.load_session(cwd=str(tmp_path), session_id="../etc", mcp_servers=[])
         assert err.value.code == -32602
         sid = await new_session(conn, tmp_path)
-        with pytest.raises(RequestError) as err:
+        with pytest.raises(sdk.RequestError) as err:
             await conn.set_session_mode(session_id=sid, mode_id="yolo")
         assert err.value.code == -32602
         # A malformed request straight on the wire (the SDK's client would not send it).
-        with pytest.raises(RequestError) as err:
+        with pytest.raises(sdk.RequestError) as err:
             await conn._conn.send_request("session/prompt", {"sessionId": sid})
         assert err.value.code == -32602
         # Still alive.

@@ -6,8 +6,7 @@ import asyncio
 import json
 import sys
 
-from acp.schema import EnvVariable, McpServerStdio
-
+from tests.acp import sdk
 from tests.acp.acp_client import WAIT_S, ScriptedClient, acp_agent, write_user_config
 from tests.acp.test_acp_agent import ask, new_session, tool_messages
 from tests.mcp.mcp_support import PLAIN_SERVER
@@ -72,11 +71,11 @@ async def test_client_mcp_servers_give_the_session_their_tools(tmp_path, fake_pr
     )
     client = ScriptedClient()
     client.answers = ["allow_once", "allow_once"]  # mcp/call asks
-    server = McpServerStdio(
+    server = sdk.McpServerStdio(
         name="Basic",
         command=sys.executable,
         args=[PLAIN_SERVER],
-        env=[EnvVariable(name="LICH_TEST_FROM", value="the-acp-client")],
+        env=[sdk.EnvVariable(name="LICH_TEST_FROM", value="the-acp-client")],
     )
     async with acp_agent(client) as conn:
         response = await asyncio.wait_for(conn.new_session(cwd=str(tmp_path), mcp_servers=[server]), WAIT_S)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from acp import text_block
 
+from tests.acp import sdk
 from tests.acp.acp_client import CLIENT_TERMINAL_ENV, ScriptedClient, acp_agent, write_user_config
 from tests.acp.test_acp_agent import ask, new_session, tool_messages
 
@@ -111,7 +111,7 @@ async def test_cancel_kills_and_releases_the_clients_terminal(tmp_path, fake_pro
     client.answers = ["allow_once"]
     async with acp_agent(client) as conn:
         sid = await new_session(conn, tmp_path)
-        prompt = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("go")]))
+        prompt = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[sdk.text_block("go")]))
         await client.wait_for(lambda: ("wait_for_exit", "term-1") in client.terminal_calls)
         await conn.cancel(session_id=sid)
         assert (await asyncio.wait_for(prompt, 10)).stop_reason == "cancelled"

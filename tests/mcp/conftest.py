@@ -16,6 +16,17 @@ from lich_core.config import Config  # noqa: E402
 from lich_core.tools.runtime import ToolRuntime  # noqa: E402
 from tests.mcp.mcp_support import make_runtime  # noqa: E402
 
+MCP_GROUP = "mcp"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The MCP tests share one pytest-xdist worker (`--dist loadgroup`): the MCP SDK they need in
+    the worker (~0.8 s of CPU to import) is then imported by that one only. The modules import it
+    inside the tests that use it, since every worker collects them."""
+    for item in items:
+        if "tests/mcp/" in item.nodeid.replace("\\", "/"):
+            item.add_marker(pytest.mark.xdist_group(MCP_GROUP))
+
 
 @pytest.fixture
 async def runtimes() -> AsyncIterator[Callable[..., ToolRuntime]]:

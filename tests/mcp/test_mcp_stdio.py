@@ -17,7 +17,6 @@ import pytest
 from agent_helpers import wait_until
 from scripted_model import ScriptedModel, Turn, call, tools_turn
 
-from lich_core.mcp.manager import McpManager
 from lich_core.mcp.spec import specs_from_config
 from lich_core.mcp.tools import McpTool
 from lich_core.tools.types import CancelToken, ToolContext
@@ -244,6 +243,9 @@ async def test_status_states(tmp_path: Path) -> None:
         "good": stdio_entry(script=LEGACY_SERVER),
         "bad_cwd": stdio_entry(cwd="nowhere"),
     }
+    # Imported here, not at the top: it imports the SDK, which only the "mcp" group's worker needs.
+    from lich_core.mcp.manager import McpManager
+
     manager = McpManager(
         specs_from_config(servers), work_dir=tmp_path, tool_env={"PATH": "/usr/bin:/bin"},
         attach_timeout_s=STATUS_TEST_ATTACH_TIMEOUT_S,
@@ -320,6 +322,8 @@ async def test_a_cancelled_direct_call_answers_promptly(tmp_path: Path, runtimes
 
 
 async def test_a_cancelled_run_stops_waiting_for_the_attach_and_close_stops_it(tmp_path: Path) -> None:
+    from lich_core.mcp.manager import McpManager
+
     manager = McpManager(
         specs_from_config({"silent": stdio_entry(script=SILENT_SERVER)}),
         work_dir=tmp_path,

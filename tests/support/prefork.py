@@ -15,8 +15,15 @@ descriptors, environment and working directory to the zygote over a Unix socket,
 SIGTERM/SIGINT to the fork and exits as the fork did (a fork killed by a signal: the launcher is
 killed by the same signal). When the launcher dies (SIGKILL), the zygote kills its fork.
 
-The zygote: `python tests/support/prefork.py SOCKET MODULE...` imports the modules, then serves
-the socket until its stdin (a pipe from the test worker) closes, and kills its forks on the way out.
+The zygote: `python tests/support/prefork.py FD` imports the modules, then serves the listening
+Unix socket it inherited as FD until its stdin (a pipe from whoever started it) closes, and kills
+its forks on the way out. Its starter binds and listens before the zygote starts, so a launcher
+may connect at once: its request waits in the backlog until the imports are done.
+
+Under xdist the controller starts the run's one zygote (`share_with_workers`, from
+tests/conftest.py) and the workers inherit its socket path in LICH_TEST_ZYGOTE_SOCKET: the
+imports are paid once per run instead of once per worker (~2.8 s of CPU each). A run without
+xdist starts its zygote on the first `command`.
 """
 
 from __future__ import annotations
@@ -44,12 +51,16 @@ LAUNCHER = Path(__file__).resolve().with_name("prefork_launch.py")
 # tool's module); a module left out is imported by each fork as before. Packages are walked.
 PRELOAD_PACKAGES = ("lich_core", "lich_lsp", "lich_acp")
 PRELOAD_MODULES = ("acp", "httpx", "httpcore._async.http11", "anyio._backends._asyncio", "pygls.progress")
+SHARED_SOCKET_ENV = "LICH_TEST_ZYGOTE_SOCKET"  # set by the xdist controller for its workers
 REQUEST_MAX_BYTES = 1 << 20  # one start request: argv, environment and working directory as JSON
 STDIO_FD_COUNT = 3
+LISTEN_BACKLOG = 64  # launchers that may wait at once, while the zygote imports or forks
 ZYGOTE_STOP_WAIT_S = 30.0  # its stdin closed, it kills its forks and leaves; killed after this
 
 _zygote: tuple[subprocess.Popen[bytes], str] | None = None
 _zygote_lock = threading.Lock()
+# Read once: a test that rewrites os.environ must not send its servers to a zygote of their own.
+_shared_socket = os.environ.get(SHARED_SOCKET_ENV)
 
 
 def command(module: str, *args: str) -> list[str]:
@@ -57,29 +68,45 @@ def command(module: str, *args: str) -> list[str]:
     return [sys.executable, "-I", "-S", str(LAUNCHER), _socket_path(), module, *args]
 
 
+def share_with_workers() -> None:
+    """In the xdist controller: start the run's one zygote and pass its socket to the workers,
+    which inherit os.environ when they start. The imports overlap the workers' own start-up."""
+    global _zygote, _shared_socket
+    with _zygote_lock:
+        _zygote = _start_zygote(wait_until_ready=False)
+        _shared_socket = os.environ[SHARED_SOCKET_ENV] = _zygote[1]
+
+
 def _socket_path() -> str:
     global _zygote
+    if _shared_socket is not None:
+        return _shared_socket
     with _zygote_lock:
         if _zygote is None or _zygote[0].poll() is not None:
-            _zygote = _start_zygote()
+            _zygote = _start_zygote(wait_until_ready=True)
         return _zygote[1]
 
 
-def _start_zygote() -> tuple[subprocess.Popen[bytes], str]:
+def _start_zygote(*, wait_until_ready: bool) -> tuple[subprocess.Popen[bytes], str]:
     # A short directory of its own: a Unix socket path is limited to ~100 bytes.
     path = os.path.join(tempfile.mkdtemp(prefix="lich-prefork-"), "s")
-    process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), path],
-        stdin=subprocess.PIPE,  # its end of life: the zygote leaves when this pipe closes
-        stdout=subprocess.PIPE,
-        stderr=None,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()  # "ready\n" once the imports are done and the socket listens
-    if line != b"ready\n":
-        process.kill()
-        raise RuntimeError(f"the test zygote did not start (it said {line!r})")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(path)
+        listener.listen(LISTEN_BACKLOG)
+        process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), str(listener.fileno())],
+            pass_fds=(listener.fileno(),),
+            stdin=subprocess.PIPE,  # its end of life: the zygote leaves when this pipe closes
+            stdout=subprocess.PIPE,
+            stderr=None,
+        )
     atexit.register(_stop_zygote, process, path)
+    if wait_until_ready:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # "ready\n" once the imports are done
+        if line != b"ready\n":
+            process.kill()
+            raise RuntimeError(f"the test zygote did not start (it said {line!r})")
     return process, path
 
 
@@ -100,10 +127,8 @@ def _stop_zygote(process: subprocess.Popen[bytes], path: str) -> None:
 
 
 class _Zygote:
-    def __init__(self, path: str) -> None:
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(path)
-        self.listener.listen(64)
+    def __init__(self, listener: socket.socket) -> None:
+        self.listener = listener
         self.selector = selectors.DefaultSelector()
         self.children: dict[int, socket.socket] = {}  # fork pid -> its launcher's connection
         self.wakeup_r, self.wakeup_w = os.pipe()
@@ -269,12 +294,13 @@ def _preload() -> None:
 def _zygote_main(argv: list[str]) -> None:
     from lich_core.startup import quiet_start
 
-    (path,) = argv
+    (listener_fd,) = argv
+    listener = socket.socket(fileno=int(listener_fd))  # bound and listening already
     with quiet_start():  # the preloaded modules are shared by every fork: no collection walks them
         _preload()
     if threading.active_count() != 1:  # a fork copies only the forking thread: nothing may run
         raise SystemExit(f"prefork: an import started a thread: {threading.enumerate()}")
-    _Zygote(path).serve()
+    _Zygote(listener).serve()
 
 
 if __name__ == "__main__":
