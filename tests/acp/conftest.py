@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.xdist_groups import group_folder
+
 ACP_GROUP = "acp"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/acp/" in item.nodeid.replace("\\", "/"):
-            item.add_marker(pytest.mark.xdist_group(ACP_GROUP))
+    group_folder(items, "tests/acp/", ACP_GROUP)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.xdist_groups import group_folder
+
 EDITORS_GROUP = "editors"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/editors/" in item.nodeid.replace("\\", "/"):
-            item.add_marker(pytest.mark.xdist_group(EDITORS_GROUP))
+    group_folder(items, "tests/editors/", EDITORS_GROUP)

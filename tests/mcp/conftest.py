@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.xdist_groups import group_folder
+
 # The scripted model lives beside the agent tests (no package there, by convention).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agent"))
 
@@ -23,9 +25,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The MCP tests share one pytest-xdist worker (`--dist loadgroup`): the MCP SDK they need in
     the worker (~0.8 s of CPU to import) is then imported by that one only. The modules import it
     inside the tests that use it, since every worker collects them."""
-    for item in items:
-        if "tests/mcp/" in item.nodeid.replace("\\", "/"):
-            item.add_marker(pytest.mark.xdist_group(MCP_GROUP))
+    group_folder(items, "tests/mcp/", MCP_GROUP)
 
 
 @pytest.fixture
