@@ -164,8 +164,10 @@ def _patch_figures(path: Path, repeat: int) -> list[Figure]:
     [edit] = plan_edits([FileTarget(path.name, text, True, parse_patch(patch)[0].ops)])
 
     def engine_only() -> None:
+        """Strings in and out: the new text is joined (FileEdit joins it on first use)."""
         [section] = parse_patch(patch)
-        plan_edits([FileTarget(path.name, text, True, section.ops)])
+        [planned] = plan_edits([FileTarget(path.name, text, True, section.ops)])
+        assert planned.new_text
 
     def disk_floor() -> None:
         """Read the file, write the new text beside it, fsync, rename over it."""

@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from lich_core.confined import ParentDir, open_parent, read_bytes_within
 from lich_core.errors import EditRejected
-from lich_core.hashline.replacements import line_replacements
+from lich_core.hashline.replacements import apply_replacements_to_bytes, line_replacements
 from lich_core.vocabulary import CancelToken
 from lich_core.vocabulary import LineReplacement as LineReplacement  # re-export (lives there)
 
@@ -27,25 +27,47 @@ TEXT_ENCODING = "utf-8"
 TEXT_ERRORS = "surrogateescape"
 
 
-@dataclass(frozen=True)
 class FileChange:
+    """One file's change in a change set (immutable).
+
+    - `path`, `kind` ("write" or "delete").
+    - `new_text`: the new full text for a write; None for a delete.
+    - `base_text`: the text this change was computed from; None means the file did not exist. A
+      workspace refuses the whole change set when a file no longer matches its base (someone
+      edited it).
+    - `replacements`: minimal line-range edits from base_text (None reads as "") to new_text,
+      always given: the editor layer sends exactly these as TextEdits and never diffs. A new file
+      or a full rewrite carries the one replacement covering the whole text; a delete carries
+      none (the DeleteFile says it all). Producers that do not know them get them from
+      lich_core.hashline.replacements.line_replacements (or use `FileChange.write`).
+
+    A write made with `FileChange.deferred` builds its new text only when `new_text` is first
+    read: a disk write does not need it (it splices the replacements into the base bytes).
+    """
+
+    __slots__ = ("path", "kind", "base_text", "replacements", "_new_text", "_build_text")
+
     path: Path
     kind: Literal["write", "delete"]
-    # New full text for a write; None for a delete.
-    new_text: str | None
-    # The text this change was computed from; None means the file did not exist. A workspace
-    # refuses the whole change set when a file no longer matches its base (someone edited it).
     base_text: str | None
-    # Minimal line-range edits from base_text (None reads as "") to new_text, always given: the
-    # editor layer sends exactly these as TextEdits and never diffs. A new file or a full rewrite
-    # carries the one replacement covering the whole text; a delete carries none (the DeleteFile
-    # says it all). Producers that do not know them get them from
-    # lich_core.hashline.replacements.line_replacements (or use `FileChange.write`).
     replacements: tuple[LineReplacement, ...]
+    _new_text: str | None
+    _build_text: Callable[[], str] | None
 
-    def __post_init__(self) -> None:
-        if self.kind == "delete" and (self.new_text is not None or self.replacements):
-            raise ValueError(f"a delete of {self.path} carries no new text and no replacements")
+    def __init__(
+        self,
+        path: Path,
+        kind: Literal["write", "delete"],
+        new_text: str | None,
+        base_text: str | None,
+        replacements: tuple[LineReplacement, ...],
+    ) -> None:
+        if kind == "delete" and (new_text is not None or replacements):
+            raise ValueError(f"a delete of {path} carries no new text and no replacements")
+        for name, value in (("path", path), ("kind", kind), ("base_text", base_text), ("replacements", replacements)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_new_text", new_text)
+        object.__setattr__(self, "_build_text", None)
 
     @classmethod
     def write(cls, path: Path, new_text: str, base_text: str | None) -> FileChange:
@@ -55,6 +77,54 @@ class FileChange:
     @classmethod
     def delete(cls, path: Path, base_text: str | None) -> FileChange:
         return cls(path, "delete", None, base_text, ())
+
+    @classmethod
+    def deferred(
+        cls,
+        path: Path,
+        build_text: Callable[[], str],
+        base_text: str | None,
+        replacements: tuple[LineReplacement, ...],
+    ) -> FileChange:
+        """A write whose new text `build_text()` makes on first use; `replacements` must turn
+        base_text into exactly that text (they are what a disk write applies)."""
+        change = cls(path, "write", None, base_text, replacements)
+        object.__setattr__(change, "_build_text", build_text)
+        return change
+
+    @property
+    def new_text(self) -> str | None:
+        build = self._build_text
+        if build is not None:
+            object.__setattr__(self, "_new_text", build())
+            object.__setattr__(self, "_build_text", None)
+        return self._new_text
+
+    @property
+    def text_is_built(self) -> bool:
+        """Whether new_text is at hand (False only for a deferred write not read yet)."""
+        return self._build_text is None
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.path, self.kind, self.new_text, self.base_text, self.replacements)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"FileChange is immutable (cannot set {name})")
+
+    def __repr__(self) -> str:
+        text = repr(self._new_text) if self.text_is_built else "<deferred>"
+        return (
+            f"FileChange(path={self.path!r}, kind={self.kind!r}, new_text={text}, "
+            f"base_text={self.base_text!r}, replacements={self.replacements!r})"
+        )
 
 
 @runtime_checkable
@@ -239,11 +309,13 @@ def apply_to_disk(changes: Sequence[FileChange], root: Path, memo: DiskTextMemo 
     were read through, spares encoding them again for the staleness check.
     """
     parents: list[ParentDir] = []
+    base_bytes: list[bytes | None] = []
     try:
         for change in changes:
             parent = _open_parent_or_none(root, change.path)
             try:
                 known = memo.bytes_of(change.path, change.base_text) if memo is not None else None
+                base_bytes.append(known)
                 stale = _changed_since(parent, change.base_text, known)
             except OSError as err:  # a directory in the way, no permission: refuse, never raise raw
                 raise EditRejected(f"unreadable: {change.path}: {err.strerror or err}") from err
@@ -252,7 +324,7 @@ def apply_to_disk(changes: Sequence[FileChange], root: Path, memo: DiskTextMemo 
                     parent.close()
             if stale:
                 raise EditRejected(f"stale_file: {change.path} changed since it was read; read it again")
-        staged = _stage(changes, root, parents)
+        staged = _stage(changes, root, parents, base_bytes)
         _swap(staged)
     finally:
         for parent in parents:
@@ -281,17 +353,32 @@ def _changed_since(parent: ParentDir | None, base_text: str | None, base_bytes: 
     return parent.holds(expected) is not True
 
 
-def _stage(changes: Sequence[FileChange], root: Path, parents: list[ParentDir]) -> list[tuple[FileChange, ParentDir, str | None]]:
+def new_bytes(change: FileChange, base_bytes: bytes | None) -> bytes:
+    """The bytes a write puts on disk; `base_bytes`, when known, are those of its base text.
+
+    A deferred write (FileChange.deferred) with its base bytes at hand is spliced: its new text
+    is never built, only its replacements are encoded.
+    """
+    if base_bytes is not None and not change.text_is_built:
+        spliced = apply_replacements_to_bytes(base_bytes, change.replacements, encode_text)
+        if spliced is not None:
+            return spliced
+    assert change.new_text is not None
+    return encode_text(change.new_text)
+
+
+def _stage(
+    changes: Sequence[FileChange], root: Path, parents: list[ParentDir], base_bytes: Sequence[bytes | None]
+) -> list[tuple[FileChange, ParentDir, str | None]]:
     staged: list[tuple[FileChange, ParentDir, str | None]] = []
     try:
-        for change in changes:
+        for change, known in zip(changes, base_bytes, strict=True):
             parent = open_parent(root, change.path, create=change.kind == "write")
             parents.append(parent)
             if change.kind == "write":
-                assert change.new_text is not None
                 info = parent.check_target()
                 mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~current_umask()
-                staged.append((change, parent, parent.write_temp(encode_text(change.new_text), mode)))
+                staged.append((change, parent, parent.write_temp(new_bytes(change, known), mode)))
             else:
                 staged.append((change, parent, None))
     except OSError as err:

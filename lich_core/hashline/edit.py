@@ -52,7 +52,6 @@ class FileTarget:
 class FileEdit:
     display: str
     old_text: str | None
-    new_text: str
     replacements: tuple[LineReplacement, ...]
     added: int
     removed: int
@@ -60,21 +59,44 @@ class FileEdit:
     regions: list[tuple[int, int]]
     # (old_start, old_end, new_start, new_end): each merged change, before trimming.
     hunks: list[tuple[int, int, int, int]] = field(default_factory=list)
-    # (new_text, its lines) when the lines are known: apply_ops builds them on the way to the
-    # text, and the result rows need them; kept with the text they split so that a new_text
-    # assigned later (a Lisp repair) is split again instead of shown stale.
-    _new_lines: tuple[str, list[str]] | None = field(default=None, repr=False, compare=False)
+    # The new text, as a text or as its lines (each without its "\n"), or both. apply_ops makes
+    # the lines; the text is joined from them only when asked for (a disk write splices bytes
+    # and the result rows need lines: neither needs the joined text).
+    _text: str | None = field(default=None, repr=False)
+    _lines: list[str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def created(self) -> bool:
         return self.old_text is None
 
+    @property
+    def new_text(self) -> str:
+        if self._text is None:
+            lines = self._lines or []
+            if lines:
+                lines.append("")  # the final newline, without copying the joined text again
+                try:
+                    self._text = "\n".join(lines)
+                finally:
+                    lines.pop()
+            else:
+                self._text = ""
+        return self._text
+
+    @new_text.setter
+    def new_text(self, text: str) -> None:
+        self._text = text
+        self._lines = None
+
+    @property
+    def text_is_built(self) -> bool:
+        return self._text is not None
+
     def new_lines(self) -> list[str]:
         """split_lines(new_text), split once."""
-        known = self._new_lines
-        if known is None or known[0] is not self.new_text:
-            known = self._new_lines = (self.new_text, split_lines(self.new_text))
-        return known[1]
+        if self._lines is None:
+            self._lines = split_lines(self.new_text)
+        return self._lines
 
 
 @dataclass
@@ -199,8 +221,8 @@ def apply_ops(target: FileTarget, lines: list[str] | None = None) -> FileEdit:
     """Apply validated ops (call validate first). The new text ends with a newline.
 
     `lines`, when given, is split_lines(target.text), already made. The new text is built as
-    its lines (the untouched runs are slices of the old lines, so no line is copied one by one)
-    joined once.
+    its lines (the untouched runs are slices of the old lines, so no line is copied one by one);
+    FileEdit.new_text joins them once, when first asked for.
     """
     old_text = target.text or ""
     old_lines = split_lines(old_text) if lines is None else lines
@@ -244,23 +266,15 @@ def apply_ops(target: FileTarget, lines: list[str] | None = None) -> FileEdit:
             merged.append((slot.start, slot.end, payload))
             merged_new_starts.append(region_start)
     new_lines += old_lines[cursor:]
-    if new_lines:
-        new_lines.append("")  # the final newline, without copying the joined text again
-        new_text = "\n".join(new_lines)
-        new_lines.pop()
-    else:
-        new_text = ""
 
     replacements = _region_replacements(old_lines, has_final_newline, merged)
     hunks = [
         (start, end, new_start, new_start + len(payload))
         for (start, end, payload), new_start in zip(merged, merged_new_starts, strict=True)
     ]
-    edit = FileEdit(
-        target.display, target.text, new_text, replacements, added, removed, _merge_regions(regions), hunks
+    return FileEdit(
+        target.display, target.text, replacements, added, removed, _merge_regions(regions), hunks, _lines=new_lines
     )
-    edit._new_lines = (new_text, new_lines)
-    return edit
 
 
 def _region_replacements(
@@ -305,12 +319,12 @@ def edit_from_texts(display: str, old_text: str | None, new_text: str) -> FileEd
     return FileEdit(
         display,
         old_text,
-        new_text,
         replacements,
         added=sum(new_end - new_start for _, _, new_start, new_end in hunks),
         removed=sum(old_end - old_start for old_start, old_end, _, _ in hunks),
         regions=[(new_start, new_end) for _, _, new_start, new_end in hunks],
         hunks=hunks,
+        _text=new_text,
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from lich_core import workspace as workspace_module
 from lich_core.errors import EditRejected, ToolError
-from lich_core.workspace import DiskWorkspace, FileChange, Workspace
+from lich_core.workspace import DiskWorkspace, FileChange, LineReplacement, Workspace
 
 
 def write(path: Path, new_text: str, base_text: str | None) -> FileChange:
@@ -341,3 +341,56 @@ def test_a_root_swapped_for_a_symlink_after_its_first_read_reads_nothing_outside
     root.symlink_to(outside, target_is_directory=True)
     with pytest.raises(ToolError, match="path_escape"):
         read_bytes_within(root, root / "secret.txt")
+
+
+# --- FileChange.deferred: a write whose text is built on first use; a disk write splices ---
+
+
+def test_a_deferred_change_builds_its_text_once_on_first_read(tmp_path: Path) -> None:
+    built: list[str] = []
+
+    def build() -> str:
+        built.append("x")
+        return "a\nB\n"
+
+    path = tmp_path / "f.txt"
+    change = FileChange.deferred(path, build, "a\nb\n", ((LineReplacement(1, 2, "B\n")),))
+    assert not change.text_is_built and "<deferred>" in repr(change)
+    assert built == []
+    assert change.new_text == "a\nB\n" and change.new_text == "a\nB\n"
+    assert built == ["x"] and change.text_is_built
+    assert change == write(path, "a\nB\n", "a\nb\n")
+    with pytest.raises(AttributeError, match="immutable"):
+        change.base_text = "other"  # type: ignore[misc]
+
+
+async def test_a_deferred_write_on_a_base_read_from_disk_is_spliced_not_built(
+    ws: DiskWorkspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"one\r\n\xff raw\r\nthree\r\nfour")
+    base = ws.read_text(path)
+    new_text = base.replace("three", "THREE") + "\n"
+    replacements = FileChange.write(path, new_text, base).replacements
+    encoded: list[str] = []
+    real_encode = workspace_module.encode_text
+    monkeypatch.setattr(workspace_module, "encode_text", lambda text: encoded.append(text) or real_encode(text))
+
+    def build() -> str:
+        raise AssertionError("a disk write does not need the joined text")
+
+    await ws.apply([FileChange.deferred(path, build, base, replacements)], "t")
+    assert path.read_bytes() == b"one\r\n\xff raw\r\nTHREE\r\nfour\n"
+    assert encoded == [item.text for item in replacements]  # only the changed lines
+
+
+async def test_a_deferred_write_on_a_base_not_read_through_the_workspace_builds_its_text(
+    ws: DiskWorkspace, tmp_path: Path
+) -> None:
+    path = tmp_path / "f.txt"
+    path.write_text("a\nb\n")
+    built: list[str] = []
+    replacements = (LineReplacement(1, 2, "B\n"),)
+    change = FileChange.deferred(path, lambda: built.append("x") or "a\nB\n", "a\nb\n", replacements)
+    await ws.apply([change], "t")
+    assert path.read_text() == "a\nB\n" and built == ["x"]

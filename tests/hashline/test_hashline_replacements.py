@@ -9,11 +9,14 @@ from hypothesis import strategies as st
 
 from lich_core.hashline.replacements import (
     DIFFLIB_GAP_LIMIT,
+    NEWLINE_BLOCK_BYTES,
     apply_replacements,
+    apply_replacements_to_bytes,
     line_replacements,
     split_keep_newline,
 )
 from lich_core.vocabulary import LineReplacement
+from lich_core.workspace import decode_text, encode_text
 
 # Few distinct lines, so texts repeat lines (blank lines, braces) the way source files do.
 LINE = st.sampled_from(["", "a", "b", "c", "}", "  x", "é🙂", "a\r", "b\r", "\r"])
@@ -154,3 +157,50 @@ def test_scattered_changes_in_a_big_file_with_repeated_lines_stay_fast() -> None
     replacements = check(old, "\n".join(changed) + "\n")
     assert time.perf_counter() - started < 5  # ~0.1 s; generous for a loaded machine
     assert [(r.start, r.end) for r in replacements] == [(at, at + 1) for at in range(100, 20_000, 500)]
+
+
+# --- apply_replacements_to_bytes: the disk write's splice, byte for byte what encoding gives ---
+
+
+def spliced(old: str, new: str) -> bytes | None:
+    return apply_replacements_to_bytes(encode_text(old), line_replacements(old, new), encode_text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(old_and_new())
+def test_splicing_the_bytes_gives_the_encoded_new_text(case: tuple[str, str]) -> None:
+    old, new = case
+    assert spliced(old, new) == encode_text(new)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["", "x", "é" * 40, "y" * 700]), min_size=1, max_size=40), st.data())
+def test_splicing_across_newline_blocks(pattern: list[str], data: st.DataObject) -> None:
+    # Long enough to span many newline-count blocks, some full of newlines, some with none.
+    lines = (pattern * (3 * NEWLINE_BLOCK_BYTES // max(1, sum(map(len, pattern)) + len(pattern)) + 1))[:6000]
+    old = "\n".join(lines) + data.draw(st.sampled_from(["", "\n"]))
+    changed = list(lines)
+    for _ in range(data.draw(st.integers(1, 8))):
+        at = data.draw(st.integers(0, len(changed)))
+        if data.draw(st.booleans()) and at < len(changed):
+            del changed[at]
+        else:
+            changed.insert(at, "new")
+    new = "\n".join(changed) + data.draw(st.sampled_from(["", "\n"]))
+    assert spliced(old, new) == encode_text(new)
+
+
+def test_splicing_keeps_undecodable_bytes_as_they_were() -> None:
+    data = b"caf\xc3\xa9\n\xff\xfe raw\nlast"
+    old = decode_text(data)
+    new = old.replace("last", "end\n")
+    out = apply_replacements_to_bytes(data, line_replacements(old, new), encode_text)
+    assert out == b"caf\xc3\xa9\n\xff\xfe raw\nend\n"
+
+
+def test_a_replacement_past_the_old_lines_is_not_spliced() -> None:
+    replacement = LineReplacement(3, 4, "x\n")
+    assert apply_replacements_to_bytes(b"a\nb\n", (replacement,), encode_text) is None
+    overlapping = (LineReplacement(0, 2, ""), LineReplacement(1, 2, "y\n"))
+    assert apply_replacements_to_bytes(b"a\nb\n", overlapping, encode_text) is None
+    assert apply_replacements_to_bytes(b"", (LineReplacement(0, 0, "new\n"),), encode_text) == b"new\n"

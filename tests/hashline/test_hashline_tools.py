@@ -407,6 +407,30 @@ async def test_a_result_that_cannot_be_rendered_leaves_the_file_as_it_was(tmp_pa
     assert path.read_text() == "one\ntwo\n"  # the result is rendered before anything is written
 
 
+async def test_a_patch_written_to_disk_never_joins_the_new_text(tmp_path, monkeypatch):
+    """The file's new bytes are spliced from its old bytes: the edit's text is not built."""
+    from lich_core.hashline.edit import FileEdit
+
+    original = "".join(f"line {n} caf\u00e9\r\n" for n in range(1, 3001)).encode() + b"\xff tail"
+    path = write(tmp_path, "big.txt", original)
+    ctx = make_ctx(tmp_path)
+    rows = rows_of(await read(ctx, "big.txt", start=1500, end=1502))
+    tail = rows_of(await read(ctx, "big.txt", start=3001))
+    joined: list[str] = []
+    real = FileEdit.new_text
+
+    def counted(edit: FileEdit) -> str:
+        joined.append(edit.display)
+        return real.fget(edit)
+
+    monkeypatch.setattr(FileEdit, "new_text", property(counted, real.fset))
+    result = await patch(ctx, f"@@ big.txt\n= {rows[1501]}..{rows[1501]}\n~changed\n+ {tail[3001]}\n~end\n")
+    assert result.ok, result.error
+    expected = original.replace(b"line 1501 caf\xc3\xa9\r\n", b"changed\r\n") + b"\r\nend\r\n"
+    assert path.read_bytes() == expected
+    assert joined == []
+
+
 async def test_grep_match_arms_the_file_for_editing(tmp_path):
     path = write(tmp_path, "a.txt", "alpha\nbeta\n")
     ctx = make_ctx(tmp_path)

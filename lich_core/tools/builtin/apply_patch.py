@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,16 +104,16 @@ def _record_read(ctx: ToolContext, planned: list[_PlannedFile]) -> None:
 
 
 def _changes(planned: list[_PlannedFile]) -> list[FileChange]:
+    """Deferred writes: the new text is joined only if the workspace reads it (an editor does; a
+    disk write splices the replacements into the file's bytes instead)."""
     return [
-        FileChange(
-            path=item.path,
-            kind="write",
-            new_text=item.edit.new_text,
-            base_text=item.edit.old_text,
-            replacements=item.edit.replacements,
-        )
+        FileChange.deferred(item.path, _text_of(item.edit), item.edit.old_text, item.edit.replacements)
         for item in planned
     ]
+
+
+def _text_of(edit: FileEdit) -> Callable[[], str]:
+    return lambda: edit.new_text
 
 
 def _with_text(edit: FileEdit, text: str) -> None:
