@@ -18,7 +18,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from lich_core.confined import ParentDir, open_parent, read_bytes_within
 from lich_core.errors import EditRejected
-from lich_core.hashline.replacements import apply_replacements_to_bytes, line_replacements
+from lich_core.hashline.replacements import line_replacements, splice_replacements
 from lich_core.vocabulary import CancelToken
 from lich_core.vocabulary import LineReplacement as LineReplacement  # re-export (lives there)
 
@@ -353,16 +353,17 @@ def _changed_since(parent: ParentDir | None, base_text: str | None, base_bytes: 
     return parent.holds(expected) is not True
 
 
-def new_bytes(change: FileChange, base_bytes: bytes | None) -> bytes:
-    """The bytes a write puts on disk; `base_bytes`, when known, are those of its base text.
+def new_content(change: FileChange, base_bytes: bytes | None) -> bytes | list[bytes | memoryview]:
+    """The bytes a write puts on disk, whole or in pieces; `base_bytes`, when known, are those
+    of its base text.
 
     A deferred write (FileChange.deferred) with its base bytes at hand is spliced: its new text
-    is never built, only its replacements are encoded.
+    is never built, only its replacements are encoded, and the pieces are written as they are.
     """
     if base_bytes is not None and not change.text_is_built:
-        spliced = apply_replacements_to_bytes(base_bytes, change.replacements, encode_text)
-        if spliced is not None:
-            return spliced
+        pieces = splice_replacements(base_bytes, change.replacements, encode_text)
+        if pieces is not None:
+            return pieces
     assert change.new_text is not None
     return encode_text(change.new_text)
 
@@ -378,7 +379,7 @@ def _stage(
             if change.kind == "write":
                 info = parent.check_target()
                 mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~current_umask()
-                staged.append((change, parent, parent.write_temp(new_bytes(change, known), mode)))
+                staged.append((change, parent, parent.write_temp(new_content(change, known), mode)))
             else:
                 staged.append((change, parent, None))
     except OSError as err:

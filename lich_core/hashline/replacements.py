@@ -146,14 +146,24 @@ def apply_replacements(old_text: str, replacements: Sequence[LineReplacement]) -
 def apply_replacements_to_bytes(
     old_data: bytes, replacements: Sequence[LineReplacement], encode: Callable[[str], bytes]
 ) -> bytes | None:
-    """apply_replacements on a file's bytes: the untouched lines are copied as bytes, only the
-    replacement texts are encoded (with `encode`, the file's own encoding).
+    """apply_replacements on a file's bytes (see splice_replacements), joined."""
+    pieces = splice_replacements(old_data, replacements, encode)
+    return None if pieces is None else b"".join(pieces)
 
-    A file's new bytes this way cost a scan for its newlines plus one copy, where building the new
-    text and encoding it cost a join and an encode of the whole text (for 2 MiB with a wide
-    character, an 8 MiB str; bench_hashline's apply_patch). Lines are the same lines as
-    apply_replacements' (split on b"\\n", which in UTF-8 only ever encodes "\\n"). None when a
-    replacement does not fit the old lines (or numpy is missing): the caller encodes the text.
+
+def splice_replacements(
+    old_data: bytes, replacements: Sequence[LineReplacement], encode: Callable[[str], bytes]
+) -> list[bytes | memoryview] | None:
+    """apply_replacements on a file's bytes, as the pieces of the new bytes in order: views of
+    the untouched lines' bytes, and the replacement texts encoded with `encode` (the file's own
+    encoding).
+
+    A file's new bytes this way cost a count of its newlines, where building the new text and
+    encoding it cost a join and an encode of the whole text (for 2 MiB with one wide character,
+    an 8 MiB str; bench_hashline's apply_patch); written with writev, they are never joined
+    either. Lines are the same lines as apply_replacements' (split on b"\n", which in UTF-8 only
+    ever encodes "\n"). None when a replacement does not fit the old lines (or numpy is
+    missing): the caller encodes the text.
     """
     newlines = _newline_index(old_data)
     if newlines is None:
@@ -176,7 +186,7 @@ def apply_replacements_to_bytes(
         pieces.append(encode(replacement.text))
         cursor = replacement.end
     pieces.append(view[offset(cursor) :])
-    return b"".join(pieces)
+    return pieces
 
 
 # Newlines are counted per block of this many 8-byte words: summed as words, each of a word's

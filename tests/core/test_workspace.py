@@ -394,3 +394,26 @@ async def test_a_deferred_write_on_a_base_not_read_through_the_workspace_builds_
     change = FileChange.deferred(path, lambda: built.append("x") or "a\nB\n", "a\nb\n", replacements)
     await ws.apply([change], "t")
     assert path.read_text() == "a\nB\n" and built == ["x"]
+
+
+def test_write_all_writes_every_piece_in_order_through_short_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lich_core import confined
+
+    pieces = [b"", memoryview(b"0123456789")[2:7], b"x" * 5000] + [bytes([65 + n % 26]) for n in range(3000)]
+    real_writev = os.writev
+    calls: list[int] = []
+
+    def short_writev(fd: int, buffers: list[memoryview]) -> int:
+        calls.append(len(buffers))
+        assert len(buffers) <= confined.WRITEV_MAX_BUFFERS
+        return real_writev(fd, [memoryview(b"".join(buffers))[:997]])  # never more than 997 bytes
+
+    monkeypatch.setattr(confined.os, "writev", short_writev)
+    path = tmp_path / "out.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        confined.write_all(fd, pieces)
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"".join(bytes(piece) for piece in pieces)
+    assert len(calls) > 1
