@@ -280,6 +280,10 @@ class DiskWorkspace:
     def read_bytes(self, path: Path) -> bytes:
         return read_bytes_within(self.root, Path(path))
 
+    def bytes_behind(self, path: Path, text: str | None) -> bytes | None:
+        """The bytes `text` was decoded from, if it is the very text this workspace read at `path`."""
+        return self._memo.bytes_of(Path(path), text)
+
     def exists(self, path: Path) -> bool:
         return Path(path).exists()
 
@@ -420,6 +424,19 @@ def _restore(change: FileChange, parent: ParentDir) -> None:
         info = parent.lstat()
         mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~current_umask()
         parent.replace_with(parent.write_temp(encode_text(change.base_text), mode))
+
+
+# --- the bytes seam ---
+# A workspace may also have `bytes_behind(path, text) -> bytes | None`: the bytes a text it read
+# was decoded from (DiskWorkspace). apply_patch then takes a big file's lines from its bytes
+# (lich_core.hashline.byte_lines) instead of splitting the whole text. A workspace without it
+# (EditorWorkspace: buffers are text) has the text split as usual.
+
+
+def bytes_behind(workspace: object, path: Path, text: str | None) -> bytes | None:
+    """What the workspace's `bytes_behind` says (None without one)."""
+    method = getattr(workspace, "bytes_behind", None)
+    return method(path, text) if method is not None and text is not None else None
 
 
 # --- the notes seam ---

@@ -10,10 +10,12 @@ FileChange producer uses.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from lich_core.hashline.anchors import line_hash, line_hash_values, render_rows, split_lines
+from lich_core.hashline.byte_lines import ByteLines
 from lich_core.hashline.patch import PatchOp, quote
 from lich_core.hashline.replacements import line_replacements, split_keep_newline
 from lich_core.vocabulary import LineReplacement, ToolError
@@ -40,12 +42,57 @@ class PatchRejected(ToolError):
 
 @dataclass
 class FileTarget:
-    """One file a patch touches: its current text (None when it does not exist) and its ops."""
+    """One file a patch touches: its current text (None when it does not exist) and its ops.
+
+    `lines`, when the caller has them cheaper than splitting the text (ByteLines over the bytes
+    the text was read from), are split_lines(text); None means plan_edits splits the text.
+    """
 
     display: str
     text: str | None
     was_read: bool
     ops: list[PatchOp] = field(default_factory=list)
+    lines: Sequence[str] | None = field(default=None, repr=False, compare=False)
+
+
+class NewLines:
+    """A new text's lines (each without its "\n") as runs, in order: (start, end) for the old
+    lines [start, end), or a list of new lines. Read a few at a time, nothing is copied but
+    what is read; `all()` builds the whole list (slices of the old lines, no line copied one by
+    one)."""
+
+    def __init__(self, old: Sequence[str], runs: list[tuple[int, int] | list[str]]) -> None:
+        self._old = old
+        self._runs = runs
+        self._starts: list[int] = []  # the new line index each run starts at
+        count = 0
+        for run in runs:
+            self._starts.append(count)
+            count += run[1] - run[0] if isinstance(run, tuple) else len(run)
+        self.count = count
+
+    def between(self, low: int, high: int) -> list[str]:
+        """New lines [low, high)."""
+        lines: list[str] = []
+        index = max(0, bisect_right(self._starts, low) - 1)
+        while index < len(self._runs) and low < high:
+            run, start = self._runs[index], self._starts[index]
+            size = run[1] - run[0] if isinstance(run, tuple) else len(run)
+            if low < start + size:
+                take_low, take_high = low - start, min(high, start + size) - start
+                if isinstance(run, tuple):
+                    lines += self._old[run[0] + take_low : run[0] + take_high]
+                else:
+                    lines += run[take_low:take_high]
+                low = start + take_high
+            index += 1
+        return lines
+
+    def all(self) -> list[str]:
+        lines: list[str] = []
+        for run in self._runs:
+            lines += self._old[run[0] : run[1]] if isinstance(run, tuple) else run
+        return lines
 
 
 @dataclass
@@ -59,11 +106,12 @@ class FileEdit:
     regions: list[tuple[int, int]]
     # (old_start, old_end, new_start, new_end): each merged change, before trimming.
     hunks: list[tuple[int, int, int, int]] = field(default_factory=list)
-    # The new text, as a text or as its lines (each without its "\n"), or both. apply_ops makes
-    # the lines; the text is joined from them only when asked for (a disk write splices bytes
-    # and the result rows need lines: neither needs the joined text).
+    # The new text: as a text, as its lines (each without its "\n"), or as runs of old and new
+    # lines (apply_ops makes those). The lines and the text are built only when asked for: a
+    # disk write splices bytes and the result rows read a few lines; neither needs them.
     _text: str | None = field(default=None, repr=False)
     _lines: list[str] | None = field(default=None, repr=False, compare=False)
+    _runs: NewLines | None = field(default=None, repr=False, compare=False)
 
     @property
     def created(self) -> bool:
@@ -72,7 +120,7 @@ class FileEdit:
     @property
     def new_text(self) -> str:
         if self._text is None:
-            lines = self._lines or []
+            lines = self.new_lines() if self._lines is not None or self._runs is not None else []
             if lines:
                 lines.append("")  # the final newline, without copying the joined text again
                 try:
@@ -87,16 +135,28 @@ class FileEdit:
     def new_text(self, text: str) -> None:
         self._text = text
         self._lines = None
+        self._runs = None
 
     @property
     def text_is_built(self) -> bool:
         return self._text is not None
 
     def new_lines(self) -> list[str]:
-        """split_lines(new_text), split once."""
+        """split_lines(new_text), made once."""
         if self._lines is None:
-            self._lines = split_lines(self.new_text)
+            self._lines = self._runs.all() if self._runs is not None else split_lines(self.new_text)
         return self._lines
+
+    def new_line_count(self) -> int:
+        if self._lines is None and self._runs is not None:
+            return self._runs.count
+        return len(self.new_lines())
+
+    def new_lines_between(self, low: int, high: int) -> list[str]:
+        """new_lines()[low:high], without building the rest."""
+        if self._lines is None and self._runs is not None:
+            return self._runs.between(low, high)
+        return self.new_lines()[low:high]
 
 
 @dataclass
@@ -118,7 +178,15 @@ def uses_crlf(text: str) -> bool:
     return newlines > 0 and text.count("\r\n") * 2 > newlines
 
 
-def validate(target: FileTarget, lines: list[str] | None = None) -> list[str]:
+def bytes_use_crlf(data: bytes) -> bool:
+    """uses_crlf for the text's bytes (a byte scan is several times cheaper than a wide str's)."""
+    if b"\r" not in data:
+        return False
+    newlines = data.count(b"\n")
+    return newlines > 0 and data.count(b"\r\n") * 2 > newlines
+
+
+def validate(target: FileTarget, lines: Sequence[str] | None = None) -> list[str]:
     """Every problem with `target`'s ops against its current text (empty when valid).
 
     `lines`, when given, is split_lines(target.text), already made.
@@ -217,17 +285,17 @@ def _slots(ops: Sequence[PatchOp], count: int) -> list[_Slot]:
     return slots
 
 
-def apply_ops(target: FileTarget, lines: list[str] | None = None) -> FileEdit:
+def apply_ops(target: FileTarget, lines: Sequence[str] | None = None) -> FileEdit:
     """Apply validated ops (call validate first). The new text ends with a newline.
 
-    `lines`, when given, is split_lines(target.text), already made. The new text is built as
-    its lines (the untouched runs are slices of the old lines, so no line is copied one by one);
-    FileEdit.new_text joins them once, when first asked for.
+    `lines`, when given, is split_lines(target.text), already made. The new text is kept as
+    runs of old lines and payload lines (FileEdit.new_lines builds the list, FileEdit.new_text
+    joins it, each when first asked for).
     """
     old_text = target.text or ""
     old_lines = split_lines(old_text) if lines is None else lines
     count = len(old_lines)
-    crlf = uses_crlf(old_text)
+    crlf = bytes_use_crlf(old_lines.data) if isinstance(old_lines, ByteLines) else uses_crlf(old_text)
 
     def terminated(line: str) -> str:
         # A payload line as a line of the new text (split on "\n"): CRLF files keep their "\r".
@@ -241,8 +309,9 @@ def apply_ops(target: FileTarget, lines: list[str] | None = None) -> FileEdit:
         slots.sort(key=lambda slot: (slot.start, slot.is_range, slot.order))
 
     # Every line of the new text ends with a newline: an unterminated last old line is always
-    # replaced (above), so new_lines joined by "\n" plus a final "\n" is the new text.
-    new_lines: list[str] = []
+    # replaced (above), so the new lines joined by "\n" plus a final "\n" are the new text.
+    runs: list[tuple[int, int] | list[str]] = []
+    new_count = 0
     merged: list[tuple[int, int, list[str]]] = []
     merged_new_starts: list[int] = []
     regions: list[tuple[int, int]] = []
@@ -250,22 +319,26 @@ def apply_ops(target: FileTarget, lines: list[str] | None = None) -> FileEdit:
     cursor = 0
     for slot in slots:
         if slot.start > cursor:
-            new_lines += old_lines[cursor : slot.start]
+            runs.append((cursor, slot.start))
+            new_count += slot.start - cursor
         cursor = max(cursor, slot.start)
         payload = [terminated(line) for line in slot.lines]
-        region_start = len(new_lines)
-        new_lines += payload
+        region_start = new_count
+        if payload:
+            runs.append(payload)
+            new_count += len(payload)
         cursor = max(cursor, slot.end)
         if slot.order < len(target.ops):
             added += len(slot.lines)
             removed += slot.end - slot.start
-        regions.append((region_start, len(new_lines)))
+        regions.append((region_start, new_count))
         if merged and merged[-1][1] >= slot.start:
             merged[-1] = (merged[-1][0], slot.end, merged[-1][2] + payload)
         else:
             merged.append((slot.start, slot.end, payload))
             merged_new_starts.append(region_start)
-    new_lines += old_lines[cursor:]
+    if cursor < count:
+        runs.append((cursor, count))
 
     replacements = _region_replacements(old_lines, has_final_newline, merged)
     hunks = [
@@ -273,12 +346,19 @@ def apply_ops(target: FileTarget, lines: list[str] | None = None) -> FileEdit:
         for (start, end, payload), new_start in zip(merged, merged_new_starts, strict=True)
     ]
     return FileEdit(
-        target.display, target.text, replacements, added, removed, _merge_regions(regions), hunks, _lines=new_lines
+        target.display,
+        target.text,
+        replacements,
+        added,
+        removed,
+        _merge_regions(regions),
+        hunks,
+        _runs=NewLines(old_lines, runs),
     )
 
 
 def _region_replacements(
-    old_lines: list[str], has_final_newline: bool, merged: list[tuple[int, int, list[str]]]
+    old_lines: Sequence[str], has_final_newline: bool, merged: list[tuple[int, int, list[str]]]
 ) -> tuple[LineReplacement, ...]:
     """line_replacements over each merged region (old lines [start, end) -> new lines), in file lines.
 
@@ -331,8 +411,11 @@ def edit_from_texts(display: str, old_text: str | None, new_text: str) -> FileEd
 def plan_edits(targets: Sequence[FileTarget]) -> list[FileEdit]:
     """Validate every target, then apply; raise PatchRejected listing every problem."""
     problems: list[str] = []
-    # Each file is split once, for validation and for applying.
-    split = [split_lines(target.text) if target.text is not None else [] for target in targets]
+    # Each file is split once (unless its lines came with it), for validation and for applying.
+    split = [
+        target.lines if target.lines is not None else split_lines(target.text) if target.text is not None else []
+        for target in targets
+    ]
     for target, lines in zip(targets, split, strict=True):
         problems.extend(validate(target, lines))
     if problems:
@@ -347,13 +430,13 @@ def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb
     details say which files are new).
     """
     header = f"{verb} {edit.display} (+{edit.added} -{edit.removed})"
-    lines = edit.new_lines()
-    if not lines:
+    line_count = edit.new_line_count()
+    if not line_count:
         return header + "\n(empty file)"
     windows: list[tuple[int, int]] = []
     for start, end in edit.regions:
         low = max(0, start - context)
-        high = min(len(lines), max(end, start) + context)
+        high = min(line_count, max(end, start) + context)
         if windows and low <= windows[-1][1]:
             windows[-1] = (windows[-1][0], max(windows[-1][1], high))
         else:
@@ -381,7 +464,7 @@ def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb
         parts.append((low, high))
         shown += high - low
     spans = [part for part in parts if isinstance(part, tuple)]
-    rows = [line for low, high in spans for line in lines[low:high]]
+    rows = [line for low, high in spans for line in edit.new_lines_between(low, high)]
     values = line_hash_values(rows)
     rendered: list[str] = []
     offset = 0

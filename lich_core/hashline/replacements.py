@@ -23,8 +23,8 @@ from __future__ import annotations
 import difflib
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from typing import Any
 
+from lich_core.hashline.byte_lines import newline_index
 from lich_core.vocabulary import LineReplacement
 
 # A gap without unique common lines is handed to difflib only below this size (old x new lines):
@@ -165,7 +165,7 @@ def splice_replacements(
     ever encodes "\n"). None when a replacement does not fit the old lines (or numpy is
     missing): the caller encodes the text.
     """
-    newlines = _newline_index(old_data)
+    newlines = newline_index(old_data)
     if newlines is None:
         return None
     # Line i (i > 0) starts after the (i-1)th newline; an unterminated last line is one more.
@@ -187,48 +187,3 @@ def splice_replacements(
         cursor = replacement.end
     pieces.append(view[offset(cursor) :])
     return pieces
-
-
-# Newlines are counted per block of this many 8-byte words: summed as words, each of a word's
-# 8 byte lanes counts at most one newline per word, so it stays below 256 and never carries.
-NEWLINE_BLOCK_WORDS = 255
-NEWLINE_BLOCK_BYTES = 8 * NEWLINE_BLOCK_WORDS
-
-
-class _NewlineIndex:
-    """Where the n-th b"\n" of a text's bytes is, for a few n.
-
-    Listing every newline (numpy's flatnonzero) costs ~1 ms on 2 MiB; counting them per block
-    of ~2 KiB costs a seventh of that, and a lookup then lists the newlines of one block only.
-    """
-
-    def __init__(self, data: bytes, np: Any) -> None:
-        self._np = np
-        self._flags = np.frombuffer(data, dtype=np.uint8) == 0x0A
-        whole = len(data) // NEWLINE_BLOCK_BYTES * NEWLINE_BLOCK_BYTES
-        lane_sums = self._flags[:whole].view(np.uint64).reshape(-1, NEWLINE_BLOCK_WORDS).sum(axis=1, dtype=np.uint64)
-        counts = lane_sums.view(np.uint8).reshape(-1, 8).sum(axis=1, dtype=np.int64)
-        counts = np.append(counts, np.count_nonzero(self._flags[whole:]))
-        # Newlines up to the end of each block (the last block is the part past the whole ones).
-        self._ends = np.cumsum(counts)
-        self.count = int(self._ends[-1])
-        self._block_positions: dict[int, Any] = {}
-
-    def position(self, n: int) -> int:
-        """The offset of newline number n (0-based, n < count)."""
-        block = int(self._np.searchsorted(self._ends, n, side="right"))
-        before = int(self._ends[block - 1]) if block else 0
-        positions = self._block_positions.get(block)
-        if positions is None:
-            start = block * NEWLINE_BLOCK_BYTES
-            positions = self._np.flatnonzero(self._flags[start : start + NEWLINE_BLOCK_BYTES]) + start
-            self._block_positions[block] = positions
-        return int(positions[n - before])
-
-
-def _newline_index(data: bytes) -> _NewlineIndex | None:
-    try:
-        import numpy as np
-    except ImportError:
-        return None
-    return _NewlineIndex(data, np)

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lich_core.hashline.anchors import line_hash, split_lines
+from lich_core.hashline.byte_lines import byte_lines
 from lich_core.hashline.edit import (
     FileTarget,
     PatchRejected,
@@ -17,7 +18,7 @@ from lich_core.hashline.edit import (
 )
 from lich_core.hashline.patch import parse_patch
 from lich_core.hashline.replacements import apply_replacements
-from lich_core.workspace import LineReplacement
+from lich_core.workspace import LineReplacement, decode_text, encode_text
 
 
 def anchor(text: str, number: int) -> str:
@@ -25,11 +26,41 @@ def anchor(text: str, number: int) -> str:
 
 
 def edit_one(text: str | None, body: str, *, was_read: bool = True, name: str = "f.txt"):
+    """The edit planned from the split text, checked against the one planned from the text's
+    bytes (ByteLines, what apply_patch uses for big files on disk): the same in every respect."""
     [section] = parse_patch(f"@@ {name}\n{body}")
-    [edit] = plan_edits([FileTarget(name, text, was_read, section.ops)])
+    try:
+        [edit] = plan_edits([FileTarget(name, text, was_read, section.ops)])
+    except PatchRejected as split_error:
+        if text is not None:
+            with pytest.raises(PatchRejected) as bytes_error:
+                edit_from_bytes(text, body, was_read=was_read, name=name)
+            assert str(bytes_error.value) == str(split_error)
+        raise
     if text is not None:
         assert apply_replacements(text, edit.replacements) == edit.new_text
+        assert_same_edit(edit_from_bytes(text, body, was_read=was_read, name=name), edit)
     return edit
+
+
+def edit_from_bytes(text: str, body: str, *, was_read: bool, name: str, data: bytes | None = None):
+    [section] = parse_patch(f"@@ {name}\n{body}")
+    lines = byte_lines(encode_text(text) if data is None else data, decode_text)
+    assert lines is not None and list(lines) == split_lines(text)
+    [edit] = plan_edits([FileTarget(name, text, was_read, section.ops, lines=lines)])
+    return edit
+
+
+def assert_same_edit(from_bytes, from_split) -> None:
+    for name in ("replacements", "added", "removed", "regions", "hunks"):
+        assert getattr(from_bytes, name) == getattr(from_split, name), name
+    assert render_edit_result(from_bytes) == render_edit_result(from_split)  # read before the text is built
+    assert not from_bytes.text_is_built
+    assert from_bytes.new_line_count() == from_split.new_line_count()
+    count = from_split.new_line_count()
+    for low, high in [(0, count), (0, 1), (count // 3, count // 2 + 1), (count - 1, count + 2), (2, 2)]:
+        assert from_bytes.new_lines_between(low, high) == from_split.new_lines()[low:high]
+    assert from_bytes.new_text == from_split.new_text
 
 
 def rejected(text: str | None, body: str, *, was_read: bool = True) -> str:
@@ -360,3 +391,30 @@ def test_result_rows_of_many_windows_carry_each_line_s_own_number_and_hash():
         number, rest = row.split(":", 1)
         line = new_lines[int(number) - 1]
         assert rest == f"{line_hash(line)}|{line}"
+
+
+@settings(max_examples=100, deadline=None)
+@given(file_and_ops(), st.sampled_from([b"\xff", b"\xe2\x82", b"\xc3", b"\xed\xa0\x80"]))
+def test_lines_from_bytes_with_undecodable_bytes_plan_the_same_edit(case, junk):
+    """Undecodable bytes (kept as lone surrogates) decode the same line by line as whole."""
+    _, lines, ops = case
+    if not ops:
+        return
+    data = b"".join(line.encode() + junk + b"\n" for line in lines)
+    text = decode_text(data)
+    junk_lines = split_lines(text)
+    body = patch_text(junk_lines, ops).split("\n", 1)[1]
+    [section] = parse_patch(f"@@ f.txt\n{body}")
+    [from_split] = plan_edits([FileTarget("f.txt", text, True, section.ops)])
+    assert_same_edit(edit_from_bytes(text, body, was_read=True, name="f.txt", data=data), from_split)
+
+
+def test_lines_from_bytes_across_many_newline_blocks():
+    """A file spanning many of the newline index's blocks, some of them without any newline."""
+    text = "".join(("x" * 3000 if index % 7 == 0 else f"line {index} ü") + "\n" for index in range(1, 3001))
+    lines = split_lines(text)
+    body = "".join(
+        f"= {anchor(text, number)}..{anchor(text, number)}\n~changed {number}\n" for number in range(3, 3001, 97)
+    ) + f"+ {anchor(text, 3000)}\n~end\n"
+    edit = edit_one(text, body)
+    assert split_lines(edit.new_text)[-1] == "end" and len(lines) == 3000

@@ -7,9 +7,9 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lich_core.hashline.byte_lines import NEWLINE_BLOCK_BYTES
 from lich_core.hashline.replacements import (
     DIFFLIB_GAP_LIMIT,
-    NEWLINE_BLOCK_BYTES,
     apply_replacements,
     apply_replacements_to_bytes,
     line_replacements,

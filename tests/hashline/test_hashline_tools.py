@@ -407,28 +407,44 @@ async def test_a_result_that_cannot_be_rendered_leaves_the_file_as_it_was(tmp_pa
     assert path.read_text() == "one\ntwo\n"  # the result is rendered before anything is written
 
 
-async def test_a_patch_written_to_disk_never_joins_the_new_text(tmp_path, monkeypatch):
-    """The file's new bytes are spliced from its old bytes: the edit's text is not built."""
-    from lich_core.hashline.edit import FileEdit
+@pytest.mark.parametrize("line_count", [3000, 9000])
+async def test_a_patch_written_to_disk_never_joins_the_new_text(tmp_path, monkeypatch, line_count):
+    """The file's new bytes are spliced from its old bytes: the edit's text is not built. A
+    file past BYTE_LINES_MIN_BYTES is not split either: its lines come from its bytes."""
+    from lich_core.hashline import edit as edit_module
+    from lich_core.hashline.patch import parse_patch
+    from lich_core.tools.builtin.apply_patch import BYTE_LINES_MIN_BYTES
 
-    original = "".join(f"line {n} caf\u00e9\r\n" for n in range(1, 3001)).encode() + b"\xff tail"
+    original = "".join(f"line {n} caf\u00e9\r\n" for n in range(1, line_count + 1)).encode() + b"\xff tail"
+    big = len(original) >= BYTE_LINES_MIN_BYTES
+    assert big == (line_count == 9000)
     path = write(tmp_path, "big.txt", original)
     ctx = make_ctx(tmp_path)
     rows = rows_of(await read(ctx, "big.txt", start=1500, end=1502))
-    tail = rows_of(await read(ctx, "big.txt", start=3001))
+    tail = rows_of(await read(ctx, "big.txt", start=line_count + 1))
     joined: list[str] = []
-    real = FileEdit.new_text
+    real = edit_module.FileEdit.new_text
 
-    def counted(edit: FileEdit) -> str:
+    def counted(edit) -> str:
         joined.append(edit.display)
         return real.fget(edit)
 
-    monkeypatch.setattr(FileEdit, "new_text", property(counted, real.fset))
-    result = await patch(ctx, f"@@ big.txt\n= {rows[1501]}..{rows[1501]}\n~changed\n+ {tail[3001]}\n~end\n")
+    split_sizes: list[int] = []
+    real_split = edit_module.split_lines
+    monkeypatch.setattr(edit_module.FileEdit, "new_text", property(counted, real.fset))
+    monkeypatch.setattr(edit_module, "split_lines", lambda text: split_sizes.append(len(text)) or real_split(text))
+    body = f"= {rows[1501]}..{rows[1501]}\n~changed\n+ {tail[line_count + 1]}\n~end\n"
+    result = await patch(ctx, f"@@ big.txt\n{body}")
     assert result.ok, result.error
     expected = original.replace(b"line 1501 caf\xc3\xa9\r\n", b"changed\r\n") + b"\r\nend\r\n"
     assert path.read_bytes() == expected
     assert joined == []
+    text = original.decode("utf-8", "surrogateescape")
+    assert (len(text) in split_sizes) is not big  # the whole text split, or not
+    # The result shows the same rows as an edit planned from the split text.
+    [section] = parse_patch(f"@@ big.txt\n{body}")
+    [reference] = edit_module.plan_edits([edit_module.FileTarget("big.txt", text, True, section.ops)])
+    assert result.output == edit_module.render_edit_result(reference)
 
 
 async def test_grep_match_arms_the_file_for_editing(tmp_path):

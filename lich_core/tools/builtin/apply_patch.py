@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
+from lich_core.hashline.byte_lines import ByteLines, byte_lines
 from lich_core.hashline.edit import (
     FileEdit,
     FileTarget,
@@ -44,10 +45,13 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
-from lich_core.workspace import FileChange
+from lich_core.workspace import FileChange, bytes_behind, decode_text
 
 REPAIR_POLICIES = ("safe", "preview", "reject")
 MAX_OUTPUT_CHARS = 200_000
+# From this size on, a file's lines come from its bytes (ByteLines) when the workspace has them:
+# below it, splitting the text costs less than indexing the bytes.
+BYTE_LINES_MIN_BYTES = 64 * 1024
 
 
 @dataclass
@@ -90,10 +94,19 @@ def _targets(ctx: ToolContext, patch_text: str) -> tuple[list[Path], list[FileTa
             display = relative_to_root(ctx.work_dir, path)
             if os.path.isdir(path):
                 raise ToolError(f"is_directory: {display} is a directory; a section header names a file")
-            target = FileTarget(display, _current_text(ctx, path, overlays), ctx.read_state.has_read(path))
+            text = _current_text(ctx, path, overlays)
+            target = FileTarget(display, text, ctx.read_state.has_read(path), lines=_lines_from_bytes(ctx, path, text))
             by_path[path] = target
         target.ops.extend(section.ops)
     return list(by_path), list(by_path.values())
+
+
+def _lines_from_bytes(ctx: ToolContext, path: Path, text: str | None) -> ByteLines | None:
+    """A big file's lines read from the bytes behind its text, when the workspace has them."""
+    data = bytes_behind(ctx.workspace, path, text)
+    if data is None or len(data) < BYTE_LINES_MIN_BYTES:
+        return None
+    return byte_lines(data, decode_text)
 
 
 def _record_read(ctx: ToolContext, planned: list[_PlannedFile]) -> None:
