@@ -7,7 +7,10 @@ Every figure is measured next to its reference in the same run (best of N wall t
 - apply_patch with 50 hunks on the 2 MiB file, end to end through the tool and the workspace,
   vs the engine alone (parse + validate + apply, strings in and out; target <= 2x, issue #18),
   with the disk's share shown apart: reading the file and writing the new text atomically
-  (temp file, fsync, rename) is a floor no patch tool goes below.
+  (temp file, fsync, rename). On disk the tool does less than "engine + disk": it takes the few
+  lines it needs from the file's bytes instead of splitting the text, and splices the new bytes
+  instead of joining and encoding the new text (lich_core/hashline/byte_lines.py), so its work
+  above the disk's is shown against the engine's.
 """
 
 from __future__ import annotations
@@ -212,15 +215,16 @@ def _patch_figures(path: Path, repeat: int) -> list[Figure]:
         ),
         Figure("parse+validate+apply 50 hunks (engine only)", engine * 1000, "ms"),
         Figure("read + atomic write of 2 MiB (disk floor, info)", floor * 1000, "ms", "engine only", engine * 1000),
-        # What no tool goes below: the engine's work plus the disk's. The tool's own share is
-        # the rest; when this line alone is past the target, so is any tool on this disk.
+        # The disk floor reads and decodes the whole text and encodes the whole new text; the
+        # tool decodes it too (its result carries the prior content) but encodes only the
+        # changed lines. What it does beyond that floor is the patch work proper.
         Figure(
-            "engine + disk floor (the tool's lower bound, info)",
-            (engine + floor) * 1000,
+            "apply_patch minus the disk floor (info)",
+            (tool - floor) * 1000,
             "ms",
             "engine only",
             engine * 1000,
-            note=f"the tool's own work: {(tool - engine - floor) * 1000:.1f} ms",
+            note="validate, apply and render from the bytes' lines, the stale check, the splice",
         ),
     ]
 
