@@ -37,9 +37,12 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 CALL_ID_ENV = "LICH_CALL_ID"
 PROC_ROOT = Path("/proc")
@@ -314,6 +317,20 @@ class CallReaper:
     def mark(self, env: dict[str, str]) -> dict[str, str]:
         env[CALL_ID_ENV] = self.call_id
         return env
+
+    async def started(self, start: Awaitable[T]) -> T:
+        """Await the start of the call's process (loop.subprocess_exec).
+
+        Cancelled (or failed) after the process began but before asyncio handed it over, asyncio
+        kills the shell alone, not what the shell had started already: those carry the call's
+        marker, so they are found and killed here before the error goes on.
+        """
+        try:
+            return await start
+        except BaseException:
+            self.kill_leftovers()
+            self.reap_now()
+            raise
 
     def spawned(self, pid: int) -> None:
         self.shell_pid = pid

@@ -8,6 +8,7 @@ import os
 import resource
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,6 +221,28 @@ async def test_executor_deadline_kills_the_group(tmp_path: Path) -> None:
     assert result.error == f"timeout: terminal exceeded {deadline_ms}ms"
     for pid in pids:
         assert await wait_dead(pid, DEATH_WAIT_S), f"pid {pid} survived the executor deadline"
+
+
+async def test_a_cancellation_while_the_command_starts_kills_what_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled before loop.subprocess_exec returns, asyncio kills the shell alone (the tool has
+    no process group yet): the shell's children, already running, are the reaper's to kill. Two
+    busy cores widen that window enough for the test above to land in it."""
+    loop = asyncio.get_running_loop()
+    real_exec = loop.subprocess_exec
+
+    async def exec_then_cancelled(*args: Any, **kwargs: Any) -> Any:
+        transport, _ = await real_exec(*args, **kwargs)
+        await wait_for_pids(tmp_path / "pids", 2)
+        transport.close()  # what asyncio does when the start is cancelled: SIGKILL to the shell only
+        raise asyncio.CancelledError
+
+    monkeypatch.setattr(loop, "subprocess_exec", exec_then_cancelled)
+    with pytest.raises(asyncio.CancelledError):
+        await TOOL.execute({"command": SPAWNING_COMMAND}, make_ctx(tmp_path))
+    for pid in await wait_for_pids(tmp_path / "pids", 2):
+        assert await wait_dead(pid, DEATH_WAIT_S), f"pid {pid} survived a cancellation during the start"
 
 
 async def test_asyncio_task_cancellation_kills_the_group(tmp_path: Path) -> None:

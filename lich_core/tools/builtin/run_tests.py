@@ -249,17 +249,19 @@ async def _run_command(command: str, ctx: ToolContext, timeout_ms: int) -> _Run:
     reaper.start()  # Linux: orphans of the command re-parent to this process and stay findable
     try:
         started = time.monotonic()
-        transport, _ = await loop.subprocess_exec(
-            lambda: sink,
-            "bash",
-            "-lc",
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=str(ctx.work_dir),
-            env=reaper.mark(env),
-            start_new_session=True,  # pid == pgid: one killpg reaches every descendant that stays
+        transport, _ = await reaper.started(
+            loop.subprocess_exec(
+                lambda: sink,
+                "bash",
+                "-lc",
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=str(ctx.work_dir),
+                env=reaper.mark(env),
+                start_new_session=True,  # pid == pgid: one killpg reaches every descendant that stays
+            )
         )
         pgid = transport.get_pid()
         reaper.spawned(pgid)

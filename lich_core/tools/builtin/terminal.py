@@ -499,17 +499,19 @@ async def _run_command(run: _Run, env: dict[str, str], reaper: CallReaper, ctx: 
     timeout_ms, cwd, stdin_text = run.timeout_ms, run.cwd, run.stdin_text
     loop = asyncio.get_running_loop()
     sink = _OutputSink(loop, TERMINAL_MAX_OUTPUT_CHARS, separate=run.separate)
-    transport, _ = await loop.subprocess_exec(
-        lambda: sink,
-        run.shell,
-        "-lc",
-        run.command,
-        stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE if run.separate else subprocess.STDOUT,
-        cwd=str(cwd),
-        env=env,
-        start_new_session=True,  # pid == pgid: one killpg reaches every descendant that stays
+    transport, _ = await reaper.started(
+        loop.subprocess_exec(
+            lambda: sink,
+            run.shell,
+            "-lc",
+            run.command,
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if run.separate else subprocess.STDOUT,
+            cwd=str(cwd),
+            env=env,
+            start_new_session=True,  # pid == pgid: one killpg reaches every descendant that stays
+        )
     )
     pgid = transport.get_pid()
     reaper.spawned(pgid)
