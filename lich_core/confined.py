@@ -226,8 +226,16 @@ class ParentDir:
             pass
 
 
-# Buffers per writev call: POSIX guarantees at least 16; Linux takes 1024.
-WRITEV_MAX_BUFFERS = min(1024, os.sysconf("SC_IOV_MAX")) if hasattr(os, "sysconf") else 16
+def _writev_max_buffers() -> int:
+    """Buffers per writev call: the system's IOV_MAX (Linux: 1024), 16 (POSIX's least) if unknown."""
+    try:
+        limit = os.sysconf("SC_IOV_MAX")
+    except (AttributeError, ValueError, OSError):
+        return 16
+    return min(1024, limit) if limit > 0 else 16
+
+
+WRITEV_MAX_BUFFERS = _writev_max_buffers()
 
 
 def write_all(fd: int, pieces: Sequence[BytesPiece]) -> None:

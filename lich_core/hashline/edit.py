@@ -120,6 +120,7 @@ class FileEdit:
     @property
     def new_text(self) -> str:
         if self._text is None:
+            # Built from the lines; an edit made with neither text nor lines is an empty text.
             lines = self.new_lines() if self._lines is not None or self._runs is not None else []
             if lines:
                 lines.append("")  # the final newline, without copying the joined text again
@@ -145,6 +146,7 @@ class FileEdit:
         """split_lines(new_text), made once."""
         if self._lines is None:
             self._lines = self._runs.all() if self._runs is not None else split_lines(self.new_text)
+            self._runs = None  # the list says it all now (and the runs kept the old lines alive)
         return self._lines
 
     def new_line_count(self) -> int:
