@@ -14,10 +14,11 @@ import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from lich_core.confined import ParentDir, open_parent, read_bytes_within
 from lich_core.errors import EditRejected
+from lich_core.hashline.byte_lines import ByteLines, byte_lines
 from lich_core.hashline.replacements import line_replacements, splice_replacements
 from lich_core.vocabulary import CancelToken
 from lich_core.vocabulary import LineReplacement as LineReplacement  # re-export (lives there)
@@ -224,13 +225,14 @@ class DiskTextMemo:
     Before a write replaces a file, the file must still hold the change's base text. With the
     bytes that text was decoded from at hand, the check compares bytes; otherwise it encodes the
     text again (for 2 MiB of non-ASCII source, ~2 ms). The same bytes let apply_patch take a big
-    file's lines from them (`bytes_behind`) and a deferred write splice its new bytes
+    file's lines from them (`lines_behind`, made once per read) and a deferred write splice its new bytes
     (bench_hashline). A memo entry is used only for the very str it was read as (`is`): equal
     bytes are then guaranteed, and the memo's reference keeps that str alive.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[Path, tuple[str, bytes]] = {}
+        # path -> [text, its bytes, their ByteLines once asked for]
+        self._entries: dict[Path, list[Any]] = {}
 
     def read(self, path: Path, root: Path) -> str:
         """read_disk_text(path, root), keeping the bytes behind it."""
@@ -238,7 +240,7 @@ class DiskTextMemo:
         text = decode_text(data)
         self._entries.pop(path, None)  # re-inserted last: the dict's order is the reads' order
         if len(data) <= MEMO_MAX_FILE_BYTES:
-            self._entries[path] = (text, data)
+            self._entries[path] = [text, data, None]
             while len(self._entries) > MEMO_KEPT_FILES:
                 del self._entries[next(iter(self._entries))]
         return text
@@ -247,6 +249,16 @@ class DiskTextMemo:
         """The bytes `text` was read from at `path`, if this memo read that very text."""
         entry = self._entries.get(path)
         return entry[1] if entry is not None and entry[0] is text else None
+
+    def lines_of(self, path: Path, text: str | None) -> ByteLines | None:
+        """split_lines(text) read from the bytes behind it (made once per read), if this memo
+        read that very text (and numpy is there)."""
+        entry = self._entries.get(path)
+        if entry is None or entry[0] is not text:
+            return None
+        if entry[2] is None:
+            entry[2] = byte_lines(entry[1], decode_text)
+        return entry[2]
 
 
 def current_umask() -> int:
@@ -281,9 +293,10 @@ class DiskWorkspace:
     def read_bytes(self, path: Path) -> bytes:
         return read_bytes_within(self.root, Path(path))
 
-    def bytes_behind(self, path: Path, text: str | None) -> bytes | None:
-        """The bytes `text` was decoded from, if it is the very text this workspace read at `path`."""
-        return self._memo.bytes_of(Path(path), text)
+    def lines_behind(self, path: Path, text: str | None) -> ByteLines | None:
+        """`text`'s lines from the bytes it was decoded from, if it is the very text this
+        workspace read at `path`."""
+        return self._memo.lines_of(Path(path), text)
 
     def exists(self, path: Path) -> bool:
         return Path(path).exists()
@@ -314,13 +327,11 @@ def apply_to_disk(changes: Sequence[FileChange], root: Path, memo: DiskTextMemo 
     were read through, spares encoding them again for the staleness check.
     """
     parents: list[ParentDir] = []
-    base_bytes: list[bytes | None] = []
     try:
         for change in changes:
             parent = _open_parent_or_none(root, change.path)
             try:
                 known = memo.bytes_of(change.path, change.base_text) if memo is not None else None
-                base_bytes.append(known)
                 stale = _changed_since(parent, change.base_text, known)
             except OSError as err:  # a directory in the way, no permission: refuse, never raise raw
                 raise EditRejected(f"unreadable: {change.path}: {err.strerror or err}") from err
@@ -329,7 +340,7 @@ def apply_to_disk(changes: Sequence[FileChange], root: Path, memo: DiskTextMemo 
                     parent.close()
             if stale:
                 raise EditRejected(f"stale_file: {change.path} changed since it was read; read it again")
-        staged = _stage(changes, root, parents, base_bytes)
+        staged = _stage(changes, root, parents, memo)
         _swap(staged)
     finally:
         for parent in parents:
@@ -358,15 +369,15 @@ def _changed_since(parent: ParentDir | None, base_text: str | None, base_bytes: 
     return parent.holds(expected) is not True
 
 
-def new_content(change: FileChange, base_bytes: bytes | None) -> bytes | list[bytes | memoryview]:
-    """The bytes a write puts on disk, whole or in pieces; `base_bytes`, when known, are those
-    of its base text.
+def new_content(change: FileChange, memo: DiskTextMemo | None) -> bytes | list[bytes | memoryview]:
+    """The bytes a write puts on disk, whole or in pieces.
 
-    A deferred write (FileChange.deferred) with its base bytes at hand is spliced: its new text
+    A deferred write (FileChange.deferred) whose base text `memo` read is spliced: its new text
     is never built, only its replacements are encoded, and the pieces are written as they are.
     """
-    if base_bytes is not None and not change.text_is_built:
-        pieces = splice_replacements(base_bytes, change.replacements, encode_text)
+    if memo is not None and not change.text_is_built:
+        base_lines = memo.lines_of(change.path, change.base_text)
+        pieces = splice_replacements(base_lines, change.replacements, encode_text) if base_lines else None
         if pieces is not None:
             return pieces
     assert change.new_text is not None
@@ -374,17 +385,17 @@ def new_content(change: FileChange, base_bytes: bytes | None) -> bytes | list[by
 
 
 def _stage(
-    changes: Sequence[FileChange], root: Path, parents: list[ParentDir], base_bytes: Sequence[bytes | None]
+    changes: Sequence[FileChange], root: Path, parents: list[ParentDir], memo: DiskTextMemo | None
 ) -> list[tuple[FileChange, ParentDir, str | None]]:
     staged: list[tuple[FileChange, ParentDir, str | None]] = []
     try:
-        for change, known in zip(changes, base_bytes, strict=True):
+        for change in changes:
             parent = open_parent(root, change.path, create=change.kind == "write")
             parents.append(parent)
             if change.kind == "write":
                 info = parent.check_target()
                 mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~current_umask()
-                staged.append((change, parent, parent.write_temp(new_content(change, known), mode)))
+                staged.append((change, parent, parent.write_temp(new_content(change, memo), mode)))
             else:
                 staged.append((change, parent, None))
     except OSError as err:
@@ -428,15 +439,16 @@ def _restore(change: FileChange, parent: ParentDir) -> None:
 
 
 # --- the bytes seam ---
-# A workspace may also have `bytes_behind(path, text) -> bytes | None`: the bytes a text it read
-# was decoded from (DiskWorkspace). apply_patch then takes a big file's lines from its bytes
-# (lich_core.hashline.byte_lines) instead of splitting the whole text. A workspace without it
-# (EditorWorkspace: buffers are text) has the text split as usual.
+# A workspace may also have `lines_behind(path, text) -> ByteLines | None`: the lines of a text it
+# read, taken from the bytes it was decoded from (DiskWorkspace). apply_patch then reads a big
+# file's lines from its bytes (lich_core.hashline.byte_lines) instead of splitting the whole
+# text, and the same lines' offsets splice its write. A workspace without it (EditorWorkspace:
+# buffers are text) has the text split as usual.
 
 
-def bytes_behind(workspace: object, path: Path, text: str | None) -> bytes | None:
-    """What the workspace's `bytes_behind` says (None without one)."""
-    method = getattr(workspace, "bytes_behind", None)
+def lines_behind(workspace: object, path: Path, text: str | None) -> ByteLines | None:
+    """What the workspace's `lines_behind` says (None without one)."""
+    method = getattr(workspace, "lines_behind", None)
     return method(path, text) if method is not None and text is not None else None
 
 

@@ -31,11 +31,14 @@ class NewlineIndex:
 
     def __init__(self, data: bytes, np: Any) -> None:
         self._np = np
-        self._flags = np.frombuffer(data, dtype=np.uint8) == 0x0A
+        self._data = data
+        # Not kept: a block's flags are made again for a lookup (a byte per byte of the file
+        # would double what a memo holding this index keeps).
+        flags = np.frombuffer(data, dtype=np.uint8) == 0x0A
         whole = len(data) // NEWLINE_BLOCK_BYTES * NEWLINE_BLOCK_BYTES
-        lane_sums = self._flags[:whole].view(np.uint64).reshape(-1, NEWLINE_BLOCK_WORDS).sum(axis=1, dtype=np.uint64)
+        lane_sums = flags[:whole].view(np.uint64).reshape(-1, NEWLINE_BLOCK_WORDS).sum(axis=1, dtype=np.uint64)
         counts = lane_sums.view(np.uint8).reshape(-1, 8).sum(axis=1, dtype=np.int64)
-        counts = np.append(counts, np.count_nonzero(self._flags[whole:]))
+        counts = np.append(counts, np.count_nonzero(flags[whole:]))
         # Newlines up to the end of each block (the last block is the part past the whole ones),
         # as a list: a lookup is then a bisect, where a numpy call costs several µs.
         self._ends: list[int] = np.cumsum(counts).tolist()
@@ -48,7 +51,8 @@ class NewlineIndex:
         positions = self._block_positions.get(block)
         if positions is None:
             start = block * NEWLINE_BLOCK_BYTES
-            found = self._np.flatnonzero(self._flags[start : start + NEWLINE_BLOCK_BYTES]) + start
+            chunk = self._np.frombuffer(self._data[start : start + NEWLINE_BLOCK_BYTES], dtype=self._np.uint8)
+            found = self._np.flatnonzero(chunk == 0x0A) + start
             positions = self._block_positions[block] = found.tolist()
         return positions[n - (self._ends[block - 1] if block else 0)]
 
@@ -79,7 +83,7 @@ class ByteLines(Sequence[str]):
     def data(self) -> bytes:
         return self._data
 
-    def _offset(self, line: int) -> int:
+    def offset(self, line: int) -> int:
         """Where line `line` (0 <= line <= count) starts; count's "start" is the end of the data."""
         if line == 0:
             return 0
@@ -98,7 +102,7 @@ class ByteLines(Sequence[str]):
                 raise ValueError("ByteLines slices take every line (step 1)")
             if start >= stop:
                 return []
-            chunk = self._decode(self._data[self._offset(start) : self._offset(stop)])
+            chunk = self._decode(self._data[self.offset(start) : self.offset(stop)])
             lines = chunk.split("\n")
             if lines[-1] == "":
                 lines.pop()
@@ -106,7 +110,7 @@ class ByteLines(Sequence[str]):
         line = index + self._count if index < 0 else index
         if not 0 <= line < self._count:
             raise IndexError("line index out of range")
-        text = self._decode(self._data[self._offset(line) : self._offset(line + 1)])
+        text = self._decode(self._data[self.offset(line) : self.offset(line + 1)])
         return text[:-1] if text.endswith("\n") else text
 
     def __iter__(self) -> Iterator[str]:

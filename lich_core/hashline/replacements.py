@@ -24,7 +24,7 @@ import difflib
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
-from lich_core.hashline.byte_lines import newline_index
+from lich_core.hashline.byte_lines import ByteLines
 from lich_core.vocabulary import LineReplacement
 
 # A gap without unique common lines is handed to difflib only below this size (old x new lines):
@@ -143,47 +143,26 @@ def apply_replacements(old_text: str, replacements: Sequence[LineReplacement]) -
     return "".join(pieces)
 
 
-def apply_replacements_to_bytes(
-    old_data: bytes, replacements: Sequence[LineReplacement], encode: Callable[[str], bytes]
-) -> bytes | None:
-    """apply_replacements on a file's bytes (see splice_replacements), joined."""
-    pieces = splice_replacements(old_data, replacements, encode)
-    return None if pieces is None else b"".join(pieces)
-
-
 def splice_replacements(
-    old_data: bytes, replacements: Sequence[LineReplacement], encode: Callable[[str], bytes]
+    old: ByteLines, replacements: Sequence[LineReplacement], encode: Callable[[str], bytes]
 ) -> list[bytes | memoryview] | None:
-    """apply_replacements on a file's bytes, as the pieces of the new bytes in order: views of
-    the untouched lines' bytes, and the replacement texts encoded with `encode` (the file's own
-    encoding).
+    """apply_replacements on a file's bytes (`old`: the lines of the text they decode to), as the
+    pieces of the new bytes in order: views of the untouched lines' bytes, and the replacement
+    texts encoded with `encode` (the file's own encoding).
 
     A file's new bytes this way cost a count of its newlines, where building the new text and
     encoding it cost a join and an encode of the whole text (for 2 MiB with one wide character,
     an 8 MiB str; bench_hashline's apply_patch); written with writev, they are never joined
-    either. Lines are the same lines as apply_replacements' (split on b"\n", which in UTF-8 only
-    ever encodes "\n"). None when a replacement does not fit the old lines (or numpy is
-    missing): the caller encodes the text.
+    either. None when a replacement does not fit the old lines: the caller encodes the text.
     """
-    newlines = newline_index(old_data)
-    if newlines is None:
-        return None
-    # Line i (i > 0) starts after the (i-1)th newline; an unterminated last line is one more.
-    count = newlines.count + (1 if old_data and not old_data.endswith(b"\n") else 0)
-
-    def offset(line: int) -> int:
-        if line == 0:
-            return 0
-        return newlines.position(line - 1) + 1 if line <= newlines.count else len(old_data)
-
-    view = memoryview(old_data)
+    view = memoryview(old.data)
     pieces: list[bytes | memoryview] = []
     cursor = 0
     for replacement in sorted(replacements, key=lambda item: (item.start, item.end)):
-        if not cursor <= replacement.start <= replacement.end <= count:
+        if not cursor <= replacement.start <= replacement.end <= len(old):
             return None
-        pieces.append(view[offset(cursor) : offset(replacement.start)])
+        pieces.append(view[old.offset(cursor) : old.offset(replacement.start)])
         pieces.append(encode(replacement.text))
         cursor = replacement.end
-    pieces.append(view[offset(cursor) :])
+    pieces.append(view[old.offset(cursor) :])
     return pieces

@@ -294,6 +294,19 @@ def test_the_memo_gives_the_bytes_only_for_the_very_text_it_read(tmp_path: Path)
     assert memo.bytes_of(tmp_path / "other.txt", text) is None
 
 
+def test_the_memo_gives_lines_from_bytes_once_per_read_and_only_for_that_text(tmp_path: Path) -> None:
+    memo = workspace_module.DiskTextMemo()
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"caf\xc3\xa9\n\xff raw\nlast")
+    text = memo.read(path, tmp_path)
+    lines = memo.lines_of(path, text)
+    assert lines is not None and list(lines) == ["café", "\udcff raw", "last"]
+    assert memo.lines_of(path, text) is lines  # the tool's read and the write's splice share it
+    assert memo.lines_of(path, "".join(list(text))) is None
+    again = memo.read(path, tmp_path)
+    assert memo.lines_of(path, again) is not lines
+
+
 def test_the_memo_keeps_the_last_few_small_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(workspace_module, "MEMO_MAX_FILE_BYTES", 10)
     memo = workspace_module.DiskTextMemo()

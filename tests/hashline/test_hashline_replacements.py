@@ -7,12 +7,12 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lich_core.hashline.byte_lines import NEWLINE_BLOCK_BYTES
+from lich_core.hashline.byte_lines import NEWLINE_BLOCK_BYTES, byte_lines
 from lich_core.hashline.replacements import (
     DIFFLIB_GAP_LIMIT,
     apply_replacements,
-    apply_replacements_to_bytes,
     line_replacements,
+    splice_replacements,
     split_keep_newline,
 )
 from lich_core.vocabulary import LineReplacement
@@ -159,7 +159,14 @@ def test_scattered_changes_in_a_big_file_with_repeated_lines_stay_fast() -> None
     assert [(r.start, r.end) for r in replacements] == [(at, at + 1) for at in range(100, 20_000, 500)]
 
 
-# --- apply_replacements_to_bytes: the disk write's splice, byte for byte what encoding gives ---
+# --- splice_replacements: the disk write's splice, byte for byte what encoding gives ---
+
+
+def apply_replacements_to_bytes(data: bytes, replacements: tuple[LineReplacement, ...], encode) -> bytes | None:
+    lines = byte_lines(data, decode_text)
+    assert lines is not None
+    pieces = splice_replacements(lines, replacements, encode)
+    return None if pieces is None else b"".join(pieces)
 
 
 def spliced(old: str, new: str) -> bytes | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
-from lich_core.hashline.byte_lines import ByteLines, byte_lines
+from lich_core.hashline.byte_lines import ByteLines
 from lich_core.hashline.edit import (
     FileEdit,
     FileTarget,
@@ -45,7 +45,7 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
-from lich_core.workspace import FileChange, bytes_behind, decode_text
+from lich_core.workspace import FileChange, lines_behind
 
 REPAIR_POLICIES = ("safe", "preview", "reject")
 MAX_OUTPUT_CHARS = 200_000
@@ -103,10 +103,8 @@ def _targets(ctx: ToolContext, patch_text: str) -> tuple[list[Path], list[FileTa
 
 def _lines_from_bytes(ctx: ToolContext, path: Path, text: str | None) -> ByteLines | None:
     """A big file's lines read from the bytes behind its text, when the workspace has them."""
-    data = bytes_behind(ctx.workspace, path, text)
-    if data is None or len(data) < BYTE_LINES_MIN_BYTES:
-        return None
-    return byte_lines(data, decode_text)
+    lines = lines_behind(ctx.workspace, path, text)
+    return lines if lines is not None and len(lines.data) >= BYTE_LINES_MIN_BYTES else None
 
 
 def _record_read(ctx: ToolContext, planned: list[_PlannedFile]) -> None:
