@@ -138,10 +138,6 @@ class FileEdit:
         self._lines = None
         self._runs = None
 
-    @property
-    def text_is_built(self) -> bool:
-        return self._text is not None
-
     def new_lines(self) -> list[str]:
         """split_lines(new_text), made once."""
         if self._lines is None:

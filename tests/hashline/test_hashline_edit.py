@@ -55,7 +55,7 @@ def assert_same_edit(from_bytes, from_split) -> None:
     for name in ("replacements", "added", "removed", "regions", "hunks"):
         assert getattr(from_bytes, name) == getattr(from_split, name), name
     assert render_edit_result(from_bytes) == render_edit_result(from_split)  # read before the text is built
-    assert not from_bytes.text_is_built
+    assert from_bytes._text is None  # the rows came from the lines; the text is not joined
     assert from_bytes.new_line_count() == from_split.new_line_count()
     count = from_split.new_line_count()
     for low, high in [(0, count), (0, 1), (count // 3, count // 2 + 1), (count - 1, count + 2), (2, 2)]:
