@@ -36,6 +36,9 @@ MEMORY_APPEND_ONLY = f"forbidden_path: {MEMORY_FILE} is append-only: use memory_
 # Version-control metadata: `.git/config` (core.fsmonitor) and `.git/hooks/*` run programs on the
 # next `git status`, so tools may read these folders but never write them.
 VCS_DIRS = frozenset({".git", ".hg", ".svn"})
+# The protected names above are compared case-folded on every platform: on a case-insensitive file
+# system (macOS, Windows) `.GIT/config` and `.Lich/Config.json` are those very files, and a name
+# Linux keeps apart (`.GIT`) costs nothing to refuse. MEMORY.md is the exception (_is_root_memory).
 
 
 def _is_within(root: Path, path: Path) -> bool:
@@ -108,7 +111,7 @@ def relative_to_root(base_dir: str | os.PathLike[str], path: Path) -> str:
 def read_denied(rel: str) -> str | None:
     """The deny list for reading a root-relative path ("a/b", as relative_to_root spells it):
     the `forbidden_path:` error, or None when the file may be read."""
-    if tuple(rel.split("/", 2)[:2]) == PROTECTED_CONFIG:
+    if tuple(rel.casefold().split("/", 2)[:2]) == PROTECTED_CONFIG:
         return f"forbidden_path: {rel} (the agent's config is not accessible to tools)"
     return None
 
@@ -124,15 +127,16 @@ def check_file_access(base_dir: str | os.PathLike[str], path: Path, *, write: bo
     parts = tuple(rel.split("/"))
     if len(parts) == 1 and _is_root_memory(base_dir, path, parts[0]):
         raise ToolError(MEMORY_APPEND_ONLY)
-    if parts[-1].startswith(".env"):
+    folded = tuple(part.casefold() for part in parts)
+    if folded[-1].startswith(".env"):
         raise ToolError(f"forbidden_path: {rel} (.env files are never written by tools)")
-    vcs = next((part for part in parts if part in VCS_DIRS), None)
+    vcs = next((part for part, name in zip(parts, folded, strict=True) if name in VCS_DIRS), None)
     if vcs is not None:
         raise ToolError(
             f"forbidden_path: {rel} ({vcs}/ is never written by tools: its config and hooks run programs; "
             "use git commands in the terminal instead)"
         )
-    if parts[0] == LICH_DIR and (len(parts) < 3 or parts[1] not in LICH_WRITABLE_SUBDIRS):
+    if folded[0] == LICH_DIR and (len(folded) < 3 or folded[1] not in LICH_WRITABLE_SUBDIRS):
         raise ToolError(f"forbidden_path: {rel} (only .lich/skills/ and .lich/plugins/ are writable)")
 
 

@@ -499,7 +499,7 @@ def _path_glob(ctx: ToolContext, target: str, overlays: set[Path]) -> tuple[str,
 
 
 def _inside_lich_dir(ctx: ToolContext, path: Path) -> bool:
-    return relative_to_root(ctx.work_dir, path).split("/")[0] == LICH_DIR
+    return relative_to_root(ctx.work_dir, path).split("/")[0].casefold() == LICH_DIR
 
 
 def _readable(ctx: ToolContext, path: Path) -> bool:
