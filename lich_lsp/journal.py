@@ -11,7 +11,8 @@ The journal survives a server restart: one JSON file per task in the workspace's
 user state dir (`undo/<task_id>.json`, written atomically through a temp file and a rename), so
 the repository cannot plant or redirect it. Only the last MAX_JOURNAL_TASKS tasks are kept; the
 oldest entry (and its file) goes first. A file that cannot be read or does not have the expected
-shape is ignored with a log message. Task ids continue after the journal's (lich.undoTask names a
+shape (a link, a FIFO, over MAX_STATE_FILE_BYTES, JSON nested too deep) is ignored with a log
+message; the undo dir is opened as lich_core.userstate checks every state dir. Task ids continue after the journal's (lich.undoTask names a
 task by its id, so an id from before a restart must not be handed out again).
 
 Loading reads the files once per session: on the first task, undo or status, or in a worker thread
@@ -32,7 +33,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lich_core.hashline.replacements import apply_replacements, line_replacements
-from lich_core.userstate import read_json, workspace_state_dir, write_json_atomic
+from lich_core.userstate import (
+    StateFileError,
+    list_state_dir,
+    load_json,
+    unlink_state_file,
+    workspace_state_dir,
+    write_json_atomic,
+)
 from lich_core.vocabulary import LineReplacement
 from lich_core.workspace import FileChange
 from lich_lsp.undo_rebase import Step, changed_lines, line_mapper
@@ -239,7 +247,7 @@ class TaskJournal:
     def _read_all(self) -> dict[str, JournalEntry]:
         found: dict[str, JournalEntry] = {}
         try:
-            names = sorted(os.listdir(self.directory))
+            names = sorted(list_state_dir(self.directory))
         except FileNotFoundError:
             return found
         except OSError as err:
@@ -249,10 +257,14 @@ class TaskJournal:
             if not name.endswith(".json") or name.startswith("."):
                 continue
             path = self.directory / name
-            data = read_json(path)
             try:
-                if data is None:
-                    raise JournalFormatError("unreadable or not JSON")
+                # Bounded, never through a link or from a FIFO, deep nesting a skip: a planted
+                # file must not fail every later task, status or undo.
+                data = load_json(path)
+            except StateFileError as err:
+                self._tell(f"lich: ignored a corrupt undo journal file {path}: {err.reason}")
+                continue
+            try:
                 entry = entry_from_json(data)
                 if f"{entry.task_id}.json" != name:
                     raise JournalFormatError(f"holds task {entry.task_id}")
@@ -285,7 +297,7 @@ class TaskJournal:
         entries = self.entries()
         while True:
             candidate = f"t{next(numbers)}"
-            if candidate not in entries and not (self.directory / f"{candidate}.json").exists():
+            if candidate not in entries and not os.path.lexists(self.directory / f"{candidate}.json"):
                 return candidate
 
     # --- recording ---
@@ -400,7 +412,7 @@ class TaskJournal:
     def _forget(self, entries: dict[str, JournalEntry], task_id: str) -> None:
         entries.pop(task_id, None)
         try:
-            self.path_for(task_id).unlink()
+            unlink_state_file(self.path_for(task_id))
         except FileNotFoundError:
             pass
         except OSError as err:

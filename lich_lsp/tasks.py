@@ -534,7 +534,7 @@ class TaskManager:
                 log.warning("window/showDocument failed: %s", err)
 
     def _write_transcript(self, task: LichTask, outcome: dict[str, Any]) -> Path | None:
-        from lich_core.userstate import workspace_state_dir
+        from lich_core.userstate import workspace_state_dir, write_state_bytes
 
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(task.started))
         # The user state dir, not the repository's .lich/: a symlink there cannot redirect the write.
@@ -545,8 +545,8 @@ class TaskManager:
         if outcome["edited"]:
             lines += ["", "Edited:", *[f"- {uri}" for uri in outcome["edited"]]]
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            # Not through a link, not into a dir others can write (lich_core.userstate).
+            write_state_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
         except OSError as err:
             log.warning("could not write transcript %s: %s", path, err)
             return None

@@ -20,13 +20,20 @@ import json
 import os
 import random
 import re
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from lich_core.userstate import workspace_state_dir
+from lich_core.userstate import (
+    UnsafeStateDir,
+    list_state_dir,
+    open_state_file,
+    warn_once,
+    workspace_state_dir,
+)
 from lich_core.vocabulary import Message, ToolResult, format_tool_result, json_text
 
 SESSION_FORMAT_VERSION = 1
@@ -134,6 +141,7 @@ class SessionWriter:
         self.path = path
         self.session_id = session_id
         self._handle: IO[bytes] | None = None
+        self._refused = False  # the state dir was refused: this run keeps no log
 
     def append(self, record: dict[str, Any]) -> None:
         # json_text: json.dumps(record, ensure_ascii=False) without an encoder made per record.
@@ -141,8 +149,17 @@ class SessionWriter:
 
     def _write(self, line: str) -> None:
         if self._handle is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = open(self.path, "ab", buffering=0)  # noqa: SIM115 - kept open for the run
+            if self._refused:
+                return
+            try:
+                # Not through a link, not into a dir someone else can write (userstate).
+                fd = open_state_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, create_dir=True)
+            except UnsafeStateDir as err:
+                # The run goes on without a log rather than writing where a planted link points.
+                self._refused = True
+                warn_once(f"{err}; the session log is not kept")
+                return
+            self._handle = open(fd, "ab", buffering=0)  # noqa: SIM115 - kept open for the run
         data = line.encode("utf-8", "surrogatepass")
         written = self._handle.write(data)
         if written is not None and written < len(data):  # a raw write may be short (a full disk)
@@ -199,7 +216,7 @@ class SessionStore:
 
     def open_append(self, session_id: str) -> SessionWriter:
         path = self.path_for(session_id)
-        if not path.is_file():
+        if not _is_regular(path):
             raise SessionError(f"session_not_found: {session_id}")
         return SessionWriter(path, session_id)
 
@@ -209,9 +226,9 @@ class SessionStore:
             files = self._files()
             if not files:
                 raise SessionError(f"session_not_found: no sessions in {self.directory}")
-            newest: Path = max(files, key=lambda p: (p.stat().st_mtime, p.name))
+            newest: Path = max(files, key=lambda p: (p.lstat().st_mtime, p.name))
             return newest.name[: -len(SESSION_SUFFIX)]
-        if not self.path_for(ref).is_file():
+        if not _is_regular(self.path_for(ref)):
             raise SessionError(f"session_not_found: {ref} (see `lich sessions`)")
         return ref
 
@@ -236,13 +253,17 @@ class SessionStore:
 
     def _files(self) -> builtins.list[Path]:
         try:
-            return [p for p in self.directory.iterdir() if p.suffix == SESSION_SUFFIX and p.is_file()]
+            names = list_state_dir(self.directory)
         except FileNotFoundError:
             return []
+        except OSError as err:
+            raise SessionError(f"session_unreadable: {self.directory}: {err.strerror or err}") from err
+        paths = (self.directory / name for name in names if name.endswith(SESSION_SUFFIX))
+        return [path for path in paths if _is_regular(path)]
 
     def _info(self, path: Path) -> SessionInfo:
         session_id = path.name[: -len(SESSION_SUFFIX)]
-        created = path.stat().st_mtime
+        created = path.lstat().st_mtime
         title = ""
         messages = 0
         runs = 0
@@ -257,7 +278,7 @@ class SessionStore:
                 messages = len(record.get("messages") or [])
             elif kind == "run" and record.get("event") == "start":
                 runs += 1
-        return SessionInfo(session_id, path, created, path.stat().st_mtime, messages, runs, title)
+        return SessionInfo(session_id, path, created, path.lstat().st_mtime, messages, runs, title)
 
 
 def _title(text: str) -> str:
@@ -265,22 +286,30 @@ def _title(text: str) -> str:
     return line if len(line) <= TITLE_MAX_CHARS else line[: TITLE_MAX_CHARS - 1] + "…"
 
 
+def _is_regular(path: Path) -> bool:
+    """A regular file itself, not a link to one (a session is never read through a link)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def _read_records(path: Path) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(open_state_file(path, os.O_RDONLY), encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 line = line.strip()
                 if not line:
                     continue
                 try:
                     record = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a torn write at a crash
+                except (ValueError, RecursionError):
+                    continue  # a torn write at a crash, or a line nested too deep to be ours
                 if isinstance(record, dict):
                     records.append(record)
     except OSError as err:
-        raise SessionError(f"session_unreadable: {path}: {err.strerror}") from err
+        raise SessionError(f"session_unreadable: {path}: {err.strerror or err}") from err
     return records
 
 

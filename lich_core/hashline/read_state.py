@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from lich_core.userstate import read_json, write_state_bytes
+
 
 class ReadState:
     def __init__(self) -> None:
@@ -51,16 +53,12 @@ class ReadState:
         return state
 
     def save(self, file: str | os.PathLike[str]) -> None:
-        target = Path(file)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.with_name(target.name + ".tmp")
-        temp.write_text(json.dumps(self.to_json()), encoding="utf-8")
-        os.replace(temp, target)
+        # Atomic, never through a link, into a private dir (lich_core.userstate); OSError (an
+        # UnsafeStateDir among them) when it cannot be saved.
+        write_state_bytes(file, json.dumps(self.to_json()).encode("utf-8"))
 
     @classmethod
     def load(cls, file: str | os.PathLike[str]) -> ReadState:
-        """The saved state, or an empty one when the file is missing or unreadable."""
-        try:
-            return cls.from_json(json.loads(Path(file).read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            return cls()
+        """The saved state, or an empty one when the file is missing or unusable (a link, a FIFO,
+        too big, not JSON: logged once)."""
+        return cls.from_json(read_json(Path(file)))
