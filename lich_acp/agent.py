@@ -51,7 +51,8 @@ from lich_acp.events import (
     terminal_update,
     text_update,
     tool_end_update,
-    tool_start_updates,
+    tool_running_update,
+    tool_start_update,
 )
 from lich_acp.terminals import ClientTerminals
 from lich_acp.workspace import APPLY, REVIEW, AcpWorkspace, FsCapabilities
@@ -64,7 +65,7 @@ from lich_core.errors import ConfigError, EditRejected, ToolError
 from lich_core.mcp.spec import v_mcp_servers
 from lich_core.tools.runtime import ToolRuntime
 from lich_core.tools.types import tool_capability
-from lich_core.vocabulary import CancelToken, Message, ToolResult, format_tool_result
+from lich_core.vocabulary import CancelToken, Message, ToolResult
 
 log = logging.getLogger("lich.acp")
 T = TypeVar("T")
@@ -173,6 +174,8 @@ class AcpSession:
     workspace: AcpWorkspace | None = None
     # The terminals the current tool call ran its commands in.
     call_terminals: list[str] = field(default_factory=list)
+    # The current call was reported in_progress (it got past every check and runs).
+    call_running: bool = False
 
     # --- on the agent's loop ---
 
@@ -248,6 +251,16 @@ class AcpSession:
         except (SessionError, OSError) as err:
             log.warning("could not add a note to session %s: %s", self.id, err)
 
+    async def call_runs(self, tool: Any, args: dict[str, Any], ctx: Any) -> str | None:
+        """The runtime's last call check: every check before it (the approval) let the call
+        through, so it runs now: reported in_progress (pending until then; a refused call goes
+        from pending to failed). Refuses nothing."""
+        call_id = self.current_call
+        if call_id is not None and not self.call_running:
+            self.call_running = True
+            await self.bridge.update(tool_running_update(call_id))
+        return None
+
     async def _terminal_created(self, terminal_id: str) -> None:
         self.call_terminals.append(terminal_id)
         if self.current_call is not None:
@@ -261,22 +274,27 @@ class AcpSession:
         elif isinstance(data, ToolCallStart):
             call_id = f"{event.run_id}-{data.turn}-{data.call_id}"
             self.current_call = call_id
+            self.call_running = False
             self.last_result = None
             self.call_terminals = []
             if self.workspace is not None:
                 self.workspace.take_changes()
             tool = self.runtime.registry.get(data.name)
             capability = tool_capability(tool) if tool is not None else None
-            for update in tool_start_updates(call_id, data.name, data.arguments, capability, self.root):
-                await self.bridge.update(update)
+            await self.bridge.update(tool_start_update(call_id, data.name, data.arguments, capability, self.root))
         elif isinstance(data, ToolCallEnd):
             call_id = f"{event.run_id}-{data.turn}-{data.call_id}"
             result = self.last_result
-            output = format_tool_result(result) if result is not None else data.summary
+            # The tool's own text: the model's JSON envelope of a failure is not for the user.
+            if result is not None:
+                output = result.output
+            else:  # never reached the executor (arguments that were not JSON, a plugin's veto)
+                output = data.summary if data.ok else ""
             changes = self.workspace.take_changes() if self.workspace is not None else []
             terminals, self.call_terminals = self.call_terminals, []
             await self.bridge.update(tool_end_update(call_id, data.ok, output, changes, terminals, data.error))
             self.current_call = None
+            self.call_running = False
         elif isinstance(data, PlanUpdate):
             await self.bridge.update(plan_update(data))
 
@@ -373,7 +391,10 @@ class LichAcpAgent:
                 root, bridge, config, lambda: holder["s"].current_call if "s" in holder else None, store
             )
             env = {**os.environ, **header_env} if header_env else None
-            runtime = build_tool_runtime(config, env=env, call_checks=[check])
+            async def runs(tool: Any, args: dict[str, Any], ctx: Any) -> str | None:
+                return await holder["s"].call_runs(tool, args, ctx)
+
+            runtime = build_tool_runtime(config, env=env, call_checks=[check, runs])
             agent = build_agent(config, runtime=runtime, session_store=SessionStore.for_config(config))
             mode = str(config.get("edit_mode") or APPLY)
             session = AcpSession(

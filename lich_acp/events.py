@@ -141,21 +141,29 @@ def diff_items(changes: Iterable[FileChange]) -> list[Any]:
     ]
 
 
-def tool_start_updates(
-    call_id: str, name: str, args: dict[str, Any], capability: str | None, root: Path
-) -> list[Any]:
-    """`tool_call` (pending) then `tool_call_update` (in_progress)."""
-    return [
-        start_tool_call(
-            call_id,
-            tool_title(name, args),
-            kind=tool_kind(name, capability),
-            status="pending",
-            locations=tool_locations(root, name, args) or None,
-            raw_input=args,
-        ),
-        update_tool_call(call_id, status="in_progress"),
-    ]
+def tool_start_update(call_id: str, name: str, args: dict[str, Any], capability: str | None, root: Path) -> Any:
+    """`tool_call`, pending: the call has not run yet and may still await the user's approval
+    (`tool_running_update` follows once every check let it through)."""
+    return start_tool_call(
+        call_id,
+        tool_title(name, args),
+        kind=tool_kind(name, capability),
+        status="pending",
+        locations=tool_locations(root, name, args) or None,
+        raw_input=args,
+    )
+
+
+def tool_running_update(call_id: str) -> Any:
+    """`tool_call_update` in_progress: the approval (if any) was granted and the tool runs now."""
+    return update_tool_call(call_id, status="in_progress")
+
+
+def failure_content(output: str, error: str | None) -> list[Any]:
+    """What a failed call shows: the tool's error as text (after whatever output it had), never
+    the `{"ok": false, ...}` envelope the model reads."""
+    texts = [text for text in (output, error) if text]
+    return [tool_content(text_block(text)) for text in texts]
 
 
 def tool_end_update(
@@ -166,9 +174,10 @@ def tool_end_update(
     terminals: Iterable[str] = (),
     error: str | None = None,
 ) -> Any:
-    """The call's last update: its output as text, or, for a command that ran in the client's
-    terminal, that terminal (the client shows its output; the text the model read is rawOutput,
-    and a failure's error is added as text), plus a diff per changed file."""
+    """The call's last update: its output as text (a failure's: its output, if any, then its
+    error), or, for a command that ran in the client's terminal, that terminal (the client shows
+    its output; the text the model read is rawOutput, and a failure's error is added as text),
+    plus a diff per changed file. `output` is the tool's own text, not the model's JSON envelope."""
     terminal_ids = list(terminals)
     raw_output: str | None = None
     if terminal_ids:
@@ -176,8 +185,10 @@ def tool_end_update(
         if not ok and error:
             content.append(tool_content(text_block(error)))
         raw_output = output
-    else:
+    elif ok:
         content = [tool_content(text_block(output))] if output else []
+    else:
+        content = failure_content(output, error)
     content.extend(diff_items(changes))
     return update_tool_call(
         call_id, status="completed" if ok else "failed", content=content or None, raw_output=raw_output
@@ -211,15 +222,19 @@ def text_update(text: str) -> Any:
 # --- session/load ---
 
 
-def _is_error_content(content: str) -> bool:
-    """A tool message holding a failed result (format_tool_result's JSON with ok false)."""
+def _failed_result(content: str) -> tuple[str, str | None] | None:
+    """A tool message holding a failed result (format_tool_result's JSON with ok false): its
+    output and error; None for any other content (a success's raw output)."""
     if not content.startswith("{"):
-        return False
+        return None
     try:
         data = json.loads(content)
     except ValueError:
-        return False
-    return isinstance(data, dict) and data.get("ok") is False
+        return None
+    if not isinstance(data, dict) or data.get("ok") is not False:
+        return None
+    output, error = data.get("output"), data.get("error")
+    return (output if isinstance(output, str) else "", error if isinstance(error, str) else None)
 
 
 def replay_updates(messages: Iterable[Message], root: Path, capability_of: Callable[[str], str | None]) -> list[Any]:
@@ -247,12 +262,11 @@ def replay_updates(messages: Iterable[Message], root: Path, capability_of: Calla
                 if call.name == PLAN_TOOL:
                     updates.extend(_replayed_plan(call.arguments))
         elif message.role == "tool" and message.tool_call_id:
-            failed = _is_error_content(message.content)
-            updates.append(
-                update_tool_call(
-                    message.tool_call_id,
-                    status="failed" if failed else "completed",
-                    content=[tool_content(text_block(message.content))] if message.content else None,
-                )
-            )
+            failed = _failed_result(message.content)
+            if failed is not None:
+                update = update_tool_call(message.tool_call_id, status="failed", content=failure_content(*failed) or None)
+            else:
+                content = [tool_content(text_block(message.content))] if message.content else None
+                update = update_tool_call(message.tool_call_id, status="completed", content=content)
+            updates.append(update)
     return updates
