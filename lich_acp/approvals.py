@@ -5,7 +5,9 @@ capability from the `approval` config key, defaults from lich_core.config.defaul
 for process/exec, net/fetch and image/eval). "Allow always" and "Reject always" are remembered in
 the same user-state ApprovalStore the LSP uses (per workspace, per tool, per host for a fetch),
 so they hold for later sessions, later agent processes and the language server too. A cancelled
-or failed request is a denial.
+or failed request is a denial. The request's tool call carries, as its content, what the call
+will start (lich_core.approvals.what_will_run, the same line the language server's question shows):
+the command line, the interpreter and whether it is the repository's, the files it loads.
 """
 
 from __future__ import annotations
@@ -16,10 +18,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from acp import text_block, tool_content
 from acp.schema import PermissionOption, ToolCallUpdate
 
 from lich_acp.events import ClientBridge, tool_kind, tool_locations, tool_title
-from lich_core.approvals import NET_CAPABILITY, ApprovalStore, approval_key, policy_for, url_host
+from lich_core.approvals import (
+    NET_CAPABILITY,
+    ApprovalStore,
+    approval_key,
+    policy_for,
+    url_host,
+    what_will_run,
+)
 from lich_core.tools.types import Tool, ToolContext, tool_capability
 
 log = logging.getLogger("lich.acp.approvals")
@@ -82,6 +92,7 @@ class AcpApprovalCheck:
     async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext) -> str | None:
         host = url_host(args) if capability == NET_CAPABILITY else None
         title = tool_title(tool.name, args) + (f" (on {host})" if host else "")
+        running = what_will_run(tool, args, ctx)
         call = ToolCallUpdate(
             tool_call_id=self.current_call_id() or f"approval-{tool.name}",
             title=title,
@@ -89,6 +100,7 @@ class AcpApprovalCheck:
             status="pending",
             locations=tool_locations(self.root, tool.name, args) or None,
             raw_input=args,
+            content=[tool_content(text_block(running))] if running else None,
         )
         bridge = self.bridge
         try:

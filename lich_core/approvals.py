@@ -6,21 +6,31 @@ net/fetch, image/eval and mcp/call). "Allow always" answers are remembered per w
 user state dir (`approvals.json` in the workspace's folder there), never in the repository, so a
 repository cannot ship answers; for a `net/fetch` tool only for that tool on that URL's host.
 "Reject always" (the ACP face's option) is remembered the same way and refuses without asking.
-How the question is asked is each face's business (lich_lsp.approvals, lich_acp.approvals).
+How the question is asked is each face's business (lich_lsp.approvals, lich_acp.approvals); what
+it says will run is `what_will_run`, the same text in every face (and in the CLI's refusal,
+`CliApprovalCheck`, where nothing can ask).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from lich_core.config import default_approval
+from lich_core.errors import ToolError
+from lich_core.tools.types import Tool, ToolContext, tool_capability
 from lich_core.userstate import read_json, workspace_state_dir, write_json_atomic
 
+log = logging.getLogger("lich.approvals")
+
 APPROVALS_FILE_NAME = "approvals.json"
+MCP_CAPABILITY = "mcp/call"
+MAX_SHOWN_COMMAND_CHARS = 200
 ARGS_PREVIEW_CHARS = 300
 NET_CAPABILITY = "net/fetch"
 
@@ -50,6 +60,72 @@ def approval_key(tool_name: str, capability: str | None, args: Mapping[str, Any]
     fetch_url on docs.python.org allows nothing else)."""
     host = url_host(args) if capability == NET_CAPABILITY else None
     return f"{tool_name}@{host}" if host else tool_name
+
+
+def what_will_run(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str | None:
+    """What this call will start, for the approval question: the command line, the interpreter
+    and whether it is the repository's, and which repository files it loads. None for a tool
+    that starts nothing (reads, edits, fetches)."""
+    try:
+        return _what_will_run(tool, args, ctx)
+    except Exception:  # noqa: BLE001 - a question without the line beats no question
+        log.exception("what_will_run failed for %s", tool.name)
+        return None
+
+
+def _what_will_run(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str | None:
+    # Imported here: the tool modules are heavier than the policy, and only a question needs them.
+    from lich_core.tools.builtin import python_eval, run_tests
+    from lich_core.tools.python_image import workspace_trusted
+
+    settings, root = ctx.settings, ctx.work_dir
+    if tool.name == "terminal":
+        command = args.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return None
+        shell = args.get("shell") if isinstance(args.get("shell"), str) and args.get("shell") else "bash"
+        text = f"runs `{_short(command.strip())}` with {shell} -lc in the workspace"
+        files = run_tests.repository_files_run(command, root)
+        return text + (f"; runs {', '.join(files)} from this repository" if files else "")
+    if tool.name == "run_tests":
+        raw_filter = args.get("filter")
+        filter_text = raw_filter if isinstance(raw_filter, str) and raw_filter.strip() else None
+        try:
+            plan = run_tests.plan_for(settings, root, filter_text)
+        except ToolError:
+            return "runs nothing: no test command is configured and this is not a Python project"
+        return run_tests.describe_plan(plan, root, workspace_trusted(settings))
+    if tool.name == "python_eval":
+        return python_eval.describe_eval(settings, root)
+    server = getattr(tool, "server", None)
+    if tool_capability(tool) == MCP_CAPABILITY and isinstance(server, str):
+        return _describe_mcp(tool, server, settings)
+    return None
+
+
+def _describe_mcp(tool: Tool, server: str, settings: Mapping[str, Any]) -> str:
+    remote = getattr(tool, "remote_name", tool.name)
+    servers = settings.get("mcp_servers")
+    entry = servers.get(server) if isinstance(servers, Mapping) else None
+    where = ""
+    if isinstance(entry, Mapping) and isinstance(entry.get("command"), str):
+        words = [entry["command"], *(str(arg) for arg in entry.get("args") or [] if isinstance(arg, (str, int, float)))]
+        where = f" (started as `{_short(shlex.join(words))}`)"
+    elif isinstance(entry, Mapping) and isinstance(entry.get("url"), str):
+        where = f" at {_short(entry['url'])}"
+    return f"calls {remote} on the MCP server {server}{where}"
+
+
+def _short(text: str, limit: int = MAX_SHOWN_COMMAND_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def question_text(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str:
+    """The question's body after "lich wants to run <tool> (<capability>)": what will run, then
+    the arguments."""
+    running = what_will_run(tool, args, ctx)
+    preview = summarize_args(args)
+    return f"{running}. Arguments: {preview}" if running else preview
 
 
 def summarize_args(args: Mapping[str, Any]) -> str:
@@ -101,3 +177,30 @@ class ApprovalStore:
         if self._never:
             data["never"] = sorted(self._never)
         write_json_atomic(self.path, data)
+
+
+class CliApprovalCheck:
+    """The `lich` command line's CallCheck: nothing there can ask, so a call the user's or the
+    workspace's `approval` entries mark "ask" or "deny" is refused, the "ask" refusal saying what
+    would have run. Calls no entry names run as before (the defaults' "ask" needs an editor to
+    ask in; the CLI's bound is the `capabilities` key)."""
+
+    def __init__(self, approval: Mapping[str, str]) -> None:
+        self.approval = dict(approval)
+
+    async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
+        capability = tool_capability(tool)
+        named = tool.name if tool.name in self.approval else capability if capability in self.approval else None
+        if named is None:
+            return None
+        policy = self.approval[named]
+        if policy == "deny":
+            return f"approval_denied: {tool.name} is denied by the approval policy"
+        if policy != "ask":
+            return None
+        running = what_will_run(tool, args, ctx)
+        would = f"; the call {running}" if running else ""
+        return (
+            f"approval_denied: {tool.name} needs the user's approval (approval.{named} is \"ask\") and the "
+            f"lich command line cannot ask{would}; allow it with the config key approval.{tool.name} = \"allow\""
+        )

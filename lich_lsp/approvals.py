@@ -7,8 +7,10 @@ tool name wins over its capability. Defaults: `ask` for process/exec, net/fetch 
 for the workspace in the user state dir (`approvals.json` in the workspace's folder there), never
 in the repository, so a repository cannot ship answers. For a `net/fetch` tool the question names
 the URL's host ("lich wants to run fetch_url on docs.python.org …") and "Allow always" is
-remembered for that tool on that host only. A client that cannot show such a request
-gets a clear denial instead of a silent allow.
+remembered for that tool on that host only. A tool that starts something says what before its
+arguments (lich_core.approvals.what_will_run: the command line, the interpreter and whether it is
+the repository's, the repository files it loads). A client that cannot show such a request
+gets a clear denial, saying the same, instead of a silent allow.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from lich_core.approvals import (  # the policy and the store live in the core, 
     NET_CAPABILITY,
     approval_key,
     policy_for,
-    summarize_args,
+    question_text,
     url_host,
+    what_will_run,
 )
 from lich_core.tools.types import Tool, ToolContext, tool_capability
 
@@ -64,15 +67,17 @@ class ApprovalCheck:
         if store.is_never(key):  # "Reject always", answered in the ACP face: the same store
             return f"approval_denied: the user rejected {tool.name} always for this workspace"
         if not session.features.show_message_request:
+            running = what_will_run(tool, args, ctx)
             return (
                 f"approval_denied: {tool.name} needs the user's approval but this editor cannot ask "
-                "(no window/showMessageRequest support); allow it with the config key "
-                f"approval.{tool.name} = \"allow\""
+                "(no window/showMessageRequest support)"
+                + (f"; the call {running}" if running else "")
+                + f"; allow it with the config key approval.{tool.name} = \"allow\""
             )
         async with self._prompt_lock:
             if store.is_always(key):
                 return None
-            answer = await self._ask(tool, args, capability)
+            answer = await self._ask(tool, args, capability, ctx)
         if answer == ALLOW_ONCE:
             return None
         if answer == ALLOW_ALWAYS:
@@ -83,7 +88,7 @@ class ApprovalCheck:
             return None
         return f"approval_denied: the user denied {tool.name}"
 
-    async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None) -> str | None:
+    async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext) -> str | None:
         what = f" ({capability})" if capability else ""
         host = url_host(args) if capability == NET_CAPABILITY else None
         target = f" on {host}" if host else ""
@@ -91,7 +96,7 @@ class ApprovalCheck:
             answer = await self._session.port.ask(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Warning,
-                    message=f"lich wants to run {tool.name}{target}{what}: {summarize_args(args)}",
+                    message=f"lich wants to run {tool.name}{target}{what}: {question_text(tool, args, ctx)}",
                     actions=[
                         types.MessageActionItem(ALLOW_ONCE),
                         types.MessageActionItem(ALLOW_ALWAYS),

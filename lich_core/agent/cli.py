@@ -261,6 +261,7 @@ def cmd_run(argv: list[str]) -> int:
 
 async def _run_task(config: Config, task: str, *, resume: str | None, record: str | None, quiet: bool) -> int:
     from lich_core.agent.factory import build_agent
+    from lich_core.approvals import CliApprovalCheck
     from lich_core.providers.base import ProviderError
     from lich_core.vocabulary import CancelToken
 
@@ -272,7 +273,9 @@ async def _run_task(config: Config, task: str, *, resume: str | None, record: st
 
             model = RecordingModel(build_model(config, "chat"), record)
             compress_model = build_model(config, "compress")
-        agent = build_agent(config, model=model, compress_model=compress_model)
+        # Nothing here can ask: an "ask" entry is a refusal that says what would have run.
+        approvals = CliApprovalCheck(config.get("approval") or {})
+        agent = build_agent(config, model=model, compress_model=compress_model, call_checks=[approvals])
     except ProviderError as err:
         print(f"lich: {err}", file=sys.stderr)
         return EXIT_FAILED

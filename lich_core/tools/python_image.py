@@ -8,11 +8,14 @@ may keep a ReadState alive long after its run (the CLI's `lich tool` loads one p
 editor's commands keep one per session), an image also stops after IDLE_TIMEOUT_S without a call,
 and every image is stopped when this process exits (atexit). No hook in the agent loop is needed.
 
-Process rules. The child runs python_image_child.py under the workspace's interpreter (the root's
-.venv/bin/python or venv/bin/python, else sys.executable), in the root, in its own session and
-process group, with the scrubbed tool environment (tool_process_env) and stdin from /dev/null. It
-talks to us over two pipes made for it (length-prefixed JSON frames; see the child's docstring),
-never over its stdout. Stopping an image SIGKILLs its whole group.
+Process rules. The child runs python_image_child.py under the user's interpreter (sys.executable);
+the root's .venv/bin/python (or venv/bin/python) only once the workspace is trusted, since that
+file is the repository's and runs whatever the repository put there. It runs in the root, in its
+own session and process group, with the scrubbed tool environment (tool_process_env) and stdin
+from /dev/null. It talks to us over two pipes made for it (length-prefixed JSON frames; see the
+child's docstring), never over its stdout. Stopping an image kills its whole tree the way the
+terminal tool does (lich_core/tools/reaper.py): its group, and every process carrying the image's
+LICH_CALL_ID marker, so `setsid -f` daemons the code started do not outlive the image.
 
 One call at a time per image (a lock). A call that overruns its budget, or is cancelled, gets a
 SIGINT (KeyboardInterrupt in the user's code); if the child does not answer within a short grace
@@ -40,7 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lich_core.tools.reaper import CallReaper
+from lich_core.trust import TRUSTED
+
 CHILD_SCRIPT = Path(__file__).with_name("python_image_child.py")
+VENV_PYTHONS = (".venv/bin/python", "venv/bin/python")
 IDLE_TIMEOUT_S = 600.0
 # How long a fresh interpreter may take to say hello.
 START_TIMEOUT_S = 30.0
@@ -59,11 +66,30 @@ class ImageError(Exception):
     """The interpreter could not be started or stopped talking."""
 
 
-def interpreter_for(root: Path) -> str:
-    """The root's virtualenv Python when there is one, else the server's own."""
-    for candidate in (root / ".venv" / "bin" / "python", root / "venv" / "bin" / "python"):
+def workspace_trusted(settings: Mapping[str, Any]) -> bool:
+    """Whether the user trusted this workspace's config (lich_core.trust): a loaded Config says so
+    in `trust`; plain settings (a direct tool call) are untrusted."""
+    trust = getattr(settings, "trust", None)
+    return getattr(trust, "state", None) == TRUSTED
+
+
+def repository_python(root: Path) -> Path | None:
+    """The root's virtualenv Python (.venv, then venv) when there is an executable one."""
+    for rel in VENV_PYTHONS:
+        candidate = root / rel
         if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
+            return candidate
+    return None
+
+
+def interpreter_for(root: Path, *, trusted: bool) -> str:
+    """The Python a tool starts for `root`: the repository's virtualenv Python only in a trusted
+    workspace (an untrusted repository's `.venv/bin/python` is its own program), else the user's
+    (the one lich runs on)."""
+    if trusted:
+        venv = repository_python(root)
+        if venv is not None:
+            return str(venv)
     return sys.executable
 
 
@@ -101,6 +127,8 @@ class PythonImage:
         self.last_used = time.monotonic()
         self.starts = 0
         self.python_version = ""
+        # The running child's tree (its marker, its pid); a new one per start.
+        self.reaper: CallReaper | None = None
 
     @property
     def pid(self) -> int | None:
@@ -113,11 +141,12 @@ class PythonImage:
         self.stop()
         child_in, parent_out = os.pipe()
         parent_in, child_out = os.pipe()
+        reaper = CallReaper()
         try:
             self.process = subprocess.Popen(  # noqa: S603 - our own script under the workspace's Python
                 [self.python, "-u", str(CHILD_SCRIPT), str(child_in), str(child_out)],
                 cwd=self.root,
-                env=self.env,
+                env=reaper.mark(dict(self.env)),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -129,6 +158,8 @@ class PythonImage:
             for fd in (child_in, parent_out, parent_in, child_out):
                 os.close(fd)
             raise ImageError(f"could not start {self.python}: {err.strerror or err}") from err
+        reaper.spawned(self.process.pid)
+        self.reaper = reaper
         os.close(child_in)
         os.close(child_out)
         self.write_fd = parent_out
@@ -148,14 +179,23 @@ class PythonImage:
         self.python_version = str(hello.get("python", ""))
 
     def stop(self) -> None:
-        """SIGKILL the group and release the pipes; safe to call from any thread, any number of times."""
+        """SIGKILL the child's whole tree and release the pipes; safe to call from any thread, any
+        number of times."""
         process, self.process = self.process, None
+        reaper, self.reaper = self.reaper, None
         if process is not None:
             if process.poll() is None:
                 with contextlib.suppress(OSError):
                     os.killpg(process.pid, signal.SIGKILL)
+            if reaper is not None:
+                # No subreaper is held for the image's lifetime (it may live for minutes), so what
+                # left the group went to init; the marker in its environment still finds it.
+                reaper.kill_leftovers()
             with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                 process.wait(timeout=2)
+        if reaper is not None:
+            reaper.reap_now()
+            reaper.release()
         transport, self.transport = self.transport, None
         if transport is not None:
             loop = self.loop

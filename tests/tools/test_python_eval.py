@@ -178,14 +178,15 @@ async def test_bad_arguments(ctx: ToolContext) -> None:
     assert (await TOOL.execute({"code": "1", "timeout": 0}, ctx)).error.startswith("bad_arg: timeout")
 
 
-def test_the_workspace_venv_python_is_preferred(tmp_path: Path) -> None:
+def test_the_workspace_venv_python_is_used_only_when_trusted(tmp_path: Path) -> None:
     import sys
 
-    assert interpreter_for(tmp_path) == sys.executable
+    assert interpreter_for(tmp_path, trusted=True) == sys.executable
     venv_python = tmp_path / ".venv" / "bin" / "python"
     venv_python.parent.mkdir(parents=True)
     venv_python.symlink_to(sys.executable)
-    assert interpreter_for(tmp_path) == str(venv_python)
+    assert interpreter_for(tmp_path, trusted=True) == str(venv_python)
+    assert interpreter_for(tmp_path, trusted=False) == sys.executable
 
 
 async def test_cancellation_through_the_executor_is_prompt(ctx: ToolContext) -> None:

@@ -28,6 +28,7 @@ from lich_core.testing import (
     parse_pytest_text,
     try_lock_workspace,
 )
+from lich_core.config import Config
 from lich_core.tools.builtin import builtin_tools
 from lich_core.tools.builtin import run_tests as run_tests_module
 from lich_core.tools.builtin.run_tests import (
@@ -42,6 +43,7 @@ from lich_core.tools.builtin.run_tests import (
 from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import ToolContext
+from lich_core.trust import TRUSTED, TrustStatus
 from lich_core.vocabulary import ToolResult
 from lich_core.workspace import DiskWorkspace
 from tests.support.processes import pid_alive as is_alive
@@ -341,15 +343,23 @@ def test_python_project_markers(tmp_path: Path, marker: str) -> None:
     assert plan.command == f"{shlex.quote(sys.executable)} -m pytest"
 
 
+def trusted_settings(root: Path) -> Config:
+    """Settings as load_config makes them for a workspace whose config the user trusted."""
+    return Config({}, {}, TrustStatus(TRUSTED, root / ".lich" / "config.json"))
+
+
 @pytest.mark.parametrize("venv", [".venv", "venv"])
-def test_the_projects_virtualenv_python_is_preferred(tmp_path: Path, venv: str) -> None:
+def test_the_projects_virtualenv_python_is_used_only_in_a_trusted_workspace(tmp_path: Path, venv: str) -> None:
     (tmp_path / "pyproject.toml").write_text("")
     python = tmp_path / venv / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text("#!/bin/sh\n")
     python.chmod(0o755)
-    plan = plan_command(make_ctx(tmp_path), "tests/test_x.py::test_y")
-    assert plan.command == f"{shlex.quote(str(python))} -m pytest tests/test_x.py::test_y"
+    trusted = plan_command(make_ctx(tmp_path, settings=trusted_settings(tmp_path)), "tests/test_x.py::test_y")
+    assert trusted.command == f"{shlex.quote(str(python))} -m pytest tests/test_x.py::test_y"
+    # Untrusted, the repository's python is its own program: the user's runs pytest instead.
+    untrusted = plan_command(make_ctx(tmp_path), "tests/test_x.py::test_y")
+    assert untrusted.command == f"{shlex.quote(sys.executable)} -m pytest tests/test_x.py::test_y"
 
 
 def test_filter_kinds_and_pytest_detection() -> None:
@@ -683,7 +693,7 @@ async def test_a_python_without_pytest_gets_a_hint(tmp_path: Path) -> None:
     python.parent.mkdir(parents=True)
     python.write_text("#!/bin/sh\necho \"$0: No module named pytest\" >&2\nexit 1\n")
     python.chmod(0o755)
-    result = await run(tmp_path)
+    result = await run(tmp_path, settings=trusted_settings(tmp_path))
     assert result.error is not None
     assert result.error.startswith("tests_error: exit 1 (pytest is not installed for the python that ran it;")
     assert result.details["command"] == f"{shlex.quote(str(python))} -m pytest"

@@ -1,7 +1,9 @@
 """python_eval: evaluate Python in the run's live interpreter (kli's eval, for Python).
 
 The interpreter is a child process per agent run (lich_core/tools/python_image.py), never this
-process: state (variables, imports) is kept from one call to the next in the same run. Statements
+process; it is the user's Python, or the repository's .venv/bin/python once the workspace is
+trusted (`describe_eval` says which, for the approval question). Processes the code starts,
+`setsid -f` daemons included, are killed with the interpreter when the run's image stops: state (variables, imports) is kept from one call to the next in the same run. Statements
 run one by one; the value of a last expression statement comes back as a bounded repr; printed
 output (stdout and stderr, fd-level included) is capped at 1 MiB at the stream. The budget is the
 call's `timeout` (seconds, default 30, max 300), enforced here: at the deadline or on cancellation
@@ -12,6 +14,9 @@ replaced by a fresh one.
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
@@ -26,6 +31,8 @@ from lich_core.tools.python_image import (
     ImageError,
     PythonImage,
     interpreter_for,
+    repository_python,
+    workspace_trusted,
 )
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
@@ -38,7 +45,7 @@ RESULT_SLACK_CHARS = 6_000
 
 DESCRIPTION = (
     "Evaluate Python code in a persistent interpreter for this session (a separate process in the "
-    "workspace, using its .venv when there is one). Variables, imports and definitions persist "
+    "workspace, using its .venv when there is one and the workspace is trusted). Variables, imports and definitions persist "
     "between calls. Statements run in order; the value of a final expression is shown like the "
     "Python REPL (bounded repr). Printed output (stdout and stderr) is returned, capped at 1 MiB. "
     f"`timeout` is in seconds (default {DEFAULT_TIMEOUT_S}, max {MAX_TIMEOUT_S}); past it the code "
@@ -56,6 +63,20 @@ PARAMETERS = {
     },
     "required": ["code"],
 }
+
+
+def describe_eval(settings: Mapping[str, Any], root: Path) -> str:
+    """One line for the approval question: the interpreter the code runs in, and whether it is
+    the repository's."""
+    python = interpreter_for(root, trusted=workspace_trusted(settings))
+    rel = os.path.relpath(python, root)
+    if not (rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel)):
+        return f"runs the code in {rel} from this repository, in the workspace"
+    venv = repository_python(root)
+    why = ""
+    if venv is not None:
+        why = f" (not this repository's {os.path.relpath(venv, root)}: the workspace is not trusted)"
+    return f"runs the code in your Python {python}{why}, in the workspace"
 
 
 def _timeout_arg(args: dict[str, Any]) -> float:
@@ -97,7 +118,8 @@ async def _python_eval(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     # The run's ReadState names the run (see python_image's docstring); a bare context (no read
     # state, which ToolContext never leaves unset) would get an image of its own.
     key: object = ctx.read_state if ctx.read_state is not None else ctx
-    image = REGISTRY.get(key, interpreter_for(ctx.work_dir), ctx.work_dir, tool_process_env(ctx))
+    python = interpreter_for(ctx.work_dir, trusted=workspace_trusted(ctx.settings))
+    image = REGISTRY.get(key, python, ctx.work_dir, tool_process_env(ctx))
     cancelled = asyncio.Event()
     remove = ctx.cancel.on_cancel(cancelled.set)
     try:

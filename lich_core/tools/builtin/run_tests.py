@@ -1,7 +1,10 @@
 """run_tests: run the workspace's tests and return a structured pass/fail (TestReport).
 
 The command is config's `test_command` (LICH_TEST_COMMAND); without one, a root that looks like a
-Python project runs `<python> -m pytest` with the root's virtualenv when it has one. The command
+Python project runs `<python> -m pytest`: with the root's virtualenv Python when the workspace is
+trusted and has one, else with the user's (sys.executable), since an untrusted repository's
+`.venv/bin/python` is a program of the repository's. `describe_plan` says what a call will run,
+for the approval question (lich_core.approvals.what_will_run). The command
 runs with `bash -lc` in the root, in its own process group, and everything it started is killed
 when it ends, on cancellation and at the deadline (lich_core/tools/processes.py, reaper.py). pytest
 runs (the default, or a configured command with a `pytest` word) get `--junitxml` to a temp file
@@ -22,9 +25,9 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,7 @@ from lich_core.testing.pytest_results import (
 from lich_core.testing.report import TestReport
 from lich_core.tools.guard import capture_errors, optional_string_arg, truncation_marker
 from lich_core.tools.processes import kill_process_group, tool_process_env
+from lich_core.tools.python_image import interpreter_for, repository_python, workspace_trusted
 from lich_core.tools.reaper import CallReaper
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.userstate import ensure_private_dir, workspace_state_dir
@@ -64,7 +68,6 @@ MAX_COMMAND_DISPLAY_CHARS = 300
 
 BUSY_ERROR = "run_tests_busy: another run_tests is running in this workspace"
 PYTHON_PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
-VENV_PYTHONS = (".venv/bin/python", "venv/bin/python")
 PYTEST_WORDS = frozenset({"pytest", "py.test"})
 # Directory entries looked at under tests/ for a test_*.py before giving up.
 MAX_TESTS_DIR_ENTRIES = 2_000
@@ -91,6 +94,7 @@ class TestPlan:
     pytest: bool
     default: bool  # the built-in `<python> -m pytest`, not a configured command
     filter: str | None = None
+    python: str | None = None  # the interpreter the default command starts
 
 
 def looks_like_python_project(root: Path) -> bool:
@@ -111,13 +115,9 @@ def looks_like_python_project(root: Path) -> bool:
     return False
 
 
-def project_python(root: Path) -> str:
-    """The root's virtualenv python (.venv, then venv) when present, else lich's own."""
-    for rel in VENV_PYTHONS:
-        candidate = root / rel
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return sys.executable
+def project_python(root: Path, *, trusted: bool) -> str:
+    """The root's virtualenv python (.venv, then venv) in a trusted workspace, else lich's own."""
+    return interpreter_for(root, trusted=trusted)
 
 
 def is_path_filter(text: str) -> bool:
@@ -145,22 +145,140 @@ def no_command_error(root: Path) -> str:
 
 def plan_command(ctx: ToolContext, filter_text: str | None) -> TestPlan:
     """The command for this call; raises `no_test_command:` when there is none."""
-    configured = ctx.settings.get("test_command")
+    return plan_for(ctx.settings, ctx.work_dir, filter_text)
+
+
+def plan_for(settings: Mapping[str, Any], root: Path, filter_text: str | None) -> TestPlan:
+    """The command run_tests runs in `root` with these settings; raises `no_test_command:`."""
+    configured = settings.get("test_command")
     if isinstance(configured, str) and configured.strip():
         command = configured.strip()
         if filter_text is not None:
             command += " " + shlex.quote(filter_text)
         return TestPlan(command=command, pytest=runs_pytest(configured), default=False, filter=filter_text)
-    root = ctx.work_dir
     if not looks_like_python_project(root):
         raise ToolError(no_command_error(root))
-    command = f"{shlex.quote(project_python(root))} -m pytest"
+    python = project_python(root, trusted=workspace_trusted(settings))
+    command = f"{shlex.quote(python)} -m pytest"
     if filter_text is not None:
         if is_path_filter(filter_text):
             command += " " + shlex.quote(filter_text)
         else:
             command += " -k " + shlex.quote(filter_text)
-    return TestPlan(command=command, pytest=True, default=True, filter=filter_text)
+    return TestPlan(command=command, pytest=True, default=True, filter=filter_text, python=python)
+
+
+# --- what a call will run (the approval question) ---
+
+# Files a runner reads from the root, by the command's program: what makes "tests" run the
+# repository's own code beyond the test files themselves.
+PYTEST_FILES = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg")
+RUNNER_FILES = {
+    "make": ("Makefile", "makefile", "GNUmakefile"),
+    "npm": ("package.json",),
+    "npx": ("package.json",),
+    "yarn": ("package.json",),
+    "pnpm": ("package.json",),
+    "node": ("package.json",),
+    "tox": ("tox.ini",),
+    "nox": ("noxfile.py",),
+    "cargo": ("Cargo.toml", "build.rs"),
+    "go": ("go.mod",),
+}
+# conftest.py files named in the question: the root's and its direct subfolders'; more are "…".
+MAX_CONFTESTS_SHOWN = 3
+MAX_DIR_ENTRIES_LOOKED_AT = 500
+MAX_SHOWN_COMMAND_CHARS = 200
+
+
+def shown_path(path: str | Path, root: Path) -> str:
+    """A path as the question shows it: relative when inside the root, else as it is."""
+    try:
+        rel = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
+    except ValueError:
+        return str(path)
+    if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+        return str(path)
+    return rel
+
+
+def conftest_files(root: Path) -> list[str]:
+    """The conftest.py files pytest would import first: the root's and its direct subfolders'."""
+    found = ["conftest.py"] if (root / "conftest.py").is_file() else []
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)[:MAX_DIR_ENTRIES_LOOKED_AT]
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name in ("node_modules", "__pycache__"):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False) and (Path(entry.path) / "conftest.py").is_file():
+                found.append(f"{entry.name}/conftest.py")
+        except OSError:
+            continue
+    return found
+
+
+def pytest_loads(root: Path) -> str:
+    """What pytest imports or reads from the root, for the question."""
+    conftests = conftest_files(root)
+    shown = conftests[:MAX_CONFTESTS_SHOWN] + (["…"] if len(conftests) > MAX_CONFTESTS_SHOWN else [])
+    configs = [name for name in PYTEST_FILES if (root / name).is_file()]
+    return f"pytest loads {', '.join([*shown, *configs])}{' and ' if shown or configs else ''}the test files from this repository"
+
+
+def _command_words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def repository_files_run(command: str, root: Path) -> list[str]:
+    """The words of a command line naming a file inside the root (a script, `.venv/bin/python`)."""
+    found = []
+    for word in _command_words(command):
+        if not word or word.startswith("-") or "=" in word.split("/", 1)[0]:
+            continue
+        path = Path(os.path.expanduser(word))
+        path = path if path.is_absolute() else root / path
+        try:
+            if path.is_file() and _inside(root, path):
+                found.append(shown_path(path, root))
+        except OSError:
+            continue
+    return found
+
+
+def describe_plan(plan: TestPlan, root: Path, trusted: bool) -> str:
+    """One line for the approval question: the command line, the interpreter it starts and
+    whether that is the repository's, and which repository files the runner loads."""
+    command = _short(plan.command, MAX_SHOWN_COMMAND_CHARS)
+    parts = []
+    if plan.default and plan.python is not None:
+        python = plan.python
+        if _inside(root, Path(python)):
+            parts.append(f"runs `{command}`: starts {shown_path(python, root)} from this repository")
+        else:
+            venv = repository_python(root)
+            why = ""
+            if venv is not None and not trusted:
+                why = f" (not this repository's {shown_path(venv, root)}: the workspace is not trusted)"
+            parts.append(f"runs `{command}`: starts your Python {python}{why}")
+    else:
+        parts.append(f"runs `{command}` with bash -lc in the workspace")
+        files = repository_files_run(plan.command, root)
+        if files:
+            parts.append(f"runs {', '.join(files)} from this repository")
+        words = _command_words(plan.command)
+        program = os.path.basename(words[0]) if words else ""
+        present = [name for name in RUNNER_FILES.get(program, ()) if (root / name).is_file()]
+        if present and not plan.pytest:
+            parts.append(f"{program} reads {', '.join(present)} from this repository")
+    if plan.pytest:
+        parts.append(pytest_loads(root))
+    return "; ".join(parts)
 
 
 def _junit_dir(root: Path) -> str:
@@ -437,16 +555,19 @@ def compose_output(
     return text[:limit]
 
 
-def _missing_pytest_hint(plan: TestPlan, report: TestReport, output: str) -> str:
+def _missing_pytest_hint(plan: TestPlan, report: TestReport, output: str, root: Path) -> str:
     """For the default command run by a python without pytest: what to do about it."""
     if not plan.default or report.ok or report.passed or report.failed or report.errors:
         return ""
     if "No module named pytest" not in output:
         return ""
-    return (
+    hint = (
         "pytest is not installed for the python that ran it; install it there, create the project's "
         ".venv with pytest, or set test_command"
     )
+    if plan.python is not None and repository_python(root) is not None and plan.python != str(repository_python(root)):
+        hint += " (the project's .venv is used once the workspace is trusted: `lich trust`)"
+    return hint
 
 
 def _without_junit_note(output: str, junit_file: Path) -> str:
@@ -537,7 +658,7 @@ async def _run_plan(plan: TestPlan, ctx: ToolContext) -> ToolResult:
     return ToolResult(
         ok=report.ok,
         output=compose_output(report, run.output, plan.pytest, dropped_chars=run.dropped_chars),
-        error=report_error(report, plan.pytest, _missing_pytest_hint(plan, report, run.output)),
+        error=report_error(report, plan.pytest, _missing_pytest_hint(plan, report, run.output, ctx.work_dir)),
         details=report.to_dict(),
     )
 
@@ -548,7 +669,7 @@ TOOL = FunctionTool(
         "Run the workspace's tests and report pass/fail, the failing tests with file:line and "
         "message, and the end of the output (at most 2,000 chars). The command is the configured "
         "test_command (LICH_TEST_COMMAND), else `python -m pytest` in a Python project (its .venv "
-        "when present). `filter` narrows the run: for the default pytest command a path or node id "
+        "when present and the workspace is trusted). `filter` narrows the run: for the default pytest command a path or node id "
         "(`tests/test_a.py::test_x`) selects tests and anything else is a `-k` expression; for a "
         "configured command it is appended as one argument. One run per workspace at a time "
         "(run_tests_busy); the run is killed after ~10 minutes. Editor buffers are saved first."
