@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,9 @@ def resolve_in_root(root: Path, raw: str) -> Path:
 
 
 def executed_files(workspace_values: Mapping[str, Any], root: Path) -> list[Path]:
-    """Files the workspace config makes lich run or obey: plugin modules, replay scripts, and
-    the repository's own files an MCP server command or the test command names (a script the
-    command runs: changing it changes what trust was given to)."""
+    """Files the workspace config makes lich run or obey: plugin modules, replay scripts, and the
+    code of every command it launches (an MCP server's, the test command's: `command_code_files`).
+    Changing any of them changes what trust was given to."""
     files: list[Path] = []
     for entry in workspace_values.get("plugins") or []:
         raw = entry.get("path") if isinstance(entry, Mapping) else entry
@@ -69,30 +70,137 @@ def executed_files(workspace_values: Mapping[str, Any], root: Path) -> list[Path
         if isinstance(entry, Mapping) and isinstance(entry.get("command"), str):
             args = entry.get("args")
             words = [str(arg) for arg in args] if isinstance(args, list) else []
-            files.extend(_files_in_root([entry["command"], *words], root))
+            cwd = entry.get("cwd")
+            files.extend(command_code_files([entry["command"], *words], root, cwd if isinstance(cwd, str) else None))
     test_command = workspace_values.get("test_command")
     if isinstance(test_command, str):
-        try:
-            words = shlex.split(test_command)
-        except ValueError:
-            words = test_command.split()
-        files.extend(_files_in_root(words, root))
-    return files
+        files.extend(command_code_files(shell_words(test_command), root))
+    return list(dict.fromkeys(files))
 
 
-def _files_in_root(words: list[str], root: Path) -> list[Path]:
-    """The words of a command line that name a regular file inside the workspace root."""
-    found = []
-    resolved_root = root.resolve()
+# --- the code a command runs ---
+#
+# A command line names some of its code (`python tools/srv.py`, `sh<t5.sh`, `make -f ci.mk`) and
+# implies the rest: Python imports modules from the script's folder and, with `-m`, from its
+# working directory; make reads its Makefile. All of it is part of what the user trusted.
+
+# Past this many files a command's code folders are not read any further (the record notes it).
+MAX_CODE_FILES = 2000
+# Program -> the files in its working directory it reads without naming them.
+IMPLIED_FILES: Mapping[str, tuple[str, ...]] = {
+    "make": ("GNUmakefile", "makefile", "Makefile"),
+    "gmake": ("GNUmakefile", "makefile", "Makefile"),
+    "npm": ("package.json",),
+    "yarn": ("package.json",),
+    "pnpm": ("package.json",),
+    "bun": ("package.json",),
+    "tox": ("tox.ini", "pyproject.toml", "setup.cfg"),
+    "nox": ("noxfile.py",),
+    "just": ("justfile", "Justfile", ".justfile"),
+    "rake": ("Rakefile",),
+    "cargo": ("Cargo.toml", "build.rs"),
+    "go": ("go.mod",),
+}
+# Folders never read as code: version control internals and caches.
+# Folders never read as code: version control internals, caches and installed environments
+# (what the agent writes there is still caught: see TrustStore.note_agent_writes).
+SKIPPED_CODE_DIRS = frozenset(
+    {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache", ".pytest_cache"}
+)
+PYTHON_SUFFIXES = (".py", ".pth")
+PYTHON_NAMES = re.compile(r"^python[0-9.]*$")
+# A shell operator glued to a word (`sh<t5.sh`, `a&&b`): shlex's punctuation splitting parts them.
+_SHELL_SPLIT_CHARS = "();<>|&"
+
+
+def shell_words(command: str) -> list[str]:
+    """A shell command's words, operators split off (`sh<t5.sh` is `sh`, `<`, `t5.sh`)."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=_SHELL_SPLIT_CHARS)
+        lexer.whitespace_split = True
+        return list(lexer)
+    except ValueError:
+        return command.split()
+
+
+def command_code_files(words: list[str], root: Path, cwd: str | None = None) -> list[Path]:
+    """The repository files a command runs: every word naming a file inside the root (resolved
+    against the command's working directory, then the root), the module of `-m NAME`, the files
+    its program reads unasked (IMPLIED_FILES), and for Python every module it can import from the
+    repository: the `.py` files under the script's folder, or under the working directory for
+    `-m`. Words of a nested shell string (`sh -c "..."`) count as well."""
+    real_root = root.resolve()
+    work = resolve_in_root(root, cwd) if cwd else real_root
+    if not _inside(work, real_root):
+        work = real_root
+    expanded: list[str] = []
     for word in words:
+        expanded.append(word)
+        if any(char.isspace() or char in _SHELL_SPLIT_CHARS for char in word):
+            expanded.extend(shell_words(word))
+    files: list[Path] = []
+    code_dirs: list[Path] = []
+    python = False
+    for index, word in enumerate(expanded):
+        program = os.path.basename(word)
+        python = python or bool(PYTHON_NAMES.match(program))
+        for name in IMPLIED_FILES.get(program, ()):
+            files.append(work / name)
+        if word == "-m" and index + 1 < len(expanded):
+            module = expanded[index + 1].split(".")
+            files.extend([work.joinpath(*module).with_suffix(".py"), work.joinpath(*module, "__main__.py")])
+            code_dirs.append(work)
         if not word or word.startswith("-"):
             continue
-        try:
-            path = resolve_in_root(root, word)
-            if path.is_file() and path.is_relative_to(resolved_root):
-                found.append(path)
-        except (OSError, ValueError):
+        for base in (work, real_root):
+            path = _file_in_root(base, word, real_root)
+            if path is not None:
+                files.append(path)
+                if path.suffix == ".py" or python:
+                    code_dirs.append(path.parent)
+                break
+    files = [path for path in files if path.is_file() and _inside(path, real_root)]
+    files.extend(_python_files_under(code_dirs, real_root))
+    return list(dict.fromkeys(files))
+
+
+def _file_in_root(base: Path, word: str, real_root: Path) -> Path | None:
+    try:
+        path = resolve_in_root(base, word)
+        if path.is_file() and _inside(path, real_root):
+            return path
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _inside(path: Path, real_root: Path) -> bool:
+    return path.resolve().is_relative_to(real_root)
+
+
+def _python_files_under(folders: list[Path], real_root: Path) -> list[Path]:
+    """The Python modules under `folders` (a worklist, no symlinked folder followed), at most
+    MAX_CODE_FILES in all."""
+    found: list[Path] = []
+    pending = list(dict.fromkeys(folders))
+    seen: set[Path] = set()
+    while pending and len(found) < MAX_CODE_FILES:
+        folder = pending.pop()
+        if folder in seen or not _inside(folder, real_root):
             continue
+        seen.add(folder)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIPPED_CODE_DIRS:
+                    pending.append(Path(entry.path))
+            elif entry.name.endswith(PYTHON_SUFFIXES) and entry.is_file():
+                found.append(Path(entry.path))
+                if len(found) >= MAX_CODE_FILES:
+                    break
     return found
 
 
@@ -117,7 +225,14 @@ class Fingerprint:
 
 
 class TrustStore:
-    """`trust.json` in the user state dir: {"version": 1, "workspaces": {real path: record}}."""
+    """`trust.json` in the user state dir: {"version": 1, "workspaces": {real path: record},
+    "agent_writes": {real path: {"paths": [...], "count": n, "at": time}}}.
+
+    `agent_writes` is what an agent run without `process/exec` wrote (note_agent_writes): code
+    such a run wrote must never run without a fresh yes from the user, so a folder with agent
+    writes is not trusted, and no MCP server starts in it (workspace_launch_refusal), until the
+    user trusts again (`trust`, or `confirm_agent_writes` where there is no config to trust).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -126,10 +241,23 @@ class TrustStore:
     def for_env(cls, env: Mapping[str, str] | None = None) -> TrustStore:
         return cls(user_state_dir(env) / TRUST_FILE_NAME)
 
-    def _records(self) -> dict[str, Any]:
+    def _data(self) -> dict[str, Any]:
         data = read_json(self.path)
-        records = data.get("workspaces") if isinstance(data, dict) else None
+        return data if isinstance(data, dict) else {}
+
+    def _records(self) -> dict[str, Any]:
+        records = self._data().get("workspaces")
         return dict(records) if isinstance(records, dict) else {}
+
+    def _writes(self) -> dict[str, Any]:
+        writes = self._data().get("agent_writes")
+        return dict(writes) if isinstance(writes, dict) else {}
+
+    def _save(self, records: dict[str, Any], writes: dict[str, Any]) -> None:
+        data: dict[str, Any] = {"version": TRUST_FORMAT_VERSION, "workspaces": records}
+        if writes:
+            data["agent_writes"] = writes
+        write_json_atomic(self.path, data)
 
     def record_for(self, root: Path) -> dict[str, Any] | None:
         record = self._records().get(os.path.realpath(root))
@@ -137,7 +265,7 @@ class TrustStore:
 
     def is_trusted(self, root: Path, fingerprint: Fingerprint) -> bool:
         record = self.record_for(root)
-        if record is None:
+        if record is None or self.agent_writes(root):
             return False
         return record.get("config_sha256") == fingerprint.config_sha256 and record.get("files") == fingerprint.to_json()["files"]
 
@@ -146,14 +274,72 @@ class TrustStore:
             raise ValueError("there is no workspace config to trust")
         records = self._records()
         records[os.path.realpath(root)] = {**fingerprint.to_json(), "trusted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        write_json_atomic(self.path, {"version": TRUST_FORMAT_VERSION, "workspaces": records})
+        self._save(records, _without_near(self._writes(), root))
 
     def revoke(self, root: Path) -> bool:
         records = self._records()
         if records.pop(os.path.realpath(root), None) is None:
             return False
-        write_json_atomic(self.path, {"version": TRUST_FORMAT_VERSION, "workspaces": records})
+        self._save(records, self._writes())
         return True
+
+    # --- what agent runs without process/exec wrote ---
+
+    def note_agent_writes(self, folder: Path, paths: Sequence[Path]) -> None:
+        """Remember that an agent run without `process/exec` wrote `paths` under `folder`."""
+        writes = self._writes()
+        key = os.path.realpath(folder)
+        found = writes.get(key)
+        entry: dict[str, Any] = found if isinstance(found, dict) else {}
+        known = [item for item in entry.get("paths", []) if isinstance(item, str)]
+        for path in paths:
+            shown = os.path.relpath(path, key) if os.path.isabs(path) else str(path)
+            if shown not in known and len(known) < MAX_NOTED_WRITES:
+                known.append(shown)
+        count = entry["count"] if isinstance(entry.get("count"), int) else 0
+        writes[key] = {"paths": known, "count": count + len(paths), "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        self._save(self._records(), writes)
+
+    def agent_writes(self, folder: Path) -> list[str]:
+        """The files agent runs without `process/exec` wrote in, above or under `folder` since
+        the user last said yes (relative to where they were noted); empty when there are none."""
+        found: list[str] = []
+        for entry in _near(self._writes(), folder).values():
+            if isinstance(entry, dict):
+                found.extend(item for item in entry.get("paths", []) if isinstance(item, str))
+        return found
+
+    def confirm_agent_writes(self, folder: Path) -> bool:
+        """The user's yes to what agent runs wrote in or under `folder`; True if there was any."""
+        writes = self._writes()
+        kept = _without_near(writes, folder)
+        if len(kept) == len(writes):
+            return False
+        self._save(self._records(), kept)
+        return True
+
+
+# How many written paths a folder's agent_writes entry keeps (the count goes on).
+MAX_NOTED_WRITES = 20
+
+
+def _related(key: str, folder: Path) -> bool:
+    real = os.path.realpath(folder)
+    return key == real or key.startswith(real.rstrip(os.sep) + os.sep) or real.startswith(key.rstrip(os.sep) + os.sep)
+
+
+def _near(writes: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    return {key: entry for key, entry in writes.items() if _related(key, folder)}
+
+
+def _without_near(writes: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    return {key: entry for key, entry in writes.items() if not _related(key, folder)}
+
+
+def agent_writes_text(paths: Sequence[str]) -> str:
+    """`tools/srv.py, tools/util.py and 3 more` for a message."""
+    shown = ", ".join(paths[:3])
+    return f"{shown} and {len(paths) - 3} more" if len(paths) > 3 else shown
 
 
 @dataclass(frozen=True)
@@ -175,14 +361,19 @@ class TrustStatus:
     fingerprint: Fingerprint | None = None
     # Trust was given before, but the config or a file it runs has changed since.
     changed: bool = False
+    # What agent runs without process/exec wrote here since the user's last yes (TrustStore).
+    agent_writes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "state": self.state,
             "config": str(self.config_path),
             "keys": [item.to_json() for item in self.ignored],
             "changed": self.changed,
         }
+        if self.agent_writes:
+            data["agent_writes"] = list(self.agent_writes)
+        return data
 
     def summary(self) -> str:
         """One line for the user: what is ignored and why, or that nothing is."""
@@ -193,7 +384,36 @@ class TrustStatus:
         if not self.ignored:
             return f"lich: {self.config_path} is not trusted; it only narrows settings, so nothing is ignored"
         why = "changed since you trusted it" if self.changed else "not trusted"
+        if self.agent_writes:
+            why = f"the agent wrote {agent_writes_text(self.agent_writes)} since you trusted it"
         if self.state == REFUSED:
             why = "never trusted here (workspace_trust is \"never\")"
         effects = "; ".join(f"{item.key}: {item.what}" for item in self.ignored)
         return f"lich: ignored settings in {self.config_path} ({why}): {effects}"
+
+
+# A command's code changed since the user said yes (the prefix of every such refusal).
+WORKSPACE_CHANGED = "workspace_changed"
+
+
+def agent_writes_refusal(store: TrustStore, folder: Path, what: str) -> str | None:
+    """Why `what` (a program started in `folder`) must not start: an agent run without
+    `process/exec` wrote files there since the user's last yes. None when it did not."""
+    writes = store.agent_writes(folder)
+    if not writes:
+        return None
+    return (
+        f"{WORKSPACE_CHANGED}: the agent wrote {agent_writes_text(writes)} in a task without process/exec; "
+        f"{what} could run that code, so it is not started until you trust this workspace again "
+        "(`lich trust`, or the command lich.trustWorkspace)"
+    )
+
+
+def changed_file(trusted: Fingerprint, current: Fingerprint) -> str | None:
+    """The first file (or the config itself) whose content differs from what was trusted."""
+    if trusted.config_sha256 != current.config_sha256:
+        return "the workspace config"
+    for path in sorted(set(trusted.files) | set(current.files)):
+        if trusted.files.get(path) != current.files.get(path):
+            return path
+    return None

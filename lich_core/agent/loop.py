@@ -65,7 +65,8 @@ from lich_core.providers.base import (
     accepts_retry_notices,
 )
 from lich_core.tools.runtime import ToolRuntime
-from lich_core.tools.types import ToolContext, tool_capability
+from lich_core.tools.types import EXEC_CAPABILITY, ToolContext, WriteLedger, tool_capability
+from lich_core.trust import TrustStore
 from lich_core.vocabulary import (
     CancelToken,
     Message,
@@ -309,8 +310,17 @@ class _Run:
                 terminal_timeout_ms=executor.terminal_timeout_ms,
                 web_search=executor.web_search,
                 report_plan=self._report_plan,
+                written=WriteLedger(before_write=self._write_listener()),
             )
         return self._tool_ctx
+
+    def _write_listener(self) -> Callable[[list[Path]], None] | None:
+        """A run that may not run programs must not make code run later either: what it writes
+        is recorded in the trust store, and nothing it could have written starts without the
+        user's yes (lich_core.trust, docs/trust.md)."""
+        if self.executor.gate.allows(EXEC_CAPABILITY):
+            return None
+        return partial(TrustStore.for_env().note_agent_writes, self.work_dir)
 
     # --- the run ---
 

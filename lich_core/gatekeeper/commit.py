@@ -16,7 +16,7 @@ import asyncio
 import fnmatch
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,7 +150,8 @@ def check_path(root: Path, raw: str) -> str:
 def check_committable(rel: str, shown: str | None = None) -> None:
     """The name rules for one file the commit would touch: secrets, VCS metadata, lich's config."""
     shown = shown or rel
-    parts = tuple(part for part in rel.split("/") if part)
+    # Compared without case: on macOS and Windows file systems `.GIT/config` is `.git/config`.
+    parts = tuple(part.casefold() for part in rel.split("/") if part)
     if any(part in VCS_DIRS for part in parts):
         raise ToolError(f"forbidden_path: {shown} is version-control metadata")
     if parts[:2] == PROTECTED_CONFIG:
@@ -234,9 +235,20 @@ def _under(entry: str, path: str) -> bool:
 
 
 async def commit_paths(
-    root: Path, message: str, paths: Sequence[str], *, env: Mapping[str, str], cancel: CancelToken | None = None
+    root: Path,
+    message: str,
+    paths: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cancel: CancelToken | None = None,
+    written: Collection[str] | None = None,
 ) -> Commit:
-    """Stage exactly `paths` (checked by check_paths) and commit only them; other changes stay."""
+    """Stage exactly `paths` (checked by check_paths) and commit only them; other changes stay.
+
+    `written`: the files (relative to `root`) the run wrote through its write tools; a changed
+    file among `paths` that is not one of them is refused (`not_written_by_agent:`), so the
+    user's own uncommitted work is never committed under lich's name. None: no such check.
+    """
     git_environment = git_env(env)
 
     async def git(*args: str) -> GitOutput:
@@ -273,6 +285,11 @@ async def commit_paths(
         raise ToolError("nothing_to_commit: the named paths have no changes against HEAD")
     for entry in touched:
         check_committable(entry)
+        if written is not None and entry not in written:
+            raise ToolError(
+                f"not_written_by_agent: {entry} has changes this task did not make (only files written "
+                "with write_file, edit_file or apply_patch in this task can be committed); leave it out of `paths`"
+            )
 
     added = await git("add", "--", *paths)
     if added.returncode != 0:

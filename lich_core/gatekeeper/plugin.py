@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
@@ -165,8 +166,8 @@ GIT_COMMIT_DESCRIPTION = (
     "run_tests. Allowed once per task, only when the user set LICH_ALLOW_SELF_COMMIT=1, run_tests "
     "passed in this task and no file was written or edited since. Stages exactly `paths` (files "
     "relative to the work dir; deletions included) and commits only them: other changes stay "
-    "uncommitted. Never pushes. Secrets (.env*, *.pem, *.key, id_rsa*, ...), globs and the work "
-    "dir itself are refused. Returns the new commit's short sha, subject and files."
+    "uncommitted. Only files this task wrote with its write tools can be committed. Never "
+    "pushes. Secrets (.env*, *.pem, *.key, id_rsa*, ...), globs and the work dir itself are refused. Returns the new commit's short sha, subject and files."
 )
 
 GIT_COMMIT_PARAMETERS: dict[str, Any] = {
@@ -209,12 +210,20 @@ class GitCommitTool:
         try:
             message = check_message(args.get("message"))
             paths = check_paths(root, args.get("paths"))
-            commit = await commit_paths(root, message, paths, env=tool_process_env(ctx), cancel=ctx.cancel)
+            written = {_relative(path, root) for path in ctx.written.paths}
+            commit = await commit_paths(
+                root, message, paths, env=tool_process_env(ctx), cancel=ctx.cancel, written=written
+            )
         except ToolError as err:
             return ToolResult(ok=False, error=str(err))
         except OSError as err:  # git is not installed, the work dir vanished, ...
             return ToolResult(ok=False, error=f"git_failed: cannot run git: {err.strerror or err}")
         return ToolResult(ok=True, output=commit.render())
+
+
+def _relative(path: Path, root: Path) -> str:
+    """`path` as git names it from `root` (both real paths: the work dir may be reached by a link)."""
+    return os.path.relpath(os.path.realpath(path), os.path.realpath(root)).replace(os.sep, "/")
 
 
 def build_gatekeeper(environ: Mapping[str, str] | None = None) -> Gatekeeper:

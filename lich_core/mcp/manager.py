@@ -61,7 +61,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,14 +285,18 @@ class McpManager:
         source_env: Mapping[str, str] | None = None,
         reserved_names: Sequence[str] = (),
         attach_timeout_s: float = ATTACH_TIMEOUT_S,
+        launch_check: Callable[[McpServerSpec], str | None] | None = None,
     ) -> None:
         """`tool_env`: the tools' (scrubbed) environment, which stdio servers start with (plus
         their entry's env); `source_env`: where `headers_env` variables are read (the process
-        environment by default); `reserved_names`: tool names MCP tools must not take."""
+        environment by default); `reserved_names`: tool names MCP tools must not take;
+        `launch_check`: asked before each start of a stdio server, its answer a reason not to
+        start it (the workspace changed since the user's yes: lich_core.trust)."""
         self.work_dir = Path(work_dir)
         self.tool_env = dict(tool_env)
         self.source_env = source_env
         self.attach_timeout_s = attach_timeout_s
+        self.launch_check = launch_check
         self._reserved = set(reserved_names)
         self._servers: dict[str, _Server] = {}
         for spec in specs:
@@ -389,6 +393,11 @@ class McpManager:
         if old is not None:
             await self._stop(old)
         if self._closed:
+            return
+        refused = self.launch_check(server.spec) if self.launch_check and server.spec.transport == STDIO else None
+        if refused is not None:
+            server.state, server.last_error = FAILED, refused
+            log.warning("MCP server %s not started: %s", server.spec.name, refused)
             return
         server.state = CONNECTING
         loop = asyncio.get_running_loop()

@@ -7,9 +7,14 @@ disk; past MAX_FILE_BYTES a file is neither read nor searched.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lich_core.workspace import Workspace
+from lich_core.workspace import FileChange, Workspace
+
+if TYPE_CHECKING:
+    from lich_core.tools.types import ToolContext
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 
@@ -17,3 +22,16 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 def overlay_set(workspace: Workspace) -> set[Path]:
     """The files whose workspace text may differ from disk, as normalised absolute paths."""
     return {Path(os.path.normpath(os.path.abspath(path))) for path in workspace.overlay_paths()}
+
+
+async def write_changes(ctx: ToolContext, changes: Sequence[FileChange], workspace: Workspace | None = None) -> None:
+    """Apply `changes` through the workspace (the context's, unless one is given) and note them
+    in the run's WriteLedger; its listener hears of them first, so a write that fails half-way
+    is still known."""
+    target = workspace if workspace is not None else ctx.workspace
+    assert target is not None
+    paths = [Path(change.path) for change in changes]
+    if ctx.written.before_write is not None:
+        ctx.written.before_write(paths)
+    await target.apply(changes, ctx.edit_label)
+    ctx.written.paths.update(paths)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from lich_core.vocabulary import CancelToken
 
 if TYPE_CHECKING:
     from lich_core.mcp.manager import McpManager
+    from lich_core.mcp.spec import McpServerSpec
 
 log = logging.getLogger("lich.tools")
 
@@ -217,5 +218,29 @@ def build_tool_runtime(
             tool_env=tool_env,
             source_env=os.environ if env is None else env,
             reserved_names=base.names(),
+            launch_check=_mcp_launch_check(config, work_dir),
         )
     return runtime
+
+
+def _mcp_launch_check(config: Mapping[str, Any], work_dir: Path) -> Callable[[McpServerSpec], str | None]:
+    """What each start of a stdio MCP server asks first (lich_core.trust): no server starts where
+    an agent run without process/exec wrote files since the user's last yes (whoever configured
+    it: any server started in the workspace can run the workspace's code), and a server the
+    workspace config names starts only while that config's trust still holds (the language
+    server reads its config once, so a file the server runs may have changed since)."""
+    from lich_core.config import Config, trust_lapse
+    from lich_core.trust import TrustStore, agent_writes_refusal
+
+    store = TrustStore.for_env()
+    workspace_config = None
+    if isinstance(config, Config) and config.sources.get("mcp_servers") == str(config.trust.config_path):
+        workspace_config = config
+
+    def check(spec: McpServerSpec) -> str | None:
+        refusal = agent_writes_refusal(store, work_dir, f"MCP server {spec.name} ({spec.command_line()})")
+        if refusal is None and workspace_config is not None:
+            refusal = trust_lapse(workspace_config, store)
+        return refusal
+
+    return check

@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_TERMINAL_TIMEOUT_MS",
     "DEFAULT_WEB_SEARCH",
     "DUCKDUCKGO_HTML_URL",
+    "EXEC_CAPABILITY",
     "WEB_SEARCH_KINDS",
     "CancelToken",
     "FunctionTool",
@@ -33,6 +34,7 @@ __all__ = [
     "ToolDefinition",
     "ToolResult",
     "WebSearchBackend",
+    "WriteLedger",
     "tool_capability",
     "tool_max_output_chars",
     "tool_timeout_ms",
@@ -40,6 +42,8 @@ __all__ = [
 
 # Capability names a tool may declare (kli's gates plus lich's network tools).
 CAPABILITIES = ("file/read", "file/write", "file/edit", "process/exec", "image/eval", "net/fetch", "mcp/call")
+# Running programs: without it, what a run writes is recorded so it never runs unasked (WriteLedger).
+EXEC_CAPABILITY = "process/exec"
 # The terminal tool's default command timeout: config's `terminal_timeout_ms` default and a
 # context's when nothing configures it (a direct call).
 DEFAULT_TERMINAL_TIMEOUT_MS = 60_000
@@ -76,6 +80,17 @@ DEFAULT_WEB_SEARCH = WebSearchBackend()
 
 
 @dataclass
+class WriteLedger:
+    """The files one run wrote through its write tools (write_file, edit_file, apply_patch,
+    memory_append): git_commit commits only these. `before_write`, when set, hears of each write
+    before it happens: an agent run without process/exec records it in the trust store
+    (lich_core.trust), so code it wrote never runs without the user's yes."""
+
+    paths: set[Path] = field(default_factory=set)
+    before_write: Callable[[list[Path]], None] | None = None
+
+
+@dataclass
 class ToolContext:
     work_dir: Path
     env: dict[str, str] = field(default_factory=dict)
@@ -96,6 +111,8 @@ class ToolContext:
     # run emits it as a `plan` event. None outside an agent run (a direct call), where the tool
     # only returns its result. Plain data, so tools need not import the agent.
     report_plan: Callable[[tuple[dict[str, str], ...], str | None], Awaitable[None]] | None = None
+    # What this run wrote (shared by every call's clone of the run's context).
+    written: WriteLedger = field(default_factory=WriteLedger)
 
     def __post_init__(self) -> None:
         self.work_dir = Path(self.work_dir).resolve()

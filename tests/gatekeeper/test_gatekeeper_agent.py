@@ -153,15 +153,15 @@ async def test_tests_not_ok_without_a_green_run(repo: Path, allowed: None) -> No
 
 
 @pytest.mark.parametrize(
-    ("write", "args"),
+    ("write", "args", "written"),
     [
-        ("write_file", {"path": "feature.py", "content": "v = 2\n"}),
-        ("apply_patch", None),
-        ("memory_append", {"text": "learned something"}),
+        ("write_file", {"path": "feature.py", "content": "v = 2\n"}, "feature.py"),
+        ("apply_patch", None, "feature.py"),
+        ("memory_append", {"text": "learned something"}, "MEMORY.md"),
     ],
 )
 async def test_worktree_dirty_after_a_write_until_the_next_green_run(
-    repo: Path, allowed: None, write: str, args: dict[str, Any] | None
+    repo: Path, allowed: None, write: str, args: dict[str, Any] | None, written: str
 ) -> None:
     (repo / "feature.py").write_text("v = 1\n", encoding="utf-8")
     model = ScriptedModel(tools_turn(call("run_tests", {}, id="t1")))
@@ -173,11 +173,12 @@ async def test_worktree_dirty_after_a_write_until_the_next_green_run(
         args = {"input": f"@@ feature.py\n= {anchor}..{anchor}\n~v = 3\n"}
     if agent.runtime.registry.get(write) is None:
         pytest.skip(f"{write} is not a builtin here")
+    commit = {**COMMIT, "paths": [written]}
     model.script(
         tools_turn(call(write, args, id="w")),
-        tools_turn(call("git_commit", COMMIT, id="dirty")),
+        tools_turn(call("git_commit", commit, id="dirty")),
         tools_turn(call("run_tests", {}, id="t2")),
-        tools_turn(call("git_commit", COMMIT, id="clean")),
+        tools_turn(call("git_commit", commit, id="clean")),
         Turn(text="ok"),
     )
     result = await agent.run("change and commit")
@@ -189,8 +190,8 @@ async def test_worktree_dirty_after_a_write_until_the_next_green_run(
 
 
 async def test_a_failed_write_does_not_dirty_the_tree(repo: Path, allowed: None) -> None:
-    (repo / "feature.py").write_text("v = 1\n", encoding="utf-8")
     model = ScriptedModel(
+        tools_turn(call("write_file", {"path": "feature.py", "content": "v = 1\n"}, id="w0")),
         tools_turn(call("run_tests", {}, id="t")),
         tools_turn(call("write_file", {"path": "../escape.py", "content": "x\n"}, id="w")),
         tools_turn(call("git_commit", COMMIT, id="c")),
@@ -203,16 +204,18 @@ async def test_a_failed_write_does_not_dirty_the_tree(repo: Path, allowed: None)
 
 
 async def test_one_commit_per_run_and_state_is_fresh_per_run(repo: Path, allowed: None) -> None:
-    (repo / "feature.py").write_text("v = 1\n", encoding="utf-8")
     second = {"message": "second", "paths": ["app.py"]}
     model = ScriptedModel(
+        tools_turn(call("write_file", {"path": "feature.py", "content": "v = 1\n"}, id="w0")),
         tools_turn(call("run_tests", {}, id="t")),
         tools_turn(call("git_commit", COMMIT, id="c1")),
         tools_turn(call("write_file", {"path": "app.py", "content": "x = 2\n"}, id="w")),
         tools_turn(call("run_tests", {}, id="t2")),
         tools_turn(call("git_commit", second, id="c2")),
         Turn(text="first run done"),
-        # The next run: nothing carries over, so it needs its own green run_tests.
+        # The next run: nothing carries over, so it needs its own green run_tests (and its own
+        # write of what it commits).
+        tools_turn(call("write_file", {"path": "app.py", "content": "x = 3\n"}, id="w3")),
         tools_turn(call("git_commit", second, id="c3")),
         tools_turn(call("run_tests", {}, id="t3")),
         tools_turn(call("git_commit", second, id="c4")),
@@ -385,9 +388,11 @@ async def test_with_the_real_run_tests(repo: Path, allowed: None) -> None:
     runtime = build_tool_runtime(cfg)
     if runtime.registry.get("run_tests") is None:
         pytest.skip("the run_tests builtin is not here yet")
-    (repo / "feature.py").write_text("v = 1\n", encoding="utf-8")
     model = ScriptedModel(
-        tools_turn(call("run_tests", {}, id="t")), tools_turn(call("git_commit", COMMIT, id="c")), Turn(text="ok")
+        tools_turn(call("write_file", {"path": "feature.py", "content": "v = 1\n"}, id="w")),
+        tools_turn(call("run_tests", {}, id="t")),
+        tools_turn(call("git_commit", COMMIT, id="c")),
+        Turn(text="ok"),
     )
     outcomes = tool_outcomes(await build_agent(cfg, model=model, runtime=runtime).run("go"))
     assert outcomes["t"][0], outcomes["t"]

@@ -51,13 +51,27 @@ def plugin_context(work_dir: Path) -> PluginContext:
     )
 
 
-async def commit(repo: Path, args: dict[str, Any], *, env: dict[str, str] | None = None) -> ToolResult:
-    """One git_commit call the way the agent loop makes it: green tests, hooks, the tool, hooks."""
+def changed_files(repo: Path) -> set[Path]:
+    """Every file with changes in the repository holding `repo` (as if this task wrote them all)."""
+    if not (repo / ".git").exists() and not (repo.parent / ".git").exists():
+        return set()  # not a repository: nothing can be committed anyway
+    top = Path(git(repo, "rev-parse", "--show-toplevel").strip())
+    entries = git(repo, "status", "--porcelain", "-z", "-uall").split("\0")
+    return {top / entry[3:] for entry in entries if entry}
+
+
+async def commit(
+    repo: Path, args: dict[str, Any], *, env: dict[str, str] | None = None, written: set[Path] | None = None
+) -> ToolResult:
+    """One git_commit call the way the agent loop makes it: green tests, hooks, the tool, hooks.
+    `written`: what the task wrote with its write tools (default: every changed file)."""
     gatekeeper = Gatekeeper(allow_self_commit=True)
     ctx = plugin_context(repo)
     gatekeeper.after_tool_call({"tool_name": "run_tests", "args": {}, "ok": True}, ctx)
     assert gatekeeper.before_tool_call({"tool_name": "git_commit", "args": args}, ctx) is None
-    result = await gatekeeper.tool.execute(args, ToolContext(work_dir=repo, env=env or {}))
+    tool_ctx = ToolContext(work_dir=repo, env=env or {})
+    tool_ctx.written.paths.update(changed_files(repo) if written is None else written)
+    result = await gatekeeper.tool.execute(args, tool_ctx)
     gatekeeper.after_tool_call({"tool_name": "git_commit", "args": args, "ok": result.ok}, ctx)
     return result
 
@@ -104,6 +118,25 @@ async def test_deletions_and_directories_are_staged(repo: Path) -> None:
     assert files_in_commit(repo) == {"b.txt", "src/extra.py"}
     assert "b.txt" not in git(repo, "ls-tree", "-r", "--name-only", "HEAD").split()
     assert git(repo, "status", "--porcelain") == ""
+
+
+async def test_a_change_this_task_did_not_write_is_never_committed(repo: Path) -> None:
+    """The user's own uncommitted edit stays theirs, even when the model names it: only files the
+    task wrote with its write tools can be committed (in a directory path too)."""
+    before = head(repo)
+    (repo / "src" / "app.py").write_text("x = 2\n", encoding="utf-8")  # the agent's write
+    (repo / "b.txt").write_text("the user's edit\n", encoding="utf-8")  # the user's
+    (repo / "src" / "notes.txt").write_text("the user's new file\n", encoding="utf-8")
+    agent_wrote = {repo / "src" / "app.py"}
+    named = await commit(repo, {"message": "m", "paths": ["src/app.py", "b.txt"]}, written=agent_wrote)
+    assert not named.ok and named.error.startswith("not_written_by_agent: b.txt "), named.error
+    folder = await commit(repo, {"message": "m", "paths": ["src"]}, written=agent_wrote)
+    assert not folder.ok and folder.error.startswith("not_written_by_agent: src/notes.txt "), folder.error
+    assert head(repo) == before and staged(repo) == set()
+    only_mine = await commit(repo, {"message": "m", "paths": ["src/app.py"]}, written=agent_wrote)
+    assert only_mine.ok, only_mine.error
+    assert files_in_commit(repo) == {"src/app.py"}
+    assert unstaged(repo) == {"b.txt"}
 
 
 async def test_work_dir_below_the_repository_root(repo: Path) -> None:
@@ -234,6 +267,9 @@ def test_git_env_drops_git_variables_and_ignores_user_config() -> None:
         ({"message": "m", "paths": ["b.txt", ".env"]}, "secret_path:"),
         ({"message": "m", "paths": [".git/config"]}, "forbidden_path:"),
         ({"message": "m", "paths": [".lich/config.json"]}, "forbidden_path:"),
+        # Case-insensitive file systems (macOS, Windows) see these as .git/ and .lich/.
+        ({"message": "m", "paths": [".GIT/config"]}, "forbidden_path:"),
+        ({"message": "m", "paths": [".Lich/Config.json"]}, "forbidden_path:"),
         ({"message": "m", "paths": ["missing.txt"]}, "not_found:"),
         ({"message": "m", "paths": ["README.md"]}, "nothing_to_commit:"),
     ],

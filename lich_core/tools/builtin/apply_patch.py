@@ -35,7 +35,7 @@ from lich_core.hashline.edit import (
 )
 from lich_core.hashline.lisp import RepairOutcome, dialect_for, is_lisp_path, repair
 from lich_core.hashline.patch import parse_patch
-from lich_core.tools.file_text import overlay_set
+from lich_core.tools.file_text import overlay_set, write_changes
 from lich_core.tools.guard import (
     capture_errors,
     optional_string_arg,
@@ -219,7 +219,7 @@ async def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     # 2 MiB write they are not: bench_hashline, ~0.2x of the engine's time); it goes out only if
     # the write lands, and a failing render now leaves the file as it was.
     output = "\n\n".join(render_edit_result(item.edit) for item in planned)
-    await ctx.workspace.apply(_changes(planned), ctx.edit_label)
+    await write_changes(ctx, _changes(planned))
     _record_read(ctx, planned)
     if notes:
         output += "\n\n" + "\n".join(notes)
@@ -268,7 +268,7 @@ async def _accept_repair(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
                 "send the patch again. Nothing was written."
             )
         planned.append(_PlannedFile(file_path, edit_from_texts(display, current, new_text)))
-    await ctx.workspace.apply(_changes(planned), ctx.edit_label)
+    await write_changes(ctx, _changes(planned))
     del ctx.read_state.repair_candidates[candidate_id]
     _record_read(ctx, planned)
     output = "\n\n".join(render_edit_result(item.edit) for item in planned)

@@ -13,6 +13,7 @@ from typing import Any
 
 from lich_core.errors import ToolError
 from lich_core.hashline.replacements import line_replacements, split_keep_newline
+from lich_core.tools.file_text import write_changes
 from lich_core.tools.guard import (
     capture_errors,
     optional_bool_arg,
@@ -84,7 +85,7 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         base_text=text,
         replacements=replacements,
     )
-    await ctx.workspace.apply([change], ctx.edit_label)
+    await write_changes(ctx, [change])
 
     removed = sum(r.end - r.start for r in replacements)
     added = sum(len(split_keep_newline(r.text)) for r in replacements)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
-from lich_core.tools.file_text import MAX_FILE_BYTES, overlay_set
+from lich_core.tools.file_text import MAX_FILE_BYTES, overlay_set, write_changes
 from lich_core.tools.guard import capture_errors, require_string_arg, resolve_safe_path
 from lich_core.tools.memory import MAX_ENTRY_CHARS, MEMORY_FILE, append_entry, entry_heading
 from lich_core.tools.types import FunctionTool, ToolContext
@@ -59,7 +59,7 @@ async def memory_append(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     prior = _current_text(workspace, path)
     when = utc_now()
     new_text = append_entry(prior, text, when)
-    await workspace.apply([FileChange.write(path, new_text, prior)], ctx.edit_label)
+    await write_changes(ctx, [FileChange.write(path, new_text, prior)], workspace)
     heading = entry_heading(when)[3:]
     note = " (new file)" if prior is None else ""
     return ToolResult(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
+from lich_core.tools.file_text import write_changes
 from lich_core.tools.guard import (
     capture_errors,
     relative_to_root,
@@ -42,7 +43,7 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     # A new file is one replacement of the whole text; an overwrite replaces only changed lines.
     change = FileChange.write(path, content, prior)
     # EditRejected is a ToolError whose text already reads "edit_rejected: ...".
-    await ctx.workspace.apply([change], ctx.edit_label)
+    await write_changes(ctx, [change])
     note = "" if prior is not None else " (new file)"
     return ToolResult(
         ok=True,
