@@ -13,7 +13,7 @@ helpers here, which:
   symbolic link below the root is followed (a link `workspaces/<key>/sessions` -> elsewhere would
   otherwise receive the session log), and create what is missing with mode 0700;
 - refuse a directory not owned by the user or writable by group or others, as ssh does for
-  `~/.ssh` (UnsafeStateDir, an OSError: callers already treat a state write that fails as "not
+  `~/.ssh` (group-writable passes when the group has no member but the user; UnsafeStateDir, an OSError: callers already treat a state write that fails as "not
   persisted", never as fatal);
 - open a file with `O_NOFOLLOW|O_NONBLOCK` (a FIFO cannot hang the open) and read it only when
   fstat says it is a regular file of at most MAX_STATE_FILE_BYTES, and parse JSON so that deep
@@ -29,6 +29,7 @@ itself is opened without following a link.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import logging
@@ -75,11 +76,12 @@ class UnsafeStateDir(OSError):
 class StateFileError(Exception):
     """A state file that is skipped: missing, unsafe, too big or not JSON (`missing` for the first)."""
 
-    def __init__(self, path: Path, reason: str, *, missing: bool = False) -> None:
+    def __init__(self, path: Path, reason: str, *, missing: bool = False, refused: bool = False) -> None:
         super().__init__(f"state_file_skipped: {path}: {reason}")
         self.path = path
         self.reason = reason
         self.missing = missing
+        self.refused = refused  # its directory was refused (the reason is UnsafeStateDir's message)
 
 
 def user_state_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -118,14 +120,37 @@ def warn_once(message: str) -> None:
 # --- directories ---
 
 
+@functools.lru_cache(maxsize=8)
+def _group_is_only(gid: int, uid: int) -> bool:
+    """Whether `uid` is the one member of group `gid` (a user private group, as `umask 002`
+    systems give every user): then group-writable is writable by nobody else. Debian's ssh takes
+    the same exception for ~/.ssh."""
+    try:
+        import grp
+        import pwd
+
+        group = grp.getgrgid(gid)
+        me = pwd.getpwuid(uid)
+        primary = [entry.pw_uid for entry in pwd.getpwall() if entry.pw_gid == gid]
+    except (ImportError, KeyError, OSError):
+        return False
+    if any(member != me.pw_name for member in group.gr_mem) or any(other != uid for other in primary):
+        return False
+    return bool(group.gr_mem) or bool(primary)
+
+
 def _check_dir(fd: int, path: Path) -> None:
     info = os.fstat(fd)
-    if info.st_uid != os.getuid():
+    uid = os.getuid()
+    if info.st_uid != uid:
         raise UnsafeStateDir(
-            f"state_dir_refused: {path} is owned by uid {info.st_uid}, not by you (uid {os.getuid()}); "
+            f"state_dir_refused: {path} is owned by uid {info.st_uid}, not by you (uid {uid}); "
             f"remove it, lich makes a new one"
         )
-    if info.st_mode & _GROUP_OTHER_WRITE:
+    writable = info.st_mode & _GROUP_OTHER_WRITE
+    if writable == stat.S_IWGRP and _group_is_only(info.st_gid, uid):
+        writable = 0
+    if writable:
         raise UnsafeStateDir(
             f"state_dir_refused: {path} is writable by group or others (mode {stat.S_IMODE(info.st_mode):03o}); "
             f"run `chmod 700 {path}`"
@@ -272,7 +297,7 @@ def read_state_bytes(path: str | os.PathLike[str], max_bytes: int = MAX_STATE_FI
     except FileNotFoundError:
         raise StateFileError(path, "missing", missing=True) from None
     except UnsafeStateDir as err:
-        raise StateFileError(path, str(err)) from None
+        raise StateFileError(path, str(err), refused=True) from None
     except OSError as err:
         if err.errno == errno.ELOOP:
             raise StateFileError(path, "a symbolic link; remove it") from None
@@ -320,7 +345,9 @@ def read_json(path: Path) -> Any:
     try:
         return load_json(path)
     except StateFileError as err:
-        if not err.missing:
+        if err.refused:
+            warn_once(err.reason)  # once per refused dir, not once per file in it
+        elif not err.missing:
             warn_once(f"{err} (ignored)")
         return None
 

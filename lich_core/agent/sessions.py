@@ -247,8 +247,19 @@ class SessionStore:
         return session_id, repair_history(messages)
 
     def list(self) -> list[SessionInfo]:
-        """Every session, most recently written first."""
-        infos = [self._info(path) for path in self._files()]
+        """Every session, most recently written first; a refused dir or an unreadable file is
+        told once and left out (listing is advisory)."""
+        try:
+            files = self._files()
+        except SessionError as err:
+            warn_once(str(err))
+            return []
+        infos: builtins.list[SessionInfo] = []
+        for path in files:
+            try:
+                infos.append(self._info(path))
+            except SessionError as err:
+                warn_once(str(err))
         return sorted(infos, key=lambda info: (info.modified, info.session_id), reverse=True)
 
     def _files(self) -> builtins.list[Path]:
