@@ -56,7 +56,7 @@ def test_the_demo_prints_every_step_and_leaves_nothing_behind(tmp_path: Path, el
     assert '\n-    """The arithmetic mean of `values`."""\n+    """The arithmetic mean of `values` (0.0 for an empty list)."""\n+    if not values:\n+        return 0.0\n' in out
     assert "+++ b/check_stats.py" in out and "\n+assert mean([]) == 0.0\n" in out
     # The approval question the server asked, and the answer the headless editor gave.
-    assert labelled(out, "approval")[0] == 'lich wants to run terminal (process/exec): {"command": "python3 check_stats.py"}'
+    assert labelled(out, "approval")[0] == 'lich wants to run terminal (process/exec): runs `python3 check_stats.py` with bash -lc in the workspace; runs check_stats.py from this repository. Arguments: {"command": "python3 check_stats.py"}'
     assert labelled(out, "allowed")[0].startswith("Allow once")
     results = labelled(out, "result")
     assert results[-1].startswith("ok terminal") and "all checks passed" in results[-1], results

@@ -70,7 +70,7 @@ def test_the_demo_in_neovim_edits_the_buffers_with_the_plugin(nvim: str, tmp_pat
     assert "    if not values:\n        return 0.0\n" in seen["buffers"]["stats.py"], context
     assert "assert mean([]) == 0.0\n" in seen["buffers"]["check_stats.py"], context
     # Neovim was asked before the checks ran, and the transcript shows the run.
-    assert seen["questions"] == ['lich wants to run terminal (process/exec): {"command": "python3 check_stats.py"}']
+    assert seen["questions"] == ['lich wants to run terminal (process/exec): runs `python3 check_stats.py` with bash -lc in the workspace; runs check_stats.py from this repository. Arguments: {"command": "python3 check_stats.py"}']
     transcript = "\n".join(seen["transcript"])
     assert "→ terminal" in transcript and "all checks passed" in transcript, transcript
     assert list(elsewhere.iterdir()) == [] and list(temp.iterdir()) == []

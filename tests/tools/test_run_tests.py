@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from lich_core.config import Config
 from lich_core.testing import (
     MAX_FAILURES,
     TestFailure,
@@ -28,7 +29,6 @@ from lich_core.testing import (
     parse_pytest_text,
     try_lock_workspace,
 )
-from lich_core.config import Config
 from lich_core.tools.builtin import builtin_tools
 from lich_core.tools.builtin import run_tests as run_tests_module
 from lich_core.tools.builtin.run_tests import (
