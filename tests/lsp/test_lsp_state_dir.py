@@ -1,10 +1,11 @@
-"""Hostile files in the undo journal's folder of the user state dir, over the wire: a real
+"""Hostile files and links in the user state dir, over the wire: a real
 `lich-lsp` over stdio (pytest-lsp), the fake provider (issue #31).
 
 A journal file of 200k nested `[`, a FIFO and a link to /dev/zero each used to break every
 later `lich.status`, `lich.ask` and `lich.undoTask` (RecursionError), hang the server (a blocking
 open) or exhaust its memory. Each is now skipped with one warning, and the server goes on: status
-answers, a task runs under an id none of them holds, and its undo works.
+answers, a task runs under an id none of them holds, and its undo works. A planted
+`transcripts` link gets no transcript, and the task still completes.
 """
 
 from __future__ import annotations
@@ -77,3 +78,20 @@ async def test_a_hostile_journal_file_is_skipped_and_the_server_answers(
     # The hostile file is left as it was (never written through, never replaced).
     assert hostile.is_symlink() if kind == "link-to-dev-zero" else hostile.exists()
     assert len([m for m in client.log_messages if "ignored a corrupt undo journal file" in m.message]) == 1
+
+
+async def test_a_linked_transcripts_dir_gets_no_transcript_and_the_task_completes(
+    session, root: Path, tmp_path: Path, fake_provider
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    state = workspace_state_dir(root)
+    state.mkdir(parents=True, mode=0o700)
+    (state / "transcripts").symlink_to(outside, target_is_directory=True)
+    fake_provider.script({"text": "Done."})
+    client = await session("visual-studio-code", init_options=provider_options(fake_provider))
+
+    task = await client.command("lich.ask", {"prompt": "hello"})
+    assert task["stopped_reason"] == "final", task
+    assert list(outside.iterdir()) == []
+    assert (state / "transcripts").is_symlink()
