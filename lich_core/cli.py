@@ -157,7 +157,8 @@ def render_tool_table(tools: list[dict[str, Any]]) -> str:
 def cmd_trust(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="lich trust",
-        description="Trust this workspace's .lich/config.json as it is now (and the plugins and replay files it names). "
+        description="Trust this workspace's .lich/config.json as it is now (and the code of the plugins, replay files, "
+        "MCP servers and test command it names); also your yes to what a task without process/exec wrote here. "
         "Any later change to them revokes it.",
     )
     parser.add_argument("--work-dir", default=None, help="workspace root (default: $LICH_WORK_DIR, else cwd)")
@@ -166,7 +167,11 @@ def cmd_trust(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from lich_core.config import set_workspace_trust
 
-    change = set_workspace_trust(cli_root(args), trust=not args.revoke)
+    try:
+        change = set_workspace_trust(cli_root(args), trust=not args.revoke)
+    except (ConfigError, OSError) as err:  # a bad config; a state dir refused or unwritable
+        print(f"lich: error: cannot change workspace trust: {err}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(change.to_json(), indent=2, ensure_ascii=False))
     else:

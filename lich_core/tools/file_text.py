@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lich_core.errors import ToolError
 from lich_core.workspace import FileChange, Workspace
 
 if TYPE_CHECKING:
@@ -32,6 +33,12 @@ async def write_changes(ctx: ToolContext, changes: Sequence[FileChange], workspa
     assert target is not None
     paths = [Path(change.path) for change in changes]
     if ctx.written.before_write is not None:
-        ctx.written.before_write(paths)
+        try:
+            ctx.written.before_write(paths)
+        except OSError as err:  # fail closed: a write that cannot be recorded does not happen
+            raise ToolError(
+                f"write_not_recorded: {err}; a task without process/exec records what it writes before "
+                "writing it, so nothing was written"
+            ) from None
     await target.apply(changes, ctx.edit_label)
     ctx.written.paths.update(paths)

@@ -225,3 +225,33 @@ def test_changing_what_a_trusted_test_command_runs_revokes_the_trust(
     log = ask(work, tests, "run the tests")
     assert ran(work) is None, "the changed file ran under the old trust"
     assert "changed since you trusted it" in log
+
+
+def test_a_write_that_cannot_be_recorded_does_not_happen(tmp_path: Path, work: Path) -> None:
+    """Fail closed: when the state dir is refused (others may write to it), a task without
+    process/exec cannot record its write, so the write is refused and the file stays as it was;
+    `lich trust` says why instead of a traceback."""
+    import os
+
+    state = Path(os.environ["XDG_STATE_HOME"]) / "lich"
+    state.mkdir(parents=True, exist_ok=True)
+    state.chmod(0o777)
+    target = write(work / "notes.txt", "mine\n")
+    writer = settings(
+        tmp_path,
+        "writer",
+        replay(
+            tmp_path,
+            "writer",
+            {"content": "", "tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "notes.txt", "content": "x\n"}}]},
+            {"content": "Done."},
+        ),
+        capabilities=["file/read", "file/write"],
+    )
+    log = ask(work, writer, "edit notes")
+    assert "write_not_recorded: " in log and "state_dir_refused" in log
+    assert target.read_text(encoding="utf-8") == "mine\n"
+    workspace_config(work, max_turns=3)
+    done = lich("trust", "--work-dir", str(work), cwd=work)
+    assert done.returncode == 1
+    assert done.stderr.startswith("lich: error: cannot change workspace trust: ") and "Traceback" not in done.stderr
