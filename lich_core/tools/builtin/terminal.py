@@ -16,7 +16,9 @@ Process rules, all of which exist so a model-issued command can never outlive or
   both) the text is counted and dropped, so memory stays bounded however much the command prints;
 - interactive programs (editors, pagers, ssh, ...) are refused before anything runs, because
   without a terminal they either hang until the timeout or print garbage; the check looks through
-  wrappers (`nice`, `timeout 5`, `xargs`, `sudo`, ...), `sh -c STRING` and `eval`;
+  wrappers (`nice`, `timeout 5`, `xargs`, `sudo`, ...), `sh -c STRING`, `eval` and substitutions;
+- so is a command word that is not written out (`$x`, `${x}`, `$(...)`, backticks): which program
+  it runs is only known once the shell runs it, so it cannot be vetted (`dynamic_command:`);
 - provider API keys (including every configured `api_key_env`) are scrubbed from the child's
   environment here as well as in the runtime, so a direct call with an unscrubbed context is just
   as safe.
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import functools
 import os
 import re
 import shlex
@@ -173,20 +176,126 @@ ASSIGNMENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 NON_INTERACTIVE_ENV_DEFAULTS: Mapping[str, str] = {"PAGER": "cat", "GIT_PAGER": "cat"}
 
 
-# --- interactive-program refusal ---
+# --- reading a command line: substitutions, simple commands, command words ---
+
+# Characters shlex would split on or strip inside a substitution, `${...}` or process
+# substitution; they are moved to a private-use plane so the substitution stays inside its word
+# (`echo $(date) $HOME` is one command, `$(which git) commit` has one command word).
+_SHIELDED_CHARS = " \t\n\r'\"();<>|&\\#/"
+_SHIELD_OFFSET = 0xF0000
+_SHIELD = {ord(char): _SHIELD_OFFSET + ord(char) for char in _SHIELDED_CHARS}
+_UNSHIELD = {value: key for key, value in _SHIELD.items()}
+# Marks a word whose value is not known before the shell runs it.
+EXPANSION_CHARS = ("$", "`")
 
 
-def _tokens(command: str) -> list[str]:
-    # A heredoc body is data, not commands: analyse only up to its first line.
-    text = command.split("\n", 1)[0] if "<<" in command else command
-    # Newlines separate commands; inside quotes the replacement stays part of one word.
-    text = text.replace("\n", " ; ")
+def _closing(text: str, index: int, close: str) -> int:
+    """Index of the `close` (`)`, `}` or a backtick) that ends the construct whose body starts at
+    `index`, skipping quoted text and nested substitutions; len(text) when it never closes."""
+    depth = 0
+    quote = ""
+    while index < len(text):
+        char = text[index]
+        if quote == "'":
+            if char == "'":
+                quote = ""
+        elif char == "\\":
+            index += 1
+        elif close == "`":
+            if char == "`":
+                return index
+        elif char == "$" and text.startswith("(", index + 1):
+            index = _closing(text, index + 2, ")")
+        elif char == "$" and text.startswith("{", index + 1):
+            index = _closing(text, index + 2, "}")
+        elif char == "`":
+            index = _closing(text, index + 1, "`")
+        elif quote == '"':
+            if char == '"':
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "(" and close == ")":
+            depth += 1
+        elif char == close:
+            if depth == 0:
+                return index
+            depth -= 1
+        index += 1
+    return len(text)
+
+
+def shield_substitutions(command: str) -> tuple[str, list[str]]:
+    """(the command with every substitution kept inside its word, the command lines they run).
+
+    `$(...)`, backticks, `<(...)`/`>(...)` and `${...}` (its inner substitutions are collected)
+    are found outside single quotes, also inside double quotes; `$((...))` is arithmetic, not a
+    command. `unshield` gives a shielded word's text back.
+    """
+    text = command.replace("\x00", "")
+    out: list[str] = []
+    bodies: list[str] = []
+    index = 0
+    quote = ""
+    while index < len(text):
+        char = text[index]
+        if quote == "'":
+            quote = "" if char == "'" else quote
+            out.append(char)
+            index += 1
+            continue
+        if char == "\\":
+            out.append(text[index : index + 2])
+            index += 2
+            continue
+        following = text[index + 1 : index + 2]
+        end = -1
+        if following == "(" and (char == "$" or (char in "<>" and not quote)):
+            end = _closing(text, index + 2, ")")
+            if not text.startswith("$((", index):
+                bodies.append(text[index + 2 : end])
+        elif char == "$" and following == "{":
+            end = _closing(text, index + 2, "}")
+            bodies.extend(shield_substitutions(text[index + 2 : end])[1])
+        elif char == "`":
+            end = _closing(text, index + 1, "`")
+            bodies.append(text[index + 1 : end])
+        if end >= 0:
+            out.append(text[index : end + 1].translate(_SHIELD))
+            index = end + 1
+            continue
+        if char == '"':
+            quote = "" if quote == '"' else '"'
+        elif char == "'" and not quote:
+            quote = "'"
+        out.append(char)
+        index += 1
+    return "".join(out), bodies
+
+
+def unshield(word: str) -> str:
+    """A word of a shielded command line as it was written."""
+    return word.translate(_UNSHIELD)
+
+
+def split_words(text: str) -> list[str]:
+    """Shell words and operators (`;`, `&&`, `|`, `(`, ...) of a shielded command line."""
     lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
         return list(lexer)
     except ValueError:  # unbalanced quotes: bash will reject it anyway; check the plain words
         return text.split()
+
+
+def _tokens(command: str, *, read_heredocs: bool = False) -> tuple[list[str], list[str]]:
+    """(the shielded words and operators of `command`, the command lines of its substitutions)."""
+    # A heredoc body is data, not commands: analyse only up to its first line (the denylist
+    # reads on, failing closed).
+    text = command.split("\n", 1)[0] if "<<" in command and not read_heredocs else command
+    shielded, bodies = shield_substitutions(text.replace("\r", " "))
+    # Newlines separate commands; inside quotes the replacement stays part of one word.
+    return split_words(shielded.replace("\n", " ; ")), bodies
 
 
 def _segments(tokens: list[str]) -> list[list[str]]:
@@ -199,8 +308,8 @@ def _segments(tokens: list[str]) -> list[list[str]]:
     return [segment for segment in segments if segment]
 
 
-def _unwrap(words: list[str]) -> tuple[str | None, list[str], list[str]]:
-    """(program, its arguments, command lines given to wrapper options) of one simple command."""
+def _unwrap_word(words: list[str]) -> tuple[str | None, list[str], list[str]]:
+    """(the command word as written, its arguments, command lines given to wrapper options)."""
     index = 0
     spec: Wrapper | None = None
     operands_left = 0
@@ -241,8 +350,14 @@ def _unwrap(words: list[str]) -> tuple[str | None, list[str], list[str]]:
             operands_left = spec.operands
             index += 1
             continue
-        return name, words[index + 1 :], nested
+        return word, words[index + 1 :], nested
     return None, [], nested
+
+
+def _unwrap(words: list[str]) -> tuple[str | None, list[str], list[str]]:
+    """(program, its arguments, command lines given to wrapper options) of one simple command."""
+    word, args, nested = _unwrap_word(words)
+    return (None if word is None else os.path.basename(word)), args, nested
 
 
 def effective_command(words: list[str]) -> str | None:
@@ -272,29 +387,63 @@ def shell_command_string(args: list[str]) -> str | None:
     return args[index] if has_c and index < len(args) else None
 
 
-def _interactive_program(words: list[str], depth: int) -> str | None:
-    name, args, nested = _unwrap(words)
-    if name in INTERACTIVE_PROGRAMS:
-        return name
-    if name in SHELLS:
-        string = shell_command_string(args)
-        if string is not None:
-            nested.append(string)
-    elif name == "eval":
-        nested.append(" ".join(args))
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One program a command line starts, found past wrappers and inside nested command lines."""
+
+    word: str  # the command word as written: `vim`, `/usr/bin/git`, `$x`, `$(which git)`
+    program: str  # its file name: `vim`, `git` (for a dynamic word, the written text)
+    args: tuple[str, ...]  # as written (substitutions in them are text again)
+    dynamic: bool  # the file name comes from a variable, a substitution or backticks
+
+
+def simple_commands(command: str, *, read_heredocs: bool = False, depth: int = 0) -> tuple[SimpleCommand, ...]:
+    """Every program `command` starts, in order: each simple command of the line (after `|`, `;`,
+    `&&`, `(`, newlines), looked at through wrappers, and the command lines inside it (a shell's
+    `-c STRING`, `eval ARGS`, wrapper options such as `env -S STRING`, `$(...)`, backticks),
+    nested up to MAX_NESTING levels.
+    """
+    # Without a heredoc both readings are the same, and share the cache.
+    return _simple_commands(command, read_heredocs and "<<" in command, depth)
+
+
+# The refusals and the gatekeeper's denylist read the same command one after the other.
+@functools.lru_cache(maxsize=8)
+def _simple_commands(command: str, read_heredocs: bool, depth: int) -> tuple[SimpleCommand, ...]:
+    tokens, bodies = _tokens(command, read_heredocs=read_heredocs)
+    found: list[SimpleCommand] = []
+    nested: list[str] = []
+    for segment in _segments(tokens):
+        word, args, options = _unwrap_word(segment)
+        nested.extend(unshield(line) for line in options)
+        if word is None:
+            continue
+        # The file name is read on the shielded word: `/` inside a substitution is not a path.
+        name = os.path.basename(word)
+        dynamic = any(char in name for char in EXPANSION_CHARS)
+        program = unshield(name)
+        texts = tuple(unshield(arg) for arg in args)
+        found.append(SimpleCommand(unshield(word), program, texts, dynamic))
+        if program in SHELLS:
+            string = shell_command_string(list(texts))
+            if string is not None:
+                nested.append(string)
+        elif program == "eval":
+            nested.append(" ".join(texts))
+    nested.extend(bodies)
     if depth < MAX_NESTING:
         for line in nested:
-            found = _first_interactive(line, depth + 1)
-            if found is not None:
-                return found
-    return None
+            found.extend(_simple_commands(line, read_heredocs and "<<" in line, depth + 1))
+    return tuple(found)
 
 
-def _first_interactive(command: str, depth: int = 0) -> str | None:
-    for segment in _segments(_tokens(command)):
-        found = _interactive_program(segment, depth)
-        if found is not None:
-            return found
+# --- interactive-program and dynamic-command refusals ---
+
+
+def _first_interactive(command: str) -> str | None:
+    for simple in simple_commands(command):
+        if simple.program in INTERACTIVE_PROGRAMS:
+            return simple.program
     return None
 
 
@@ -302,7 +451,8 @@ def interactive_refusal(command: str) -> str | None:
     """The `interactive_command:` error for a command that would start an interactive program.
 
     Looks at every simple command, through wrappers (`nice`, `timeout 5`, `xargs`, `sudo -u x`,
-    `env A=1`, ...), shells' `-c STRING`, `eval` and wrapper options that take a command line.
+    `env A=1`, ...), shells' `-c STRING`, `eval`, substitutions and wrapper options that take a
+    command line.
     """
     name = _first_interactive(command)
     if name is None:
@@ -310,6 +460,29 @@ def interactive_refusal(command: str) -> str | None:
     return (
         f"interactive_command: {name} needs an interactive terminal, which this tool does not "
         f"have (nothing was run); instead, {INTERACTIVE_PROGRAMS[name]}"
+    )
+
+
+def dynamic_command_word(command: str) -> str | None:
+    """The first command word whose program is not written out (`$x`, `${EDITOR:-vi}`,
+    `$(which git)`, backticks; `"$VENV/bin/python"` names `python` and is fine), or None."""
+    for simple in simple_commands(command):
+        if simple.dynamic:
+            return simple.word
+    return None
+
+
+def dynamic_refusal(command: str) -> str | None:
+    """The `dynamic_command:` error for a command whose program cannot be known before it runs:
+    such a word cannot be vetted for interactive programs (`x=vim; $x` would wait for a terminal
+    until the timeout)."""
+    word = dynamic_command_word(command)
+    if word is None:
+        return None
+    return (
+        f"dynamic_command: cannot tell which program {word} runs (its name comes from a variable, "
+        "a substitution or backticks), so it cannot be checked for interactive programs (nothing "
+        "was run); name the program directly: variables and substitutions are fine in its arguments"
     )
 
 
@@ -456,7 +629,7 @@ def resolve_shell(value: str | None, env: Mapping[str, str]) -> str:
 async def run_terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     reject_unknown_arguments(TOOL.parameters, args)
     command = require_string_arg(args, "command")
-    refusal = interactive_refusal(command)
+    refusal = interactive_refusal(command) or dynamic_refusal(command)
     if refusal:
         return ToolResult(ok=False, error=refusal)
     timeout_ms = _timeout_ms(args, ctx)
@@ -673,7 +846,8 @@ TOOL = FunctionTool(
         f"{MAX_COMMAND_TIMEOUT_MS}) or the call is "
         "cancelled; background jobs and daemons do not outlive the call. Interactive programs "
         "(editors, pagers, top, watch, ssh, tmux, ...) are refused, also behind wrappers such as "
-        "`nice`, `timeout 5` or `sh -c`: there is no terminal. Use `input` for stdin. kli's names "
+        "`nice`, `timeout 5` or `sh -c`: there is no terminal. So is a program named by a variable "
+        "or a substitution (`$x`, `$(...)`): name the program. Use `input` for stdin. kli's names "
         "work too: `timeout` in seconds instead of `timeout_ms`, and `shell` (bash, sh, zsh or dash) "
         "instead of bash. separate_streams=true returns stdout and stderr under [stdout] and "
         "[stderr] headers instead of merged."
