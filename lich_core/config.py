@@ -35,14 +35,11 @@ from lich_core.trust import (
     REFUSED,
     TRUSTED,
     UNTRUSTED,
-    WORKSPACE_CHANGED,
     Fingerprint,
     IgnoredKey,
     TrustStatus,
     TrustStore,
-    agent_writes_refusal,
     agent_writes_text,
-    changed_file,
     resolve_in_root,
 )
 
@@ -731,35 +728,10 @@ def workspace_trust_status(
     fingerprint = Fingerprint.of(config_path, workspace, root)
     if store.is_trusted(root, fingerprint):
         never_ignored = [item for item in ignored if KEYS[item.key].side == SIDE_NEVER]
-        return TrustStatus(TRUSTED, config_path, never_ignored, fingerprint)
+        return TrustStatus(TRUSTED, config_path, never_ignored, fingerprint, workspace=dict(workspace))
     changed = store.record_for(root) is not None
     writes = store.agent_writes(root) if changed else []
     return TrustStatus(UNTRUSTED, config_path, ignored, fingerprint, changed=changed, agent_writes=writes)
-
-
-def trust_lapse(config: Config, store: TrustStore | None = None) -> str | None:
-    """Why a trusted workspace config no longer holds now (a file it runs changed, or the agent
-    wrote files, since the config was read), or None. A long-lived reader of the config (the
-    language server) asks this before it starts what the config names."""
-    status = config.trust
-    if status.state != TRUSTED or status.fingerprint is None:
-        return None
-    root = status.config_path.parent.parent
-    try:
-        workspace = validate_values(read_config_file(status.config_path), str(status.config_path))
-    except ConfigError as err:
-        return f"{WORKSPACE_CHANGED}: the workspace config no longer reads ({err})"
-    store = store or TrustStore.for_env()
-    refusal = agent_writes_refusal(store, root, "a command the workspace config names")
-    if refusal is not None:
-        return refusal
-    changed = changed_file(status.fingerprint, Fingerprint.of(status.config_path, workspace, root))
-    if changed is None:
-        return None
-    return (
-        f"{WORKSPACE_CHANGED}: {changed} changed since you trusted this workspace; "
-        "trust it again to run what its config names (`lich trust`, or the command lich.trustWorkspace)"
-    )
 
 
 def is_secret_name(name: str) -> bool:

@@ -363,6 +363,28 @@ class TrustStatus:
     changed: bool = False
     # What agent runs without process/exec wrote here since the user's last yes (TrustStore).
     agent_writes: list[str] = field(default_factory=list)
+    # The workspace config's values as read (validated): what the fingerprint was made from.
+    workspace: Mapping[str, Any] = field(default_factory=dict)
+
+    def lapse(self, store: TrustStore | None = None) -> str | None:
+        """Why trust given when this status was read no longer holds (a file the config runs
+        changed, or the agent wrote files, since), or None. A long-lived reader of the config
+        (the language server) asks this before it starts what the config names."""
+        if self.state != TRUSTED or self.fingerprint is None:
+            return None
+        root = self.config_path.parent.parent
+        refusal = agent_writes_refusal(store or TrustStore.for_env(), root, "a command the workspace config names")
+        if refusal is not None:
+            return refusal
+        changed = changed_file(self.fingerprint, Fingerprint.of(self.config_path, self.workspace, root))
+        if changed is None:
+            return None
+        if os.path.isabs(changed):
+            changed = os.path.relpath(changed, root.resolve())
+        return (
+            f"{WORKSPACE_CHANGED}: {changed} changed since you trusted this workspace; "
+            "trust it again to run what its config names (`lich trust`, or the command lich.trustWorkspace)"
+        )
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -417,3 +439,13 @@ def changed_file(trusted: Fingerprint, current: Fingerprint) -> str | None:
         if trusted.files.get(path) != current.files.get(path):
             return path
     return None
+
+
+def trust_behind(settings: Mapping[str, Any], key: str) -> TrustStatus | None:
+    """The trusted workspace config's status when `key`'s value in `settings` (a loaded Config,
+    which carries `sources` and `trust`) came from that config; None otherwise."""
+    trust = getattr(settings, "trust", None)
+    sources = getattr(settings, "sources", None)
+    if not isinstance(trust, TrustStatus) or trust.state != TRUSTED or not isinstance(sources, Mapping):
+        return None
+    return trust if sources.get(key) == str(trust.config_path) else None

@@ -20,6 +20,7 @@ from lich_core.tools.types import (
     WebSearchBackend,
     tool_capability,
 )
+from lich_core.trust import TrustStore, agent_writes_refusal, trust_behind
 from lich_core.vocabulary import CancelToken
 
 if TYPE_CHECKING:
@@ -229,18 +230,13 @@ def _mcp_launch_check(config: Mapping[str, Any], work_dir: Path) -> Callable[[Mc
     it: any server started in the workspace can run the workspace's code), and a server the
     workspace config names starts only while that config's trust still holds (the language
     server reads its config once, so a file the server runs may have changed since)."""
-    from lich_core.config import Config, trust_lapse
-    from lich_core.trust import TrustStore, agent_writes_refusal
-
     store = TrustStore.for_env()
-    workspace_config = None
-    if isinstance(config, Config) and config.sources.get("mcp_servers") == str(config.trust.config_path):
-        workspace_config = config
+    workspace_trust = trust_behind(config, "mcp_servers")
 
     def check(spec: McpServerSpec) -> str | None:
         refusal = agent_writes_refusal(store, work_dir, f"MCP server {spec.name} ({spec.command_line()})")
-        if refusal is None and workspace_config is not None:
-            refusal = trust_lapse(workspace_config, store)
+        if refusal is None and workspace_trust is not None:
+            refusal = workspace_trust.lapse(store)
         return refusal
 
     return check

@@ -46,6 +46,7 @@ from lich_core.tools.processes import kill_process_group, tool_process_env
 from lich_core.tools.python_image import interpreter_for, repository_python, workspace_trusted
 from lich_core.tools.reaper import CallReaper
 from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.trust import trust_behind
 from lich_core.userstate import ensure_private_dir, workspace_state_dir
 from lich_core.vocabulary import ToolResult
 
@@ -152,6 +153,9 @@ def plan_for(settings: Mapping[str, Any], root: Path, filter_text: str | None) -
     """The command run_tests runs in `root` with these settings; raises `no_test_command:`."""
     configured = settings.get("test_command")
     if isinstance(configured, str) and configured.strip():
+        lapse = workspace_command_lapse(settings, "test_command")
+        if lapse is not None:
+            raise ToolError(lapse)
         command = configured.strip()
         if filter_text is not None:
             command += " " + shlex.quote(filter_text)
@@ -166,6 +170,14 @@ def plan_for(settings: Mapping[str, Any], root: Path, filter_text: str | None) -
         else:
             command += " -k " + shlex.quote(filter_text)
     return TestPlan(command=command, pytest=True, default=True, filter=filter_text, python=python)
+
+
+def workspace_command_lapse(settings: Mapping[str, Any], key: str) -> str | None:
+    """Why the command `key` names, taken from the trusted workspace config, must not run now:
+    its code changed (or the agent wrote files) since the config was read. The language server
+    reads its config once, so trust given then is checked again here; None when it holds."""
+    trust = trust_behind(settings, key)
+    return trust.lapse() if trust is not None else None
 
 
 # --- what a call will run (the approval question) ---
