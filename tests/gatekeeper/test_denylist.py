@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lich_core.gatekeeper import DENYLIST_PATTERNS, git_denylist_match
@@ -332,3 +334,10 @@ def test_deep_nesting_and_garbage_do_not_crash() -> None:
     # An unclosed substitution as the program word: refused, without a crash.
     assert git_denylist_match("'''\"\"\"$(`") is not None
     assert git_denylist_match(None) is None  # type: ignore[arg-type]
+
+
+def test_docs_list_every_pattern() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text(encoding="utf-8")
+    section = docs.split("### The terminal git denylist", 1)[1].split("\n## ", 1)[0]
+    missing = [pattern for pattern, _ in DENYLIST_PATTERNS if f"`{pattern}`" not in section]
+    assert missing == []
