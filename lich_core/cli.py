@@ -79,7 +79,7 @@ def cmd_tool(argv: list[str]) -> int:
         print("lich: tool arguments must be a JSON object", file=sys.stderr)
         return 2
     config = load_cli_config(args)
-    from lich_core.hashline.read_state import ReadState
+    from lich_core.read_state_file import load_read_state, save_read_state
     from lich_core.tools.runtime import build_tool_runtime
 
     runtime = build_tool_runtime(config)
@@ -88,11 +88,11 @@ def cmd_tool(argv: list[str]) -> int:
     from lich_core.userstate import workspace_state_dir
 
     state_file = workspace_state_dir(config["work_dir"]) / CLI_READ_STATE_FILE_NAME
-    read_state = ReadState.load(state_file)
+    read_state = load_read_state(state_file)
     ctx = runtime.context(read_state=read_state)
     result = asyncio.run(runtime.executor.execute(args.name, tool_args, ctx))
     try:
-        read_state.save(state_file)
+        save_read_state(read_state, state_file)
     except OSError as err:
         print(f"lich: note: could not save the read state to {state_file}: {err.strerror}", file=sys.stderr)
     if args.json:

@@ -7,12 +7,8 @@ were shown is not kept.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
-
-from lich_core.userstate import read_json, write_state_bytes
 
 
 class ReadState:
@@ -51,14 +47,3 @@ class ReadState:
         if isinstance(candidates, dict):
             state.repair_candidates = dict(candidates)
         return state
-
-    def save(self, file: str | os.PathLike[str]) -> None:
-        # Atomic, never through a link, into a private dir (lich_core.userstate); OSError (an
-        # UnsafeStateDir among them) when it cannot be saved.
-        write_state_bytes(file, json.dumps(self.to_json()).encode("utf-8"))
-
-    @classmethod
-    def load(cls, file: str | os.PathLike[str]) -> ReadState:
-        """The saved state, or an empty one when the file is missing or unusable (a link, a FIFO,
-        too big, not JSON: logged once)."""
-        return cls.from_json(read_json(Path(file)))

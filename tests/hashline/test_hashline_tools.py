@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lich_core.hashline.anchors import line_hash, render_rows, split_lines
-from lich_core.hashline.read_state import ReadState
+from lich_core.read_state_file import load_read_state, save_read_state
 from lich_core.tools.builtin.apply_patch import TOOL as APPLY_PATCH
 from lich_core.tools.builtin.grep_files import TOOL as GREP_FILES
 from lich_core.tools.builtin.grep_files import find_rg
@@ -670,29 +670,29 @@ async def test_read_state_survives_a_save_and_load_between_invocations(tmp_path)
     state_file = tmp_path / "state" / "read_state.json"
     first = make_ctx(tmp_path)
     rows = rows_of(await read(first, "f.lisp"))
-    first.read_state.save(state_file)
+    save_read_state(first.read_state, state_file)
 
-    second = ToolContext(work_dir=tmp_path, read_state=ReadState.load(state_file))
+    second = ToolContext(work_dir=tmp_path, read_state=load_read_state(state_file))
     result = await patch(second, f"@@ f.lisp\n+ {rows[5]}\n~(defun h ()\n~  3\n")
     assert result.details["written"] is False
-    second.read_state.save(state_file)
+    save_read_state(second.read_state, state_file)
 
-    third = ToolContext(work_dir=tmp_path, read_state=ReadState.load(state_file))
+    third = ToolContext(work_dir=tmp_path, read_state=load_read_state(state_file))
     accepted = await APPLY_PATCH.execute({"accept_repair": result.details["candidate"], "path": "f.lisp"}, third)
     assert accepted.ok, accepted.error
     assert path.read_text() == LISP + "(defun h ()\n  3)\n"
-    assert not ReadState.load(tmp_path / "missing.json").has_read(path)
+    assert not load_read_state(tmp_path / "missing.json").has_read(path)
 
 
 def test_read_state_loads_the_older_file_format(tmp_path):
     # Files saved before the rows were dropped map each path to its {line: hash} rows.
     state_file = tmp_path / "read_state.json"
     state_file.write_text(json.dumps({"seen": {str(tmp_path / "a.txt"): {"1": "c5"}}, "repair_candidates": {"x": {}}}))
-    loaded = ReadState.load(state_file)
+    loaded = load_read_state(state_file)
     assert loaded.has_read(tmp_path / "a.txt") and not loaded.has_read(tmp_path / "b.txt")
     assert loaded.repair_candidates == {"x": {}}
-    loaded.save(state_file)
-    assert ReadState.load(state_file).has_read(tmp_path / "a.txt")
+    save_read_state(loaded, state_file)
+    assert load_read_state(state_file).has_read(tmp_path / "a.txt")
 
 
 async def test_a_two_mib_file_reads_searches_and_patches(tmp_path, engine):
