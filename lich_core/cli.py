@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -228,7 +229,11 @@ def looks_like_subcommand(word: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if not argv or argv[0] in ("-h", "--help", "help"):
+        if not argv:
+            # A bare `lich` is a usage error (as in git or pip): the help goes to stderr, exit 2.
+            print(full_usage(), file=sys.stderr)
+            return 2
+        if argv[0] in ("-h", "--help", "help"):
             print(full_usage())
             return 0
         if argv[0] in ("-V", "--version"):
@@ -242,10 +247,11 @@ def main(argv: list[str] | None = None) -> int:
             return commands[argv[0]](argv[1:])
         if looks_like_subcommand(argv[0]) or "run" not in commands:
             # `lich update` must not become a prompt to the agent: a task is one quoted argument
-            # (it has spaces), follows `run`, or comes after options such as --model.
+            # (it has spaces), follows `run`, or comes after options such as --model. Quoting a
+            # lone word changes nothing in argv, so `lich run` is the one way to suggest.
             print(
-                f"lich: unknown command {argv[0]!r}; to give the agent a task, quote it "
-                f"(lich \"{' '.join(argv)}\") or use `lich run {' '.join(argv)}`\n{USAGE}",
+                f"lich: unknown command {argv[0]!r}; to give the agent this as a task, use "
+                f"`lich run {shlex.join(argv)}`\n{USAGE}",
                 file=sys.stderr,
             )
             return 2

@@ -475,11 +475,14 @@ def workspace_config_path(work_dir: str | os.PathLike[str]) -> Path:
     return Path(work_dir) / CONFIG_DIR_NAME / CONFIG_FILE_NAME
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
-    """Parse a JSON config file; a missing file is empty, a broken one a ConfigError naming it."""
+def read_config_file(path: Path, *, must_exist: bool = False) -> dict[str, Any]:
+    """Parse a JSON config file; a missing file is empty (a ConfigError when `must_exist`: the
+    user named it), a broken one a ConfigError naming it."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if must_exist:
+            raise ConfigError(f"{path}: no such file") from None
         return {}
     except OSError as err:
         raise ConfigError(f"{path}: cannot read ({err.strerror})") from err
@@ -674,7 +677,9 @@ def load_config(
         warnings += misspelled_keys(overrides, "the editor's settings")
         trusted_layers.append(("overrides", validate_values(overrides, "overrides")))
     if config_file is not None:
-        explicit = validate_values(read_config_file(Path(config_file)), str(config_file))
+        # A file the user names must be there: silently running on the defaults instead would
+        # hide a typo in the path until a provider or tool behaves unexpectedly.
+        explicit = validate_values(read_config_file(Path(config_file), must_exist=True), str(config_file))
         warnings += misspelled_keys(explicit, str(config_file))
         trusted_layers.append((str(config_file), _with_absolute_paths(explicit, Path(config_file).resolve().parent)))
     workspace_file = workspace_config_path(root)
