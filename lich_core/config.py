@@ -532,13 +532,14 @@ def validate_values(values: Mapping[str, Any], source: str) -> dict[str, Any]:
 
 
 # How alike an unknown key must be to a known one to be called a typo of it ("provider" and
-# "providers" score 0.94, "tools" and "tools_enabled" 0.56): a key that looks like no known
-# one is left alone, since plugins may read keys of their own.
+# "providers" score 0.94, "tools" and "tools_enabled" 0.56).
 TYPO_CUTOFF = 0.8
+UNKNOWN_KEY_HINT = "the keys are listed in docs/configuration.md"
 
 
 def misspelled_keys(values: Mapping[str, Any], source: str) -> list[str]:
-    """A warning for each unknown key that looks like a misspelled known one, naming that key."""
+    """A warning for each unknown key: naming the known key it looks like a misspelling of, else
+    saying that lich has no such setting (a silent "modle" would look as if it took effect)."""
     by_lower = {key.lower(): key for key in KEYS}
     warnings: list[str] = []
     for key in values:
@@ -549,6 +550,11 @@ def misspelled_keys(values: Mapping[str, Any], source: str) -> list[str]:
             warnings.append(
                 f"lich: unknown config key {key!r} in {source}: did you mean {by_lower[close[0]]!r}? "
                 "(lich ignores the key as written)"
+            )
+        else:
+            warnings.append(
+                f"lich: unknown config key {key!r} in {source}: lich has no such setting and ignores it "
+                f"({UNKNOWN_KEY_HINT})"
             )
     return warnings
 

@@ -346,8 +346,8 @@ async def _close_http() -> None:
 
 CONFIG_TEMPLATE = """\
 // lich configuration for this workspace (JSON with // comments).
-// Keys not set here come from ~/.config/lich/config.json, then LICH_* environment variables,
-// then built-in defaults. `lich config` shows the effective value of every key and its source.
+// Keys not set here come from your user config ($XDG_CONFIG_HOME/lich/config.json, by default
+// ~/.config/lich/config.json), then LICH_* environment variables, then built-in defaults. `lich config` shows the effective value of every key and its source.
 // A commented-out "key": line shows an example; remove the // to use it.
 // "work_dir" is never read from this file: the root is the folder holding .lich/ (or --work-dir).
 // This file belongs to the repository, so it is untrusted until you run `lich trust` (or trust it
@@ -470,17 +470,26 @@ def cmd_config(argv: list[str]) -> int:
     _add_common(parser)
     parser.add_argument("--json", action="store_true", help="print {config, sources} as JSON")
     args = parser.parse_args(argv)
+    from lich_core.config import KEYS, user_config_path
+
     config = _load(args, quiet=True)
     masked = mask_secrets(dict(config))
     trust = config.trust
+    user_file = user_config_path()
+    files = {"user_config": {"path": str(user_file), "exists": user_file.is_file()}}
     if args.json:
-        print(json.dumps({"config": masked, "sources": config.sources, "trust": trust.to_json()}, indent=2, ensure_ascii=False))
+        print(json.dumps({"config": masked, "sources": config.sources, "trust": trust.to_json(), **files}, indent=2, ensure_ascii=False))
         return EXIT_OK
     print(f"# effective configuration for {config['work_dir']} (secrets masked)")
     width = max(len(key) for key in masked)
     for key in sorted(masked):
         value = json.dumps(masked[key], ensure_ascii=False)
-        print(f"{key:<{width}} = {value}  # {config.sources.get(key, '?')}")
+        # An unknown key stays in the config (a tool's ctx.settings sees it) but sets nothing.
+        unknown = "" if key in KEYS else "; unknown key: no effect"
+        print(f"{key:<{width}} = {value}  # {config.sources.get(key, '?')}{unknown}")
+    if args.config:
+        print(f"# --config file: {args.config}")
+    print(f"# user config: {user_file} ({'read' if user_file.is_file() else 'not found'})")
     print(f"# workspace config: {trust.config_path} ({trust.state}{', changed since trusted' if trust.changed else ''})")
     for warning in config.warnings:
         print(f"# {warning}")

@@ -59,12 +59,28 @@ HTTP_CLASSES: dict[str, type[HttpModel]] = {
     "anthropic": AnthropicModel,
     "ollama": OllamaModel,
 }
-NO_KEY_FALLBACK_HINT = (
-    "no OPENAI_API_KEY or ANTHROPIC_API_KEY is set and no provider is configured, so lich tried a "
-    "local Ollama: set a key, start Ollama (`ollama serve`), or configure providers in "
-    "~/.config/lich/config.json (or try `lich demo`, which needs none)"
-)
-DEFAULT_PROVIDER_HINT = "set LICH_BASE_URL / LICH_MODEL, OPENAI_API_KEY or ANTHROPIC_API_KEY, or configure providers in ~/.config/lich/config.json"
+
+
+def user_config_file() -> Path:
+    """lich_core.config.user_config_path, which providers may not import (tests/core/test_layers.py)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".config")
+    return Path(base) / "lich" / "config.json"
+
+
+def no_key_fallback_hint() -> str:
+    # The user config's real path: with XDG_CONFIG_HOME set, ~/.config/lich is not where lich looks.
+    return (
+        "no OPENAI_API_KEY or ANTHROPIC_API_KEY is set and no provider is configured, so lich tried a "
+        "local Ollama: set a key, start Ollama (`ollama serve`), or configure providers in "
+        f"{user_config_file()} (or try `lich demo`, which needs none)"
+    )
+
+
+def default_provider_hint() -> str:
+    return (
+        "set LICH_BASE_URL / LICH_MODEL, OPENAI_API_KEY or ANTHROPIC_API_KEY, or configure providers in "
+        f"{user_config_file()}"
+    )
 
 
 @dataclass
@@ -287,7 +303,7 @@ def build_provider(spec: ProviderSpec) -> Model:
     if spec.kind == "replay":
         return ReplayModel(spec.path, name=spec.name, model=spec.model)
     hint_key = (
-        DEFAULT_PROVIDER_HINT if spec.from_env else f"set {spec.where}.base_url or LICH_BASE_URL"
+        default_provider_hint() if spec.from_env else f"set {spec.where}.base_url or LICH_BASE_URL"
     )
     key_env = KEY_ENV_VARS.get(spec.kind, "api_key")
     auth_hint = (
@@ -299,7 +315,7 @@ def build_provider(spec: ProviderSpec) -> Model:
     if spec.kind == "ollama":
         connect_hint = f"is Ollama running (`ollama serve`)? {hint_key}"
     if spec.no_key_fallback:
-        connect_hint = NO_KEY_FALLBACK_HINT
+        connect_hint = no_key_fallback_hint()
     return HTTP_CLASSES[spec.kind](
         name=spec.name,
         model=spec.model,

@@ -281,6 +281,8 @@ def test_a_misspelled_key_warns_with_the_nearest_known_key(tmp_path: Path) -> No
     assert warnings == [
         f"lich: unknown config key 'provider' in {tmp_path.resolve() / '.lich' / 'config.json'}: did you mean 'providers'? (lich ignores the key as written)",
         f"lich: unknown config key 'Max_Turns' in {tmp_path.resolve() / '.lich' / 'config.json'}: did you mean 'max_turns'? (lich ignores the key as written)",
+        # Like no known key: still not silent, since it has no effect either (issue 33).
+        f"lich: unknown config key 'my_plugin_option' in {tmp_path.resolve() / '.lich' / 'config.json'}: lich has no such setting and ignores it (the keys are listed in docs/configuration.md)",
         f"lich: unknown config key 'aproval' in {user}: did you mean 'approval'? (lich ignores the key as written)",
     ]
     shown = lich("config", cwd=tmp_path).stdout
