@@ -10,7 +10,10 @@ the URL's host ("lich wants to run fetch_url on docs.python.org …") and "Allow
 remembered for that tool on that host only. A tool that starts something says what before its
 arguments (lich_core.approvals.what_will_run: the command line, the interpreter and whether it is
 the repository's, the repository files it loads). A client that cannot show such a request
-gets a clear denial, saying the same, instead of a silent allow.
+(Helix, Kate) gets the question as a pending question (lich_lsp.pending_questions): a diagnostic
+with the code actions Allow once / Allow always / Deny, answered through `lich.answerQuestion`;
+the tool waits for it up to PENDING_APPROVAL_TIMEOUT_S, or until its task is cancelled. Unanswered
+in time, the call is denied, saying why, and the editor is told.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from lich_core.approvals import (  # the policy and the store live in the core, 
     what_will_run,
 )
 from lich_core.tools.types import Tool, ToolContext, tool_capability
+from lich_lsp.pending_questions import PENDING_APPROVAL_TIMEOUT_S, Choice
 
 if TYPE_CHECKING:
     from lich_lsp.session import EditorSession
@@ -39,6 +43,8 @@ log = logging.getLogger("lich.lsp.approvals")
 ALLOW_ONCE = "Allow once"
 ALLOW_ALWAYS = "Allow always"
 DENY = "Deny"
+# The same answers as code actions, for a client that cannot show a question (lich.answerQuestion).
+PENDING_CHOICES = (Choice("once", ALLOW_ONCE), Choice("always", ALLOW_ALWAYS), Choice("deny", DENY))
 
 
 class ApprovalCheck:
@@ -66,18 +72,15 @@ class ApprovalCheck:
             return None
         if store.is_never(key):  # "Reject always", answered in the ACP face: the same store
             return f"approval_denied: the user rejected {tool.name} always for this workspace"
-        if not session.features.show_message_request:
-            running = what_will_run(tool, args, ctx)
-            return (
-                f"approval_denied: {tool.name} needs the user's approval but this editor cannot ask "
-                "(no window/showMessageRequest support)"
-                + (f"; the call {running}" if running else "")
-                + f"; allow it with the config key approval.{tool.name} = \"allow\""
-            )
         async with self._prompt_lock:
             if store.is_always(key):
                 return None
-            answer = await self._ask(tool, args, capability, ctx)
+            if session.features.show_message_request:
+                answer = await self._ask(tool, args, capability, ctx)
+            else:
+                answer = await self._ask_pending(tool, args, capability, ctx)
+                if answer is None:
+                    return "cancelled" if ctx.cancel.cancelled else self._unanswered(tool, args, ctx)
         if answer == ALLOW_ONCE:
             return None
         if answer == ALLOW_ALWAYS:
@@ -89,14 +92,11 @@ class ApprovalCheck:
         return f"approval_denied: the user denied {tool.name}"
 
     async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext) -> str | None:
-        what = f" ({capability})" if capability else ""
-        host = url_host(args) if capability == NET_CAPABILITY else None
-        target = f" on {host}" if host else ""
         try:
             answer = await self._session.port.ask(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Warning,
-                    message=f"lich wants to run {tool.name}{target}{what}: {question_text(tool, args, ctx)}",
+                    message=_question(tool, args, capability, ctx),
                     actions=[
                         types.MessageActionItem(ALLOW_ONCE),
                         types.MessageActionItem(ALLOW_ALWAYS),
@@ -110,3 +110,40 @@ class ApprovalCheck:
             log.warning("approval request failed: %s", err)
             return None
         return answer.title if answer is not None else None
+
+    async def _ask_pending(
+        self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext
+    ) -> str | None:
+        """The question as a diagnostic with code actions; the answer's title, None when unanswered."""
+        questions = self._session.questions
+        question = questions.post(
+            "approval",
+            _question(tool, args, capability, ctx),
+            f"run {tool.name}",
+            PENDING_CHOICES,
+        )
+        answer = await questions.wait(question, ctx.cancel, PENDING_APPROVAL_TIMEOUT_S)
+        return next((choice.title for choice in PENDING_CHOICES if choice.answer == answer), None)
+
+    def _unanswered(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
+        running = what_will_run(tool, args, ctx)
+        self._session.show_message(
+            f"lich: {tool.name} was refused: its approval question was not answered within "
+            f"{PENDING_APPROVAL_TIMEOUT_S:g} s (this editor cannot show questions; answer the lich diagnostic's "
+            f"code actions, or set approval.{tool.name} = \"allow\")",
+            types.MessageType.Warning,
+        )
+        return (
+            f"approval_denied: {tool.name} needs the user's approval, this editor cannot ask "
+            "(no window/showMessageRequest support), and the question shown as a diagnostic was not answered "
+            f"within {PENDING_APPROVAL_TIMEOUT_S:g} s"
+            + (f"; the call {running}" if running else "")
+            + f"; allow it with the config key approval.{tool.name} = \"allow\""
+        )
+
+
+def _question(tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext) -> str:
+    what = f" ({capability})" if capability else ""
+    host = url_host(args) if capability == NET_CAPABILITY else None
+    target = f" on {host}" if host else ""
+    return f"lich wants to run {tool.name}{target}{what}: {question_text(tool, args, ctx)}"

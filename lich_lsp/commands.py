@@ -19,6 +19,7 @@ from lich_core.errors import ToolError
 from lich_core.hashline.read_state import ReadState
 from lich_core.tools.guard import resolve_file_for
 from lich_core.tools.types import ToolContext
+from lich_lsp.pending_questions import ANSWER_COMMAND, ORIGIN_URI, QuestionGone
 from lich_lsp.review import REVIEW_COMMANDS, REVIEW_HANDLERS
 from lich_lsp.workspace import EditorWorkspace, path_key, relative_path, uri_to_path
 
@@ -37,7 +38,11 @@ RUN_TOOL = "lich.runTool"
 TRUST_WORKSPACE = "lich.trustWorkspace"
 RUN_TESTS = "lich.runTests"
 UNDO_TASK = "lich.undoTask"
-COMMANDS = (ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL, TRUST_WORKSPACE, RUN_TESTS, UNDO_TASK, *REVIEW_COMMANDS)
+ANSWER_QUESTION = ANSWER_COMMAND  # lich.answerQuestion: a pending question's code action
+COMMANDS = (
+    ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL, TRUST_WORKSPACE, RUN_TESTS, UNDO_TASK, ANSWER_QUESTION,
+    *REVIEW_COMMANDS,
+)
 EDIT_MODES = ("apply", "review")
 READ_MAX_LINES = 2_000
 # LSP positions and line numbers are `uinteger`s: 0 .. 2^31 - 1.
@@ -236,6 +241,8 @@ async def ask(session: EditorSession, args: tuple[Any, ...], request_id: Any) ->
         if prompt is None:
             return {"task_id": None, "stopped_reason": "dismissed", "final": "", "edited": []}
     context = selection_context(session, path, uri, selection, diagnostics) if path is not None and uri else None
+    # A question the task cannot ask as a request goes on this file (lich_lsp.pending_questions).
+    ORIGIN_URI.set(uri)
     return await session.tasks.ask(prompt, context=context, mode=mode, request_id=request_id)
 
 
@@ -355,6 +362,23 @@ async def run_tests(session: EditorSession, args: tuple[Any, ...], request_id: A
     return await run(session, test_filter.strip() if test_filter and test_filter.strip() else None)
 
 
+async def answer_question(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    obj = single_object(ANSWER_QUESTION, args)
+    question_id = get_str(ANSWER_QUESTION, obj, "id", required=True)
+    answer = get_str(ANSWER_QUESTION, obj, "answer", required=True)
+    assert question_id is not None and answer is not None
+    try:
+        question = session.questions.answer(question_id, answer)
+    except QuestionGone:
+        raise BadArguments(
+            f"{ANSWER_QUESTION}: question_gone: no pending question {question_id!r} "
+            "(answered already, timed out, or its task ended)"
+        ) from None
+    except ValueError as err:
+        raise BadArguments(f"{ANSWER_QUESTION}: {err}") from None
+    return {"id": question.question_id, "kind": question.kind, "answer": answer}
+
+
 async def undo_task(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
     from lich_lsp.undo import undo_task as undo  # imports this module: loaded on first use
 
@@ -373,6 +397,7 @@ HANDLERS: dict[str, CommandHandler] = {
     TRUST_WORKSPACE: trust_workspace,
     RUN_TESTS: run_tests,
     UNDO_TASK: undo_task,
+    ANSWER_QUESTION: answer_question,
     **REVIEW_HANDLERS,
 }
 

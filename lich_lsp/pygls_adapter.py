@@ -15,9 +15,11 @@ limit is the library's `max_size`. Messages to the editor are capped (MAX_EDITOR
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
 import threading
+import typing
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,7 @@ from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInternalError,
     JsonRpcInvalidParams,
+    JsonRpcMethodNotFound,
 )
 from pygls.io_ import StdoutWriter, run_async, run_websocket
 from pygls.lsp.server import LanguageServer
@@ -160,7 +163,11 @@ class LichProtocol(LanguageServerProtocol):
     - `textDocument/didChange` for a document the editor never opened is ignored (pygls raises);
     - `exit` right after `shutdown` exits with 0 even when both arrive in one read;
     - no window/logMessage, window/showMessage or lich/event goes out above
-      MAX_EDITOR_MESSAGE_BYTES: a longer message is cut, saying how much.
+      MAX_EDITOR_MESSAGE_BYTES: a longer message is cut, saying how much;
+    - a request the server does not serve (textDocument/documentSymbol: Kate asks whatever was
+      advertised) gets `null` where LSP allows that result, else MethodNotFound, and a
+      notification it does not serve is dropped, both without pygls' warning on stderr (which
+      Kate shows in its output pane, once per keystroke or file switch).
     """
 
     shutdown_requested = False  # a `shutdown` request came (pygls' `_shutdown`: it was handled)
@@ -182,6 +189,25 @@ class LichProtocol(LanguageServerProtocol):
     def clean_exit(self) -> bool:
         """The client sent `shutdown` before the connection ended."""
         return bool(self._shutdown)
+
+    def _serves(self, method: str) -> bool:
+        return method in self.fm.builtin_features or method in self.fm.features
+
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        if self._serves(method_name):
+            super()._handle_request(msg_id, method_name, params)
+            return
+        log.debug("answered %s quietly: the server does not serve it", method_name)
+        if result_may_be_null(method_name):
+            self._send_response(msg_id, None)
+        else:
+            self._send_response(msg_id, None, JsonRpcMethodNotFound.of(method_name).to_response_error())
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        if method_name == types.CANCEL_REQUEST or self._serves(method_name):
+            super()._handle_notification(method_name, params)
+            return
+        log.debug("ignored the notification %s: the server does not serve it", method_name)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         if isinstance(msg_id, bool) or not isinstance(msg_id, (int, str)):
@@ -362,6 +388,17 @@ class LichLanguageServer(LanguageServer):
             self._thread_pool.shutdown(wait=False, cancel_futures=True)
         if self._server:
             self._server.close()
+
+
+@functools.cache
+def result_may_be_null(method: str) -> bool:
+    """LSP lets this request's result be `null` (lsprotocol's response type says so)."""
+    entry = types.METHOD_TO_TYPES.get(method)
+    response = entry[1] if entry else None
+    if response is None or not attrs.has(response):
+        return False
+    result = attrs.fields_dict(response).get("result")
+    return result is not None and (result.type is type(None) or type(None) in typing.get_args(result.type))
 
 
 def _unexpected_request_error(error: Exception) -> bool:

@@ -30,6 +30,7 @@ from lich_lsp import code_actions, config, trust
 from lich_lsp.approvals import ApprovalCheck
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.journal import TaskJournal
+from lich_lsp.pending_questions import PendingQuestions
 from lich_lsp.port import EditorPort
 from lich_lsp.review import ReviewStore, review_style
 from lich_lsp.run_tests import TestDiagnostics
@@ -62,6 +63,8 @@ class EditorSession:
         self.documents = DocumentStore(self)
         self.approvals = ApprovalStore(root)
         self.approval_check = ApprovalCheck(self)
+        # Questions for a client that cannot show them: diagnostics with code actions.
+        self.questions = PendingQuestions(self)
         # Every task's changes, for lich.undoTask (read from the user state dir on first use).
         self.journal = TaskJournal(root, report=lambda message: self.log(message, types.MessageType.Warning))
         self.tasks = TaskManager(self)
@@ -110,6 +113,7 @@ class EditorSession:
 
     def did_open(self, uri: str) -> None:
         self.documents.did_open(uri)
+        self.questions.did_open(uri)
 
     def did_close(self, uri: str) -> None:
         self.documents.did_close(uri)
@@ -141,7 +145,8 @@ class EditorSession:
         review = self.review.code_actions(
             params, literal_support=self.features.code_action_literals, tags=self.features.code_action_llm_tag
         )
-        return review + actions if review else actions
+        questions = self.questions.code_actions(params, literal_support=self.features.code_action_literals)
+        return questions + review + actions
 
     def cancel_request(self, request_id: Any) -> None:
         self.tasks.cancel_for_request(request_id)

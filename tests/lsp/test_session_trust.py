@@ -142,7 +142,12 @@ async def test_an_untrusted_repository_cannot_take_over_the_server(
 
     # Neither the repository's approval policy nor its planted "allow always" lets the terminal run.
     fake.message_answers = ["Deny"]
-    ran = await fake.command("lich.runTool", {"name": "terminal", "args": {"command": "echo ran > ran.txt"}})
+    _, running = fake.start_command("lich.runTool", {"name": "terminal", "args": {"command": "echo ran > ran.txt"}})
+    if not can_ask(fake):  # the question is a diagnostic: its Deny code action (lich.answerQuestion)
+        await fake.wait_for_message("lich wants to run terminal")
+        (asked,) = [q for q in fake.session.questions.pending() if q.kind == "approval"]
+        await fake.command("lich.answerQuestion", {"id": asked.question_id, "answer": "deny"})
+    ran = await running
     assert ran["ok"] is False and ran["error"].startswith("approval_denied:")
     assert not (root / "ran.txt").exists()
 
