@@ -12,5 +12,6 @@ from tests.support.xdist_groups import group_folder
 EDITORS_GROUP = "editors"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     group_folder(items, "tests/editors/", EDITORS_GROUP)

@@ -21,6 +21,7 @@ from tests.mcp.mcp_support import make_runtime  # noqa: E402
 MCP_GROUP = "mcp"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The MCP tests share one pytest-xdist worker (`--dist loadgroup`): the MCP SDK they need in
     the worker (~0.8 s of CPU to import) is then imported by that one only. The modules import it
