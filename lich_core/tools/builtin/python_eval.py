@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
+from lich_core.tools.arguments import alias_property, pick_alias, reject_unknown_arguments
 from lich_core.tools.guard import capture_errors, require_string_arg, truncation_marker
 from lich_core.tools.processes import tool_process_env
 from lich_core.tools.python_image import (
@@ -52,16 +53,21 @@ DESCRIPTION = (
     "is interrupted with KeyboardInterrupt and state may be partially modified."
 )
 
+CODE_SCHEMA = {"type": "string", "description": "Python source: one or more statements."}
+CODE_NAMES = "code (lich) and form (kli) both name the source to evaluate"
+
+# No `required`: the source comes as `code` or as kli's `form`, and _source says which is missing.
 PARAMETERS = {
     "type": "object",
     "properties": {
-        "code": {"type": "string", "description": "Python source: one or more statements."},
+        "code": CODE_SCHEMA,
+        "form": alias_property(CODE_SCHEMA, harness="kli", of="code", description="Python source to evaluate"),
         "timeout": {
             "type": "integer",
             "description": f"Wall-clock budget in seconds (default {DEFAULT_TIMEOUT_S}, max {MAX_TIMEOUT_S}).",
         },
     },
-    "required": ["code"],
+    "additionalProperties": False,
 }
 
 
@@ -113,7 +119,8 @@ def _text(outcome: EvalOutcome, *, with_value: bool) -> str:
 
 @capture_errors
 async def _python_eval(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    code = require_string_arg(args, "code")
+    reject_unknown_arguments(PARAMETERS, args)
+    code = require_string_arg(args, pick_alias(args, "code", "form", why=CODE_NAMES) or "code")
     timeout_s = _timeout_arg(args)
     # The run's ReadState names the run (see python_image's docstring); a bare context (no read
     # state, which ToolContext never leaves unset) would get an image of its own.
