@@ -4,7 +4,7 @@ An editor without `window/showMessageRequest` (Helix, Kate, Emacs's eglot) canno
 with buttons, but every client shows diagnostics and offers code actions. So for such a client a
 question (a tool's approval, the workspace's trust) becomes a pending question:
 
-- a diagnostic (severity warning, source `lich`, code `lich.question`) on the file the task started
+- a diagnostic (severity warning, source `lich`, code `lich-question`) on the file the task started
   from (lich.ask's `uri`), else on the first open document; with no document open it waits for the
   first `didOpen`. Its range covers the file's first line (a zero-width range shows no marker in
   Kate);
@@ -40,7 +40,7 @@ log = logging.getLogger("lich.lsp.questions")
 ANSWER_COMMAND = "lich.answerQuestion"
 QUESTION_KIND = "quickfix.lich.question"
 QUESTION_SOURCE = "lich"
-QUESTION_CODE = "lich.question"
+QUESTION_CODE = "lich-question"
 # The key under which the session publishes these diagnostics beside other sources' (review hunks, tests).
 DIAGNOSTICS_KEY = "lich-questions"
 # How long a tool waits for the answer to its pending approval before it is denied.

@@ -22,7 +22,7 @@ from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
-QUESTION_CODE = "lich.question"
+QUESTION_CODE = "lich-question"
 VSCODE_WITHOUT_QUESTIONS = "visual-studio-code-without-showMessageRequest"
 MARKER = "ran.txt"
 
