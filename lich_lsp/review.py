@@ -22,6 +22,7 @@ that the next agent turn receives as a user message (lich_core.workspace.user_no
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections import deque
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.workspace import TextDocument
 
-from lich_core.errors import EditRejected
+from lich_core.errors import EditRejected, ToolError
 from lich_core.hashline.replacements import line_replacements
 from lich_core.vocabulary import LineReplacement
 from lich_core.workspace import FileChange
@@ -71,6 +72,11 @@ PREVIEW_LINE_MAX_CHARS = 200
 # Notes waiting for the model's next turn; older ones are dropped first (the count is said).
 MAX_MODEL_NOTES = 20
 NOTE_MAX_CHARS = 2_000
+# Hunks refused because their file can no longer be read (a link out of the root): their ids are
+# kept, so an accept or reject of one says why; the oldest are forgotten first.
+MAX_REFUSED_HUNKS = 1_000
+# Accepts lich stopped waiting for, kept per file to recognise the editor applying one late.
+MAX_UNANSWERED_ACCEPTS = 8
 
 
 def review_style(session: EditorSession) -> str:
@@ -167,6 +173,9 @@ class ReviewFile:
     # An accepted hunk is on its way to the editor: its echo (didChange) must not count as the
     # user's edit; the file catches up after the answer (ReviewStore.accept).
     busy: bool = False
+    # Accepts whose answer lich stopped waiting for (timeout, cancel): (hunks, text they were
+    # sent against, text they make). The editor applying one late is that accept, not the user.
+    unanswered: list[tuple[list[Hunk], str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -183,6 +192,10 @@ class ReviewStore:
         self._session = session
         self._files: dict[str, ReviewFile] = {}
         self.notes = ModelNotes()
+        # Hunks whose accept is on its way to the editor: a reject of one is refused (hunk_busy).
+        self._accepting: set[str] = set()
+        # hunk id -> why it was refused (its file became unreadable, e.g. a link out of the root).
+        self._refused: dict[str, str] = {}
 
     # --- reading ---
 
@@ -194,7 +207,14 @@ class ReviewStore:
     def _rel(self, path: Path) -> str:
         from lich_lsp.workspace import relative_path
 
-        return relative_path(self._session.root, path)
+        rel = relative_path(self._session.root, path)
+        if Path(rel).is_absolute():
+            # A file that became a link out of the root keeps the name the user knows it by.
+            try:
+                return Path(path).relative_to(self._session.root).as_posix()
+            except ValueError:
+                pass
+        return rel
 
     def _file_for_uri(self, uri: str) -> ReviewFile | None:
         from lich_lsp.workspace import uri_to_path
@@ -336,8 +356,14 @@ class ReviewStore:
         """Catch up with the file's current text (what the user sees) if it moved unseen."""
         if review_file.busy:
             return
-        current = self._session.documents.current_text(review_file.path)
+        try:
+            current = self._session.documents.current_text(review_file.path)
+        except (ToolError, OSError) as err:
+            self._refuse_file(review_file, err)
+            return
         if current == review_file.text:
+            return
+        if self._landed_late(review_file, current):
             return
         if current is None:
             for hunk in review_file.hunks:
@@ -360,6 +386,8 @@ class ReviewStore:
         new_text = doc.source
         if new_text == review_file.text:
             return  # the echo of an accepted hunk: already accounted for
+        if self._landed_late(review_file, new_text):
+            return
         # Replay the changes on the text the hunks refer to; pygls' own document does the
         # position arithmetic (line breaks, the client's position encoding) exactly as for doc.
         text = review_file.text
@@ -384,18 +412,68 @@ class ReviewStore:
 
     def _forget_if_empty(self, review_file: ReviewFile) -> None:
         if not review_file.hunks:
-            self._files.pop(self._key(review_file.path), None)
+            # By identity: the path's real path moves when the file becomes a link.
+            for key, known in list(self._files.items()):
+                if known is review_file:
+                    del self._files[key]
+
+    def _refuse_file(self, review_file: ReviewFile, err: BaseException) -> None:
+        """The file can no longer be read (turned into a link out of the root, a FIFO, no
+        permission): its hunks are refused and dropped, the other files' hunks are served."""
+        reason = str(err) if isinstance(err, ToolError) else f"unreadable: {err}"
+        rel = self._rel(review_file.path)
+        for hunk in review_file.hunks:
+            self._refused[hunk.hunk_id] = reason
+            self._drop_note(rel, hunk, reason)
+        while len(self._refused) > MAX_REFUSED_HUNKS:
+            del self._refused[next(iter(self._refused))]
+        ids = ", ".join(h.hunk_id for h in review_file.hunks)
+        self._session.log(f"lich: refused the proposed changes {ids} in {rel}: {reason}", types.MessageType.Warning)
+        review_file.hunks = []
+        review_file.unanswered = []
+        self.publish(review_file)
+        self._forget_if_empty(review_file)
+
+    def _landed_late(self, review_file: ReviewFile, new_text: str | None) -> bool:
+        """`new_text` is what an accept lich stopped waiting for makes: the editor applied it late.
+        Its hunks count as accepted (not as lines the user edited); True when so."""
+        review_file.unanswered = [
+            entry for entry in review_file.unanswered if all(h in review_file.hunks for h in entry[0])
+        ]
+        for entry in review_file.unanswered:
+            hunks, base, made = entry
+            if new_text == made and review_file.text == base:
+                review_file.unanswered.remove(entry)
+                self._settle_accepted(review_file, hunks, made)
+                return True
+        return False
+
+    def _settle_accepted(self, review_file: ReviewFile, live: Sequence[Hunk], new_text: str) -> None:
+        """The editor applied `live` (making `new_text`): drop them, move the others."""
+        rest = [h for h in review_file.hunks if h not in live]
+        # The accepted hunks' own edits, bottom first, carry the others to their new lines.
+        steps = [LineEdit(h.start, h.end, len(lines_of(h.new_text))) for h in sorted(live, key=lambda h: -h.start)]
+        review_file.hunks = rest
+        self._rebase(review_file, new_text, steps, "an accepted change overlapped it")
+        self._forget_if_empty(review_file)
+        self.sync(review_file)  # the user may have typed while the edit was on its way
+        self.publish(review_file)
 
     # --- answering ---
 
     async def accept(self, hunk_ids: Iterable[str]) -> dict[str, Any]:
-        """Apply these hunks (one WorkspaceEdit over their files, all or nothing)."""
+        """Apply these hunks (one WorkspaceEdit over their files, all or nothing).
+
+        The editor's answer is awaited as long as send_changes allows (lich_lsp.workspace
+        APPLY_EDIT_TIMEOUT_S); meanwhile the hunks cannot be rejected (hunk_busy). A cancel
+        ($/cancelRequest) stops the wait: the hunks stay pending unless the editor answered applied.
+        """
         from lich_lsp.workspace import send_changes
 
         wanted = list(dict.fromkeys(hunk_ids))
-        chosen, missing = self._collect(wanted)
-        if missing and not chosen:
-            return _failure(f"not_found: no pending change {', '.join(missing)} (already accepted, rejected or dropped)")
+        chosen, missing, refused = self._collect(wanted)
+        if not chosen:
+            return self._unavailable(missing, refused)
         store = self._session.documents
         async with store.locked(f.path for f in chosen):
             changes: list[FileChange] = []
@@ -405,7 +483,10 @@ class ReviewStore:
                 live = [h for h in hunks if h in review_file.hunks]
                 for hunk in hunks:
                     if hunk not in live:
-                        missing.append(hunk.hunk_id)
+                        if hunk.hunk_id in self._refused:
+                            refused.append(hunk.hunk_id)
+                        else:
+                            missing.append(hunk.hunk_id)
                 live = _without_overlaps(live)
                 if not live:
                     continue
@@ -415,40 +496,97 @@ class ReviewStore:
                 )
                 plan.append((review_file, live, new_text))
             if not changes:
+                if refused:
+                    return self._unavailable(missing, refused)
                 return _failure(f"not_found: no pending change {', '.join(missing)} (the file changed; see the log)")
             label = plan[0][1][0].label if len(plan) == 1 else "lich: accept reviewed changes"
+            ids = [h.hunk_id for _, hunks, _ in plan for h in hunks]
+            landed = False
+
+            def applied(_: Sequence[FileChange]) -> None:
+                # Called as soon as the editor says applied, also when this accept was cancelled meanwhile.
+                nonlocal landed
+                landed = True
+                self._journal(changes, plan)
+
             for review_file, _, _ in plan:
                 review_file.busy = True
+            self._accepting.update(ids)
             try:
-                await send_changes(self._session, changes, label)
-            except EditRejected as err:
-                ids = [h.hunk_id for _, hunks, _ in plan for h in hunks]
-                self.notes.add(
-                    f"Your proposed change {', '.join(ids)} could not be applied when the user accepted it: {err.reason}"
+                await send_changes(
+                    self._session,
+                    changes,
+                    label,
+                    on_applied=applied,
+                    on_late_apply=lambda late: self._accepted_late(late, changes, plan),
                 )
-                self._session.show_message(f"lich: could not apply {', '.join(ids)}: {err.reason}", types.MessageType.Warning)
+            except ToolError as err:
+                reason = err.reason if isinstance(err, EditRejected) else str(err)
+                if reason.startswith("edit_timeout:"):
+                    self._remember_unanswered(plan)
+                self.notes.add(
+                    f"Your proposed change {', '.join(ids)} could not be applied when the user accepted it: {reason}"
+                )
+                self._session.show_message(f"lich: could not apply {', '.join(ids)}: {reason}", types.MessageType.Warning)
                 return _failure(str(err))
+            except asyncio.CancelledError:
+                if landed:
+                    self._settle_all(plan)
+                else:
+                    self._remember_unanswered(plan)
+                    self._session.show_message(
+                        f"lich: accepting {', '.join(ids)} was cancelled before the editor applied it; "
+                        "the changes are still pending",
+                        types.MessageType.Warning,
+                    )
+                raise
             finally:
                 for review_file, _, _ in plan:
                     review_file.busy = False
-            self._journal(changes, plan)
-        accepted: list[str] = []
-        edited: list[str] = []
-        for review_file, live, new_text in plan:
-            accepted += [h.hunk_id for h in live]
-            edited.append(review_file.uri)
-            rest = [h for h in review_file.hunks if h not in live]
-            # The accepted hunks' own edits, bottom first, carry the others to their new lines.
-            steps = [LineEdit(h.start, h.end, len(lines_of(h.new_text))) for h in sorted(live, key=lambda h: -h.start)]
-            review_file.hunks = rest
-            self._rebase(review_file, new_text, steps, "an accepted change overlapped it")
-            self._forget_if_empty(review_file)
-            self.sync(review_file)  # the user may have typed while the edit was on its way
-            self.publish(review_file)
-        result: dict[str, Any] = {"ok": True, "accepted": accepted, "edited": edited, "pending": len(self.pending())}
+                self._accepting.difference_update(ids)
+        self._settle_all(plan)
+        edited = [review_file.uri for review_file, _, _ in plan]
+        result: dict[str, Any] = {"ok": True, "accepted": ids, "edited": edited, "pending": len(self.pending())}
         if missing:
             result["missing"] = missing
+        if refused:
+            result["refused"] = self._refusals(refused)
         return result
+
+    def _settle_all(self, plan: Sequence[tuple[ReviewFile, list[Hunk], str]]) -> None:
+        for review_file, live, new_text in plan:
+            review_file.busy = False
+            self._settle_accepted(review_file, live, new_text)
+
+    def _remember_unanswered(self, plan: Sequence[tuple[ReviewFile, list[Hunk], str]]) -> None:
+        for review_file, live, new_text in plan:
+            review_file.unanswered.append((list(live), review_file.text, new_text))
+            del review_file.unanswered[:-MAX_UNANSWERED_ACCEPTS]
+
+    def _accepted_late(
+        self,
+        late: Sequence[FileChange],
+        changes: Sequence[FileChange],
+        plan: Sequence[tuple[ReviewFile, list[Hunk], str]],
+    ) -> None:
+        """The editor applied an accept after lich stopped waiting (its editor part `late`):
+        journal it, count its hunks as accepted if still pending, and tell the model."""
+        keys = {self._key(c.path) for c in late}
+        part = [(c, step) for c, step in zip(changes, plan, strict=True) if self._key(c.path) in keys]
+        if not part:
+            return
+        self._journal([c for c, _ in part], [step for _, step in part])
+        for review_file, live, new_text in (step for _, step in part):
+            entry = next((u for u in review_file.unanswered if u[0] == live and u[2] == new_text), None)
+            if entry is not None and all(h in review_file.hunks for h in live):
+                review_file.unanswered.remove(entry)
+                if review_file.text == entry[1]:
+                    self._settle_accepted(review_file, live, new_text)
+        ids = ", ".join(h.hunk_id for _, (_, live, _) in part for h in live)
+        self.notes.add(
+            f"Your proposed change {ids} was applied after all: the editor applied it after lich had stopped "
+            "waiting for its answer. Read the file again before editing near it."
+        )
 
     def _journal(self, changes: list[FileChange], plan: list[tuple[ReviewFile, list[Hunk], str]]) -> None:
         """Accepted hunks become part of their task's undo (lich.undoTask takes them back too).
@@ -468,10 +606,16 @@ class ReviewStore:
                 log.warning("could not journal accepted hunks of %s", task_id, exc_info=True)
 
     def reject(self, hunk_ids: Iterable[str]) -> dict[str, Any]:
+        """Drop these hunks and tell the model. A hunk whose accept is on its way to the editor is
+        not rejected (`hunk_busy`): the editor may be applying it this moment."""
         wanted = list(dict.fromkeys(hunk_ids))
-        chosen, missing = self._collect(wanted)
-        if missing and not chosen:
-            return _failure(f"not_found: no pending change {', '.join(missing)} (already accepted, rejected or dropped)")
+        chosen, missing, refused = self._collect(wanted)
+        busy = [h.hunk_id for hunks in chosen.values() for h in hunks if h.hunk_id in self._accepting]
+        chosen = {f: kept for f, hunks in chosen.items() if (kept := [h for h in hunks if h.hunk_id not in busy])}
+        if not chosen:
+            if busy:
+                return _failure(_busy_error(busy))
+            return self._unavailable(missing, refused)
         rejected: list[str] = []
         for review_file, hunks in chosen.items():
             rel = self._rel(review_file.path)
@@ -495,19 +639,40 @@ class ReviewStore:
         result: dict[str, Any] = {"ok": True, "rejected": rejected, "pending": len(self.pending())}
         if missing:
             result["missing"] = missing
+        if busy:
+            result["busy"] = busy
+            result["busy_error"] = _busy_error(busy)
+        if refused:
+            result["refused"] = self._refusals(refused)
         return result
 
-    def _collect(self, hunk_ids: Sequence[str]) -> tuple[dict[ReviewFile, list[Hunk]], list[str]]:
+    def _collect(self, hunk_ids: Sequence[str]) -> tuple[dict[ReviewFile, list[Hunk]], list[str], list[str]]:
+        """(pending hunks by file, ids not pending, ids refused because their file is unreadable)."""
         chosen: dict[ReviewFile, list[Hunk]] = {}
         missing: list[str] = []
+        refused: list[str] = []
         for hunk_id in hunk_ids:
             found = self.find(hunk_id)
             if found is None:
-                missing.append(hunk_id)
+                (refused if hunk_id in self._refused else missing).append(hunk_id)
                 continue
             review_file, hunk = found
             chosen.setdefault(review_file, []).append(hunk)
-        return chosen, missing
+        return chosen, missing, refused
+
+    def _refusals(self, refused: Sequence[str]) -> list[dict[str, str]]:
+        return [{"hunk_id": hunk_id, "error": self._refused.get(hunk_id, "not_found")} for hunk_id in refused]
+
+    def _unavailable(self, missing: Sequence[str], refused: Sequence[str]) -> dict[str, Any]:
+        """The failure when none of the hunks asked for can be answered: a refused one's reason
+        (`path_escape: ...`) first, else not_found."""
+        if refused:
+            result = _failure(f"{self._refused[refused[0]]} (proposed change {refused[0]})")
+            result["refused"] = self._refusals(refused)
+            if missing:
+                result["missing"] = list(missing)
+            return result
+        return _failure(f"not_found: no pending change {', '.join(missing)} (already accepted, rejected or dropped)")
 
     def ids(self, uri: str | None = None) -> list[str]:
         return [h.hunk_id for h in self.pending(uri)]
@@ -605,6 +770,13 @@ def _title(label: str) -> str:
 
 def _failure(error: str) -> dict[str, Any]:
     return {"ok": False, "error": error}
+
+
+def _busy_error(busy: Sequence[str]) -> str:
+    return (
+        f"hunk_busy: {', '.join(busy)} {'is' if len(busy) == 1 else 'are'} being applied (accepted, the editor has "
+        "not answered yet); nothing rejected there"
+    )
 
 
 def _range_json(value: types.Range) -> dict[str, Any]:
@@ -719,7 +891,7 @@ def user_edit_note(rel: str, lines: AgentLines, current: str | None) -> str | No
 def user_review_message(note: str) -> str:
     """Plain words for a review note that carries a machine prefix (`edit_rejected: ...`)."""
     text = note
-    for prefix in ("edit_rejected: ", "review_declined: ", "review_unavailable: ", "stale_document: "):
+    for prefix in ("edit_rejected: ", "review_declined: ", "review_unavailable: ", "stale_document: ", "review_cancelled: "):
         if text.startswith(prefix):
             text = text[len(prefix) :]
     return text[:1].upper() + text[1:] if text else note
@@ -734,7 +906,8 @@ async def accept_hunk_command(session: EditorSession, args: tuple[Any, ...], req
     obj = single_object(ACCEPT_HUNK, args)
     hunk_id = get_str(ACCEPT_HUNK, obj, "hunk_id", required=True)
     assert hunk_id is not None
-    return await session.review.accept([hunk_id])
+    with session.tasks.cancellable_command(request_id):
+        return await session.review.accept([hunk_id])
 
 
 async def reject_hunk_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
@@ -760,7 +933,8 @@ async def accept_all_command(session: EditorSession, args: tuple[Any, ...], requ
     ids = session.review.ids(_scope_uri(session, ACCEPT_ALL, args))
     if not ids:
         return {"ok": True, "accepted": [], "edited": [], "pending": len(session.review.pending())}
-    return await session.review.accept(ids)
+    with session.tasks.cancellable_command(request_id):
+        return await session.review.accept(ids)
 
 
 async def reject_all_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:

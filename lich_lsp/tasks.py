@@ -17,6 +17,7 @@ text before them, keeping the order); no `window/logMessage`, `window/showMessag
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -24,6 +25,7 @@ import logging
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -199,6 +201,9 @@ class LichTask:
     text_sent_at: float = float("-inf")  # loop time of the last text lich/event
     finished: float | None = None
     cancel_reason: str = ""
+    # The run is past the agent, handing its edits to the review: no tool is left to clean up, so
+    # a cancel stops it at once (its edit, if sent, still gets EDIT_SETTLE_TIMEOUT_S to be answered).
+    wrapping_up: bool = False
 
     @property
     def label(self) -> str:
@@ -223,10 +228,28 @@ class TaskManager:
         self.tasks: dict[str, LichTask] = {}
         self.by_progress_token: dict[str, LichTask] = {}
         self.by_request_id: dict[str, LichTask] = {}
+        # Commands other than lich.ask that wait on the editor (lich.acceptHunk): $/cancelRequest
+        # cancels them (pygls cancels only the request's outer future, not the command).
+        self.commands_by_request_id: dict[str, asyncio.Task[Any]] = {}
         self._finished: deque[str] = deque()  # ids of finished tasks, oldest first
 
     def running(self) -> list[LichTask]:
         return [task for task in self.tasks.values() if task.state == "running"]
+
+    @contextlib.contextmanager
+    def cancellable_command(self, request_id: Any) -> Iterator[None]:
+        """While the block runs, $/cancelRequest for `request_id` cancels the running command."""
+        current = asyncio.current_task()
+        if request_id is None or current is None:
+            yield
+            return
+        key = str(request_id)
+        self.commands_by_request_id[key] = current
+        try:
+            yield
+        finally:
+            if self.commands_by_request_id.get(key) is current:
+                del self.commands_by_request_id[key]
 
     # --- starting ---
 
@@ -281,6 +304,12 @@ class TaskManager:
         except asyncio.CancelledError:
             stopped_reason, final, error, review_note = "aborted", "", task.cancel_reason or "cancelled", ""
             task.workspace.discard_overlay()
+            if task.wrapping_up:
+                # Cancelled while its reviewed edit was out: send_changes put any disk part back.
+                review_note = "review_cancelled: the task was cancelled while its changes were being applied"
+                task.workspace.review_summary = None if task.workspace.edited_uris else (
+                    "No changes applied: the task was cancelled before the editor applied them."
+                )
         finally:
             # The agent gives up on a cancelled tool call after a short grace, but an edit already
             # sent to the editor is still answered: wait for it, so `edited` says what landed.
@@ -331,6 +360,7 @@ class TaskManager:
         review_note = ""
         if task.mode == "review":
             if stopped_reason in ("final", "budget"):
+                task.wrapping_up = True
                 try:
                     review_note = await task.workspace.flush_review(task.label)
                 except EditRejected as err:
@@ -348,6 +378,9 @@ class TaskManager:
         task.cancel.cancel("cancelled")
         future = task.run_future
         if future is not None and not future.done():
+            if task.wrapping_up:
+                future.cancel()
+                return
             loop = asyncio.get_running_loop()
             loop.call_later(CANCEL_HARD_STOP_S, _hard_stop, future)
 
@@ -361,6 +394,9 @@ class TaskManager:
         task = self.by_request_id.pop(str(request_id), None)
         if task is not None:
             self.cancel_task(task, "request cancelled")
+        command = self.commands_by_request_id.pop(str(request_id), None)
+        if command is not None:
+            command.cancel()
 
     def cancel_for_progress(self, token: Any) -> None:
         task = self.by_progress_token.get(str(token))

@@ -57,6 +57,13 @@ SAVE_DOCUMENTS_TIMEOUT_S = 10.0
 MAX_NAMED_FILES = 5
 # After a cancel, how long an edit already sent to the client may take to come back.
 EDIT_SETTLE_TIMEOUT_S = 5.0
+# How long the editor may take to answer workspace/applyEdit before lich stops waiting and the
+# edit counts as not applied (disk part reverted). An editor applies an edit in milliseconds; one
+# that ignores it (Kate after ~2 s) never answers, and an edit must not hold its files' lock for good.
+APPLY_EDIT_TIMEOUT_S = 30.0
+# The same for an edit whose change annotations ask the user to confirm it: the editor answers
+# once the user has read the preview (VS Code's refactor preview).
+APPLY_PREVIEW_TIMEOUT_S = 600.0
 REVIEW_APPLY = "Apply"
 REVIEW_DISCARD = "Discard"
 
@@ -475,7 +482,7 @@ class EditorWorkspace:
 
 
 # EditRejected reasons of send_changes that are not the editor's own applied: false.
-_NOT_THE_EDITORS_ANSWER = ("client_error:", "write_failed:", "stale_file:", "unreadable:", "unsupported:")
+_NOT_THE_EDITORS_ANSWER = ("client_error:", "write_failed:", "stale_file:", "unreadable:", "unsupported:", "edit_timeout:")
 
 
 def relative_path(root: Path, path: Path) -> str:
@@ -509,7 +516,10 @@ def route_change(session: EditorSession, change: FileChange) -> str:
     return "editor" if caps.save_documents else "disk"
 
 
-def _revert_disk(changes: Sequence[FileChange], root: Path) -> None:
+def _revert_disk(changes: Sequence[FileChange], root: Path) -> str | None:
+    """Put the disk part of a change set back; None, or why it could not be (then it stays)."""
+    if not changes:
+        return None
     undo = [
         FileChange.write(c.path, c.base_text, c.new_text if c.kind == "write" else None)
         if c.base_text is not None
@@ -520,10 +530,15 @@ def _revert_disk(changes: Sequence[FileChange], root: Path) -> None:
         apply_to_disk(undo, root)
     except Exception as err:  # noqa: BLE001 - report, the original error is the one that matters
         log.error("could not revert disk writes after a rejected edit: %s", err)
+        return str(err)
+    return None
 
 
 def _annotation_id(index: int) -> str:
     return f"lich-file-{index}"
+
+
+Applied = Callable[[Sequence[FileChange]], None]
 
 
 async def send_changes(
@@ -533,13 +548,22 @@ async def send_changes(
     workspace: EditorWorkspace | None = None,
     *,
     annotate: bool = False,
+    on_applied: Applied | None = None,
+    on_late_apply: Applied | None = None,
 ) -> None:
     """Write one change set: disk part first, then one WorkspaceEdit; all or nothing.
 
-    Once the WorkspaceEdit is on its way the outcome is awaited even if the task is cancelled,
-    so a cancel never leaves the server unsure whether a change landed.
+    The editor's answer is awaited at most APPLY_EDIT_TIMEOUT_S (APPLY_PREVIEW_TIMEOUT_S for an
+    annotated edit): then the disk part is put back and `edit_timeout:` raised. A cancel waits
+    EDIT_SETTLE_TIMEOUT_S more for the answer, so an edit the editor applies at once is known as
+    applied; after that the disk part is put back too. `on_applied` (and the workspace's own)
+    runs once the editor said applied, also when the caller was cancelled meanwhile. Should the
+    editor apply an edit lich stopped waiting for, its editor part is reported to the user and
+    handed to `on_late_apply` (by default the workspace's journal), never lost unrecorded.
     """
-    sending = asyncio.ensure_future(_send(session, changes, label, workspace, annotate))
+    if on_late_apply is None and workspace is not None:
+        on_late_apply = workspace.on_applied
+    sending = asyncio.ensure_future(_send(session, changes, label, workspace, annotate, on_applied, on_late_apply))
     if workspace is not None:
         workspace.in_flight.add(sending)
         sending.add_done_callback(workspace.in_flight.discard)
@@ -547,7 +571,14 @@ async def send_changes(
         await asyncio.shield(sending)
     except asyncio.CancelledError:
         sending.add_done_callback(_note_outcome_after_cancel)
-        await asyncio.wait({sending}, timeout=EDIT_SETTLE_TIMEOUT_S)
+        try:
+            await asyncio.wait({sending}, timeout=EDIT_SETTLE_TIMEOUT_S)
+        finally:
+            if not sending.done():
+                # Stop waiting: _send puts the disk part back and watches for a late answer.
+                sending.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait({sending})
         raise
 
 
@@ -563,6 +594,8 @@ async def _send(
     label: str,
     workspace: EditorWorkspace | None,
     annotate: bool,
+    on_applied: Applied | None,
+    on_late_apply: Applied | None,
 ) -> None:
     store = session.documents
     caps = session.features
@@ -591,14 +624,26 @@ async def _send(
 
     if entries:
         edit = build_workspace_edit(entries, caps, session.port.position_codec, annotations or None)
+        timeout_s = APPLY_PREVIEW_TIMEOUT_S if annotations else APPLY_EDIT_TIMEOUT_S
+        # The request itself is never cancelled: pygls would fail on its late answer, and the
+        # answer, whenever it comes, says whether the editor applied it (_watch_late_answer).
+        request = asyncio.ensure_future(session.port.apply_edit(types.ApplyWorkspaceEditParams(edit=edit, label=label)))
         try:
-            result = await session.port.apply_edit(types.ApplyWorkspaceEditParams(edit=edit, label=label))
+            await asyncio.wait({request}, timeout=timeout_s)
+        except asyncio.CancelledError:
+            kept = _revert_disk(disk_changes, root)
+            _watch_late_answer(session, request, entries, label, "the edit was cancelled", on_late_apply, kept)
+            raise
+        if not request.done():
+            kept = _revert_disk(disk_changes, root)
+            why = f"the editor did not answer within {timeout_s:g} s"
+            _watch_late_answer(session, request, entries, label, why, on_late_apply, kept)
+            raise EditRejected(f"edit_timeout: {why}; nothing applied" + _kept_words(disk_changes, root, kept))
+        try:
+            result = request.result()
         except EditorRequestError as err:
             _revert_disk(disk_changes, root)
             raise EditRejected(f"client_error: {err}") from None
-        except asyncio.CancelledError:
-            _revert_disk(disk_changes, root)
-            raise
         except Exception as err:  # noqa: BLE001 - a broken response is a rejection, not a crash
             _revert_disk(disk_changes, root)
             raise EditRejected(f"client_error: {err}") from None
@@ -618,8 +663,61 @@ async def _send(
                 workspace.edited_uris.append(uri)
         if workspace.on_applied is not None:
             workspace.on_applied(changes)
+    if on_applied is not None:
+        on_applied(changes)
     if entries and caps.save_documents:
         await save_documents(session, [e.uri for e in entries if e.change.kind == "write"])
+
+
+def _kept_words(disk_changes: Sequence[FileChange], root: Path, kept: str | None) -> str:
+    if kept is None:
+        return ""
+    names = ", ".join(relative_path(root, c.path) for c in disk_changes[:MAX_NAMED_FILES])
+    return f" in the editor, but the disk write of {names} could not be put back ({kept})"
+
+
+# Edits lich stopped waiting for whose answer is still to come: kept alive until it does.
+_UNANSWERED: set[asyncio.Future[Any]] = set()
+
+
+def _watch_late_answer(
+    session: EditorSession,
+    request: asyncio.Future[Any],
+    entries: Sequence[EditEntry],
+    label: str,
+    why: str,
+    on_late_apply: Applied | None,
+    kept: str | None,
+) -> None:
+    """lich gave up on `request` (timeout or cancel) and reported the edit as not applied; if the
+    editor applies it after all, its part is known applied: the user is told, and `on_late_apply`
+    records it (a task's undo journal, a hunk's accept), so lich.undoTask can take it back."""
+    if kept is not None:
+        session.show_message(f"lich: {label}: {why}; the disk write could not be put back ({kept})", types.MessageType.Error)
+
+    def answered(done: asyncio.Future[Any]) -> None:
+        _UNANSWERED.discard(done)
+        if done.cancelled() or done.exception() is not None or not getattr(done.result(), "applied", False):
+            log.info("an edit lich stopped waiting for was not applied (%s)", why)
+            return
+        changes = [entry.change for entry in entries]
+        for entry in entries:
+            change = entry.change
+            session.documents.expect(change.path, change.new_text if change.kind == "write" else None, entry.version)
+        names = ", ".join(relative_path(session.root, c.path) for c in changes[:MAX_NAMED_FILES])
+        recorded = "; it is in the undo journal" if on_late_apply is not None else ""
+        session.show_message(
+            f"lich: the editor applied \"{label}\" to {names} after lich had stopped waiting for it ({why}){recorded}",
+            types.MessageType.Warning,
+        )
+        if on_late_apply is not None:
+            try:
+                on_late_apply(changes)
+            except Exception:  # noqa: BLE001 - the edit landed; only its record is lost
+                log.exception("could not record a late-applied edit")
+
+    _UNANSWERED.add(request)
+    request.add_done_callback(answered)
 
 
 async def save_documents(session: EditorSession, uris: list[str]) -> bool:
