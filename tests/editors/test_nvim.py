@@ -228,8 +228,36 @@ def test_builtin_config_without_setup(nvim: str, workspace: Path, tmp_path: Path
     assert_passed(result)
 
 
+def test_help_works_with_the_documented_setup_and_the_shipped_tags(nvim: str, tmp_path: Path) -> None:
+    """With the setup docs/editors/neovim.md shows (the plugin dir prepended to 'runtimepath', then
+    `require("lich").setup{}`) and no `:helptags` run by anyone, `:help lich` opens lich.txt:
+    doc/tags ships with the plugin."""
+    out = tmp_path / "help.txt"
+    script = (
+        f"lua vim.opt.rtp:prepend({str(PLUGIN_DIR)!r}); require('lich').setup{{}}\n"
+        f"help lich\n"
+        f"call writefile([expand('%:t'), getline('.')], '{out}')\n"
+        "qall!\n"
+    )
+    init = tmp_path / "init.vim"
+    init.write_text(script, encoding="utf-8")
+    proc = subprocess.run(
+        [nvim, "--headless", "--clean", "-n", "-i", "NONE", "-u", str(init)],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")},
+    )
+    assert out.exists(), f"nvim wrote nothing (rc={proc.returncode}): {proc.stdout}{proc.stderr}"
+    name, line = out.read_text(encoding="utf-8").splitlines()[:2]
+    assert name == "lich.txt" and "*lich*" in line, (name, line, proc.stderr)
+
+
 def test_help_tags(nvim: str, tmp_path: Path) -> None:
-    """`:helptags` accepts doc/lich.txt, `:help lich` opens it, and every user command has a tag."""
+    """`:helptags` accepts doc/lich.txt and makes exactly the shipped doc/tags (regenerate it with
+    `nvim --headless -c "helptags editors/nvim/doc" -c q` after editing lich.txt), `:help lich`
+    opens it, and every user command has a tag."""
     doc = tmp_path / "rtp" / "doc"
     doc.mkdir(parents=True)
     shutil.copy(PLUGIN_DIR / "doc" / "lich.txt", doc / "lich.txt")
@@ -249,7 +277,9 @@ def test_help_tags(nvim: str, tmp_path: Path) -> None:
     assert out.exists(), f"nvim wrote nothing (rc={proc.returncode}): {proc.stdout}{proc.stderr}"
     name, line = out.read_text(encoding="utf-8").splitlines()[:2]
     assert name == "lich.txt" and "*lich*" in line, (name, line)
-    tags = {row.split("\t")[0] for row in (doc / "tags").read_text(encoding="utf-8").splitlines()}
+    generated = (doc / "tags").read_text(encoding="utf-8")
+    assert generated == (PLUGIN_DIR / "doc" / "tags").read_text(encoding="utf-8"), "doc/tags is stale: regenerate it"
+    tags = {row.split("\t")[0] for row in generated.splitlines()}
     commands = re.findall(
         r'nvim_create_user_command\("(\w+)"', (PLUGIN_DIR / "plugin" / "lich.lua").read_text()
     )
