@@ -63,6 +63,15 @@ def load_cli_config(args: argparse.Namespace, overrides: dict[str, Any] | None =
     return config
 
 
+def warn_plugin_errors(runtime: Any) -> None:
+    """The one summary of the plugins that failed to load (a run reports it as its plugin_warning)."""
+    host = getattr(runtime, "plugins", None)
+    if host is not None and host.warnings:
+        from lich_core.plugins.loader import load_errors_summary
+
+        print(f"lich: warning: {load_errors_summary(host.warnings)}", file=sys.stderr)
+
+
 def cmd_tool(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="lich tool", description="Run one tool through the executor and capability gate.")
     parser.add_argument("name", help="tool name (see `lich tools`)")
@@ -84,6 +93,7 @@ def cmd_tool(argv: list[str]) -> int:
     from lich_core.tools.runtime import build_tool_runtime
 
     runtime = build_tool_runtime(config)
+    warn_plugin_errors(runtime)
     # Each `lich tool` call is a new process; the read state (what the model has "seen") is kept
     # between calls so `read_file` then `apply_patch` works from the shell as in a session.
     from lich_core.userstate import workspace_state_dir
@@ -115,7 +125,9 @@ def cmd_tools(argv: list[str]) -> int:
     config = load_cli_config(args)
     from lich_core.tools.runtime import build_tool_runtime
 
-    tools = build_tool_runtime(config).describe()
+    runtime = build_tool_runtime(config)
+    warn_plugin_errors(runtime)
+    tools = runtime.describe()
     if args.json:
         print(json.dumps(tools, indent=2))
         return 0

@@ -57,6 +57,7 @@ from lich_core.agent.sessions import (
     tool_error_message,
 )
 from lich_core.hashline.read_state import ReadState
+from lich_core.plugins.loader import load_errors_summary
 from lich_core.providers.base import (
     Model,
     ProviderError,
@@ -431,8 +432,9 @@ class _Run:
         host = self.agent.plugins
         if host is None or not (host.plugins or host.warnings):
             return
-        for warning in host.warnings:
-            self.emitter.emit_nowait(PluginWarning(message=warning))
+        if host.warnings:
+            # One summary for every entry that failed to load, as lich's seed reports it.
+            self.emitter.emit_nowait(PluginWarning(message=load_errors_summary(host.warnings)))
         if host.plugins:
             self.plugin_run = host.start_run(self._plugin_warning)
 

@@ -118,7 +118,7 @@ class PluginHost:
                 if tool.name in base:
                     message = f"plugin {loaded.name!r}: duplicate_tool: {tool.name} is already registered; tool skipped"
                     new_warnings.append(message)
-                    log.warning(message)
+                    log.debug(message)  # reported with the load errors' one summary
                     continue
                 wrapped = PluginTool(tool, loaded)
                 base.register(wrapped)

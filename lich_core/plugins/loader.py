@@ -3,7 +3,8 @@
 An entry is a path (relative to work_dir, or absolute) to a `.py` file, or an object
 `{"path": ..., "settings": {...}, "models": ["chat", "compress"], "sha256": ...}`. A bad entry, a
 module that fails to import, a missing or malformed export, or a duplicate plugin name becomes one
-warning; the agent starts without that plugin.
+entry of `PluginHost.warnings`, and all of them one summary warning (`load_errors_summary`); the
+agent starts without that plugin.
 
 `sha256` pins the module's content: a trusted workspace config's plugins are pinned to the hash
 the user trusted (lich_core.config), and the module is executed from the very bytes that were
@@ -66,8 +67,16 @@ def load_plugins(
             )
         )
     if warnings:
-        log.warning("plugin load errors (%d): %s", len(warnings), "; ".join(warnings))
+        # Debug only: whoever runs the host shows the one summary (load_errors_summary) where its
+        # user looks (the run's plugin_warning event, `lich tools`); a warning here as well
+        # printed every problem twice on the CLI's stderr.
+        log.debug("%s", load_errors_summary(warnings))
     return PluginHost(loaded, warnings, work_dir=root)
+
+
+def load_errors_summary(warnings: Sequence[str]) -> str:
+    """All of a host's plugin problems as one line, as lich's seed reports them."""
+    return f"plugin load errors ({len(warnings)}): {'; '.join(warnings)}"
 
 
 def _label(entry: Any, index: int) -> str:

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("lich.tools")
 
+# The variable through which the tools' processes see config terminal_timeout_ms.
+TERMINAL_TIMEOUT_ENV = "LICH_TERMINAL_TIMEOUT_MS"
+
 # Provider credentials never reach tool child processes (terminal, tests, MCP servers): the
 # well-known names, anything ending like an API key, every variable a provider entry (or
 # `web_search`) names in `api_key_env` (whatever it is called: `OPENROUTER_KEY`, `GITHUB_TOKEN`,
@@ -183,6 +186,9 @@ def build_tool_runtime(
     base = register_builtin_tools(ToolRegistry())
     registry = base.filtered(config.get("tools_enabled", "all"))
     tool_env = scrubbed_env(os.environ if env is None else env, configured_key_env_names(config))
+    # The effective timeout, not the one lich was started with: a command or plugin tool that
+    # runs commands of its own reads the configured value here (lich's seed injects it too).
+    tool_env[TERMINAL_TIMEOUT_ENV] = str(config.get("terminal_timeout_ms", DEFAULT_TERMINAL_TIMEOUT_MS))
     executor = ToolExecutor(
         registry,
         gate=CapabilityGate(config.get("capabilities")),
