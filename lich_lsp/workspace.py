@@ -418,13 +418,29 @@ class EditorWorkspace:
                         "review_unavailable: this editor supports neither change annotations nor "
                         "window/showMessageRequest, so the review could not be shown; nothing applied"
                     )
-                answer = await self._session.port.ask(
-                    types.ShowMessageRequestParams(
-                        type=types.MessageType.Info,
-                        message=f"{label}: apply {hunks} changes to {files} files?",
-                        actions=[types.MessageActionItem(REVIEW_APPLY), types.MessageActionItem(REVIEW_DISCARD)],
+                # Bounded like a preview: the question holds the files' lock. The request is not
+                # cancelled (pygls fails on a late answer to a cancelled request); it is left unanswered.
+                question = asyncio.ensure_future(
+                    self._session.port.ask(
+                        types.ShowMessageRequestParams(
+                            type=types.MessageType.Info,
+                            message=f"{label}: apply {hunks} changes to {files} files?",
+                            actions=[types.MessageActionItem(REVIEW_APPLY), types.MessageActionItem(REVIEW_DISCARD)],
+                        )
                     )
                 )
+                try:
+                    await asyncio.wait({question}, timeout=APPLY_PREVIEW_TIMEOUT_S)
+                except asyncio.CancelledError:
+                    question.add_done_callback(_ignore_outcome)
+                    raise
+                if not question.done():
+                    question.add_done_callback(_ignore_outcome)
+                    self._refused(f"the question was not answered within {APPLY_PREVIEW_TIMEOUT_S:g} s")
+                    raise EditRejected(
+                        f"review_declined: the question was not answered within {APPLY_PREVIEW_TIMEOUT_S:g} s; nothing applied"
+                    )
+                answer = question.result()
                 if answer is None or answer.title != REVIEW_APPLY:
                     self._refused("you chose Discard")
                     raise EditRejected("review_declined: the user discarded the changes")
@@ -580,6 +596,11 @@ async def send_changes(
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait({sending})
         raise
+
+
+def _ignore_outcome(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.info("a question lich stopped waiting for failed: %s", future.exception())
 
 
 def _note_outcome_after_cancel(sending: asyncio.Future[None]) -> None:

@@ -97,3 +97,26 @@ async def test_an_accept_the_editor_applies_late_counts_as_accepted_and_is_journ
     told = json.dumps(fake_provider.requests[-1]["json"]["messages"])
     assert "t1-1 was applied after all" in told
     assert not re.search(r"change t1-1 to r\.py \([^)]*\) was dropped", told), told
+
+
+async def test_an_unanswered_batch_question_is_bounded_and_frees_the_files(
+    editor: Any, root: Path, fake_provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch's Apply/Discard question holds the files' lock: unanswered, it ends as declined."""
+    monkeypatch.setattr(workspace, "APPLY_PREVIEW_TIMEOUT_S", SHORT_APPLY_TIMEOUT_S)
+    (root / "r.py").write_text(BASE, encoding="utf-8")
+    fake_provider.script({"tool_calls": [edit("r.py", "v1 = 1", "v1 = 10")]}, {"text": "Bumped."})
+    options = provider_options(fake_provider, edit_mode="review", review_style="batch")
+    fake = await editor("neovim", init_options=options)
+    uri = fake.open(root / "r.py")
+    with fake.holding_questions():
+        result = await fake.command("lich.ask", {"prompt": "bump"})
+        assert result["review"].startswith("edit_rejected: review_declined: the question was not answered"), result
+        assert "No changes applied" in result["review_message"]
+        ran = await fake.command(
+            "lich.runTool", {"name": "edit_file", "args": {"path": "r.py", "old_string": "v7 = 7", "new_string": "v7 = 70"}}
+        )
+        assert ran["ok"] is True, ran
+    await fake.settle()
+    assert fake.text(uri) == BASE.replace("v7 = 7\n", "v7 = 70\n")
+    assert len(fake.applied) == 1
