@@ -166,7 +166,13 @@ def test_the_runtime_passes_the_configured_timeout_as_data(tmp_path: Path) -> No
     runtime = build_tool_runtime({"work_dir": str(tmp_path), "terminal_timeout_ms": 450}, env=env, load_plugins=False)
     ctx = runtime.context()
     assert ctx.terminal_timeout_ms == 450
-    assert ctx.env == env  # nothing is smuggled through the child's environment
+    # The child's environment carries the value for the commands' own use (lich's seed does,
+    # issue 33); the terminal itself takes it from the context, never from an environment.
+    assert ctx.env == {**env, "LICH_TERMINAL_TIMEOUT_MS": "450"}
+    assert default_command_timeout_ms(ctx) == 450
+    tampered = make_ctx(tmp_path, terminal_timeout_ms=450)
+    tampered.env["LICH_TERMINAL_TIMEOUT_MS"] = "1"
+    assert default_command_timeout_ms(tampered) == 450
     default = build_tool_runtime({"work_dir": str(tmp_path)}, env=env, load_plugins=False).context()
     assert default.terminal_timeout_ms == DEFAULT_TERMINAL_TIMEOUT_MS == KEYS["terminal_timeout_ms"].default
 
