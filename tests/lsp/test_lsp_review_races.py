@@ -150,6 +150,7 @@ async def test_a_cancelled_unanswered_accept_leaves_the_file_unlocked_and_the_hu
         client.editor.answer = "reject"
         never.set()
     assert client.text(uri) == BASE.replace("v1 = 1\n", "v1 = 10\n").replace("v7 = 7\n", "v7 = 70\n")
+    assert not [m.message for m in client.messages if "unexpected error" in m.message]
 
 
 async def test_a_hunk_whose_closed_file_became_a_link_out_of_the_root_is_refused_alone(
@@ -226,3 +227,4 @@ async def test_an_accept_the_editor_applies_after_the_cancel_counts_as_accepted(
     told = json.dumps(fake_provider.requests[-1]["json"]["messages"])
     assert "t1-1 was applied after all" in told
     assert "was dropped" not in told, told
+    assert not [m.message for m in client.messages if "unexpected error" in m.message]
