@@ -57,3 +57,32 @@ async def test_python_eval_code_and_form_together_is_an_error(ctx: ToolContext) 
 
 async def test_python_eval_without_code_or_form_names_code(ctx: ToolContext) -> None:
     assert (await evaluate(ctx, {})).error == "missing_arg: code"
+
+
+async def test_list_dir_cap_keeps_every_top_level_entry(tmp_path: Path) -> None:
+    from lich_core.tools.builtin.list_dir import MAX_LIST_ENTRIES
+    from lich_core.tools.builtin.list_dir import TOOL as LIST_DIR
+
+    per_dir = 300
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+        for index in range(per_dir):
+            (tmp_path / name / f"f{index:03}.txt").write_text("x")
+    (tmp_path / "z.txt").write_text("z")
+    ctx = ToolContext(work_dir=tmp_path, env={})
+    done = await LIST_DIR.execute({"depth": 2}, ctx)
+    assert done.ok, done.error
+    lines = done.output.splitlines()[1:]
+    body, note = lines[:-1], lines[-1]
+    assert len(body) == MAX_LIST_ENTRIES
+    total = 3 + 1 + 3 * per_dir
+    assert note.startswith(f"... {total - MAX_LIST_ENTRIES} more entries omitted")
+    # Depth-first, c/ and z.txt were the entries dropped; breadth-first keeps all four.
+    assert [line for line in body if "/" not in line.split("  ")[0].rstrip("/")] == ["a/", "b/", "c/", "z.txt  (1 B)"]
+    # Shown as a tree: each directory's kept children right under it, a/ and b/ filled first.
+    assert body[0] == "a/" and body[1].startswith("a/f000.txt")
+    b_at, c_at = body.index("b/"), body.index("c/")
+    assert all(line.startswith("a/") for line in body[1:b_at])
+    assert all(line.startswith("b/") for line in body[b_at + 1 : c_at])
+    assert body[-1] == "z.txt  (1 B)"
+    assert done.details["entries"] == MAX_LIST_ENTRIES and done.details["omitted"] == total - MAX_LIST_ENTRIES

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,26 +115,45 @@ def _render(entry: _Entry) -> str:
 
 
 def list_entries(ctx: ToolContext, root: str, depth: int) -> tuple[list[str], int, bool]:
-    """Walk with an explicit stack (pre-order): (rendered lines, omitted count, count exact?)."""
+    """(rendered lines, omitted count, count exact?).
+
+    The cap fills breadth-first (lich's seed walks a worklist level by level): every top-level
+    entry is kept before anything deeper, so a cut drops the deepest entries, never the ones the
+    model asked about first. The kept entries are then shown as a tree (pre-order), each
+    directory's children right under it; a kept entry's parent is always kept, since it came
+    earlier in the walk.
+    """
     overlay = _overlay_children(ctx, root)
-    lines: list[str] = []
+    kept_children: dict[str, list[_Entry]] = {}  # parent rel prefix -> kept children, in order
+    kept = 0
     omitted = 0
     visited = 0
-    # Stack items: (entry, level). Pushed reversed so they pop in display order.
-    stack: list[tuple[_Entry, int]] = [(e, 1) for e in reversed(_children(root, "", overlay))]
-    while stack:
-        entry, level = stack.pop()
+    queue: deque[tuple[_Entry, str, int]] = deque((e, "", 1) for e in _children(root, "", overlay))
+    exact = True
+    while queue:
+        entry, parent, level = queue.popleft()
         visited += 1
         if visited > MAX_COUNTED_ENTRIES:
-            return lines, omitted + 1 + len(stack), False
-        if len(lines) < MAX_LIST_ENTRIES:
-            lines.append(_render(entry))
+            omitted += 1 + len(queue)
+            exact = False
+            break
+        if kept < MAX_LIST_ENTRIES:
+            kept_children.setdefault(parent, []).append(entry)
+            kept += 1
         else:
             omitted += 1
         if entry.kind == "dir" and level < depth:
-            children = _children(entry.abs_path, entry.rel + "/", overlay)
-            stack.extend((child, level + 1) for child in reversed(children))
-    return lines, omitted, True
+            prefix = entry.rel + "/"
+            queue.extend((child, prefix, level + 1) for child in _children(entry.abs_path, prefix, overlay))
+    lines: list[str] = []
+    # Pre-order over what was kept; pushed reversed so they pop in display order.
+    stack = list(reversed(kept_children.get("", [])))
+    while stack:
+        entry = stack.pop()
+        lines.append(_render(entry))
+        if entry.kind == "dir":
+            stack.extend(reversed(kept_children.get(entry.rel + "/", [])))
+    return lines, omitted, exact
 
 
 @capture_errors
@@ -150,7 +170,7 @@ async def list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             raise ToolError(f"not_found: {rel}")
     lines, omitted, exact = list_entries(ctx, str(path), depth)
     header = f"{rel}/ (depth {depth})" if rel != "." else f"./ (depth {depth})"
-    body = lines or ["(empty directory)"]
+    body = list(lines) or ["(empty directory)"]  # a copy: details count entries, not the note
     if omitted:
         more = f"{omitted}" if exact else f"at least {omitted}"
         body.append(f"... {more} more entries omitted (cap {MAX_LIST_ENTRIES}); list a subdirectory or lower depth")
