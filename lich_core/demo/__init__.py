@@ -24,10 +24,11 @@ EXIT_USAGE = 2
 
 NEXT_STEPS = """\
 Next:
-  a real provider   set OPENAI_API_KEY or ANTHROPIC_API_KEY (or run Ollama on localhost), then
-                    lich "explain what stats.py does" --work-dir DIR; all settings: docs/providers.md
+  a real provider   set OPENAI_API_KEY or ANTHROPIC_API_KEY (or run Ollama on localhost), then in
+                    a project of yours: lich "explain what main.py does"; all settings: docs/providers.md
+                    (the sample was a temp copy, now removed: `lich demo --keep` keeps it to try it on)
   your editor       VS Code, Neovim, Emacs, Helix, Zed, ...: docs/getting-started.md
-  this demo there   lich demo --editor nvim"""
+  this demo there   lich demo --editor nvim (in a terminal)"""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -48,6 +49,16 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    if args.editor == "nvim":
+        # Both refusals come before the sample is copied: nothing to clean up.
+        from lich_core.demo.nvim import NvimUnavailable, find_nvim, require_terminal
+
+        for check, exit_code in ((find_nvim, EXIT_FAILED), (require_terminal, EXIT_USAGE)):
+            try:
+                check()
+            except NvimUnavailable as err:
+                print(str(err), file=sys.stderr)
+                return exit_code
     setup = prepare()
     try:
         if args.editor == "nvim":

@@ -35,7 +35,17 @@ ATTACH_WAIT_MS = 30_000
 DEMO_LUA = r"""-- Written by `lich demo --editor nvim`: set up lich.nvim for the demo and ask the recorded prompt.
 local demo = vim.fn.json_decode(table.concat(vim.fn.readfile(os.getenv("LICH_DEMO_SETTINGS")), "\n"))
 local lich = require("lich")
+-- Room for the plugin's final message and the demo's own line below it, so neither waits for a
+-- "Press ENTER" (Neovim 0.7 prompts when messages outgrow the command line).
+vim.o.cmdheight = 4
 lich.setup({ cmd = demo.cmd, init_options = demo.init_options })
+-- The approval is Neovim's own question, and the one step of the demo that waits for the viewer.
+local ask_user = vim.lsp.handlers["window/showMessageRequest"]
+vim.lsp.handlers["window/showMessageRequest"] = function(err, params, ctx, config)
+  params.message = "lich demo: this question is yours to answer (1 = Allow once); the demo waits for you.\n"
+    .. params.message
+  return ask_user(err, params, ctx, config)
+end
 vim.cmd("edit " .. vim.fn.fnameescape(demo.file))
 local buf = vim.api.nvim_get_current_buf()
 vim.g.lich_demo_done = false
@@ -61,7 +71,8 @@ timer:start(100, 100, vim.schedule_wrap(function()
     on_done = function(err, result)
       vim.g.lich_demo_done = true
       if err == nil then
-        vim.notify("lich demo: done. The edits are in the buffers (u undoes them); :LichTranscript shows every step; :qa quits.")
+        vim.cmd("redraw")
+        vim.api.nvim_echo({ { "lich demo: done. u undoes an edit, :LichTranscript shows every step, :qa quits." } }, false, {})
       end
     end,
   })
@@ -134,8 +145,17 @@ def nvim_invocation(
     return command, env
 
 
+def require_terminal() -> None:
+    """Neovim needs the terminal it runs in: refuse before starting it without one."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise NvimUnavailable(
+            "lich demo: --editor nvim needs a terminal (its standard input and output are not one here); "
+            "run it in a terminal, or run `lich demo` without --editor to see the demo here."
+        )
+
+
 def run_in_nvim(setup: DemoSetup, plugin_dir: str | None = None) -> int:
-    """Run Neovim on the demo in this terminal; its exit status is the demo's."""
+    """Run Neovim on the demo in this terminal (require_terminal first); its exit status is the demo's."""
     nvim = find_nvim()
     plugin = find_plugin(plugin_dir)
     command, env = nvim_invocation(nvim, setup, plugin)

@@ -31,3 +31,36 @@ def run_demo(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subpro
         text=True,
         timeout=DEMO_TIMEOUT_S,
     )
+
+
+def run_demo_on_a_terminal(*args: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """`lich demo ARGS` with a pseudo-terminal as its standard input and output (what it prints
+    there is read as it comes, so a full terminal never blocks it); its exit code and output."""
+    import pty
+    import threading
+
+    controller, terminal = pty.openpty()
+    output = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # the last holder of the terminal side closed it
+                return
+            if not chunk:
+                return
+            output.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "lich_core", "demo", *args],
+            cwd=cwd, env=env, stdin=terminal, stdout=terminal, stderr=terminal, timeout=DEMO_TIMEOUT_S,
+        )
+    finally:
+        os.close(terminal)
+    reader.join(DEMO_TIMEOUT_S)
+    os.close(controller)
+    return done.returncode, output.decode("utf-8", "replace")

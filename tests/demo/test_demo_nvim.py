@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lich_core.demo.nvim import BUNDLED_PLUGIN, find_plugin
-from tests.demo.demo_support import repo_env, run_demo
+from tests.demo.demo_support import repo_env, run_demo, run_demo_on_a_terminal
 
 # With the editor tests: one Neovim at a time on a 2-core machine (tests/editors/conftest.py).
 pytestmark = [pytest.mark.nvim, pytest.mark.xdist_group("editors")]
@@ -58,11 +63,11 @@ def test_the_demo_in_neovim_edits_the_buffers_with_the_plugin(nvim: str, tmp_pat
         DEMO_TEST_RESULT=str(result_file),
         DEMO_TEST_TIMEOUT_MS=str(DRIVER_TIMEOUT_MS),
     )
-    done = run_demo("--editor", "nvim", cwd=elsewhere, env=env)
-    assert result_file.exists(), f"nvim wrote no result (rc={done.returncode})\n{done.stdout}\n{done.stderr}"
+    returncode, output = run_demo_on_a_terminal("--editor", "nvim", cwd=elsewhere, env=env)
+    assert result_file.exists(), f"nvim wrote no result (rc={returncode})\n{output}"
     seen = json.loads(result_file.read_text(encoding="utf-8"))
     context = json.dumps(seen, indent=1)
-    assert done.returncode == 0, context
+    assert returncode == 0, context
     assert seen["done"] and seen["err"] is None, context
     assert seen["result"]["stopped_reason"] == "final", context
     assert len(seen["result"]["edited"]) == 2, context
@@ -76,7 +81,79 @@ def test_the_demo_in_neovim_edits_the_buffers_with_the_plugin(nvim: str, tmp_pat
     assert list(elsewhere.iterdir()) == [] and list(temp.iterdir()) == []
 
 
+def test_without_a_terminal_it_refuses_before_starting_neovim(nvim: str, tmp_path: Path, elsewhere: Path) -> None:
+    """Run from a pipe (no terminal), Neovim would print escape codes and fail reading input: the
+    demo says so in one line and starts nothing."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    started = tmp_path / "nvim-started"
+    wrapper = bin_dir / "nvim"
+    wrapper.write_text(f'#!/bin/sh\ntouch "{started}"\nexec "{nvim}" "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = repo_env(TMPDIR=str(temp), PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = run_demo("--editor", "nvim", cwd=elsewhere, env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "lich demo: --editor nvim needs a terminal (its standard input and output are not one here); "
+        "run it in a terminal, or run `lich demo` without --editor to see the demo here."
+    )
+    assert not started.exists() and list(temp.iterdir()) == [] and done.stdout == ""
+
+
 def test_the_plugin_comes_with_the_package() -> None:
     # The link that the wheel build follows (pyproject.toml package-data) reaches the plugin.
     assert find_plugin() == BUNDLED_PLUGIN.resolve()
     assert (BUNDLED_PLUGIN / "plugin" / "lich.lua").is_file()
+
+
+# --- as a person sees it: the real Neovim in a terminal (tmux) ---
+
+SCREEN_WAIT_S = 90.0
+SCREEN_POLL_S = 0.1
+
+
+def tmux(socket: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=30)
+
+
+def screen_shows(socket: str, predicate: Callable[[str], bool], what: str) -> str:
+    """The screen once `predicate` holds for it (polled; fails after SCREEN_WAIT_S)."""
+    deadline = time.monotonic() + SCREEN_WAIT_S
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = tmux(socket, "capture-pane", "-p", "-t", "demo").stdout
+        if predicate(screen):
+            return screen
+        time.sleep(SCREEN_POLL_S)
+    raise AssertionError(f"the screen never showed {what}:\n{screen}")
+
+
+def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(nvim: str, tmp_path: Path, elsewhere: Path) -> None:
+    """Typed in a terminal: the demo says the approval is the user's to answer, the user answers
+    1 (Allow once), and the demo ends with its last line showing, no "Press ENTER" prompt."""
+    if shutil.which("tmux") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no `tmux` on PATH under CI=true (scripts/test.sh installs it)")
+        pytest.skip("no `tmux` on PATH")
+    socket = f"lich-demo-{os.getpid()}"
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = repo_env(TMPDIR=str(temp))
+    command = " ".join(shlex.quote(word) for word in [sys.executable, "-m", "lich_core", "demo", "--editor", "nvim"])
+    environment = [f"-e{key}={value}" for key, value in env.items() if key in ("HOME", "PYTHONPATH", "TMPDIR") or key.startswith("XDG_")]
+    started = tmux(socket, "new-session", "-d", "-s", "demo", "-x", "150", "-y", "40", "-c", str(elsewhere), *environment, command)
+    assert started.returncode == 0, started.stderr
+    try:
+        screen = screen_shows(socket, lambda text: "Type number and <Enter>" in text, "the approval question")
+        assert "lich demo: this question is yours to answer (1 = Allow once); the demo waits for you." in screen, screen
+        assert "lich wants to run terminal" in screen, screen
+        tmux(socket, "send-keys", "-t", "demo", "1", "Enter")
+        screen = screen_shows(socket, lambda text: "lich demo: done." in text, "the demo's last line")
+        assert "Press ENTER" not in screen, screen
+        tmux(socket, "send-keys", "-t", "demo", ":qa!", "Enter")
+        screen_shows(socket, lambda text: tmux(socket, "has-session", "-t", "demo").returncode != 0, "Neovim quit")
+    finally:
+        tmux(socket, "kill-server")
+    assert list(elsewhere.iterdir()) == [] and list(temp.iterdir()) == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,20 @@ def run(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float) -
     return done
 
 
+def see_this_interpreters_packages(python: Path, env: dict[str, str]) -> None:
+    """Let the new venv see the packages of the interpreter running the tests. Its
+    --system-site-packages are the base interpreter's, which lack lich's dependencies when the
+    suite itself runs in a venv (the README's way); a .pth adds this one's site-packages after
+    the venv's own, so lich still comes from the wheel."""
+    if sys.prefix == sys.base_prefix:
+        return
+    venv_site = run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=python.parent, env=env, timeout=DEMO_TIMEOUT_S
+    ).stdout.strip()
+    lines = [f"import site; site.addsitedir({path!r})" for path in site.getsitepackages()]
+    Path(venv_site, "zz_outer_venv.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 @pytest.mark.timeout(BUILD_TIMEOUT_S * 2 + DEMO_TIMEOUT_S)
 def test_the_demo_runs_from_a_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
@@ -57,6 +72,7 @@ def test_the_demo_runs_from_a_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     assert len(wheels) == 1, list(dist.iterdir())
     run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], cwd=tmp_path, env=env, timeout=BUILD_TIMEOUT_S)
     python = venv / "bin" / "python"
+    see_this_interpreters_packages(python, env)
     run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheels[0])],
         cwd=tmp_path, env=env, timeout=BUILD_TIMEOUT_S,
