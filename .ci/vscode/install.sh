@@ -29,8 +29,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# 3. Native builds use the system's node headers instead of downloading them.
+# 3. Native builds use the system's node headers instead of downloading them, and build from
+# source straight away: argon2's node-pre-gyp and kerberos' prebuild-install otherwise try a
+# GitHub release download first, a timeout per package where only package registries answer.
 export npm_config_nodedir=/usr
+export npm_config_build_from_source=true
 export npm_config_yes=true
 export npm_config_fund=false
 export npm_config_audit=false
