@@ -30,6 +30,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+# Under xdist: the workers each group's tests ran on (tests/support/xdist_groups.py), for the log.
+_GROUP_WORKERS: dict[str, set[str]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """On the xdist controller, note which worker ran a test of a group (its node id ends `@group`)."""
+    node = getattr(report, "node", None)
+    group = report.nodeid.rpartition("@")[2] if "@" in report.nodeid else None
+    if node is not None and group and report.when == "call":
+        _GROUP_WORKERS.setdefault(group, set()).add(node.gateway.id)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per xdist group: the workers its tests ran on (one, when the grouping holds)."""
+    for group, workers in sorted(_GROUP_WORKERS.items()):
+        terminalreporter.write_line(f"xdist group {group}: ran on {len(workers)} worker(s) ({', '.join(sorted(workers))})")
+
+
 @pytest.fixture(scope="session")
 def _homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("homes")
