@@ -1,6 +1,8 @@
 """Code actions: cheap, static, never a model call.
 
-"Ask agent…" (`refactor.rewrite.lich`) on any range, one "Fix with agent: <message>"
+"Ask agent…" (`refactor.rewrite.lich`) on any range, or, for a client that can neither ask for
+a prompt nor show a choice (Kate, Helix: no window/showMessageRequest, no lich integration), one
+"Ask agent: <prompt>" per configured `quick_prompts` entry instead; one "Fix with agent: <message>"
 (`quickfix.lich`) per diagnostic in the request's context (any source), and the user's
 `code_actions: [{title, prompt, kind}]`. Every action carries a `lich.ask` command; the
 diagnostics the client sent are remembered per document version so a later lich.ask on that
@@ -10,7 +12,7 @@ file can put them in the task context. On a line an undoable task changed, "Undo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lsprotocol import types
@@ -20,6 +22,7 @@ from lich_lsp.config import DEFAULT_CODE_ACTION_KIND
 ASK_KIND = "refactor.rewrite.lich"
 FIX_KIND = "quickfix.lich"
 ASK_TITLE = "Ask agent…"
+QUICK_PROMPT_TITLE = "Ask agent: "
 FIX_TITLE_MAX_CHARS = 80
 ASK_COMMAND = "lich.ask"
 # "Undo task: <title>" on the lines a task changed (lich_lsp.undo); inside the advertised ASK_KIND.
@@ -70,9 +73,12 @@ def compute_code_actions(
     undo_tasks: Sequence[tuple[str, str]] = (),
     *,
     llm_tag: bool = False,
+    quick_prompts: Sequence[str] | None = None,
 ) -> list[types.CodeAction | types.Command]:
     """The actions for one request; `llm_tag`: the client lists LSP 3.18's
-    CodeActionTag.LLMGenerated in codeAction.tagSupport, so the actions that run the agent carry it."""
+    CodeActionTag.LLMGenerated in codeAction.tagSupport, so the actions that run the agent carry it.
+    `quick_prompts` (not None: the client cannot ask for a prompt): offered as actions of their own
+    in place of "Ask agent…", whose lich.ask without a prompt could only fail there."""
     uri = params.text_document.uri
     only = [str(kind) for kind in params.context.only] if params.context.only else None
     diagnostics = list(params.context.diagnostics or [])
@@ -100,7 +106,15 @@ def compute_code_actions(
 
     base = {"uri": uri, "range": _range_json(params.range)}
     all_diagnostics = [diagnostic_json(d) for d in diagnostics]
-    add(ASK_TITLE, ASK_KIND, {**base, "diagnostics": all_diagnostics})
+    if quick_prompts is None:
+        add(ASK_TITLE, ASK_KIND, {**base, "diagnostics": all_diagnostics})
+    else:
+        for prompt in quick_prompts:
+            add(
+                f"{QUICK_PROMPT_TITLE}{_first_line(prompt)}",
+                ASK_KIND,
+                {**base, "prompt": prompt, "diagnostics": all_diagnostics},
+            )
     for diagnostic in diagnostics:
         add(
             f"Fix with agent: {_first_line(diagnostic.message)}",
@@ -125,3 +139,8 @@ def compute_code_actions(
         return list(actions)
     return [action.command for action in actions if action.command is not None]
 
+
+
+def quick_prompts(config: Mapping[str, Any]) -> list[str]:
+    """The configured `quick_prompts` that can be offered (non-empty strings)."""
+    return [p for p in config.get("quick_prompts") or [] if isinstance(p, str) and p.strip()]

@@ -171,6 +171,25 @@ def selection_context(session: EditorSession, path: Path, uri: str, selection: t
     return "\n\n".join(parts)
 
 
+def default_edit_mode(session: EditorSession) -> tuple[str, str | None]:
+    """(the edit mode of a lich.ask that names none, why it differs from the config or None).
+
+    A client that does not declare workspace.applyEdit cannot be relied on to apply the edit a
+    task sends after a model call (Kate applies one only within ~2 s of its own command), so
+    unless the user set edit_mode, its tasks' edits wait as review hunks, which the user's own
+    code action applies."""
+    configured = str(session.config.get("edit_mode") or "apply")
+    if configured == "apply" and session.config.sources.get("edit_mode") == "default" and not session.features.apply_edit:
+        return "review", NO_APPLY_EDIT_REASON
+    return configured, None
+
+
+NO_APPLY_EDIT_REASON = (
+    "the editor does not declare workspace.applyEdit, so the agent's edits wait as review hunks "
+    "(accept them with their code actions); set edit_mode to choose"
+)
+
+
 def _diagnostics_arg(command: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
     value = obj.get("diagnostics")
     if value is None:
@@ -227,7 +246,7 @@ async def ask(session: EditorSession, args: tuple[Any, ...], request_id: Any) ->
     prompt = get_str(ASK, obj, "prompt", required=False)
     uri = get_str(ASK, obj, "uri", required=False)
     selection = get_range(ASK, obj, "range")
-    mode = get_str(ASK, obj, "mode", required=False) or session.config.get("edit_mode", "apply")
+    mode = get_str(ASK, obj, "mode", required=False) or default_edit_mode(session)[0]
     if mode not in EDIT_MODES:
         raise BadArguments(f"{ASK}: field 'mode' must be one of {', '.join(EDIT_MODES)}, got {mode!r}")
     diagnostics = _diagnostics_arg(ASK, obj)
@@ -255,7 +274,12 @@ async def cancel(session: EditorSession, args: tuple[Any, ...], request_id: Any)
 
 async def status(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
     single_object(STATUS, args, required=False)
-    return session.status()
+    result = session.status()
+    result["edit_mode"], why = default_edit_mode(session)
+    if why is not None:
+        result["edit_mode_reason"] = why
+    result["client"]["apply_edit"] = session.features.apply_edit
+    return result
 
 
 async def trust_workspace(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:

@@ -43,6 +43,18 @@ class ClientFeatures:
     code_action_literals: bool = False  # CodeAction objects, not only Commands
     code_action_llm_tag: bool = False  # LSP 3.18 CodeActionTag.LLMGenerated in tagSupport.valueSet
     review_hunks: bool = False  # experimental.lich.reviewHunks: shows pending hunks itself (CodeLens)
+    # workspace.applyEdit: the client applies a server's workspace/applyEdit whenever it comes.
+    # Kate 22.12 does not declare it and applies one only within ~2 s of its own command, so a
+    # task's edit (sent after a model call) is refused: such clients get review mode by default.
+    apply_edit: bool = False
+    # A lich integration (any experimental.lich flag: the Emacs, Neovim and VS Code clients) asks
+    # for the prompt itself when "Ask agent…" runs lich.ask without one.
+    lich_client: bool = False
+
+    @property
+    def can_ask_prompt(self) -> bool:
+        """lich.ask without a prompt gets one: the client asks for text, or shows the quick prompts."""
+        return self.lich_client or self.show_message_request
 
     @classmethod
     def from_client(cls, caps: types.ClientCapabilities) -> ClientFeatures:
@@ -73,15 +85,20 @@ class ClientFeatures:
                 and types.CodeActionTag.LlmGenerated in (code_action.tag_support.value_set or [])
             ),
             review_hunks=experimental_flag(caps, "reviewHunks"),
+            apply_edit=bool(workspace and workspace.apply_edit),
+            lich_client=bool(lich_experimental(caps)),
         )
 
 
-def experimental_flag(caps: types.ClientCapabilities, name: str) -> bool:
+def lich_experimental(caps: types.ClientCapabilities) -> dict[str, Any]:
+    """The client's `experimental.lich` object ({} when it declares none)."""
     experimental = caps.experimental
-    if not isinstance(experimental, dict):
-        return False
-    lich = experimental.get("lich")
-    return isinstance(lich, dict) and bool(lich.get(name))
+    lich = experimental.get("lich") if isinstance(experimental, dict) else None
+    return lich if isinstance(lich, dict) else {}
+
+
+def experimental_flag(caps: types.ClientCapabilities, name: str) -> bool:
+    return bool(lich_experimental(caps).get(name))
 
 
 class PositionMapper:

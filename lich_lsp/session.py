@@ -141,6 +141,7 @@ class EditorSession:
             self.features.code_action_literals,
             llm_tag=self.features.code_action_llm_tag,
             undo_tasks=code_action_tasks(self, params),
+            quick_prompts=None if self.features.can_ask_prompt else code_actions.quick_prompts(self.config),
         )
         review = self.review.code_actions(
             params, literal_support=self.features.code_action_literals, tags=self.features.code_action_llm_tag

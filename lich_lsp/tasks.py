@@ -57,6 +57,8 @@ TRANSCRIPTS_DIR_NAME = "transcripts"
 MAX_EDITOR_MESSAGE_BYTES = 64 * 1024
 # Streamed text goes to the editor at most once per interval per task: <= 20 lich/event a second.
 EVENT_COALESCE_INTERVAL_S = 0.05
+# Files named in the final message's "Not applied" line; the rest are counted.
+REFUSED_NAMED_FILES = 5
 # Finished tasks kept for lich.status; older ones are forgotten first.
 MAX_FINISHED_TASKS = 100
 # Room kept for the JSON around a log line or a message (the notification's other fields).
@@ -331,6 +333,10 @@ class TaskManager:
         if review_note:
             outcome["review"] = review_note  # machine words (error prefixes) for clients and the log
             outcome["review_message"] = task.workspace.review_summary or user_review_message(review_note)
+        if task.workspace.refused:
+            # The model was told (its tool failed) but may claim the edit anyway: the user hears it first.
+            outcome["refused"] = [{"uri": uri, "error": why} for uri, why in task.workspace.refused.items()]
+            outcome["refused_message"] = refused_message(self._session, task.workspace.refused)
         self._end_progress(task, stopped_reason)
         await self._announce(task, outcome)
         return outcome
@@ -556,9 +562,10 @@ class TaskManager:
             kind, text = types.MessageType.Warning, "cancelled"
         else:
             kind, text = types.MessageType.Warning, f"stopped ({reason}): {outcome['final'] or ''}"
-        if outcome.get("review_message"):
+        happened = [outcome[key] for key in ("refused_message", "review_message") if outcome.get(key)]
+        if happened:
             # What happened to the files first, in plain words; the agent's claim after it.
-            text = f"{outcome['review_message']}\nThe agent said: {text}"
+            text = "\n".join(happened) + f"\nThe agent said: {text}"
         self._session.show_message(f"{task.label}: {_clip(text, FINAL_MESSAGE_MAX_CHARS)}", kind)
         path = self._write_transcript(task, outcome)
         if path is not None and self._session.features.show_document:
@@ -580,6 +587,8 @@ class TaskManager:
         lines += ["", f"## Outcome: {outcome['stopped_reason']}", "", outcome["final"] or outcome.get("error") or ""]
         if outcome["edited"]:
             lines += ["", "Edited:", *[f"- {uri}" for uri in outcome["edited"]]]
+        if outcome.get("refused_message"):
+            lines += ["", outcome["refused_message"]]
         try:
             # Not through a link, not into a dir others can write (lich_core.userstate).
             write_state_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
@@ -587,6 +596,23 @@ class TaskManager:
             log.warning("could not write transcript %s: %s", path, err)
             return None
         return path
+
+
+def refused_message(session: EditorSession, refused: dict[str, str]) -> str:
+    """Plain words for the task's edits that were not applied (apply mode: the editor answered
+    applied: false or nothing, the disk write failed), naming the files."""
+    from lich_lsp.workspace import relative_path, uri_to_path
+
+    names = []
+    for uri in refused:
+        path = uri_to_path(uri)
+        names.append(relative_path(session.root, path) if path is not None else uri)
+    reasons = sorted(set(refused.values()))
+    shown = ", ".join(names[:REFUSED_NAMED_FILES]) + (
+        f" and {len(names) - REFUSED_NAMED_FILES} more" if len(names) > REFUSED_NAMED_FILES else ""
+    )
+    files = "that file" if len(names) == 1 else "those files"
+    return f"Not applied: the agent's edit to {shown} was refused ({'; '.join(reasons)}); it is not in {files}."
 
 
 def _markdown_entry(line: str) -> str:

@@ -230,6 +230,9 @@ class EditorWorkspace:
         self.review_summary: str | None = None
         # Lines this task changed per file (apply mode), to tell the model when the user edits them.
         self.agent_lines: dict[str, tuple[Path, AgentLines]] = {}
+        # Apply mode: files whose edit the editor did not apply (applied: false, no answer) and why,
+        # until an edit of that file lands.
+        self.refused: dict[str, str] = {}
 
     async def settle(self, timeout_s: float = EDIT_SETTLE_TIMEOUT_S) -> bool:
         """Wait for edits still on their way to the editor; False if some are still unanswered."""
@@ -288,7 +291,15 @@ class EditorWorkspace:
             if self.mode == "review":
                 self._record_overlay(changes)
                 return
-            await send_changes(self._session, changes, label or self.title, self)
+            try:
+                await send_changes(self._session, changes, label or self.title, self)
+            except EditRejected as err:
+                # The tool reports it to the model; the task's final message reports it to the user.
+                for change in changes:
+                    self.refused[self._store.uri_for(change.path)] = err.reason
+                raise
+            for change in changes:
+                self.refused.pop(self._store.uri_for(change.path), None)  # a later edit landed
             self._remember_agent_lines(changes)
 
     def _check_not_stale(self, changes: Sequence[FileChange]) -> None:
