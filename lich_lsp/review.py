@@ -695,14 +695,16 @@ class ReviewStore:
         def line_start(line: int) -> int:
             return starts[line] if line < len(starts) else len(text)
 
-        start = mapper.position(line_start(hunk.start))
-        if hunk.end <= hunk.start:
-            return types.Range(start=start, end=start)
-        # The end of the last replaced line, before its line break (never the next line's start).
-        end_offset = line_start(hunk.end)
-        while end_offset > line_start(hunk.end - 1) and text[end_offset - 1] in "\r\n":
+        first, last = _shown_lines(hunk, starts, len(text))
+        start_offset = line_start(first)
+        # The end of the last shown line, before its line break (never the next line's start)...
+        end_offset = line_start(last)
+        while end_offset > line_start(last - 1) and text[end_offset - 1] in "\r\n":
             end_offset -= 1
-        return types.Range(start=start, end=mapper.position(end_offset))
+        if end_offset == start_offset:
+            # ...unless that leaves nothing (empty lines): Kate shows no marker for a zero-width range.
+            end_offset = line_start(last)
+        return types.Range(start=mapper.position(start_offset), end=mapper.position(end_offset))
 
     def diagnostic(self, review_file: ReviewFile, hunk: Hunk) -> types.Diagnostic:
         lines = [
@@ -739,7 +741,12 @@ class ReviewStore:
             return []
         self.sync(review_file)
         first, last = params.range.start.line, params.range.end.line
-        here = [h for h in review_file.hunks if h.start <= last and max(h.end, h.start + 1) > first]
+        starts = hashline_line_starts(review_file.text)
+        size = len(review_file.text)
+        here = [
+            h for h in review_file.hunks
+            if (shown := _shown_lines(h, starts, size))[0] <= last and shown[1] > first
+        ]
         actions: list[types.CodeAction] = []
 
         def add(title: str, command: str, argument: dict[str, Any], llm: bool, hunk: Hunk | None = None) -> None:
@@ -762,6 +769,16 @@ class ReviewStore:
         if literal_support:
             return list(actions)
         return [action.command for action in actions if action.command is not None]
+
+
+def _shown_lines(hunk: Hunk, starts: Sequence[int], text_chars: int) -> tuple[int, int]:
+    """The lines [first, last) a hunk's diagnostic covers: its own, or for an insertion the line it
+    goes before (the last line for one at the end): never none, while the text has a line."""
+    count = len(starts) - (1 if starts[-1] == text_chars else 0)
+    first, last = hunk.start, max(hunk.end, hunk.start + 1)
+    if first >= count and count:
+        first, last = count - 1, count
+    return first, last
 
 
 def _title(label: str) -> str:
