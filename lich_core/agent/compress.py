@@ -89,10 +89,6 @@ def summary_message(summary: str) -> Message:
     return Message(role="user", content=f"{SUMMARY_PREFIX}\n{summary.strip()}")
 
 
-def is_summary(message: Message) -> bool:
-    return message.role == "user" and message.content.startswith(SUMMARY_PREFIX)
-
-
 @dataclass
 class CompressionOutcome:
     ok: bool

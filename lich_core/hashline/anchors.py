@@ -15,7 +15,6 @@ from functools import lru_cache
 FNV_OFFSET_BASIS = 2166136261
 FNV_PRIME = 16777619
 _MASK_32 = 0xFFFFFFFF
-EMPTY_LINE_HASH = "c5"
 
 # Below this many characters a batch is hashed line by line: numpy's per-call overhead only pays
 # off on larger inputs.
@@ -94,13 +93,6 @@ def line_hash_values(
     return [line_hash_int(line) for line in lines]
 
 
-def line_hashes(
-    lines: Sequence[str], *, text: str | None = None, vectorised: bool | None = None
-) -> list[str]:
-    """Two-hex-digit hashes of many lines (see line_hash_values)."""
-    return list(map(HEX_BYTE.__getitem__, line_hash_values(lines, text=text, vectorised=vectorised)))
-
-
 def _vector_hashes(lines: Sequence[str], text: str | None) -> list[int] | None:
     try:
         from lich_core.hashline import _vector_hash
@@ -124,11 +116,6 @@ def _number_prefixes(first: int, count: int) -> list[str]:
     if last > len(_NUMBER_PREFIXES):
         _NUMBER_PREFIXES.extend(f"\n{number}:" for number in range(len(_NUMBER_PREFIXES), last))
     return _NUMBER_PREFIXES[first:last]
-
-
-def render_row(number: int, line: str, marker: str = "") -> str:
-    """`LINE:HH|content`; `marker` is "*" for a search match and " " for search context."""
-    return f"{marker}{number}:{line_hash(line)}|{line}"
 
 
 def render_rows(

@@ -108,7 +108,6 @@ from lich_core import __version__
 # Constants
 
 DEFAULT_TIMEOUT_S = 30.0
-DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 MAX_REDIRECTS = 5
 # How long a timed-out or cancelled request gets to close its connection before it is left.
 CLOSE_GRACE_S = 2.0

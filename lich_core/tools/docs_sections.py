@@ -424,11 +424,6 @@ def docs_index(root: Path) -> DocsIndex:
         return index
 
 
-def clear_docs_cache() -> None:
-    with _INDEXES_LOCK:
-        _INDEXES.clear()
-
-
 # --------------------------------------------------------------------------------------------
 # Gathering every source for one call
 

@@ -22,7 +22,6 @@ class Toolset:
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        self._toolsets: dict[str, list[str]] = {}
         # Bumped by every change, so a reader can keep what it derived from the tools until then.
         self.version = 0
         for tool in tools:
@@ -34,17 +33,9 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         self.version += 1
 
-    def unregister(self, name: str) -> None:
-        if self._tools.pop(name, None) is not None:
-            self.version += 1
-
     def register_toolset(self, toolset: Toolset) -> None:
         for tool in toolset.tools:
             self.register(tool)
-        self._toolsets[toolset.name] = [tool.name for tool in toolset.tools]
-
-    def toolset_names(self, name: str) -> list[str]:
-        return list(self._toolsets.get(name, []))
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

@@ -11,8 +11,8 @@ from scripted_model import ScriptedModel, Turn, call, provider_error, tools_turn
 
 from lich_core.agent.compress import (
     COMPRESS_BACKOFF_TURNS,
+    SUMMARY_PREFIX,
     estimate_tokens,
-    is_summary,
     split_for_compression,
 )
 from lich_core.agent.loop import Agent
@@ -22,6 +22,11 @@ from lich_core.agent.sessions import SessionStore, repair_history, session_dir_f
 
 # With these settings compression is due from turn 5 (see the arithmetic in the first test).
 SMALL_BUDGET = {"context_budget_tokens": 1000, "compress_threshold": 0.5, "system_prompt": "sys"}
+
+
+def _is_summary(message: Message) -> bool:
+    """The summary compression puts in place of the older history."""
+    return message.role == "user" and message.content.startswith(SUMMARY_PREFIX)
 
 
 def build(tmp_path, tools: RecordingTools, model, *, compress_model=None, store=True, **config) -> Agent:
@@ -63,11 +68,11 @@ async def test_compression_backs_off_after_a_useless_summary_then_compresses(tmp
     # History: system, summary (a user message), then a kept tail that starts with a call.
     history = result.messages
     assert history[0].content == "sys"
-    assert is_summary(history[1]) and "SUMMARY: read big output" in history[1].content
+    assert _is_summary(history[1]) and "SUMMARY: read big output" in history[1].content
     assert history[2].role == "assistant"
     assert_history_valid(history)
     # The model's later calls were made with the compressed history.
-    assert is_summary(model.calls[8][1])
+    assert _is_summary(model.calls[8][1])
     assert estimate_tokens(model.calls[8]) < estimate_tokens(model.calls[7]) + 200
 
 
@@ -92,7 +97,7 @@ async def test_compression_falls_back_to_the_chat_model(tmp_path, tools):
     assert result.stopped_reason == "final"
     compress_calls = [c for c in model.calls if c[0].content == COMPRESS_SYSTEM_PROMPT]
     assert len(compress_calls) == 2
-    assert any(is_summary(m) for m in result.messages)
+    assert any(_is_summary(m) for m in result.messages)
 
 
 def test_split_never_starts_the_kept_part_on_a_tool_result():

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import time
 from pathlib import Path
 
-import pytest
 from agent_helpers import WAIT_S, EventLog, assert_history_valid, make_config, wait_until
 
 from lich_core.agent.factory import build_agent
 from lich_core.agent.prompts import COMPRESS_SYSTEM_PROMPT
 from lich_core.tools.types import CancelToken
-
-HAS_HASHLINE_TOOLS = all(
-    importlib.util.find_spec(f"lich_core.tools.builtin.{name}") for name in ("read_file", "apply_patch")
-)
 
 
 def provider(server, name: str = "fake") -> dict:
@@ -37,7 +31,6 @@ def tool_contents(result) -> list[str]:
     return [m.content for m in result.messages if m.role == "tool"]
 
 
-@pytest.mark.skipif(not HAS_HASHLINE_TOOLS, reason="read_file/apply_patch not in the tree yet")
 async def test_read_patch_verify_with_hashline(tmp_path, fake_provider):
     from lich_core.hashline.anchors import line_hash
 
@@ -291,7 +284,6 @@ async def test_session_resume_through_the_server(tmp_path, fake_provider):
     assert contents[-3:] == ["what is the answer?", "the answer is 42", "are you sure?"]
 
 
-@pytest.mark.skipif(not HAS_HASHLINE_TOOLS, reason="read_file/apply_patch not in the tree yet")
 async def test_a_resumed_session_must_read_again_before_patching(tmp_path, fake_provider):
     from lich_core.hashline.anchors import line_hash
 

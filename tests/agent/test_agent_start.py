@@ -197,10 +197,8 @@ def test_the_tool_list_follows_the_registry_and_the_gate(tmp_path) -> None:
     assert [d.name for d in agent.tool_definitions()] == ["alpha", "beta"]
     runtime.executor.gate = CapabilityGate(["file/read"])
     assert [d.name for d in agent.tool_definitions()] == ["alpha"]
-    runtime.registry.unregister("alpha")
-    assert [d.name for d in agent.tool_definitions()] == []
     # A caller changing the returned list does not change the next run's.
     runtime.registry.register(_tool("gamma"))
     offered = agent.tool_definitions()
     offered.clear()
-    assert [d.name for d in agent.tool_definitions()] == ["gamma"]
+    assert [d.name for d in agent.tool_definitions()] == ["alpha", "gamma"]

@@ -23,7 +23,7 @@ from lsp_harness import WAIT_S, bounded, provider_options, uri_of
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from lich_core.hashline.anchors import line_hashes
+from lich_core.hashline.anchors import line_hash
 from lich_lsp.tasks import EVENT_COALESCE_INTERVAL_S, MAX_EDITOR_MESSAGE_BYTES, MAX_FINISHED_TASKS
 from tests.support.fake_provider import FakeProviderServer
 
@@ -178,8 +178,8 @@ async def test_apply_patch_accepts_every_header_the_grammar_accepts(editor, root
     (root / "a.py").write_text("one = 1\n", encoding="utf-8")
     (root / "b.py").write_text("two = 2\n", encoding="utf-8")
     fake = await editor("visual-studio-code")
-    (hash_a,) = line_hashes(["one = 1"])
-    (hash_b,) = line_hashes(["two = 2"])
+    hash_a = line_hash("one = 1")
+    hash_b = line_hash("two = 2")
     patch = f"@@ a.py @@\n= 1:{hash_a}..1:{hash_a}\n~one = 10\n@@b.py\n= 1:{hash_b}..1:{hash_b}\n~two = 20\n"
     result = await fake.command("lich.applyPatch", {"patch": patch})
     assert result["ok"] is True, result

@@ -360,11 +360,6 @@ def _unwrap(words: list[str]) -> tuple[str | None, list[str], list[str]]:
     return (None if word is None else os.path.basename(word)), args, nested
 
 
-def effective_command(words: list[str]) -> str | None:
-    """The program a simple command runs, looking past wrappers, assignments and their options."""
-    return _unwrap(words)[0]
-
-
 def shell_command_string(args: list[str]) -> str | None:
     """The command line a shell runs for these arguments (`-c STRING`, `-lc STRING`), if any."""
     index = 0
