@@ -49,6 +49,13 @@ def settings(tmp_path: Path, name: str, model: Path, **values: Any) -> Path:
     return write(tmp_path / f"{name}.json", json.dumps(data))
 
 
+def writer_without_exec(tmp_path: Path, path: str, content: str) -> Path:
+    """A --config whose scripted model writes `content` to `path`, with the file capabilities only."""
+    call = {"id": "w", "name": "write_file", "arguments": {"path": path, "content": content}}
+    model = replay(tmp_path, "writer", {"content": "", "tool_calls": [call]}, {"content": "Done."})
+    return settings(tmp_path, "writer", model, capabilities=["file/read", "file/write", "file/edit"])
+
+
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     folder = tmp_path / "repo"
@@ -129,23 +136,12 @@ def test_a_task_without_process_exec_cannot_make_a_server_run_what_it_wrote(tmp_
     script(work / "tools" / "impl" / "run.py", "trusted", 2)
     workspace_config(work, mcp_servers={"srv": {"command": "sh", "args": ["tools/start.sh"]}})
     trust(work)
-    no_exec = ["file/read", "file/write", "file/edit"]
     question = answer_only(tmp_path)
     ask(work, question)
     assert ran(work) == "trusted"
 
     payload = server_code("the model's code").replace("{depth}", "2")
-    writer = settings(
-        tmp_path,
-        "writer",
-        replay(
-            tmp_path,
-            "writer",
-            {"content": "", "tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "tools/impl/run.py", "content": payload}}]},
-            {"content": "Done."},
-        ),
-        capabilities=no_exec,
-    )
+    writer = writer_without_exec(tmp_path, "tools/impl/run.py", payload)
     log = ask(work, writer, "improve the server")
     assert "ok write_file" in log
     (work / "ran.txt").unlink(missing_ok=True)  # the server task 1 started ran the old code
@@ -171,17 +167,7 @@ def test_a_server_from_the_users_own_config_does_not_start_after_such_a_write(tm
     ask(work, question)
     assert ran(work) == "trusted"
     payload = server_code("the model's code").replace("{depth}", "0")
-    writer = settings(
-        tmp_path,
-        "writer",
-        replay(
-            tmp_path,
-            "writer",
-            {"content": "", "tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "srv.py", "content": payload}}]},
-            {"content": "Done."},
-        ),
-        capabilities=["file/read", "file/write"],
-    )
+    writer = writer_without_exec(tmp_path, "srv.py", payload)
     ask(work, writer, "edit srv.py")
     log = ask(work, question)
     assert ran(work) is None
@@ -237,17 +223,7 @@ def test_a_write_that_cannot_be_recorded_does_not_happen(tmp_path: Path, work: P
     state.mkdir(parents=True, exist_ok=True)
     state.chmod(0o777)
     target = write(work / "notes.txt", "mine\n")
-    writer = settings(
-        tmp_path,
-        "writer",
-        replay(
-            tmp_path,
-            "writer",
-            {"content": "", "tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "notes.txt", "content": "x\n"}}]},
-            {"content": "Done."},
-        ),
-        capabilities=["file/read", "file/write"],
-    )
+    writer = writer_without_exec(tmp_path, "notes.txt", "x\n")
     log = ask(work, writer, "edit notes")
     assert "write_not_recorded: " in log and "state_dir_refused" in log
     assert target.read_text(encoding="utf-8") == "mine\n"
