@@ -10,7 +10,13 @@
 - bytes of the WorkspaceEdit sent for a one-line change in a 10,000-line file (a one-line edit,
   not the file), against the file's own size;
 - plugin module executions over 10 lich.ask tasks and the commands around them (target 1: the
-  session's one tool runtime per config generation loads a plugin once).
+  session's one tool runtime per config generation loads a plugin once);
+- a keystroke in a 4,000-line file with 2,000 pending review hunks: an incremental didChange
+  typing one character between two hunks, then the codeAction request an editor sends for the
+  cursor's line, round trip p50/p99 against the same keystrokes in the same text without hunks
+  (target p99 <= 5 ms: following the hunks costs the lines an edit touches, not every hunk);
+  info lines: a line typed and deleted at the top (every hunk moves, every diagnostic is
+  published again) and lich.reviewList of the 2,000 hunks.
 """
 
 from __future__ import annotations
@@ -295,6 +301,157 @@ async def workspace_edit_bytes(root: Path) -> tuple[int, int, int]:
     return len(body), len(text.encode()), text_edits
 
 
+HUNK_FILE_LINES = 4000
+PENDING_HUNKS = 2000  # every other line of the file changed by one task
+KEYSTROKE_P99_TARGET_MS = 5.0
+HUNK_TASK_TIMEOUT_S = 60  # the task that proposes the hunks; a hang fails the bench
+
+
+def _hunk_file_texts() -> tuple[str, str]:
+    """The 4,000-line file and the task's version of it: every even line changed, so each is a
+    hunk of its own and the odd lines between them are free for the user's typing."""
+    old = "".join(f"value_{n:04d} = {n}\n" for n in range(HUNK_FILE_LINES))
+    new = "".join(f"value_{n:04d} = {n}{' + 1' if n % 2 == 0 else ''}\n" for n in range(HUNK_FILE_LINES))
+    return old, new
+
+
+class _Typist:
+    """Incremental didChange notifications as an editor sends them, each followed by the
+    codeAction request an editor sends for the cursor's line: the pair's round trip is the
+    keystroke's cost (the server handles the notification before the request that follows it)."""
+
+    def __init__(self, client: Any, uri: str) -> None:
+        self.client = client
+        self.uri = uri
+        self.version = 1
+        self.typed: dict[int, int] = {}  # characters typed so far at the end of each line
+
+    def change(self, start: tuple[int, int], end: tuple[int, int], text: str) -> None:
+        from lsprotocol import types
+
+        self.version += 1
+        change_range = types.Range(types.Position(*start), types.Position(*end))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=self.uri, version=self.version),
+                content_changes=[types.TextDocumentContentChangePartial(range=change_range, text=text)],
+            )
+        )
+
+    async def code_action(self, line: int) -> Any:
+        from lsprotocol import types
+
+        at = types.Position(line, 0)
+        return await self.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(self.uri),
+                range=types.Range(at, at),
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+
+    async def keystrokes(self, count: int) -> list[float]:
+        """`count` characters typed at the end of odd lines (between the hunks), one per line,
+        spread over the file; the round trip of each, in seconds."""
+        samples: list[float] = []
+        for index in range(count):
+            line = 1 + 2 * ((index * 97) % (HUNK_FILE_LINES // 2))
+            column = len(f"value_{line:04d} = {line}") + self.typed.get(line, 0)
+            started = time.perf_counter()
+            self.change((line, column), (line, column), "x")
+            await self.code_action(line)
+            samples.append(time.perf_counter() - started)
+            self.typed[line] = self.typed.get(line, 0) + 1
+        return samples
+
+
+def _percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+async def review_hunk_latency(quick: bool, root: Path) -> dict[str, float]:
+    """Keystrokes in a 4,000-line file before and with 2,000 pending review hunks, a newline at
+    its top (every hunk moves) and lich.reviewList, through a real server (seconds)."""
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    from tests.support.fake_provider import FakeProviderServer
+
+    old, new = _hunk_file_texts()
+    path = root / "hunks.py"
+    path.write_text(old, encoding="utf-8")
+    fake = FakeProviderServer()
+    fake.start()
+    fake.script({"tool_calls": [{"name": "write_file", "arguments": {"path": "hunks.py", "content": new}}]}, {"text": "done"})
+    client = LanguageClient("bench", "0")
+    for method in (types.WINDOW_LOG_MESSAGE, types.WINDOW_SHOW_MESSAGE, "lich/event"):
+        client.feature(method)(lambda params: None)
+    client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)(lambda params: None)
+    await client.start_io(*LICH_SERVER)
+    timings: dict[str, float] = {}
+    try:
+        options: dict[str, Any] = {
+            "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "m"}],
+            "edit_mode": "review",
+            "review_style": "hunks",
+        }
+        await client.initialize_async(
+            types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri(), initialization_options=options)
+        )
+        client.initialized(types.InitializedParams())
+        uri = path.as_uri()
+        plain = root / "plain.py"  # the same text without hunks: the reference
+        plain.write_text(old, encoding="utf-8")
+        for opened in (uri, plain.as_uri()):
+            client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(opened, "python", 1, old)))
+        ask = client.workspace_execute_command_async(types.ExecuteCommandParams("lich.ask", [{"prompt": "bump"}]))
+        result = await asyncio.wait_for(ask, HUNK_TASK_TIMEOUT_S) or {}
+        expected = f"{PENDING_HUNKS} changes pending review in hunks.py"
+        if result.get("review") != expected:
+            raise RuntimeError(f"the task did not leave {PENDING_HUNKS} hunks: {result}")
+        typist, reference = _Typist(client, uri), _Typist(client, plain.as_uri())
+        count = 100 if quick else 400
+        for warming in (typist, reference):  # the server's first edits import and fill caches
+            await warming.keystrokes(10)
+        gc.collect()
+        gc.freeze()  # the client's collector pauses are not the server's time (see _code_action_rounds)
+        try:
+            bare = await reference.keystrokes(count)
+            pending = await typist.keystrokes(count)
+            newlines: list[float] = []
+            for _ in range(4 if quick else 10):  # a line in and out at the top: every hunk moves
+                for start, end, text in (((0, 0), (0, 0), "\n"), ((0, 0), (1, 0), "")):
+                    started = time.perf_counter()
+                    typist.change(start, end, text)
+                    await typist.code_action(0)
+                    newlines.append(time.perf_counter() - started)
+            listings: list[float] = []
+            for _ in range(3 if quick else 5):
+                started = time.perf_counter()
+                listing = await client.workspace_execute_command_async(
+                    types.ExecuteCommandParams("lich.reviewList", [{"uri": uri}])
+                )
+                listings.append(time.perf_counter() - started)
+        finally:
+            gc.unfreeze()
+        listed = len((listing or {}).get("hunks", []))
+        if listed != PENDING_HUNKS:
+            raise RuntimeError(f"lich.reviewList lists {listed} hunks, not {PENDING_HUNKS}")
+        await client.shutdown_async(None)
+        client.exit(None)
+    finally:
+        await _stop(client)
+        fake.stop()
+    timings["bare_p50"] = _percentile(bare, 0.5)
+    timings["bare_p99"] = _percentile(bare, 0.99)
+    timings["pending_p50"] = _percentile(pending, 0.5)
+    timings["pending_p99"] = _percentile(pending, 0.99)
+    timings["newline"] = statistics.median(newlines)
+    timings["review_list"] = statistics.median(listings)
+    return timings
+
+
 COUNTING_PLUGIN = """\
 from pathlib import Path
 
@@ -365,6 +522,7 @@ def run(quick: bool) -> list[Figure]:
         sent, whole, text_edits = asyncio.run(workspace_edit_bytes(root))
         executions = asyncio.run(plugin_executions(root))
         idle_rss, loaded_rss, text_bytes = asyncio.run(documents_rss(quick, root))
+        hunks = asyncio.run(review_hunk_latency(quick, root))
     note = "task streamed throughout" if streaming else "task ended before sampling did"
     figures.append(Figure(f"codeAction p50 ({OPEN_DOCUMENTS} docs, task streaming)", p50, "ms", note=note))
     figures.append(
@@ -385,6 +543,22 @@ def run(quick: bool) -> list[Figure]:
             f"plugin module executions per {PLUGIN_ASKS} asks", executions, "runs", target="= 1",
             note="plus lich.tools and lich.runTool around them, one config generation",
         )
+    )
+    hunk_case = f"{PENDING_HUNKS:,} pending hunks in {HUNK_FILE_LINES:,} lines"
+    figures.append(
+        Figure(f"keystroke p50, {hunk_case}", hunks["pending_p50"] * 1000, "ms", "no hunks", hunks["bare_p50"] * 1000)
+    )
+    figures.append(
+        Figure(
+            f"keystroke p99, {hunk_case}", hunks["pending_p99"] * 1000, "ms", "no hunks", hunks["bare_p99"] * 1000,
+            target=f"<= {KEYSTROKE_P99_TARGET_MS:g} ms", note="didChange + the cursor's codeAction, round trip",
+        )
+    )
+    figures.append(
+        Figure(f"newline at the top, {hunk_case}", hunks["newline"] * 1000, "ms", note="median; every hunk moves (info)")
+    )
+    figures.append(
+        Figure(f"lich.reviewList, {hunk_case}", hunks["review_list"] * 1000, "ms", note="median (info)")
     )
     documents = RSS_QUICK_DOCUMENTS if quick else RSS_DOCUMENTS
     mib = 1024 * 1024

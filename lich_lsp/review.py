@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.workspace import TextDocument
+from pygls.workspace.position_codec import PositionCodec
 
 from lich_core.errors import EditRejected, ToolError
 from lich_core.hashline.replacements import line_replacements
@@ -42,6 +43,7 @@ from lich_lsp.edits import PositionMapper, hashline_line_starts
 from lich_lsp.hunk_tracking import (
     LineEdit,
     Span,
+    carry_sorted,
     line_edits_between,
     lines_of,
     splice_line_edit,
@@ -169,7 +171,13 @@ class ReviewFile:
     path: Path
     uri: str
     text: str  # the file's text the hunks' line numbers refer to
+    # Sorted by start line (propose sorts them, carrying keeps the order): an edit finds the hunks
+    # it touches by bisection (hunk_tracking.carry_sorted).
     hunks: list[Hunk] = field(default_factory=list)
+    # No hunk of the file is longer than this many lines (a bound: only ever raised).
+    longest: int = 0
+    # `text`'s line starts for the hunks' ranges, built once per text: (text, mapper, line starts).
+    geometry: tuple[str, PositionMapper, list[int]] | None = None
     # An accepted hunk is on its way to the editor: its echo (didChange) must not count as the
     # user's edit; the file catches up after the answer (ReviewStore.accept).
     busy: bool = False
@@ -307,6 +315,7 @@ class ReviewStore:
             else:
                 self.sync(review_file)
             review_file.hunks = sorted(review_file.hunks + proposed, key=lambda h: (h.start, h.end))
+            review_file.longest = max([review_file.longest, *(h.end - h.start for h in proposed)])
             outcome.hunks += len(proposed)
             if rel not in outcome.files:
                 outcome.files.append(rel)
@@ -325,32 +334,52 @@ class ReviewStore:
                 kept.append(hunk)
         return kept
 
-    def _matches(self, text: str, hunk: Hunk) -> bool:
-        return "".join(lines_of(text)[hunk.start : hunk.end]) == hunk.old_text
-
     def _rebase(self, review_file: ReviewFile, new_text: str, edits: Sequence[LineEdit] | None, why: str) -> bool:
         """Carry the file's hunks to `new_text` (through `edits` when known exactly, else the
         diff); drops and notes the hunks hit. True when anything changed."""
-        before = [(h.hunk_id, h.start, h.end) for h in review_file.hunks]
-        original = [(h, h.start, h.end) for h in review_file.hunks]
-        kept: list[Hunk] | None = None
-        if edits is not None:
-            kept = self._carry(review_file.hunks, edits)
-            if not all(self._matches(new_text, h) for h in kept):
-                for hunk, start, end in original:  # the exact path disagrees: start over from the diff
-                    hunk.start, hunk.end = start, end
-                kept = None
-        if kept is None:
-            kept = self._carry(review_file.hunks, line_edits_between(review_file.text, new_text))
-            kept = [h for h in kept if self._matches(new_text, h)]
-        rel = self._rel(review_file.path)
-        for hunk, _, _ in original:
-            if hunk not in kept:
-                self._drop_note(rel, hunk, why)
-                self._session.log(f"lich: dropped the proposed change {hunk.hunk_id} in {rel}: {why}")
-        review_file.hunks = kept
+        carried = self._carry_exact(review_file, new_text, edits) if edits is not None else None
+        if carried is not None:
+            hit, changed = carried
+        else:
+            original = review_file.hunks
+            before = [(h.hunk_id, h.start, h.end) for h in original]
+            lines = new_text.split("\n")
+            kept = self._carry(original, line_edits_between(review_file.text, new_text))
+            kept = [h for h in kept if _lines_match(lines, h)]
+            kept_ids = {id(h) for h in kept}
+            hit = [h for h in original if id(h) not in kept_ids]
+            review_file.hunks = kept
+            changed = [(h.hunk_id, h.start, h.end) for h in kept] != before
+        rel = self._rel(review_file.path) if hit else ""
+        for hunk in hit:
+            self._drop_note(rel, hunk, why)
+            self._session.log(f"lich: dropped the proposed change {hunk.hunk_id} in {rel}: {why}")
         review_file.text = new_text
-        return [(h.hunk_id, h.start, h.end) for h in kept] != before
+        return changed
+
+    def _carry_exact(
+        self, review_file: ReviewFile, new_text: str, edits: Sequence[LineEdit]
+    ) -> tuple[list[Hunk], bool] | None:
+        """The hunks carried through `edits` (which turn the file's text into `new_text`): (the
+        hunks hit, whether any hunk moved or was hit). The kept hunks next to each edit must still
+        read their old lines in `new_text`; when one does not, nothing changes and None is
+        answered (the diff decides). Costs the hunks around the edits (and those below an edit
+        that adds or removes lines), never every hunk of the file."""
+        hunks = list(review_file.hunks)
+        steps = [carry_sorted(hunks, edit, review_file.longest) for edit in edits]
+        hit = [h for step in steps for h in step.hit]
+        if len(steps) > 1:
+            hit.sort(key=review_file.hunks.index)  # the file's order, as the notes were always said
+        hit_ids = {id(h) for h in hit}
+        checked = [h for step in steps for h in step.neighbours if id(h) not in hit_ids]
+        if checked:
+            lines = new_text.split("\n")
+            if not all(_lines_match(lines, h) for h in checked):
+                for step in reversed(steps):
+                    step.undo_move()
+                return None
+        review_file.hunks = hunks
+        return hit, bool(hit) or any(step.moved for step in steps)
 
     def sync(self, review_file: ReviewFile) -> None:
         """Catch up with the file's current text (what the user sees) if it moved unseen."""
@@ -399,9 +428,7 @@ class ReviewStore:
             if change_range is None:
                 exact = False  # a whole-document change: the diff decides
                 break
-            scratch = TextDocument(uri, source=text, position_codec=codec)
-            start = scratch.offset_at_position(change_range.start)
-            end = scratch.offset_at_position(change_range.end)
+            start, end = _change_offsets(text, codec, change_range)
             text, line_edit = splice_line_edit(text, start, end, change.text)
             replayed.append(line_edit)
         # Changes that did not start from our text (one went unseen) are left to the diff too.
@@ -687,15 +714,25 @@ class ReviewStore:
 
     # --- showing ---
 
+    def _geometry(self, review_file: ReviewFile) -> tuple[PositionMapper, list[int]]:
+        """The file text's position mapper and line starts, built once per text (every hunk's
+        range needs them; building them per hunk made a 2,000-hunk file's diagnostics quadratic)."""
+        text = review_file.text
+        cached = review_file.geometry
+        if cached is None or cached[0] is not text:
+            cached = (text, PositionMapper(text, self._session.port.position_codec), hashline_line_starts(text))
+            review_file.geometry = cached
+        return cached[1], cached[2]
+
     def _range(self, review_file: ReviewFile, hunk: Hunk) -> types.Range:
         text = review_file.text
-        mapper = PositionMapper(text, self._session.port.position_codec)
-        starts = hashline_line_starts(text)
+        mapper, starts = self._geometry(review_file)
 
         def line_start(line: int) -> int:
             return starts[line] if line < len(starts) else len(text)
 
-        first, last = _shown_lines(hunk, starts, len(text))
+        # The line count from the line starts at hand (counting the text per hunk was quadratic).
+        first, last = _shown_lines(hunk, len(starts) - (1 if starts[-1] == len(text) else 0))
         start_offset = line_start(first)
         # The end of the last shown line, before its line break (never the next line's start)...
         end_offset = line_start(last)
@@ -741,12 +778,9 @@ class ReviewStore:
             return []
         self.sync(review_file)
         first, last = params.range.start.line, params.range.end.line
-        starts = hashline_line_starts(review_file.text)
-        size = len(review_file.text)
-        here = [
-            h for h in review_file.hunks
-            if (shown := _shown_lines(h, starts, size))[0] <= last and shown[1] > first
-        ]
+        # The line count, not the geometry: the text changed since the last request at every
+        # keystroke, and building its line starts for this took milliseconds in a long file.
+        here = _hunks_on_lines(review_file, first, last)
         actions: list[types.CodeAction] = []
 
         def add(title: str, command: str, argument: dict[str, Any], llm: bool, hunk: Hunk | None = None) -> None:
@@ -771,10 +805,37 @@ class ReviewStore:
         return [action.command for action in actions if action.command is not None]
 
 
-def _shown_lines(hunk: Hunk, starts: Sequence[int], text_chars: int) -> tuple[int, int]:
-    """The lines [first, last) a hunk's diagnostic covers: its own, or for an insertion the line it
-    goes before (the last line for one at the end): never none, while the text has a line."""
-    count = len(starts) - (1 if starts[-1] == text_chars else 0)
+def _line_count(text: str) -> int:
+    """How many lines `lines_of(text)` has, without splitting the text."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _hunks_on_lines(review_file: ReviewFile, first: int, last: int) -> list[Hunk]:
+    """The file's hunks whose shown lines (`_shown_lines`) meet lines [first, last], in the file's
+    order. The hunks are sorted by start line and none is longer than `review_file.longest`: only
+    those starting up to that many lines above `first` are looked at, not every hunk (a code
+    action request comes with every cursor move)."""
+    hunks = review_file.hunks
+    count = _line_count(review_file.text)
+    # Hunks starting at or past the end are shown on the last line (see _shown_lines).
+    tail = bisect_left(hunks, count, key=lambda h: h.start) if count else len(hunks)
+    here: list[Hunk] = []
+    index = min(tail, bisect_right(hunks, last, key=lambda h: h.start)) - 1
+    while index >= 0 and hunks[index].start > first - max(review_file.longest, 1):
+        hunk = hunks[index]
+        if max(hunk.end, hunk.start + 1) > first:
+            here.append(hunk)
+        index -= 1
+    here.reverse()
+    if tail < len(hunks) and count - 1 <= last and count > first:
+        here.extend(hunks[tail:])
+    return here
+
+
+def _shown_lines(hunk: Hunk, count: int) -> tuple[int, int]:
+    """The lines [first, last) a hunk's diagnostic covers (`count`: the text's line count): its own,
+    or for an insertion the line it goes before (the last line for one at the end): never none,
+    while the text has a line."""
     first, last = hunk.start, max(hunk.end, hunk.start + 1)
     if first >= count and count:
         first, last = count - 1, count
@@ -801,6 +862,28 @@ def _range_json(value: types.Range) -> dict[str, Any]:
         "start": {"line": value.start.line, "character": value.start.character},
         "end": {"line": value.end.line, "character": value.end.character},
     }
+
+
+def _change_offsets(text: str, codec: PositionCodec, change_range: types.Range) -> tuple[int, int]:
+    """Code point offsets of an LSP range in `text`, as pygls' TextDocument.offset_at_position
+    computes them (its line split, its clamping), so the replay lands where pygls applied the
+    change; the text is split once, not once per position and sum."""
+    lines = tuple(text.splitlines(True))
+    start = codec.position_from_client_units(lines, change_range.start)
+    end = codec.position_from_client_units(lines, change_range.end)
+    return (
+        start.character + sum(map(len, lines[: start.line])),
+        end.character + sum(map(len, lines[: end.line])),
+    )
+
+
+def _lines_match(lines: Sequence[str], hunk: Hunk) -> bool:
+    """Whether lines [start, end) of a text split on `\\n` (`lines`) read the hunk's old text, as
+    `"".join(lines_of(text)[start:end])` would (without splitting the text per hunk)."""
+    if hunk.end <= hunk.start:
+        return hunk.old_text == ""
+    body = "\n".join(lines[hunk.start : hunk.end])
+    return (body + "\n" if hunk.end < len(lines) else body) == hunk.old_text
 
 
 def _without_overlaps(hunks: Sequence[Hunk]) -> list[Hunk]:
