@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from lich_core.hashline.anchors import FNV_OFFSET_BASIS, FNV_PRIME, fold_hash, line_hash_int
+from lich_core.hashline.fnv import FNV_OFFSET_BASIS, FNV_PRIME, fold_hash, line_hash_int
 
 _PRIME = np.uint32(FNV_PRIME)
 # A bucket with fewer lines than this goes to the scalar path.

@@ -12,9 +12,8 @@ import operator
 from collections.abc import Sequence
 from functools import lru_cache
 
-FNV_OFFSET_BASIS = 2166136261
-FNV_PRIME = 16777619
-_MASK_32 = 0xFFFFFFFF
+# The scalar hash lives in its own module so the numpy path can use it without importing this one.
+from lich_core.hashline.fnv import line_hash_int
 
 # Below this many characters a batch is hashed line by line: numpy's per-call overhead only pays
 # off on larger inputs.
@@ -31,32 +30,6 @@ def split_lines(text: str) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return lines
-
-
-def fold_hash(value: int) -> int:
-    value ^= value >> 16
-    value ^= value >> 8
-    return value & 0xFF
-
-
-def line_hash_int(line: str) -> int:
-    """The 8-bit hash of one line (no terminator) as an int."""
-    value = FNV_OFFSET_BASIS
-    try:
-        # Code points below 256 feed exactly one byte each: their Latin-1 encoding.
-        data = line.encode("latin-1")
-    except UnicodeEncodeError:
-        for char in line:
-            point = ord(char)
-            while True:
-                value = ((value ^ (point & 0xFF)) * FNV_PRIME) & _MASK_32
-                point >>= 8
-                if not point:
-                    break
-        return fold_hash(value)
-    for byte in data:
-        value = ((value ^ byte) * FNV_PRIME) & _MASK_32
-    return fold_hash(value)
 
 
 # Lines up to this long are memoised (validation re-hashes the same anchored lines often);
