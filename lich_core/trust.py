@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lich_core.shell import OPERATOR_CHARS, split_words
 from lich_core.userstate import read_json, user_state_dir, write_json_atomic
 
 TRUST_FILE_NAME = "trust.json"
@@ -74,7 +74,7 @@ def executed_files(workspace_values: Mapping[str, Any], root: Path) -> list[Path
             files.extend(command_code_files([entry["command"], *words], root, cwd if isinstance(cwd, str) else None))
     test_command = workspace_values.get("test_command")
     if isinstance(test_command, str):
-        files.extend(command_code_files(shell_words(test_command), root))
+        files.extend(command_code_files(split_words(test_command), root))
     return list(dict.fromkeys(files))
 
 
@@ -109,20 +109,6 @@ SKIPPED_CODE_DIRS = frozenset(
 )
 PYTHON_SUFFIXES = (".py", ".pth")
 PYTHON_NAMES = re.compile(r"^python[0-9.]*$")
-# A shell operator glued to a word (`sh<t5.sh`, `a&&b`): shlex's punctuation splitting parts them.
-_SHELL_SPLIT_CHARS = "();<>|&"
-
-
-def shell_words(command: str) -> list[str]:
-    """A shell command's words, operators split off (`sh<t5.sh` is `sh`, `<`, `t5.sh`)."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=_SHELL_SPLIT_CHARS)
-        lexer.whitespace_split = True
-        return list(lexer)
-    except ValueError:
-        return command.split()
-
-
 def command_code_files(words: list[str], root: Path, cwd: str | None = None) -> list[Path]:
     """The repository files a command runs: every word naming a file inside the root (resolved
     against the command's working directory, then the root), the module of `-m NAME`, the files
@@ -136,8 +122,8 @@ def command_code_files(words: list[str], root: Path, cwd: str | None = None) -> 
     expanded: list[str] = []
     for word in words:
         expanded.append(word)
-        if any(char.isspace() or char in _SHELL_SPLIT_CHARS for char in word):
-            expanded.extend(shell_words(word))
+        if any(char.isspace() or char in OPERATOR_CHARS for char in word):
+            expanded.extend(split_words(word))
     files: list[Path] = []
     code_dirs: list[Path] = []
     python = False

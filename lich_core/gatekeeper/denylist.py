@@ -3,7 +3,7 @@
 `git_denylist_hit(command)` is a pure function: what a command matches (a documented pattern and
 a detail for the model), or None; `git_denylist_match(command)` is the text the veto reason
 carries after `git_denylist: `. The command is read the way the terminal tool reads it for its
-own refusals (`lich_core.tools.builtin.terminal.simple_commands`: separators, wrappers such as
+own refusals (`lich_core.shell.simple_commands`: separators, wrappers such as
 `env`, `sudo`, `timeout 5`, `xargs`, shells' `-c STRING`, `eval`, `$(...)`, backticks), then
 git's own command line: global options (`-C dir`, `-c key=value`, `--git-dir=...`, ...) are
 skipped to find the subcommand word, which is judged by what it is:
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 # Shared with the terminal tool's refusals, so the guard and the tool read a command the same way.
-from lich_core.tools.builtin.terminal import (
+from lich_core.shell import (
     EXPANSION_CHARS,
     dynamic_command_word,
     simple_commands,
