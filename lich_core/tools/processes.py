@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 
-from lich_core.tools.runtime import configured_key_env_names, scrubbed_env
+from lich_core.tools.secrets import configured_key_env_names, scrubbed_env
 from lich_core.tools.types import ToolContext
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +14,7 @@ from lich_core.tools.builtin import register_builtin_tools
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.executor import CallCheck, ToolExecutor
 from lich_core.tools.registry import ToolRegistry, is_enabled
+from lich_core.tools.secrets import configured_key_env_names, scrubbed_env
 from lich_core.tools.types import (
     DEFAULT_TERMINAL_TIMEOUT_MS,
     ToolContext,
@@ -31,46 +32,6 @@ log = logging.getLogger("lich.tools")
 
 # The variable through which the tools' processes see config terminal_timeout_ms.
 TERMINAL_TIMEOUT_ENV = "LICH_TERMINAL_TIMEOUT_MS"
-
-# Provider credentials never reach tool child processes (terminal, tests, MCP servers): the
-# well-known names, anything ending like an API key, every variable a provider entry (or
-# `web_search`) names in `api_key_env` (whatever it is called: `OPENROUTER_KEY`, `GITHUB_TOKEN`,
-# ...) and every variable an MCP server's `headers_env` reads.
-SCRUBBED_ENV_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_ACCESS_TOKEN")
-SCRUBBED_ENV_NAMES = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "LICH_API_KEY"})
-
-
-def configured_key_env_names(config: Mapping[str, Any] | None) -> frozenset[str]:
-    """The variable names `providers[*].api_key_env`, `web_search.api_key_env` and
-    `mcp_servers.*.headers_env.*` point at (ignoring malformed entries)."""
-    if not isinstance(config, Mapping):
-        return frozenset()
-    providers = config.get("providers")
-    entries = list(providers) if isinstance(providers, (list, tuple)) else []
-    entries.append(config.get("web_search"))
-    names = set()
-    for entry in entries:
-        name = entry.get("api_key_env") if isinstance(entry, Mapping) else None
-        if isinstance(name, str) and name.strip():
-            names.add(name.strip())
-    # MCP servers' `headers_env` values: {header: VARIABLE} (lich_core.mcp.spec).
-    servers = config.get("mcp_servers")
-    for server in servers.values() if isinstance(servers, Mapping) else ():
-        headers = server.get("headers_env") if isinstance(server, Mapping) else None
-        if isinstance(headers, Mapping):
-            names.update(value.strip() for value in headers.values() if isinstance(value, str) and value.strip())
-    return frozenset(names)
-
-
-def scrubbed_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
-    """`env` without provider credentials; `extra_names` are removed too (configured key names)."""
-    removed = SCRUBBED_ENV_NAMES | frozenset(extra_names)
-    return {
-        key: value
-        for key, value in env.items()
-        if key not in removed and not key.upper().endswith(SCRUBBED_ENV_SUFFIXES)
-    }
-
 
 @dataclass
 class ToolRuntime:

@@ -26,7 +26,7 @@ from lich_core.mcp.tools import (
     describe,
     parameters_schema,
 )
-from lich_core.tools.runtime import configured_key_env_names, scrubbed_env
+from lich_core.tools.secrets import configured_key_env_names, scrubbed_env
 
 
 def stdio(command: str, *args: str, allow_runner: bool = False) -> McpServerSpec:

@@ -37,7 +37,8 @@ from lich_core.tools.builtin.web_search import (
     DuckDuckGoPage,
     unwrap_result_url,
 )
-from lich_core.tools.runtime import build_tool_runtime, configured_key_env_names
+from lich_core.tools.runtime import build_tool_runtime
+from lich_core.tools.secrets import configured_key_env_names
 from lich_core.tools.types import DUCKDUCKGO_HTML_URL, ToolContext, WebSearchBackend
 from lich_core.trust import TRUSTED, UNTRUSTED
 from lich_core.vocabulary import CancelToken, ToolResult

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from lich_core.tools.runtime import configured_key_env_names, scrubbed_env
 from lich_core.tools.secrets import (
+    configured_key_env_names,
     is_secret_name,
     looks_like_secret_value,
     mask_arguments,
     mask_value,
+    scrubbed_env,
 )
 
 

@@ -61,7 +61,7 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.processes import kill_process_group, tool_process_env
 from lich_core.tools.reaper import CallReaper
-from lich_core.tools.runtime import SCRUBBED_ENV_NAMES, configured_key_env_names, scrubbed_env
+from lich_core.tools.secrets import SCRUBBED_ENV_NAMES, configured_key_env_names, scrubbed_env
 from lich_core.tools.types import DEFAULT_TERMINAL_TIMEOUT_MS, FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
 from lich_core.workspace import CommandHost, CommandRequest, command_host
