@@ -25,6 +25,8 @@ from pathlib import Path
 from lich_acp.events import ClientBridge
 from lich_core.confined import read_bytes_within
 from lich_core.errors import EditRejected, ToolError
+from lich_core.hashline.byte_lines import ByteLines
+from lich_core.testing.report import TestReport
 from lich_core.workspace import CommandHost, FileChange, apply_to_disk, encode_text, read_disk_text
 
 log = logging.getLogger("lich.acp.workspace")
@@ -124,6 +126,25 @@ class AcpWorkspace:
 
     def overlay_paths(self) -> Iterable[Path]:
         return list(self.overlay)
+
+    # --- what only some workspaces can do (lich_core.workspace.Workspace) ---
+
+    # No user at hand to have asked for a tool call; the client's answers are text, not bytes.
+    user_invoked = False
+
+    def lines_behind(self, path: Path, text: str) -> ByteLines | None:
+        return None
+
+    def drain_user_notes(self) -> list[str]:
+        return []
+
+    async def sync_to_disk(self) -> str | None:
+        # Review mode's overlay is the prompt's own until the client takes it; a test run reads
+        # the files as they are on disk, as before.
+        return None
+
+    async def report_test_results(self, report: TestReport) -> None:
+        return None
 
     # --- writes ---
 

@@ -20,6 +20,7 @@ from lich_core.confined import ParentDir, open_parent, read_bytes_within
 from lich_core.errors import EditRejected
 from lich_core.hashline.byte_lines import ByteLines, byte_lines
 from lich_core.hashline.replacements import line_replacements, splice_replacements
+from lich_core.testing.report import TestReport
 from lich_core.vocabulary import CancelToken
 from lich_core.vocabulary import LineReplacement as LineReplacement  # re-export (lives there)
 
@@ -148,12 +149,42 @@ class Workspace(Protocol):
         """Apply all changes or none; raise EditRejected with the reason on refusal."""
         ...
 
+    # --- what only some workspaces can do ---
+    # Declared here, not looked up by name, so a workspace that renames one of these is no longer
+    # a Workspace to the type checker (tests/core/test_workspace_seam_types.py). A workspace that
+    # cannot do the thing says so with DiskWorkspace's answer: None, False, no notes, nothing done.
+
+    # Runs the terminal tool's commands somewhere else (the ACP client's terminals); None: the
+    # tool runs them itself.
+    command_host: CommandHost | None
+    # The user asked for this very tool call (the editor's lich.runTests): an "ask" approval
+    # counts as answered.
+    user_invoked: bool
+
+    def lines_behind(self, path: Path, text: str) -> ByteLines | None:
+        """`text`'s lines taken from the bytes it was decoded from, if it is the very text this
+        workspace read at `path` (DiskWorkspace: apply_patch then reads a big file's lines from
+        its bytes and splices its write); None: split the text as usual."""
+        ...
+
+    def drain_user_notes(self) -> list[str]:
+        """What the user did in the editor since the model last looked (rejected a proposed change,
+        edited lines the agent had changed, an edit the editor did not apply), taken once."""
+        ...
+
+    async def sync_to_disk(self) -> str | None:
+        """Write unsaved buffers to disk before a program reads the files (run_tests); the problem
+        in a few words if that failed, else None."""
+        ...
+
+    async def report_test_results(self, report: TestReport) -> None:
+        """Take a test run's results (the editor shows its failures as diagnostics)."""
+        ...
+
 
 # --- the command seam ---
-# A workspace may also carry `command_host`: a CommandHost that runs the terminal tool's commands
-# somewhere else (the ACP face's, when the client offers `terminal/*`). It is not part of the
-# Workspace protocol: a workspace without it (DiskWorkspace, EditorWorkspace), or with it None,
-# means the tool runs the command itself.
+# A workspace's `command_host`, when not None, runs the terminal tool's commands somewhere else
+# (the ACP face's, when the client offers `terminal/*`); None means the tool runs them itself.
 
 
 @dataclass(frozen=True)
@@ -192,10 +223,9 @@ class CommandHost(Protocol):
         ...
 
 
-def command_host(workspace: object) -> CommandHost | None:
+def command_host(workspace: Workspace | None) -> CommandHost | None:
     """The workspace's CommandHost, if it has one."""
-    host = getattr(workspace, "command_host", None)
-    return host if isinstance(host, CommandHost) else None
+    return workspace.command_host if workspace is not None else None
 
 
 def read_disk_text(path: Path, root: Path | None = None) -> str:
@@ -282,6 +312,10 @@ def current_umask() -> int:
 class DiskWorkspace:
     """Reads and writes the file system directly, atomically per file and per change set."""
 
+    # No other place runs commands, no user at hand, no buffers, no notes (see Workspace).
+    command_host: CommandHost | None = None
+    user_invoked: bool = False
+
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root).resolve()
         self._lock = asyncio.Lock()
@@ -293,9 +327,7 @@ class DiskWorkspace:
     def read_bytes(self, path: Path) -> bytes:
         return read_bytes_within(self.root, Path(path))
 
-    def lines_behind(self, path: Path, text: str | None) -> ByteLines | None:
-        """`text`'s lines from the bytes it was decoded from, if it is the very text this
-        workspace read at `path`."""
+    def lines_behind(self, path: Path, text: str) -> ByteLines | None:
         return self._memo.lines_of(Path(path), text)
 
     def exists(self, path: Path) -> bool:
@@ -307,6 +339,15 @@ class DiskWorkspace:
     async def apply(self, changes: Sequence[FileChange], label: str) -> None:
         async with self._lock:
             apply_to_disk(changes, self.root, self._memo)
+
+    def drain_user_notes(self) -> list[str]:
+        return []
+
+    async def sync_to_disk(self) -> str | None:
+        return None  # the files are the text
+
+    async def report_test_results(self, report: TestReport) -> None:
+        return None
 
 
 def _open_parent_or_none(root: Path, path: Path) -> ParentDir | None:
@@ -439,37 +480,24 @@ def _restore(change: FileChange, parent: ParentDir) -> None:
 
 
 # --- the bytes seam ---
-# A workspace may also have `lines_behind(path, text) -> ByteLines | None`: the lines of a text it
-# read, taken from the bytes it was decoded from (DiskWorkspace). apply_patch then reads a big
-# file's lines from its bytes (lich_core.hashline.byte_lines) instead of splitting the whole
-# text, and the same lines' offsets splice its write. A workspace without it (EditorWorkspace:
-# buffers are text) has the text split as usual.
 
 
-def lines_behind(workspace: object, path: Path, text: str | None) -> ByteLines | None:
-    """What the workspace's `lines_behind` says (None without one)."""
-    method = getattr(workspace, "lines_behind", None)
-    return method(path, text) if method is not None and text is not None else None
+def lines_behind(workspace: Workspace | None, path: Path, text: str | None) -> ByteLines | None:
+    """What the workspace's `lines_behind` says (None without a workspace or a text)."""
+    return workspace.lines_behind(path, text) if workspace is not None and text is not None else None
 
 
 # --- the notes seam ---
-# A workspace may also have `drain_user_notes() -> list[str]`: what the user did in the editor
-# since the model last looked (rejected a proposed change, edited lines the agent had changed, an
-# edit the editor did not apply after the task). It is optional and not part of the Workspace
-# protocol: a workspace without it (DiskWorkspace, AcpWorkspace) has no notes. The agent loop
-# sends the notes as one user message before its next model call, so the model does not undo
-# the user's decisions.
+# The agent loop sends a workspace's notes (drain_user_notes) as one user message before its next
+# model call, so the model does not undo the user's decisions.
 
 USER_NOTES_HEADER = "[lich] Since your last step, in the editor:"
 
 
-def user_notes_message(workspace: object) -> str | None:
+def user_notes_message(workspace: Workspace) -> str | None:
     """The workspace's pending notes as one user message (draining them), or None."""
-    drain = getattr(workspace, "drain_user_notes", None)
-    if drain is None:
-        return None
     try:
-        notes = [str(note).strip() for note in drain() or ()]
+        notes = [str(note).strip() for note in workspace.drain_user_notes() or ()]
     except Exception:  # noqa: BLE001 - notes are advice: a broken source must not end the run
         import logging
 

@@ -62,7 +62,7 @@ class ApprovalCheck:
         policy = policy_for(approval, tool.name, capability)
         if policy == "allow":
             return None
-        if policy == "ask" and getattr(ctx.workspace, "user_invoked", False):
+        if policy == "ask" and ctx.workspace is not None and ctx.workspace.user_invoked:
             return None  # the user asked for this very call (lich.runTests): that is the answer
         if policy == "deny":
             return f"approval_denied: {tool.name} is denied by the approval policy"

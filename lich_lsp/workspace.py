@@ -30,9 +30,10 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from lich_core.confined import read_bytes_within
 from lich_core.errors import EditRejected
+from lich_core.hashline.byte_lines import ByteLines
 from lich_core.hashline.replacements import line_replacements
 from lich_core.vocabulary import LineReplacement
-from lich_core.workspace import FileChange, apply_to_disk, encode_text, read_disk_text
+from lich_core.workspace import CommandHost, FileChange, apply_to_disk, encode_text, read_disk_text
 from lich_lsp.edits import EditEntry, build_workspace_edit, count_hunks
 from lich_lsp.port import EditorRequestError
 from lich_lsp.review import (
@@ -210,6 +211,9 @@ class OverlayEntry:
 class EditorWorkspace:
     """A lich_core Workspace over the editor's buffers; one per task (its review overlay is its own)."""
 
+    # Commands run here, on the server's machine; buffers are text, not bytes read from disk.
+    command_host: CommandHost | None = None
+
     def __init__(self, session: EditorSession, *, mode: str = "apply", title: str = "lich") -> None:
         self._session = session
         self._store: DocumentStore = session.documents
@@ -269,6 +273,9 @@ class EditorWorkspace:
         if self._store.has_buffer(path):
             return self._store.current_text(path) is not None
         return path.exists()
+
+    def lines_behind(self, path: Path, text: str) -> ByteLines | None:
+        return None
 
     def overlay_paths(self) -> Iterable[Path]:
         seen: dict[str, Path] = {}

@@ -11,6 +11,7 @@ from lich_core.agent.sessions import SessionStore
 from lich_core.providers.base import Model
 from lich_core.tools.executor import CallCheck
 from lich_core.tools.runtime import ToolRuntime, build_tool_runtime
+from lich_core.workspace import Workspace
 
 log = logging.getLogger("lich.agent")
 
@@ -18,7 +19,7 @@ log = logging.getLogger("lich.agent")
 def build_agent(
     config: Mapping[str, Any],
     *,
-    workspace: Any | None = None,
+    workspace: Workspace | None = None,
     call_checks: Sequence[CallCheck] = (),
     env: Mapping[str, str] | None = None,
     model: Model | None = None,

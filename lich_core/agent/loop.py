@@ -78,7 +78,7 @@ from lich_core.vocabulary import (
     Usage,
     format_tool_result,
 )
-from lich_core.workspace import user_notes_message
+from lich_core.workspace import Workspace, user_notes_message
 
 log = logging.getLogger("lich.agent")
 _RUN_ID_PREFIX = f"{random.getrandbits(32):08x}"
@@ -147,7 +147,7 @@ class Agent:
         compress_model: Model | None = None,
         plugins: Any | None = None,  # lich_core.plugins.PluginHost
         session_store: SessionStore | None = None,
-        workspace: Any | None = None,  # default Workspace for runs that pass none
+        workspace: Workspace | None = None,  # for runs that pass none
     ) -> None:
         self.model = model
         self.runtime = runtime
@@ -218,7 +218,7 @@ class Agent:
         cancel: CancelToken | None = None,
         resume: str | None = None,
         context: str | None = None,
-        workspace: Any | None = None,
+        workspace: Workspace | None = None,
         read_state: ReadState | None = None,
         edit_label: str = "lich",
     ) -> Coroutine[Any, Any, RunResult]:
@@ -252,7 +252,7 @@ class _Run:
         *,
         on_event: EventListener | None,
         cancel: CancelToken,
-        workspace: Any | None,
+        workspace: Workspace | None,
         read_state: ReadState | None,
         edit_label: str,
     ) -> None:
@@ -446,8 +446,9 @@ class _Run:
         tools = self.agent.tool_definitions()
         # Read once per run, not per turn: these checks are on the way to every model call.
         holds = self.agent.model_reports_sent
-        # Only an editor's workspace has notes (what the user did since the last call).
-        notes_source = self._workspace if hasattr(self._workspace, "drain_user_notes") else None
+        # What the user did in the editor since the last call (a run without a workspace reads
+        # and writes the disk, where there is no user to take notes from).
+        notes_source = self._workspace
         # The gatekeeper is always loaded but has no model hooks: a turn with no
         # before_llm_call hook awaits nothing before its model call (time to first token).
         llm_hook = self.plugin_run is not None and self.plugin_run.has_hook("before_llm_call")

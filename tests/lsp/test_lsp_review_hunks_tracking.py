@@ -183,7 +183,6 @@ def test_model_notes_are_drained_once_bounded_and_formatted() -> None:
     source = Source()
     assert user_notes_message(source) == "[lich] Since your last step, in the editor:\n- first\n- two\n  lines"
     assert user_notes_message(source) is None
-    assert user_notes_message(object()) is None  # the method is optional
 
 
 def test_agent_lines_forget_a_deleted_file() -> None:

@@ -591,11 +591,10 @@ def _without_junit_note(output: str, junit_file: Path) -> str:
 
 
 async def _notify_workspace(ctx: ToolContext, report: TestReport) -> None:
-    report_results = getattr(ctx.workspace, "report_test_results", None)
-    if not callable(report_results):
+    if ctx.workspace is None:
         return
     try:
-        await report_results(report)
+        await ctx.workspace.report_test_results(report)
     except asyncio.CancelledError:
         raise
     except Exception:  # noqa: BLE001 - the editor's side never fails the tool
@@ -604,11 +603,10 @@ async def _notify_workspace(ctx: ToolContext, report: TestReport) -> None:
 
 async def _sync_editor(ctx: ToolContext) -> str | None:
     """`unsaved_buffers: ...` when the editor's buffers could not be written to disk first."""
-    sync = getattr(ctx.workspace, "sync_to_disk", None)
-    if not callable(sync):
+    if ctx.workspace is None:
         return None
     try:
-        problem = await sync()
+        problem = await ctx.workspace.sync_to_disk()
     except asyncio.CancelledError:
         raise
     except Exception as err:  # noqa: BLE001 - fail closed: never test other text than the editor's
