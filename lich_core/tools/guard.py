@@ -5,15 +5,21 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from lich_core.confined import check_path_text
 from lich_core.errors import ToolCancelledError, ToolError, ToolTimeoutError
-from lich_core.tools.eager import start_eagerly
 from lich_core.tools.types import ToolContext
 from lich_core.vocabulary import CancelToken, ToolResult
+
+if sys.version_info >= (3, 12):
+    from asyncio import eager_task_factory
+else:
+    eager_task_factory = None
 
 T = TypeVar("T")
 
@@ -186,29 +192,48 @@ async def with_timeout(
     when `cancel` fired first. Cancelling the awaiting task cancels the token and the work too.
     Nothing outlives the call: the deadline timer and the link to `cancel` are always released.
 
-    The work is a task of its own, started eagerly (lich_core.tools.eager): work that finishes
-    without waiting, as most tool calls do, is done before any of the race is set up.
+    The work is a task of its own (its own context, its own `current_task()`, abandoned after
+    the grace if it will not stop). On Python 3.12+ the task starts eagerly: work that never
+    waits, as most tool calls do, is done before the race is set up.
     """
     grace_ms = CANCEL_GRACE_MS if grace_ms is None else grace_ms
-    # The work's token follows `cancel` from the work's first wait on (linking costs more than
-    # the rest of a call that never waits): during its eager first step nothing but the work
-    # itself runs, so only the work could cancel `cancel` then, and its token follows at once.
     token = CancelToken()
-    if cancel is not None and cancel.cancelled:
-        token.cancel(cancel.reason)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_ms / 1000
-    work = start_eagerly(factory(token))
-    if work.done():
+    unlink = _follow(token, cancel) if cancel is not None else None
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        woken: asyncio.Future[None] = loop.create_future()
+        work = _start_task(_waking(factory(token), woken))
+        if not work.done():
+            await _race(work, woken, token, max(0.0, deadline - loop.time()), timeout_ms, label, grace_ms)
         if work.cancelled():  # the work cancelled itself; the caller was not cancelled
             raise ToolCancelledError()
         return work.result()
-    unlink = _follow(token, cancel) if cancel is not None else None
-    try:
-        return await _race(work, token, max(0.0, deadline - loop.time()), timeout_ms, label, grace_ms)
     finally:
         if unlink is not None:
             unlink()
+
+
+def _start_task(work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+    """`work` as a task of its own: eagerly started where asyncio can (3.12+), else scheduled."""
+    loop = asyncio.get_running_loop()
+    if eager_task_factory is not None:
+        return eager_task_factory(loop, work)
+    return loop.create_task(work)
+
+
+async def _waking(work: Awaitable[T], woken: asyncio.Future[None]) -> T:
+    """`work`, setting `woken` as it ends: the waiting caller is woken in the step the work
+    ends in, a turn of the loop sooner than by a done callback of the work's task."""
+    try:
+        return await work
+    finally:
+        _wake(woken)
+
+
+def _wake(woken: asyncio.Future[None], _: object = None) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
 
 def _follow(token: CancelToken, parent: CancelToken) -> Callable[[], None]:
@@ -217,32 +242,47 @@ def _follow(token: CancelToken, parent: CancelToken) -> Callable[[], None]:
 
 
 async def _race(
-    work: asyncio.Future[T], token: CancelToken, timeout_s: float, timeout_ms: int, label: str, grace_ms: int
-) -> T:
-    """with_timeout once the work waits: the work, the token and the deadline, first one wins."""
-    cancel_wait = asyncio.ensure_future(token.wait())
-    abandoning = False
+    work: asyncio.Future[Any],
+    woken: asyncio.Future[None],
+    token: CancelToken,
+    timeout_s: float,
+    timeout_ms: int,
+    label: str,
+    grace_ms: int,
+) -> None:
+    """Wait until `woken` is set, by the work's end, the token or the deadline, whichever is
+    first. Returns when the work is done; past the deadline or on the token, the work is
+    abandoned (after its grace) and ToolTimeoutError or ToolCancelledError is raised."""
+    loop = asyncio.get_running_loop()
+    wake = partial(_wake, woken)
+    # Also as a done callback: a task cancelled before its first step never runs _waking.
+    work.add_done_callback(wake)
+
+    def wake_soon() -> None:
+        # A step of the work already scheduled runs first, so work that finishes in it wins
+        # over a token that was cancelled before it started, as with an eager start.
+        loop.call_soon(wake)
+
+    unlink = token.on_cancel(wake_soon)
+    timer = loop.call_later(timeout_s, wake)
     try:
-        waiting: set[asyncio.Future[Any]] = {work, cancel_wait}
-        done, _ = await asyncio.wait(waiting, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        if work in done:
-            if work.cancelled():  # the work cancelled itself; the caller was not cancelled
-                raise ToolCancelledError()
-            return work.result()
-        timed_out = not token.cancelled
-        token.cancel("timeout" if timed_out else token.reason)
-        abandoning = True
-        await _abandon(work, grace_ms)
-        if timed_out:
-            raise ToolTimeoutError(label, timeout_ms)
-        raise ToolCancelledError()
-    except asyncio.CancelledError:
+        await woken
+    except asyncio.CancelledError:  # the caller itself is cancelled: the work stops too
         token.cancel("cancelled")
-        if not abandoning:  # cancelled during the grace (the hard stop): stop waiting now
-            await _abandon(work, grace_ms)
+        await _abandon(work, grace_ms)
         raise
     finally:
-        cancel_wait.cancel()
+        timer.cancel()
+        unlink()
+        work.remove_done_callback(wake)
+    if work.done():
+        return
+    timed_out = not token.cancelled
+    token.cancel("timeout" if timed_out else token.reason)
+    await _abandon(work, grace_ms)
+    if timed_out:
+        raise ToolTimeoutError(label, timeout_ms)
+    raise ToolCancelledError()
 
 
 async def _abandon(work: asyncio.Future[Any], grace_ms: int) -> None:

@@ -1,8 +1,8 @@
 """ToolExecutor's per-call fast paths behave as the general code does (#18).
 
 The executor reads a tool's declared capability, timeout and output cap at every call, clones
-the caller's context per call and skips output shaping for a short success; the tool's eager
-task handles every outcome of its first step as a scheduled task would (done callbacks, a
+the caller's context per call and skips output shaping for a short success; the tool's task
+(eager where asyncio can start one so) handles every outcome of its first step as a scheduled task would (done callbacks, a
 task that cancels itself, odd yields). Each test here fails if one of those shortcuts drops a
 case the general path handles.
 """
