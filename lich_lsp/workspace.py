@@ -32,7 +32,7 @@ from lich_core.confined import read_bytes_within
 from lich_core.errors import EditRejected
 from lich_core.hashline.byte_lines import ByteLines
 from lich_core.hashline.replacements import line_replacements
-from lich_core.vocabulary import LineReplacement
+from lich_core.vocabulary import CancelToken, LineReplacement
 from lich_core.workspace import CommandHost, FileChange, apply_to_disk, encode_text, read_disk_text
 from lich_lsp.edits import EditEntry, build_workspace_edit, count_hunks
 from lich_lsp.port import EditorRequestError
@@ -430,36 +430,14 @@ class EditorWorkspace:
                     self._refused(f"you edited {rel} during the task")
                     raise EditRejected(f"stale_document: {rel} changed in the editor during the task; nothing applied")
             if not caps.change_annotations:
-                if not caps.show_message_request:
-                    self._refused('this editor can show neither a preview nor a question (review_style "hunks" works here)')
-                    raise EditRejected(
-                        "review_unavailable: this editor supports neither change annotations nor "
-                        "window/showMessageRequest, so the review could not be shown; nothing applied"
-                    )
-                # Bounded like a preview: the question holds the files' lock. The request is not
-                # cancelled (pygls fails on a late answer to a cancelled request); it is left unanswered.
-                question = asyncio.ensure_future(
-                    self._session.port.ask(
-                        types.ShowMessageRequestParams(
-                            type=types.MessageType.Info,
-                            message=f"{label}: apply {hunks} changes to {files} files?",
-                            actions=[types.MessageActionItem(REVIEW_APPLY), types.MessageActionItem(REVIEW_DISCARD)],
-                        )
-                    )
-                )
-                try:
-                    await asyncio.wait({question}, timeout=APPLY_PREVIEW_TIMEOUT_S)
-                except asyncio.CancelledError:
-                    question.add_done_callback(_ignore_outcome)
-                    raise
-                if not question.done():
-                    question.add_done_callback(_ignore_outcome)
+                # Bounded like a preview: the question holds the files' lock.
+                applied = await self._ask_apply(f"{label}: apply {plural(hunks, 'change')} to {plural(files, 'file')}?")
+                if applied is None:
                     self._refused(f"the question was not answered within {APPLY_PREVIEW_TIMEOUT_S:g} s")
                     raise EditRejected(
                         f"review_declined: the question was not answered within {APPLY_PREVIEW_TIMEOUT_S:g} s; nothing applied"
                     )
-                answer = question.result()
-                if answer is None or answer.title != REVIEW_APPLY:
+                if not applied:
                     self._refused("you chose Discard")
                     raise EditRejected("review_declined: the user discarded the changes")
                 await self._send_reviewed(changes, label, annotate=False, hunks=hunks)
@@ -467,6 +445,41 @@ class EditorWorkspace:
                 await self._send_reviewed(changes, label, annotate=True, hunks=hunks)
         self.review_summary = f"Applied {plural(hunks, 'change')} to {plural(files, 'file')}."
         return f"applied {hunks} changes to {files} files"
+
+    async def _ask_apply(self, message: str) -> bool | None:
+        """Apply or Discard: a question with buttons where the editor has them, else a pending
+        question (a diagnostic whose code actions answer it: Kate, Helix), so the user's own action
+        applies the batch. None when it is not answered within APPLY_PREVIEW_TIMEOUT_S."""
+        session = self._session
+        if not session.features.show_message_request:
+            from lich_lsp.pending_questions import Choice  # pending_questions imports this module
+
+            questions = session.questions
+            choices = (Choice("apply", REVIEW_APPLY), Choice("discard", REVIEW_DISCARD))
+            question = questions.post("review", message, "the agent's changes", choices)
+            answer = await questions.wait(question, CancelToken(), APPLY_PREVIEW_TIMEOUT_S)
+            return None if answer is None else answer == "apply"
+        # The request is not cancelled (pygls fails on a late answer to a cancelled request); it
+        # is left unanswered.
+        request = asyncio.ensure_future(
+            session.port.ask(
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Info,
+                    message=message,
+                    actions=[types.MessageActionItem(REVIEW_APPLY), types.MessageActionItem(REVIEW_DISCARD)],
+                )
+            )
+        )
+        try:
+            await asyncio.wait({request}, timeout=APPLY_PREVIEW_TIMEOUT_S)
+        except asyncio.CancelledError:
+            request.add_done_callback(_ignore_outcome)
+            raise
+        if not request.done():
+            request.add_done_callback(_ignore_outcome)
+            return None
+        picked = request.result()
+        return picked is not None and picked.title == REVIEW_APPLY
 
     async def _send_reviewed(self, changes: Sequence[FileChange], label: str, *, annotate: bool, hunks: int) -> None:
         try:

@@ -195,3 +195,35 @@ async def test_quick_prompts_are_code_actions_where_no_prompt_can_be_asked(sessi
     assert result["stopped_reason"] == "final" and result["final"] == "It sets v."
     sent = json.dumps(fake_provider.requests[0]["json"]["messages"])
     assert "Explain this code" in sent and "f.py" in sent
+
+
+async def test_a_new_file_is_created_through_the_users_answer(session, root: Path, fake_provider, kate: str) -> None:
+    """A new file is no hunk: its review is the Apply/Discard question, which Kate cannot show, so
+    it is a pending question whose code action is the user's own action: the edit that creates the
+    file follows that command at once, inside Kate's window."""
+    (root / "f.py").write_text("v = 1\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "g.py", "content": "w = 2\n"}}], "delay_s": MODEL_DELAY_S},
+        {"text": "I created g.py."},
+    )
+    client = await session(kate, init_options=provider_options(fake_provider))
+    timing = KateTiming(client)
+    uri = client.open(root / "f.py")
+    task = asyncio.ensure_future(client.command("lich.ask", {"prompt": "make g", "uri": uri}))
+
+    def question() -> list[types.Diagnostic]:
+        return [d for d in client.diagnostics.get(uri, []) if d.code == "lich-question"]
+
+    await client.wait_until(lambda: bool(question()), what="the review question on f.py")
+    (asked,) = question()
+    assert asked.message.startswith("lich: make g: apply 1 change to 1 file?"), asked.message
+    assert not (root / "g.py").exists()
+    actions = await code_actions(client, uri, asked.range, [asked])
+    apply = actions["Apply: the agent's changes"]
+    await client.command(apply.command, (apply.arguments or [None])[0])
+    result = await bounded(task, lsp_harness.COMMAND_WAIT_S, "the task")
+
+    assert result["stopped_reason"] == "final", result
+    assert result["review"] == "applied 1 changes to 1 files", result
+    assert timing.ignored == []
+    assert (root / "g.py").read_text(encoding="utf-8") == "w = 2\n"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from fake_editor import FakeEditor
-from lsp_harness import WAIT_S, edit, provider_options, tool_messages, uri_of
+from lsp_harness import WAIT_S, as_dict, edit, provider_options, tool_messages, uri_of
 from lsprotocol import types
 
 from lich_core.tools.guard import CANCEL_GRACE_MS
@@ -97,6 +97,10 @@ async def test_the_agent_asks_before_running_a_process(editor, root: Path, fake_
 # --- review mode ---
 
 
+def pending_questions_on(fake: FakeEditor, uri: str) -> list[types.Diagnostic]:
+    return [d for d in fake.diagnostics.get(uri, []) if d.code == "lich-question"]
+
+
 async def test_review_mode(editor, root: Path, client_name: str, fake_provider) -> None:
     (root / "r.py").write_text("a = 1\nb = 2\n", encoding="utf-8")
     fake_provider.script(
@@ -109,15 +113,19 @@ async def test_review_mode(editor, root: Path, client_name: str, fake_provider) 
     fake = await editor(client_name, init_options=provider_options(fake_provider, edit_mode="review", review_style="batch"))
     uri = fake.open(root / "r.py")
     fake.message_answers = ["Apply"]
-    result = await fake.command("lich.ask", {"prompt": "bump"})
+    if client_name == "emacs":
+        # Neither change annotations nor showMessageRequest: the Apply/Discard question is a
+        # pending question (a diagnostic), answered by its code action, the user's own action.
+        _, task = fake.start_command("lich.ask", {"prompt": "bump", "uri": uri})
+        await fake.wait_until(lambda: bool(pending_questions_on(fake, uri)), what="the review question")
+        (question,) = pending_questions_on(fake, uri)
+        assert fake.applied == [] and question.message.startswith("lich: bump: apply 1 change to 1 file?")
+        await fake.command("lich.answerQuestion", {"id": as_dict(question.data)["id"], "answer": "apply"})
+        result = await task
+    else:
+        result = await fake.command("lich.ask", {"prompt": "bump"})
     assert result["stopped_reason"] == "final"
     assert all("edit_rejected" not in m and "error" not in m for m in tool_messages(fake_provider))
-    if client_name == "emacs":
-        # Neither change annotations nor showMessageRequest: nothing can be reviewed, nothing applied.
-        assert fake.applied == []
-        assert result["review"].startswith("edit_rejected: review_unavailable")
-        assert fake.text(uri) == "a = 1\nb = 2\n"
-        return
     (applied,) = fake.applied
     assert fake.text(uri) == "a = 10\nb = 20\n"
     assert result["edited"] == [uri]
@@ -129,9 +137,9 @@ async def test_review_mode(editor, root: Path, client_name: str, fake_provider) 
         (doc_edit,) = applied.edit.document_changes
         assert all(isinstance(e, types.AnnotatedTextEdit) for e in doc_edit.edits)
         assert fake.message_requests == []
-    else:
+    elif client_name != "emacs":
         (question,) = fake.message_requests
-        assert question.message == "lich: bump: apply 1 changes to 1 files?"
+        assert question.message == "lich: bump: apply 1 change to 1 file?"
         assert applied.edit.change_annotations is None
 
 
