@@ -37,8 +37,9 @@ _GROUP_WORKERS: dict[str, set[str]] = {}
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """On the xdist controller, note which worker ran a test of a group (its node id ends `@group`)."""
     node = getattr(report, "node", None)
-    group = report.nodeid.rpartition("@")[2] if "@" in report.nodeid else None
-    if node is not None and group and report.when == "call":
+    # pytest-xdist appends `@group` after the whole id; an `@` inside [params] is not one.
+    _, at, group = report.nodeid.rpartition("@")
+    if node is not None and at and group and "]" not in group and report.when == "call":
         _GROUP_WORKERS.setdefault(group, set()).add(node.gateway.id)
 
 
