@@ -7,7 +7,6 @@ Order of checks: unknown tool → already cancelled → capability gate → call
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
@@ -15,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
-from lich_core.hashline.read_state import ReadState
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.guard import (
     CANCEL_GRACE_MS,  # noqa: F401 - re-exported: callers read the grace from here
@@ -31,19 +29,14 @@ from lich_core.tools.types import (
     Tool,
     ToolContext,
     WebSearchBackend,
+    tool_capability,
+    tool_max_output_chars,
+    tool_timeout_ms,
 )
 from lich_core.vocabulary import CancelToken, ToolResult, format_tool_result
 
 DEFAULT_TOOL_TIMEOUT_MS = 30_000
 TERMINAL_TOOL_TIMEOUT_MS = 300_000
-
-# Context fields a ToolContext makes afresh for each instance (default factories), but the three
-# default_context sets itself.
-_FRESH_FIELDS = tuple(
-    (item.name, item.default_factory)
-    for item in dataclasses.fields(ToolContext)
-    if item.default_factory is not dataclasses.MISSING and item.name not in ("cancel", "env", "settings")
-)
 
 # A call check inspects a call before it runs and returns an error string to refuse it (approvals).
 CallCheck = Callable[[Tool, dict[str, Any], ToolContext], Awaitable[str | None]]
@@ -78,22 +71,22 @@ class ToolExecutor:
 
         What is the same for every call is made once per work dir: the resolved work dir (a
         file-system call) and its DiskWorkspace (stateless but for a lock no await happens
-        under). Per call, like a new ToolContext: its own cancel token, read state and copy of
-        the env, and every other field with a default factory made afresh. The executor's
-        attributes (env, settings, terminal_timeout_ms, web_search) are read at each call.
+        under). Per call, a new ToolContext: its own cancel token, read state, ledger and copy
+        of the env. The executor's attributes (env, settings, terminal_timeout_ms, web_search)
+        are read at each call.
         """
         base = self._base
         if base is None or base[0] is not self.work_dir:
             base = self._base = (self.work_dir, ToolContext(work_dir=self.work_dir))
-        ctx = base[1].with_cancel(CancelToken())
-        for name, factory in _FRESH_FIELDS:
-            setattr(ctx, name, factory())
-        ctx.env = dict(self.env)
-        ctx.settings = self.settings
-        ctx.terminal_timeout_ms = self.terminal_timeout_ms
-        ctx.web_search = self.web_search
-        ctx.read_state = ReadState()
-        return ctx
+        return ToolContext(
+            work_dir=base[1].work_dir,
+            env=dict(self.env),
+            workspace=base[1].workspace,
+            settings=self.settings,
+            terminal_timeout_ms=self.terminal_timeout_ms,
+            web_search=self.web_search,
+            work_dir_resolved=True,
+        )
 
     async def execute(
         self, name: str, args: dict[str, Any] | None, ctx: ToolContext | None = None
@@ -106,9 +99,8 @@ class ToolExecutor:
         cancel = ctx.cancel
         if cancel.cancelled:
             return error_result("cancelled")
-        # tool_capability, tool_timeout_ms and tool_max_output_chars (lich_core.tools.types)
-        # inlined: read at each call as they do, without a Python call each (bench: executor).
-        denial = self.gate.denial(getattr(tool, "capability", None))
+        # A tool's declarations are read at each call: a plugin may change them.
+        denial = self.gate.denial(tool_capability(tool))
         if denial:
             return error_result(denial)
         if not isinstance(args, dict):
@@ -125,8 +117,8 @@ class ToolExecutor:
                 return error_result(f"guard_error: {err}")
             if cancel.cancelled:
                 return error_result("cancelled")
-        timeout_ms = getattr(tool, "timeout_ms", None) or DEFAULT_TOOL_TIMEOUT_MS
-        max_output_chars = getattr(tool, "max_output_chars", None) or DEFAULT_MAX_OUTPUT_CHARS
+        timeout_ms = tool_timeout_ms(tool) or DEFAULT_TOOL_TIMEOUT_MS
+        max_output_chars = tool_max_output_chars(tool) or DEFAULT_MAX_OUTPUT_CHARS
         work = partial(_run, tool, args, ctx, max_output_chars)
         try:
             return await with_timeout(work, timeout_ms, tool.name, cancel=cancel)
@@ -142,18 +134,12 @@ class ToolExecutor:
 async def _run(
     tool: Tool, args: dict[str, Any], ctx: ToolContext, max_output_chars: int, token: CancelToken
 ) -> ToolResult:
-    """One call of `tool` under with_timeout's `token`: the work of the call's task.
-
-    A module function bound with partial rather than a closure made per call: the closure's
-    cells cost more than the partial (bench: executor overhead).
-    """
+    """One call of `tool` under with_timeout's `token`: the work of the call's task."""
     # The tool sees one token: cancelled by the caller's token or by the deadline.
     try:
         result = await tool.execute(args, ctx.with_cancel(token))
     except Exception as err:  # noqa: BLE001 - never throw
         return error_result("cancelled") if token.cancelled else error_result(err)
-    if result.__class__ is ToolResult and result.ok and len(result.output) <= max_output_chars:
-        return result  # what _shape returns for it (clamp_output keeps short text), without the calls
     return _shape(result, token, max_output_chars)
 
 

@@ -7,7 +7,7 @@ with a stable prefix (`not_found:`, `path_escape:`, ...) so a model and a test c
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -114,8 +114,13 @@ class ToolContext:
     # What this run wrote (shared by every call's clone of the run's context).
     written: WriteLedger = field(default_factory=WriteLedger)
 
-    def __post_init__(self) -> None:
-        self.work_dir = Path(self.work_dir).resolve()
+    # Set by with_cancel and the executor, whose work_dir comes from a context that resolved it:
+    # resolving costs file-system calls, and a clone is made for every tool call.
+    work_dir_resolved: InitVar[bool] = False
+
+    def __post_init__(self, work_dir_resolved: bool) -> None:
+        if not work_dir_resolved:
+            self.work_dir = Path(self.work_dir).resolve()
         if self.workspace is None:
             from lich_core.workspace import DiskWorkspace
 
@@ -126,20 +131,10 @@ class ToolContext:
             self.read_state = ReadState()
 
     def with_cancel(self, cancel: CancelToken) -> ToolContext:
-        """This context with another cancellation token (the executor's per-call token).
-
-        A shallow copy, every other field shared, made without running __post_init__ again: its
-        work is done (work_dir resolved, workspace and read state set). dataclasses.replace would
-        resolve work_dir, a file-system call, on every tool call, and copy.copy costs several µs
-        more per call (bench: executor overhead); this is what copy.copy does, directly. The
-        fields dict is copied whole and handed to the clone, which is cheaper than filling the
-        clone's own dict with update().
-        """
-        fields = self.__dict__.copy()
-        fields["cancel"] = cancel
-        clone = object.__new__(self.__class__)
-        clone.__dict__ = fields
-        return clone
+        """This context with another cancellation token (the executor's per-call token): a
+        shallow copy, so the env, workspace, read state and ledger of what was written stay
+        shared with the run's context."""
+        return replace(self, cancel=cancel, work_dir_resolved=True)
 
 
 @runtime_checkable
