@@ -34,8 +34,8 @@ NODE_MODULES = HERE / "node_modules"
 SDK_PACKAGE = NODE_MODULES / "@agentclientprotocol" / "sdk" / "package.json"
 ACPX = NODE_MODULES / ".bin" / "acpx"
 AGENT_COMMAND = [sys.executable, "-m", "lich_acp"]
-# `lich acp`, the same agent behind the CLI (python -m lich_core is the `lich` command).
-LICH_ACP_COMMAND = [sys.executable, "-m", "lich_core", "acp"]
+# `lich acp`, the same agent behind the CLI (python -m lich_cli is the `lich` command).
+LICH_ACP_COMMAND = [sys.executable, "-m", "lich_cli", "acp"]
 # One prompt turn: lich starts, calls the model twice and the client answers its fs requests.
 PROCESS_TIMEOUT_S = 150
 

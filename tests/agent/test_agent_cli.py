@@ -1,7 +1,7 @@
 """The `lich` agent commands against the fake provider server.
 
 Most calls run the CLI in-process (tests/support/cli_runner.py sets up the cwd, environment and
-streams a process would have); a one-shot run end to end and Ctrl-C run a real `python -m lich_core`.
+streams a process would have); a one-shot run end to end and Ctrl-C run a real `python -m lich_cli`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_one_shot_streams_the_answer_on_stdout(tmp_path, fake_provider):
         {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo hi"}}]},
         {"text": "All good, it says hi.", "chunks": 5},
     )
-    # `python -m lich_core` end to end, as a shell runs it: streamed text on stdout, exit status 0.
+    # `python -m lich_cli` end to end, as a shell runs it: streamed text on stdout, exit status 0.
     done = run_lich_subprocess(
         "run", "check", "the", "greeting", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path
     )

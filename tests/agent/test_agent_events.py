@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from lich_core.agent.cli import ProgressPrinter
+from lich_cli.agent import ProgressPrinter
 from lich_core.agent.events import (
     EVENT_DATA,
     EVENT_TYPES,

@@ -1,6 +1,6 @@
 """The `lich tool` / `lich tools` commands, run in-process with the process a user has (cwd,
 environment, stdin, stdout, stderr) set up for each call (tests/support/cli_runner.py); what only
-a process shows (a closed stdout pipe) runs a real `python -m lich_core`."""
+a process shows (a closed stdout pipe) runs a real `python -m lich_cli`."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lich_core.agent.cli import CONFIG_TEMPLATE
+from lich_cli.agent import CONFIG_TEMPLATE
 from lich_core.config import user_config_path
 from lich_core.providers import factory
 from tests.support.cli_runner import run_lich as lich

@@ -357,7 +357,7 @@ def test_the_readme_try_it_commands_leave_no_untracked_files(tmp_path: Path, fak
     env = repo_env(LICH_PROVIDER_KIND="openai_compat", LICH_BASE_URL=fake_provider.url + "/v1", LICH_MODEL="fake-model")
     for argv in commands:
         done = subprocess.run(
-            [sys.executable, "-m", "lich_core", *argv[1:]],
+            [sys.executable, "-m", "lich_cli", *argv[1:]],
             cwd=checkout, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
         )
         assert done.returncode == 0, f"{shlex.join(argv)}: {done.stdout}\n{done.stderr}"

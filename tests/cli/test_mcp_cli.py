@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lich_core import mcp_cli
+from lich_cli import mcp as mcp_cli
 from lich_core.config import KEYS, user_config_path
 from tests.support.cli_runner import run_lich as lich
 

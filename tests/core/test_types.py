@@ -1,4 +1,4 @@
-"""The type checker runs in CI: lich_core and lich_lsp have 0 mypy errors."""
+"""The type checker runs in CI: lich_core, lich_lsp, lich_acp and lich_cli have 0 mypy errors."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_mypy_reports_no_errors(tmp_path: Path) -> None:
     # Neovim it downloads there): a re-run checks only what changed. Elsewhere a fresh one.
     cache_dir = os.environ.get("LICH_MYPY_CACHE_DIR") or str(tmp_path / "mypy-cache")
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "lich_core", "lich_lsp", "lich_acp", "--cache-dir", cache_dir],
+        [sys.executable, "-m", "mypy", "lich_core", "lich_lsp", "lich_acp", "lich_cli", "--cache-dir", cache_dir],
         cwd=ROOT,
         capture_output=True,
         text=True,

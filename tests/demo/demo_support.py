@@ -1,4 +1,4 @@
-"""Running `lich demo` as a user does: a real `python -m lich_core demo` in a directory of its own."""
+"""Running `lich demo` as a user does: a real `python -m lich_cli demo` in a directory of its own."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def repo_env(**extra: str) -> dict[str, str]:
 
 def run_demo(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "lich_core", "demo", *args],
+        [sys.executable, "-m", "lich_cli", "demo", *args],
         cwd=cwd,
         env=env or repo_env(),
         stdin=subprocess.DEVNULL,
@@ -56,7 +56,7 @@ def run_demo_on_a_terminal(*args: str, cwd: Path, env: dict[str, str]) -> tuple[
     reader.start()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "lich_core", "demo", *args],
+            [sys.executable, "-m", "lich_cli", "demo", *args],
             cwd=cwd, env=env, stdin=terminal, stdout=terminal, stderr=terminal, timeout=DEMO_TIMEOUT_S,
         )
     finally:

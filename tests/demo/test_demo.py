@@ -1,6 +1,6 @@
 """`lich demo`: the recorded conversation through the real server, printed step by step.
 
-Each run is a real `python -m lich_core demo` (which starts `python -m lich_lsp` itself), with
+Each run is a real `python -m lich_cli demo` (which starts `python -m lich_lsp` itself), with
 TMPDIR pointing into the test's own folder so what the demo leaves behind can be checked.
 """
 
@@ -79,7 +79,7 @@ def test_the_demo_prints_every_step_and_leaves_nothing_behind(tmp_path: Path, el
 
 
 def test_keep_leaves_the_edited_workspace_where_it_says(tmp_path: Path, elsewhere: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # In-process (lich_core.cli.main), the server still a real child process.
+    # In-process (lich_cli.main.main), the server still a real child process.
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)  # tempfile caches the dir it chose
     done = run_lich("demo", "--keep", cwd=elsewhere)
@@ -148,7 +148,7 @@ def test_on_a_terminal_colour_unless_no_color_and_a_live_progress_line(tmp_path:
     master, slave = pty.openpty()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "lich_core", "demo"], cwd=elsewhere, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave
+            [sys.executable, "-m", "lich_cli", "demo"], cwd=elsewhere, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave
         )
         os.close(slave)
         slave = -1

@@ -141,7 +141,7 @@ def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(nvim:
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = repo_env(TMPDIR=str(temp))
-    command = " ".join(shlex.quote(word) for word in [sys.executable, "-m", "lich_core", "demo", "--editor", "nvim"])
+    command = " ".join(shlex.quote(word) for word in [sys.executable, "-m", "lich_cli", "demo", "--editor", "nvim"])
     environment = [f"-e{key}={value}" for key, value in env.items() if key in ("HOME", "PYTHONPATH", "TMPDIR") or key.startswith("XDG_")]
     started = tmux(socket, "new-session", "-d", "-s", "demo", "-x", "150", "-y", "40", "-c", str(elsewhere), *environment, command)
     assert started.returncode == 0, started.stderr

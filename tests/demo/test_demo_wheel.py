@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 BUILD_TIMEOUT_S = 600
 # What the wheel is built from: the package sources, its metadata, and editors/nvim (the target of
 # lich_core/demo/nvim_plugin).
-SOURCES = ("pyproject.toml", "README.md", "lich_core", "lich_lsp", "lich_acp", "editors/nvim")
+SOURCES = ("pyproject.toml", "README.md", "lich_core", "lich_lsp", "lich_acp", "lich_cli", "editors/nvim")
 
 
 def copy_sources(target: Path) -> None:

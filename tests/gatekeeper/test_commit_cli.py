@@ -1,4 +1,4 @@
-"""git_commit end to end: `lich run` (a real `python -m lich_core` process, self-commit allowed)
+"""git_commit end to end: `lich run` (a real `python -m lich_cli` process, self-commit allowed)
 plays a replay model that writes one file, proves it with run_tests and then names the user's own
 uncommitted edit in its commit (issue #31). The user's edit is refused with
 `not_written_by_agent:` and stays uncommitted; the file the task wrote can be committed."""

@@ -1,4 +1,4 @@
-"""The terminal git denylist end to end: `lich run` (a real `python -m lich_core` process) plays a
+"""The terminal git denylist end to end: `lich run` (a real `python -m lich_cli` process) plays a
 replay model whose turn calls `terminal` with `git send-pack ../bare.git master`, the form that
 pushed to a bare repository in an agent run (issue #31). The bare repository must not receive the
 ref and the tool result must carry the denylist reason; in the same turn a program named by a

@@ -476,14 +476,14 @@ def test_the_html_parser_is_imported_by_the_first_html_page_not_by_the_tool_list
 
 
 # ---------------------------------------------------------------------------------------------
-# The CLI (a real `python -m lich_core tool` process; slow, so one test)
+# The CLI (a real `python -m lich_cli tool` process; slow, so one test)
 
 
 def test_lich_tool_fetch_url_blocks_loopback_unless_the_environment_opts_out(tmp_path: Path) -> None:
     with LocalServer() as local:
         local.routes["/"] = _page(b"hello from loopback\n", "text/plain")
         args = json.dumps({"url": local.url("/")})
-        command = [sys.executable, "-m", "lich_core", "tool", "fetch_url", args, "--work-dir", str(tmp_path)]
+        command = [sys.executable, "-m", "lich_cli", "tool", "fetch_url", args, "--work-dir", str(tmp_path)]
         env = {key: value for key, value in os.environ.items() if key != "LICH_ALLOW_PRIVATE_URLS"}
         env["PYTHONPATH"] = str(ROOT)
         blocked = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)

@@ -1,7 +1,7 @@
-"""Run the `lich` CLI inside the test process, as `python -m lich_core ARGS` would run it.
+"""Run the `lich` CLI inside the test process, as `python -m lich_cli ARGS` would run it.
 
 A subprocess costs an interpreter start and every import (0.3-1 s a call on a loaded 2-core
-machine); `run_lich` calls `lich_core.cli.main(argv)` instead and hands back what the tests read
+machine); `run_lich` calls `lich_cli.main.main(argv)` instead and hands back what the tests read
 from a subprocess: returncode, stdout, stderr. What the child process would have had of its own
 is set up for the call and put back afterwards:
 
@@ -13,7 +13,7 @@ is set up for the call and put back afterwards:
   them in a process that configures no logging (pytest's own handlers would swallow them, and
   with them a `log.exception` traceback a test asserts is absent);
 - `os.environ`: the CLI writes LICH_MODEL / LICH_PROVIDER_KIND / LICH_BASE_URL into it for the
-  flags (lich_core/agent/cli.py apply_provider_flags), which a process would drop on exit;
+  flags (lich_cli/agent.py apply_provider_flags), which a process would drop on exit;
 - `sys.modules`: plugin modules (`lich_plugin_<index>_<stem>`, lich_core/plugins/loader.py) that
   a fresh interpreter would not have;
 - SystemExit (argparse usage errors) becomes the exit code, as the interpreter would make it.
@@ -84,7 +84,7 @@ def run_lich(*args: str, cwd: Path | str, stdin: str | None = None) -> CliResult
         # The CLI calls asyncio.run, which cannot nest: from an async test use
         # `await asyncio.to_thread(run_lich, ...)`.
         raise RuntimeError("run_lich called from a running event loop; use asyncio.to_thread")
-    from lich_core.cli import main
+    from lich_cli.main import main
 
     argv = [str(arg) for arg in args]
     out, err = _capture_stream(), _capture_stream()
@@ -102,7 +102,7 @@ def run_lich(*args: str, cwd: Path | str, stdin: str | None = None) -> CliResult
     root_logger.addHandler(log_handler)
     try:
         try:
-            # `python -m lich_core` is `raise SystemExit(main())`.
+            # `python -m lich_cli` is `raise SystemExit(main())`.
             raise SystemExit(main(argv))
         except SystemExit as exit:
             returncode = _exit_code(exit, err)
@@ -126,11 +126,11 @@ def run_lich(*args: str, cwd: Path | str, stdin: str | None = None) -> CliResult
 
 
 def lich_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "lich_core", *(str(arg) for arg in args)]
+    return [sys.executable, "-m", "lich_cli", *(str(arg) for arg in args)]
 
 
 def run_lich_subprocess(*args: str, cwd: Path | str, stdin: str | None = None) -> CliResult:
-    """`python -m lich_core ARGS` as a real child process (the environment is this process's)."""
+    """`python -m lich_cli ARGS` as a real child process (the environment is this process's)."""
     done = subprocess.run(
         lich_command(*args),
         cwd=cwd,

@@ -1,4 +1,4 @@
-"""Agent commands of the `lich` CLI (dispatched from lich_core/cli.py through COMMANDS).
+"""Agent commands of the `lich` CLI (dispatched from lich_cli/main.py through COMMANDS).
 
     lich "task" [--work-dir D] [--model M] [--provider-kind K] [--base-url U] [--max-turns N]
                 [--config FILE] [--resume ID|latest] [--record FILE] [--quiet]
@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any, NoReturn, TextIO
 
+from lich_cli import mcp as mcp_cli
+from lich_cli.common import cli_root, load_cli_config
 from lich_core.agent.events import (
     AgentEvent,
     BudgetExhausted,
@@ -57,8 +59,6 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace, overrides: dict[str, Any] | None = None, *, quiet: bool = False) -> Config:
-    from lich_core.cli import load_cli_config
-
     return load_cli_config(args, overrides, quiet=quiet)
 
 
@@ -442,8 +442,6 @@ def cmd_init(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="lich init", description="Write a commented .lich/config.json.")
     parser.add_argument("--work-dir", default=None, help="workspace root (default: current directory)")
     args = parser.parse_args(argv)
-    from lich_core.cli import cli_root
-
     target = workspace_config_path(cli_root(args))
     if target.exists():
         print(f"lich: {target} already exists; not overwritten", file=sys.stderr)
@@ -581,8 +579,6 @@ def _mcp_parser() -> argparse.ArgumentParser:
 
 
 def cmd_mcp(argv: list[str]) -> int:
-    from lich_core import mcp_cli
-
     tail: list[str] = []
     if "--" in argv:  # `lich mcp add NAME --command CMD -- -y --flag`: the rest are CMD's arguments
         cut = argv.index("--")
@@ -611,8 +607,6 @@ def cmd_mcp(argv: list[str]) -> int:
             )
             outcome = mcp_cli.add_server(path, args.name, entry, force=args.force)
         else:
-            from lich_core.cli import cli_root
-
             workspace_file = workspace_config_path(cli_root(args))
             if args.action == "remove":
                 outcome = mcp_cli.remove_server(path, args.name, workspace_file=workspace_file)
@@ -630,7 +624,6 @@ def cmd_mcp(argv: list[str]) -> int:
 def _mcp_list(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from lich_core import mcp_cli
     from lich_core.config import user_config_path
 
     config = _load(args, quiet=True)

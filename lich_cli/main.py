@@ -5,8 +5,8 @@
     lich tools [--work-dir DIR] [--json]           list tools with capability and enabled state
     lich --version
 
-Agent commands (`lich "task"`, `lich init`, `lich config`, `lich sessions`) live in
-`lich_core/agent/cli.py` and are dispatched from here.
+Agent commands (`lich "task"`, `lich init`, `lich config`, `lich sessions`, `lich mcp`) live in
+lich_cli/agent.py and are dispatched from here; `lich acp` and `lich demo` start their faces.
 """
 
 from __future__ import annotations
@@ -21,46 +21,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from lich_cli.agent import COMMANDS as AGENT_COMMANDS
+from lich_cli.agent import task_options_help
+from lich_cli.common import add_common_options, cli_root, load_cli_config
 from lich_core import __version__
 from lich_core.errors import ConfigError
 
 # Where `lich tool` keeps the read state between calls (hashline read-before-edit), inside the
 # workspace's folder in the user state dir: the CLI writes nothing into the directory it runs in.
 CLI_READ_STATE_FILE_NAME = "read_state.json"
-
-
-def add_common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--work-dir", default=None, help="workspace root tools are confined to (default: $LICH_WORK_DIR, else cwd)"
-    )
-    parser.add_argument("--config", default=None, help="extra config file (trusted), read before the workspace's own")
-
-
-def cli_root(args: argparse.Namespace) -> str:
-    """The workspace root: --work-dir, else LICH_WORK_DIR, else the current directory."""
-    return os.path.abspath(args.work_dir or os.environ.get("LICH_WORK_DIR") or os.getcwd())
-
-
-def warn_ignored(config: Any) -> None:
-    """Say once per command which keys look misspelled, which workspace settings were not
-    applied, and how to trust them."""
-    for warning in getattr(config, "warnings", []):
-        print(warning, file=sys.stderr)
-    trust = config.trust
-    if trust.state not in ("untrusted", "refused") or not trust.ignored:
-        return
-    print(trust.summary(), file=sys.stderr)
-    if trust.state == "untrusted":
-        print(f"lich: to apply them, review {trust.config_path} and run `lich trust`", file=sys.stderr)
-
-
-def load_cli_config(args: argparse.Namespace, overrides: dict[str, Any] | None = None, *, quiet: bool = False) -> Any:
-    from lich_core.config import load_config
-
-    config = load_config(cli_root(args), overrides=overrides, config_file=args.config)
-    if not quiet:
-        warn_ignored(config)
-    return config
 
 
 def warn_plugin_errors(runtime: Any) -> None:
@@ -192,14 +161,6 @@ def cmd_trust(argv: list[str]) -> int:
     return 0 if change.after.state in ("trusted", "no_config") or args.revoke else 1
 
 
-def _agent_commands() -> dict[str, Callable[[list[str]], int]]:
-    try:
-        from lich_core.agent import cli as agent_cli
-    except ImportError:
-        return {}
-    return dict(getattr(agent_cli, "COMMANDS", {}))
-
-
 def cmd_demo(argv: list[str]) -> int:
     from lich_core.demo import main as demo_main  # lazily: only `lich demo` loads it
 
@@ -226,10 +187,6 @@ USAGE = """usage: lich demo [--editor nvim]      watch the agent fix a bug in a 
 
 def full_usage() -> str:
     """USAGE, then the options of a task (`lich "task" --help` has them too)."""
-    try:
-        from lich_core.agent.cli import task_options_help
-    except ImportError:
-        return USAGE
     return f"{USAGE}\n\nrunning a task: lich \"task\" [options]\n\n{task_options_help()}\n\nEach command has its own --help (lich tool --help, lich demo --help, ...)."
 
 
@@ -252,12 +209,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lich {__version__}")
             return 0
         commands: dict[str, Callable[[list[str]], int]] = {"tool": cmd_tool, "tools": cmd_tools, "trust": cmd_trust}
-        commands.update(_agent_commands())
+        commands.update(AGENT_COMMANDS)
         commands["acp"] = cmd_acp
         commands["demo"] = cmd_demo
         if argv[0] in commands:
             return commands[argv[0]](argv[1:])
-        if looks_like_subcommand(argv[0]) or "run" not in commands:
+        if looks_like_subcommand(argv[0]):
             # `lich update` must not become a prompt to the agent: a task is one quoted argument
             # (it has spaces), follows `run`, or comes after options such as --model. Quoting a
             # lone word changes nothing in argv, so `lich run` is the one way to suggest.

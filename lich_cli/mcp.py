@@ -1,4 +1,4 @@
-"""What `lich mcp list|add|enable|disable|remove` does to the configuration (lich_core/agent/cli.py
+"""What `lich mcp list|add|enable|disable|remove` does to the configuration (lich_cli/agent.py
 parses the arguments and prints; everything that reads or rewrites a file is here).
 
 The edits go to the USER config file only (lich_core.config.user_config_path()): the workspace's

@@ -1,5 +1,0 @@
-"""`python -m lich_core` is the `lich` CLI."""
-
-from lich_core.cli import main
-
-raise SystemExit(main())
