@@ -22,12 +22,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import heapq
 import inspect
 import json
 import logging
 import sys
-import threading
 import time
 import types
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -166,50 +164,6 @@ def _wire_fields(cls: type) -> tuple[tuple[str, bool], ...]:
         cached = tuple((f.name, bool(f.metadata.get("omit_if_none"))) for f in dataclasses.fields(cls))
         _WIRE_FIELDS[cls] = cached
     return cached
-
-
-_C = TypeVar("_C", bound=type)
-
-
-def _fast_frozen_init(cls: _C) -> _C:
-    """Give a frozen, slotted dataclass an __init__ that sets each slot through its descriptor.
-
-    The __init__ dataclass generates for a frozen class sets each field through
-    object.__setattr__, about twice the cost of an event's construction this way, and the loop
-    builds seven events a turn. Same signature (positional and keyword-only parameters,
-    defaults), same __post_init__ call, still frozen afterwards. A class this does not handle
-    (a field with a default factory or init=False, a field that is not a slot) keeps its own.
-    """
-    fields = dataclasses.fields(cls)
-    slots: list[Any] = [vars(cls).get(item.name) for item in fields]
-    if any(
-        not item.init or item.default_factory is not dataclasses.MISSING or type(slot) is not types.MemberDescriptorType
-        for item, slot in zip(fields, slots, strict=True)
-    ):
-        return cls
-    namespace: dict[str, Any] = {}
-    positional: list[str] = []
-    keyword: list[str] = []
-    for item in fields:
-        parameter = item.name
-        if item.default is not dataclasses.MISSING:
-            namespace[f"_default_{item.name}"] = item.default
-            parameter += f"=_default_{item.name}"
-        (keyword if item.kw_only else positional).append(parameter)
-    parameters = ", ".join(["self", *positional, *(["*", *keyword] if keyword else [])])
-    body = []
-    for item, slot in zip(fields, slots, strict=True):
-        namespace[f"_set_{item.name}"] = slot.__set__
-        body.append(f"    _set_{item.name}(self, {item.name})")
-    if hasattr(cls, "__post_init__"):
-        body.append("    self.__post_init__()")
-    source = f"def __init__({parameters}):\n" + "\n".join(body)
-    # Named after the class, so a profile tells the constructors apart.
-    exec(compile(source, f"<__init__ of {cls.__qualname__}>", "exec"), namespace)  # noqa: S102 - our field names
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = init  # type: ignore[misc]
-    return cls
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -433,11 +387,8 @@ EVENT_DATA: dict[str, type[EventData]] = {
         PlanUpdate,
     )
 }
-for _cls in (TokenUsage, PlanEntry, *EVENT_DATA.values()):
-    _fast_frozen_init(_cls)
 
 
-@_fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class AgentEvent:
     type: str
@@ -506,12 +457,10 @@ class EventEmitter:
         self._pending: list[asyncio.Future[Any]] = []
         # Held events, and deferred work (callables) in their place in the order.
         self._held: list[EventData | Callable[[], None]] | None = None
-        # Bumped by every hold(): a deadline set for an earlier hold must not end this one.
-        self._hold_number = 0
+        # Ends the hold after its `max_s`; cancelled by an earlier release().
+        self._hold_timer: asyncio.TimerHandle | None = None
 
     def _event(self, data: EventData) -> AgentEvent:
-        # emit and emit_nowait number and stamp their event inline, the same way (a call less
-        # for each of the seven events of a turn).
         self._seq += 1
         return AgentEvent(data.TYPE, self.run_id, self.session_id, self._seq, time.time(), data)
 
@@ -519,8 +468,7 @@ class EventEmitter:
         """Queue events (and deferred work) from now until release(), or for `max_s` at most."""
         if self._held is None:
             self._held = []
-            self._hold_number += 1
-            _hold_deadlines().add(self, self._hold_number, max_s)
+            self._hold_timer = asyncio.get_running_loop().call_later(max_s, self.release)
 
     @property
     def holding(self) -> bool:
@@ -542,6 +490,9 @@ class EventEmitter:
         coroutines are scheduled in order, as for emit_nowait.
         """
         held, self._held = self._held, None
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
         for item in held or ():
             if callable(item):
                 _run_deferred(item)
@@ -557,8 +508,7 @@ class EventEmitter:
             return
         if self._pending:
             await self.drain()
-        self._seq = seq = self._seq + 1
-        event = AgentEvent(data.TYPE, self.run_id, self.session_id, seq, time.time(), data)
+        event = self._event(data)
         try:
             outcome = listener(event)
             # A plain function returns None: skip the (abc-based, slow) awaitable check.
@@ -574,8 +524,7 @@ class EventEmitter:
         if self._held is not None:
             self._held.append(data)
             return
-        self._seq = seq = self._seq + 1
-        self._deliver_nowait(AgentEvent(data.TYPE, self.run_id, self.session_id, seq, time.time(), data))
+        self._deliver_nowait(self._event(data))
 
     def _deliver_nowait(self, event: AgentEvent) -> None:
         listener = self._listener
@@ -602,65 +551,6 @@ def _run_deferred(work: Callable[[], None]) -> None:
         work()
     except Exception:  # noqa: BLE001 - it may run from a timer or a transport callback
         log.warning("deferred run bookkeeping failed", exc_info=True)
-
-
-class _HoldDeadlines:
-    """The deadlines of every emitter's hold on one event loop, behind one timer.
-
-    A timer per hold (call_later, then cancel on release) cost about a fifth of the agent
-    loop's work before its first request went out. Here a hold costs a heap push, and arms the
-    timer only when none is armed for an earlier time; a release costs nothing. When the timer
-    fires it ends the holds that are due, drops the ones released meanwhile, and re-arms for the
-    next hold still on. Runs that start every few milliseconds share one timer per `max_s`.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self._entries: list[tuple[float, int, EventEmitter, int]] = []
-        self._order = 0  # ties in the heap never compare emitters
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = 0.0
-
-    def add(self, emitter: EventEmitter, hold_number: int, max_s: float) -> None:
-        deadline = self.loop.time() + max_s
-        self._order += 1
-        heapq.heappush(self._entries, (deadline, self._order, emitter, hold_number))
-        if self._timer is None or deadline < self._timer_at:
-            self._arm(deadline)
-
-    def _arm(self, deadline: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = deadline
-        self._timer = self.loop.call_at(deadline, self._expire)
-
-    def _expire(self) -> None:
-        self._timer = None
-        entries = self._entries
-        # The loop may run a timer a little early (its clock resolution): count it as due.
-        due = self.loop.time() + _HOLD_TIMER_SLACK_S
-        while entries:
-            deadline, _, emitter, hold_number = entries[0]
-            live = emitter._held is not None and emitter._hold_number == hold_number
-            if live and deadline > due:
-                self._arm(deadline)
-                return
-            heapq.heappop(entries)
-            if live:
-                emitter.release()
-
-
-_HOLD_TIMER_SLACK_S = 0.001
-_hold_state = threading.local()  # one _HoldDeadlines per thread (an event loop runs in one)
-
-
-def _hold_deadlines() -> _HoldDeadlines:
-    loop = asyncio.get_running_loop()
-    deadlines: _HoldDeadlines | None = getattr(_hold_state, "deadlines", None)
-    if deadlines is None or deadlines.loop is not loop:
-        # A new loop in this thread (a test's, asyncio.run's): the old one's entries went with it.
-        deadlines = _hold_state.deadlines = _HoldDeadlines(loop)
-    return deadlines
 
 
 async def _ordered(before: list[asyncio.Future[Any]], outcome: Awaitable[Any]) -> None:
