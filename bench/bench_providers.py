@@ -34,6 +34,7 @@ from lich_core.agent.loop import Agent
 from lich_core.agent.messages import Message
 from lich_core.agent.prompts import system_prompt_for
 from lich_core.config import load_config
+from lich_core.providers.base import CallOptions
 from lich_core.providers.chain import ProviderChain
 from lich_core.providers.http import aclose_client, get_client
 from lich_core.providers.openai_compat import OpenAICompatModel
@@ -57,7 +58,7 @@ async def _through_model(model: OpenAICompatModel, messages: list[Message]) -> t
         if not first:
             first.append(time.perf_counter())
 
-    await model.complete(messages, [], on_text=on_text)
+    await model.complete(messages, [], CallOptions(on_text=on_text))
     end = time.perf_counter()
     return first[0] - start, end - start
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lich_core.agent.prompts import COMPRESS_SYSTEM_PROMPT, SUMMARY_PREFIX
-from lich_core.providers.base import Model
+from lich_core.providers.base import CallOptions, Model
 from lich_core.vocabulary import CancelToken, Message, Usage, json_text
 
 CHARS_PER_TOKEN = 4
@@ -114,7 +114,7 @@ async def compress_messages(
         Message(role="user", content="Transcript to summarise:\n\n" + render_transcript(split.old)),
     ]
     try:
-        response = await model.complete(request, [], cancel=cancel)
+        response = await model.complete(request, [], CallOptions(cancel=cancel))
     except Exception as err:  # noqa: BLE001 - compression failure is never fatal
         return CompressionOutcome(False, unchanged, before, before, error=_one_line(err))
     summary = response.message.content.strip()

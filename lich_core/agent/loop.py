@@ -58,13 +58,7 @@ from lich_core.agent.sessions import (
 )
 from lich_core.hashline.read_state import ReadState
 from lich_core.plugins.loader import load_errors_summary
-from lich_core.providers.base import (
-    Model,
-    ProviderError,
-    RetryNotice,
-    accepts_option,
-    accepts_retry_notices,
-)
+from lich_core.providers.base import CallOptions, Model, ProviderError, RetryNotice
 from lich_core.tools.runtime import ToolRuntime
 from lich_core.tools.types import EXEC_CAPABILITY, ToolContext, WriteLedger, tool_capability
 from lich_core.trust import TrustStore
@@ -161,14 +155,12 @@ class Agent:
         self.max_turns = int(config.get("max_turns") or DEFAULT_MAX_TURNS)
         self.compress_limit_tokens = CompressionPolicy.limit_for(config)
         self.system_prompt = system_prompt_for(config)
-        # A chain reports retries and failovers, which become `llm_retry` events.
-        self.model_reports_retries = accepts_retry_notices(model)
         # A model that says when its request is on the wire gets the events held before the call
         # delivered then, while the provider thinks (EventEmitter.hold).
-        self.model_reports_sent = accepts_option(model, "on_sent")
+        self.model_reports_sent = model.reports_sent
         # A model that stops on its token (HTTP providers, chains of them) is awaited without a
         # race task; that needs Task.cancelling() to tell the token's cancel from the caller's.
-        self.model_stops_on_cancel = _CAN_TELL_OWN_CANCEL and bool(getattr(model, "stops_on_cancel", False))
+        self.model_stops_on_cancel = _CAN_TELL_OWN_CANCEL and model.stops_on_cancel
         self._work_dir_raw: Any = None
         self._tool_definitions: list[ToolDefinition] = []
         self._tool_definitions_key: tuple[Any, ...] | None = None
@@ -279,13 +271,14 @@ class _Run:
         self._edit_label = edit_label
         self._tool_ctx: ToolContext | None = None
         self.emitter = EventEmitter(self.run_id, "", on_event)
-        # The options of every model call: retries become events, and a model that says when its
-        # request is sent delivers the held events then.
-        self._model_options: dict[str, Any] = {}
-        if agent.model_reports_retries:
-            self._model_options["on_retry"] = self._on_retry
-        if agent.model_reports_sent:
-            self._model_options["on_sent"] = self.emitter.release
+        # The options of every model call: retries (a chain's) become events, and a model that
+        # says when its request is sent delivers the held events then.
+        self._model_options = CallOptions(
+            on_text=self._on_text,
+            cancel=cancel,
+            on_retry=self._on_retry,
+            on_sent=self.emitter.release if agent.model_reports_sent else None,
+        )
         # The emitter's own coroutine, not a wrapper around it: three events precede the first
         # streamed token, and each coroutine frame on that path shows in time to first token.
         self._emit = self.emitter.emit
@@ -538,7 +531,7 @@ class _Run:
         agent = self.agent
         if not agent.model_reports_sent:
             self.emitter.release()
-        call = agent.model.complete(messages, tools, on_text=self._on_text, cancel=self.cancel, **self._model_options)
+        call = agent.model.complete(messages, tools, self._model_options)
         if not agent.model_stops_on_cancel:
             return self._race(call, grace_s=MODEL_CANCEL_GRACE_S)
         # The model stops on the token itself (HTTP providers, chains of them): awaited directly,

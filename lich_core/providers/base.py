@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -58,25 +57,26 @@ RetryCallback = Callable[[RetryNotice], None]
 SentCallback = Callable[[], None]
 
 
-def accepts_option(model: object, option: str) -> bool:
-    """Whether `model.complete` takes the keyword `option`.
+@dataclass(frozen=True)
+class CallOptions:
+    """What one model call takes besides the conversation; every part may be left out.
 
-    Two optional extensions of the Model protocol, so simple models (tests, replay) need not
-    know about them: `on_retry` (a RetryNotice before every retry and failover: ProviderChain
-    and wrappers of it) and `on_sent` (called once the request is on the wire: the HTTP
-    providers, and chains of them).
+    - `on_text`: each piece of streamed assistant text as it arrives.
+    - `cancel`: the call stops (asyncio.CancelledError) when this token is cancelled.
+    - `on_retry`: a RetryNotice before every retry and failover (chains make them; a single model
+      never retries, so it has none to give).
+    - `on_sent`: called once the request is on the wire, before its answer is read, by a model
+      whose `reports_sent` is True (the HTTP providers, chains of them). The caller of any other
+      model must not wait for it.
     """
-    complete = getattr(model, "complete", None)
-    if complete is None:
-        return False
-    try:
-        return option in inspect.signature(complete).parameters
-    except (TypeError, ValueError):
-        return False
+
+    on_text: TextCallback | None = None
+    cancel: CancelToken | None = None
+    on_retry: RetryCallback | None = None
+    on_sent: SentCallback | None = None
 
 
-def accepts_retry_notices(model: object) -> bool:
-    return accepts_option(model, "on_retry")
+NO_CALL_OPTIONS = CallOptions()
 
 
 class ProviderError(Exception):
@@ -114,15 +114,24 @@ class Model(Protocol):
 
     name: str
 
+    @property
+    def reports_sent(self) -> bool:
+        """Whether complete() calls options.on_sent once its request is on the wire (CallOptions)."""
+        ...
+
+    @property
+    def stops_on_cancel(self) -> bool:
+        """Whether complete() stops on options.cancel by itself, promptly: the agent loop then
+        awaits it without racing it against the token."""
+        ...
+
     async def complete(
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolDefinition],
-        *,
-        on_text: TextCallback | None = None,
-        cancel: CancelToken | None = None,
+        options: CallOptions = NO_CALL_OPTIONS,
     ) -> ModelResponse:
-        """One model call. Streams text through `on_text` when the provider streams.
+        """One model call. Streams text through `options.on_text` when the provider streams.
 
         Raises ProviderError (classified) on failure; asyncio.CancelledError when cancelled.
         """

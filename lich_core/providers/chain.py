@@ -19,16 +19,16 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from lich_core.providers.base import (
+    NO_CALL_OPTIONS,
+    CallOptions,
     Model,
     ProviderError,
     RetryCallback,
     RetryNotice,
-    SentCallback,
     TextCallback,
-    accepts_option,
 )
 from lich_core.providers.http import run_cancellable
-from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition
+from lich_core.vocabulary import Message, ModelResponse, ToolDefinition
 
 MAX_ATTEMPTS = 3
 BACKOFF_BASE_MS = 500
@@ -72,15 +72,17 @@ class ProviderChain:
             else " > ".join(m.name for m in self.models)
         )
         self._sleep: Sleep = sleep or asyncio.sleep
-        self._takes_on_sent = [accepts_option(model, "on_sent") for model in self.models]
         # (provider name, attempt, error) for every failed call of the last complete(): for status displays and tests.
         self.last_failures: list[tuple[str, int, ProviderError]] = []
+
+    # The chain calls on_sent for a model that cannot, before calling it (see complete).
+    reports_sent = True
 
     @property
     def stops_on_cancel(self) -> bool:
         """Every model stops on the token, and the chain itself checks it between attempts and
         sleeps through it cancellably: the loop can await the chain without its own race."""
-        return all(getattr(model, "stops_on_cancel", False) for model in self.models)
+        return all(model.stops_on_cancel for model in self.models)
 
     def describe(self) -> str:
         parts = [getattr(m, "describe", lambda m=m: m.name)() for m in self.models]
@@ -90,12 +92,9 @@ class ProviderChain:
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolDefinition],
-        *,
-        on_text: TextCallback | None = None,
-        cancel: CancelToken | None = None,
-        on_retry: RetryCallback | None = None,
-        on_sent: SentCallback | None = None,
+        options: CallOptions = NO_CALL_OPTIONS,
     ) -> ModelResponse:
+        on_text, cancel, on_retry, on_sent = options.on_text, options.cancel, options.on_retry, options.on_sent
         self.last_failures = []
         failed: list[ProviderError] = []
         # One coroutine frame for the whole chain: every frame between the agent loop and the
@@ -103,7 +102,7 @@ class ProviderChain:
         for index, model in enumerate(self.models):
             next_name = self.models[index + 1].name if index + 1 < len(self.models) else ""
             model_on_sent = on_sent
-            if on_sent is not None and not self._takes_on_sent[index]:
+            if on_sent is not None and not model.reports_sent:
                 on_sent()  # no wire to wait for: now
                 model_on_sent = None
             attempt = 0
@@ -112,14 +111,12 @@ class ProviderChain:
                     raise asyncio.CancelledError(cancel.reason or "cancelled")
                 streamed = _CharCounter(on_text)
                 try:
-                    if model_on_sent is None:
-                        response = await model.complete(
-                            messages, tools, on_text=streamed if on_text else None, cancel=cancel
-                        )
-                    else:
-                        response = await model.complete(  # type: ignore[call-arg]  # checked at __init__
-                            messages, tools, on_text=streamed if on_text else None, cancel=cancel, on_sent=model_on_sent
-                        )
+                    # The chain makes the retries: its models report none.
+                    response = await model.complete(
+                        messages,
+                        tools,
+                        CallOptions(on_text=streamed if on_text else None, cancel=cancel, on_sent=model_on_sent),
+                    )
                 except ProviderError as err:
                     delay_s = self._after_failure(model, attempt, err, streamed.chars, on_retry, next_name)
                     if delay_s is None:

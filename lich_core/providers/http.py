@@ -25,7 +25,13 @@ from typing import Any, TypeVar
 
 import httpx
 
-from lich_core.providers.base import ProviderError, SentCallback, TextCallback
+from lich_core.providers.base import (
+    NO_CALL_OPTIONS,
+    CallOptions,
+    ProviderError,
+    SentCallback,
+    TextCallback,
+)
 from lich_core.providers.errors import (
     AUTH_HINT,
     CONNECT_HINT,
@@ -519,6 +525,8 @@ class HttpModel:
     # complete() stops soon after its `cancel` token fires (run_cancellable: the calling task is
     # cancelled once and the stream closed), so the agent loop need not race it a second time.
     stops_on_cancel = True
+    # The request's body tells when it is on the wire (_BodyThenNotify).
+    reports_sent = True
 
     def __init__(
         self,
@@ -583,18 +591,16 @@ class HttpModel:
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolDefinition],
-        *,
-        on_text: TextCallback | None = None,
-        cancel: CancelToken | None = None,
-        on_sent: SentCallback | None = None,
+        options: CallOptions = NO_CALL_OPTIONS,
     ) -> ModelResponse:
         # One coroutine frame, no inner helper: every frame down to the HTTP client is resumed
         # at each read of the stream, the first token's included.
-        with TokenCancelsTask(cancel):
+        on_text = options.on_text
+        with TokenCancelsTask(options.cancel):
             body = self.request_body(list(messages), list(tools))
             limits = ResponseLimits(self)
             try:
-                async with self._open(self.endpoint_url(), body, self.request_headers(), on_sent) as resp:
+                async with self._open(self.endpoint_url(), body, self.request_headers(), options.on_sent) as resp:
                     if not self.stream:
                         response = self.parse_body(await self._read_body(resp, limits))
                         limits.count_response(response)

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.providers.base import (
+    NO_CALL_OPTIONS,
+    CallOptions,
     Model,
     ProviderError,
-    RetryCallback,
-    TextCallback,
-    accepts_retry_notices,
 )
-from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition, Usage
+from lich_core.vocabulary import Message, ModelResponse, ToolDefinition, Usage
 
 
 def response_to_record(response: ModelResponse) -> dict[str, Any]:
@@ -92,6 +91,7 @@ class ReplayModel:
     # complete() checks the token first and never waits on anything after, so the loop can
     # await it directly (no race task per turn).
     stops_on_cancel = True
+    reports_sent = False  # no wire
 
     def __init__(
         self, path: str | os.PathLike[str], *, name: str = "replay", model: str = "replay"
@@ -118,10 +118,9 @@ class ReplayModel:
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolDefinition],
-        *,
-        on_text: TextCallback | None = None,
-        cancel: CancelToken | None = None,
+        options: CallOptions = NO_CALL_OPTIONS,
     ) -> ModelResponse:
+        cancel = options.cancel
         if cancel is not None and cancel.cancelled:
             raise asyncio.CancelledError(cancel.reason or "cancelled")
         turns = self._load()
@@ -138,8 +137,8 @@ class ReplayModel:
         self._next += 1
         response.provider = self.name
         response.model = self.model
-        if on_text is not None and response.message.content:
-            on_text(response.message.content)
+        if options.on_text is not None and response.message.content:
+            options.on_text(response.message.content)
         return response
 
 
@@ -155,18 +154,20 @@ class RecordingModel:
         describe = getattr(self.inner, "describe", None)
         return f"{describe() if describe else self.name} (recording to {self.path})"
 
+    @property
+    def reports_sent(self) -> bool:
+        return self.inner.reports_sent
+
+    @property
+    def stops_on_cancel(self) -> bool:
+        return self.inner.stops_on_cancel
+
     async def complete(
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolDefinition],
-        *,
-        on_text: TextCallback | None = None,
-        cancel: CancelToken | None = None,
-        on_retry: RetryCallback | None = None,
+        options: CallOptions = NO_CALL_OPTIONS,
     ) -> ModelResponse:
-        extra = {"on_retry": on_retry} if on_retry and accepts_retry_notices(self.inner) else {}
-        response = await self.inner.complete(
-            messages, tools, on_text=on_text, cancel=cancel, **extra
-        )
+        response = await self.inner.complete(messages, tools, options)
         record_turn(self.path, response)
         return response

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lich_core.agent.messages import Message, ModelResponse, ToolCall, Usage
-from lich_core.providers.base import ProviderError
+from lich_core.providers.base import NO_CALL_OPTIONS, CallOptions, ProviderError
 from lich_core.tools.types import CancelToken, ToolDefinition
 
 
@@ -38,6 +38,10 @@ def tools_turn(*calls: ToolCall, text: str = "") -> Turn:
 
 
 class ScriptedModel:
+    # No wire to report on; the loop races it against the token (its tests cover that path).
+    reports_sent = False
+    stops_on_cancel = False
+
     def __init__(self, *turns: Turn, name: str = "scripted") -> None:
         self.name = name
         self.turns: deque[Turn] = deque(turns)
@@ -52,10 +56,9 @@ class ScriptedModel:
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolDefinition],
-        *,
-        on_text: Any = None,
-        cancel: CancelToken | None = None,
+        options: CallOptions = NO_CALL_OPTIONS,
     ) -> ModelResponse:
+        on_text, cancel = options.on_text, options.cancel
         self.calls.append([Message.from_dict(m.to_dict()) for m in messages])
         self.tools_seen.append([t.name for t in tools])
         self.cancel_seen.append(cancel)

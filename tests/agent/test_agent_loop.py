@@ -22,6 +22,7 @@ from lich_core.agent.events import EVENT_TYPES
 from lich_core.agent.loop import Agent
 from lich_core.agent.prompts import CONTEXT_HEADER, DEFAULT_SYSTEM_PROMPT
 from lich_core.hashline.read_state import ReadState
+from lich_core.providers.base import NO_CALL_OPTIONS
 from lich_core.tools.types import CancelToken
 from lich_core.workspace import DiskWorkspace
 
@@ -297,6 +298,7 @@ class SendingModel(ScriptedModel):
     when its request is on the wire; it records what the listener had seen at each step."""
 
     stops_on_cancel = True
+    reports_sent = True
 
     def __init__(self, *turns: Turn, log: EventLog, sends: bool = True) -> None:
         super().__init__(*turns)
@@ -305,12 +307,12 @@ class SendingModel(ScriptedModel):
         self.seen_at_call: list[list[str]] = []
         self.seen_after_sent: list[list[str]] = []
 
-    async def complete(self, messages, tools, *, on_text=None, cancel=None, on_sent=None):
+    async def complete(self, messages, tools, options=NO_CALL_OPTIONS):
         self.seen_at_call.append(self.log.types())
-        if on_sent is not None and self.sends:
-            on_sent()
+        if options.on_sent is not None and self.sends:
+            options.on_sent()
         self.seen_after_sent.append(self.log.types())
-        return await super().complete(messages, tools, on_text=on_text, cancel=cancel)
+        return await super().complete(messages, tools, options)
 
 
 class WatchingModel(ScriptedModel):
@@ -321,9 +323,9 @@ class WatchingModel(ScriptedModel):
         self.log = log
         self.seen_at_call: list[list[str]] = []
 
-    async def complete(self, messages, tools, *, on_text=None, cancel=None):
+    async def complete(self, messages, tools, options=NO_CALL_OPTIONS):
         self.seen_at_call.append(self.log.types())
-        return await super().complete(messages, tools, on_text=on_text, cancel=cancel)
+        return await super().complete(messages, tools, options)
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="the loop races the model on 3.10 (no Task.cancelling)")

@@ -14,6 +14,7 @@ from scripted_model import ScriptedModel, Turn, provider_error
 from lich_core.agent.events import AgentEvent, EventEmitter, TextDelta, TurnEnd, TurnStart
 from lich_core.agent.loop import Agent
 from lich_core.agent.sessions import SessionStore
+from lich_core.providers.base import NO_CALL_OPTIONS
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.types import FunctionTool, ToolResult
 
@@ -37,6 +38,7 @@ class SessionWatchingModel(ScriptedModel):
     the listener's events just before and just after saying so."""
 
     stops_on_cancel = True
+    reports_sent = True
 
     def __init__(self, *turns: Turn, store: SessionStore, log: EventLog, sends: bool = True) -> None:
         super().__init__(*turns)
@@ -46,12 +48,12 @@ class SessionWatchingModel(ScriptedModel):
         self.before: list[tuple[list[str], list[str]]] = []
         self.after: list[tuple[list[str], list[str]]] = []
 
-    async def complete(self, messages, tools, *, on_text=None, cancel=None, on_sent=None):
+    async def complete(self, messages, tools, options=NO_CALL_OPTIONS):
         self.before.append((kinds(session_records(self.store)), self.log.types()))
-        if on_sent is not None and self.sends:
-            on_sent()
+        if options.on_sent is not None and self.sends:
+            options.on_sent()
         self.after.append((kinds(session_records(self.store)), self.log.types()))
-        return await super().complete(messages, tools, on_text=on_text, cancel=cancel)
+        return await super().complete(messages, tools, options)
 
 
 def build(tmp_path, model, store: SessionStore) -> Agent:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from lich_core.agent.messages import Message
-from lich_core.providers.base import ProviderError
+from lich_core.providers.base import CallOptions, ProviderError
 from lich_core.providers.chain import ProviderChain, backoff_ms
 from lich_core.providers.openai_compat import OpenAICompatModel
 from lich_core.tools.types import CancelToken
@@ -162,7 +162,7 @@ async def test_cancel_during_backoff_sleep_is_prompt(fake_provider) -> None:
     fake_provider.script({"status": 429, "retry_after": 25})
     chain = ProviderChain([make_model("openai_compat", fake_provider)])  # real asyncio.sleep
     cancel = CancelToken()
-    task = asyncio.create_task(chain.complete(HELLO, [], cancel=cancel))
+    task = asyncio.create_task(chain.complete(HELLO, [], CallOptions(cancel=cancel)))
     await wait_until(lambda: len(fake_provider.requests) == 1)
     await asyncio.sleep(0.05)
     started = time.monotonic()
@@ -178,7 +178,7 @@ async def test_cancel_during_request_through_chain(fake_provider) -> None:
     second = SleepRecorder()
     chain = ProviderChain([make_model("anthropic", fake_provider)], sleep=second)
     cancel = CancelToken()
-    task = asyncio.create_task(chain.complete(HELLO, [], cancel=cancel))
+    task = asyncio.create_task(chain.complete(HELLO, [], CallOptions(cancel=cancel)))
     await wait_until(lambda: len(fake_provider.requests) == 1)
     cancel.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -201,7 +201,7 @@ async def test_retry_notice_says_how_much_streamed_text_to_drop(fake_provider, s
         shown.extend(piece)
 
     chain = ProviderChain([make_model("openai_compat", fake_provider, name="p")], sleep=sleeps)
-    response = await chain.complete(HELLO, [], on_text=on_text, on_retry=on_retry)
+    response = await chain.complete(HELLO, [], CallOptions(on_text=on_text, on_retry=on_retry))
     assert response.message.content == "whole answer"
     assert "".join(shown) == "whole answer"
     (notice,) = notices
@@ -225,7 +225,7 @@ async def test_failover_notice_names_the_next_provider(sleeps) -> None:
             sleep=sleeps,
         )
         with pytest.raises(ProviderError):
-            await chain.complete(HELLO, [], on_retry=notices.append)
+            await chain.complete(HELLO, [], CallOptions(on_retry=notices.append))
     # Only failures followed by another attempt are announced; the last one is the error.
     (notice,) = notices
     assert (notice.action, notice.next_provider, notice.kind, notice.discarded_chars) == (
@@ -239,11 +239,12 @@ async def test_failover_notice_names_the_next_provider(sleeps) -> None:
 
 def test_a_chain_stops_on_cancel_only_if_every_model_does() -> None:
     """The agent loop awaits a model that stops on its token directly (no second race): true for
-    the HTTP providers and chains of them, never for a model that does not say so."""
+    the HTTP providers and chains of them, not when one of its models does not."""
     http = OpenAICompatModel(model="m", name="a", base_url="http://127.0.0.1:9/v1")
 
     class Plain:
         name = "plain"
+        stops_on_cancel = False
 
     assert ProviderChain([http, http]).stops_on_cancel is True
     assert ProviderChain([http, Plain()]).stops_on_cancel is False  # type: ignore[list-item]
@@ -255,8 +256,10 @@ async def test_on_sent_reaches_the_model_that_sends_or_comes_before_one_that_can
 
     class Local:
         name = "local"
+        reports_sent = False
+        stops_on_cancel = False
 
-        async def complete(self, messages, tools, *, on_text=None, cancel=None):
+        async def complete(self, messages, tools, options=None):
             order.append("local called")
             raise ProviderError("unknown", "local model unavailable")
 
@@ -266,7 +269,7 @@ async def test_on_sent_reaches_the_model_that_sends_or_comes_before_one_that_can
     fake_provider.script({"text": "from http"})
     http = make_model("openai_compat", fake_provider)
     chain = ProviderChain([Local(), http])  # type: ignore[list-item]
-    response = await chain.complete([Message(role="user", content="hi")], [], on_sent=on_sent)
+    response = await chain.complete([Message(role="user", content="hi")], [], CallOptions(on_sent=on_sent))
     assert response.message.content == "from http"
     # Called before the local model, then again by the HTTP model once its request was out
     # (the loop's release is idempotent).

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from lich_core.agent.messages import Message
-from lich_core.providers.base import ProviderError
+from lich_core.providers.base import CallOptions, ProviderError
 from lich_core.providers.chain import ProviderChain
 from lich_core.providers.http import (
     MAX_RESPONSE_BODY_BYTES,
@@ -36,7 +36,7 @@ async def _fails(call) -> ProviderError:  # type: ignore[no-untyped-def]
 async def test_endless_stream_stops_at_the_response_text_cap(kind, fake_provider, model_for) -> None:
     fake_provider.script({"endless": True, "text": "y" * 1000})
     streamed: list[int] = []
-    error = await _fails(model_for(kind).complete(HELLO, [], on_text=lambda piece: streamed.append(len(piece))))
+    error = await _fails(model_for(kind).complete(HELLO, [], CallOptions(on_text=lambda piece: streamed.append(len(piece)))))
     assert error.kind == "response_too_large"
     message = str(error)
     assert message.startswith("response_too_large: ")
@@ -97,7 +97,7 @@ async def test_steady_progress_slower_than_nothing_is_not_a_timeout(kind, fake_p
     fake_provider.script({"text": "abcdefghijkl", "chunks": 12, "chunk_delay_s": 0.1})
     pieces: list[str] = []
     response = await asyncio.wait_for(
-        model_for(kind, timeout_ms=1000).complete(HELLO, [], on_text=pieces.append), CALL_BOUND_S
+        model_for(kind, timeout_ms=1000).complete(HELLO, [], CallOptions(on_text=pieces.append)), CALL_BOUND_S
     )
     assert response.message.content == "abcdefghijkl" and len(pieces) == 12
 

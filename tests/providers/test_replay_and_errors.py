@@ -9,7 +9,7 @@ from email.utils import formatdate
 import pytest
 
 from lich_core.agent.messages import Message, ModelResponse
-from lich_core.providers.base import ProviderError
+from lich_core.providers.base import CallOptions, ProviderError
 from lich_core.providers.chain import ProviderChain
 from lich_core.providers.errors import classify_status, error_detail, parse_retry_after
 from lich_core.providers.factory import build_model
@@ -36,7 +36,7 @@ async def test_record_then_replay_gives_the_same_responses(fake_provider, tmp_pa
 
     replay = ReplayModel(path, name="replay")
     pieces: list[str] = []
-    replayed = [await replay.complete([], [], on_text=pieces.append) for _ in range(3)]
+    replayed = [await replay.complete([], [], CallOptions(on_text=pieces.append)) for _ in range(3)]
     for original, again in zip(live, replayed, strict=True):
         assert again.message == original.message
         assert again.usage == original.usage
@@ -90,7 +90,7 @@ async def test_replay_honours_cancel(tmp_path) -> None:
     cancel = CancelToken()
     cancel.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await ProviderChain([ReplayModel(path)]).complete([], [], cancel=cancel)
+        await ProviderChain([ReplayModel(path)]).complete([], [], CallOptions(cancel=cancel))
 
 
 def test_parse_retry_after() -> None:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from lich_core.agent.messages import Message
-from lich_core.providers.base import ProviderError
+from lich_core.providers.base import CallOptions, ProviderError
 from lich_core.tools.types import CancelToken
 from tests.support.provider_helpers import KINDS, wait_until
 
@@ -28,7 +28,7 @@ async def test_streamed_text_arrives_in_pieces(kind, fake_provider, model_for) -
         }
     )
     pieces: list[str] = []
-    response = await model_for(kind).complete(HELLO, [], on_text=pieces.append)
+    response = await model_for(kind).complete(HELLO, [], CallOptions(on_text=pieces.append))
     assert len(pieces) == 5
     assert "".join(pieces) == "The quick brown fox jumps"
     assert response.message.role == "assistant"
@@ -66,7 +66,7 @@ async def test_non_streaming_gives_the_same_turn(kind, fake_provider, model_for)
     turn = {"text": "plain answer", "tool_calls": [{"name": "ls", "arguments": {"path": "."}}]}
     fake_provider.script(turn)
     pieces: list[str] = []
-    response = await model_for(kind, stream=False).complete(HELLO, [], on_text=pieces.append)
+    response = await model_for(kind, stream=False).complete(HELLO, [], CallOptions(on_text=pieces.append))
     assert fake_provider.requests[-1]["json"]["stream"] is False
     assert response.message.content == "plain answer"
     assert [(c.name, c.arguments) for c in response.message.tool_calls] == [("ls", {"path": "."})]
@@ -125,7 +125,7 @@ async def test_dropped_connection_mid_stream_is_a_network_error(
     fake_provider.script({"text": "a" * 40, "chunks": 10, "drop_after_chunks": 5})
     pieces: list[str] = []
     with pytest.raises(ProviderError) as info:
-        await model_for(kind).complete(HELLO, [], on_text=pieces.append)
+        await model_for(kind).complete(HELLO, [], CallOptions(on_text=pieces.append))
     assert info.value.kind == "network"
     assert pieces, "some text streamed before the drop"
 
@@ -179,7 +179,7 @@ async def test_broken_json_after_good_events_names_the_chunk(kind, fake_provider
 async def test_cancel_during_slow_response_is_prompt(kind, fake_provider, model_for) -> None:
     fake_provider.script({"text": "late", "delay_s": 20})
     cancel = CancelToken()
-    task = asyncio.create_task(model_for(kind).complete(HELLO, [], cancel=cancel))
+    task = asyncio.create_task(model_for(kind).complete(HELLO, [], CallOptions(cancel=cancel)))
     await wait_until(lambda: len(fake_provider.requests) == 1)
     started = time.monotonic()
     cancel.cancel()
@@ -202,7 +202,7 @@ async def test_cancel_mid_stream_stops_reading(kind, fake_provider, model_for) -
 
     started = time.monotonic()
     with pytest.raises(asyncio.CancelledError):
-        await model_for(kind).complete(HELLO, [], on_text=on_text, cancel=cancel)
+        await model_for(kind).complete(HELLO, [], CallOptions(on_text=on_text, cancel=cancel))
     assert time.monotonic() - started < 3
     assert len(pieces) == 2
     # Cancelling closes the connection (it is not left streaming into the pool).
@@ -213,7 +213,7 @@ async def test_already_cancelled_token_sends_nothing(fake_provider, model_for) -
     cancel = CancelToken()
     cancel.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await model_for("openai_compat").complete(HELLO, [], cancel=cancel)
+        await model_for("openai_compat").complete(HELLO, [], CallOptions(cancel=cancel))
     assert fake_provider.requests == []
 
 
@@ -244,7 +244,7 @@ async def test_on_sent_is_called_once_the_request_is_on_the_wire(kind, fake_prov
         arrived = fake_provider.wait_for_requests(1, REQUEST_WAIT_S)
         seen_when_sent.append((arrived, list(pieces)))
 
-    response = await model_for(kind).complete(HELLO, [], on_text=pieces.append, on_sent=on_sent)
+    response = await model_for(kind).complete(HELLO, [], CallOptions(on_text=pieces.append, on_sent=on_sent))
     assert seen_when_sent == [(True, [])]
     assert response.message.content == "hello there" and "".join(pieces) == "hello there"
     # Sent with its length, not chunked, and whole.
