@@ -20,9 +20,9 @@ from lich_core.agent.messages import Message, ToolCall
 from lich_core.agent.sessions import SessionStore
 from lich_core.config import load_config
 from lich_core.providers.replay import ReplayModel
+from lich_core.runtime import ToolRuntime
 from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import ToolRegistry
-from lich_core.tools.runtime import ToolRuntime
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
 
 TARGET_MS_PER_TURN = 0.1  # the issue (#18): the loop adds little to a bare loop

@@ -38,9 +38,9 @@ from lich_core.providers.base import CallOptions
 from lich_core.providers.chain import ProviderChain
 from lich_core.providers.http import aclose_client, get_client
 from lich_core.providers.openai_compat import OpenAICompatModel
+from lich_core.runtime import ToolRuntime
 from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import ToolRegistry
-from lich_core.tools.runtime import ToolRuntime
 from tests.support.fake_provider import standalone_process
 
 STREAM_CHUNKS = 200

@@ -63,7 +63,7 @@ from lich_core.approvals import ApprovalStore
 from lich_core.config import Config, load_config
 from lich_core.errors import ConfigError, EditRejected, ToolError
 from lich_core.mcp.spec import v_mcp_servers
-from lich_core.tools.runtime import ToolRuntime
+from lich_core.runtime import ToolRuntime
 from lich_core.tools.types import tool_capability
 from lich_core.vocabulary import CancelToken, Message, ToolResult
 
@@ -384,7 +384,7 @@ class LichAcpAgent:
             import os
 
             from lich_core.agent.factory import build_agent
-            from lich_core.tools.runtime import build_tool_runtime
+            from lich_core.runtime import build_tool_runtime
 
             store = self._approval_stores.setdefault(root, ApprovalStore(root))
             check = AcpApprovalCheck(

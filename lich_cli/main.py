@@ -59,7 +59,7 @@ def cmd_tool(argv: list[str]) -> int:
         return 2
     config = load_cli_config(args)
     from lich_core.read_state_file import load_read_state, save_read_state
-    from lich_core.tools.runtime import build_tool_runtime
+    from lich_core.runtime import build_tool_runtime
 
     runtime = build_tool_runtime(config)
     warn_plugin_errors(runtime)
@@ -92,7 +92,7 @@ def cmd_tools(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print definitions as JSON")
     args = parser.parse_args(argv)
     config = load_cli_config(args)
-    from lich_core.tools.runtime import build_tool_runtime
+    from lich_core.runtime import build_tool_runtime
 
     runtime = build_tool_runtime(config)
     warn_plugin_errors(runtime)

@@ -38,7 +38,7 @@ from lich_lsp.tasks import MAX_EDITOR_MESSAGE_BYTES, MESSAGE_ENVELOPE_BYTES, Tas
 from lich_lsp.workspace import DocumentStore
 
 if TYPE_CHECKING:
-    from lich_core.tools.runtime import ToolRuntime
+    from lich_core.runtime import ToolRuntime
 
 log = logging.getLogger("lich.lsp.session")
 # How long closing the tool runtime (its MCP servers) may take at shutdown.
@@ -172,7 +172,7 @@ class EditorSession:
     def runtime(self) -> ToolRuntime:
         """The tool runtime for the current config generation (rebuilt only after a change)."""
         if self._runtime is None or self._runtime_generation != self.config_holder.generation:
-            from lich_core.tools.runtime import build_tool_runtime
+            from lich_core.runtime import build_tool_runtime
 
             old, self._runtime = self._runtime, build_tool_runtime(self.config, call_checks=(self.approval_check,))
             self._runtime_generation = self.config_holder.generation

@@ -9,8 +9,8 @@ from typing import Any
 from lich_core.agent.loop import Agent
 from lich_core.agent.sessions import SessionStore
 from lich_core.providers.base import Model
+from lich_core.runtime import ToolRuntime, build_tool_runtime
 from lich_core.tools.executor import CallCheck
-from lich_core.tools.runtime import ToolRuntime, build_tool_runtime
 from lich_core.workspace import Workspace
 
 log = logging.getLogger("lich.agent")

@@ -59,7 +59,7 @@ from lich_core.agent.sessions import (
 from lich_core.hashline.read_state import ReadState
 from lich_core.plugins.loader import load_errors_summary
 from lich_core.providers.base import CallOptions, Model, ProviderError, RetryNotice
-from lich_core.tools.runtime import ToolRuntime
+from lich_core.runtime import ToolRuntime
 from lich_core.tools.types import EXEC_CAPABILITY, ToolContext, WriteLedger, tool_capability
 from lich_core.trust import TrustStore
 from lich_core.vocabulary import (

@@ -1,7 +1,7 @@
 """The gatekeeper plugin: it provides `git_commit` and vetoes it unless every condition holds, and
 vetoes terminal commands that match the git denylist.
 
-It is constructed in code (lich_core.tools.runtime), never from config, and registers before any
+It is constructed in code (lich_core.runtime), never from config, and registers before any
 config plugin: its hooks run first and its `git_commit` wins over a config plugin's (first-wins
 duplicate rule). Per-run state lives in the plugin context's `state`, fresh for every run.
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.config import Config, load_config
+from lich_core.runtime import ToolRuntime
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import ToolRegistry
-from lich_core.tools.runtime import ToolRuntime
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
 from tests.support.event_schema import assert_valid_event
 

@@ -41,7 +41,7 @@ VOCABULARY = "lich_core.vocabulary"
 ERRORS = "lich_core.errors"
 EDITOR_LAYER = ("lich_lsp", "pygls", "lsprotocol")
 # What plugins must not load at import time (the runtime imports plugins).
-PLUGIN_FORBIDDEN = ("lich_core.tools.executor", "lich_core.tools.runtime")
+PLUGIN_FORBIDDEN = ("lich_core.tools.executor", "lich_core.runtime")
 BUILTIN_TOOLS = "lich_core.tools.builtin"
 STDLIB = frozenset(sys.stdlib_module_names)
 
@@ -424,6 +424,6 @@ def test_lazy_and_type_checking_imports_do_not_count_at_import_time() -> None:
     sources["lich_core/plugins/zz_ok.py"] = (
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from lich_core.tools.executor import ToolExecutor\n"
-        "def run():\n    from lich_core.tools.runtime import build_tool_runtime\n"
+        "def run():\n    from lich_core.runtime import build_tool_runtime\n"
     )
     assert plugins_do_not_load_executor(scan(sources)) == []

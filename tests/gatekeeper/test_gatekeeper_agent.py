@@ -19,7 +19,7 @@ from lich_core.agent.factory import build_agent
 from lich_core.agent.loop import Agent, RunResult
 from lich_core.gatekeeper import ALLOW_SELF_COMMIT_ENV, GATEKEEPER_NAME
 from lich_core.plugins import PluginTool
-from lich_core.tools.runtime import ToolRuntime, build_tool_runtime
+from lich_core.runtime import ToolRuntime, build_tool_runtime
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
 from tests.agent.agent_helpers import make_config

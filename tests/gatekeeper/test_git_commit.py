@@ -29,7 +29,7 @@ from lich_core.gatekeeper import (
 )
 from lich_core.gatekeeper.commit import check_path, git_env
 from lich_core.plugins.types import PluginContext, PluginModels
-from lich_core.tools.runtime import build_tool_runtime
+from lich_core.runtime import build_tool_runtime
 from lich_core.tools.types import ToolContext
 from lich_core.vocabulary import ToolResult
 from tests.gatekeeper import (

@@ -15,7 +15,7 @@ from tests.support.xdist_groups import group_folder
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agent"))
 
 from lich_core.config import Config  # noqa: E402
-from lich_core.tools.runtime import ToolRuntime  # noqa: E402
+from lich_core.runtime import ToolRuntime  # noqa: E402
 from tests.mcp.mcp_support import make_runtime  # noqa: E402
 
 MCP_GROUP = "mcp"

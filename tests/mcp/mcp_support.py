@@ -13,7 +13,7 @@ from typing import Any
 from lich_core.agent.factory import build_agent
 from lich_core.agent.loop import Agent, RunResult
 from lich_core.config import Config, load_config
-from lich_core.tools.runtime import ToolRuntime, build_tool_runtime
+from lich_core.runtime import ToolRuntime, build_tool_runtime
 from tests.support.processes import pid_alive  # noqa: F401 - the MCP tests import it from here
 
 SERVERS = Path(__file__).resolve().parent / "servers"

@@ -30,6 +30,7 @@ import pytest
 from lich_core.config import KEYS, SIDE_USER, load_config, set_workspace_trust
 from lich_core.errors import ConfigError
 from lich_core.net import safe_fetch as sf
+from lich_core.runtime import build_tool_runtime
 from lich_core.tools.builtin.web_search import (
     DEFAULT_MAX_RESULTS,
     MAX_RESULTS,
@@ -37,7 +38,6 @@ from lich_core.tools.builtin.web_search import (
     DuckDuckGoPage,
     unwrap_result_url,
 )
-from lich_core.tools.runtime import build_tool_runtime
 from lich_core.tools.secrets import configured_key_env_names
 from lich_core.tools.types import DUCKDUCKGO_HTML_URL, ToolContext, WebSearchBackend
 from lich_core.trust import TRUSTED, UNTRUSTED

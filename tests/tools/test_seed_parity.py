@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from lich_core.tools.builtin import register_builtin_tools
 from lich_core.tools.builtin.python_eval import TOOL as PYTHON_EVAL
 from lich_core.tools.python_image import REGISTRY
 from lich_core.tools.registry import ToolRegistry
-from lich_core.tools.runtime import register_builtin_tools
 from lich_core.tools.types import ToolContext
 
 BOUND_S = 60.0

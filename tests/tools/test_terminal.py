@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from lich_core.config import KEYS
+from lich_core.runtime import build_tool_runtime
 from lich_core.tools.builtin import terminal
 from lich_core.tools.builtin.terminal import (
     MAX_COMMAND_TIMEOUT_MS,
@@ -26,7 +27,6 @@ from lich_core.tools.builtin.terminal import (
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.executor import TERMINAL_TOOL_TIMEOUT_MS, ToolExecutor
 from lich_core.tools.registry import ToolRegistry
-from lich_core.tools.runtime import build_tool_runtime
 from lich_core.tools.types import DEFAULT_TERMINAL_TIMEOUT_MS, ToolContext
 from tests.support.processes import pid_alive as is_alive
 

@@ -1,4 +1,9 @@
-"""Build the tool runtime (registry + executor) from a config: shared by the CLI, agent and server."""
+"""Build the tool runtime from a config: the registry and executor (lich_core.tools), the built-in
+gatekeeper and the config's plugins (lich_core.plugins), and the MCP servers (lich_core.mcp).
+
+Shared by the CLI, the agent and both faces. It sits above the packages it assembles: none of
+them imports it.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lich_core.gatekeeper import build_gatekeeper
+from lich_core.mcp.spec import McpServerSpec, specs_from_config
+from lich_core.plugins import LoadedPlugin
+from lich_core.plugins import load_plugins as load_plugin_host
 from lich_core.tools.builtin import register_builtin_tools
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.executor import CallCheck, ToolExecutor
@@ -26,7 +35,6 @@ from lich_core.vocabulary import CancelToken
 
 if TYPE_CHECKING:
     from lich_core.mcp.manager import McpManager
-    from lich_core.mcp.spec import McpServerSpec
 
 log = logging.getLogger("lich.tools")
 
@@ -161,18 +169,10 @@ def build_tool_runtime(
         web_search=WebSearchBackend.from_config(config.get("web_search")),
     )
     runtime = ToolRuntime(base_registry=base, registry=registry, executor=executor, config=config)
-    # Imported here: the gatekeeper and the plugins import the tool modules (no import cycle).
-    from lich_core.gatekeeper import build_gatekeeper
-    from lich_core.plugins import LoadedPlugin
-    from lich_core.plugins import load_plugins as load_plugin_host
-
     gatekeeper = LoadedPlugin.built_in(build_gatekeeper(os.environ).plugin)
     entries = config.get("plugins") if load_plugins else None
     runtime.plugins = load_plugin_host(entries or None, work_dir=work_dir, builtins=[gatekeeper])
     runtime.plugins.register_tools(runtime, config.get("tools_enabled", "all"))
-    # Imported here: lich_core.mcp imports the tool modules (no import cycle).
-    from lich_core.mcp.spec import specs_from_config
-
     specs = specs_from_config(config.get("mcp_servers"))
     if specs:
         # Imported only now: the SDK takes a while to import.
