@@ -18,7 +18,7 @@ import logging
 import random
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -202,7 +202,7 @@ class Agent:
             self._tool_definitions_key = key
         return list(self._tool_definitions)
 
-    def run(
+    async def run(
         self,
         prompt: str,
         *,
@@ -213,9 +213,8 @@ class Agent:
         workspace: Workspace | None = None,
         read_state: ReadState | None = None,
         edit_label: str = "lich",
-    ) -> Coroutine[Any, Any, RunResult]:
-        """The run, to await: the run's own coroutine, with no frame of this method around it
-        (each frame above the HTTP client is resumed at every read of the stream)."""
+    ) -> RunResult:
+        """Run the agent on `prompt` until it answers, runs out of turns, is cancelled or fails."""
         run = _Run(
             self,
             on_event=on_event,
@@ -224,7 +223,7 @@ class Agent:
             read_state=read_state,
             edit_label=edit_label,
         )
-        return run.execute(prompt, resume=resume, context=context)
+        return await run.execute(prompt, resume=resume, context=context)
 
 
 @dataclass
@@ -279,8 +278,6 @@ class _Run:
             on_retry=self._on_retry,
             on_sent=self.emitter.release if agent.model_reports_sent else None,
         )
-        # The emitter's own coroutine, not a wrapper around it: three events precede the first
-        # streamed token, and each coroutine frame on that path shows in time to first token.
         self._emit = self.emitter.emit
         self.plugin_run: Any | None = None
 
@@ -526,18 +523,17 @@ class _Run:
             await self._run_tools(assistant.tool_calls, turn)
             await self._emit(TurnEnd(turn=turn))
 
-    def _call_model(self, messages: list[Message], tools: list[ToolDefinition], turn: int) -> Awaitable[ModelResponse]:
-        """The model call to await. Not a coroutine itself: one frame less at every read of the stream."""
+    async def _call_model(self, messages: list[Message], tools: list[ToolDefinition], turn: int) -> ModelResponse:
         agent = self.agent
         if not agent.model_reports_sent:
             self.emitter.release()
         call = agent.model.complete(messages, tools, self._model_options)
         if not agent.model_stops_on_cancel:
-            return self._race(call, grace_s=MODEL_CANCEL_GRACE_S)
+            return await self._race(call, grace_s=MODEL_CANCEL_GRACE_S)
         # The model stops on the token itself (HTTP providers, chains of them): awaited directly,
         # no task switch on the way to the first token. The caller tells the token's
         # CancelledError from a cancellation of its task.
-        return call
+        return await call
 
     async def _report_plan(self, entries: tuple[dict[str, str], ...], explanation: str | None) -> None:
         await self._emit(PlanUpdate.from_reported(entries, explanation))
@@ -574,12 +570,7 @@ class _Run:
             await self._emit(ToolCallStart(turn=turn, call_id=call.id, name=call.name, arguments=args))
             started_ns = time.perf_counter_ns()
             try:
-                if invalid is None and self.plugin_run is None:
-                    # The usual call goes straight to the executor: no frame of _run_one around
-                    # it (every frame is resumed at each wait of the tool).
-                    result = await self.executor.execute(call.name, args, self.tool_ctx)
-                else:
-                    result = await self._run_one(call, args, invalid)
+                result = await self._run_one(call, args, invalid)
             except _Aborted:
                 result = ToolResult(ok=False, error=CANCELLED_ERROR)
             content = format_tool_result(result)
@@ -592,8 +583,7 @@ class _Run:
                     ok=result.ok,
                     error=result.error,
                     summary=content[:EVENT_SUMMARY_MAX_CHARS],
-                    # Whole microseconds, as round(ms, 3) gives, without its decimal conversion.
-                    duration_ms=round((time.perf_counter_ns() - started_ns) / 1000) / 1000,
+                    duration_ms=round((time.perf_counter_ns() - started_ns) / 1e6, 3),
                 )
             )
 
