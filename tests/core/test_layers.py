@@ -1,8 +1,11 @@
-"""The import layering of lich_core and lich_lsp, checked statically (every module parsed with `ast`).
+"""The import layering of lich_core, lich_lsp, lich_acp and lich_cli, checked statically (every
+module parsed with `ast`).
 
 Rules (see DESIGN.md "Layers and data flow" and lich_core/vocabulary.py):
 
-- `lich_core` never imports `lich_lsp`, `pygls` or `lsprotocol` (anywhere, lazily or not).
+- `lich_core` never imports the faces (`lich_lsp`, `lich_acp`), the command line (`lich_cli`),
+  `pygls` or `lsprotocol` (anywhere, lazily or not).
+- The faces never import the command line or each other: `lich_cli` sits above them.
 - `lich_core.vocabulary` is the bottom: it, `lich_core.errors` and the `lich_core` package itself
   import only the standard library and `lich_core.errors`.
 - Providers (`lich_core.providers.*`) import only the standard library, httpx,
@@ -10,15 +13,19 @@ Rules (see DESIGN.md "Layers and data flow" and lich_core/vocabulary.py):
 - The hashline engine (`lich_core.hashline.*`) imports nothing from lich_core but
   `lich_core.vocabulary` and itself.
 - Plugins (`lich_core.plugins.*`) never load the tool executor or the tool runtime when they are
-  imported (directly or through another module); the runtime imports plugins, so that would be a
-  cycle. Imports inside functions or under `if TYPE_CHECKING:` are fine.
-- lich_core's packages form no import cycle at import time.
+  imported (directly or through another module); the runtime imports plugins.
+- No import cycle, between modules or between packages (a package: the first two parts of a
+  module's name, `lich_core.tools`, `lich_acp.agent`), counting every import statement: at module
+  level, inside functions and under `if TYPE_CHECKING:`. Python loading a module's parent
+  packages first is not an import of them. lich_lsp's known cycle (KNOWN_CYCLES, #34 item 1) is
+  an expected failure until it is untangled; any other cycle fails.
 - A builtin tool module (`lich_core.tools.builtin.<tool>`) never imports another one (lazily or
   not): adding a tool is adding a file. What tools share lives outside the per-tool files
   (`lich_core.tools.*`) or in a helper module whose name starts with `_` (`_grep_engine`).
-- Code in lich_core and lich_lsp imports the vocabulary's names from `lich_core.vocabulary`, not
-  from a module that merely re-exports them (`lich_core.agent.messages`, `lich_core.tools.types`,
-  `lich_core.workspace`, ...); those re-exports are for tests and plugins.
+- Code in lich_core, lich_lsp, lich_acp and lich_cli imports the vocabulary's names from
+  `lich_core.vocabulary`, not from a module that merely re-exports them
+  (`lich_core.agent.messages`, `lich_core.tools.types`, `lich_core.workspace`, ...); those
+  re-exports are for tests and plugins.
 
 A failure names the module, the line and the import statement.
 """
@@ -36,10 +43,25 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("lich_core", "lich_lsp")
+PACKAGES = ("lich_core", "lich_lsp", "lich_acp", "lich_cli")
 VOCABULARY = "lich_core.vocabulary"
 ERRORS = "lich_core.errors"
-EDITOR_LAYER = ("lich_lsp", "pygls", "lsprotocol")
+# What lich_core never imports: the faces, the command line above them, the editor protocol.
+ABOVE_CORE = ("lich_lsp", "lich_acp", "lich_cli", "pygls", "lsprotocol")
+FACES = ("lich_lsp", "lich_acp")
+CLI = "lich_cli"
+# Cycles known and being untangled, each with where the work is tracked: a cycle whose modules
+# are all in one of these sets is an expected failure (any other cycle fails, and so does one that
+# draws a module outside the set in). Remove the entry once its work has landed.
+KNOWN_CYCLES: dict[str, frozenset[str]] = {
+    "#34 item 1: lich_lsp's parts reach each other through the session": frozenset(
+        f"lich_lsp.{name}"
+        for name in (
+            "approvals", "code_actions", "commands", "config", "pending_questions", "review",
+            "run_tests", "session", "tasks", "trust", "undo", "workspace",
+        )
+    ),
+}
 # What plugins must not load at import time (the runtime imports plugins).
 PLUGIN_FORBIDDEN = ("lich_core.tools.executor", "lich_core.runtime")
 BUILTIN_TOOLS = "lich_core.tools.builtin"
@@ -160,13 +182,24 @@ def _top(name: str) -> str:
 # --- the rules: each returns one line per violation ---------------------------------------------
 
 
-def core_never_imports_editor_layer(modules: Mapping[str, Module]) -> list[str]:
+def core_never_imports_what_is_above_it(modules: Mapping[str, Module]) -> list[str]:
     return [
-        f"{imp.where()} imports {imp.target}: lich_core never imports {', '.join(EDITOR_LAYER)}"
+        f"{imp.where()} imports {imp.target}: lich_core never imports {', '.join(ABOVE_CORE)}"
         for module in modules.values()
         if _within(module.name, "lich_core")
         for imp in module.imports
-        if _top(imp.target) in EDITOR_LAYER
+        if _top(imp.target) in ABOVE_CORE
+    ]
+
+
+def faces_never_import_the_cli_or_each_other(modules: Mapping[str, Module]) -> list[str]:
+    return [
+        f"{imp.where()} imports {imp.target}: a face ({', '.join(FACES)}) never imports {CLI} "
+        f"(it sits above the faces) or the other face"
+        for module in modules.values()
+        if _top(module.name) in FACES
+        for imp in module.imports
+        if _top(imp.target) in (CLI, *FACES) and _top(imp.target) != _top(module.name)
     ]
 
 
@@ -259,42 +292,114 @@ def plugins_do_not_load_executor(modules: Mapping[str, Module]) -> list[str]:
     return problems
 
 
-def _core_unit(name: str) -> str | None:
-    """lich_core's first-level package or module a module belongs to (None: not lich_core)."""
-    parts = name.split(".")
-    if parts[0] != "lich_core" or len(parts) == 1:
-        return None
-    return ".".join(parts[:2])
+def _module_unit(name: str) -> str:
+    return name
 
 
-def core_packages_form_no_cycle(modules: Mapping[str, Module]) -> list[str]:
+def _package_unit(name: str) -> str:
+    """The package a module belongs to: the first two parts of its name (`lich_core.tools`,
+    `lich_core.shell`, `lich_acp.agent`; `lich_core` for the package itself)."""
+    return ".".join(name.split(".")[:2])
+
+
+@dataclass(frozen=True)
+class Cycle:
+    members: frozenset[str]  # the units of one strongly connected component
+    message: str
+
+
+def import_cycles(modules: Mapping[str, Module], unit: Callable[[str], str]) -> list[Cycle]:
+    """Every import cycle between units (`unit` maps a module to its unit), counting every import
+    statement wherever it is; one Cycle per strongly connected component, its message naming one
+    cycle through it with the import line of each step."""
     edges: dict[str, dict[str, Import]] = {}
     for module in modules.values():
-        source = _core_unit(module.name)
-        if source is None:
-            continue
+        source = unit(module.name)
         for imp in module.imports:
-            target = _core_unit(imp.target)
-            if imp.at_import_time and target is not None and target != source:
+            if imp.target not in modules:
+                continue
+            target = unit(imp.target)
+            if target != source:
                 edges.setdefault(source, {}).setdefault(target, imp)
-    problems: list[str] = []
-    done: set[str] = set()
+    components = _strongly_connected(edges)
+    cycles = []
+    for component in components:
+        path = _cycle_through(sorted(component)[0], component, edges)
+        steps = "; ".join(edges[a][b].where() for a, b in pairwise(path))
+        others = sorted(component - set(path))
+        also = f" (also in this cycle: {', '.join(others)})" if others else ""
+        cycles.append(Cycle(frozenset(component), f"import cycle {' -> '.join(path)}{also}: {steps}"))
+    return cycles
 
-    def visit(node: str, path: list[str]) -> None:
-        # Depth-first; an edge back into the current path closes a cycle.
-        for nxt in sorted(edges.get(node, {})):
-            if nxt in path:
-                cycle = path[path.index(nxt) :] + [nxt]
-                steps = "; ".join(edges[a][b].where() for a, b in pairwise(cycle))
-                problems.append(f"import cycle {' -> '.join(cycle)}: {steps}")
-            elif nxt not in done:
-                visit(nxt, path + [nxt])
-        done.add(node)
 
+def _strongly_connected(edges: Mapping[str, Mapping[str, Import]]) -> list[set[str]]:
+    """Tarjan's components of more than one unit, iteratively (no recursion limit to meet)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
     for start in sorted(edges):
-        if start not in done:
-            visit(start, [start])
-    return problems
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, {}))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, {})))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def _cycle_through(start: str, component: set[str], edges: Mapping[str, Mapping[str, Import]]) -> list[str]:
+    """The shortest path from `start` back to itself inside its component."""
+    previous: dict[str, str] = {}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for nxt in sorted(edges.get(node, {})):
+            if nxt not in component:
+                continue
+            if nxt == start:
+                chain = [node]
+                while chain[-1] != start:
+                    chain.append(previous[chain[-1]])
+                return [*reversed(chain), start]
+            if nxt not in previous:
+                previous[nxt] = node
+                queue.append(nxt)
+    raise AssertionError(f"{start} is in a component without a cycle through it")
+
+
+def module_cycles(modules: Mapping[str, Module]) -> list[str]:
+    return [cycle.message for cycle in import_cycles(modules, _module_unit)]
+
+
+def package_cycles(modules: Mapping[str, Module]) -> list[str]:
+    return [cycle.message for cycle in import_cycles(modules, _package_unit)]
 
 
 def _builtin_tool(name: str) -> str | None:
@@ -341,12 +446,12 @@ def vocabulary_imported_from_its_home(modules: Mapping[str, Module]) -> list[str
 
 
 RULES: dict[str, Callable[[Mapping[str, Module]], list[str]]] = {
-    "core_never_imports_editor_layer": core_never_imports_editor_layer,
+    "core_never_imports_what_is_above_it": core_never_imports_what_is_above_it,
+    "faces_never_import_the_cli_or_each_other": faces_never_import_the_cli_or_each_other,
     "vocabulary_is_the_bottom": vocabulary_is_the_bottom,
     "providers_know_only_vocabulary_and_http": providers_know_only_vocabulary_and_http,
     "hashline_imports_only_vocabulary": hashline_imports_only_vocabulary,
     "plugins_do_not_load_executor": plugins_do_not_load_executor,
-    "core_packages_form_no_cycle": core_packages_form_no_cycle,
     "builtin_tools_do_not_import_each_other": builtin_tools_do_not_import_each_other,
     "vocabulary_imported_from_its_home": vocabulary_imported_from_its_home,
 }
@@ -359,7 +464,8 @@ def project() -> dict[str, Module]:
 
 def test_scan_sees_the_whole_project(project: dict[str, Module]) -> None:
     for name in (VOCABULARY, ERRORS, "lich_core.providers.http", "lich_core.hashline.edit",
-                 "lich_core.plugins.host", "lich_core.agent.loop", "lich_lsp.server"):
+                 "lich_core.plugins.host", "lich_core.agent.loop", "lich_core.runtime", "lich_lsp.server",
+                 "lich_acp.agent", "lich_acp.__main__", "lich_cli.main", "lich_cli.agent"):
         assert name in project, f"{name} not scanned"
     assert len(project) > 50
     assert any(imp.target == VOCABULARY for imp in project["lich_core.providers.base"].imports)
@@ -371,13 +477,46 @@ def test_layering(project: dict[str, Module], rule: str) -> None:
     assert not problems, f"{rule}:\n  " + "\n  ".join(problems)
 
 
+CYCLE_LEVELS: dict[str, Callable[[str], str]] = {"modules": _module_unit, "packages": _package_unit}
+
+
+@pytest.mark.parametrize("level", sorted(CYCLE_LEVELS))
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle(project: dict[str, Module], package: str, level: str) -> None:
+    cycles = [
+        cycle
+        for cycle in import_cycles(project, CYCLE_LEVELS[level])
+        if any(_within(member, package) for member in cycle.members)
+    ]
+    unknown = [cycle for cycle in cycles if not any(cycle.members <= known for known in KNOWN_CYCLES.values())]
+    assert not unknown, f"{package}'s {level}:\n  " + "\n  ".join(cycle.message for cycle in unknown)
+    known = {
+        reason: [cycle for cycle in cycles if cycle.members <= members]
+        for reason, members in KNOWN_CYCLES.items()
+        if any(_within(member, package) for member in members)
+    }
+    if any(known.values()):
+        pytest.xfail(
+            "; ".join(f"{reason}: {cycle.message}" for reason, found in known.items() for cycle in found)
+        )
+
+
 # --- the checker itself catches what it should -------------------------------------------------
 
 BREAKS = [
-    ("core_never_imports_editor_layer", "lich_core/tools/zz_bad.py",
+    ("core_never_imports_what_is_above_it", "lich_core/tools/zz_bad.py",
      "def f():\n    from lsprotocol import types\n", "lsprotocol"),
-    ("core_never_imports_editor_layer", "lich_core/zz_bad.py",
+    ("core_never_imports_what_is_above_it", "lich_core/zz_bad.py",
      "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import lich_lsp.server\n", "lich_lsp.server"),
+    ("core_never_imports_what_is_above_it", "lich_core/zz_bad.py",
+     "def main():\n    from lich_cli.main import main\n", "lich_cli.main"),
+    ("core_never_imports_what_is_above_it", "lich_core/agent/zz_bad.py",
+     "def f():\n    import lich_acp.agent\n", "lich_acp.agent"),
+    ("faces_never_import_the_cli_or_each_other", "lich_acp/zz_bad.py",
+     "def f():\n    from lich_cli.common import cli_root\n", "lich_cli.common"),
+    ("faces_never_import_the_cli_or_each_other", "lich_lsp/zz_bad.py",
+     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lich_acp.agent import LichAcpAgent\n",
+     "lich_acp.agent"),
     ("vocabulary_is_the_bottom", "lich_core/vocabulary.py",
      "from lich_core.tools.types import ToolContext\n", "lich_core.tools.types"),
     ("providers_know_only_vocabulary_and_http", "lich_core/providers/zz_bad.py",
@@ -393,8 +532,18 @@ BREAKS = [
     ("plugins_do_not_load_executor", "lich_core/plugins/zz_bad.py",
      "from lich_core.tools.builtin.terminal import TOOL\n",
      "lich_core/tools/builtin/terminal.py"),
-    ("core_packages_form_no_cycle", "lich_core/providers/zz_bad.py",
+    ("package_cycles", "lich_core/providers/zz_bad.py",
      "from lich_core.agent.loop import Agent\n", "lich_core.agent -> lich_core.providers"),
+    # Counted inside functions and under TYPE_CHECKING, as well as at module level.
+    ("package_cycles", "lich_core/tools/zz_bad.py",
+     "def f():\n    from lich_core.runtime import build_tool_runtime\n", "lich_core.tools -> lich_core.runtime"),
+    ("module_cycles", "lich_cli/common.py",
+     "def f():\n    from lich_cli.agent import COMMANDS\n", "lich_cli.agent -> lich_cli.common -> lich_cli.agent"),
+    ("module_cycles", "lich_core/shell.py",
+     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lich_core.tools.builtin.terminal import TOOL\n",
+     "lich_core.shell -> lich_core.tools.builtin.terminal -> lich_core.shell"),
+    ("module_cycles", "lich_acp/events.py",
+     "def f():\n    from lich_acp.agent import LichAcpAgent\n", "lich_acp.agent -> lich_acp.events -> lich_acp.agent"),
     ("builtin_tools_do_not_import_each_other", "lich_core/tools/builtin/zz_bad.py",
      "from lich_core.tools.builtin.read_file import MAX_OUTPUT_CHARS\n", "lich_core.tools.builtin.read_file"),
     ("builtin_tools_do_not_import_each_other", "lich_core/tools/builtin/zz_bad.py",
@@ -413,10 +562,21 @@ def test_a_layering_break_fails_naming_module_and_import(
 ) -> None:
     sources = project_sources()
     sources[path] = source
-    problems = RULES[rule](scan(sources))
+    problems = CHECKS[rule](scan(sources))
     assert problems, f"{rule} missed {source!r} in {path}"
     text = "\n".join(problems)
     assert path in text and named in text, text
+
+
+CHECKS = {**RULES, "module_cycles": module_cycles, "package_cycles": package_cycles}
+
+
+def test_a_package_cycle_need_not_be_a_module_cycle() -> None:
+    sources = project_sources()
+    sources["lich_core/tools/zz_bad.py"] = "def f():\n    from lich_core.runtime import build_tool_runtime\n"
+    modules = scan(sources)
+    assert not any("zz_bad" in problem for problem in module_cycles(modules))
+    assert any("lich_core/tools/zz_bad.py" in problem for problem in package_cycles(modules))
 
 
 def test_lazy_and_type_checking_imports_do_not_count_at_import_time() -> None:
