@@ -3,7 +3,8 @@
 A replay model (recorded turns, no network) asks for a trivial tool on every turn, then answers.
 Measured: `Agent.run` with its full machinery (events to a listener, session JSONL written as it
 goes, compression checks, plugin-free). Reference, in the same process: a bare loop that calls the
-same model and the same tool and appends the same messages, with nothing else.
+same model and the same tool and appends the same messages, with nothing else. No user waits on
+this overhead (every real turn waits on a model): an information line, under a ceiling (#34).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
 
-TARGET_MS_PER_TURN = 0.1  # the issue (#18): the loop adds little to a bare loop
+CEILING_MS_PER_TURN = 0.2
 
 
 async def _noop(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -89,7 +90,7 @@ def run(quick: bool) -> list[Figure]:
             unit="ms",
             reference_name="bare loop, same model and tool",
             reference_value=bare_ms,
-            target=f"<= {TARGET_MS_PER_TURN:g} ms",
+            ceiling=CEILING_MS_PER_TURN,
             note=f"overhead {agent_ms - bare_ms:.3f} ms/turn (events, session log, executor, compression check)",
         )
     ]

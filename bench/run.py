@@ -2,7 +2,10 @@
 
 Each `bench/bench_<area>.py` module defines `run(quick: bool) -> list[Figure]`. A figure is one
 measurement printed next to a reference measured in the same run (GNU find, rg, plain httpx, a
-bare pygls server...), with the ratio and the target. `--quick` makes inputs smaller.
+bare pygls server...), with the ratio and either its target (what a user sees: time to first
+token, editor latency, search and edit on big trees) or, for an information line (per-call and
+per-turn overheads no user waits on), the ceiling it must stay under. `--quick` makes inputs
+smaller.
 
     python -m bench            # everything
     python -m bench hashline   # only modules whose name contains "hashline"
@@ -32,6 +35,8 @@ class Figure:
     reference_value: float | None = None
     target: str = ""  # e.g. "<= 2.0x" or "<= 10 ms"
     note: str = ""
+    # An information line's bound, in `unit`: not a target to improve on, a ceiling to stay under.
+    ceiling: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -58,6 +63,9 @@ def format_figure(figure: Figure) -> str:
             line += f"  ratio {figure.ratio:.2f}x"
     if figure.target:
         line += f"  (target {figure.target})"
+    if figure.ceiling is not None:
+        over = "  OVER THE CEILING" if figure.value > figure.ceiling else ""
+        line += f"  (information; ceiling {figure.ceiling:g} {figure.unit}{over})"
     if figure.note:
         line += f"  [{figure.note}]"
     return line

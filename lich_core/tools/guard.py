@@ -205,7 +205,7 @@ async def with_timeout(
         woken: asyncio.Future[None] = loop.create_future()
         work = _start_task(_waking(factory(token), woken))
         if not work.done():
-            await _race(work, woken, token, max(0.0, deadline - loop.time()), timeout_ms, label, grace_ms)
+            await _race(work, woken, token, deadline, timeout_ms, label, grace_ms)
         if work.cancelled():  # the work cancelled itself; the caller was not cancelled
             raise ToolCancelledError()
         return work.result()
@@ -245,7 +245,7 @@ async def _race(
     work: asyncio.Future[Any],
     woken: asyncio.Future[None],
     token: CancelToken,
-    timeout_s: float,
+    deadline: float,
     timeout_ms: int,
     label: str,
     grace_ms: int,
@@ -254,9 +254,9 @@ async def _race(
     first. Returns when the work is done; past the deadline or on the token, the work is
     abandoned (after its grace) and ToolTimeoutError or ToolCancelledError is raised."""
     loop = asyncio.get_running_loop()
+    # Woken by _waking as the work ends; a task cancelled before its first step (by whoever
+    # holds it through all_tasks()) never runs _waking and is seen done at the deadline.
     wake = partial(_wake, woken)
-    # Also as a done callback: a task cancelled before its first step never runs _waking.
-    work.add_done_callback(wake)
 
     def wake_soon() -> None:
         # A step of the work already scheduled runs first, so work that finishes in it wins
@@ -264,7 +264,7 @@ async def _race(
         loop.call_soon(wake)
 
     unlink = token.on_cancel(wake_soon)
-    timer = loop.call_later(timeout_s, wake)
+    timer = loop.call_at(deadline, wake)
     try:
         await woken
     except asyncio.CancelledError:  # the caller itself is cancelled: the work stops too
@@ -274,7 +274,6 @@ async def _race(
     finally:
         timer.cancel()
         unlink()
-        work.remove_done_callback(wake)
     if work.done():
         return
     timed_out = not token.cancelled
