@@ -182,6 +182,33 @@ class Workspace(Protocol):
         ...
 
 
+# --- listing: the files a workspace holds besides the disk ---
+
+
+def unsaved_files(workspace: Workspace, root: str | os.PathLike[str]) -> dict[str, Path]:
+    """The workspace's files under `root` whose text may differ from disk (its `overlay_paths`:
+    open editor buffers, a review's pending changes), by their "/"-separated path relative to
+    `root`: {rel: normalised absolute path}.
+
+    The file tools merge these with what they find on disk (find_files, list_dir, grep_files):
+    this is the one place the buffers are scoped to a directory.
+    """
+    base = os.path.normpath(os.path.abspath(root))
+    found: dict[str, Path] = {}
+    for path in workspace.overlay_paths():
+        absolute = os.path.normpath(os.path.abspath(path))
+        rel = os.path.relpath(absolute, base)
+        if rel in (os.curdir, os.pardir) or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+            continue
+        found[rel.replace(os.sep, "/")] = Path(absolute)
+    return found
+
+
+def unsaved_set(workspace: Workspace) -> set[Path]:
+    """The files whose workspace text may differ from disk, as normalised absolute paths."""
+    return {Path(os.path.normpath(os.path.abspath(path))) for path in workspace.overlay_paths()}
+
+
 # --- the command seam ---
 # A workspace's `command_host`, when not None, runs the terminal tool's commands somewhere else
 # (the ACP face's, when the client offers `terminal/*`); None means the tool runs them itself.

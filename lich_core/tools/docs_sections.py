@@ -45,7 +45,7 @@ from functools import cached_property
 from pathlib import Path
 
 from lich_core.errors import ToolError
-from lich_core.tools.file_text import MAX_FILE_BYTES, overlay_set
+from lich_core.tools.file_text import MAX_FILE_BYTES
 from lich_core.tools.guard import (
     SKIP_DIRS,
     check_file_access,
@@ -54,7 +54,7 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.memory import MEMORY_FILE
 from lich_core.tools.types import ToolContext
-from lich_core.workspace import read_disk_text
+from lich_core.workspace import read_disk_text, unsaved_set
 
 SOURCES = ("docs", "skills", "memory")
 DOC_SUFFIXES = (".md", ".markdown")
@@ -446,7 +446,7 @@ def _workspace_text(ctx: ToolContext, path: Path) -> str | None:
     assert workspace is not None
     if not _in_work_root(ctx, path):
         return None
-    if path not in overlay_set(workspace):
+    if path not in unsaved_set(workspace):
         try:
             if os.path.getsize(path) > MAX_DOC_BYTES:
                 return None
@@ -465,7 +465,7 @@ def docs_overlays(ctx: ToolContext, root: Path) -> dict[str, Path]:
     """Unsaved editor buffers of markdown files under the docs root: {rel: path}."""
     assert ctx.workspace is not None
     found: dict[str, Path] = {}
-    for path in overlay_set(ctx.workspace):
+    for path in unsaved_set(ctx.workspace):
         real = Path(os.path.realpath(path))
         if _inside(root, real) and real.name.lower().endswith(DOC_SUFFIXES):
             rel = relative_to_root(root, real)
@@ -507,7 +507,7 @@ def skill_files(ctx: ToolContext) -> list[tuple[str, Path]]:
     except OSError:
         pass
     assert ctx.workspace is not None
-    for path in overlay_set(ctx.workspace):
+    for path in unsaved_set(ctx.workspace):
         if path.parent == directory and path.name.endswith(".md"):
             names.setdefault(path.name, path)
     return [(SKILLS_PREFIX + name, names[name]) for name in sorted(names)[:MAX_SKILL_FILES]]
@@ -621,7 +621,7 @@ def read_target_text(ctx: ToolContext, target: ReadTarget) -> str:
     label = f"{target.source}:{target.display}"
     real_work = Path(os.path.realpath(ctx.work_dir))
     real = Path(os.path.realpath(path))
-    in_overlay = path in overlay_set(workspace)
+    in_overlay = path in unsaved_set(workspace)
     if not in_overlay:
         if os.path.isdir(path):
             raise ToolError(f"is_directory: {label} is a directory")

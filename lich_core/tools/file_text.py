@@ -6,7 +6,6 @@ disk; past MAX_FILE_BYTES a file is neither read nor searched.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,11 +17,6 @@ if TYPE_CHECKING:
     from lich_core.tools.types import ToolContext
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
-
-
-def overlay_set(workspace: Workspace) -> set[Path]:
-    """The files whose workspace text may differ from disk, as normalised absolute paths."""
-    return {Path(os.path.normpath(os.path.abspath(path))) for path in workspace.overlay_paths()}
 
 
 async def write_changes(ctx: ToolContext, changes: Sequence[FileChange], workspace: Workspace | None = None) -> None:

@@ -35,7 +35,7 @@ from lich_core.hashline.edit import (
 )
 from lich_core.hashline.lisp import RepairOutcome, dialect_for, is_lisp_path, repair
 from lich_core.hashline.patch import parse_patch
-from lich_core.tools.file_text import overlay_set, write_changes
+from lich_core.tools.file_text import write_changes
 from lich_core.tools.guard import (
     capture_errors,
     optional_string_arg,
@@ -45,7 +45,7 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
-from lich_core.workspace import FileChange, lines_behind
+from lich_core.workspace import FileChange, lines_behind, unsaved_set
 
 REPAIR_POLICIES = ("safe", "preview", "reject")
 MAX_OUTPUT_CHARS = 200_000
@@ -85,7 +85,7 @@ def _current_text(ctx: ToolContext, path: Path, overlays: set[Path]) -> str | No
 def _targets(ctx: ToolContext, patch_text: str) -> tuple[list[Path], list[FileTarget]]:
     sections = parse_patch(patch_text)
     assert ctx.read_state is not None
-    overlays = overlay_set(ctx.workspace)  # type: ignore[arg-type]
+    overlays = unsaved_set(ctx.workspace)  # type: ignore[arg-type]
     by_path: dict[Path, FileTarget] = {}
     for section in sections:
         path = resolve_file_for(ctx, section.path, write=True)
@@ -256,7 +256,7 @@ async def _accept_repair(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if str(path) not in candidate.get("repaired", []):
         names = ", ".join(sorted(files[name][0] for name in candidate.get("repaired", []) if name in files))
         raise ToolError(f"invalid_arg: {candidate_id} repairs {names}, not {relative_to_root(ctx.work_dir, path)}")
-    overlays = overlay_set(ctx.workspace)
+    overlays = unsaved_set(ctx.workspace)
     planned: list[_PlannedFile] = []
     for name, (display, base_digest, new_text) in files.items():
         file_path = Path(name)

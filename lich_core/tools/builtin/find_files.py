@@ -36,6 +36,7 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
+from lich_core.workspace import unsaved_files
 
 MAX_FIND_RESULTS = 1000
 MAX_WALK_MS = 10_000
@@ -302,9 +303,8 @@ def _overlay_matches(
     """Unsaved editor buffers that match but do not exist on disk yet."""
     assert ctx.workspace is not None
     extra: list[str] = []
-    for path in ctx.workspace.overlay_paths():
-        rel = os.path.relpath(os.path.abspath(path), work_dir).replace(os.sep, "/")
-        if rel.startswith("../") or rel == ".." or not rel.startswith(start_rel) or rel in found:
+    for rel, path in unsaved_files(ctx.workspace, work_dir).items():
+        if not rel.startswith(start_rel) or rel in found:
             continue
         if os.path.lexists(path):
             continue  # on disk: the walk already decided about it

@@ -47,7 +47,7 @@ from lich_core.errors import ToolError
 from lich_core.hashline.anchors import HEX_BYTE, line_hash_values, split_lines
 from lich_core.tools.arguments import reject_unknown_arguments
 from lich_core.tools.builtin import _grep_engine
-from lich_core.tools.file_text import MAX_FILE_BYTES, overlay_set
+from lich_core.tools.file_text import MAX_FILE_BYTES
 from lich_core.tools.guard import (
     LICH_DIR,
     MAX_WALK_ENTRIES,
@@ -63,6 +63,7 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import CancelToken, ToolResult
+from lich_core.workspace import unsaved_files, unsaved_set
 
 MAX_FILES = 100
 MAX_MATCH_ROWS = 1_000
@@ -360,10 +361,7 @@ def _overlays_in_scope(
 ) -> dict[str, Path]:
     matcher, negated = _grep_engine.compile_glob(glob)
     scoped: dict[str, Path] = {}
-    for path in overlay_set(ctx.workspace):  # type: ignore[arg-type]
-        rel = os.path.relpath(path, root).replace(os.sep, "/")
-        if rel.startswith("../") or rel == "..":
-            continue
+    for rel, path in unsaved_files(ctx.workspace, root).items():  # type: ignore[arg-type]
         if _grep_engine.in_skipped_dir(rel, SKIP_DIRS) or not _grep_engine.glob_allows_file(rel, matcher, negated):
             continue
         scoped[rel] = path
@@ -426,7 +424,7 @@ async def _search_tree(ctx: ToolContext, root: Path, pattern: str, glob: str | N
 async def _search_one_file(ctx: ToolContext, path: Path, rel: str, pattern: str) -> SearchHits:
     deadline = time.monotonic() + _time_budget_ms(ctx) / 1000
     hits = SearchHits()
-    overlays = overlay_set(ctx.workspace)  # type: ignore[arg-type]
+    overlays = unsaved_set(ctx.workspace)  # type: ignore[arg-type]
     if path not in overlays and os.path.getsize(path) > MAX_FILE_BYTES:
         hits.too_large = 1
         return hits
@@ -557,7 +555,7 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     glob = optional_string_arg(args, "glob")
     context = optional_int_arg(args, "context", 0, low=0, high=MAX_CONTEXT_LINES) or 0
     max_rows = optional_int_arg(args, "max_results", MAX_MATCH_ROWS, low=1, high=MAX_MATCH_ROWS) or MAX_MATCH_ROWS
-    overlays = overlay_set(ctx.workspace)  # type: ignore[arg-type]
+    overlays = unsaved_set(ctx.workspace)  # type: ignore[arg-type]
     path_glob = _path_glob(ctx, target, overlays)
     if path_glob is not None:
         target, tree_glob = path_glob

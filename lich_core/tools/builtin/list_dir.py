@@ -19,6 +19,7 @@ from lich_core.tools.guard import (
 from lich_core.tools.sizes import human_size
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
+from lich_core.workspace import unsaved_files
 
 MAX_LIST_ENTRIES = 500
 MAX_DEPTH = 4
@@ -74,11 +75,8 @@ def _overlay_children(ctx: ToolContext, root: str) -> dict[str, dict[str, bool]]
     """
     children: dict[str, dict[str, bool]] = {}
     assert ctx.workspace is not None
-    for path in ctx.workspace.overlay_paths():
-        rel = os.path.relpath(os.path.abspath(path), root)
-        if rel == "." or rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
-            continue
-        parts = rel.split(os.sep)
+    for rel in unsaved_files(ctx.workspace, root):
+        parts = rel.split("/")
         prefix = ""
         for index, part in enumerate(parts):
             is_dir = index < len(parts) - 1

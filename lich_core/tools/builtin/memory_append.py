@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
-from lich_core.tools.file_text import MAX_FILE_BYTES, overlay_set, write_changes
+from lich_core.tools.file_text import MAX_FILE_BYTES, write_changes
 from lich_core.tools.guard import capture_errors, require_string_arg, resolve_safe_path
 from lich_core.tools.memory import MAX_ENTRY_CHARS, MEMORY_FILE, append_entry, entry_heading
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
-from lich_core.workspace import DiskWorkspace, FileChange, Workspace, encode_text
+from lich_core.workspace import DiskWorkspace, FileChange, Workspace, encode_text, unsaved_set
 
 
 def utc_now() -> datetime:
@@ -30,7 +30,7 @@ def utc_now() -> datetime:
 
 
 def _current_text(workspace: Workspace, path: Path) -> str | None:
-    if path not in overlay_set(workspace):
+    if path not in unsaved_set(workspace):
         if not workspace.exists(path):
             return None
         if os.path.isdir(path):

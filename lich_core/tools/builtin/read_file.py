@@ -13,7 +13,7 @@ from typing import Any
 from lich_core.errors import ToolError
 from lich_core.hashline.anchors import line_hash_values, render_rows, split_lines
 from lich_core.tools.arguments import alias_property, pick_alias, reject_unknown_arguments
-from lich_core.tools.file_text import MAX_FILE_BYTES, overlay_set
+from lich_core.tools.file_text import MAX_FILE_BYTES
 from lich_core.tools.guard import (
     capture_errors,
     optional_bool_arg,
@@ -24,7 +24,7 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
-from lich_core.workspace import encode_text
+from lich_core.workspace import encode_text, unsaved_set
 
 MAX_LINES_PER_READ = 1_000
 RANGE_NAMES = "start/end (kli) is an inclusive line range, offset/limit (lich) a first line and a line count"
@@ -38,7 +38,7 @@ def read_workspace_text(ctx: ToolContext, path: Path, rel: str, *, max_bytes: in
     """The file's current text through the workspace, refusing missing, huge and binary files."""
     workspace = ctx.workspace
     assert workspace is not None
-    in_overlay = path in overlay_set(workspace)
+    in_overlay = path in unsaved_set(workspace)
     if not in_overlay:
         if os.path.isdir(path):
             raise ToolError(f"is_directory: {rel} is a directory; list it with list_dir or find_files")
