@@ -36,7 +36,12 @@ from lich_core.tools.types import Tool, ToolContext, tool_capability
 from lich_lsp.pending_questions import PENDING_APPROVAL_TIMEOUT_S, Choice
 
 if TYPE_CHECKING:
-    from lich_lsp.session import EditorSession
+    from lich_core.approvals import ApprovalStore
+    from lich_lsp.config import ConfigHolder
+    from lich_lsp.edits import ClientFeatures
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.pending_questions import PendingQuestions
+    from lich_lsp.port import EditorPort
 
 log = logging.getLogger("lich.lsp.approvals")
 
@@ -50,14 +55,26 @@ PENDING_CHOICES = (Choice("once", ALLOW_ONCE), Choice("always", ALLOW_ALWAYS), C
 class ApprovalCheck:
     """The CallCheck the server installs in every tool executor it builds."""
 
-    def __init__(self, session: EditorSession) -> None:
-        self._session = session
+    def __init__(
+        self,
+        holder: ConfigHolder,
+        store: ApprovalStore,
+        features: ClientFeatures,
+        port: EditorPort,
+        questions: PendingQuestions,
+        messages: EditorMessages,
+    ) -> None:
+        self._holder = holder
+        self._store = store
+        self._features = features
+        self._port = port
+        self._questions = questions
+        self._messages = messages
         # One question at a time: two prompts for the same tool would both ask.
         self._prompt_lock = asyncio.Lock()
 
     async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
-        session = self._session
-        approval = session.config.get("approval") or {}
+        approval = self._holder.config.get("approval") or {}
         capability = tool_capability(tool)
         policy = policy_for(approval, tool.name, capability)
         if policy == "allow":
@@ -66,7 +83,7 @@ class ApprovalCheck:
             return None  # the user asked for this very call (lich.runTests): that is the answer
         if policy == "deny":
             return f"approval_denied: {tool.name} is denied by the approval policy"
-        store = session.approvals
+        store = self._store
         key = approval_key(tool.name, capability, args)
         if store.is_always(key):
             return None
@@ -75,7 +92,7 @@ class ApprovalCheck:
         async with self._prompt_lock:
             if store.is_always(key):
                 return None
-            if session.features.show_message_request:
+            if self._features.show_message_request:
                 answer = await self._ask(tool, args, capability, ctx)
             else:
                 answer = await self._ask_pending(tool, args, capability, ctx)
@@ -87,13 +104,13 @@ class ApprovalCheck:
             try:
                 store.remember(key)
             except OSError as err:
-                session.log(f"lich: could not save {store.path}: {err}", types.MessageType.Warning)
+                self._messages.log(f"lich: could not save {store.path}: {err}", types.MessageType.Warning)
             return None
         return f"approval_denied: the user denied {tool.name}"
 
     async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext) -> str | None:
         try:
-            answer = await self._session.port.ask(
+            answer = await self._port.ask(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Warning,
                     message=_question(tool, args, capability, ctx),
@@ -115,7 +132,7 @@ class ApprovalCheck:
         self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext
     ) -> str | None:
         """The question as a diagnostic with code actions; the answer's title, None when unanswered."""
-        questions = self._session.questions
+        questions = self._questions
         question = questions.post(
             "approval",
             _question(tool, args, capability, ctx),
@@ -127,7 +144,7 @@ class ApprovalCheck:
 
     def _unanswered(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
         running = what_will_run(tool, args, ctx)
-        self._session.show_message(
+        self._messages.show_message(
             f"lich: {tool.name} was refused: its approval question was not answered within "
             f"{PENDING_APPROVAL_TIMEOUT_S:g} s (this editor cannot show questions; answer the lich diagnostic's "
             f"code actions, or set approval.{tool.name} = \"allow\")",

@@ -13,11 +13,14 @@ file can put them in the task context. On a line an undoable task changed, "Undo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from lich_lsp.config import DEFAULT_CODE_ACTION_KIND
+
+if TYPE_CHECKING:
+    from lich_lsp.documents import DocumentStore
 
 ASK_KIND = "refactor.rewrite.lich"
 FIX_KIND = "quickfix.lich"
@@ -144,3 +147,25 @@ def compute_code_actions(
 def quick_prompts(config: Mapping[str, Any]) -> list[str]:
     """The configured `quick_prompts` that can be offered (non-empty strings)."""
     return [p for p in config.get("quick_prompts") or [] if isinstance(p, str) and p.strip()]
+
+
+class SeenDiagnostics:
+    """The diagnostics the editor sent with code action requests, per document version: a later
+    lich.ask on that file puts them in the task context (a stale version's are forgotten)."""
+
+    def __init__(self, documents: DocumentStore) -> None:
+        self._documents = documents
+        self._by_uri: dict[str, tuple[int | None, list[dict[str, Any]]]] = {}
+
+    def remember(self, uri: str, diagnostics: Sequence[types.Diagnostic]) -> None:
+        doc = self._documents.document_for_uri(uri)
+        self._by_uri[uri] = (doc.version if doc is not None else None, [diagnostic_json(d) for d in diagnostics])
+
+    def for_uri(self, uri: str) -> list[dict[str, Any]]:
+        entry = self._by_uri.get(uri)
+        if entry is None:
+            return []
+        doc = self._documents.document_for_uri(uri)
+        if doc is not None and doc.version != entry[0]:
+            return []  # seen on an older version of the buffer
+        return entry[1]

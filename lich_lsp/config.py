@@ -1,6 +1,7 @@
 """Server configuration: `.lich/config.json` (and the rest of lich_core's layers) overridden by the
 editor's `initializationOptions` and the `workspace/configuration` section `lich`. The editor's
-settings are trusted; the workspace file counts only as far as trust allows (lich_lsp.trust).
+settings are trusted; the workspace file counts only as far as trust allows (lich_lsp.trust, which
+the session asks after each rebuild).
 
 The effective config is rebuilt on `workspace/didChangeConfiguration`. A bad value is reported once
 as a `window/showMessage` error naming the key, and the server keeps its last good config.
@@ -17,10 +18,11 @@ from lsprotocol import types
 
 from lich_core.config import KEYS, Config, load_config
 from lich_core.errors import ConfigError
-from lich_lsp import trust
 
 if TYPE_CHECKING:
-    from lich_lsp.session import EditorSession
+    from lich_lsp.edits import ClientFeatures
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.port import EditorPort
 
 log = logging.getLogger("lich.lsp.config")
 
@@ -93,25 +95,24 @@ class ConfigHolder:
         return None
 
 
-def report_config_error(session: EditorSession, error: str) -> None:
-    session.show_message(f"lich: bad configuration, keeping the previous settings: {error}", types.MessageType.Error)
+def report_config_error(messages: EditorMessages, error: str) -> None:
+    messages.show_message(f"lich: bad configuration, keeping the previous settings: {error}", types.MessageType.Error)
 
 
-def report_config_warnings(session: EditorSession) -> None:
+def report_config_warnings(holder: ConfigHolder, messages: EditorMessages) -> None:
     """A likely typo of a key ("provider" for providers), once per text for this server's life."""
-    holder = session.config_holder
     for warning in holder.config.warnings:
         if warning not in holder.reported_warnings:
             holder.reported_warnings.add(warning)
-            session.show_message(warning, types.MessageType.Warning)
+            messages.show_message(warning, types.MessageType.Warning)
 
 
-async def pull_client_settings(session: EditorSession) -> dict[str, Any] | None:
+async def pull_client_settings(port: EditorPort, features: ClientFeatures) -> dict[str, Any] | None:
     """Ask the client for section `lich`; None when it can't answer (not supported or error)."""
-    if not session.features.configuration:
+    if not features.configuration:
         return None
     try:
-        result = await session.port.configuration(
+        result = await port.configuration(
             types.ConfigurationParams(items=[types.ConfigurationItem(section=CONFIG_SECTION)])
         )
     except Exception as err:  # noqa: BLE001 - a client that fails this keeps the old settings
@@ -123,22 +124,23 @@ async def pull_client_settings(session: EditorSession) -> dict[str, Any] | None:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-async def refresh_config(session: EditorSession, pushed: Any = None) -> None:
-    """Re-read the client layer (pushed settings win, else pull) and rebuild; report errors once."""
-    holder = session.config_holder
+async def refresh_config(
+    holder: ConfigHolder, port: EditorPort, features: ClientFeatures, messages: EditorMessages, pushed: Any = None
+) -> bool:
+    """Re-read the client layer (pushed settings win, else pull) and rebuild; report errors once.
+    True when the config was rebuilt (the caller then offers trust for it)."""
     pushed_settings = settings_from_client(pushed) if isinstance(pushed, Mapping) and pushed else None
     if pushed_settings is not None:
         holder.client_settings = pushed_settings
     else:
-        pulled = await pull_client_settings(session)
+        pulled = await pull_client_settings(port, features)
         if pulled is not None:
             holder.client_settings = pulled
     previous = holder.last_error
     error = holder.rebuild()
     if error is not None:
         if error != previous:  # the same mistake re-read is not worth a second popup
-            report_config_error(session, error)
-    else:
-        report_config_warnings(session)
-        trust.offer_trust(session)
-
+            report_config_error(messages, error)
+        return False
+    report_config_warnings(holder, messages)
+    return True

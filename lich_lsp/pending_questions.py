@@ -25,19 +25,26 @@ import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from lich_lsp.workspace import relative_path, uri_to_path
+from lich_lsp.arguments import BadArguments, get_str, single_object
+from lich_lsp.code_actions import kind_allowed
+from lich_lsp.commands import ANSWER_QUESTION
+from lich_lsp.paths import relative_path, uri_to_path
 
 if TYPE_CHECKING:
     from lich_core.vocabulary import CancelToken
-    from lich_lsp.session import EditorSession
+    from lich_lsp.commands import CommandTable
+    from lich_lsp.documents import DocumentStore
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.port import EditorPort
 
 log = logging.getLogger("lich.lsp.questions")
 
-ANSWER_COMMAND = "lich.answerQuestion"
+ANSWER_COMMAND = ANSWER_QUESTION
 QUESTION_KIND = "quickfix.lich.question"
 QUESTION_SOURCE = "lich"
 QUESTION_CODE = "lich-question"
@@ -81,10 +88,16 @@ class QuestionGone(Exception):
 class PendingQuestions:
     """The session's pending questions, their diagnostics and their code actions."""
 
-    def __init__(self, session: EditorSession) -> None:
-        self._session = session
+    def __init__(self, documents: DocumentStore, port: EditorPort, root: Path, messages: EditorMessages) -> None:
+        self._documents = documents
+        self._port = port
+        self._root = root
+        self._messages = messages
         self._ids = itertools.count(1)
         self._pending: dict[str, PendingQuestion] = {}
+
+    def register(self, table: CommandTable) -> None:
+        table.add(ANSWER_QUESTION, self.answer_command)
 
     def pending(self) -> list[PendingQuestion]:
         return list(self._pending.values())
@@ -117,7 +130,7 @@ class PendingQuestions:
             if question.uri is not None
             else "the lich diagnostic in the next file you open"
         )
-        self._session.show_message(
+        self._messages.show_message(
             f"{text} This editor cannot show questions: answer with the code actions ({titles}) on {where}, "
             f"or run {ANSWER_COMMAND} with {{id: \"{question.question_id}\", answer: {answers}}}."
             + (f" {also}" if also else ""),
@@ -177,8 +190,6 @@ class PendingQuestions:
         self, params: types.CodeActionParams, *, literal_support: bool
     ) -> list[types.CodeAction | types.Command]:
         """Every pending question's answers, wherever the user asks for code actions."""
-        from lich_lsp.code_actions import kind_allowed  # code_actions -> config -> trust -> here
-
         only = [str(kind) for kind in params.context.only] if params.context.only else None
         if not self._pending or not kind_allowed(QUESTION_KIND, only):
             return []
@@ -233,10 +244,10 @@ class PendingQuestions:
         diagnostics = [
             q.diagnostic for q in self._pending.values() if q.uri == uri and q.diagnostic is not None
         ]
-        self._session.publish_diagnostics(DIAGNOSTICS_KEY, uri, diagnostics)
+        self._messages.publish_diagnostics(DIAGNOSTICS_KEY, uri, diagnostics)
 
     def _first_open_uri(self) -> str | None:
-        documents = self._session.documents
+        documents = self._documents
         paths = documents.open_paths()
         return documents.uri_for(paths[0]) if paths else None
 
@@ -246,14 +257,14 @@ class PendingQuestions:
         text = ""
         if path is not None:
             try:
-                text = self._session.documents.current_text(path) or ""
+                text = self._documents.current_text(path) or ""
             except OSError:
                 text = ""
         first, newline, _ = text.partition("\n")
         first = first.rstrip("\r")
         start = types.Position(line=0, character=0)
         if first:
-            end = types.Position(line=0, character=self._session.port.position_codec.client_num_units(first))
+            end = types.Position(line=0, character=self._port.position_codec.client_num_units(first))
         elif newline:
             end = types.Position(line=1, character=0)
         else:
@@ -262,5 +273,21 @@ class PendingQuestions:
 
     def _describe(self, uri: str | None) -> str:
         path = uri_to_path(uri) if uri else None
-        return relative_path(self._session.root, path) if path is not None else str(uri)
+        return relative_path(self._root, path) if path is not None else str(uri)
 
+    async def answer_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        """lich.answerQuestion {id, answer}: what a pending question's code action runs."""
+        obj = single_object(ANSWER_QUESTION, args)
+        question_id = get_str(ANSWER_QUESTION, obj, "id", required=True)
+        answer = get_str(ANSWER_QUESTION, obj, "answer", required=True)
+        assert question_id is not None and answer is not None
+        try:
+            question = self.answer(question_id, answer)
+        except QuestionGone:
+            raise BadArguments(
+                f"{ANSWER_QUESTION}: question_gone: no pending question {question_id!r} "
+                "(answered already, timed out, or its task ended)"
+            ) from None
+        except ValueError as err:
+            raise BadArguments(f"{ANSWER_QUESTION}: {err}") from None
+        return {"id": question.question_id, "kind": question.kind, "answer": answer}

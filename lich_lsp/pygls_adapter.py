@@ -42,9 +42,14 @@ from pygls.protocol.language_server import lsp_method
 
 from lich_core import __version__
 from lich_lsp.frames import MAX_MESSAGE_BYTES, FrameReader
+from lich_lsp.messages import (
+    MAX_EDITOR_MESSAGE_BYTES,
+    MESSAGE_ENVELOPE_BYTES,
+    clip_event,
+    clip_text,
+)
 from lich_lsp.port import EditorRequestError, ProgressValue
 from lich_lsp.session import EditorSession
-from lich_lsp.tasks import MAX_EDITOR_MESSAGE_BYTES, MESSAGE_ENVELOPE_BYTES, clip_event, clip_text
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument

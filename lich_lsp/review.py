@@ -27,10 +27,10 @@ import itertools
 import logging
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
@@ -39,7 +39,10 @@ from lich_core.errors import EditRejected, ToolError
 from lich_core.hashline.replacements import line_replacements
 from lich_core.vocabulary import LineReplacement
 from lich_core.workspace import FileChange
-from lich_lsp.edits import PositionMapper, hashline_line_starts
+from lich_lsp.arguments import get_str, resolve_uri, single_object
+from lich_lsp.code_actions import kind_allowed
+from lich_lsp.commands import ACCEPT_ALL, ACCEPT_HUNK, REJECT_ALL, REJECT_HUNK, REVIEW_LIST
+from lich_lsp.edits import ClientFeatures, PositionMapper, hashline_line_starts
 from lich_lsp.hunk_tracking import (
     LineEdit,
     Span,
@@ -50,20 +53,18 @@ from lich_lsp.hunk_tracking import (
     track_span,
     track_spans,
 )
+from lich_lsp.paths import path_key, relative_path, uri_to_path
 
 if TYPE_CHECKING:
-    from lich_lsp.session import EditorSession
+    from lich_lsp.commands import CommandTable
+    from lich_lsp.documents import DocumentStore
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.port import EditorPort
 
 log = logging.getLogger("lich.lsp.review")
 
 REVIEW_SOURCE = "lich review"
 REVIEW_KIND = "quickfix.lich.review"
-ACCEPT_HUNK = "lich.acceptHunk"
-REJECT_HUNK = "lich.rejectHunk"
-ACCEPT_ALL = "lich.acceptAll"
-REJECT_ALL = "lich.rejectAll"
-REVIEW_LIST = "lich.reviewList"
-REVIEW_COMMANDS = (ACCEPT_HUNK, REJECT_HUNK, ACCEPT_ALL, REJECT_ALL, REVIEW_LIST)
 ACCEPT_ALL_IN_FILE_TITLE = "Accept all in file"
 REJECT_ALL_TITLE = "Reject all"
 STYLE_HUNKS = "hunks"
@@ -81,15 +82,14 @@ MAX_REFUSED_HUNKS = 1_000
 MAX_UNANSWERED_ACCEPTS = 8
 
 
-def review_style(session: EditorSession) -> str:
+def review_style(config: Mapping[str, Any], caps: ClientFeatures) -> str:
     """"hunks" or "batch" for this editor: `review_style` when it names one, else (auto) hunks,
     except for a client that shows change annotations (needsConfirmation) and did not declare
     `experimental.lich.reviewHunks` (VS Code without the lich extension's CodeLens takes the batch
     in its refactor preview)."""
-    configured = session.config.get("review_style", "auto")
+    configured = config.get("review_style", "auto")
     if configured in (STYLE_HUNKS, STYLE_BATCH):
         return str(configured)
-    caps = session.features
     if caps.review_hunks:
         return STYLE_HUNKS
     return STYLE_BATCH if caps.change_annotations else STYLE_HUNKS
@@ -110,6 +110,19 @@ def preview(text: str, prefix: str) -> list[str]:
     if len(lines) > PREVIEW_MAX_LINES:
         shown.append(f"{prefix}… ({len(lines) - PREVIEW_MAX_LINES} more lines)")
     return shown
+
+
+class SendChanges(Protocol):
+    """How an accept goes out: one change set as one WorkspaceEdit (lich_lsp.workspace.EditSender.send)."""
+
+    async def __call__(
+        self,
+        changes: Sequence[FileChange],
+        label: str,
+        *,
+        on_applied: Callable[[Sequence[FileChange]], None] | None = ...,
+        on_late_apply: Callable[[Sequence[FileChange]], None] | None = ...,
+    ) -> None: ...
 
 
 class ModelNotes:
@@ -196,8 +209,22 @@ class ProposeOutcome:
 class ReviewStore:
     """Pending hunks of one editor session, per file; see the module docstring."""
 
-    def __init__(self, session: EditorSession) -> None:
-        self._session = session
+    def __init__(
+        self,
+        documents: DocumentStore,
+        port: EditorPort,
+        root: Path,
+        messages: EditorMessages,
+        send: SendChanges,
+        record_accepted: Callable[[str, Sequence[FileChange]], None],
+    ) -> None:
+        self._documents = documents
+        self._port = port
+        self._root = root
+        self._messages = messages
+        self._send = send
+        # Accepted hunks join their task's undo (lich.undoTask takes them back too).
+        self._record_accepted = record_accepted
         self._files: dict[str, ReviewFile] = {}
         self.notes = ModelNotes()
         # Hunks whose accept is on its way to the editor: a reject of one is refused (hunk_busy).
@@ -205,28 +232,67 @@ class ReviewStore:
         # hunk id -> why it was refused (its file became unreadable, e.g. a link out of the root).
         self._refused: dict[str, str] = {}
 
+    # --- the commands ---
+
+    def register(self, table: CommandTable) -> None:
+        table.add(ACCEPT_HUNK, lambda args, request_id: self._accept_hunk_command(table, args, request_id))
+        table.add(REJECT_HUNK, self._reject_hunk_command)
+        table.add(ACCEPT_ALL, lambda args, request_id: self._accept_all_command(table, args, request_id))
+        table.add(REJECT_ALL, self._reject_all_command)
+        table.add(REVIEW_LIST, self._review_list_command)
+
+    async def _accept_hunk_command(self, table: CommandTable, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        obj = single_object(ACCEPT_HUNK, args)
+        hunk_id = get_str(ACCEPT_HUNK, obj, "hunk_id", required=True)
+        assert hunk_id is not None
+        with table.cancellable(request_id):
+            return await self.accept([hunk_id])
+
+    async def _reject_hunk_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        obj = single_object(REJECT_HUNK, args)
+        hunk_id = get_str(REJECT_HUNK, obj, "hunk_id", required=True)
+        assert hunk_id is not None
+        return self.reject([hunk_id])
+
+    def _scope_uri(self, command: str, args: tuple[Any, ...]) -> str | None:
+        obj = single_object(command, args, required=False)
+        uri = get_str(command, obj, "uri", required=False)
+        if uri is not None:
+            resolve_uri(command, self._root, uri)
+        return uri
+
+    async def _accept_all_command(self, table: CommandTable, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        ids = self.ids(self._scope_uri(ACCEPT_ALL, args))
+        if not ids:
+            return {"ok": True, "accepted": [], "edited": [], "pending": len(self.pending())}
+        with table.cancellable(request_id):
+            return await self.accept(ids)
+
+    async def _reject_all_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        ids = self.ids(self._scope_uri(REJECT_ALL, args))
+        if not ids:
+            return {"ok": True, "rejected": [], "pending": len(self.pending())}
+        return self.reject(ids)
+
+    async def _review_list_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        return {"hunks": self.listing(self._scope_uri(REVIEW_LIST, args))}
+
     # --- reading ---
 
     def _key(self, path: Path) -> str:
-        from lich_lsp.workspace import path_key
-
         return path_key(path)
 
     def _rel(self, path: Path) -> str:
-        from lich_lsp.workspace import relative_path
-
-        rel = relative_path(self._session.root, path)
+        rel = relative_path(self._root, path)
         if Path(rel).is_absolute():
             # A file that became a link out of the root keeps the name the user knows it by.
             try:
-                return Path(path).relative_to(self._session.root).as_posix()
+                return Path(path).relative_to(self._root).as_posix()
             except ValueError:
                 pass
         return rel
 
     def _file_for_uri(self, uri: str) -> ReviewFile | None:
-        from lich_lsp.workspace import uri_to_path
-
         path = uri_to_path(uri)
         return self._files.get(self._key(path)) if path is not None else None
 
@@ -275,7 +341,7 @@ class ReviewStore:
         the user changed is dropped and said)."""
         outcome = ProposeOutcome()
         counter = itertools.count(1)  # a task proposes once: its ids are <task_id>-1, -2, ...
-        store = self._session.documents
+        store = self._documents
         for change in changes:
             assert change.kind == "write" and change.base_text is not None and change.new_text is not None
             rel = self._rel(change.path)
@@ -353,7 +419,7 @@ class ReviewStore:
         rel = self._rel(review_file.path) if hit else ""
         for hunk in hit:
             self._drop_note(rel, hunk, why)
-            self._session.log(f"lich: dropped the proposed change {hunk.hunk_id} in {rel}: {why}")
+            self._messages.log(f"lich: dropped the proposed change {hunk.hunk_id} in {rel}: {why}")
         review_file.text = new_text
         return changed
 
@@ -386,7 +452,7 @@ class ReviewStore:
         if review_file.busy:
             return
         try:
-            current = self._session.documents.current_text(review_file.path)
+            current = self._documents.current_text(review_file.path)
         except (ToolError, OSError) as err:
             self._refuse_file(review_file, err)
             return
@@ -409,7 +475,7 @@ class ReviewStore:
         review_file = self._file_for_uri(uri)
         if review_file is None or review_file.busy:
             return
-        doc = self._session.documents.document_for_uri(uri)
+        doc = self._documents.document_for_uri(uri)
         if doc is None:
             return
         new_text = doc.source
@@ -421,7 +487,7 @@ class ReviewStore:
         # position arithmetic (line breaks, the client's position encoding) exactly as for doc.
         text = review_file.text
         replayed: list[LineEdit] = []
-        codec = self._session.port.position_codec
+        codec = self._port.position_codec
         exact = True
         for change in content_changes:
             change_range = getattr(change, "range", None)
@@ -455,7 +521,7 @@ class ReviewStore:
         while len(self._refused) > MAX_REFUSED_HUNKS:
             del self._refused[next(iter(self._refused))]
         ids = ", ".join(h.hunk_id for h in review_file.hunks)
-        self._session.log(f"lich: refused the proposed changes {ids} in {rel}: {reason}", types.MessageType.Warning)
+        self._messages.log(f"lich: refused the proposed changes {ids} in {rel}: {reason}", types.MessageType.Warning)
         review_file.hunks = []
         review_file.unanswered = []
         self.publish(review_file)
@@ -495,13 +561,11 @@ class ReviewStore:
         APPLY_EDIT_TIMEOUT_S); meanwhile the hunks cannot be rejected (hunk_busy). A cancel
         ($/cancelRequest) stops the wait: the hunks stay pending unless the editor answered applied.
         """
-        from lich_lsp.workspace import send_changes
-
         wanted = list(dict.fromkeys(hunk_ids))
         chosen, missing, refused = self._collect(wanted)
         if not chosen:
             return self._unavailable(missing, refused)
-        store = self._session.documents
+        store = self._documents
         async with store.locked(f.path for f in chosen):
             changes: list[FileChange] = []
             plan: list[tuple[ReviewFile, list[Hunk], str]] = []
@@ -540,8 +604,7 @@ class ReviewStore:
                 review_file.busy = True
             self._accepting.update(ids)
             try:
-                await send_changes(
-                    self._session,
+                await self._send(
                     changes,
                     label,
                     on_applied=applied,
@@ -554,14 +617,14 @@ class ReviewStore:
                 self.notes.add(
                     f"Your proposed change {', '.join(ids)} could not be applied when the user accepted it: {reason}"
                 )
-                self._session.show_message(f"lich: could not apply {', '.join(ids)}: {reason}", types.MessageType.Warning)
+                self._messages.show_message(f"lich: could not apply {', '.join(ids)}: {reason}", types.MessageType.Warning)
                 return _failure(str(err))
             except asyncio.CancelledError:
                 if landed:
                     self._settle_all(plan)
                 else:
                     self._remember_unanswered(plan)
-                    self._session.show_message(
+                    self._messages.show_message(
                         f"lich: accepting {', '.join(ids)} was cancelled before the editor applied it; "
                         "the changes are still pending",
                         types.MessageType.Warning,
@@ -621,14 +684,12 @@ class ReviewStore:
         `changes` and `plan` are parallel, one entry per file; a file's change goes to the task of
         its first accepted hunk (hunks of two tasks accepted at once in one file: the older one).
         """
-        from lich_lsp.undo import record_task_changes
-
         by_task: dict[str, list[FileChange]] = {}
         for change, (_, live, _) in zip(changes, plan, strict=True):
             by_task.setdefault(live[0].task_id, []).append(change)
         for task_id, task_changes in by_task.items():
             try:
-                record_task_changes(self._session, task_id, task_changes)
+                self._record_accepted(task_id, task_changes)
             except Exception:  # noqa: BLE001 - the edit is applied; only its undo step is lost
                 log.warning("could not journal accepted hunks of %s", task_id, exc_info=True)
 
@@ -720,7 +781,7 @@ class ReviewStore:
         text = review_file.text
         cached = review_file.geometry
         if cached is None or cached[0] is not text:
-            cached = (text, PositionMapper(text, self._session.port.position_codec), hashline_line_starts(text))
+            cached = (text, PositionMapper(text, self._port.position_codec), hashline_line_starts(text))
             review_file.geometry = cached
         return cached[1], cached[2]
 
@@ -759,7 +820,7 @@ class ReviewStore:
         )
 
     def publish(self, review_file: ReviewFile) -> None:
-        self._session.publish_diagnostics(
+        self._messages.publish_diagnostics(
             REVIEW_SOURCE, review_file.uri, [self.diagnostic(review_file, h) for h in review_file.hunks]
         )
 
@@ -767,8 +828,6 @@ class ReviewStore:
         self, params: types.CodeActionParams, *, literal_support: bool, tags: bool
     ) -> list[types.CodeAction | types.Command]:
         """Accept / Reject for the hunks on the requested lines, and the file-wide pair."""
-        from lich_lsp.code_actions import kind_allowed
-
         only = [str(kind) for kind in params.context.only] if params.context.only else None
         if not kind_allowed(REVIEW_KIND, only):
             return []
@@ -995,63 +1054,3 @@ def user_review_message(note: str) -> str:
         if text.startswith(prefix):
             text = text[len(prefix) :]
     return text[:1].upper() + text[1:] if text else note
-
-
-# --- the commands ---
-
-
-async def accept_hunk_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-    from lich_lsp.commands import get_str, single_object
-
-    obj = single_object(ACCEPT_HUNK, args)
-    hunk_id = get_str(ACCEPT_HUNK, obj, "hunk_id", required=True)
-    assert hunk_id is not None
-    with session.tasks.cancellable_command(request_id):
-        return await session.review.accept([hunk_id])
-
-
-async def reject_hunk_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-    from lich_lsp.commands import get_str, single_object
-
-    obj = single_object(REJECT_HUNK, args)
-    hunk_id = get_str(REJECT_HUNK, obj, "hunk_id", required=True)
-    assert hunk_id is not None
-    return session.review.reject([hunk_id])
-
-
-def _scope_uri(session: EditorSession, command: str, args: tuple[Any, ...]) -> str | None:
-    from lich_lsp.commands import get_str, resolve_uri, single_object
-
-    obj = single_object(command, args, required=False)
-    uri = get_str(command, obj, "uri", required=False)
-    if uri is not None:
-        resolve_uri(command, session, uri)
-    return uri
-
-
-async def accept_all_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-    ids = session.review.ids(_scope_uri(session, ACCEPT_ALL, args))
-    if not ids:
-        return {"ok": True, "accepted": [], "edited": [], "pending": len(session.review.pending())}
-    with session.tasks.cancellable_command(request_id):
-        return await session.review.accept(ids)
-
-
-async def reject_all_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-    ids = session.review.ids(_scope_uri(session, REJECT_ALL, args))
-    if not ids:
-        return {"ok": True, "rejected": [], "pending": len(session.review.pending())}
-    return session.review.reject(ids)
-
-
-async def review_list_command(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-    return {"hunks": session.review.listing(_scope_uri(session, REVIEW_LIST, args))}
-
-
-REVIEW_HANDLERS = {
-    ACCEPT_HUNK: accept_hunk_command,
-    REJECT_HUNK: reject_hunk_command,
-    ACCEPT_ALL: accept_all_command,
-    REJECT_ALL: reject_all_command,
-    REVIEW_LIST: review_list_command,
-}

@@ -11,16 +11,26 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
 from lich_core.workspace import read_disk_text
+from lich_lsp.arguments import get_str, single_object
+from lich_lsp.commands import RUN_TESTS
 
 if TYPE_CHECKING:
+    from lich_core.hashline.read_state import ReadState
     from lich_core.testing.report import TestReport
-    from lich_lsp.session import EditorSession
+    from lich_lsp.commands import CommandTable
+    from lich_lsp.documents import DocumentStore
+    from lich_lsp.edits import ClientFeatures
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.port import EditorPort
+    from lich_lsp.runtimes import ToolRuntimes
+    from lich_lsp.workspace import EditorWorkspace
 
 log = logging.getLogger("lich.lsp.tests")
 
@@ -33,8 +43,11 @@ _progress_ids = itertools.count(1)
 class TestDiagnostics:
     """The diagnostics of the last test run, one list per file that had a failure."""
 
-    def __init__(self, session: EditorSession) -> None:
-        self._session = session
+    def __init__(self, documents: DocumentStore, port: EditorPort, root: Path, messages: EditorMessages) -> None:
+        self._documents = documents
+        self._port = port
+        self._root = root
+        self._messages = messages
         self._published: set[str] = set()
 
     def publish(self, report: TestReport) -> int:
@@ -55,11 +68,11 @@ class TestDiagnostics:
                     code=failure.test_id,
                 )
             )
-        session = self._session  # merges them with the other sources' (lich review)
+        messages = self._messages  # merges them with the other sources' (lich review)
         for uri in sorted(self._published - set(by_uri)):
-            session.publish_diagnostics(TEST_DIAGNOSTIC_SOURCE, uri, [])
+            messages.publish_diagnostics(TEST_DIAGNOSTIC_SOURCE, uri, [])
         for uri, diagnostics in by_uri.items():
-            session.publish_diagnostics(TEST_DIAGNOSTIC_SOURCE, uri, diagnostics)
+            messages.publish_diagnostics(TEST_DIAGNOSTIC_SOURCE, uri, diagnostics)
         self._published = set(by_uri)
         return sum(len(items) for items in by_uri.values())
 
@@ -67,9 +80,9 @@ class TestDiagnostics:
         """The document and the whole failing line (0-based, in the client's position units)."""
         if not relative or line < 1:
             return None
-        root = self._session.root
+        root = self._root
         path = (root / relative) if not Path(relative).is_absolute() else Path(relative)
-        documents = self._session.documents
+        documents = self._documents
         text = documents.current_text(path)
         if text is None:
             try:
@@ -80,60 +93,94 @@ class TestDiagnostics:
         index = line - 1
         if index >= len(lines):
             return None
-        width = self._session.port.position_codec.client_num_units(lines[index])
+        width = self._port.position_codec.client_num_units(lines[index])
         line_range = types.Range(start=types.Position(line=index, character=0), end=types.Position(line=index, character=width))
         return documents.uri_for(path), line_range
 
 
-async def run_tests(session: EditorSession, test_filter: str | None) -> dict[str, Any]:
+class TestRunner:
     """`lich.runTests`: the run_tests tool, with the editor's buffers saved first and work-done
     progress; the user asked for this run, so an `ask` approval policy counts as answered."""
-    from lich_lsp.workspace import EditorWorkspace
 
-    workspace = EditorWorkspace(session, mode="apply", title="lich: run tests")
-    workspace.user_invoked = True
-    runtime = session.runtime()
-    ctx = runtime.context()
-    ctx.workspace = workspace
-    ctx.read_state = session.command_read_state
-    ctx.edit_label = workspace.title
-    token = await _begin_progress(session, test_filter)
-    result = None
-    try:
-        result = await runtime.executor.execute(RUN_TESTS_TOOL, {"filter": test_filter} if test_filter else {}, ctx)
-    finally:
-        if token is not None:
-            summary = _summary(result.details if result is not None else {}, result.error if result else "cancelled")
-            session.port.progress(token, types.WorkDoneProgressEnd(message=summary))
-    details = result.details or {}
-    failures = [_failure_json(session, failure) for failure in details.get("failures") or []]
-    answer: dict[str, Any] = {
-        "ok": result.ok,
-        "summary": _summary(details, result.error),
-        "passed": int(details.get("passed") or 0),
-        "failed": int(details.get("failed") or 0),
-        "errors": int(details.get("errors") or 0),
-        "skipped": int(details.get("skipped") or 0),
-        "failures": failures,
-        "output": result.output,
-    }
-    if result.error:
-        answer["error"] = result.error
-    return answer
+    def __init__(
+        self,
+        new_workspace: Callable[[str], EditorWorkspace],
+        runtimes: ToolRuntimes,
+        read_state: ReadState,
+        documents: DocumentStore,
+        port: EditorPort,
+        features: ClientFeatures,
+        root: Path,
+    ) -> None:
+        self._new_workspace = new_workspace
+        self._runtimes = runtimes
+        self._read_state = read_state
+        self._documents = documents
+        self._port = port
+        self._features = features
+        self._root = root
 
+    def register(self, table: CommandTable) -> None:
+        table.add(RUN_TESTS, self.run_tests_command)
 
-async def _begin_progress(session: EditorSession, test_filter: str | None) -> str | None:
-    if not session.features.work_done_progress:
-        return None
-    token = f"lich-tests-{next(_progress_ids)}"
-    try:
-        await session.port.create_progress(token)
-    except Exception as err:  # noqa: BLE001 - no progress bar is not worth failing the run
-        log.info("no progress for the test run: %s", err)
-        return None
-    message = f"filter: {test_filter}" if test_filter else None
-    session.port.progress(token, types.WorkDoneProgressBegin(title=PROGRESS_TITLE, message=message, cancellable=False))
-    return token
+    async def run_tests_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        obj = single_object(RUN_TESTS, args, required=False)
+        test_filter = get_str(RUN_TESTS, obj, "filter", required=False)
+        return await self.run(test_filter.strip() if test_filter and test_filter.strip() else None)
+
+    async def run(self, test_filter: str | None) -> dict[str, Any]:
+        workspace = self._new_workspace("lich: run tests")
+        workspace.user_invoked = True
+        ctx = self._runtimes.context(workspace, self._read_state, workspace.title)
+        token = await self._begin_progress(test_filter)
+        result = None
+        try:
+            result = await self._runtimes.current().executor.execute(
+                RUN_TESTS_TOOL, {"filter": test_filter} if test_filter else {}, ctx
+            )
+        finally:
+            if token is not None:
+                summary = _summary(result.details if result is not None else {}, result.error if result else "cancelled")
+                self._port.progress(token, types.WorkDoneProgressEnd(message=summary))
+        details = result.details or {}
+        failures = [self._failure_json(failure) for failure in details.get("failures") or []]
+        answer: dict[str, Any] = {
+            "ok": result.ok,
+            "summary": _summary(details, result.error),
+            "passed": int(details.get("passed") or 0),
+            "failed": int(details.get("failed") or 0),
+            "errors": int(details.get("errors") or 0),
+            "skipped": int(details.get("skipped") or 0),
+            "failures": failures,
+            "output": result.output,
+        }
+        if result.error:
+            answer["error"] = result.error
+        return answer
+
+    async def _begin_progress(self, test_filter: str | None) -> str | None:
+        if not self._features.work_done_progress:
+            return None
+        token = f"lich-tests-{next(_progress_ids)}"
+        try:
+            await self._port.create_progress(token)
+        except Exception as err:  # noqa: BLE001 - no progress bar is not worth failing the run
+            log.info("no progress for the test run: %s", err)
+            return None
+        message = f"filter: {test_filter}" if test_filter else None
+        self._port.progress(token, types.WorkDoneProgressBegin(title=PROGRESS_TITLE, message=message, cancellable=False))
+        return token
+
+    def _failure_json(self, failure: dict[str, Any]) -> dict[str, Any]:
+        relative = str(failure.get("path") or "")
+        line = int(failure.get("line") or 0)
+        uri = self._documents.uri_for(self._root / relative) if relative else ""
+        return {
+            "test_id": str(failure.get("test_id") or ""),
+            "uri": uri,
+            "line": max(line - 1, 0),
+            "message": str(failure.get("message") or ""),
+        }
 
 
 def _summary(details: dict[str, Any], error: str | None) -> str:
@@ -145,15 +192,3 @@ def _summary(details: dict[str, Any], error: str | None) -> str:
         text = ", ".join(counts)
         return f"{text} in {duration:.2f}s" if isinstance(duration, (int, float)) else text
     return error or "no tests ran"
-
-
-def _failure_json(session: EditorSession, failure: dict[str, Any]) -> dict[str, Any]:
-    relative = str(failure.get("path") or "")
-    line = int(failure.get("line") or 0)
-    uri = session.documents.uri_for(session.root / relative) if relative else ""
-    return {
-        "test_id": str(failure.get("test_id") or ""),
-        "uri": uri,
-        "line": max(line - 1, 0),
-        "message": str(failure.get("message") or ""),
-    }

@@ -1,10 +1,10 @@
 """EditorSession: one editor connection's state, built at `initialize`.
 
-Everything the feature modules share lives here, typed: the workspace root, what the client can
-do (ClientFeatures), the config and its one tool runtime per config generation (plugins are
-loaded once per config and shared by `lich.ask` and the commands), open documents, tasks,
-approvals. The editor is reached only through `self.port` (an EditorPort), so the whole session
-runs in-process against a fake editor in tests (tests/lsp/fake_editor.py).
+The one place the parts of the LSP face are built: each gets what it uses (the documents, the
+EditorPort, the config holder, the journal, ...), never the session, and the features add their
+commands to the session's CommandTable (lich_lsp.commands). The editor is reached only through
+`self.port` (an EditorPort), so the whole session runs in-process against a fake editor in tests
+(tests/lsp/fake_editor.py).
 
 The methods named after LSP messages (`did_open`, `execute_command`, `cancel_request`, ...) are
 what the editor's messages do; the pygls server (lich_lsp.server) only routes them here.
@@ -12,12 +12,11 @@ what the editor's messages do; the pygls server (lich_lsp.server) only routes th
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -26,27 +25,31 @@ from lich_core import __version__
 from lich_core.approvals import ApprovalStore
 from lich_core.config import Config
 from lich_core.hashline.read_state import ReadState
-from lich_lsp import code_actions, config, trust
+from lich_lsp import code_actions, config
+from lich_lsp.agent_commands import AgentCommands
 from lich_lsp.approvals import ApprovalCheck
+from lich_lsp.arguments import single_object
+from lich_lsp.commands import STATUS, CommandTable
+from lich_lsp.documents import DocumentStore
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.journal import TaskJournal
+from lich_lsp.messages import EditorMessages
 from lich_lsp.pending_questions import PendingQuestions
 from lich_lsp.port import EditorPort
 from lich_lsp.review import ReviewStore, review_style
-from lich_lsp.run_tests import TestDiagnostics
-from lich_lsp.tasks import MAX_EDITOR_MESSAGE_BYTES, MESSAGE_ENVELOPE_BYTES, TaskManager, clip_text
-from lich_lsp.workspace import DocumentStore
-
-if TYPE_CHECKING:
-    from lich_core.runtime import ToolRuntime
+from lich_lsp.run_tests import TestDiagnostics, TestRunner
+from lich_lsp.runtimes import ToolRuntimes
+from lich_lsp.tasks import TaskManager
+from lich_lsp.trust import WorkspaceTrust
+from lich_lsp.undo import TaskUndo
+from lich_lsp.workspace import EditorParts, EditorWorkspace, EditSender
 
 log = logging.getLogger("lich.lsp.session")
-# How long closing the tool runtime (its MCP servers) may take at shutdown.
-RUNTIME_CLOSE_TIMEOUT_S = 5.0
 
 
 class EditorSession:
-    """The server's state for one editor; every feature module takes it (never the pygls server)."""
+    """The server's state for one editor. It builds every part with what that part uses (never
+    the session itself) and routes the editor's messages to them."""
 
     def __init__(
         self,
@@ -57,32 +60,61 @@ class EditorSession:
     ) -> None:
         self.port = port
         self.root = root
-        self.features = features or ClientFeatures()
-        self.config_holder = config.ConfigHolder(root)
-        self.config_holder.init_options = dict(init_options or {})
-        self.documents = DocumentStore(self)
-        self.approvals = ApprovalStore(root)
-        self.approval_check = ApprovalCheck(self)
+        self.features = features = features or ClientFeatures()
+        self.messages = messages = EditorMessages(port)
+        self.config_holder = holder = config.ConfigHolder(root)
+        holder.init_options = dict(init_options or {})
+        self.documents = documents = DocumentStore(port, root, messages)
         # Questions for a client that cannot show them: diagnostics with code actions.
-        self.questions = PendingQuestions(self)
+        self.questions = questions = PendingQuestions(documents, port, root, messages)
+        self.trust = WorkspaceTrust(holder, features, port, questions, messages)
+        approval_check = ApprovalCheck(holder, ApprovalStore(root), features, port, questions, messages)
+        self.runtimes = runtimes = ToolRuntimes(holder, (approval_check,), messages)
         # Every task's changes, for lich.undoTask (read from the user state dir on first use).
-        self.journal = TaskJournal(root, report=lambda message: self.log(message, types.MessageType.Warning))
-        self.tasks = TaskManager(self)
-        # lich.read arms it; lich.applyPatch and lich.runTool use it (the user's own session).
-        self.command_read_state = ReadState()
-        self.test_diagnostics = TestDiagnostics(self)
-        # Pending review hunks (lich_lsp.review) and the notes for the model's next turn.
-        self.review = ReviewStore(self)
-        # What each diagnostic source last published per uri: publishDiagnostics replaces a
-        # file's whole list, so every publish sends all sources' diagnostics together.
-        self._published_diagnostics: dict[str, dict[str, list[types.Diagnostic]]] = {}
-        self._runtime: ToolRuntime | None = None
-        self._runtime_generation = -1
-        self._diagnostics: dict[str, tuple[int | None, list[dict[str, Any]]]] = {}
-        self._reported_errors: set[str] = set()
-        # Workspace config contents the user was already asked to trust (one question per content).
-        self.trust_offered: set[Any] = set()
-        self._background: set[asyncio.Future[Any]] = set()
+        self.journal = journal = TaskJournal(root, report=lambda message: messages.log(message, types.MessageType.Warning))
+        sender = EditSender(documents, features, root, port, holder, messages)
+        self.test_diagnostics = TestDiagnostics(documents, port, root, messages)
+        # Pending review hunks (lich_lsp.review) and the notes for the model's next turn; an
+        # accepted hunk joins its task's undo, which the task manager (built next) records.
+        self.review = review = ReviewStore(
+            documents,
+            port,
+            root,
+            messages,
+            send=sender.send,
+            record_accepted=lambda task_id, changes: tasks.record_changes(task_id, changes),
+        )
+        parts = EditorParts(
+            documents, sender, review, questions, self.test_diagnostics.publish, features, holder, port, root
+        )
+
+        def new_workspace(mode: str, title: str) -> EditorWorkspace:
+            return EditorWorkspace(parts, mode=mode, title=title)
+
+        self.tasks = tasks = TaskManager(journal, new_workspace, runtimes, holder, features, port, messages, root)
+        self.undo = TaskUndo(documents, journal, sender, tasks, features, port, messages, root)
+        self.seen_diagnostics = code_actions.SeenDiagnostics(documents)
+        # lich.read arms it; lich.applyPatch, lich.runTool and lich.runTests use it (the user's own session).
+        read_state = ReadState()
+        self.agent_commands = AgentCommands(
+            tasks,
+            runtimes,
+            lambda title: new_workspace("apply", title),
+            read_state,
+            self.seen_diagnostics,
+            documents,
+            holder,
+            features,
+            port,
+            root,
+        )
+        test_runner = TestRunner(
+            lambda title: new_workspace("apply", title), runtimes, read_state, documents, port, features, root
+        )
+        self.commands = table = CommandTable(messages)
+        table.add(STATUS, self._status_command)
+        for feature in (self.agent_commands, self.trust, test_runner, self.undo, questions, review):
+            feature.register(table)
 
     @classmethod
     def from_initialize(cls, port: EditorPort, params: types.InitializeParams) -> EditorSession:
@@ -95,21 +127,22 @@ class EditorSession:
         )
         error = session.config_holder.rebuild()
         if error is not None:
-            config.report_config_error(session, error)
+            config.report_config_error(session.messages, error)
         else:
-            config.report_config_warnings(session)
+            config.report_config_warnings(session.config_holder, session.messages)
         return session
 
     # --- the editor's messages ---
 
     async def initialized(self) -> None:
         if self.features.configuration:
-            await config.refresh_config(self)  # offers trust itself once the editor's settings are in
+            await self.did_change_configuration(None)  # offers trust once the editor's settings are in
         else:
-            trust.offer_trust(self)
+            self.trust.offer()
 
     async def did_change_configuration(self, settings: Any) -> None:
-        await config.refresh_config(self, settings)
+        if await config.refresh_config(self.config_holder, self.port, self.features, self.messages, settings):
+            self.trust.offer()
 
     def did_open(self, uri: str) -> None:
         self.documents.did_open(uri)
@@ -126,21 +159,17 @@ class EditorSession:
         self.documents.did_save(uri)
 
     async def execute_command(self, name: str, arguments: list[Any] | None, request_id: Any = None) -> Any:
-        from lich_lsp.commands import run_command
-
-        return await run_command(self, name, tuple(arguments or ()), request_id)
+        return await self.commands.run(name, tuple(arguments or ()), request_id)
 
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
-        from lich_lsp.undo import code_action_tasks
-
         if params.context.diagnostics:
-            self.remember_diagnostics(params.text_document.uri, params.context.diagnostics)
+            self.seen_diagnostics.remember(params.text_document.uri, params.context.diagnostics)
         actions = code_actions.compute_code_actions(
             params,
             self.config.get("code_actions") or [],
             self.features.code_action_literals,
             llm_tag=self.features.code_action_llm_tag,
-            undo_tasks=code_action_tasks(self, params),
+            undo_tasks=self.undo.code_action_tasks(params),
             quick_prompts=None if self.features.can_ask_prompt else code_actions.quick_prompts(self.config),
         )
         review = self.review.code_actions(
@@ -151,123 +180,52 @@ class EditorSession:
 
     def cancel_request(self, request_id: Any) -> None:
         self.tasks.cancel_for_request(request_id)
+        self.commands.cancel(request_id)
 
     def cancel_progress(self, token: Any) -> None:
         self.tasks.cancel_for_progress(token)
 
     async def shutdown(self, wait_s: float) -> None:
         await self.tasks.cancel_all(wait_s=wait_s)
-        await self.close_runtime()
+        await self.runtimes.close()
 
     def exit(self) -> None:
         for task in self.tasks.running():
             self.tasks.cancel_task(task, "exit")
 
-    # --- config and runtime ---
+    # --- config ---
 
     @property
     def config(self) -> Config:
         return self.config_holder.config
 
-    def runtime(self) -> ToolRuntime:
-        """The tool runtime for the current config generation (rebuilt only after a change)."""
-        if self._runtime is None or self._runtime_generation != self.config_holder.generation:
-            from lich_core.runtime import build_tool_runtime
-
-            old, self._runtime = self._runtime, build_tool_runtime(self.config, call_checks=(self.approval_check,))
-            self._runtime_generation = self.config_holder.generation
-            if old is not None and getattr(old, "mcp", None) is not None:
-                # Its MCP servers belong to the old config; a task still running on it loses them.
-                self.background(old.aclose())
-        return self._runtime
-
-    async def close_runtime(self) -> None:
-        """Stop what the runtime started and holds (MCP servers), at shutdown."""
-        runtime, self._runtime = self._runtime, None
-        if runtime is not None and getattr(runtime, "mcp", None) is not None:
-            try:
-                await asyncio.wait_for(runtime.aclose(), RUNTIME_CLOSE_TIMEOUT_S)
-            except (asyncio.TimeoutError, Exception) as err:  # noqa: BLE001 - shutting down regardless
-                log.warning("closing the tool runtime failed: %s", err)
-
-    def mcp_status(self) -> list[dict[str, Any]]:
-        """Each configured MCP server and its state (not_started until the first task attaches)."""
-        runtime = self._runtime
-        manager = getattr(runtime, "mcp", None) if runtime is not None else None
-        if manager is not None:
-            return list(manager.status())
-        servers = self.config.get("mcp_servers") or {}
-        return [{"name": name, "state": "not_started", "tools": 0, "last_error": None} for name in servers]
-
-    # --- talking to the user ---
-
-    def log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
-        self.port.log_message(clip_text(message, MAX_EDITOR_MESSAGE_BYTES - MESSAGE_ENVELOPE_BYTES), kind)
-
-    def show_message(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
-        self.port.show_message(clip_text(message, MAX_EDITOR_MESSAGE_BYTES - MESSAGE_ENVELOPE_BYTES), kind)
+    # --- talking to the user (the pygls adapter reports its own failures here) ---
 
     def report_unexpected(self, where: str, err: BaseException) -> None:
-        """Tell the user about an unexpected failure once per kind (the log has the details)."""
-        self.report_once(
-            f"{where}:{type(err).__name__}",
-            f"lich: unexpected error in {where}: {type(err).__name__}: {err} (details in the server log)",
-        )
+        self.messages.report_unexpected(where, err)
 
     def report_once(self, key: str, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
-        if key in self._reported_errors:
-            return
-        self._reported_errors.add(key)
-        self.show_message(message, kind)
-
-    def publish_diagnostics(self, source: str, uri: str, diagnostics: list[types.Diagnostic]) -> None:
-        """Replace `source`'s diagnostics for `uri`; the editor gets every source's together."""
-        by_source = self._published_diagnostics.setdefault(uri, {})
-        if diagnostics:
-            by_source[source] = list(diagnostics)
-        else:
-            by_source.pop(source, None)
-        merged = [diagnostic for items in by_source.values() for diagnostic in items]
-        if not by_source:
-            self._published_diagnostics.pop(uri, None)
-        self.port.publish_diagnostics(uri, merged)
-
-    def background(self, work: Coroutine[Any, Any, Any]) -> None:
-        """Run a coroutine without waiting for it; the reference is kept until it ends."""
-        future = asyncio.ensure_future(work)
-        self._background.add(future)
-        future.add_done_callback(self._background.discard)
-
-    # --- diagnostics the editor sent with code actions ---
-
-    def remember_diagnostics(self, uri: str, diagnostics: Sequence[types.Diagnostic]) -> None:
-        doc = self.documents.document_for_uri(uri)
-        self._diagnostics[uri] = (
-            doc.version if doc is not None else None,
-            [code_actions.diagnostic_json(d) for d in diagnostics],
-        )
-
-    def diagnostics_for(self, uri: str) -> list[dict[str, Any]]:
-        entry = self._diagnostics.get(uri)
-        if entry is None:
-            return []
-        doc = self.documents.document_for_uri(uri)
-        if doc is not None and doc.version != entry[0]:
-            return []  # seen on an older version of the buffer
-        return entry[1]
+        self.messages.report_once(key, message, kind)
 
     # --- lich.status ---
 
-    def status(self) -> dict[str, Any]:
-        from lich_lsp.undo import undoable_tasks
+    async def _status_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        single_object(STATUS, args, required=False)
+        result = self.status()
+        result["edit_mode"], why = self.agent_commands.edit_mode()
+        if why is not None:
+            result["edit_mode_reason"] = why
+        result["client"]["apply_edit"] = self.features.apply_edit
+        return result
 
+    def status(self) -> dict[str, Any]:
         caps = self.features
         return {
             "version": __version__,
             "provider": _chat_provider(self.config),
             "root": str(self.root),
             "edit_mode": self.config.get("edit_mode"),
-            "review": {"style": review_style(self), "pending": len(self.review.pending())},
+            "review": {"style": review_style(self.config, caps), "pending": len(self.review.pending())},
             "disk_write_policy": self.config.get("disk_write_policy"),
             "position_encoding": self.port.position_encoding,
             "open_documents": self.documents.open_count(),
@@ -283,8 +241,8 @@ class EditorSession:
             "config_error": self.config_holder.last_error,
             "work_dir": self.config.get("work_dir"),
             "trust": self.config.trust.to_json(),
-            "mcp_servers": self.mcp_status(),
-            "undoable_tasks": undoable_tasks(self),
+            "mcp_servers": self.runtimes.mcp_status(),
+            "undoable_tasks": self.undo.undoable_tasks(),
         }
 
 

@@ -17,7 +17,6 @@ text before them, keeping the order); no `window/logMessage`, `window/showMessag
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import itertools
 import json
@@ -25,7 +24,7 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,12 +34,26 @@ from lsprotocol import types
 from lich_core.errors import EditRejected
 from lich_core.tools.guard import CANCEL_GRACE_MS
 from lich_core.vocabulary import CancelToken
+from lich_core.workspace import FileChange
+from lich_lsp.messages import (
+    MAX_EDITOR_MESSAGE_BYTES,
+    MESSAGE_ENVELOPE_BYTES,
+    clip_event,
+    clip_text,
+    json_size,
+)
+from lich_lsp.paths import relative_path, uri_to_path
 from lich_lsp.review import user_review_message
 from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, EditorWorkspace
 
 if TYPE_CHECKING:
     from lich_core.agent.events import AgentEvent, TextDelta
-    from lich_lsp.session import EditorSession
+    from lich_lsp.config import ConfigHolder
+    from lich_lsp.edits import ClientFeatures
+    from lich_lsp.journal import TaskJournal
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.port import EditorPort
+    from lich_lsp.runtimes import ToolRuntimes
 
 log = logging.getLogger("lich.lsp.tasks")
 
@@ -53,78 +66,12 @@ TITLE_MAX_CHARS = 60
 FINAL_MESSAGE_MAX_CHARS = 1_000
 LOG_SUMMARY_MAX_CHARS = 300
 TRANSCRIPTS_DIR_NAME = "transcripts"
-# One window/logMessage, window/showMessage or lich/event payload, as JSON on the wire.
-MAX_EDITOR_MESSAGE_BYTES = 64 * 1024
 # Streamed text goes to the editor at most once per interval per task: <= 20 lich/event a second.
 EVENT_COALESCE_INTERVAL_S = 0.05
 # Files named in the final message's "Not applied" line; the rest are counted.
 REFUSED_NAMED_FILES = 5
 # Finished tasks kept for lich.status; older ones are forgotten first.
 MAX_FINISHED_TASKS = 100
-# Room kept for the JSON around a log line or a message (the notification's other fields).
-MESSAGE_ENVELOPE_BYTES = 256
-# A string JSON-escapes to at most this many bytes per character (an astral character: two \uXXXX escapes).
-_MAX_JSON_BYTES_PER_CHAR = 12
-# Room for "… [cut N chars]" itself.
-_CUT_MARKER_BYTES = 48
-# When an event's data does not fit, its strings are shortened to these lengths in turn.
-_EVENT_STRING_CAPS = (16_384, 4_096, 1_024, 256)
-
-
-def json_size(value: Any) -> int:
-    """Bytes of `value` as JSON on the wire (pygls' json.dumps: ASCII with escapes)."""
-    return len(json.dumps(value, default=str))
-
-
-def cut_marker(chars: int) -> str:
-    return f"… [cut {chars} chars]"
-
-
-def clip_text(text: str, limit_bytes: int, already_cut: int = 0) -> str:
-    """`text` if it fits in `limit_bytes` of JSON, else as much of its start as fits followed by
-    "… [cut N chars]" (N counts `already_cut`: characters dropped before `text` got here)."""
-    if not already_cut:
-        if len(text) * _MAX_JSON_BYTES_PER_CHAR + 2 <= limit_bytes:
-            return text
-        if len(text) <= limit_bytes and json_size(text) <= limit_bytes:
-            return text
-    room = max(0, limit_bytes - _CUT_MARKER_BYTES)
-    keep = min(len(text), room)  # every character takes at least one byte
-    size = json_size(text[:keep])
-    while keep and size > room:
-        keep = max(0, min(keep - 1, keep * room // size))
-        size = json_size(text[:keep])
-    return text[:keep] + cut_marker(len(text) - keep + already_cut)
-
-
-def clip_event(payload: dict[str, Any], limit_bytes: int = MAX_EDITOR_MESSAGE_BYTES) -> dict[str, Any]:
-    """A lich/event payload that fits in `limit_bytes`: long strings in its data are cut (saying
-    so), and if that is not enough only the data's short scalar fields are kept, with a note."""
-    size = json_size(payload)
-    if size <= limit_bytes:
-        return payload
-    data = payload.get("data")
-    for cap in _EVENT_STRING_CAPS:
-        candidate = {**payload, "data": _clip_strings(data, cap)}
-        if json_size(candidate) <= limit_bytes:
-            return candidate
-    kept = {
-        key: value
-        for key, value in (data.items() if isinstance(data, dict) else [])
-        if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _EVENT_STRING_CAPS[-1])
-    }
-    kept["cut"] = f"the event's data ({size} bytes) was cut: over the {limit_bytes // 1024} KiB limit"
-    return {**payload, "data": kept}
-
-
-def _clip_strings(value: Any, cap: int) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= cap else value[:cap] + cut_marker(len(value) - cap)
-    if isinstance(value, dict):
-        return {key: _clip_strings(item, cap) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clip_strings(item, cap) for item in value]
-    return value
 
 
 class CappedText:
@@ -224,45 +171,54 @@ class LichTask:
 
 
 class TaskManager:
-    def __init__(self, session: EditorSession) -> None:
-        self._session = session
+    def __init__(
+        self,
+        journal: TaskJournal,
+        new_workspace: Callable[[str, str], EditorWorkspace],
+        runtimes: ToolRuntimes,
+        holder: ConfigHolder,
+        features: ClientFeatures,
+        port: EditorPort,
+        messages: EditorMessages,
+        root: Path,
+    ) -> None:
+        self._journal = journal
+        # (mode, title) -> the task's EditorWorkspace
+        self._new_workspace = new_workspace
+        self._runtimes = runtimes
+        self._holder = holder
+        self._features = features
+        self._port = port
+        self._messages = messages
+        self._root = root
         self._ids = itertools.count(1)
         self.tasks: dict[str, LichTask] = {}
         self.by_progress_token: dict[str, LichTask] = {}
         self.by_request_id: dict[str, LichTask] = {}
-        # Commands other than lich.ask that wait on the editor (lich.acceptHunk): $/cancelRequest
-        # cancels them (pygls cancels only the request's outer future, not the command).
-        self.commands_by_request_id: dict[str, asyncio.Task[Any]] = {}
         self._finished: deque[str] = deque()  # ids of finished tasks, oldest first
 
     def running(self) -> list[LichTask]:
         return [task for task in self.tasks.values() if task.state == "running"]
 
-    @contextlib.contextmanager
-    def cancellable_command(self, request_id: Any) -> Iterator[None]:
-        """While the block runs, $/cancelRequest for `request_id` cancels the running command."""
-        current = asyncio.current_task()
-        if request_id is None or current is None:
-            yield
-            return
-        key = str(request_id)
-        self.commands_by_request_id[key] = current
-        try:
-            yield
-        finally:
-            if self.commands_by_request_id.get(key) is current:
-                del self.commands_by_request_id[key]
+    def record_changes(self, task_id: str, changes: Sequence[FileChange]) -> None:
+        """Journal `changes` as task `task_id`'s, for edits applied on its behalf outside its own
+        workspace (review hunks the user accepts after the task ended), so undoing it takes them too."""
+        task = self.tasks.get(task_id)
+        entry = self._journal.get(task_id)
+        title = task.title if task is not None else entry.title if entry is not None else task_id
+        started = task.started if task is not None else entry.started if entry is not None else time.time()
+        self._journal.recorder(task_id, title, started)(changes)
 
     # --- starting ---
 
     async def ask(self, prompt: str, *, context: str | None, mode: str, request_id: Any = None) -> dict[str, Any]:
         """Run one agent task to its end (the lich.ask request `request_id` waits for it)."""
         # Ids continue past the undo journal's, which outlive the server: lich.undoTask names one.
-        task_id = self._session.journal.fresh_task_id(self._ids)
+        task_id = self._journal.fresh_task_id(self._ids)
         title = task_title(prompt)
-        workspace = EditorWorkspace(self._session, mode=mode, title=f"lich: {title}")
+        workspace = self._new_workspace(mode, f"lich: {title}")
         task = LichTask(task_id, title, prompt, mode, CancelToken(), workspace)
-        workspace.on_applied = self._session.journal.recorder(task_id, title, task.started)
+        workspace.on_applied = self._journal.recorder(task_id, title, task.started)
         workspace.task_id = task_id
         self.tasks[task_id] = task
         if request_id is not None:
@@ -336,20 +292,19 @@ class TaskManager:
         if task.workspace.refused:
             # The model was told (its tool failed) but may claim the edit anyway: the user hears it first.
             outcome["refused"] = [{"uri": uri, "error": why} for uri, why in task.workspace.refused.items()]
-            outcome["refused_message"] = refused_message(self._session, task.workspace.refused)
+            outcome["refused_message"] = refused_message(self._root, task.workspace.refused)
         self._end_progress(task, stopped_reason)
         await self._announce(task, outcome)
         return outcome
 
     async def _run(self, task: LichTask, context: str | None) -> tuple[str, str, str | None, str]:
         """The agent run and, in review mode, the reviewed edit: (stopped_reason, final, error, review_note)."""
-        session = self._session
         try:
             from lich_core.agent.factory import build_agent  # heavy: only when a task runs
 
             # The session's one runtime for this config: plugins were loaded once, and the
             # commands (lich.tools, lich.runTool) see the same plugin state as the agent.
-            agent = build_agent(session.config, workspace=task.workspace, runtime=session.runtime())
+            agent = build_agent(self._holder.config, workspace=task.workspace, runtime=self._runtimes.current())
             result = await agent.run(
                 task.prompt,
                 on_event=lambda event: self._on_event(task, event),
@@ -400,9 +355,6 @@ class TaskManager:
         task = self.by_request_id.pop(str(request_id), None)
         if task is not None:
             self.cancel_task(task, "request cancelled")
-        command = self.commands_by_request_id.pop(str(request_id), None)
-        if command is not None:
-            command.cancel()
 
     def cancel_for_progress(self, token: Any) -> None:
         task = self.by_progress_token.get(str(token))
@@ -420,23 +372,23 @@ class TaskManager:
     # --- progress ---
 
     async def _begin_progress(self, task: LichTask) -> None:
-        if not self._session.features.work_done_progress:
+        if not self._features.work_done_progress:
             return
         token = f"lich-{task.task_id}-{uuid.uuid4().hex[:8]}"
         try:
-            await self._session.port.create_progress(token)
+            await self._port.create_progress(token)
         except Exception as err:  # noqa: BLE001 - no progress bar is not worth failing the task
             log.warning("window/workDoneProgress/create failed: %s", err)
             return
         task.progress_token = token
         self.by_progress_token[token] = task
-        self._session.port.progress(
+        self._port.progress(
             token, types.WorkDoneProgressBegin(title=task.label, cancellable=True, message="starting")
         )
 
     def _report(self, task: LichTask, message: str) -> None:
         if task.progress_token is not None and task.state == "running":
-            self._session.port.progress(
+            self._port.progress(
                 task.progress_token, types.WorkDoneProgressReport(message=message, cancellable=True)
             )
 
@@ -444,7 +396,7 @@ class TaskManager:
         token = task.progress_token
         if token is None:
             return
-        self._session.port.progress(token, types.WorkDoneProgressEnd(message=stopped_reason))
+        self._port.progress(token, types.WorkDoneProgressEnd(message=stopped_reason))
         self.by_progress_token.pop(token, None)
 
     # --- events and transcript ---
@@ -452,7 +404,7 @@ class TaskManager:
     def _log(self, task: LichTask, line: str, already_cut: int = 0) -> None:
         line = clip_text(line, MAX_EDITOR_MESSAGE_BYTES - MESSAGE_ENVELOPE_BYTES, already_cut)
         task.transcript.append(line)
-        self._session.log(f"[{task.task_id}] {line}")
+        self._messages.log(f"[{task.task_id}] {line}")
 
     def _flush_text(self, task: LichTask) -> None:
         if task.text_buffer:
@@ -462,7 +414,7 @@ class TaskManager:
                 self._log(task, f"assistant: {text}", cut)
 
     def _notify(self, payload: dict[str, Any]) -> None:
-        self._session.port.send_event(clip_event(payload))
+        self._port.send_event(clip_event(payload))
 
     def _queue_text(self, task: LichTask, event: AgentEvent, delta: TextDelta) -> None:
         """Coalesce a text_delta: sent now if the interval since the last text passed, else soon."""
@@ -566,11 +518,11 @@ class TaskManager:
         if happened:
             # What happened to the files first, in plain words; the agent's claim after it.
             text = "\n".join(happened) + f"\nThe agent said: {text}"
-        self._session.show_message(f"{task.label}: {_clip(text, FINAL_MESSAGE_MAX_CHARS)}", kind)
+        self._messages.show_message(f"{task.label}: {_clip(text, FINAL_MESSAGE_MAX_CHARS)}", kind)
         path = self._write_transcript(task, outcome)
-        if path is not None and self._session.features.show_document:
+        if path is not None and self._features.show_document:
             try:
-                await self._session.port.show_document(
+                await self._port.show_document(
                     types.ShowDocumentParams(uri=path.as_uri(), take_focus=False)
                 )
             except Exception as err:  # noqa: BLE001 - the transcript stays on disk regardless
@@ -581,7 +533,7 @@ class TaskManager:
 
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(task.started))
         # The user state dir, not the repository's .lich/: a symlink there cannot redirect the write.
-        path = workspace_state_dir(self._session.root) / TRANSCRIPTS_DIR_NAME / f"{stamp}-{task.task_id}.md"
+        path = workspace_state_dir(self._root) / TRANSCRIPTS_DIR_NAME / f"{stamp}-{task.task_id}.md"
         lines = [f"# {task.label}", "", "## Prompt", "", task.prompt, "", "## Transcript", ""]
         lines += [_markdown_entry(line) for line in task.transcript]
         lines += ["", f"## Outcome: {outcome['stopped_reason']}", "", outcome["final"] or outcome.get("error") or ""]
@@ -598,15 +550,13 @@ class TaskManager:
         return path
 
 
-def refused_message(session: EditorSession, refused: dict[str, str]) -> str:
+def refused_message(root: Path, refused: dict[str, str]) -> str:
     """Plain words for the task's edits that were not applied (apply mode: the editor answered
     applied: false or nothing, the disk write failed), naming the files."""
-    from lich_lsp.workspace import relative_path, uri_to_path
-
     names = []
     for uri in refused:
         path = uri_to_path(uri)
-        names.append(relative_path(session.root, path) if path is not None else uri)
+        names.append(relative_path(root, path) if path is not None else uri)
     reasons = sorted(set(refused.values()))
     shown = ", ".join(names[:REFUSED_NAMED_FILES]) + (
         f" and {len(names) - REFUSED_NAMED_FILES} more" if len(names) > REFUSED_NAMED_FILES else ""

@@ -22,14 +22,21 @@ from lsprotocol import types
 from lich_core.config import set_workspace_trust
 from lich_core.errors import ConfigError
 from lich_core.trust import UNTRUSTED
+from lich_lsp.arguments import BadArguments, single_object
+from lich_lsp.commands import TRUST_WORKSPACE
 from lich_lsp.pending_questions import Choice
 
 if TYPE_CHECKING:
-    from lich_lsp.session import EditorSession
+    from lich_lsp.commands import CommandTable
+    from lich_lsp.config import ConfigHolder
+    from lich_lsp.edits import ClientFeatures
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.pending_questions import PendingQuestions
+    from lich_lsp.port import EditorPort
 
 log = logging.getLogger("lich.lsp.trust")
 
-TRUST_COMMAND = "lich.trustWorkspace"
+TRUST_COMMAND = TRUST_WORKSPACE
 TRUST = "Trust"
 NOT_NOW = "Not now"
 TRUST_ANSWER = "trust"
@@ -37,72 +44,98 @@ TRUST_ANSWER = "trust"
 TRUST_CHOICES = (Choice(TRUST_ANSWER, TRUST), Choice("not_now", NOT_NOW))
 
 
-def offer_trust(session: EditorSession) -> None:
-    """Ask about the current config's ignored keys, unless asked already for this content."""
-    trust = session.config.trust
-    if trust.state != UNTRUSTED or not trust.ignored or trust.fingerprint is None:
-        return
-    if trust.fingerprint.key() in session.trust_offered:
-        return
-    session.trust_offered.add(trust.fingerprint.key())
-    effects = "; ".join(f"{item.what}" for item in trust.ignored)
-    why = "changed since you trusted it, so these" if trust.changed else "These"
-    text = (
-        f"lich: this workspace's .lich/config.json ({trust.config_path}) asks for settings that are ignored "
-        f"until you trust it. {why} would: {effects}."
-    )
-    if not session.features.show_message_request:
-        session.questions.withdraw_kind("trust")  # about an older content of the file
-        session.questions.post(
-            "trust",
-            text,
-            "trust .lich/config.json",
-            TRUST_CHOICES,
-            on_answer=lambda answer: _answered(session, answer),
-            also=f"To trust it later, run the command {TRUST_COMMAND} (or `lich trust` in a terminal).",
+class WorkspaceTrust:
+    """The trust question and `lich.trustWorkspace` for one editor session."""
+
+    def __init__(
+        self,
+        holder: ConfigHolder,
+        features: ClientFeatures,
+        port: EditorPort,
+        questions: PendingQuestions,
+        messages: EditorMessages,
+    ) -> None:
+        self._holder = holder
+        self._features = features
+        self._port = port
+        self._questions = questions
+        self._messages = messages
+        # Workspace config contents the user was already asked to trust (one question per content).
+        self._offered: set[Any] = set()
+
+    def register(self, table: CommandTable) -> None:
+        table.add(TRUST_WORKSPACE, self.trust_workspace_command)
+
+    def offer(self) -> None:
+        """Ask about the current config's ignored keys, unless asked already for this content."""
+        trust = self._holder.config.trust
+        if trust.state != UNTRUSTED or not trust.ignored or trust.fingerprint is None:
+            return
+        if trust.fingerprint.key() in self._offered:
+            return
+        self._offered.add(trust.fingerprint.key())
+        effects = "; ".join(f"{item.what}" for item in trust.ignored)
+        why = "changed since you trusted it, so these" if trust.changed else "These"
+        text = (
+            f"lich: this workspace's .lich/config.json ({trust.config_path}) asks for settings that are ignored "
+            f"until you trust it. {why} would: {effects}."
         )
-        return
-    # Not awaited by the caller: an editor may leave the question open for as long as it likes.
-    session.background(_ask(session, text))
-
-
-async def _ask(session: EditorSession, text: str) -> None:
-    try:
-        answer = await session.port.ask(
-            types.ShowMessageRequestParams(
-                type=types.MessageType.Warning,
-                message=text,
-                actions=[types.MessageActionItem(TRUST), types.MessageActionItem(NOT_NOW)],
+        if not self._features.show_message_request:
+            self._questions.withdraw_kind("trust")  # about an older content of the file
+            self._questions.post(
+                "trust",
+                text,
+                "trust .lich/config.json",
+                TRUST_CHOICES,
+                on_answer=self._answered,
+                also=f"To trust it later, run the command {TRUST_COMMAND} (or `lich trust` in a terminal).",
             )
-        )
-    except asyncio.CancelledError:
-        raise
-    except Exception as err:  # noqa: BLE001 - no answer is "not now"
-        log.warning("trust question failed: %s", err)
-        return
-    if answer is not None and answer.title == TRUST:
-        result = change_trust(session, trust=True)
-        session.show_message(result["message"], types.MessageType.Info)
+            return
+        # Not awaited by the caller: an editor may leave the question open for as long as it likes.
+        self._messages.background(self._ask(text))
 
+    async def _ask(self, text: str) -> None:
+        try:
+            answer = await self._port.ask(
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Warning,
+                    message=text,
+                    actions=[types.MessageActionItem(TRUST), types.MessageActionItem(NOT_NOW)],
+                )
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # noqa: BLE001 - no answer is "not now"
+            log.warning("trust question failed: %s", err)
+            return
+        if answer is not None and answer.title == TRUST:
+            result = self.change(trust=True)
+            self._messages.show_message(result["message"], types.MessageType.Info)
 
-def _answered(session: EditorSession, answer: str) -> None:
-    if answer == TRUST_ANSWER:
-        result = change_trust(session, trust=True)
-        session.show_message(result["message"], types.MessageType.Info)
+    def _answered(self, answer: str) -> None:
+        if answer == TRUST_ANSWER:
+            result = self.change(trust=True)
+            self._messages.show_message(result["message"], types.MessageType.Info)
 
+    def change(self, *, trust: bool) -> dict[str, Any]:
+        """Record or revoke trust, rebuild the config, and return lich.trustWorkspace's result
+        (`{state, config, keys, changed, message}`; the editor shows `message`)."""
+        holder = self._holder
+        try:
+            change = set_workspace_trust(holder.root, trust=trust, overrides=holder.overrides())
+        except (ConfigError, OSError) as err:
+            message = f"lich: cannot change workspace trust: {err}"
+            self._messages.show_message(message, types.MessageType.Error)
+            trust_status = holder.config.trust
+            return {"state": trust_status.state, "config": str(trust_status.config_path), "keys": [], "message": message}
+        holder.rebuild()  # a changed config is a new generation: the next request builds its runtime
+        self._questions.withdraw_kind("trust")  # answered, one way or the other
+        self._messages.log(change.message)
+        return change.to_json()
 
-def change_trust(session: EditorSession, *, trust: bool) -> dict[str, Any]:
-    """Record or revoke trust, rebuild the config, and return lich.trustWorkspace's result
-    (`{state, config, keys, changed, message}`; the editor shows `message`)."""
-    holder = session.config_holder
-    try:
-        change = set_workspace_trust(holder.root, trust=trust, overrides=holder.overrides())
-    except (ConfigError, OSError) as err:
-        message = f"lich: cannot change workspace trust: {err}"
-        session.show_message(message, types.MessageType.Error)
-        trust_status = session.config.trust
-        return {"state": trust_status.state, "config": str(trust_status.config_path), "keys": [], "message": message}
-    holder.rebuild()  # a changed config is a new generation: the next request builds its runtime
-    session.questions.withdraw_kind("trust")  # answered, one way or the other
-    session.log(change.message)
-    return change.to_json()
+    async def trust_workspace_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        obj = single_object(TRUST_WORKSPACE, args, required=False)
+        revoke = obj.get("revoke", False)
+        if not isinstance(revoke, bool):
+            raise BadArguments(f"{TRUST_WORKSPACE}: field 'revoke' must be true or false, got {type(revoke).__name__}")
+        return self.change(trust=not revoke)

@@ -19,7 +19,6 @@ message, error?}`. An undo while the task is still running only says so (`task_r
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,13 +27,21 @@ from lsprotocol import types
 
 from lich_core.errors import EditRejected
 from lich_core.workspace import FileChange
-from lich_lsp.commands import UNDO_TASK, BadArguments, get_str, single_object
+from lich_lsp.arguments import BadArguments, get_str, single_object
+from lich_lsp.commands import UNDO_TASK
 from lich_lsp.journal import MAX_JOURNAL_TASKS, JournalEntry
+from lich_lsp.paths import uri_to_path
 from lich_lsp.undo_rebase import UndoPlan, plan_undo
-from lich_lsp.workspace import route_change, send_changes, uri_to_path
 
 if TYPE_CHECKING:
-    from lich_lsp.session import EditorSession
+    from lich_lsp.commands import CommandTable
+    from lich_lsp.documents import DocumentStore
+    from lich_lsp.edits import ClientFeatures
+    from lich_lsp.journal import TaskJournal
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.port import EditorPort
+    from lich_lsp.tasks import TaskManager
+    from lich_lsp.workspace import EditSender
 
 log = logging.getLogger("lich.lsp.undo")
 
@@ -44,147 +51,201 @@ CONFLICT = "undo_conflict"
 FAILED = "undo_failed"
 
 
-def _running(session: EditorSession, task_id: str) -> bool:
-    task = session.tasks.tasks.get(task_id)
-    return task is not None and task.state == "running"
+class TaskUndo:
+    """lich.undoTask, the undoable tasks of lich.status, and "Undo task" code actions."""
 
+    def __init__(
+        self,
+        documents: DocumentStore,
+        journal: TaskJournal,
+        sender: EditSender,
+        tasks: TaskManager,
+        features: ClientFeatures,
+        port: EditorPort,
+        messages: EditorMessages,
+        root: Path,
+    ) -> None:
+        self._documents = documents
+        self._journal = journal
+        self._sender = sender
+        self._tasks = tasks
+        self._features = features
+        self._port = port
+        self._messages = messages
+        self._root = root
 
-def undoable_tasks(session: EditorSession) -> list[dict[str, Any]]:
-    """lich.status's `undoable_tasks`: newest first."""
-    return [entry.summary(_running(session, entry.task_id)) for entry in session.journal.undoable()]
+    def register(self, table: CommandTable) -> None:
+        table.add(UNDO_TASK, self.undo_task)
+
+    async def undo_task(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        obj = single_object(UNDO_TASK, args, required=False)
+        task_id = get_str(UNDO_TASK, obj, "task_id", required=False)
+        journal = self._journal
+        if task_id is None:
+            undoable = journal.undoable()
+            if not undoable:
+                return self._nothing(None, "", "nothing_to_undo: no task in the undo journal has changes left to undo")
+            task_id = await self._pick(undoable)
+            if task_id is None:
+                return {"task_id": None, "ok": False, "dismissed": True, "files": [], "task_running": False, "message": ""}
+        entry = journal.get(task_id)
+        if entry is None:
+            raise BadArguments(
+                f"{UNDO_TASK}: no task {task_id!r} in the undo journal "
+                f"(it keeps the last {MAX_JOURNAL_TASKS} tasks that changed files)"
+            )
+        if entry.undone or not entry.files:
+            return self._nothing(entry, entry.title, f"already_undone: task {task_id} has no changes left to undo")
+        return await self._undo(entry)
+
+    async def _pick(self, undoable: Sequence[JournalEntry]) -> str | None:
+        offered = list(undoable[:MAX_CHOICES])
+        if not self._features.show_message_request:
+            listed = "; ".join(f"{e.task_id} ({e.title})" for e in offered)
+            raise BadArguments(
+                f"{UNDO_TASK}: no task_id given, and this editor cannot show a choice of tasks "
+                f"(no window/showMessageRequest support); pass {{task_id}}; recent tasks: {listed}"
+            )
+        answer = await self._port.ask(
+            types.ShowMessageRequestParams(
+                type=types.MessageType.Info,
+                message="lich: undo which task?",
+                actions=[types.MessageActionItem(title=choice_title(e)) for e in offered],
+            )
+        )
+        if answer is None:
+            return None
+        for entry in offered:
+            if choice_title(entry) == answer.title:
+                return entry.task_id
+        return None
+
+    def _running(self, task_id: str) -> bool:
+        task = self._tasks.tasks.get(task_id)
+        return task is not None and task.state == "running"
+
+    def undoable_tasks(self) -> list[dict[str, Any]]:
+        """lich.status's `undoable_tasks`: newest first."""
+        return [entry.summary(self._running(entry.task_id)) for entry in self._journal.undoable()]
+
+    def _nothing(self, entry: JournalEntry | None, title: str, error: str) -> dict[str, Any]:
+        task_id = entry.task_id if entry is not None else None
+        message = f"lich: nothing to undo: {error.split(': ', 1)[1]}"
+        self._messages.show_message(message, types.MessageType.Info)
+        return {
+            "task_id": task_id,
+            "title": title,
+            "ok": False,
+            "files": [],
+            "task_running": bool(task_id and self._running(task_id)),
+            "message": message,
+            "error": error,
+        }
+
+    async def _undo(self, entry: JournalEntry) -> dict[str, Any]:
+        store = self._documents
+        root = self._root
+        task_running = self._running(entry.task_id)
+        paths = {rel: root / rel for rel in entry.files}
+        files: list[dict[str, Any]] = []
+        changes: list[FileChange] = []
+        sent: list[dict[str, Any]] = []
+        # The same per-file locks as the task's edits: an edit of a task still running goes first or after.
+        async with store.locked(paths.values()):
+            if not entry.files:  # another undo of this task went first
+                return self._nothing(entry, entry.title, f"already_undone: task {entry.task_id} has no changes left to undo")
+            for rel, record in list(entry.files.items()):
+                path = paths[rel]
+                report: dict[str, Any] = {"uri": store.uri_for(path), "path": rel}
+                files.append(report)
+                try:
+                    current = await store.current_text_async(path)
+                    plan = plan_undo([step.as_step() for step in record.steps], current)
+                except Exception as err:  # noqa: BLE001 - this file cannot be undone; the others still are
+                    log.debug("undo of %s: reading %s failed", entry.task_id, rel, exc_info=True)
+                    report.update(outcome="refused", reason=f"{FAILED}: {err}")
+                    continue
+                report["outcome"] = plan.outcome
+                if plan.outcome == "refused":
+                    report["reason"] = f"{CONFLICT}: {plan.reason}"
+                    if plan.conflict is not None:
+                        report["lines"] = list(plan.conflict)
+                    continue
+                if plan.outcome == "unchanged":
+                    continue
+                change = _change_for(path, current, plan)
+                try:
+                    self._sender.route(change)  # refuses a delete the editor cannot make
+                except EditRejected as err:
+                    report.update(outcome="refused", reason=str(err))
+                    continue
+                changes.append(change)
+                sent.append(report)
+            error = None
+            if changes:
+                try:
+                    await self._sender.send(changes, f"lich: undo {entry.title}")
+                except EditRejected as err:
+                    error = str(err)  # edit_rejected: <why>
+                    for report in sent:
+                        report.update(outcome="failed", reason=error)
+        done = [report["path"] for report in files if report["outcome"] in ("undone", "rebased", "unchanged")]
+        self._journal.mark_undone(entry.task_id, done)
+        problems = [report for report in files if report["outcome"] in ("refused", "failed")]
+        if error is None and problems:
+            # The first problem, its file named after the reason's prefix: "undo_conflict: c.py: ...".
+            prefix, _, rest = problems[0]["reason"].partition(": ")
+            error = f"{prefix}: {problems[0]['path']}: {rest}"
+        message, kind = _message(entry, files, task_running)
+        self._messages.show_message(message, kind)
+        result: dict[str, Any] = {
+            "task_id": entry.task_id,
+            "title": entry.title,
+            "ok": not problems,
+            "files": files,
+            "task_running": task_running,
+            "message": message,
+        }
+        if error is not None:
+            result["error"] = error
+        return result
+
+    def code_action_tasks(self, params: types.CodeActionParams) -> list[tuple[str, str]]:
+        """(task_id, title) of the undoable tasks that changed a line of the request's range, newest
+        first. From memory only: an open document's text and the journal once it is loaded."""
+        journal = self._journal
+        if not journal.loaded:
+            journal.load_soon()
+            return []
+        path = uri_to_path(params.text_document.uri)
+        if path is None:
+            return []
+        rel = journal.relative(path)
+        if rel is None:
+            return []
+        entries = journal.loaded_entries_for(rel)
+        if not entries:
+            return []
+        doc = self._documents.document(path)
+        if doc is None:
+            return []
+        current = self._documents.current_text(path)
+        if current is None:
+            return []
+        first = params.range.start.line
+        last = params.range.end.line
+        if last > first and params.range.end.character == 0:
+            last -= 1  # a selection of whole lines ends at the start of the next one
+        found = []
+        for entry in entries:
+            ranges = journal.changed_ranges(entry, rel, current)
+            if any(start <= last and first < end for start, end in ranges):
+                found.append((entry.task_id, entry.title))
+        return found
 
 
 def choice_title(entry: JournalEntry) -> str:
     return f"{entry.task_id}: {entry.title}"
-
-
-async def undo_task(session: EditorSession, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-    obj = single_object(UNDO_TASK, args, required=False)
-    task_id = get_str(UNDO_TASK, obj, "task_id", required=False)
-    journal = session.journal
-    if task_id is None:
-        undoable = journal.undoable()
-        if not undoable:
-            return _nothing(session, None, "", "nothing_to_undo: no task in the undo journal has changes left to undo")
-        task_id = await _pick(session, undoable)
-        if task_id is None:
-            return {"task_id": None, "ok": False, "dismissed": True, "files": [], "task_running": False, "message": ""}
-    entry = journal.get(task_id)
-    if entry is None:
-        raise BadArguments(
-            f"{UNDO_TASK}: no task {task_id!r} in the undo journal "
-            f"(it keeps the last {MAX_JOURNAL_TASKS} tasks that changed files)"
-        )
-    if entry.undone or not entry.files:
-        return _nothing(session, entry, entry.title, f"already_undone: task {task_id} has no changes left to undo")
-    return await _undo(session, entry)
-
-
-async def _pick(session: EditorSession, undoable: Sequence[JournalEntry]) -> str | None:
-    offered = list(undoable[:MAX_CHOICES])
-    if not session.features.show_message_request:
-        listed = "; ".join(f"{e.task_id} ({e.title})" for e in offered)
-        raise BadArguments(
-            f"{UNDO_TASK}: no task_id given, and this editor cannot show a choice of tasks "
-            f"(no window/showMessageRequest support); pass {{task_id}}; recent tasks: {listed}"
-        )
-    answer = await session.port.ask(
-        types.ShowMessageRequestParams(
-            type=types.MessageType.Info,
-            message="lich: undo which task?",
-            actions=[types.MessageActionItem(title=choice_title(e)) for e in offered],
-        )
-    )
-    if answer is None:
-        return None
-    for entry in offered:
-        if choice_title(entry) == answer.title:
-            return entry.task_id
-    return None
-
-
-def _nothing(session: EditorSession, entry: JournalEntry | None, title: str, error: str) -> dict[str, Any]:
-    task_id = entry.task_id if entry is not None else None
-    message = f"lich: nothing to undo: {error.split(': ', 1)[1]}"
-    session.show_message(message, types.MessageType.Info)
-    return {
-        "task_id": task_id,
-        "title": title,
-        "ok": False,
-        "files": [],
-        "task_running": bool(task_id and _running(session, task_id)),
-        "message": message,
-        "error": error,
-    }
-
-
-async def _undo(session: EditorSession, entry: JournalEntry) -> dict[str, Any]:
-    store = session.documents
-    root = session.root
-    task_running = _running(session, entry.task_id)
-    paths = {rel: root / rel for rel in entry.files}
-    files: list[dict[str, Any]] = []
-    changes: list[FileChange] = []
-    sent: list[dict[str, Any]] = []
-    # The same per-file locks as the task's edits: an edit of a task still running goes first or after.
-    async with store.locked(paths.values()):
-        if not entry.files:  # another undo of this task went first
-            return _nothing(session, entry, entry.title, f"already_undone: task {entry.task_id} has no changes left to undo")
-        for rel, record in list(entry.files.items()):
-            path = paths[rel]
-            report: dict[str, Any] = {"uri": store.uri_for(path), "path": rel}
-            files.append(report)
-            try:
-                current = await store.current_text_async(path)
-                plan = plan_undo([step.as_step() for step in record.steps], current)
-            except Exception as err:  # noqa: BLE001 - this file cannot be undone; the others still are
-                log.debug("undo of %s: reading %s failed", entry.task_id, rel, exc_info=True)
-                report.update(outcome="refused", reason=f"{FAILED}: {err}")
-                continue
-            report["outcome"] = plan.outcome
-            if plan.outcome == "refused":
-                report["reason"] = f"{CONFLICT}: {plan.reason}"
-                if plan.conflict is not None:
-                    report["lines"] = list(plan.conflict)
-                continue
-            if plan.outcome == "unchanged":
-                continue
-            change = _change_for(path, current, plan)
-            try:
-                route_change(session, change)  # refuses a delete the editor cannot make
-            except EditRejected as err:
-                report.update(outcome="refused", reason=str(err))
-                continue
-            changes.append(change)
-            sent.append(report)
-        error = None
-        if changes:
-            try:
-                await send_changes(session, changes, f"lich: undo {entry.title}")
-            except EditRejected as err:
-                error = str(err)  # edit_rejected: <why>
-                for report in sent:
-                    report.update(outcome="failed", reason=error)
-    done = [report["path"] for report in files if report["outcome"] in ("undone", "rebased", "unchanged")]
-    session.journal.mark_undone(entry.task_id, done)
-    problems = [report for report in files if report["outcome"] in ("refused", "failed")]
-    if error is None and problems:
-        # The first problem, its file named after the reason's prefix: "undo_conflict: c.py: ...".
-        prefix, _, rest = problems[0]["reason"].partition(": ")
-        error = f"{prefix}: {problems[0]['path']}: {rest}"
-    message, kind = _message(entry, files, task_running)
-    session.show_message(message, kind)
-    result: dict[str, Any] = {
-        "task_id": entry.task_id,
-        "title": entry.title,
-        "ok": not problems,
-        "files": files,
-        "task_running": task_running,
-        "message": message,
-    }
-    if error is not None:
-        result["error"] = error
-    return result
 
 
 def _change_for(path: Path, current: str | None, plan: UndoPlan) -> FileChange:
@@ -214,47 +275,3 @@ def _message(entry: JournalEntry, files: Sequence[dict[str, Any]], task_running:
     if not problems:
         return text, types.MessageType.Info
     return text, types.MessageType.Warning if restored or already else types.MessageType.Error
-
-
-def record_task_changes(session: EditorSession, task_id: str, changes: Sequence[FileChange]) -> None:
-    """Journal `changes` as task `task_id`'s, for edits applied on its behalf outside its own
-    workspace (review hunks the user accepts after the task ended), so undoing it takes them too."""
-    task = session.tasks.tasks.get(task_id)
-    entry = session.journal.get(task_id)
-    title = task.title if task is not None else entry.title if entry is not None else task_id
-    started = task.started if task is not None else entry.started if entry is not None else time.time()
-    session.journal.recorder(task_id, title, started)(changes)
-
-
-def code_action_tasks(session: EditorSession, params: types.CodeActionParams) -> list[tuple[str, str]]:
-    """(task_id, title) of the undoable tasks that changed a line of the request's range, newest
-    first. From memory only: an open document's text and the journal once it is loaded."""
-    journal = session.journal
-    if not journal.loaded:
-        journal.load_soon()
-        return []
-    path = uri_to_path(params.text_document.uri)
-    if path is None:
-        return []
-    rel = journal.relative(path)
-    if rel is None:
-        return []
-    entries = journal.loaded_entries_for(rel)
-    if not entries:
-        return []
-    doc = session.documents.document(path)
-    if doc is None:
-        return []
-    current = session.documents.current_text(path)
-    if current is None:
-        return []
-    first = params.range.start.line
-    last = params.range.end.line
-    if last > first and params.range.end.character == 0:
-        last -= 1  # a selection of whole lines ends at the start of the next one
-    found = []
-    for entry in entries:
-        ranges = journal.changed_ranges(entry, rel, current)
-        if any(start <= last and first < end for start, end in ranges):
-            found.append((entry.task_id, entry.title))
-    return found

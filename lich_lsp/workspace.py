@@ -19,22 +19,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.uris import from_fs_path, to_fs_path
 
 from lich_core.confined import read_bytes_within
 from lich_core.errors import EditRejected
 from lich_core.hashline.byte_lines import ByteLines
 from lich_core.hashline.replacements import line_replacements
 from lich_core.vocabulary import CancelToken, LineReplacement
-from lich_core.workspace import CommandHost, FileChange, apply_to_disk, encode_text, read_disk_text
-from lich_lsp.edits import EditEntry, build_workspace_edit, count_hunks
+from lich_core.workspace import CommandHost, FileChange, apply_to_disk, encode_text
+from lich_lsp.edits import ClientFeatures, EditEntry, build_workspace_edit, count_hunks
+from lich_lsp.paths import path_key, relative_path
+from lich_lsp.pending_questions import Choice
 from lich_lsp.port import EditorRequestError
 from lich_lsp.review import (
     STYLE_HUNKS,
@@ -46,10 +46,13 @@ from lich_lsp.review import (
 )
 
 if TYPE_CHECKING:
-    from pygls.workspace import TextDocument
-
     from lich_core.testing.report import TestReport
-    from lich_lsp.session import EditorSession
+    from lich_lsp.config import ConfigHolder
+    from lich_lsp.documents import DocumentStore
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.pending_questions import PendingQuestions
+    from lich_lsp.port import EditorPort
+    from lich_lsp.review import ReviewStore
 
 log = logging.getLogger("lich.lsp.workspace")
 
@@ -69,135 +72,49 @@ REVIEW_APPLY = "Apply"
 REVIEW_DISCARD = "Discard"
 
 
-def path_key(path: str | os.PathLike[str]) -> str:
-    """One spelling per file, so a URI from the editor and a path from a tool meet."""
-    return os.path.realpath(os.fspath(path))
+@dataclass(frozen=True)
+class EditSender:
+    """What sending a change set to the editor uses (send_changes): the documents, what the client
+    can do, the disk-write policy, the editor and the user."""
+
+    documents: DocumentStore
+    features: ClientFeatures
+    root: Path
+    port: EditorPort
+    holder: ConfigHolder
+    messages: EditorMessages
+
+    def route(self, change: FileChange) -> str:
+        return route_change(self, change)
+
+    async def send(
+        self,
+        changes: Sequence[FileChange],
+        label: str,
+        workspace: EditorWorkspace | None = None,
+        *,
+        annotate: bool = False,
+        on_applied: Applied | None = None,
+        on_late_apply: Applied | None = None,
+    ) -> None:
+        await send_changes(
+            self, changes, label, workspace, annotate=annotate, on_applied=on_applied, on_late_apply=on_late_apply
+        )
 
 
-def uri_to_path(uri: str) -> Path | None:
-    fs_path = to_fs_path(uri)
-    return Path(fs_path) if fs_path else None
+@dataclass(frozen=True)
+class EditorParts:
+    """What an EditorWorkspace uses of its editor session (one set per session, shared by its workspaces)."""
 
-
-@dataclass
-class Expectation:
-    """Text the client accepted but has not reported back yet (didChange/didOpen still on the way)."""
-
-    text: str
-    version: int | None  # the document's version when the edit was sent; None if it was closed
-
-
-class DocumentStore:
-    """The server's view of open documents, plus edits the client accepted but not yet echoed."""
-
-    def __init__(self, session: EditorSession) -> None:
-        self._session = session
-        self._uri_by_key: dict[str, str] = {}
-        self._expectations: dict[str, Expectation] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-
-    # --- open documents ---
-
-    def did_open(self, uri: str) -> None:
-        path = uri_to_path(uri)
-        if path is not None:
-            key = path_key(path)
-            self._uri_by_key[key] = uri
-            self._expectations.pop(key, None)
-
-    def did_close(self, uri: str) -> None:
-        path = uri_to_path(uri)
-        if path is not None:
-            self._uri_by_key.pop(path_key(path), None)
-
-    def did_save(self, uri: str) -> None:
-        path = uri_to_path(uri)
-        if path is not None and path_key(path) not in self._uri_by_key:
-            # A closed file the editor saved for us: disk has the accepted text now.
-            self._expectations.pop(path_key(path), None)
-
-    def uri_for(self, path: Path) -> str:
-        return self._uri_by_key.get(path_key(path)) or from_fs_path(os.fspath(path)) or path.as_uri()
-
-    def document(self, path: Path) -> TextDocument | None:
-        uri = self._uri_by_key.get(path_key(path))
-        if uri is None:
-            return None
-        return self._session.port.text_document(uri)
-
-    def document_for_uri(self, uri: str) -> TextDocument | None:
-        path = uri_to_path(uri)
-        return self.document(path) if path is not None else None
-
-    def open_paths(self) -> list[Path]:
-        return [Path(key) for key in self._uri_by_key]
-
-    def open_count(self) -> int:
-        return len(self._uri_by_key)
-
-    def has_buffer(self, path: Path) -> bool:
-        """Open in the editor, or holding an accepted edit the editor has not echoed yet."""
-        key = path_key(path)
-        return key in self._uri_by_key or key in self._expectations
-
-    # --- effective text ---
-
-    def current_text(self, path: Path) -> str | None:
-        """What the user sees: the echoed buffer, an accepted edit not echoed yet, or disk (None if absent)."""
-        key = path_key(path)
-        doc = self.document(path)
-        expectation = self._expectations.get(key)
-        if expectation is not None:
-            if doc is None and expectation.version is None:
-                return expectation.text
-            if doc is not None and doc.version == expectation.version:
-                return expectation.text
-            self._expectations.pop(key, None)
-        if doc is not None:
-            return doc.source
-        return self.disk_text(path)
-
-    def disk_text(self, path: Path) -> str | None:
-        try:
-            return read_disk_text(path, self._session.root)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
-
-    async def current_text_async(self, path: Path) -> str | None:
-        """current_text, with a disk read done in a worker thread (a slow disk never stalls the server)."""
-        if self.has_buffer(path):
-            return self.current_text(path)
-        return await asyncio.to_thread(self.disk_text, path)
-
-    def expect(self, path: Path, text: str | None, version: int | None) -> None:
-        key = path_key(path)
-        if text is None:
-            self._expectations.pop(key, None)
-        else:
-            self._expectations[key] = Expectation(text, version)
-
-    def expectation_paths(self) -> list[Path]:
-        return [Path(key) for key in self._expectations]
-
-    # --- serialising edits per file ---
-
-    @contextlib.asynccontextmanager
-    async def locked(self, paths: Iterable[Path]) -> Any:
-        keys = sorted({path_key(p) for p in paths})
-        locks = [self._locks.setdefault(key, asyncio.Lock()) for key in keys]
-        busy = [key for key, lock in zip(keys, locks, strict=True) if lock.locked()]
-        if busy:
-            names = ", ".join(Path(key).name for key in busy)
-            self._session.log(f"lich: edit queued behind another edit to {names}")
-        acquired: list[asyncio.Lock] = []
-        try:
-            for lock in locks:
-                await lock.acquire()
-                acquired.append(lock)
-            yield
-        finally:
-            for lock in reversed(acquired):
-                lock.release()
+    documents: DocumentStore
+    sender: EditSender
+    review: ReviewStore
+    questions: PendingQuestions
+    publish_test_results: Callable[[TestReport], object]
+    features: ClientFeatures
+    holder: ConfigHolder
+    port: EditorPort
+    root: Path
 
 
 @dataclass
@@ -214,10 +131,10 @@ class EditorWorkspace:
     # Commands run here, on the server's machine; buffers are text, not bytes read from disk.
     command_host: CommandHost | None = None
 
-    def __init__(self, session: EditorSession, *, mode: str = "apply", title: str = "lich") -> None:
-        self._session = session
-        self._store: DocumentStore = session.documents
-        self.root = session.root
+    def __init__(self, parts: EditorParts, *, mode: str = "apply", title: str = "lich") -> None:
+        self._parts = parts
+        self._store: DocumentStore = parts.documents
+        self.root = parts.root
         self.mode = mode
         self.title = title
         self.overlay: dict[str, tuple[Path, OverlayEntry]] = {}
@@ -299,7 +216,7 @@ class EditorWorkspace:
                 self._record_overlay(changes)
                 return
             try:
-                await send_changes(self._session, changes, label or self.title, self)
+                await self._parts.sender.send(changes, label or self.title, self)
             except EditRejected as err:
                 # The tool reports it to the model; the task's final message reports it to the user.
                 for change in changes:
@@ -353,16 +270,16 @@ class EditorWorkspace:
         names = ", ".join(relative_path(self.root, path) for path in unsaved[:MAX_NAMED_FILES])
         if len(unsaved) > MAX_NAMED_FILES:
             names += f" and {len(unsaved) - MAX_NAMED_FILES} more"
-        if not self._session.features.save_documents:
+        if not self._parts.features.save_documents:
             return f"{names} have unsaved changes and this editor cannot be asked to save them; save them and run again"
-        await save_documents(self._session, [self._store.uri_for(path) for path in unsaved])
+        await save_documents(self._parts.sender, [self._store.uri_for(path) for path in unsaved])
         still = [path for path in unsaved if path in self.unsaved_paths()]
         if still:
             return f"the editor did not save {', '.join(relative_path(self.root, p) for p in still[:MAX_NAMED_FILES])}"
         return None
 
     async def report_test_results(self, report: TestReport) -> None:
-        self._session.test_diagnostics.publish(report)
+        self._parts.publish_test_results(report)
 
     # --- review mode ---
 
@@ -392,10 +309,10 @@ class EditorWorkspace:
         self.overlay.clear()
         if not changes:
             return "no changes"
-        if review_style(self._session) != STYLE_HUNKS:
+        if review_style(self._parts.holder.config, self._parts.features) != STYLE_HUNKS:
             return await self._flush_batch(changes, label)
         hunkable = [c for c in changes if c.kind == "write" and c.base_text is not None]
-        outcome = self._session.review.propose(self.task_id, label, hunkable)
+        outcome = self._parts.review.propose(self.task_id, label, hunkable)
         parts: list[str] = []
         words: list[str] = []
         if outcome.hunks:
@@ -420,7 +337,7 @@ class EditorWorkspace:
 
     async def _flush_batch(self, changes: Sequence[FileChange], label: str) -> str:
         """One reviewed edit: change annotations (a preview) or a question; see flush_review."""
-        caps = self._session.features
+        caps = self._parts.features
         files = len(changes)
         hunks = count_hunks(changes)
         async with self._store.locked(c.path for c in changes):
@@ -450,11 +367,9 @@ class EditorWorkspace:
         """Apply or Discard: a question with buttons where the editor has them, else a pending
         question (a diagnostic whose code actions answer it: Kate, Helix), so the user's own action
         applies the batch. None when it is not answered within APPLY_PREVIEW_TIMEOUT_S."""
-        session = self._session
-        if not session.features.show_message_request:
-            from lich_lsp.pending_questions import Choice  # pending_questions imports this module
-
-            questions = session.questions
+        parts = self._parts
+        if not parts.features.show_message_request:
+            questions = parts.questions
             choices = (Choice("apply", REVIEW_APPLY), Choice("discard", REVIEW_DISCARD))
             question = questions.post("review", message, "the agent's changes", choices)
             answer = await questions.wait(question, CancelToken(), APPLY_PREVIEW_TIMEOUT_S)
@@ -462,7 +377,7 @@ class EditorWorkspace:
         # The request is not cancelled (pygls fails on a late answer to a cancelled request); it
         # is left unanswered.
         request = asyncio.ensure_future(
-            session.port.ask(
+            parts.port.ask(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Info,
                     message=message,
@@ -483,7 +398,7 @@ class EditorWorkspace:
 
     async def _send_reviewed(self, changes: Sequence[FileChange], label: str, *, annotate: bool, hunks: int) -> None:
         try:
-            await send_changes(self._session, changes, label, self, annotate=annotate)
+            await self._parts.sender.send(changes, label, self, annotate=annotate)
         except EditRejected as err:
             if annotate and not err.reason.startswith(_NOT_THE_EDITORS_ANSWER):
                 # The editor answered applied: false: VS Code's refactor preview does when the
@@ -498,7 +413,7 @@ class EditorWorkspace:
     def _refused(self, why: str) -> None:
         """The batch applied nothing: plain words for the user, a note for the model's next turn."""
         self.review_summary = f"No changes applied: {why}."
-        self._session.review.notes.add(
+        self._parts.review.notes.add(
             f"None of your edits from the task \"{self.title.removeprefix('lich: ')}\" were applied: {why}. "
             "The files are as they were before that task; read them again before editing."
         )
@@ -508,7 +423,7 @@ class EditorWorkspace:
     def drain_user_notes(self) -> list[str]:
         """The review's notes (answers to earlier tasks' hunks and batches) and the user's edits
         to lines this task changed since the last turn."""
-        notes = self._session.review.notes.drain()
+        notes = self._parts.review.notes.drain()
         for key, (path, lines) in list(self.agent_lines.items()):
             note = user_edit_note(relative_path(self.root, path), lines, self._store.current_text(path))
             if note is not None:
@@ -532,22 +447,14 @@ class EditorWorkspace:
 _NOT_THE_EDITORS_ANSWER = ("client_error:", "write_failed:", "stale_file:", "unreadable:", "unsupported:", "edit_timeout:")
 
 
-def relative_path(root: Path, path: Path) -> str:
-    """`path` relative to the workspace root for messages (as given when outside it)."""
-    try:
-        return Path(path_key(path)).relative_to(path_key(root)).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def route_change(session: EditorSession, change: FileChange) -> str:
+def route_change(sender: EditSender, change: FileChange) -> str:
     """"editor" or "disk": where one file's change goes (the disk-coherence rule in docs/lsp.md)."""
-    store = session.documents
-    caps = session.features
-    policy = session.config.get("disk_write_policy", "auto")
+    store = sender.documents
+    caps = sender.features
+    policy = sender.holder.config.get("disk_write_policy", "auto")
     if store.has_buffer(change.path):
         if change.kind == "delete" and not caps.delete_files:
-            rel = relative_path(session.root, change.path)
+            rel = relative_path(sender.root, change.path)
             raise EditRejected(f"unsupported: the editor cannot delete files and {rel} is open in it; close it first")
         return "editor"
     if change.kind == "delete":
@@ -589,7 +496,7 @@ Applied = Callable[[Sequence[FileChange]], None]
 
 
 async def send_changes(
-    session: EditorSession,
+    sender: EditSender,
     changes: Sequence[FileChange],
     label: str,
     workspace: EditorWorkspace | None = None,
@@ -610,7 +517,7 @@ async def send_changes(
     """
     if on_late_apply is None and workspace is not None:
         on_late_apply = workspace.on_applied
-    sending = asyncio.ensure_future(_send(session, changes, label, workspace, annotate, on_applied, on_late_apply))
+    sending = asyncio.ensure_future(_send(sender, changes, label, workspace, annotate, on_applied, on_late_apply))
     if workspace is not None:
         workspace.in_flight.add(sending)
         sending.add_done_callback(workspace.in_flight.discard)
@@ -641,7 +548,7 @@ def _note_outcome_after_cancel(sending: asyncio.Future[None]) -> None:
 
 
 async def _send(
-    session: EditorSession,
+    sender: EditSender,
     changes: Sequence[FileChange],
     label: str,
     workspace: EditorWorkspace | None,
@@ -649,13 +556,13 @@ async def _send(
     on_applied: Applied | None,
     on_late_apply: Applied | None,
 ) -> None:
-    store = session.documents
-    caps = session.features
-    root = session.root
+    store = sender.documents
+    caps = sender.features
+    root = sender.root
     editor_changes: list[FileChange] = []
     disk_changes: list[FileChange] = []
     for change in changes:
-        (editor_changes if route_change(session, change) == "editor" else disk_changes).append(change)
+        (editor_changes if route_change(sender, change) == "editor" else disk_changes).append(change)
 
     if disk_changes:
         apply_to_disk(disk_changes, root)  # raises EditRejected, and then nothing was written
@@ -675,21 +582,21 @@ async def _send(
         entries.append(EditEntry(store.uri_for(change.path), change, doc.version if doc else None, annotation))
 
     if entries:
-        edit = build_workspace_edit(entries, caps, session.port.position_codec, annotations or None)
+        edit = build_workspace_edit(entries, caps, sender.port.position_codec, annotations or None)
         timeout_s = APPLY_PREVIEW_TIMEOUT_S if annotations else APPLY_EDIT_TIMEOUT_S
         # The request itself is never cancelled: pygls would fail on its late answer, and the
         # answer, whenever it comes, says whether the editor applied it (_watch_late_answer).
-        request = asyncio.ensure_future(session.port.apply_edit(types.ApplyWorkspaceEditParams(edit=edit, label=label)))
+        request = asyncio.ensure_future(sender.port.apply_edit(types.ApplyWorkspaceEditParams(edit=edit, label=label)))
         try:
             await asyncio.wait({request}, timeout=timeout_s)
         except asyncio.CancelledError:
             kept = _revert_disk(disk_changes, root)
-            _watch_late_answer(session, request, entries, label, "the edit was cancelled", on_late_apply, kept)
+            _watch_late_answer(sender, request, entries, label, "the edit was cancelled", on_late_apply, kept)
             raise
         if not request.done():
             kept = _revert_disk(disk_changes, root)
             why = f"the editor did not answer within {timeout_s:g} s"
-            _watch_late_answer(session, request, entries, label, why, on_late_apply, kept)
+            _watch_late_answer(sender, request, entries, label, why, on_late_apply, kept)
             raise EditRejected(f"edit_timeout: {why}; nothing applied" + _kept_words(disk_changes, root, kept))
         try:
             result = request.result()
@@ -718,7 +625,7 @@ async def _send(
     if on_applied is not None:
         on_applied(changes)
     if entries and caps.save_documents:
-        await save_documents(session, [e.uri for e in entries if e.change.kind == "write"])
+        await save_documents(sender, [e.uri for e in entries if e.change.kind == "write"])
 
 
 def _kept_words(disk_changes: Sequence[FileChange], root: Path, kept: str | None) -> str:
@@ -733,7 +640,7 @@ _UNANSWERED: set[asyncio.Future[Any]] = set()
 
 
 def _watch_late_answer(
-    session: EditorSession,
+    sender: EditSender,
     request: asyncio.Future[Any],
     entries: Sequence[EditEntry],
     label: str,
@@ -745,7 +652,7 @@ def _watch_late_answer(
     editor applies it after all, its part is known applied: the user is told, and `on_late_apply`
     records it (a task's undo journal, a hunk's accept), so lich.undoTask can take it back."""
     if kept is not None:
-        session.show_message(f"lich: {label}: {why}; the disk write could not be put back ({kept})", types.MessageType.Error)
+        sender.messages.show_message(f"lich: {label}: {why}; the disk write could not be put back ({kept})", types.MessageType.Error)
 
     def answered(done: asyncio.Future[Any]) -> None:
         _UNANSWERED.discard(done)
@@ -755,10 +662,10 @@ def _watch_late_answer(
         changes = [entry.change for entry in entries]
         for entry in entries:
             change = entry.change
-            session.documents.expect(change.path, change.new_text if change.kind == "write" else None, entry.version)
-        names = ", ".join(relative_path(session.root, c.path) for c in changes[:MAX_NAMED_FILES])
+            sender.documents.expect(change.path, change.new_text if change.kind == "write" else None, entry.version)
+        names = ", ".join(relative_path(sender.root, c.path) for c in changes[:MAX_NAMED_FILES])
         recorded = "; it is in the undo journal" if on_late_apply is not None else ""
-        session.show_message(
+        sender.messages.show_message(
             f"lich: the editor applied \"{label}\" to {names} after lich had stopped waiting for it ({why}){recorded}",
             types.MessageType.Warning,
         )
@@ -772,15 +679,15 @@ def _watch_late_answer(
     request.add_done_callback(answered)
 
 
-async def save_documents(session: EditorSession, uris: list[str]) -> bool:
+async def save_documents(sender: EditSender, uris: list[str]) -> bool:
     """Ask the editor to save buffers so disk matches them (clients with experimental.lich.saveDocuments)."""
     if not uris:
         return True
     try:
-        await asyncio.wait_for(session.port.save_documents(uris), SAVE_DOCUMENTS_TIMEOUT_S)
+        await asyncio.wait_for(sender.port.save_documents(uris), SAVE_DOCUMENTS_TIMEOUT_S)
     except asyncio.CancelledError:
         raise
     except Exception as err:  # noqa: BLE001 - the edit stands; the user is told disk may lag
-        session.log(f"lich: the editor did not save {len(uris)} edited files: {err}", types.MessageType.Warning)
+        sender.messages.log(f"lich: the editor did not save {len(uris)} edited files: {err}", types.MessageType.Warning)
         return False
     return True

@@ -67,14 +67,14 @@ async def test_the_language_server_honours_an_acp_reject_always(tmp_path):
         asked.append(params)
         return None
 
-    session = SimpleNamespace(
-        config={},
-        approvals=ApprovalStore(tmp_path),  # a fresh reader of the file, as another process
-        features=SimpleNamespace(show_message_request=True),
-        port=SimpleNamespace(ask=ask_user),
-        log=lambda *args: None,
+    check = ApprovalCheck(
+        SimpleNamespace(config={}),  # type: ignore[arg-type]
+        ApprovalStore(tmp_path),  # a fresh reader of the file, as another process
+        SimpleNamespace(show_message_request=True),  # type: ignore[arg-type]
+        SimpleNamespace(ask=ask_user),  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        SimpleNamespace(log=lambda *args: None),  # type: ignore[arg-type]
     )
-    check = ApprovalCheck(session)  # type: ignore[arg-type]
     ctx = ToolContext(work_dir=tmp_path)
     assert await check(TERMINAL, {"command": "true"}, ctx) is None
     denial = await check(PYTHON_EVAL, {"code": "1"}, ctx)

@@ -17,8 +17,8 @@ Rules (see DESIGN.md "Layers and data flow" and lich_core/vocabulary.py):
 - No import cycle, between modules or between packages (a package: the first two parts of a
   module's name, `lich_core.tools`, `lich_acp.agent`), counting every import statement: at module
   level, inside functions and under `if TYPE_CHECKING:`. Python loading a module's parent
-  packages first is not an import of them. lich_lsp's known cycle (KNOWN_CYCLES, #34 item 1) is
-  an expected failure until it is untangled; any other cycle fails.
+  packages first is not an import of them. A cycle listed in KNOWN_CYCLES (none now) is an
+  expected failure until it is untangled; any other cycle fails.
 - A builtin tool module (`lich_core.tools.builtin.<tool>`) never imports another one (lazily or
   not): adding a tool is adding a file. What tools share lives outside the per-tool files
   (`lich_core.tools.*`) or in a helper module whose name starts with `_` (`_grep_engine`).
@@ -53,15 +53,7 @@ CLI = "lich_cli"
 # Cycles known and being untangled, each with where the work is tracked: a cycle whose modules
 # are all in one of these sets is an expected failure (any other cycle fails, and so does one that
 # draws a module outside the set in). Remove the entry once its work has landed.
-KNOWN_CYCLES: dict[str, frozenset[str]] = {
-    "#34 item 1: lich_lsp's parts reach each other through the session": frozenset(
-        f"lich_lsp.{name}"
-        for name in (
-            "approvals", "code_actions", "commands", "config", "pending_questions", "review",
-            "run_tests", "session", "tasks", "trust", "undo", "workspace",
-        )
-    ),
-}
+KNOWN_CYCLES: dict[str, frozenset[str]] = {}
 # What plugins must not load at import time (the runtime imports plugins).
 PLUGIN_FORBIDDEN = ("lich_core.tools.executor", "lich_core.runtime")
 BUILTIN_TOOLS = "lich_core.tools.builtin"

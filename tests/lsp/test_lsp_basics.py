@@ -105,8 +105,8 @@ async def test_an_unexpected_handler_failure_is_one_line_and_reported_once() -> 
 async def test_the_protocol_caps_every_message_it_writes() -> None:
     """LichProtocol's own cap, under whatever the session already clipped: a log line, a message
     and a lich/event sent straight through pygls still leave within MAX_EDITOR_MESSAGE_BYTES."""
+    from lich_lsp.messages import MAX_EDITOR_MESSAGE_BYTES
     from lich_lsp.server import create_server
-    from lich_lsp.tasks import MAX_EDITOR_MESSAGE_BYTES
 
     server = create_server()
     capture = _Capture()

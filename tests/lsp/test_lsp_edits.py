@@ -124,8 +124,8 @@ class _Store:
 def _review_workspace(texts: dict[str, str]) -> EditorWorkspace:
     from types import SimpleNamespace
 
-    session = SimpleNamespace(documents=_Store(texts), root=Path("/w"))
-    return EditorWorkspace(session, mode="review")  # type: ignore[arg-type]
+    parts = SimpleNamespace(documents=_Store(texts), root=Path("/w"))
+    return EditorWorkspace(parts, mode="review")  # type: ignore[arg-type]
 
 
 async def test_review_keeps_the_engines_replacements_and_composes_from_the_base() -> None:

@@ -24,12 +24,15 @@ class _Server:
         self.sent: list[tuple[str, Any]] = []
         self.logged: list[str] = []
         self.port = SimpleNamespace(send_event=lambda params: self.sent.append(("lich/event", params)))
-        self.log = self.logged.append
+        self.log = lambda message, *kind: self.logged.append(message)
 
 
 def _feed(name: str) -> tuple[LichTask, _Server]:
     server = _Server()
-    manager = TaskManager(server)  # type: ignore[arg-type]
+    # Only the port and the log are reached while events arrive; the other parts stay unused.
+    manager = TaskManager(
+        None, None, None, None, None, server.port, server, None  # type: ignore[arg-type]
+    )
     task = LichTask("t9", "title", "prompt", "apply", CancelToken(), workspace=None)  # type: ignore[arg-type]
     for payload in load_fixture(name):
         if "cut" not in payload["data"]:  # the server cuts events itself, it never receives cut ones

@@ -24,7 +24,7 @@ from lsp_harness import WAIT_S, uri_of
 from lsprotocol import types
 
 from lich_lsp.frames import MAX_MESSAGE_BYTES, FrameReader
-from lich_lsp.tasks import MAX_EDITOR_MESSAGE_BYTES
+from lich_lsp.messages import MAX_EDITOR_MESSAGE_BYTES
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
@@ -244,7 +244,7 @@ async def test_websocket_transport_takes_messages_up_to_the_limit(root: Path) ->
 
 
 def test_clipping_counts_what_it_cuts_and_fits_the_wire() -> None:
-    from lich_lsp.tasks import clip_event, clip_text
+    from lich_lsp.messages import clip_event, clip_text
 
     assert clip_text("short", 1000) == "short"
     for text in ("a" * 200_000, "é" * 200_000, "😀" * 50_000, "a" * 30_000 + "😀" * 30_000):

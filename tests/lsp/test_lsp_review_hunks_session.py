@@ -295,10 +295,10 @@ async def test_review_diagnostics_and_test_diagnostics_share_a_file(
         message="failed",
         source="lich tests",
     )
-    session.publish_diagnostics("lich tests", uri, [other])
+    session.messages.publish_diagnostics("lich tests", uri, [other])
     await fake.command("lich.ask", {"prompt": "bump"})
     assert sorted(d.source for d in fake.diagnostics[uri]) == ["lich review", "lich review", "lich tests"]
-    session.publish_diagnostics("lich tests", uri, [])
+    session.messages.publish_diagnostics("lich tests", uri, [])
     assert [d.source for d in fake.diagnostics[uri]] == ["lich review", "lich review"]
     await fake.command("lich.rejectAll", {})
     assert fake.diagnostics[uri] == []

@@ -241,7 +241,6 @@ async def test_changes_applied_for_a_task_after_it_ended_are_undone_with_it(edit
     """What review per hunk does when the user accepts a hunk: the edit goes out on the task's
     behalf (here through lich.runTool, which journals nothing itself) and is journaled as the task's."""
     from lich_core.workspace import FileChange
-    from lich_lsp.undo import record_task_changes
 
     (root / "a.py").write_text(A, encoding="utf-8")
     fake_provider.script({"tool_calls": [edit("a.py", "one", "ONE")]}, {"text": "done"})
@@ -253,7 +252,7 @@ async def test_changes_applied_for_a_task_after_it_ended_are_undone_with_it(edit
     assert applied["ok"] is True, applied
     await fake.settle()
     assert (await fake.command("lich.status", {}))["undoable_tasks"][0]["files"] == ["a.py"]
-    record_task_changes(fake.session, task_id, [FileChange.write(root / "a.py", fake.text(uri), before)])
+    fake.session.tasks.record_changes(task_id, [FileChange.write(root / "a.py", fake.text(uri), before)])
     undo = await fake.command("lich.undoTask", {"task_id": task_id})
     await fake.settle()
     assert undo["ok"] is True and fake.text(uri) == A

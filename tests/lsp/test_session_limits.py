@@ -24,7 +24,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from lich_core.hashline.anchors import line_hash
-from lich_lsp.tasks import EVENT_COALESCE_INTERVAL_S, MAX_EDITOR_MESSAGE_BYTES, MAX_FINISHED_TASKS
+from lich_lsp.messages import MAX_EDITOR_MESSAGE_BYTES
+from lich_lsp.tasks import EVENT_COALESCE_INTERVAL_S, MAX_FINISHED_TASKS
 from tests.support.fake_provider import FakeProviderServer
 
 CUT_MARKER = re.compile(r"… \[cut (\d+) chars\]$")

@@ -1,0 +1,293 @@
+"""The commands that run the agent and its tools: lich.ask, lich.cancel, lich.tools, lich.read,
+lich.applyPatch and lich.runTool (the names are lich_lsp.commands'; lich.status is the
+session's own, as it reports on every part)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from lich_core.errors import ToolError
+from lich_core.tools.guard import resolve_file_for
+from lich_lsp.arguments import (
+    BadArguments,
+    get_line_number,
+    get_range,
+    get_str,
+    resolve_uri,
+    single_object,
+)
+from lich_lsp.commands import APPLY_PATCH, ASK, CANCEL, READ, RUN_TOOL, TOOLS
+from lich_lsp.paths import path_key, relative_path
+from lich_lsp.pending_questions import ORIGIN_URI
+
+if TYPE_CHECKING:
+    from lich_core.hashline.read_state import ReadState
+    from lich_lsp.code_actions import SeenDiagnostics
+    from lich_lsp.commands import CommandTable
+    from lich_lsp.config import ConfigHolder
+    from lich_lsp.documents import DocumentStore
+    from lich_lsp.edits import ClientFeatures
+    from lich_lsp.port import EditorPort
+    from lich_lsp.runtimes import ToolRuntimes
+    from lich_lsp.tasks import TaskManager
+    from lich_lsp.workspace import EditorWorkspace
+
+EDIT_MODES = ("apply", "review")
+READ_MAX_LINES = 2_000
+SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
+NO_APPLY_EDIT_REASON = (
+    "the editor does not declare workspace.applyEdit, so the agent's edits wait as review hunks "
+    "(accept them with their code actions); set edit_mode to choose"
+)
+
+
+def default_edit_mode(config: Mapping[str, Any], sources: Mapping[str, str], features: ClientFeatures) -> tuple[str, str | None]:
+    """(the edit mode of a lich.ask that names none, why it differs from the config or None).
+
+    A client that does not declare workspace.applyEdit cannot be relied on to apply the edit a
+    task sends after a model call (Kate applies one only within ~2 s of its own command), so
+    unless the user set edit_mode, its tasks' edits wait as review hunks, which the user's own
+    code action applies."""
+    configured = str(config.get("edit_mode") or "apply")
+    if configured == "apply" and sources.get("edit_mode") == "default" and not features.apply_edit:
+        return "review", NO_APPLY_EDIT_REASON
+    return configured, None
+
+
+def anchored_rows(text: str, start: int, end: int) -> str:
+    from lich_core.hashline.anchors import render_rows, split_lines
+
+    lines = split_lines(text)
+    return render_rows(lines[start - 1 : end], start)
+
+
+def patch_paths(patch: str) -> list[str]:
+    """The files a hashline patch edits, read by the one patch parser (every header it accepts:
+    `@@ PATH`, `@@PATH`, `@@ PATH @@`). A patch that does not parse names none: the tool then
+    reports the syntax error itself."""
+    from lich_core.hashline.patch import PatchSyntaxError, parse_patch
+
+    try:
+        sections = parse_patch(patch)
+    except PatchSyntaxError:
+        return []
+    return list(dict.fromkeys(section.path for section in sections))
+
+
+def _diagnostics_arg(command: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    value = obj.get("diagnostics")
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise BadArguments(f"{command}: field 'diagnostics' must be a list of diagnostic objects")
+    return value
+
+
+class AgentCommands:
+    """lich.ask and the commands that run one tool for the user (their own read state)."""
+
+    def __init__(
+        self,
+        tasks: TaskManager,
+        runtimes: ToolRuntimes,
+        new_workspace: Callable[[str], EditorWorkspace],
+        read_state: ReadState,
+        seen_diagnostics: SeenDiagnostics,
+        documents: DocumentStore,
+        holder: ConfigHolder,
+        features: ClientFeatures,
+        port: EditorPort,
+        root: Path,
+    ) -> None:
+        self._tasks = tasks
+        self._runtimes = runtimes
+        self._new_workspace = new_workspace  # title -> an apply-mode EditorWorkspace
+        # lich.read arms it; lich.applyPatch and lich.runTool use it (the user's own session).
+        self._read_state = read_state
+        self._seen_diagnostics = seen_diagnostics
+        self._documents = documents
+        self._holder = holder
+        self._features = features
+        self._port = port
+        self._root = root
+
+    def register(self, table: CommandTable) -> None:
+        table.add(ASK, self.ask)
+        table.add(CANCEL, self.cancel)
+        table.add(TOOLS, self.tools)
+        table.add(READ, self.read)
+        table.add(APPLY_PATCH, self.apply_patch)
+        table.add(RUN_TOOL, self.run_tool)
+
+    def edit_mode(self) -> tuple[str, str | None]:
+        config = self._holder.config
+        return default_edit_mode(config, config.sources, self._features)
+
+    def selection_context(
+        self, path: Path, uri: str, selection: types.Range | None, diagnostics: list[dict[str, Any]]
+    ) -> str:
+        """The task context for lich.ask with a uri: the selection as anchored rows and the file's diagnostics."""
+        from lich_core.hashline.anchors import split_lines
+
+        rel = relative_path(self._root, path)
+        text = self._documents.current_text(path)
+        parts: list[str] = []
+        if text is None:
+            parts.append(f"The user is looking at {rel} (the file does not exist yet).")
+        else:
+            total = len(split_lines(text))
+            if selection is None:
+                parts.append(f"The user is looking at {rel} ({total} lines).")
+            else:
+                first = min(selection.start.line + 1, max(total, 1))
+                last = selection.end.line + (0 if selection.end.character == 0 and selection.end.line > selection.start.line else 1)
+                last = max(first, min(last, total))
+                rows = anchored_rows(text, first, last) if total else ""
+                parts.append(
+                    f"Selection in {rel}, lines {first}-{last} of {total} (rows are LINE:HASH|content; "
+                    "the hashes are valid anchors for apply_patch):\n" + rows
+                )
+        known = diagnostics or self._seen_diagnostics.for_uri(uri)
+        if known:
+            lines = []
+            for diagnostic in known:
+                start = (diagnostic.get("range") or {}).get("start") or {}
+                severity = SEVERITY_NAMES.get(diagnostic.get("severity") or 0, "problem")
+                source = f" [{diagnostic['source']}]" if diagnostic.get("source") else ""
+                lines.append(f"- line {int(start.get('line', 0)) + 1}: {severity}{source}: {diagnostic.get('message', '')}")
+            parts.append(f"Diagnostics in {rel}:\n" + "\n".join(lines))
+        return "\n\n".join(parts)
+
+    async def pick_quick_prompt(self) -> str | None:
+        """lich.ask without a prompt: offer the configured quick prompts (LSP has no free-text input)."""
+        prompts = [p for p in self._holder.config.get("quick_prompts") or [] if isinstance(p, str) and p]
+        if not prompts:
+            raise BadArguments(f"{ASK}: no prompt given and no quick_prompts configured")
+        if not self._features.show_message_request:
+            raise BadArguments(
+                f"{ASK}: no prompt given, and this editor cannot show a choice of quick prompts "
+                "(no window/showMessageRequest support); pass {prompt}"
+            )
+        answer = await self._port.ask(
+            types.ShowMessageRequestParams(
+                type=types.MessageType.Info,
+                message="lich: what should the agent do?",
+                actions=[types.MessageActionItem(title=p) for p in prompts],
+            )
+        )
+        return answer.title if answer is not None else None
+
+    async def ask(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        obj = single_object(ASK, args, required=False)
+        prompt = get_str(ASK, obj, "prompt", required=False)
+        uri = get_str(ASK, obj, "uri", required=False)
+        selection = get_range(ASK, obj, "range")
+        mode = get_str(ASK, obj, "mode", required=False) or self.edit_mode()[0]
+        if mode not in EDIT_MODES:
+            raise BadArguments(f"{ASK}: field 'mode' must be one of {', '.join(EDIT_MODES)}, got {mode!r}")
+        diagnostics = _diagnostics_arg(ASK, obj)
+        if selection is not None and uri is None:
+            raise BadArguments(f"{ASK}: field 'range' needs 'uri'")
+        path = resolve_uri(ASK, self._root, uri) if uri is not None else None
+        if prompt is not None and not prompt.strip():
+            raise BadArguments(f"{ASK}: field 'prompt' must not be blank")
+        if prompt is None:
+            prompt = await self.pick_quick_prompt()
+            if prompt is None:
+                return {"task_id": None, "stopped_reason": "dismissed", "final": "", "edited": []}
+        context = self.selection_context(path, uri, selection, diagnostics) if path is not None and uri else None
+        # A question the task cannot ask as a request goes on this file (lich_lsp.pending_questions).
+        ORIGIN_URI.set(uri)
+        return await self._tasks.ask(prompt, context=context, mode=mode, request_id=request_id)
+
+    async def cancel(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        obj = single_object(CANCEL, args, required=False)
+        task_id = get_str(CANCEL, obj, "task_id", required=False)
+        return {"cancelled": self._tasks.cancel(task_id)}
+
+    async def tools(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        single_object(TOOLS, args, required=False)
+        from lich_core.approvals import policy_for
+
+        approval = self._holder.config.get("approval") or {}
+        described = self._runtimes.current().describe()
+        for entry in described:
+            entry["approval"] = policy_for(approval, entry["name"], entry.get("capability"))
+        return {"tools": described}
+
+    async def read(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        from lich_core.hashline.anchors import render_rows, split_lines
+
+        obj = single_object(READ, args)
+        uri = get_str(READ, obj, "uri", required=True)
+        assert uri is not None
+        start = get_line_number(READ, obj, "start") or 1
+        end_arg = get_line_number(READ, obj, "end")
+        path = resolve_uri(READ, self._root, uri)
+        text = await self._documents.current_text_async(path)
+        if text is None:
+            raise BadArguments(f"{READ}: not_found: {uri}")
+        lines = split_lines(text)
+        total = len(lines)
+        if total and start > total:
+            raise BadArguments(f"{READ}: start {start} is past the end of the file ({total} lines)")
+        end = min(end_arg or total, total, start + READ_MAX_LINES - 1)
+        if end_arg is not None and end_arg < start:
+            raise BadArguments(f"{READ}: end {end_arg} is before start {start}")
+        chosen = lines[start - 1 : end]
+        self._read_state.record(Path(path_key(path)))
+        doc = self._documents.document(path)
+        return {
+            "uri": uri,
+            "version": doc.version if doc is not None else None,
+            "start": start,
+            "end": end,
+            "total_lines": total,
+            "rows": render_rows(chosen, start),
+        }
+
+    async def apply_patch(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        obj = single_object(APPLY_PATCH, args)
+        patch = get_str(APPLY_PATCH, obj, "patch", required=True)
+        assert patch is not None
+        label = get_str(APPLY_PATCH, obj, "label", required=False) or "lich: apply patch"
+        workspace = self._new_workspace(label)
+        read_state = self._read_state
+        # The editor's user sees the buffer: the patch's files count as read (anchors are still
+        # re-hashed against the current text, so a stale patch is still refused).
+        ctx = self._runtimes.context(workspace, read_state, label)
+        for target in patch_paths(patch):
+            try:
+                # The tool's own resolution, so the read state is keyed as the tool looks it up.
+                candidate = resolve_file_for(ctx, target, write=True)
+            except ToolError:
+                continue  # outside the root, denied...: the tool says so
+            if not read_state.has_read(candidate):
+                read_state.record(candidate)
+        result = await self._runtimes.current().executor.execute("apply_patch", {"input": patch}, ctx)
+        return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
+
+    async def run_tool(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        obj = single_object(RUN_TOOL, args)
+        name = get_str(RUN_TOOL, obj, "name", required=True)
+        assert name is not None
+        tool_args = obj.get("args", {})
+        if tool_args is None:
+            tool_args = {}
+        if not isinstance(tool_args, dict):
+            raise BadArguments(f"{RUN_TOOL}: field 'args' must be an object, got {type(tool_args).__name__}")
+        from lich_core.gatekeeper import is_agent_only
+
+        runtime = self._runtimes.current()
+        tool = runtime.registry.get(name)
+        if tool is not None and is_agent_only(tool):
+            return {"ok": False, "output": "", "error": f"agent_only: {name} runs only inside an agent task", "edited": []}
+        label = f"lich: {name}"
+        workspace = self._new_workspace(label)
+        ctx = self._runtimes.context(workspace, self._read_state, label)
+        result = await self._runtimes.current().executor.execute(name, tool_args, ctx)
+        return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
