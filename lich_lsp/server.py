@@ -1,7 +1,7 @@
 """The lich language server: routes the editor's messages to the EditorSession, plus `run(argv)`.
 
-Feature areas live in their own modules and take the session (lich_lsp.session): config,
-commands, code actions, tasks, edits. This module registers one pygls handler per LSP message,
+The session (lich_lsp.session) builds the feature parts and runs the commands. This module
+registers one pygls handler per LSP message,
 each a line that hands the message to the session, and owns startup and a clean exit: on
 `shutdown`/`exit`, on end of input, and when the client process named in `initialize`
 disappears (pygls itself does not watch it, so a small timer does). pygls itself is adapted in
