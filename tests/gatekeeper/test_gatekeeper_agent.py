@@ -20,6 +20,8 @@ from lich_core.agent.loop import Agent, RunResult
 from lich_core.gatekeeper import ALLOW_SELF_COMMIT_ENV, GATEKEEPER_NAME
 from lich_core.plugins import PluginTool
 from lich_core.runtime import ToolRuntime, build_tool_runtime
+from lich_core.tools.builtin import register_builtin_tools
+from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
 from tests.agent.agent_helpers import make_config
@@ -45,17 +47,20 @@ class FakeTests:
         return FunctionTool("run_tests", "Run the tests (fake).", {"type": "object"}, self.run, capability="process/exec")
 
 
-def with_fake_tests(runtime: ToolRuntime, fake: FakeTests) -> ToolRuntime:
-    tool = fake.tool()
-    for registry in {id(runtime.base_registry): runtime.base_registry, id(runtime.registry): runtime.registry}.values():
-        registry.unregister("run_tests")
-        registry.register(tool)
+def runtime_with_fake_tests(cfg: dict[str, Any], fake: FakeTests) -> ToolRuntime:
+    """A runtime whose run_tests is `fake`; the rest as cfg's tools_enabled says."""
+    enabled = cfg.get("tools_enabled", "all")
+    if enabled == "all":
+        enabled = [*register_builtin_tools(ToolRegistry()).names(), "git_commit"]
+    runtime = build_tool_runtime({**cfg, "tools_enabled": [name for name in enabled if name != "run_tests"]})
+    if "run_tests" in enabled:
+        runtime.registry.register(fake.tool())
     return runtime
 
 
 def make_agent(repo: Path, model: ScriptedModel, fake: FakeTests | None = None, **config: Any) -> Agent:
     cfg = make_config(repo, **config)
-    runtime = with_fake_tests(build_tool_runtime(cfg), fake or FakeTests())
+    runtime = runtime_with_fake_tests(cfg, fake or FakeTests())
     return build_agent(cfg, model=model, runtime=runtime)
 
 
