@@ -372,9 +372,10 @@ class LichAcpAgent:
         root = self._root_for(cwd)
         try:
             config = load_config(root)
-            entries, header_env = client_mcp_servers(mcp_servers, dict(config.get("mcp_servers") or {}))
+            configured = dict(config.settings.mcp_servers)
+            entries, header_env = client_mcp_servers(mcp_servers, configured)
             if entries:
-                config["mcp_servers"] = {**(config.get("mcp_servers") or {}), **v_mcp_servers("mcp_servers", entries)}
+                config["mcp_servers"] = {**configured, **v_mcp_servers("mcp_servers", entries)}
         except ConfigError as err:
             raise RequestError.invalid_params({"config": str(err)}) from err
         bridge = ClientBridge(self.conn, asyncio.get_running_loop(), session_id)
@@ -396,7 +397,7 @@ class LichAcpAgent:
 
             runtime = build_tool_runtime(config, env=env, call_checks=[check, runs])
             agent = build_agent(config, runtime=runtime, session_store=SessionStore.for_config(config))
-            mode = str(config.get("edit_mode") or APPLY)
+            mode = config.settings.edit_mode
             session = AcpSession(
                 session_id, root, config, bridge, self._fs(), runtime, agent, mode=mode if mode in (APPLY, REVIEW) else APPLY
             )

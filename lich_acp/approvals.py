@@ -30,6 +30,7 @@ from lich_core.approvals import (
     url_host,
     what_will_run,
 )
+from lich_core.settings import settings_of
 from lich_core.tools.types import Tool, ToolContext, tool_capability
 
 log = logging.getLogger("lich.acp.approvals")
@@ -66,7 +67,7 @@ class AcpApprovalCheck:
 
     async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
         capability = tool_capability(tool)
-        policy = policy_for(self.config.get("approval") or {}, tool.name, capability)
+        policy = policy_for(settings_of(self.config).approval, tool.name, capability)
         if policy == "allow":
             return None
         if policy == "deny":

@@ -71,13 +71,14 @@ def apply_provider_flags(config: Config, *, model: str | None, kind: str | None,
     """
     if not (model or kind or base_url):
         return
-    providers = config.get("providers") or []
+    settings = config.settings
+    providers = settings.providers
     if not providers:
         for name, value in (("LICH_MODEL", model), ("LICH_PROVIDER_KIND", kind), ("LICH_BASE_URL", base_url)):
             if value:
                 os.environ[name] = value
         return
-    chat_names = (config.get("models") or {}).get("chat") or []
+    chat_names = settings.models.get("chat") or []
     by_name = {entry.get("name") or entry.get("kind"): entry for entry in providers}
     first = by_name.get(chat_names[0]) if chat_names else None
     entry = dict(first or providers[0])
@@ -274,7 +275,7 @@ async def _run_task(config: Config, task: str, *, resume: str | None, record: st
             model = RecordingModel(build_model(config, "chat"), record)
             compress_model = build_model(config, "compress")
         # Nothing here can ask: an "ask" entry is a refusal that says what would have run.
-        approvals = CliApprovalCheck(config.get("approval") or {})
+        approvals = CliApprovalCheck(config.settings.approval)
         agent = build_agent(config, model=model, compress_model=compress_model, call_checks=[approvals])
     except ProviderError as err:
         print(f"lich: {err}", file=sys.stderr)
@@ -478,7 +479,7 @@ def cmd_config(argv: list[str]) -> int:
     if args.json:
         print(json.dumps({"config": masked, "sources": config.sources, "trust": trust.to_json(), **files}, indent=2, ensure_ascii=False))
         return EXIT_OK
-    print(f"# effective configuration for {config['work_dir']} (secrets masked)")
+    print(f"# effective configuration for {config.settings.work_dir} (secrets masked)")
     width = max(len(key) for key in masked)
     for key in sorted(masked):
         value = json.dumps(masked[key], ensure_ascii=False)

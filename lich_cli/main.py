@@ -67,7 +67,7 @@ def cmd_tool(argv: list[str]) -> int:
     # between calls so `read_file` then `apply_patch` works from the shell as in a session.
     from lich_core.userstate import workspace_state_dir
 
-    state_file = workspace_state_dir(config["work_dir"]) / CLI_READ_STATE_FILE_NAME
+    state_file = workspace_state_dir(config.settings.work_dir or os.getcwd()) / CLI_READ_STATE_FILE_NAME
     read_state = load_read_state(state_file)
     ctx = runtime.context(read_state=read_state)
     result = asyncio.run(runtime.executor.execute(args.name, tool_args, ctx))

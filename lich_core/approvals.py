@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from lich_core.config import default_approval
 from lich_core.errors import ToolError
+from lich_core.settings import settings_of
 from lich_core.tools.types import Tool, ToolContext, tool_capability
 from lich_core.userstate import read_json, workspace_state_dir, write_json_atomic
 
@@ -105,7 +106,7 @@ def _what_will_run(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str
 
 def _describe_mcp(tool: Tool, server: str, settings: Mapping[str, Any]) -> str:
     remote = getattr(tool, "remote_name", tool.name)
-    servers = settings.get("mcp_servers")
+    servers = settings_of(settings).mcp_servers
     entry = servers.get(server) if isinstance(servers, Mapping) else None
     where = ""
     if isinstance(entry, Mapping) and isinstance(entry.get("command"), str):

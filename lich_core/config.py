@@ -22,13 +22,17 @@ from typing import Any
 
 from lich_core.errors import ConfigError
 from lich_core.mcp.spec import mcp_effects, v_mcp_servers
-from lich_core.tools.secrets import is_secret_name as tool_secret_name
-from lich_core.tools.types import (
-    CAPABILITIES,
+from lich_core.settings import (
+    DEFAULT_COMPRESS_THRESHOLD,
+    DEFAULT_CONTEXT_BUDGET_TOKENS,
+    DEFAULT_MAX_TURNS,
+    DEFAULT_QUICK_PROMPTS,
     DEFAULT_TERMINAL_TIMEOUT_MS,
     DUCKDUCKGO_HTML_URL,
-    WEB_SEARCH_KINDS,
+    Settings,
 )
+from lich_core.tools.secrets import is_secret_name as tool_secret_name
+from lich_core.tools.types import CAPABILITIES, WEB_SEARCH_KINDS
 from lich_core.trust import (
     MISSING_FILE_HASH,
     NO_CONFIG,
@@ -376,16 +380,16 @@ KEYS: dict[str, KeySpec] = {
         {}, v_object, None, "Role → provider names: {chat: [...], compress: [...]}.",
         effects=one_effect("choose which providers serve each role ({value})"),
     ),
-    "max_turns": KeySpec(25, v_int(1, 1000), "LICH_MAX_TURNS", "Model calls per task.", SIDE_NARROW, narrow_min),
+    "max_turns": KeySpec(DEFAULT_MAX_TURNS, v_int(1, 1000), "LICH_MAX_TURNS", "Model calls per task.", SIDE_NARROW, narrow_min),
     "system_prompt": KeySpec(
         None, v_str, "LICH_SYSTEM_PROMPT", "Replaces the default system prompt.",
         effects=one_effect("replace the agent's system prompt"),
     ),
     "context_budget_tokens": KeySpec(
-        100_000, v_int(1000, 10_000_000), None, "Context size estimate budget.", SIDE_NARROW, narrow_min
+        DEFAULT_CONTEXT_BUDGET_TOKENS, v_int(1000, 10_000_000), None, "Context size estimate budget.", SIDE_NARROW, narrow_min
     ),
     "compress_threshold": KeySpec(
-        0.8, v_float(0.1, 1.0), None, "Fraction of the budget that triggers compression.", SIDE_ANY
+        DEFAULT_COMPRESS_THRESHOLD, v_float(0.1, 1.0), None, "Fraction of the budget that triggers compression.", SIDE_ANY
     ),
     "session_dir": KeySpec(
         None, v_str, "LICH_SESSION_DIR", "Session logs; default: the workspace's folder in the user state dir.",
@@ -425,7 +429,7 @@ KEYS: dict[str, KeySpec] = {
     "approval": KeySpec({}, v_approval, None, "Capability or tool name → allow | ask | deny.", SIDE_NARROW, narrow_approval),
     "code_actions": KeySpec([], v_code_actions, None, "Extra code actions: [{title, prompt, kind}].", side=SIDE_ANY),
     "quick_prompts": KeySpec(
-        ["Explain this code", "Find bugs in this code", "Add tests for this code"],
+        list(DEFAULT_QUICK_PROMPTS),
         v_str_list,
         None,
         "Prompts offered by lich.ask without a prompt.",
@@ -463,6 +467,12 @@ class Config(dict):
         self.sources = dict(sources)
         self.trust = trust if trust is not None else TrustStatus(NO_CONFIG, Path(CONFIG_DIR_NAME) / CONFIG_FILE_NAME)
         self.warnings = list(warnings or [])
+
+    @property
+    def settings(self) -> Settings:
+        """The values as typed attributes, with this config's sources and trust. Made at each
+        read (cheap: a few dozen attributes), so a value set on the Config afterwards shows."""
+        return Settings.of(self, sources=self.sources, trust=self.trust)
 
 
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:

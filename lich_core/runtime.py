@@ -19,18 +19,14 @@ from lich_core.gatekeeper import build_gatekeeper
 from lich_core.mcp.spec import McpServerSpec, specs_from_config
 from lich_core.plugins import LoadedPlugin
 from lich_core.plugins import load_plugins as load_plugin_host
+from lich_core.settings import Settings, settings_of
 from lich_core.tools.builtin import register_builtin_tools
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.executor import CallCheck, ToolExecutor
 from lich_core.tools.registry import ToolRegistry, is_enabled
 from lich_core.tools.secrets import configured_key_env_names, scrubbed_env
-from lich_core.tools.types import (
-    DEFAULT_TERMINAL_TIMEOUT_MS,
-    ToolContext,
-    WebSearchBackend,
-    tool_capability,
-)
-from lich_core.trust import TrustStore, agent_writes_refusal, trust_behind
+from lich_core.tools.types import ToolContext, WebSearchBackend, tool_capability
+from lich_core.trust import TrustStore, agent_writes_refusal
 from lich_core.vocabulary import CancelToken
 
 if TYPE_CHECKING:
@@ -82,7 +78,7 @@ class ToolRuntime:
         return self._register_mcp_tools(manager)
 
     def _register_mcp_tools(self, manager: McpManager) -> list[str]:
-        tools_enabled = self.config.get("tools_enabled", "all")
+        tools_enabled = settings_of(self.config).tools_enabled
         base = self.base_registry
         enabled = self.registry
         added: list[str] = []
@@ -151,29 +147,30 @@ def build_tool_runtime(
     skips only the config plugins. It reads LICH_ALLOW_SELF_COMMIT from the process environment
     now (not from `env`, which is what tools see).
     """
-    work_dir = Path(config.get("work_dir") or os.getcwd())
+    settings = settings_of(config)
+    work_dir = Path(settings.work_dir or os.getcwd())
     base = register_builtin_tools(ToolRegistry())
-    registry = base.filtered(config.get("tools_enabled", "all"))
-    tool_env = scrubbed_env(os.environ if env is None else env, configured_key_env_names(config))
+    registry = base.filtered(settings.tools_enabled)
+    tool_env = scrubbed_env(os.environ if env is None else env, configured_key_env_names(settings))
     # The effective timeout, not the one lich was started with: a command or plugin tool that
     # runs commands of its own reads the configured value here (lich's seed injects it too).
-    tool_env[TERMINAL_TIMEOUT_ENV] = str(config.get("terminal_timeout_ms", DEFAULT_TERMINAL_TIMEOUT_MS))
+    tool_env[TERMINAL_TIMEOUT_ENV] = str(settings.terminal_timeout_ms)
     executor = ToolExecutor(
         registry,
-        gate=CapabilityGate(config.get("capabilities")),
+        gate=CapabilityGate(settings.capabilities),
         work_dir=work_dir,
         env=tool_env,
-        settings=config,
+        settings=settings,
         call_checks=call_checks,
-        terminal_timeout_ms=config.get("terminal_timeout_ms", DEFAULT_TERMINAL_TIMEOUT_MS),
-        web_search=WebSearchBackend.from_config(config.get("web_search")),
+        terminal_timeout_ms=settings.terminal_timeout_ms,
+        web_search=WebSearchBackend.from_config(settings.web_search),
     )
     runtime = ToolRuntime(base_registry=base, registry=registry, executor=executor, config=config)
     gatekeeper = LoadedPlugin.built_in(build_gatekeeper(os.environ).plugin)
-    entries = config.get("plugins") if load_plugins else None
+    entries = list(settings.plugins) if load_plugins else None
     runtime.plugins = load_plugin_host(entries or None, work_dir=work_dir, builtins=[gatekeeper])
-    runtime.plugins.register_tools(runtime, config.get("tools_enabled", "all"))
-    specs = specs_from_config(config.get("mcp_servers"))
+    runtime.plugins.register_tools(runtime, settings.tools_enabled)
+    specs = specs_from_config(settings.mcp_servers)
     if specs:
         # Imported only now: the SDK takes a while to import.
         from lich_core.mcp.manager import McpManager
@@ -186,19 +183,19 @@ def build_tool_runtime(
             tool_env=tool_env,
             source_env=os.environ if env is None else env,
             reserved_names=base.names(),
-            launch_check=_mcp_launch_check(config, work_dir),
+            launch_check=_mcp_launch_check(settings, work_dir),
         )
     return runtime
 
 
-def _mcp_launch_check(config: Mapping[str, Any], work_dir: Path) -> Callable[[McpServerSpec], str | None]:
+def _mcp_launch_check(settings: Settings, work_dir: Path) -> Callable[[McpServerSpec], str | None]:
     """What each start of a stdio MCP server asks first (lich_core.trust): no server starts where
     an agent run without process/exec wrote files since the user's last yes (whoever configured
     it: any server started in the workspace can run the workspace's code), and a server the
     workspace config names starts only while that config's trust still holds (the language
     server reads its config once, so a file the server runs may have changed since)."""
     store = TrustStore.for_env()
-    workspace_trust = trust_behind(config, "mcp_servers")
+    workspace_trust = settings.from_trusted_workspace("mcp_servers")
 
     def check(spec: McpServerSpec) -> str | None:
         refusal = agent_writes_refusal(store, work_dir, f"MCP server {spec.name} ({spec.command_line()})")

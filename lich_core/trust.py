@@ -352,6 +352,10 @@ class TrustStatus:
     # The workspace config's values as read (validated): what the fingerprint was made from.
     workspace: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def trusted(self) -> bool:
+        return self.state == TRUSTED
+
     def lapse(self, store: TrustStore | None = None) -> str | None:
         """Why trust given when this status was read no longer holds (a file the config runs
         changed, or the agent wrote files, since), or None. A long-lived reader of the config
@@ -426,12 +430,3 @@ def changed_file(trusted: Fingerprint, current: Fingerprint) -> str | None:
             return path
     return None
 
-
-def trust_behind(settings: Mapping[str, Any], key: str) -> TrustStatus | None:
-    """The trusted workspace config's status when `key`'s value in `settings` (a loaded Config,
-    which carries `sources` and `trust`) came from that config; None otherwise."""
-    trust = getattr(settings, "trust", None)
-    sources = getattr(settings, "sources", None)
-    if not isinstance(trust, TrustStatus) or trust.state != TRUSTED or not isinstance(sources, Mapping):
-        return None
-    return trust if sources.get(key) == str(trust.config_path) else None

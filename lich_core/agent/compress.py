@@ -17,6 +17,7 @@ from typing import Any
 
 from lich_core.agent.prompts import COMPRESS_SYSTEM_PROMPT, SUMMARY_PREFIX
 from lich_core.providers.base import CallOptions, Model
+from lich_core.settings import settings_of
 from lich_core.vocabulary import CancelToken, Message, Usage, json_text
 
 CHARS_PER_TOKEN = 4
@@ -24,8 +25,6 @@ CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_CHARS = 16
 KEEP_RECENT_MESSAGES = 8
 COMPRESS_BACKOFF_TURNS = 3
-DEFAULT_CONTEXT_BUDGET_TOKENS = 100_000
-DEFAULT_COMPRESS_THRESHOLD = 0.8
 # Each message's share of the transcript sent to the summariser (head and tail kept).
 TRANSCRIPT_MESSAGE_MAX_CHARS = 3_000
 
@@ -143,9 +142,8 @@ class CompressionPolicy:
     @staticmethod
     def limit_for(config: Mapping[str, Any]) -> int:
         """The history size (tokens, estimated) past which compression is due."""
-        budget = int(config.get("context_budget_tokens") or DEFAULT_CONTEXT_BUDGET_TOKENS)
-        threshold = float(config.get("compress_threshold") or DEFAULT_COMPRESS_THRESHOLD)
-        return int(budget * threshold)
+        settings = settings_of(config)
+        return int(settings.context_budget_tokens * settings.compress_threshold)
 
     def estimate(self, messages: Sequence[Message]) -> int:
         if len(messages) < self._counted:

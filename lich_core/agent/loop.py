@@ -60,6 +60,7 @@ from lich_core.hashline.read_state import ReadState
 from lich_core.plugins.loader import load_errors_summary
 from lich_core.providers.base import CallOptions, Model, ProviderError, RetryNotice
 from lich_core.runtime import ToolRuntime
+from lich_core.settings import settings_of
 from lich_core.tools.types import EXEC_CAPABILITY, ToolContext, WriteLedger, tool_capability
 from lich_core.trust import TrustStore
 from lich_core.vocabulary import (
@@ -78,7 +79,6 @@ log = logging.getLogger("lich.agent")
 _RUN_ID_PREFIX = f"{random.getrandbits(32):08x}"
 _RUN_NUMBERS = itertools.count(1)
 
-DEFAULT_MAX_TURNS = 25
 BUDGET_EXHAUSTED_ERROR = "turn_budget_exhausted"
 CANCELLED_ERROR = "cancelled"
 # Summaries in tool_call_end events (the full result is in the history).
@@ -152,7 +152,7 @@ class Agent:
         self.workspace = workspace
         # What every run reads from the config, read once (a run's setup is on the way to its
         # first streamed token).
-        self.max_turns = int(config.get("max_turns") or DEFAULT_MAX_TURNS)
+        self.max_turns = settings_of(config).max_turns
         self.compress_limit_tokens = CompressionPolicy.limit_for(config)
         self.system_prompt = system_prompt_for(config)
         # A model that says when its request is on the wire gets the events held before the call

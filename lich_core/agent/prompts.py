@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lich_core.settings import settings_of
+
 DEFAULT_SYSTEM_PROMPT = """\
 You are lich, a coding agent working inside the user's project. You can read, search and change \
 files and run commands through the tools you are given. Work in small verified steps:
@@ -43,7 +45,7 @@ INVALID_ARGUMENTS_ERROR = (
 
 
 def system_prompt_for(config: Mapping[str, Any]) -> str:
-    custom = config.get("system_prompt")
+    custom = settings_of(config).system_prompt
     return custom if isinstance(custom, str) and custom.strip() else DEFAULT_SYSTEM_PROMPT
 
 

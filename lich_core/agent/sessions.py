@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from lich_core.settings import settings_of
 from lich_core.userstate import (
     UnsafeStateDir,
     list_state_dir,
@@ -77,8 +78,9 @@ def new_session_id() -> str:
 
 
 def session_dir_for(config: Mapping[str, Any]) -> Path:
-    configured = config.get("session_dir")
-    work_dir = Path(config.get("work_dir") or os.getcwd())
+    settings = settings_of(config)
+    configured = settings.session_dir
+    work_dir = Path(settings.work_dir or os.getcwd())
     if configured:
         path = Path(os.path.expanduser(configured))
         return path if path.is_absolute() else work_dir / path

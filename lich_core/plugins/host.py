@@ -77,7 +77,9 @@ class PluginTool:
 
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         plugin_ctx = copy.copy(ctx)
-        plugin_ctx.settings = self.owner.settings
+        # A plugin's tool reads its own entry's settings here (docs/plugins.md), not lich's:
+        # the one place a context's settings are a plain frozen mapping.
+        plugin_ctx.settings = self.owner.settings  # type: ignore[assignment]
         plugin_ctx.models = self.owner.models  # type: ignore[attr-defined]
         return await self.inner.execute(args, plugin_ctx)
 

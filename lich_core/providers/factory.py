@@ -26,6 +26,7 @@ from lich_core.providers.http import HttpModel, host_of
 from lich_core.providers.ollama import OLLAMA_BASE_URL, OllamaModel
 from lich_core.providers.openai_compat import OPENAI_BASE_URL, OPENAI_HOST, OpenAICompatModel
 from lich_core.providers.replay import ReplayModel
+from lich_core.settings import settings_of
 
 PROVIDER_KINDS = ("openai_compat", "anthropic", "ollama", "replay")
 ENTRY_KEYS = (
@@ -247,10 +248,11 @@ def provider_specs(
     config: Mapping[str, Any], env: Mapping[str, str] | None = None
 ) -> list[ProviderSpec]:
     env = os.environ if env is None else env
-    entries = config.get("providers") or []
+    settings = settings_of(config)
+    entries = settings.providers
     if not isinstance(entries, list):
         raise ConfigError("providers: expected a list of provider objects")
-    work_dir = config.get("work_dir")
+    work_dir = settings.work_dir
     specs: list[ProviderSpec] = []
     seen: set[str] = set()
     for index, entry in enumerate(entries):
@@ -268,7 +270,7 @@ def role_specs(
     """The ordered providers for `role`."""
     env = os.environ if env is None else env
     specs = provider_specs(config, env)
-    roles = config.get("models") or {}
+    roles = settings_of(config).models
     if not isinstance(roles, Mapping):
         raise ConfigError('models: expected an object like {"chat": [names], "compress": [names]}')
     if not specs:

@@ -289,7 +289,7 @@ def resolve_docs_root(ctx: ToolContext) -> Path | None:
     fallback. `<root>/docs` counts only when its real path stays inside the root (a repository's
     `docs -> /somewhere` symlink does not widen what the tools read; docs_dir is trusted-only).
     """
-    value = ctx.settings.get("docs_dir")
+    value = ctx.settings.docs_dir
     if isinstance(value, str) and value.strip():
         configured = Path(os.path.expanduser(value.strip()))
         if not configured.is_absolute():

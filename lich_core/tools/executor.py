@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
+from lich_core.settings import settings_of
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.guard import (
     CANCEL_GRACE_MS,  # noqa: F401 - re-exported: callers read the grace from here
@@ -59,7 +60,7 @@ class ToolExecutor:
         self.gate = gate or CapabilityGate()
         self.work_dir = Path(work_dir or os.getcwd())
         self.env = dict(env or {})
-        self.settings = settings or {}
+        self.settings = settings_of(settings)
         self.call_checks = list(call_checks)
         self.terminal_timeout_ms = terminal_timeout_ms
         self.web_search = web_search

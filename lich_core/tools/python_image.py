@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lich_core.settings import settings_of
 from lich_core.tools.reaper import CallReaper
-from lich_core.trust import TRUSTED
 
 CHILD_SCRIPT = Path(__file__).with_name("python_image_child.py")
 VENV_PYTHONS = (".venv/bin/python", "venv/bin/python")
@@ -69,8 +69,7 @@ class ImageError(Exception):
 def workspace_trusted(settings: Mapping[str, Any]) -> bool:
     """Whether the user trusted this workspace's config (lich_core.trust): a loaded Config says so
     in `trust`; plain settings (a direct tool call) are untrusted."""
-    trust = getattr(settings, "trust", None)
-    return getattr(trust, "state", None) == TRUSTED
+    return settings_of(settings).workspace_trusted
 
 
 def repository_python(root: Path) -> Path | None:

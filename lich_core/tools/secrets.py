@@ -28,6 +28,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from lich_core.settings import settings_of
+
 SECRET_WORDS_RE = re.compile(
     r"secret|token|password|passwd|passphrase|key|credential|auth|webhook|cookie", re.IGNORECASE
 )
@@ -191,16 +193,17 @@ def configured_key_env_names(config: Mapping[str, Any] | None) -> frozenset[str]
     `mcp_servers.*.headers_env.*` point at (ignoring malformed entries)."""
     if not isinstance(config, Mapping):
         return frozenset()
-    providers = config.get("providers")
-    entries = list(providers) if isinstance(providers, (list, tuple)) else []
-    entries.append(config.get("web_search"))
+    settings = settings_of(config)
+    providers = settings.providers
+    entries: list[Any] = list(providers) if isinstance(providers, (list, tuple)) else []
+    entries.append(settings.web_search)
     names = set()
     for entry in entries:
         name = entry.get("api_key_env") if isinstance(entry, Mapping) else None
         if isinstance(name, str) and name.strip():
             names.add(name.strip())
     # MCP servers' `headers_env` values: {header: VARIABLE} (lich_core.mcp.spec).
-    servers = config.get("mcp_servers")
+    servers = settings.mcp_servers
     for server in servers.values() if isinstance(servers, Mapping) else ():
         headers = server.get("headers_env") if isinstance(server, Mapping) else None
         if isinstance(headers, Mapping):

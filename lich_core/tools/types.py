@@ -11,6 +11,14 @@ from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+# The defaults live with the typed settings; re-exported here, where tools have imported them.
+from lich_core.settings import (
+    DEFAULT_TERMINAL_TIMEOUT_MS,
+    DUCKDUCKGO_HTML_URL,
+    Settings,
+    settings_of,
+)
+
 # The shared vocabulary (results, definitions, cancellation) lives in lich_core.vocabulary; it is
 # re-exported here, where the tool contract has always been imported from.
 from lich_core.vocabulary import CancelToken, JsonSchemaObject, ToolDefinition, ToolResult
@@ -44,13 +52,8 @@ __all__ = [
 CAPABILITIES = ("file/read", "file/write", "file/edit", "process/exec", "image/eval", "net/fetch", "mcp/call")
 # Running programs: without it, what a run writes is recorded so it never runs unasked (WriteLedger).
 EXEC_CAPABILITY = "process/exec"
-# The terminal tool's default command timeout: config's `terminal_timeout_ms` default and a
-# context's when nothing configures it (a direct call).
-DEFAULT_TERMINAL_TIMEOUT_MS = 60_000
-
-# web_search's backends (config's `web_search.kind`) and DuckDuckGo's HTML endpoint, the default.
+# web_search's backends (config's `web_search.kind`); DuckDuckGo's HTML endpoint is the default.
 WEB_SEARCH_KINDS = ("duckduckgo", "searxng")
-DUCKDUCKGO_HTML_URL = "https://html.duckduckgo.com/html/"
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,10 @@ class ToolContext:
     env: dict[str, str] = field(default_factory=dict)
     cancel: CancelToken = field(default_factory=CancelToken)
     workspace: Workspace | None = None
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    # The run's configuration, typed (tools read `ctx.settings.docs_dir`); also a read-only
+    # mapping, which is how plugin tools read keys of their own. A plain mapping given here (a
+    # direct call, a test) is turned into Settings.
+    settings: Settings = field(default_factory=Settings)
     # Per-session record of which lines the model has seen (hashline read-before-edit).
     read_state: ReadState | None = None
     # Label for edits made during this call ("lich: <task title>" in the editor).
@@ -119,6 +125,8 @@ class ToolContext:
     work_dir_resolved: InitVar[bool] = False
 
     def __post_init__(self, work_dir_resolved: bool) -> None:
+        if not isinstance(self.settings, Settings):
+            self.settings = settings_of(self.settings)
         if not work_dir_resolved:
             self.work_dir = Path(self.work_dir).resolve()
         if self.workspace is None:

@@ -89,7 +89,7 @@ async def test_default_context_uses_executor_settings(tmp_path: Path) -> None:
     seen = calls.contexts[0]
     assert seen.work_dir == tmp_path.resolve()
     assert seen.env == {"A": "1"}
-    assert seen.settings == {"k": 2}
+    assert seen.settings.extra == {"k": 2} and seen.settings["k"] == 2
 
 
 async def test_already_cancelled_runs_nothing(ctx: ToolContext) -> None:
@@ -318,7 +318,7 @@ async def test_each_default_context_is_fresh_and_reads_the_executor_at_the_call(
     for ctx in (first, second):
         assert ctx.work_dir == tmp_path.resolve() and ctx.workspace is not None
         assert ctx.workspace.root == tmp_path.resolve()
-        assert ctx.env == {"A": "1"} and ctx.settings == {"k": 1}
+        assert ctx.env == {"A": "1"} and ctx.settings.extra == {"k": 1}
     assert first.cancel is not second.cancel and first.read_state is not second.read_state
     assert first.env is not second.env and first.env is not executor.env
     first.cancel.cancel()

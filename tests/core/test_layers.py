@@ -6,10 +6,11 @@ Rules (see DESIGN.md "Layers and data flow" and lich_core/vocabulary.py):
 - `lich_core` never imports the faces (`lich_lsp`, `lich_acp`), the command line (`lich_cli`),
   `pygls` or `lsprotocol` (anywhere, lazily or not).
 - The faces never import the command line or each other: `lich_cli` sits above them.
-- `lich_core.vocabulary` is the bottom: it, `lich_core.errors` and the `lich_core` package itself
-  import only the standard library and `lich_core.errors`.
+- `lich_core.vocabulary` is the bottom: it, `lich_core.settings` (the typed configuration),
+  `lich_core.errors` and the `lich_core` package itself import only the standard library and
+  `lich_core.errors`.
 - Providers (`lich_core.providers.*`) import only the standard library, httpx,
-  `lich_core.vocabulary`, `lich_core.errors` and each other.
+  `lich_core.vocabulary`, `lich_core.settings`, `lich_core.errors` and each other.
 - The hashline engine (`lich_core.hashline.*`) imports nothing from lich_core but
   `lich_core.vocabulary` and itself.
 - Plugins (`lich_core.plugins.*`) never load the tool executor or the tool runtime when they are
@@ -45,6 +46,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("lich_core", "lich_lsp", "lich_acp", "lich_cli")
 VOCABULARY = "lich_core.vocabulary"
+SETTINGS = "lich_core.settings"
 ERRORS = "lich_core.errors"
 # What lich_core never imports: the faces, the command line above them, the editor protocol.
 ABOVE_CORE = ("lich_lsp", "lich_acp", "lich_cli", "pygls", "lsprotocol")
@@ -196,7 +198,7 @@ def faces_never_import_the_cli_or_each_other(modules: Mapping[str, Module]) -> l
 
 
 def vocabulary_is_the_bottom(modules: Mapping[str, Module]) -> list[str]:
-    bottom = ("lich_core", ERRORS, VOCABULARY)
+    bottom = ("lich_core", ERRORS, VOCABULARY, SETTINGS)
     return [
         f"{imp.where()} imports {imp.target}: {module.name} may import only the standard library "
         f"and {ERRORS}"
@@ -210,14 +212,14 @@ def vocabulary_is_the_bottom(modules: Mapping[str, Module]) -> list[str]:
 def providers_know_only_vocabulary_and_http(modules: Mapping[str, Module]) -> list[str]:
     return [
         f"{imp.where()} imports {imp.target}: providers may import only the standard library, "
-        f"httpx, {VOCABULARY}, {ERRORS} and lich_core.providers"
+        f"httpx, {VOCABULARY}, {SETTINGS}, {ERRORS} and lich_core.providers"
         for module in modules.values()
         if _within(module.name, "lich_core.providers")
         for imp in module.imports
         if not (
             _top(imp.target) in STDLIB
             or _top(imp.target) == "httpx"
-            or imp.target in (VOCABULARY, ERRORS)
+            or imp.target in (VOCABULARY, SETTINGS, ERRORS)
             or _within(imp.target, "lich_core.providers")
         )
     ]

@@ -125,7 +125,7 @@ async def _python_eval(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     # The run's ReadState names the run (see python_image's docstring); a bare context (no read
     # state, which ToolContext never leaves unset) would get an image of its own.
     key: object = ctx.read_state if ctx.read_state is not None else ctx
-    python = interpreter_for(ctx.work_dir, trusted=workspace_trusted(ctx.settings))
+    python = interpreter_for(ctx.work_dir, trusted=ctx.settings.workspace_trusted)
     image = REGISTRY.get(key, python, ctx.work_dir, tool_process_env(ctx))
     cancelled = asyncio.Event()
     remove = ctx.cancel.on_cancel(cancelled.set)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.errors import ToolError
+from lich_core.settings import settings_of
 from lich_core.testing.lock import try_lock_workspace
 from lich_core.testing.pytest_results import (
     MAX_FAILURES,
@@ -43,10 +44,9 @@ from lich_core.testing.pytest_results import (
 from lich_core.testing.report import TestReport
 from lich_core.tools.guard import capture_errors, optional_string_arg, truncation_marker
 from lich_core.tools.processes import kill_process_group, tool_process_env
-from lich_core.tools.python_image import interpreter_for, repository_python, workspace_trusted
+from lich_core.tools.python_image import interpreter_for, repository_python
 from lich_core.tools.reaper import CallReaper
 from lich_core.tools.types import FunctionTool, ToolContext
-from lich_core.trust import trust_behind
 from lich_core.userstate import ensure_private_dir, workspace_state_dir
 from lich_core.vocabulary import ToolResult
 
@@ -151,7 +151,8 @@ def plan_command(ctx: ToolContext, filter_text: str | None) -> TestPlan:
 
 def plan_for(settings: Mapping[str, Any], root: Path, filter_text: str | None) -> TestPlan:
     """The command run_tests runs in `root` with these settings; raises `no_test_command:`."""
-    configured = settings.get("test_command")
+    typed = settings_of(settings)
+    configured = typed.test_command
     if isinstance(configured, str) and configured.strip():
         lapse = workspace_command_lapse(settings, "test_command")
         if lapse is not None:
@@ -162,7 +163,7 @@ def plan_for(settings: Mapping[str, Any], root: Path, filter_text: str | None) -
         return TestPlan(command=command, pytest=runs_pytest(configured), default=False, filter=filter_text)
     if not looks_like_python_project(root):
         raise ToolError(no_command_error(root))
-    python = project_python(root, trusted=workspace_trusted(settings))
+    python = project_python(root, trusted=typed.workspace_trusted)
     command = f"{shlex.quote(python)} -m pytest"
     if filter_text is not None:
         if is_path_filter(filter_text):
@@ -176,7 +177,7 @@ def workspace_command_lapse(settings: Mapping[str, Any], key: str) -> str | None
     """Why the command `key` names, taken from the trusted workspace config, must not run now:
     its code changed (or the agent wrote files) since the config was read. The language server
     reads its config once, so trust given then is checked again here; None when it holds."""
-    trust = trust_behind(settings, key)
+    trust = settings_of(settings).from_trusted_workspace(key)
     return trust.lapse() if trust is not None else None
 
 
