@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from lich_core.errors import ToolError
+from lich_core.settings import settings_of
 from lich_core.tools.guard import resolve_file_for
 from lich_lsp.arguments import (
     BadArguments,
@@ -52,7 +53,7 @@ def default_edit_mode(config: Mapping[str, Any], sources: Mapping[str, str], fea
     task sends after a model call (Kate applies one only within ~2 s of its own command), so
     unless the user set edit_mode, its tasks' edits wait as review hunks, which the user's own
     code action applies."""
-    configured = str(config.get("edit_mode") or "apply")
+    configured = settings_of(config).edit_mode
     if configured == "apply" and sources.get("edit_mode") == "default" and not features.apply_edit:
         return "review", NO_APPLY_EDIT_REASON
     return configured, None
@@ -164,7 +165,7 @@ class AgentCommands:
 
     async def pick_quick_prompt(self) -> str | None:
         """lich.ask without a prompt: offer the configured quick prompts (LSP has no free-text input)."""
-        prompts = [p for p in self._holder.config.get("quick_prompts") or [] if isinstance(p, str) and p]
+        prompts = [p for p in self._holder.config.settings.quick_prompts if isinstance(p, str) and p]
         if not prompts:
             raise BadArguments(f"{ASK}: no prompt given and no quick_prompts configured")
         if not self._features.show_message_request:
@@ -213,7 +214,7 @@ class AgentCommands:
         single_object(TOOLS, args, required=False)
         from lich_core.approvals import policy_for
 
-        approval = self._holder.config.get("approval") or {}
+        approval = self._holder.config.settings.approval
         described = self._runtimes.current().describe()
         for entry in described:
             entry["approval"] = policy_for(approval, entry["name"], entry.get("capability"))

@@ -74,7 +74,7 @@ class ApprovalCheck:
         self._prompt_lock = asyncio.Lock()
 
     async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
-        approval = self._holder.config.get("approval") or {}
+        approval = self._holder.config.settings.approval
         capability = tool_capability(tool)
         policy = policy_for(approval, tool.name, capability)
         if policy == "allow":

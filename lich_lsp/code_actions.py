@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from lich_core.settings import settings_of
 from lich_lsp.config import DEFAULT_CODE_ACTION_KIND
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def _first_line(text: str) -> str:
 
 def compute_code_actions(
     params: types.CodeActionParams,
-    configured: list[dict[str, Any]],
+    configured: Sequence[Mapping[str, Any]],
     literal_support: bool,
     undo_tasks: Sequence[tuple[str, str]] = (),
     *,
@@ -146,7 +147,7 @@ def compute_code_actions(
 
 def quick_prompts(config: Mapping[str, Any]) -> list[str]:
     """The configured `quick_prompts` that can be offered (non-empty strings)."""
-    return [p for p in config.get("quick_prompts") or [] if isinstance(p, str) and p.strip()]
+    return [p for p in settings_of(config).quick_prompts if isinstance(p, str) and p.strip()]
 
 
 class SeenDiagnostics:

@@ -18,6 +18,7 @@ from lsprotocol import types
 
 from lich_core.config import KEYS, Config, load_config
 from lich_core.errors import ConfigError
+from lich_core.settings import settings_of
 
 if TYPE_CHECKING:
     from lich_lsp.edits import ClientFeatures
@@ -43,11 +44,11 @@ def settings_from_client(value: Any) -> dict[str, Any]:
 
 def check_lsp_values(config: Mapping[str, Any]) -> None:
     """Checks on the LSP keys beyond lich_core's type checks (the value shapes the server relies on)."""
-    approval = config.get("approval") or {}
-    for name, value in approval.items():
+    settings = settings_of(config)
+    for name, value in settings.approval.items():
         if value not in APPROVAL_CHOICES:
             raise ConfigError(f"approval.{name}: expected one of {', '.join(APPROVAL_CHOICES)}, got {value!r}")
-    for index, action in enumerate(config.get("code_actions") or []):
+    for index, action in enumerate(settings.code_actions):
         for key in ("title", "prompt"):
             if not isinstance(action.get(key), str) or not action.get(key):
                 raise ConfigError(f"code_actions[{index}].{key}: expected a non-empty string")

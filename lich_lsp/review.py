@@ -37,6 +37,7 @@ from pygls.workspace.position_codec import PositionCodec
 
 from lich_core.errors import EditRejected, ToolError
 from lich_core.hashline.replacements import line_replacements
+from lich_core.settings import settings_of
 from lich_core.vocabulary import LineReplacement
 from lich_core.workspace import FileChange
 from lich_lsp.arguments import get_str, resolve_uri, single_object
@@ -87,7 +88,7 @@ def review_style(config: Mapping[str, Any], caps: ClientFeatures) -> str:
     except for a client that shows change annotations (needsConfirmation) and did not declare
     `experimental.lich.reviewHunks` (VS Code without the lich extension's CodeLens takes the batch
     in its refactor preview)."""
-    configured = config.get("review_style", "auto")
+    configured = settings_of(config).review_style
     if configured in (STYLE_HUNKS, STYLE_BATCH):
         return str(configured)
     if caps.review_hunks:

@@ -60,7 +60,7 @@ class ToolRuntimes:
         manager = getattr(runtime, "mcp", None) if runtime is not None else None
         if manager is not None:
             return list(manager.status())
-        servers = self._holder.config.get("mcp_servers") or {}
+        servers = self._holder.config.settings.mcp_servers
         return [{"name": name, "state": "not_started", "tools": 0, "last_error": None} for name in servers]
 
     def context(self, workspace: Workspace, read_state: ReadState, label: str) -> ToolContext:

@@ -451,7 +451,7 @@ def route_change(sender: EditSender, change: FileChange) -> str:
     """"editor" or "disk": where one file's change goes (the disk-coherence rule in docs/lsp.md)."""
     store = sender.documents
     caps = sender.features
-    policy = sender.holder.config.get("disk_write_policy", "auto")
+    policy = sender.holder.config.settings.disk_write_policy
     if store.has_buffer(change.path):
         if change.kind == "delete" and not caps.delete_files:
             rel = relative_path(sender.root, change.path)
