@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from lich_core.testing.report import TestFailure, TestReport
 from lich_core.workspace import read_disk_text
 from lich_lsp.arguments import get_str, single_object
 from lich_lsp.commands import RUN_TESTS
@@ -140,18 +141,19 @@ class TestRunner:
             )
         finally:
             if token is not None:
-                summary = _summary(result.details if result is not None else {}, result.error if result else "cancelled")
+                ended = _report(result.details) if result is not None else None
+                summary = _summary(ended, result.error if result else "cancelled")
                 self._port.progress(token, types.WorkDoneProgressEnd(message=summary))
-        details = result.details or {}
-        failures = [self._failure_json(failure) for failure in details.get("failures") or []]
+        # The tool's details are its TestReport as JSON; read back, then JSON again only here.
+        report = _report(result.details)
         answer: dict[str, Any] = {
             "ok": result.ok,
-            "summary": _summary(details, result.error),
-            "passed": int(details.get("passed") or 0),
-            "failed": int(details.get("failed") or 0),
-            "errors": int(details.get("errors") or 0),
-            "skipped": int(details.get("skipped") or 0),
-            "failures": failures,
+            "summary": _summary(report, result.error),
+            "passed": report.passed if report else 0,
+            "failed": report.failed if report else 0,
+            "errors": report.errors if report else 0,
+            "skipped": report.skipped if report else 0,
+            "failures": [self._failure_json(failure) for failure in report.failures] if report else [],
             "output": result.output,
         }
         if result.error:
@@ -171,24 +173,28 @@ class TestRunner:
         self._port.progress(token, types.WorkDoneProgressBegin(title=PROGRESS_TITLE, message=message, cancellable=False))
         return token
 
-    def _failure_json(self, failure: dict[str, Any]) -> dict[str, Any]:
-        relative = str(failure.get("path") or "")
-        line = int(failure.get("line") or 0)
-        uri = self._documents.uri_for(self._root / relative) if relative else ""
-        return {
-            "test_id": str(failure.get("test_id") or ""),
-            "uri": uri,
-            "line": max(line - 1, 0),
-            "message": str(failure.get("message") or ""),
-        }
+    def _failure_json(self, failure: TestFailure) -> dict[str, Any]:
+        uri = self._documents.uri_for(self._root / failure.path) if failure.path else ""
+        return {"test_id": failure.test_id, "uri": uri, "line": max(failure.line - 1, 0), "message": failure.message}
 
 
-def _summary(details: dict[str, Any], error: str | None) -> str:
+def _report(details: dict[str, Any] | None) -> TestReport | None:
+    """The run's TestReport from the tool result's details; None when the tool made none (it
+    refused, or was cancelled before the command ran)."""
+    return TestReport.from_dict(details) if details else None
+
+
+def _summary(report: TestReport | None, error: str | None) -> str:
     counts = [
-        f"{details[key]} {key}" for key in ("passed", "failed", "errors", "skipped") if details.get(key)
+        f"{count} {name}"
+        for name, count in (
+            ("passed", report.passed if report else 0),
+            ("failed", report.failed if report else 0),
+            ("errors", report.errors if report else 0),
+            ("skipped", report.skipped if report else 0),
+        )
+        if count
     ]
-    if counts:
-        duration = details.get("duration_s")
-        text = ", ".join(counts)
-        return f"{text} in {duration:.2f}s" if isinstance(duration, (int, float)) else text
+    if report is not None and counts:
+        return f"{', '.join(counts)} in {report.duration_s:.2f}s"
     return error or "no tests ran"
