@@ -129,6 +129,40 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@dataclass(frozen=True)
+class TaskOutcome:
+    """How a task ended, as the server reads it; `to_json()` is lich.ask's answer (docs/lsp.md)."""
+
+    task_id: str
+    stopped_reason: str
+    final: str
+    edited: list[str]
+    error: str | None = None
+    # In review mode: machine words (error prefixes) for clients and the log, and plain words.
+    review: str | None = None
+    review_message: str | None = None
+    # Edits the editor refused ({uri, error}) and one line saying so to the user.
+    refused: list[dict[str, str]] = field(default_factory=list)
+    refused_message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        answer: dict[str, Any] = {
+            "task_id": self.task_id,
+            "stopped_reason": self.stopped_reason,
+            "final": self.final,
+            "edited": list(self.edited),
+        }
+        if self.error:
+            answer["error"] = self.error
+        if self.review:
+            answer["review"] = self.review
+            answer["review_message"] = self.review_message
+        if self.refused:
+            answer["refused"] = list(self.refused)
+            answer["refused_message"] = self.refused_message
+        return answer
+
+
 @dataclass
 class LichTask:
     task_id: str
@@ -278,24 +312,22 @@ class TaskManager:
         self._flush_text(task)
         if review_note:
             self._log(task, f"review: {review_note}")
-        outcome = {
-            "task_id": task.task_id,
-            "stopped_reason": stopped_reason,
-            "final": final,
-            "edited": list(task.workspace.edited_uris),
-        }
-        if error:
-            outcome["error"] = error
-        if review_note:
-            outcome["review"] = review_note  # machine words (error prefixes) for clients and the log
-            outcome["review_message"] = task.workspace.review_summary or user_review_message(review_note)
-        if task.workspace.refused:
+        refused = task.workspace.refused
+        outcome = TaskOutcome(
+            task_id=task.task_id,
+            stopped_reason=stopped_reason,
+            final=final,
+            edited=list(task.workspace.edited_uris),
+            error=error,
+            review=review_note or None,
+            review_message=(task.workspace.review_summary or user_review_message(review_note)) if review_note else None,
             # The model was told (its tool failed) but may claim the edit anyway: the user hears it first.
-            outcome["refused"] = [{"uri": uri, "error": why} for uri, why in task.workspace.refused.items()]
-            outcome["refused_message"] = refused_message(self._root, task.workspace.refused)
+            refused=[{"uri": uri, "error": why} for uri, why in refused.items()],
+            refused_message=refused_message(self._root, refused) if refused else None,
+        )
         self._end_progress(task, stopped_reason)
         await self._announce(task, outcome)
-        return outcome
+        return outcome.to_json()
 
     async def _run(self, task: LichTask, context: str | None) -> tuple[str, str, str | None, str]:
         """The agent run and, in review mode, the reviewed edit: (stopped_reason, final, error, review_note)."""
@@ -504,17 +536,17 @@ class TaskManager:
             action = "retrying" if data.action == "retry" else f"failing over to {data.next_provider}"
             self._log(task, f"provider {data.provider} failed ({data.kind}): {action}")
 
-    async def _announce(self, task: LichTask, outcome: dict[str, Any]) -> None:
-        reason = outcome["stopped_reason"]
+    async def _announce(self, task: LichTask, outcome: TaskOutcome) -> None:
+        reason = outcome.stopped_reason
         if reason == "final":
-            kind, text = types.MessageType.Info, outcome["final"] or "(no answer)"
+            kind, text = types.MessageType.Info, outcome.final or "(no answer)"
         elif reason == "error":
-            kind, text = types.MessageType.Error, f"failed: {outcome.get('error') or 'unknown error'}"
+            kind, text = types.MessageType.Error, f"failed: {outcome.error or 'unknown error'}"
         elif reason == "aborted":
             kind, text = types.MessageType.Warning, "cancelled"
         else:
-            kind, text = types.MessageType.Warning, f"stopped ({reason}): {outcome['final'] or ''}"
-        happened = [outcome[key] for key in ("refused_message", "review_message") if outcome.get(key)]
+            kind, text = types.MessageType.Warning, f"stopped ({reason}): {outcome.final or ''}"
+        happened = [message for message in (outcome.refused_message, outcome.review_message) if message]
         if happened:
             # What happened to the files first, in plain words; the agent's claim after it.
             text = "\n".join(happened) + f"\nThe agent said: {text}"
@@ -528,7 +560,7 @@ class TaskManager:
             except Exception as err:  # noqa: BLE001 - the transcript stays on disk regardless
                 log.warning("window/showDocument failed: %s", err)
 
-    def _write_transcript(self, task: LichTask, outcome: dict[str, Any]) -> Path | None:
+    def _write_transcript(self, task: LichTask, outcome: TaskOutcome) -> Path | None:
         from lich_core.userstate import workspace_state_dir, write_state_bytes
 
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(task.started))
@@ -536,11 +568,11 @@ class TaskManager:
         path = workspace_state_dir(self._root) / TRANSCRIPTS_DIR_NAME / f"{stamp}-{task.task_id}.md"
         lines = [f"# {task.label}", "", "## Prompt", "", task.prompt, "", "## Transcript", ""]
         lines += [_markdown_entry(line) for line in task.transcript]
-        lines += ["", f"## Outcome: {outcome['stopped_reason']}", "", outcome["final"] or outcome.get("error") or ""]
-        if outcome["edited"]:
-            lines += ["", "Edited:", *[f"- {uri}" for uri in outcome["edited"]]]
-        if outcome.get("refused_message"):
-            lines += ["", outcome["refused_message"]]
+        lines += ["", f"## Outcome: {outcome.stopped_reason}", "", outcome.final or outcome.error or ""]
+        if outcome.edited:
+            lines += ["", "Edited:", *[f"- {uri}" for uri in outcome.edited]]
+        if outcome.refused_message:
+            lines += ["", outcome.refused_message]
         try:
             # Not through a link, not into a dir others can write (lich_core.userstate).
             write_state_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
