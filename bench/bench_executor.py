@@ -63,7 +63,9 @@ async def _measure(calls: int, repeat: int) -> tuple[float, float, float]:
         raise RuntimeError(f"noop failed through the executor: {check.error}")
 
     direct_us = await _best_per_call_us(lambda: NOOP_TOOL.execute(args, ctx), calls, repeat)
-    shared_ctx_us = await _best_per_call_us(lambda: executor.execute("noop", args, ctx), calls, repeat)
+    shared_ctx_us = await _best_per_call_us(
+        lambda: executor.execute("noop", args, ctx), calls, repeat
+    )
     default_ctx_us = await _best_per_call_us(lambda: executor.execute("noop", args), calls, repeat)
     return direct_us, shared_ctx_us, default_ctx_us
 
@@ -72,7 +74,9 @@ def run(quick: bool) -> list[Figure]:
     calls = QUICK_CALLS if quick else FULL_CALLS
     repeat = QUICK_REPEAT if quick else FULL_REPEAT
     direct_us, shared_ctx_us, default_ctx_us = asyncio.run(_measure(calls, repeat))
-    start = "eager task" if sys.version_info >= (3, 12) else "plain task, no eager start before 3.12"
+    start = (
+        "eager task" if sys.version_info >= (3, 12) else "plain task, no eager start before 3.12"
+    )
     note = f"best of {repeat} x {calls} calls; {start}"
     return [
         Figure(

@@ -114,12 +114,16 @@ def interleaved_times(functions: list[Callable[[], object]], repeat: int) -> lis
 def paired_note(measured: list[float], reference: list[float]) -> str:
     """How the figure was taken, with the median of the per-round ratios: steadier than the ratio
     of two bests when load from elsewhere comes and goes."""
-    ratio = statistics.median(ours / theirs for ours, theirs in zip(measured, reference, strict=True))
+    ratio = statistics.median(
+        ours / theirs for ours, theirs in zip(measured, reference, strict=True)
+    )
     return f"best of {len(measured)}, alternating; median ratio per round {ratio:.2f}x"
 
 
 def gnu_find_count(root: Path) -> int:
-    out = subprocess.run(["find", str(root), "-name", "*.py"], check=True, capture_output=True).stdout
+    out = subprocess.run(
+        ["find", str(root), "-name", "*.py"], check=True, capture_output=True
+    ).stdout
     return out.count(b"\n")
 
 
@@ -128,7 +132,9 @@ def find_figures(quick: bool) -> list[Figure]:
     repeat = QUICK_REPEAT if quick else FULL_REPEAT
     root = ensure_tree(file_count)
     if shutil.which("find") is None:
-        return [Figure("find_files '**/*.py'", 0.0, "ms", note="GNU find not installed; no reference")]
+        return [
+            Figure("find_files '**/*.py'", 0.0, "ms", note="GNU find not installed; no reference")
+        ]
 
     ctx = ToolContext(work_dir=root)
     loop = asyncio.new_event_loop()
@@ -138,7 +144,9 @@ def find_figures(quick: bool) -> list[Figure]:
             raise RuntimeError(f"find_files failed: {result.error}")
         expected = gnu_find_count(root)
         if result.details["matches"] != expected:
-            raise RuntimeError(f"find_files matched {result.details['matches']} files, find {expected}")
+            raise RuntimeError(
+                f"find_files matched {result.details['matches']} files, find {expected}"
+            )
         ours, gnu = interleaved_times(
             [
                 lambda: loop.run_until_complete(FIND_TOOL.execute({"pattern": "**/*.py"}, ctx)),
@@ -166,7 +174,11 @@ def grep_figures(quick: bool) -> list[Figure]:
     repeat = GREP_QUICK_REPEAT if quick else GREP_FULL_REPEAT
     rg = find_rg()
     if rg is None:
-        return [Figure(f"grep_files {file_count} files", 0.0, "ms", note="rg not installed; no reference")]
+        return [
+            Figure(
+                f"grep_files {file_count} files", 0.0, "ms", note="rg not installed; no reference"
+            )
+        ]
     root = ensure_grep_tree(file_count)
     saved_engine = os.environ.pop(ENGINE_ENV, None)  # the engine the tool picks by itself: rg
     figures: list[Figure] = []
@@ -174,7 +186,9 @@ def grep_figures(quick: bool) -> list[Figure]:
         for label, pattern, target in GREP_PATTERNS:
 
             def run_tool(pattern: str = pattern) -> None:
-                result = asyncio.run(GREP_TOOL.execute({"pattern": pattern}, ToolContext(work_dir=root)))
+                result = asyncio.run(
+                    GREP_TOOL.execute({"pattern": pattern}, ToolContext(work_dir=root))
+                )
                 if not result.ok or result.details["engine"] != "rg":
                     raise RuntimeError(f"grep_files failed: {result.error or result.details}")
 
@@ -183,7 +197,9 @@ def grep_figures(quick: bool) -> list[Figure]:
                 subprocess.run(command, cwd=root, capture_output=True, check=False)
 
             def run_rg_as_the_tool(pattern: str = pattern) -> None:
-                subprocess.run(rg_tree_command(rg, pattern, None), cwd=root, capture_output=True, check=False)
+                subprocess.run(
+                    rg_tree_command(rg, pattern, None), cwd=root, capture_output=True, check=False
+                )
 
             run_tool()
             tool, plain, flags = interleaved_times([run_tool, run_rg, run_rg_as_the_tool], repeat)

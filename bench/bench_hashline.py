@@ -32,11 +32,24 @@ from lich_core.tools.types import ToolContext
 from lich_core.workspace import encode_text, read_disk_text
 
 TWO_MIB = 2 * 1024 * 1024
-_NAMES = ["value", "count", "result", "items", "index", "buffer", "config", "handler", "token", "offset"]
+_NAMES = [
+    "value",
+    "count",
+    "result",
+    "items",
+    "index",
+    "buffer",
+    "config",
+    "handler",
+    "token",
+    "offset",
+]
 _UNICODE = ["café", "naïve", "数据", "🙂", "Größe", "ñ"]
 
 
-def paired_best(measured: Callable[[], object], reference: Callable[[], object], repeat: int) -> tuple[float, float]:
+def paired_best(
+    measured: Callable[[], object], reference: Callable[[], object], repeat: int
+) -> tuple[float, float]:
     """Best wall times (s) of two functions run alternately, so load spikes hit both alike."""
     best_measured = best_reference = float("inf")
     for _ in range(repeat):
@@ -92,7 +105,9 @@ def _hash_figures(folder: Path, repeat: int) -> tuple[list[Figure], Path]:
     def hash_render_python() -> None:
         render_rows(lines, 1, line_hash_values(lines, vectorised=False))
 
-    measured, reference = (seconds * 1000 for seconds in paired_best(hash_render, read_split, repeat))
+    measured, reference = (
+        seconds * 1000 for seconds in paired_best(hash_render, read_split, repeat)
+    )
     figures = [
         Figure(
             f"hash+render 2 MiB ({line_count} lines)",
@@ -214,7 +229,13 @@ def _patch_figures(path: Path, repeat: int) -> list[Figure]:
             f"of which the disk floor: {floor * 1000:.1f} ms",
         ),
         Figure("parse+validate+apply 50 hunks (engine only)", engine * 1000, "ms"),
-        Figure("read + atomic write of 2 MiB (disk floor, info)", floor * 1000, "ms", "engine only", engine * 1000),
+        Figure(
+            "read + atomic write of 2 MiB (disk floor, info)",
+            floor * 1000,
+            "ms",
+            "engine only",
+            engine * 1000,
+        ),
         # The disk floor reads and decodes the whole text and encodes the whole new text; the
         # tool decodes it too (its result carries the prior content) but encodes only the
         # changed lines. What it does beyond that floor is the patch work proper.

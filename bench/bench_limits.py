@@ -66,20 +66,39 @@ async def _stream(root: Path, piece: str, delay_s: float, seconds: float) -> dic
     server = client._server  # the subprocess
     assert server is not None
     try:
-        options = {"providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "m"}]}
+        options = {
+            "providers": [
+                {
+                    "name": "fake",
+                    "kind": "openai_compat",
+                    "base_url": fake.url + "/v1",
+                    "model": "m",
+                }
+            ]
+        }
         await client.initialize_async(
-            types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri(), initialization_options=options)
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(),
+                root_uri=root.as_uri(),
+                initialization_options=options,
+            )
         )
         client.initialized(types.InitializedParams())
-        await client.workspace_execute_command_async(types.ExecuteCommandParams("lich.status", [{}]))
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams("lich.status", [{}])
+        )
         idle_kib = _proc_kib(server.pid, "VmRSS")
         ask = asyncio.ensure_future(
-            client.workspace_execute_command_async(types.ExecuteCommandParams("lich.ask", [{"prompt": "talk forever"}]))
+            client.workspace_execute_command_async(
+                types.ExecuteCommandParams("lich.ask", [{"prompt": "talk forever"}])
+            )
         )
         deadline = time.perf_counter() + 30
         while not any(_is_text(params) for _, method, params in received if method == "lich/event"):
             if time.perf_counter() > deadline or ask.done():
-                raise RuntimeError(f"no streamed text arrived: {ask.result() if ask.done() else 'timeout'}")
+                raise RuntimeError(
+                    f"no streamed text arrived: {ask.result() if ask.done() else 'timeout'}"
+                )
             await asyncio.sleep(0.01)
         started = time.perf_counter()
         first_index = len(received)
@@ -88,7 +107,9 @@ async def _stream(root: Path, piece: str, delay_s: float, seconds: float) -> dic
         ended = time.perf_counter()
         window = received[first_index:]
         if not ask.done():
-            await client.workspace_execute_command_async(types.ExecuteCommandParams("lich.cancel", [{}]))
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams("lich.cancel", [{}])
+            )
         result = await asyncio.wait_for(ask, 30)
         stopped_s = ended - started
         peak_kib = _proc_kib(server.pid, "VmHWM")
@@ -97,7 +118,11 @@ async def _stream(root: Path, piece: str, delay_s: float, seconds: float) -> dic
     finally:
         await _stop(client)
         fake.stop()
-    deltas = sum(_coalesced(params) for _, method, params in window if method == "lich/event" and _is_text(params))
+    deltas = sum(
+        _coalesced(params)
+        for _, method, params in window
+        if method == "lich/event" and _is_text(params)
+    )
     return {
         "idle_mb": idle_kib / 1024 if idle_kib is not None else None,
         "peak_mb": peak_kib / 1024 if peak_kib is not None else None,

@@ -33,7 +33,9 @@ async def _noop(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(ok=True, output=f"ok {args.get('n')}")
 
 
-NOOP = FunctionTool("noop", "Does nothing.", {"type": "object", "properties": {"n": {"type": "integer"}}}, _noop)
+NOOP = FunctionTool(
+    "noop", "Does nothing.", {"type": "object", "properties": {"n": {"type": "integer"}}}, _noop
+)
 
 
 def _write_replay(path: Path, turns: int) -> None:
@@ -41,7 +43,11 @@ def _write_replay(path: Path, turns: int) -> None:
     for index in range(turns - 1):
         call = ToolCall(id=f"c{index}", name="noop", arguments={"n": index})
         message = Message(role="assistant", content="working", tool_calls=[call])
-        lines.append(json.dumps({"message": message.to_dict(), "usage": {"input_tokens": 10, "output_tokens": 3}}))
+        lines.append(
+            json.dumps(
+                {"message": message.to_dict(), "usage": {"input_tokens": 10, "output_tokens": 3}}
+            )
+        )
     lines.append(json.dumps({"message": {"role": "assistant", "content": "done"}}))
     path.write_text("\n".join(lines) + "\n")
 
@@ -49,8 +55,15 @@ def _write_replay(path: Path, turns: int) -> None:
 async def _agent_run(work_dir: Path, replay: Path, turns: int) -> None:
     config = load_config(work_dir, overrides={"max_turns": turns + 1}, env={"HOME": str(work_dir)})
     registry = ToolRegistry([NOOP])
-    runtime = ToolRuntime(registry, registry, ToolExecutor(registry, work_dir=work_dir, settings=config), config)
-    agent = Agent(model=ReplayModel(replay), runtime=runtime, config=config, session_store=SessionStore(work_dir / "sessions"))
+    runtime = ToolRuntime(
+        registry, registry, ToolExecutor(registry, work_dir=work_dir, settings=config), config
+    )
+    agent = Agent(
+        model=ReplayModel(replay),
+        runtime=runtime,
+        config=config,
+        session_store=SessionStore(work_dir / "sessions"),
+    )
     events: list[Any] = []
     result = await agent.run("benchmark", on_event=events.append)
     assert result.stopped_reason == "final" and result.turns_used == turns, result.stopped_reason
@@ -69,7 +82,14 @@ async def _bare_run(work_dir: Path, replay: Path, turns: int) -> None:
             return
         for call in response.message.tool_calls:
             result = await registry.get(call.name).execute(call.arguments, ctx)  # type: ignore[union-attr]
-            messages.append(Message(role="tool", content=ToolExecutor.format_result(result), tool_call_id=call.id, name=call.name))
+            messages.append(
+                Message(
+                    role="tool",
+                    content=ToolExecutor.format_result(result),
+                    tool_call_id=call.id,
+                    name=call.name,
+                )
+            )
 
 
 def run(quick: bool) -> list[Figure]:

@@ -36,8 +36,7 @@ from bench.run import Figure
 from tests.support.fake_provider import standalone_process
 
 BARE_SERVER = (
-    "from pygls.lsp.server import LanguageServer\n"
-    "LanguageServer('bare', '0').start_io()\n"
+    "from pygls.lsp.server import LanguageServer\nLanguageServer('bare', '0').start_io()\n"
 )
 LICH_SERVER = [sys.executable, "-m", "lich_lsp"]
 OPEN_DOCUMENTS = 1000
@@ -68,7 +67,9 @@ def _initialize_payload(root: Path) -> bytes:
 def time_to_initialize(command: list[str], root: Path) -> float:
     """Seconds from spawning the server to reading its initialize response."""
     started = time.perf_counter()
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(_initialize_payload(root))
     proc.stdin.flush()
@@ -135,9 +136,17 @@ async def _code_action_rounds(quick: bool, root: Path, url: str) -> tuple[float,
     client.feature("lich/event")(on_event)
     await client.start_io(*LICH_SERVER)
     try:
-        options = {"providers": [{"name": "fake", "kind": "openai_compat", "base_url": url + "/v1", "model": "m"}]}
+        options = {
+            "providers": [
+                {"name": "fake", "kind": "openai_compat", "base_url": url + "/v1", "model": "m"}
+            ]
+        }
         await client.initialize_async(
-            types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri(), initialization_options=options)
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(),
+                root_uri=root.as_uri(),
+                initialization_options=options,
+            )
         )
         client.initialized(types.InitializedParams())
         uris = []
@@ -147,14 +156,20 @@ async def _code_action_rounds(quick: bool, root: Path, url: str) -> tuple[float,
             path.write_text(text, encoding="utf-8")
             uris.append(path.as_uri())
             client.text_document_did_open(
-                types.DidOpenTextDocumentParams(types.TextDocumentItem(path.as_uri(), "python", 1, text))
+                types.DidOpenTextDocumentParams(
+                    types.TextDocumentItem(path.as_uri(), "python", 1, text)
+                )
             )
         ask = asyncio.ensure_future(
-            client.workspace_execute_command_async(types.ExecuteCommandParams("lich.ask", [{"prompt": "stream"}]))
+            client.workspace_execute_command_async(
+                types.ExecuteCommandParams("lich.ask", [{"prompt": "stream"}])
+            )
         )
         await asyncio.wait_for(streaming.wait(), STREAM_START_TIMEOUT_S)  # the stream is flowing
         diagnostic = types.Diagnostic(
-            range=types.Range(types.Position(3, 0), types.Position(3, 5)), message="undefined name", source="lint"
+            range=types.Range(types.Position(3, 0), types.Position(3, 5)),
+            message="undefined name",
+            source="lint",
         )
         samples: list[float] = []
         count = 200 if quick else 500
@@ -177,7 +192,9 @@ async def _code_action_rounds(quick: bool, root: Path, url: str) -> tuple[float,
             gc.unfreeze()
         still_streaming = not ask.done()
         cancel_started = time.perf_counter()
-        await client.workspace_execute_command_async(types.ExecuteCommandParams("lich.cancel", [{}]))
+        await client.workspace_execute_command_async(
+            types.ExecuteCommandParams("lich.cancel", [{}])
+        )
         await asyncio.wait_for(ask, 10)
         cancel_s = time.perf_counter() - cancel_started
         await client.shutdown_async(None)
@@ -207,7 +224,9 @@ def _rss_bytes(pid: int) -> int:
 
 def _document_text(index: int) -> str:
     # About 32 bytes a line, like code.
-    return "".join(f"    value_{index:04d}_{line:05d} = {line:6d}\n" for line in range(RSS_DOCUMENT_LINES))
+    return "".join(
+        f"    value_{index:04d}_{line:05d} = {line:6d}\n" for line in range(RSS_DOCUMENT_LINES)
+    )
 
 
 async def documents_rss(quick: bool, root: Path) -> tuple[int, int, int]:
@@ -283,10 +302,20 @@ async def workspace_edit_bytes(root: Path) -> tuple[int, int, int]:
                 workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)
             )
         )
-        await client.initialize_async(types.InitializeParams(capabilities=capabilities, root_uri=root.as_uri()))
+        await client.initialize_async(
+            types.InitializeParams(capabilities=capabilities, root_uri=root.as_uri())
+        )
         client.initialized(types.InitializedParams())
-        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(path.as_uri(), "python", 1, text)))
-        args = {"path": "big.py", "old_string": "line number 5000 of", "new_string": "line number five thousand of"}
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(path.as_uri(), "python", 1, text)
+            )
+        )
+        args = {
+            "path": "big.py",
+            "old_string": "line number 5000 of",
+            "new_string": "line number five thousand of",
+        }
         result = await client.workspace_execute_command_async(
             types.ExecuteCommandParams("lich.runTool", [{"name": "edit_file", "args": args}])
         )
@@ -297,7 +326,11 @@ async def workspace_edit_bytes(root: Path) -> tuple[int, int, int]:
         await _stop(client)
     edit = sent[0].edit
     body = json.dumps(client.protocol._converter.unstructure(edit)).encode()
-    text_edits = sum(len(change.edits) for change in edit.document_changes or [] if isinstance(change, types.TextDocumentEdit))
+    text_edits = sum(
+        len(change.edits)
+        for change in edit.document_changes or []
+        if isinstance(change, types.TextDocumentEdit)
+    )
     return len(body), len(text.encode()), text_edits
 
 
@@ -311,7 +344,9 @@ def _hunk_file_texts() -> tuple[str, str]:
     """The 4,000-line file and the task's version of it: every even line changed, so each is a
     hunk of its own and the odd lines between them are free for the user's typing."""
     old = "".join(f"value_{n:04d} = {n}\n" for n in range(HUNK_FILE_LINES))
-    new = "".join(f"value_{n:04d} = {n}{' + 1' if n % 2 == 0 else ''}\n" for n in range(HUNK_FILE_LINES))
+    new = "".join(
+        f"value_{n:04d} = {n}{' + 1' if n % 2 == 0 else ''}\n" for n in range(HUNK_FILE_LINES)
+    )
     return old, new
 
 
@@ -333,8 +368,12 @@ class _Typist:
         change_range = types.Range(types.Position(*start), types.Position(*end))
         self.client.text_document_did_change(
             types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=self.uri, version=self.version),
-                content_changes=[types.TextDocumentContentChangePartial(range=change_range, text=text)],
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=self.uri, version=self.version
+                ),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(range=change_range, text=text)
+                ],
             )
         )
 
@@ -383,7 +422,10 @@ async def review_hunk_latency(quick: bool, root: Path) -> dict[str, float]:
     path.write_text(old, encoding="utf-8")
     fake = FakeProviderServer()
     fake.start()
-    fake.script({"tool_calls": [{"name": "write_file", "arguments": {"path": "hunks.py", "content": new}}]}, {"text": "done"})
+    fake.script(
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "hunks.py", "content": new}}]},
+        {"text": "done"},
+    )
     client = LanguageClient("bench", "0")
     for method in (types.WINDOW_LOG_MESSAGE, types.WINDOW_SHOW_MESSAGE, "lich/event"):
         client.feature(method)(lambda params: None)
@@ -392,20 +434,35 @@ async def review_hunk_latency(quick: bool, root: Path) -> dict[str, float]:
     timings: dict[str, float] = {}
     try:
         options: dict[str, Any] = {
-            "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "m"}],
+            "providers": [
+                {
+                    "name": "fake",
+                    "kind": "openai_compat",
+                    "base_url": fake.url + "/v1",
+                    "model": "m",
+                }
+            ],
             "edit_mode": "review",
             "review_style": "hunks",
         }
         await client.initialize_async(
-            types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri(), initialization_options=options)
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(),
+                root_uri=root.as_uri(),
+                initialization_options=options,
+            )
         )
         client.initialized(types.InitializedParams())
         uri = path.as_uri()
         plain = root / "plain.py"  # the same text without hunks: the reference
         plain.write_text(old, encoding="utf-8")
         for opened in (uri, plain.as_uri()):
-            client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(opened, "python", 1, old)))
-        ask = client.workspace_execute_command_async(types.ExecuteCommandParams("lich.ask", [{"prompt": "bump"}]))
+            client.text_document_did_open(
+                types.DidOpenTextDocumentParams(types.TextDocumentItem(opened, "python", 1, old))
+            )
+        ask = client.workspace_execute_command_async(
+            types.ExecuteCommandParams("lich.ask", [{"prompt": "bump"}])
+        )
         result = await asyncio.wait_for(ask, HUNK_TASK_TIMEOUT_S) or {}
         expected = f"{PENDING_HUNKS} changes pending review in hunks.py"
         if result.get("review") != expected:
@@ -492,16 +549,29 @@ async def plugin_executions(root: Path) -> int:
     try:
         # The editor's settings are the user's own (trusted): the plugin loads without a question.
         options = {
-            "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "m"}],
+            "providers": [
+                {
+                    "name": "fake",
+                    "kind": "openai_compat",
+                    "base_url": fake.url + "/v1",
+                    "model": "m",
+                }
+            ],
             "plugins": [str(plugin)],
         }
         await client.initialize_async(
-            types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri(), initialization_options=options)
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(),
+                root_uri=root.as_uri(),
+                initialization_options=options,
+            )
         )
         client.initialized(types.InitializedParams())
         await client.workspace_execute_command_async(types.ExecuteCommandParams("lich.tools", [{}]))
         for _ in range(PLUGIN_ASKS):
-            await client.workspace_execute_command_async(types.ExecuteCommandParams("lich.ask", [{"prompt": "tick"}]))
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams("lich.ask", [{"prompt": "tick"}])
+            )
         await client.workspace_execute_command_async(
             types.ExecuteCommandParams("lich.runTool", [{"name": "tick", "args": {}}])
         )
@@ -524,48 +594,85 @@ def run(quick: bool) -> list[Figure]:
         idle_rss, loaded_rss, text_bytes = asyncio.run(documents_rss(quick, root))
         hunks = asyncio.run(review_hunk_latency(quick, root))
     note = "task streamed throughout" if streaming else "task ended before sampling did"
-    figures.append(Figure(f"codeAction p50 ({OPEN_DOCUMENTS} docs, task streaming)", p50, "ms", note=note))
+    figures.append(
+        Figure(f"codeAction p50 ({OPEN_DOCUMENTS} docs, task streaming)", p50, "ms", note=note)
+    )
     figures.append(
         Figure(
-            f"codeAction p99 ({OPEN_DOCUMENTS} docs, task streaming)", p99, "ms",
-            target=f"<= {CODE_ACTION_P99_TARGET_MS:g} ms", note=note,
+            f"codeAction p99 ({OPEN_DOCUMENTS} docs, task streaming)",
+            p99,
+            "ms",
+            target=f"<= {CODE_ACTION_P99_TARGET_MS:g} ms",
+            note=note,
         )
     )
-    figures.append(Figure("lich.cancel -> streaming lich.ask answered", cancel_s * 1000, "ms", target="<= 1000 ms"))
     figures.append(
         Figure(
-            "WorkspaceEdit bytes, 1-line change in 10,000 lines", sent, "bytes", "whole file", whole,
+            "lich.cancel -> streaming lich.ask answered", cancel_s * 1000, "ms", target="<= 1000 ms"
+        )
+    )
+    figures.append(
+        Figure(
+            "WorkspaceEdit bytes, 1-line change in 10,000 lines",
+            sent,
+            "bytes",
+            "whole file",
+            whole,
             note=f"{text_edits} TextEdit(s), as sent by the server",
         )
     )
     figures.append(
         Figure(
-            f"plugin module executions per {PLUGIN_ASKS} asks", executions, "runs", target="= 1",
+            f"plugin module executions per {PLUGIN_ASKS} asks",
+            executions,
+            "runs",
+            target="= 1",
             note="plus lich.tools and lich.runTool around them, one config generation",
         )
     )
     hunk_case = f"{PENDING_HUNKS:,} pending hunks in {HUNK_FILE_LINES:,} lines"
     figures.append(
-        Figure(f"keystroke p50, {hunk_case}", hunks["pending_p50"] * 1000, "ms", "no hunks", hunks["bare_p50"] * 1000)
-    )
-    figures.append(
         Figure(
-            f"keystroke p99, {hunk_case}", hunks["pending_p99"] * 1000, "ms", "no hunks", hunks["bare_p99"] * 1000,
-            target=f"<= {KEYSTROKE_P99_TARGET_MS:g} ms", note="didChange + the cursor's codeAction, round trip",
+            f"keystroke p50, {hunk_case}",
+            hunks["pending_p50"] * 1000,
+            "ms",
+            "no hunks",
+            hunks["bare_p50"] * 1000,
         )
     )
     figures.append(
-        Figure(f"newline at the top, {hunk_case}", hunks["newline"] * 1000, "ms", note="median; every hunk moves (info)")
+        Figure(
+            f"keystroke p99, {hunk_case}",
+            hunks["pending_p99"] * 1000,
+            "ms",
+            "no hunks",
+            hunks["bare_p99"] * 1000,
+            target=f"<= {KEYSTROKE_P99_TARGET_MS:g} ms",
+            note="didChange + the cursor's codeAction, round trip",
+        )
     )
     figures.append(
-        Figure(f"lich.reviewList, {hunk_case}", hunks["review_list"] * 1000, "ms", note="median (info)")
+        Figure(
+            f"newline at the top, {hunk_case}",
+            hunks["newline"] * 1000,
+            "ms",
+            note="median; every hunk moves (info)",
+        )
+    )
+    figures.append(
+        Figure(
+            f"lich.reviewList, {hunk_case}", hunks["review_list"] * 1000, "ms", note="median (info)"
+        )
     )
     documents = RSS_QUICK_DOCUMENTS if quick else RSS_DOCUMENTS
     mib = 1024 * 1024
     figures.append(
         Figure(
             f"server RSS above idle, {documents} open {RSS_DOCUMENT_LINES:,}-line docs",
-            (loaded_rss - idle_rss) / mib, "MiB", "the documents' text", text_bytes / mib,
+            (loaded_rss - idle_rss) / mib,
+            "MiB",
+            "the documents' text",
+            text_bytes / mib,
             target=f"<= {RSS_TARGET_RATIO}x",
             note=f"idle server {idle_rss / mib:.1f} MiB, with the documents {loaded_rss / mib:.1f} MiB (VmRSS)",
         )

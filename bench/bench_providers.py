@@ -85,7 +85,9 @@ async def _through_loop(agent: Agent) -> tuple[float, float]:
     return first[0] - start, end - start
 
 
-async def _plain_httpx(client: httpx.AsyncClient, url: str | httpx.URL, body: dict) -> tuple[float, float]:
+async def _plain_httpx(
+    client: httpx.AsyncClient, url: str | httpx.URL, body: dict
+) -> tuple[float, float]:
     first = 0.0
     start = time.perf_counter()
     async with client.stream("POST", url, json=body) as resp:
@@ -148,7 +150,9 @@ async def _measure(url: str, rounds: int, work_dir: Path) -> dict[str, list[floa
 
 def run(quick: bool) -> list[Figure]:
     rounds = QUICK_ROUNDS if quick else ROUNDS
-    turns = [{"text": "token " * STREAM_CHUNKS, "chunks": STREAM_CHUNKS} for _ in range(4 * rounds + 8)]
+    turns = [
+        {"text": "token " * STREAM_CHUNKS, "chunks": STREAM_CHUNKS} for _ in range(4 * rounds + 8)
+    ]
     with standalone_process(turns) as url, tempfile.TemporaryDirectory() as work_dir:
         results = asyncio.run(_measure(url, rounds, Path(work_dir)))
     ms = {key: statistics.median(values) * 1000 for key, values in results.items()}

@@ -73,12 +73,16 @@ def format_figure(figure: Figure) -> str:
 
 def discover() -> list[str]:
     folder = Path(__file__).parent
-    return sorted(info.name for info in pkgutil.iter_modules([str(folder)]) if info.name.startswith("bench_"))
+    return sorted(
+        info.name for info in pkgutil.iter_modules([str(folder)]) if info.name.startswith("bench_")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("only", nargs="*", help="run modules whose name contains one of these words")
+    parser.add_argument(
+        "only", nargs="*", help="run modules whose name contains one of these words"
+    )
     parser.add_argument("--quick", action="store_true", help="smaller inputs, fewer repeats")
     parser.add_argument("--json", action="store_true", help="print figures as JSON lines")
     args = parser.parse_args(argv)

@@ -11,12 +11,18 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lich acp", description="lich's agent over the Agent Client Protocol (stdio)")
+    parser = argparse.ArgumentParser(
+        prog="lich acp", description="lich's agent over the Agent Client Protocol (stdio)"
+    )
     parser.add_argument("--work-dir", help="the default root (sessions use the client's cwd)")
     parser.add_argument("--log-level", default=os.environ.get("LICH_ACP_LOG", "WARNING"))
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     # stdout is the protocol: logs go to stderr.
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="lich-acp %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=args.log_level.upper(),
+        format="lich-acp %(levelname)s %(name)s: %(message)s",
+    )
     if args.work_dir:
         root = Path(args.work_dir).resolve()
         if not root.is_dir():

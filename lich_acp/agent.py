@@ -75,9 +75,18 @@ T = TypeVar("T")
 CANCEL_ANSWER_S = 0.8
 MODES = [
     SessionMode(id=APPLY, name="Apply", description="Edits are written as the agent makes them"),
-    SessionMode(id=REVIEW, name="Review", description="Edits collect; you approve them at the end of the prompt"),
+    SessionMode(
+        id=REVIEW,
+        name="Review",
+        description="Edits collect; you approve them at the end of the prompt",
+    ),
 ]
-STOP_REASONS = {"final": "end_turn", "budget": "max_turn_requests", "aborted": "cancelled", "error": "refusal"}
+STOP_REASONS = {
+    "final": "end_turn",
+    "budget": "max_turn_requests",
+    "aborted": "cancelled",
+    "error": "refusal",
+}
 MCP_NAME_MAX = 32
 
 
@@ -86,7 +95,9 @@ class AgentThread:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="lich-acp-agent", daemon=True)
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="lich-acp-agent", daemon=True
+        )
         self._thread.start()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
@@ -106,7 +117,9 @@ def _mcp_name(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def client_mcp_servers(servers: list[Any] | None, existing: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def client_mcp_servers(
+    servers: list[Any] | None, existing: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The client's MCP servers as lich `mcp_servers` entries (trusted: the client named them),
     and the environment their HTTP headers are read from (lich entries name header variables)."""
     entries: dict[str, Any] = {}
@@ -128,7 +141,10 @@ def client_mcp_servers(servers: list[Any] | None, existing: dict[str, Any]) -> t
                 headers[header.name] = variable
             entries[name] = {"url": server.url, **({"headers_env": headers} if headers else {})}
         else:
-            log.warning("MCP server %r: transport not supported (stdio and http are)", getattr(server, "name", "?"))
+            log.warning(
+                "MCP server %r: transport not supported (stdio and http are)",
+                getattr(server, "name", "?"),
+            )
     return entries, header_env
 
 
@@ -144,10 +160,14 @@ def _prompt_text(blocks: list[Any]) -> tuple[str, str | None]:
         elif isinstance(block, EmbeddedResourceContentBlock):
             resource = block.resource
             if not isinstance(resource, TextResourceContents):
-                raise RequestError.invalid_params({"prompt": "binary embedded resources are not supported"})
+                raise RequestError.invalid_params(
+                    {"prompt": "binary embedded resources are not supported"}
+                )
             context.append(f"File {resource.uri}:\n```\n{resource.text}\n```")
         else:
-            raise RequestError.invalid_params({"prompt": f"content type {getattr(block, 'type', '?')!r} is not supported"})
+            raise RequestError.invalid_params(
+                {"prompt": f"content type {getattr(block, 'type', '?')!r} is not supported"}
+            )
     text = "\n".join(texts).strip()
     if not text and not context:
         raise RequestError.invalid_params({"prompt": "the prompt is empty"})
@@ -180,7 +200,9 @@ class AcpSession:
     # --- on the agent's loop ---
 
     async def run_prompt(self, text: str, context: str | None) -> str:
-        workspace = AcpWorkspace(self.root, self.bridge, self.fs, mode=self.mode, command_host=self.terminals)
+        workspace = AcpWorkspace(
+            self.root, self.bridge, self.fs, mode=self.mode, command_host=self.terminals
+        )
         self.workspace = workspace
         token = self.token = CancelToken()
         result = await self.agent.run(
@@ -202,7 +224,10 @@ class AcpSession:
         changes = workspace.review_changes()
         if not changes:
             return
-        names = ", ".join(str(c.path.relative_to(self.root)) if c.path.is_relative_to(self.root) else str(c.path) for c in changes)
+        names = ", ".join(
+            str(c.path.relative_to(self.root)) if c.path.is_relative_to(self.root) else str(c.path)
+            for c in changes
+        )
         call = ToolCallUpdate(
             tool_call_id=f"review-{new_session_id()}",
             title=f"Apply the changes to {len(changes)} file(s): {names}",
@@ -217,14 +242,18 @@ class AcpSession:
         bridge = self.bridge
         try:
             response = await bridge.call(
-                lambda: bridge.conn.request_permission(session_id=bridge.session_id, tool_call=call, options=options)
+                lambda: bridge.conn.request_permission(
+                    session_id=bridge.session_id, tool_call=call, options=options
+                )
             )
             chosen = getattr(response.outcome, "option_id", None)
         except Exception as err:  # noqa: BLE001 - no answer discards
             log.warning("review request failed: %s", err)
             chosen = None
         if chosen != "apply":
-            await bridge.update(text_update(f"\n\nlich: review: the changes to {names} were discarded"))
+            await bridge.update(
+                text_update(f"\n\nlich: review: the changes to {names} were discarded")
+            )
             self._note(
                 f"{REVIEW_NOTE_PREFIX}The user discarded the changes you made to {names} in the last request: "
                 "those files are as they were before it."
@@ -234,7 +263,9 @@ class AcpSession:
             await workspace.write(changes)
         except (EditRejected, ToolError) as err:
             await bridge.update(text_update(f"\n\nlich: review: nothing written: {err}"))
-            self._note(f"{REVIEW_NOTE_PREFIX}The user approved your changes to {names}, but nothing was written: {err}")
+            self._note(
+                f"{REVIEW_NOTE_PREFIX}The user approved your changes to {names}, but nothing was written: {err}"
+            )
             return
         await bridge.update(text_update(f"\n\nlich: review: applied the changes to {names}"))
         self._note(f"{REVIEW_NOTE_PREFIX}The user applied your changes to {names}.")
@@ -281,7 +312,9 @@ class AcpSession:
                 self.workspace.take_changes()
             tool = self.runtime.registry.get(data.name)
             capability = tool_capability(tool) if tool is not None else None
-            await self.bridge.update(tool_start_update(call_id, data.name, data.arguments, capability, self.root))
+            await self.bridge.update(
+                tool_start_update(call_id, data.name, data.arguments, capability, self.root)
+            )
         elif isinstance(data, ToolCallEnd):
             call_id = f"{event.run_id}-{data.turn}-{data.call_id}"
             result = self.last_result
@@ -292,7 +325,9 @@ class AcpSession:
                 output = data.summary if data.ok else ""
             changes = self.workspace.take_changes() if self.workspace is not None else []
             terminals, self.call_terminals = self.call_terminals, []
-            await self.bridge.update(tool_end_update(call_id, data.ok, output, changes, terminals, data.error))
+            await self.bridge.update(
+                tool_end_update(call_id, data.ok, output, changes, terminals, data.error)
+            )
             self.current_call = None
             self.call_running = False
         elif isinstance(data, PlanUpdate):
@@ -346,7 +381,9 @@ class LichAcpAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
             ),
             auth_methods=[],
@@ -366,7 +403,9 @@ class LichAcpAgent:
 
     def _fs(self) -> FsCapabilities:
         fs = self.client_capabilities.fs
-        return FsCapabilities(read=bool(fs and fs.read_text_file), write=bool(fs and fs.write_text_file))
+        return FsCapabilities(
+            read=bool(fs and fs.read_text_file), write=bool(fs and fs.write_text_file)
+        )
 
     async def _open(self, cwd: str, mcp_servers: list[Any] | None, session_id: str) -> AcpSession:
         root = self._root_for(cwd)
@@ -389,24 +428,40 @@ class LichAcpAgent:
 
             store = self._approval_stores.setdefault(root, ApprovalStore(root))
             check = AcpApprovalCheck(
-                root, bridge, config, lambda: holder["s"].current_call if "s" in holder else None, store
+                root,
+                bridge,
+                config,
+                lambda: holder["s"].current_call if "s" in holder else None,
+                store,
             )
             env = {**os.environ, **header_env} if header_env else None
+
             async def runs(tool: Any, args: dict[str, Any], ctx: Any) -> str | None:
                 return await holder["s"].call_runs(tool, args, ctx)
 
             runtime = build_tool_runtime(config, env=env, call_checks=[check, runs])
-            agent = build_agent(config, runtime=runtime, session_store=SessionStore.for_config(config))
+            agent = build_agent(
+                config, runtime=runtime, session_store=SessionStore.for_config(config)
+            )
             mode = config.settings.edit_mode
             session = AcpSession(
-                session_id, root, config, bridge, self._fs(), runtime, agent, mode=mode if mode in (APPLY, REVIEW) else APPLY
+                session_id,
+                root,
+                config,
+                bridge,
+                self._fs(),
+                runtime,
+                agent,
+                mode=mode if mode in (APPLY, REVIEW) else APPLY,
             )
             if self.client_capabilities.terminal:
                 session.terminals = ClientTerminals(bridge, session._terminal_created)
             holder["s"] = session
             execute = runtime.executor.execute
 
-            async def recording(name: str, args: dict[str, Any] | None, ctx: Any = None) -> ToolResult:
+            async def recording(
+                name: str, args: dict[str, Any] | None, ctx: Any = None
+            ) -> ToolResult:
                 result = await execute(name, args, ctx)
                 session.last_result = result
                 return result
@@ -422,11 +477,15 @@ class LichAcpAgent:
     def _modes(self, current: str) -> SessionModeState:
         return SessionModeState(current_mode_id=current, available_modes=MODES)
 
-    async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any) -> NewSessionResponse:
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> NewSessionResponse:
         session_id = new_session_id()
         session = await self._open(cwd, mcp_servers, session_id)
         try:
-            SessionStore.for_config(session.config).create(work_dir=str(session.root), session_id=session_id).close()
+            SessionStore.for_config(session.config).create(
+                work_dir=str(session.root), session_id=session_id
+            ).close()
         except (SessionError, OSError) as err:
             raise RequestError.internal_error({"session": str(err)}) from err
         self.sessions[session_id] = session
@@ -463,10 +522,14 @@ class LichAcpAgent:
             raise RequestError.invalid_params({"sessionId": f"unknown session {session_id!r}"})
         return session
 
-    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
         session = self._session(session_id)
         if mode_id not in (APPLY, REVIEW):
-            raise RequestError.invalid_params({"modeId": f"unknown mode {mode_id!r} (apply, review)"})
+            raise RequestError.invalid_params(
+                {"modeId": f"unknown mode {mode_id!r} (apply, review)"}
+            )
         session.mode = mode_id
         return SetSessionModeResponse()
 
@@ -475,7 +538,9 @@ class LichAcpAgent:
         text, context = _prompt_text(prompt)
         if session.running is not None and not session.running.done():
             if not session.cancel_requested.is_set():
-                raise RequestError.invalid_request({"sessionId": "a prompt is already running in this session"})
+                raise RequestError.invalid_request(
+                    {"sessionId": "a prompt is already running in this session"}
+                )
             await asyncio.wait({session.running})  # the cancelled one winds down first
         session.cancel_requested = asyncio.Event()
         running = session.running = self.thread.submit(session.run_prompt(text, context))

@@ -90,7 +90,9 @@ class AcpApprovalCheck:
                 return None
         return f"approval_denied: the user denied {tool.name}"
 
-    async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext) -> str | None:
+    async def _ask(
+        self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext
+    ) -> str | None:
         host = url_host(args) if capability == NET_CAPABILITY else None
         title = tool_title(tool.name, args) + (f" (on {host})" if host else "")
         running = what_will_run(tool, args, ctx)
@@ -106,7 +108,9 @@ class AcpApprovalCheck:
         bridge = self.bridge
         try:
             response = await bridge.call(
-                lambda: bridge.conn.request_permission(session_id=bridge.session_id, tool_call=call, options=OPTIONS),
+                lambda: bridge.conn.request_permission(
+                    session_id=bridge.session_id, tool_call=call, options=OPTIONS
+                ),
                 cancel=ctx.cancel,
             )
         except asyncio.CancelledError:

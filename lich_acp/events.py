@@ -38,7 +38,9 @@ T = TypeVar("T")
 SYNC_CALL_TIMEOUT_S = 30.0
 TITLE_ARG_CHARS = 80
 
-READ_TOOLS = frozenset({"read_file", "docs_read", "list_dir", "disk_usage", "env_get", "process_list"})
+READ_TOOLS = frozenset(
+    {"read_file", "docs_read", "list_dir", "disk_usage", "env_get", "process_list"}
+)
 SEARCH_TOOLS = frozenset({"grep_files", "find_files", "docs_search", "web_search"})
 PATH_ARGS = ("path", "file", "file_path")
 PATCH_HEADER = re.compile(r"^@@ (.+)$", re.MULTILINE)
@@ -66,6 +68,7 @@ class ClientBridge:
         future = asyncio.wrap_future(self._submit(make))
         if cancel is None:
             return await future
+
         def abandon() -> None:
             future.cancel()
 
@@ -79,7 +82,9 @@ class ClientBridge:
         """Start `make()` on the client's loop without waiting (clean-up from a cancelled task)."""
         self._submit(make)
 
-    def call_sync(self, make: Callable[[], Awaitable[T]], timeout_s: float = SYNC_CALL_TIMEOUT_S) -> T:
+    def call_sync(
+        self, make: Callable[[], Awaitable[T]], timeout_s: float = SYNC_CALL_TIMEOUT_S
+    ) -> T:
         """Block the calling (agent) thread on `make()` run on the client's loop."""
         return self._submit(make).result(timeout_s)
 
@@ -141,7 +146,9 @@ def diff_items(changes: Iterable[FileChange]) -> list[Any]:
     ]
 
 
-def tool_start_update(call_id: str, name: str, args: dict[str, Any], capability: str | None, root: Path) -> Any:
+def tool_start_update(
+    call_id: str, name: str, args: dict[str, Any], capability: str | None, root: Path
+) -> Any:
     """`tool_call`, pending: the call has not run yet and may still await the user's approval
     (`tool_running_update` follows once every check let it through)."""
     return start_tool_call(
@@ -191,7 +198,10 @@ def tool_end_update(
         content = failure_content(output, error)
     content.extend(diff_items(changes))
     return update_tool_call(
-        call_id, status="completed" if ok else "failed", content=content or None, raw_output=raw_output
+        call_id,
+        status="completed" if ok else "failed",
+        content=content or None,
+        raw_output=raw_output,
     )
 
 
@@ -211,7 +221,8 @@ def _replayed_plan(arguments: dict[str, Any]) -> list[Any]:
 
 def plan_update(data: PlanUpdate) -> Any:
     return update_plan(
-        plan_entry(entry.content, priority=entry.priority, status=entry.status) for entry in data.entries
+        plan_entry(entry.content, priority=entry.priority, status=entry.status)
+        for entry in data.entries
     )
 
 
@@ -237,12 +248,18 @@ def _failed_result(content: str) -> tuple[str, str | None] | None:
     return (output if isinstance(output, str) else "", error if isinstance(error, str) else None)
 
 
-def replay_updates(messages: Iterable[Message], root: Path, capability_of: Callable[[str], str | None]) -> list[Any]:
+def replay_updates(
+    messages: Iterable[Message], root: Path, capability_of: Callable[[str], str | None]
+) -> list[Any]:
     """The stored history as session updates: user and agent messages, tool calls and results."""
     updates: list[Any] = []
     for message in messages:
         if message.role == "user" and message.content.startswith(REVIEW_NOTE_PREFIX):
-            updates.append(update_agent_message_text(f"\n\nlich: review: {message.content[len(REVIEW_NOTE_PREFIX):]}"))
+            updates.append(
+                update_agent_message_text(
+                    f"\n\nlich: review: {message.content[len(REVIEW_NOTE_PREFIX) :]}"
+                )
+            )
         elif message.role == "user":
             updates.append(update_user_message_text(message.content))
         elif message.role == "assistant":
@@ -264,7 +281,9 @@ def replay_updates(messages: Iterable[Message], root: Path, capability_of: Calla
         elif message.role == "tool" and message.tool_call_id:
             failed = _failed_result(message.content)
             if failed is not None:
-                update = update_tool_call(message.tool_call_id, status="failed", content=failure_content(*failed) or None)
+                update = update_tool_call(
+                    message.tool_call_id, status="failed", content=failure_content(*failed) or None
+                )
             else:
                 content = [tool_content(text_block(message.content))] if message.content else None
                 update = update_tool_call(message.tool_call_id, status="completed", content=content)

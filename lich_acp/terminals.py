@@ -66,10 +66,19 @@ class ClientTerminals:
         try:
             await self.on_created(terminal_id)
             ended, exit_code, signal = await self._wait(terminal_id, request.timeout_ms, cancel)
-            output = await self._call(lambda: conn.terminal_output(session_id=session_id, terminal_id=terminal_id))
-            if ended == "exited" and exit_code is None and signal is None and output.exit_status is not None:
+            output = await self._call(
+                lambda: conn.terminal_output(session_id=session_id, terminal_id=terminal_id)
+            )
+            if (
+                ended == "exited"
+                and exit_code is None
+                and signal is None
+                and output.exit_status is not None
+            ):
                 exit_code, signal = output.exit_status.exit_code, output.exit_status.signal
-            await self._call(lambda: conn.release_terminal(session_id=session_id, terminal_id=terminal_id))
+            await self._call(
+                lambda: conn.release_terminal(session_id=session_id, terminal_id=terminal_id)
+            )
             released = True
             return CommandOutcome(
                 output=str(output.output),
@@ -91,16 +100,22 @@ class ClientTerminals:
 
                 self.bridge.post(clean_up)
 
-    async def _wait(self, terminal_id: str, timeout_ms: int, cancel: CancelToken) -> tuple[Ended, int | None, str | None]:
+    async def _wait(
+        self, terminal_id: str, timeout_ms: int, cancel: CancelToken
+    ) -> tuple[Ended, int | None, str | None]:
         """("exited", code, signal), or ("timeout" | "cancelled", None, None) once killed."""
         conn, session_id = self.bridge.conn, self.bridge.session_id
         exit_wait = asyncio.ensure_future(
-            self.bridge.call(lambda: conn.wait_for_terminal_exit(session_id=session_id, terminal_id=terminal_id))
+            self.bridge.call(
+                lambda: conn.wait_for_terminal_exit(session_id=session_id, terminal_id=terminal_id)
+            )
         )
         cancel_wait = asyncio.ensure_future(cancel.wait())
         try:
             await asyncio.wait(
-                {exit_wait, cancel_wait}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+                {exit_wait, cancel_wait},
+                timeout=timeout_ms / 1000,
+                return_when=asyncio.FIRST_COMPLETED,
             )
         finally:
             cancel_wait.cancel()

@@ -172,7 +172,9 @@ class AcpWorkspace:
             entry = self.overlay.get(change.path)
             current = entry.text if entry is not None else self._current(change.path)
             if current != change.base_text:
-                raise EditRejected(f"stale_document: {change.path} changed since it was read; read it again")
+                raise EditRejected(
+                    f"stale_document: {change.path} changed since it was read; read it again"
+                )
         for change in changes:
             entry = self.overlay.get(change.path)
             base = entry.base_text if entry is not None else change.base_text
@@ -233,6 +235,8 @@ class AcpWorkspace:
         assert bridge is not None
 
         async def write() -> object:
-            return await bridge.conn.write_text_file(session_id=bridge.session_id, path=str(path), content=text)
+            return await bridge.conn.write_text_file(
+                session_id=bridge.session_id, path=str(path), content=text
+            )
 
         await bridge.call(write)

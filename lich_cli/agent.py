@@ -54,15 +54,23 @@ PROGRESS_ARGS_MAX_CHARS = 80
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--work-dir", default=None, help="workspace root (default: current directory)")
-    parser.add_argument("--config", default=None, help="extra config file, read before the workspace's own")
+    parser.add_argument(
+        "--work-dir", default=None, help="workspace root (default: current directory)"
+    )
+    parser.add_argument(
+        "--config", default=None, help="extra config file, read before the workspace's own"
+    )
 
 
-def _load(args: argparse.Namespace, overrides: dict[str, Any] | None = None, *, quiet: bool = False) -> Config:
+def _load(
+    args: argparse.Namespace, overrides: dict[str, Any] | None = None, *, quiet: bool = False
+) -> Config:
     return load_cli_config(args, overrides, quiet=quiet)
 
 
-def apply_provider_flags(config: Config, *, model: str | None, kind: str | None, base_url: str | None) -> None:
+def apply_provider_flags(
+    config: Config, *, model: str | None, kind: str | None, base_url: str | None
+) -> None:
     """Point the chat role at the provider the flags describe.
 
     With providers configured, the first chat provider is copied with the flags applied and
@@ -74,7 +82,11 @@ def apply_provider_flags(config: Config, *, model: str | None, kind: str | None,
     settings = config.settings
     providers = settings.providers
     if not providers:
-        for name, value in (("LICH_MODEL", model), ("LICH_PROVIDER_KIND", kind), ("LICH_BASE_URL", base_url)):
+        for name, value in (
+            ("LICH_MODEL", model),
+            ("LICH_PROVIDER_KIND", kind),
+            ("LICH_BASE_URL", base_url),
+        ):
             if value:
                 os.environ[name] = value
         return
@@ -83,7 +95,11 @@ def apply_provider_flags(config: Config, *, model: str | None, kind: str | None,
     first = by_name.get(chat_names[0]) if chat_names else None
     entry = dict(first or providers[0])
     if kind and kind != entry.get("kind"):
-        entry = {k: v for k, v in entry.items() if k in ("api_key", "api_key_env", "headers", "timeout_ms")}
+        entry = {
+            k: v
+            for k, v in entry.items()
+            if k in ("api_key", "api_key_env", "headers", "timeout_ms")
+        }
         entry["kind"] = kind
     if model:
         entry["model"] = model
@@ -101,7 +117,9 @@ def apply_provider_flags(config: Config, *, model: str | None, kind: str | None,
 class ProgressPrinter:
     """Renders run events: streamed text to `out`, one-line progress to `err`."""
 
-    def __init__(self, out: TextIO, err: TextIO, *, quiet: bool = False, model_description: str = "") -> None:
+    def __init__(
+        self, out: TextIO, err: TextIO, *, quiet: bool = False, model_description: str = ""
+    ) -> None:
         self.out = out
         self.err = err
         self.quiet = quiet
@@ -131,7 +149,9 @@ class ProgressPrinter:
         elif isinstance(data, CompressEnd):
             self.on_compress_end(data)
         elif isinstance(data, BudgetExhausted):
-            self._warn(f"lich: turn budget exhausted ({data.max_turns} model calls); raise --max-turns to go on")
+            self._warn(
+                f"lich: turn budget exhausted ({data.max_turns} model calls); raise --max-turns to go on"
+            )
         elif isinstance(data, RunError):
             self._warn(f"lich: error: {data.message}")
         elif isinstance(data, PluginWarning):
@@ -161,7 +181,9 @@ class ProgressPrinter:
         resumed = " (resumed)" if data.resumed else ""
         # RunStart.model is the provider chain's name ("default", "claude > local"), not a model.
         described = f" ({self.model_description})" if self.model_description else ""
-        self._progress(f"lich: provider {data.model or '?'}{described}, up to {data.max_turns} turns{resumed}")
+        self._progress(
+            f"lich: provider {data.model or '?'}{described}, up to {data.max_turns} turns{resumed}"
+        )
 
     def on_text_delta(self, data: TextDelta) -> None:
         text = data.text
@@ -230,11 +252,19 @@ def run_parser(*, overview: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("task", nargs="*", help="what to do ('-' reads the task from stdin)")
     _add_common(parser)
     parser.add_argument("--model", default=None, help="model name for the chat provider")
-    parser.add_argument("--provider-kind", default=None, choices=("openai_compat", "anthropic", "ollama"))
+    parser.add_argument(
+        "--provider-kind", default=None, choices=("openai_compat", "anthropic", "ollama")
+    )
     parser.add_argument("--base-url", default=None, help="provider base URL")
-    parser.add_argument("--max-turns", type=int, default=None, help="model calls allowed (default 25)")
-    parser.add_argument("--resume", default=None, metavar="ID|latest", help="continue a saved session")
-    parser.add_argument("--record", default=None, metavar="FILE", help="record model turns as a replay JSONL file")
+    parser.add_argument(
+        "--max-turns", type=int, default=None, help="model calls allowed (default 25)"
+    )
+    parser.add_argument(
+        "--resume", default=None, metavar="ID|latest", help="continue a saved session"
+    )
+    parser.add_argument(
+        "--record", default=None, metavar="FILE", help="record model turns as a replay JSONL file"
+    )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     return parser
 
@@ -252,15 +282,19 @@ def cmd_run(argv: list[str]) -> int:
         task = sys.stdin.read().strip()
     if not task:
         parser.print_usage(sys.stderr)
-        print("lich: give a task, e.g. lich \"explain src/main.py\"", file=sys.stderr)
+        print('lich: give a task, e.g. lich "explain src/main.py"', file=sys.stderr)
         return EXIT_USAGE
     overrides = {"max_turns": args.max_turns} if args.max_turns is not None else None
     config = _load(args, overrides)
     apply_provider_flags(config, model=args.model, kind=args.provider_kind, base_url=args.base_url)
-    return asyncio.run(_run_task(config, task, resume=args.resume, record=args.record, quiet=args.quiet))
+    return asyncio.run(
+        _run_task(config, task, resume=args.resume, record=args.record, quiet=args.quiet)
+    )
 
 
-async def _run_task(config: Config, task: str, *, resume: str | None, record: str | None, quiet: bool) -> int:
+async def _run_task(
+    config: Config, task: str, *, resume: str | None, record: str | None, quiet: bool
+) -> int:
     from lich_core.agent.factory import build_agent
     from lich_core.approvals import CliApprovalCheck
     from lich_core.providers.base import ProviderError
@@ -276,14 +310,20 @@ async def _run_task(config: Config, task: str, *, resume: str | None, record: st
             compress_model = build_model(config, "compress")
         # Nothing here can ask: an "ask" entry is a refusal that says what would have run.
         approvals = CliApprovalCheck(config.settings.approval)
-        agent = build_agent(config, model=model, compress_model=compress_model, call_checks=[approvals])
+        agent = build_agent(
+            config, model=model, compress_model=compress_model, call_checks=[approvals]
+        )
     except ProviderError as err:
         print(f"lich: {err}", file=sys.stderr)
         return EXIT_FAILED
     cancel = CancelToken()
     describe = getattr(agent.model, "describe", None)
-    printer = ProgressPrinter(sys.stdout, sys.stderr, quiet=quiet, model_description=describe() if describe else "")
-    run_task = asyncio.ensure_future(agent.run(task, on_event=printer, cancel=cancel, resume=resume))
+    printer = ProgressPrinter(
+        sys.stdout, sys.stderr, quiet=quiet, model_description=describe() if describe else ""
+    )
+    run_task = asyncio.ensure_future(
+        agent.run(task, on_event=printer, cancel=cancel, resume=resume)
+    )
     remove_handler = _install_interrupt(cancel, run_task)
     try:
         result = await run_task
@@ -296,7 +336,10 @@ async def _run_task(config: Config, task: str, *, resume: str | None, record: st
             await agent.runtime.aclose()  # the MCP servers this run started
         await _close_http()
     if result.session_id and not quiet and worth_resuming(result.messages):
-        print(f"lich: session {result.session_id} (resume with --resume {result.session_id})", file=sys.stderr)
+        print(
+            f"lich: session {result.session_id} (resume with --resume {result.session_id})",
+            file=sys.stderr,
+        )
     return EXIT_OK if result.stopped_reason == "final" else EXIT_FAILED
 
 
@@ -440,8 +483,12 @@ GITIGNORE_TEMPLATE = "# lich session logs and per-workspace state stay local\nse
 
 
 def cmd_init(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lich init", description="Write a commented .lich/config.json.")
-    parser.add_argument("--work-dir", default=None, help="workspace root (default: current directory)")
+    parser = argparse.ArgumentParser(
+        prog="lich init", description="Write a commented .lich/config.json."
+    )
+    parser.add_argument(
+        "--work-dir", default=None, help="workspace root (default: current directory)"
+    )
     args = parser.parse_args(argv)
     target = workspace_config_path(cli_root(args))
     if target.exists():
@@ -465,7 +512,9 @@ def cmd_init(argv: list[str]) -> int:
 
 
 def cmd_config(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lich config", description="Show the effective configuration.")
+    parser = argparse.ArgumentParser(
+        prog="lich config", description="Show the effective configuration."
+    )
     _add_common(parser)
     parser.add_argument("--json", action="store_true", help="print {config, sources} as JSON")
     args = parser.parse_args(argv)
@@ -477,7 +526,13 @@ def cmd_config(argv: list[str]) -> int:
     user_file = user_config_path()
     files = {"user_config": {"path": str(user_file), "exists": user_file.is_file()}}
     if args.json:
-        print(json.dumps({"config": masked, "sources": config.sources, "trust": trust.to_json(), **files}, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"config": masked, "sources": config.sources, "trust": trust.to_json(), **files},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return EXIT_OK
     print(f"# effective configuration for {config.settings.work_dir} (secrets masked)")
     width = max(len(key) for key in masked)
@@ -489,7 +544,9 @@ def cmd_config(argv: list[str]) -> int:
     if args.config:
         print(f"# --config file: {args.config}")
     print(f"# user config: {user_file} ({'read' if user_file.is_file() else 'not found'})")
-    print(f"# workspace config: {trust.config_path} ({trust.state}{', changed since trusted' if trust.changed else ''})")
+    print(
+        f"# workspace config: {trust.config_path} ({trust.state}{', changed since trusted' if trust.changed else ''})"
+    )
     for warning in config.warnings:
         print(f"# {warning}")
     for item in trust.ignored:
@@ -512,7 +569,9 @@ def cmd_config(argv: list[str]) -> int:
 def cmd_sessions(argv: list[str]) -> int:
     from lich_core.agent.sessions import SessionStore
 
-    parser = argparse.ArgumentParser(prog="lich sessions", description="List saved sessions, newest first.")
+    parser = argparse.ArgumentParser(
+        prog="lich sessions", description="List saved sessions, newest first."
+    )
     _add_common(parser)
     parser.add_argument("--json", action="store_true", help="print the list as JSON")
     args = parser.parse_args(argv)
@@ -526,7 +585,9 @@ def cmd_sessions(argv: list[str]) -> int:
         return EXIT_OK
     for info in infos:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.modified))
-        print(f"{info.session_id}  {when}  {info.runs} run(s)  {info.messages:>3} msgs  {info.title}")
+        print(
+            f"{info.session_id}  {when}  {info.runs} run(s)  {info.messages:>3} msgs  {info.title}"
+        )
     return EXIT_OK
 
 
@@ -537,7 +598,10 @@ class _OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line on stderr with exit status 2 (not argparse's usage block)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"lich: {self.prog.removeprefix('lich ')}: {message} (see `{self.prog} --help`)\n")
+        self.exit(
+            EXIT_USAGE,
+            f"lich: {self.prog.removeprefix('lich ')}: {message} (see `{self.prog} --help`)\n",
+        )
 
 
 def _mcp_parser() -> argparse.ArgumentParser:
@@ -547,35 +611,62 @@ def _mcp_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="action", metavar="{list,add,enable,disable,remove}")
     listing = sub.add_parser(
-        "list", help="the servers of the effective config",
+        "list",
+        help="the servers of the effective config",
         description="The MCP servers of the effective config (user config, environment, and the workspace "
         "file once trusted), with transport, state, source and command line or URL.",
     )
     _add_common(listing)
-    listing.add_argument("--json", action="store_true", help="print {servers, ignored, user_config} as JSON")
+    listing.add_argument(
+        "--json", action="store_true", help="print {servers, ignored, user_config} as JSON"
+    )
     add = sub.add_parser(
-        "add", help="add a server to the user config",
+        "add",
+        help="add a server to the user config",
         description="Add a server to your user config: a local program (--command, talks MCP over stdio) or an "
         "HTTP server (--url). Arguments that start with '-' go as --arg=-x, or after `--`.",
     )
     add.add_argument("name", metavar="NAME", help="server name: lowercase letters, digits and _")
     transport = add.add_mutually_exclusive_group(required=True)
     transport.add_argument("--command", metavar="CMD", help="the program to start (stdio)")
-    transport.add_argument("--url", metavar="URL", help="the server's URL (https, or http on loopback)")
-    add.add_argument("--arg", action="append", default=[], metavar="A", help="an argument of CMD (repeatable)")
-    add.add_argument("--env", action="append", default=[], metavar="K=V", help="an environment variable for CMD (repeatable)")
-    add.add_argument("--cwd", metavar="DIR", help="the folder CMD runs in")
-    add.add_argument("--allow-runner", action="store_true", help="allow a package runner (npx, uvx, ...) as CMD")
+    transport.add_argument(
+        "--url", metavar="URL", help="the server's URL (https, or http on loopback)"
+    )
     add.add_argument(
-        "--header-env", action="append", default=[], metavar="HEADER=VAR",
+        "--arg", action="append", default=[], metavar="A", help="an argument of CMD (repeatable)"
+    )
+    add.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="an environment variable for CMD (repeatable)",
+    )
+    add.add_argument("--cwd", metavar="DIR", help="the folder CMD runs in")
+    add.add_argument(
+        "--allow-runner", action="store_true", help="allow a package runner (npx, uvx, ...) as CMD"
+    )
+    add.add_argument(
+        "--header-env",
+        action="append",
+        default=[],
+        metavar="HEADER=VAR",
         help="send HEADER with the value of environment variable VAR (repeatable)",
     )
     add.add_argument("--disabled", action="store_true", help="add it switched off")
     add.add_argument("--force", action="store_true", help="replace a server of the same name")
     for action, what in (("enable", "switch on"), ("disable", "switch off"), ("remove", "delete")):
-        edit = sub.add_parser(action, help=f"{what} a server of the user config", description=f"{what.capitalize()} a server of your user config.")
+        edit = sub.add_parser(
+            action,
+            help=f"{what} a server of the user config",
+            description=f"{what.capitalize()} a server of your user config.",
+        )
         edit.add_argument("name", metavar="NAME")
-        edit.add_argument("--work-dir", default=None, help="workspace root, to say when NAME is only in its .lich/config.json")
+        edit.add_argument(
+            "--work-dir",
+            default=None,
+            help="workspace root, to say when NAME is only in its .lich/config.json",
+        )
     return parser
 
 
@@ -587,9 +678,14 @@ def cmd_mcp(argv: list[str]) -> int:
     args = _mcp_parser().parse_args(argv)
     try:
         if args.action is None:
-            raise mcp_cli.McpCliError("mcp: say what to do: list, add, enable, disable or remove (see `lich mcp --help`)", EXIT_USAGE)
+            raise mcp_cli.McpCliError(
+                "mcp: say what to do: list, add, enable, disable or remove (see `lich mcp --help`)",
+                EXIT_USAGE,
+            )
         if tail and not (args.action == "add" and args.command is not None):
-            raise mcp_cli.McpCliError(f"mcp {args.action}: arguments after -- are only for `add --command`", EXIT_USAGE)
+            raise mcp_cli.McpCliError(
+                f"mcp {args.action}: arguments after -- are only for `add --command`", EXIT_USAGE
+            )
         if args.action == "list":
             return _mcp_list(args)
         from lich_core.config import user_config_path
@@ -603,7 +699,9 @@ def cmd_mcp(argv: list[str]) -> int:
                 cwd=args.cwd,
                 allow_runner=args.allow_runner,
                 url=args.url,
-                headers_env=mcp_cli.parse_pairs(args.header_env, "--header-env", left="HEADER", right="VAR"),
+                headers_env=mcp_cli.parse_pairs(
+                    args.header_env, "--header-env", left="HEADER", right="VAR"
+                ),
                 enabled=not args.disabled,
             )
             outcome = mcp_cli.add_server(path, args.name, entry, force=args.force)
@@ -612,7 +710,9 @@ def cmd_mcp(argv: list[str]) -> int:
             if args.action == "remove":
                 outcome = mcp_cli.remove_server(path, args.name, workspace_file=workspace_file)
             else:
-                outcome = mcp_cli.set_server_enabled(path, args.name, args.action == "enable", workspace_file=workspace_file)
+                outcome = mcp_cli.set_server_enabled(
+                    path, args.name, args.action == "enable", workspace_file=workspace_file
+                )
     except mcp_cli.McpCliError as err:
         print(f"lich: {err.message}", file=sys.stderr)
         return err.exit_code
@@ -639,7 +739,13 @@ def _mcp_list(args: argparse.Namespace) -> int:
     rows = mcp_cli.server_rows(config, candidates)
     ignored = mcp_cli.ignored_servers(config)
     if args.json:
-        print(json.dumps({"servers": rows, "ignored": ignored, "user_config": str(user_file)}, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"servers": rows, "ignored": ignored, "user_config": str(user_file)},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return EXIT_OK
     if rows:
         print(mcp_cli.render_rows(rows))
@@ -647,8 +753,10 @@ def _mcp_list(args: argparse.Namespace) -> int:
             if row["enabled"] and row["refused"]:
                 print(f"# {row['refused']}")
     else:
-        print(f"no MCP servers configured (user config: {user_file}); add one with "
-              "`lich mcp add NAME --command PROGRAM` or `lich mcp add NAME --url URL` (see docs/mcp.md)")
+        print(
+            f"no MCP servers configured (user config: {user_file}); add one with "
+            "`lich mcp add NAME --command PROGRAM` or `lich mcp add NAME --url URL` (see docs/mcp.md)"
+        )
     for item in ignored:
         print(f"# ignored in {trust.config_path} ({trust.state}): would {item['what']}")
     if ignored and trust.state == "untrusted":

@@ -13,9 +13,15 @@ from lich_core.config import Config, load_config
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--work-dir", default=None, help="workspace root tools are confined to (default: $LICH_WORK_DIR, else cwd)"
+        "--work-dir",
+        default=None,
+        help="workspace root tools are confined to (default: $LICH_WORK_DIR, else cwd)",
     )
-    parser.add_argument("--config", default=None, help="extra config file (trusted), read before the workspace's own")
+    parser.add_argument(
+        "--config",
+        default=None,
+        help="extra config file (trusted), read before the workspace's own",
+    )
 
 
 def cli_root(args: argparse.Namespace) -> str:
@@ -33,7 +39,9 @@ def warn_ignored(config: Config) -> None:
         return
     print(trust.summary(), file=sys.stderr)
     if trust.state == "untrusted":
-        print(f"lich: to apply them, review {trust.config_path} and run `lich trust`", file=sys.stderr)
+        print(
+            f"lich: to apply them, review {trust.config_path} and run `lich trust`", file=sys.stderr
+        )
 
 
 def load_cli_config(

@@ -42,9 +42,13 @@ def warn_plugin_errors(runtime: Any) -> None:
 
 
 def cmd_tool(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lich tool", description="Run one tool through the executor and capability gate.")
+    parser = argparse.ArgumentParser(
+        prog="lich tool", description="Run one tool through the executor and capability gate."
+    )
     parser.add_argument("name", help="tool name (see `lich tools`)")
-    parser.add_argument("args", nargs="?", default="{}", help="tool arguments as a JSON object ('-' reads stdin)")
+    parser.add_argument(
+        "args", nargs="?", default="{}", help="tool arguments as a JSON object ('-' reads stdin)"
+    )
     add_common_options(parser)
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
     args = parser.parse_args(argv)
@@ -67,27 +71,36 @@ def cmd_tool(argv: list[str]) -> int:
     # between calls so `read_file` then `apply_patch` works from the shell as in a session.
     from lich_core.userstate import workspace_state_dir
 
-    state_file = workspace_state_dir(config.settings.work_dir or os.getcwd()) / CLI_READ_STATE_FILE_NAME
+    state_file = (
+        workspace_state_dir(config.settings.work_dir or os.getcwd()) / CLI_READ_STATE_FILE_NAME
+    )
     read_state = load_read_state(state_file)
     ctx = runtime.context(read_state=read_state)
     result = asyncio.run(runtime.executor.execute(args.name, tool_args, ctx))
     try:
         save_read_state(read_state, state_file)
     except OSError as err:
-        print(f"lich: note: could not save the read state to {state_file}: {err.strerror}", file=sys.stderr)
+        print(
+            f"lich: note: could not save the read state to {state_file}: {err.strerror}",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(result.to_json_dict(), ensure_ascii=False, indent=2))
     elif result.ok:
         sys.stdout.write(result.output if result.output.endswith("\n") else result.output + "\n")
     else:
         if result.output:
-            sys.stdout.write(result.output if result.output.endswith("\n") else result.output + "\n")
+            sys.stdout.write(
+                result.output if result.output.endswith("\n") else result.output + "\n"
+            )
         print(f"error: {result.error}", file=sys.stderr)
     return 0 if result.ok else 1
 
 
 def cmd_tools(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="lich tools", description="List tools, their capability and whether they are enabled.")
+    parser = argparse.ArgumentParser(
+        prog="lich tools", description="List tools, their capability and whether they are enabled."
+    )
     add_common_options(parser)
     parser.add_argument("--json", action="store_true", help="print definitions as JSON")
     args = parser.parse_args(argv)
@@ -127,10 +140,15 @@ def tool_summary(description: str) -> str:
 
 def render_tool_table(tools: list[dict[str, Any]]) -> str:
     rows = [("TOOL", "STATE", "CAPABILITY", "SUMMARY")]
-    rows += [(t["name"], tool_state(t), t["capability"] or "-", tool_summary(t["description"] or "")) for t in tools]
+    rows += [
+        (t["name"], tool_state(t), t["capability"] or "-", tool_summary(t["description"] or ""))
+        for t in tools
+    ]
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
     lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
+        + "  "
+        + row[3]
         for row in rows
     ]
     return "\n".join(line.rstrip() for line in lines)
@@ -143,8 +161,12 @@ def cmd_trust(argv: list[str]) -> int:
         "MCP servers and test command it names); also your yes to what a task without process/exec wrote here. "
         "Any later change to them revokes it.",
     )
-    parser.add_argument("--work-dir", default=None, help="workspace root (default: $LICH_WORK_DIR, else cwd)")
-    parser.add_argument("--revoke", action="store_true", help="forget the trust given to this workspace")
+    parser.add_argument(
+        "--work-dir", default=None, help="workspace root (default: $LICH_WORK_DIR, else cwd)"
+    )
+    parser.add_argument(
+        "--revoke", action="store_true", help="forget the trust given to this workspace"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     from lich_core.config import set_workspace_trust
@@ -187,7 +209,7 @@ USAGE = """usage: lich demo [--editor nvim]      watch the agent fix a bug in a 
 
 def full_usage() -> str:
     """USAGE, then the options of a task (`lich "task" --help` has them too)."""
-    return f"{USAGE}\n\nrunning a task: lich \"task\" [options]\n\n{task_options_help()}\n\nEach command has its own --help (lich tool --help, lich demo --help, ...)."
+    return f'{USAGE}\n\nrunning a task: lich "task" [options]\n\n{task_options_help()}\n\nEach command has its own --help (lich tool --help, lich demo --help, ...).'
 
 
 def looks_like_subcommand(word: str) -> bool:
@@ -208,7 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         if argv[0] in ("-V", "--version"):
             print(f"lich {__version__}")
             return 0
-        commands: dict[str, Callable[[list[str]], int]] = {"tool": cmd_tool, "tools": cmd_tools, "trust": cmd_trust}
+        commands: dict[str, Callable[[list[str]], int]] = {
+            "tool": cmd_tool,
+            "tools": cmd_tools,
+            "trust": cmd_trust,
+        }
         commands.update(AGENT_COMMANDS)
         commands["acp"] = cmd_acp
         commands["demo"] = cmd_demo

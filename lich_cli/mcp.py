@@ -66,7 +66,9 @@ def check_server_name(name: str) -> None:
     )
 
 
-def parse_pairs(values: Iterable[str], flag: str, *, left: str = "NAME", right: str = "VALUE") -> dict[str, str]:
+def parse_pairs(
+    values: Iterable[str], flag: str, *, left: str = "NAME", right: str = "VALUE"
+) -> dict[str, str]:
     """`K=V` flag values as a dict; a value without `=` or with an empty left side is bad usage."""
     pairs: dict[str, str] = {}
     for raw in values:
@@ -90,18 +92,29 @@ def build_entry(
 ) -> dict[str, Any]:
     """The config entry for one server: stdio (`command`) or HTTP (`url`), exactly one of them."""
     if (command is None) == (url is None):
-        raise McpCliError("give exactly one of --command (a local program) or --url (an HTTP server)", EXIT_USAGE)
+        raise McpCliError(
+            "give exactly one of --command (a local program) or --url (an HTTP server)", EXIT_USAGE
+        )
     if command is not None:
         if headers_env:
-            raise McpCliError("--header-env is for --url servers; a --command server gets --env", EXIT_USAGE)
-        entry: dict[str, Any] = {"enabled": enabled, "command": command, "args": list(args or []), "env": dict(env or {})}
+            raise McpCliError(
+                "--header-env is for --url servers; a --command server gets --env", EXIT_USAGE
+            )
+        entry: dict[str, Any] = {
+            "enabled": enabled,
+            "command": command,
+            "args": list(args or []),
+            "env": dict(env or {}),
+        }
         if cwd is not None:
             entry["cwd"] = cwd
         if allow_runner:
             entry["allow_runner"] = True
         return entry
     if args or env or cwd is not None or allow_runner:
-        raise McpCliError("--arg, --env, --cwd and --allow-runner are for --command servers", EXIT_USAGE)
+        raise McpCliError(
+            "--arg, --env, --cwd and --allow-runner are for --command servers", EXIT_USAGE
+        )
     entry = {"enabled": enabled, "url": url}
     if headers_env:
         entry["headers_env"] = dict(headers_env)
@@ -189,7 +202,9 @@ class UserConfig:
             )
         data = dict(self.data)
         data[MCP_KEY] = servers
-        write_atomic(self.path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", expected=self.text)
+        write_atomic(
+            self.path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", expected=self.text
+        )
 
 
 def write_atomic(path: Path, text: str, *, expected: str | None) -> None:
@@ -205,7 +220,9 @@ def write_atomic(path: Path, text: str, *, expected: str | None) -> None:
             mode = stat.S_IMODE(os.stat(target).st_mode)
         except FileNotFoundError:
             mode = NEW_FILE_MODE
-        fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, temp_name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+        )
     except OSError as err:
         raise McpCliError(f"{path}: cannot write ({err.strerror})") from err
     try:
@@ -215,7 +232,9 @@ def write_atomic(path: Path, text: str, *, expected: str | None) -> None:
             os.fsync(handle.fileno())
         os.chmod(temp_name, mode)
         if _current_text(target) != expected:
-            raise McpCliError(f"{path} changed while lich was editing it; nothing written, run the command again")
+            raise McpCliError(
+                f"{path} changed while lich was editing it; nothing written, run the command again"
+            )
         os.replace(temp_name, target)
     except BaseException as err:
         try:
@@ -257,7 +276,9 @@ def add_server(path: Path, name: str, entry: dict[str, Any], *, force: bool = Fa
     refused = refusal_of(name, entry)
     if refused:
         # lich would never start it: say so now rather than write a server that never runs.
-        raise McpCliError(f"{refused.replace(ALLOW_RUNNER_HINT, '(or add --allow-runner)')}; nothing written")
+        raise McpCliError(
+            f"{refused.replace(ALLOW_RUNNER_HINT, '(or add --allow-runner)')}; nothing written"
+        )
     user = UserConfig(path)
     replaced = name in user.servers
     if replaced and not force:
@@ -270,10 +291,14 @@ def add_server(path: Path, name: str, entry: dict[str, Any], *, force: bool = Fa
     user.save(servers, refusal_hint=f'add {snippet} to its "{MCP_KEY}"')
     state = "" if entry.get("enabled", True) else ", disabled"
     what = "replaced" if replaced else "added"
-    return Outcome(f"lich: {what} MCP server {name!r} ({transport_of(entry)}: {target_of(entry)}{state}) in {path}")
+    return Outcome(
+        f"lich: {what} MCP server {name!r} ({transport_of(entry)}: {target_of(entry)}{state}) in {path}"
+    )
 
 
-def set_server_enabled(path: Path, name: str, enabled: bool, *, workspace_file: Path | None = None) -> Outcome:
+def set_server_enabled(
+    path: Path, name: str, enabled: bool, *, workspace_file: Path | None = None
+) -> Outcome:
     user, entry = _existing(path, name, workspace_file)
     word = "enabled" if enabled else "disabled"
     refused = refusal_of(name, entry) if enabled else None
@@ -287,7 +312,9 @@ def set_server_enabled(path: Path, name: str, enabled: bool, *, workspace_file: 
         raise McpCliError(f"{err}; fix the entry by hand") from None
     servers = dict(user.servers)
     servers[name] = changed
-    user.save(servers, refusal_hint=f'set "enabled": {json.dumps(enabled)} in its "{MCP_KEY}.{name}"')
+    user.save(
+        servers, refusal_hint=f'set "enabled": {json.dumps(enabled)} in its "{MCP_KEY}.{name}"'
+    )
     return Outcome(f"lich: {word} MCP server {name!r} in {path}", warning)
 
 
@@ -298,7 +325,9 @@ def remove_server(path: Path, name: str, *, workspace_file: Path | None = None) 
     return Outcome(f"lich: removed MCP server {name!r} from {path}")
 
 
-def _existing(path: Path, name: str, workspace_file: Path | None) -> tuple[UserConfig, dict[str, Any]]:
+def _existing(
+    path: Path, name: str, workspace_file: Path | None
+) -> tuple[UserConfig, dict[str, Any]]:
     check_server_name(name)
     user = UserConfig(path)
     entry = user.servers.get(name)
@@ -360,7 +389,10 @@ def server_rows(config: Config, candidates: list[tuple[str, Path]]) -> list[dict
 
 def masked_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The entry for display: secret-looking `env` values masked; `headers_env` names variables, kept."""
-    return {key: value if key == "headers_env" else mask_secrets({key: value})[key] for key, value in entry.items()}
+    return {
+        key: value if key == "headers_env" else mask_secrets({key: value})[key]
+        for key, value in entry.items()
+    }
 
 
 def ignored_servers(config: Config) -> list[dict[str, str]]:
@@ -377,12 +409,14 @@ def _state(row: Mapping[str, Any]) -> str:
 def render_rows(rows: list[dict[str, Any]]) -> str:
     table = [("NAME", "TRANSPORT", "STATE", "SOURCE", "COMMAND / URL")]
     table += [
-        (row["name"], row["transport"], _state(row), row["source"], row["target"])
-        for row in rows
+        (row["name"], row["transport"], _state(row), row["source"], row["target"]) for row in rows
     ]
     widths = [max(len(line[column]) for line in table) for column in range(4)]
     return "\n".join(
-        ("  ".join(cell.ljust(width) for cell, width in zip(line[:4], widths, strict=True)) + "  " + line[4]).rstrip()
+        (
+            "  ".join(cell.ljust(width) for cell, width in zip(line[:4], widths, strict=True))
+            + "  "
+            + line[4]
+        ).rstrip()
         for line in table
     )
-

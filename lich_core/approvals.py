@@ -84,7 +84,11 @@ def _what_will_run(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str
         command = args.get("command")
         if not isinstance(command, str) or not command.strip():
             return None
-        shell = args.get("shell") if isinstance(args.get("shell"), str) and args.get("shell") else "bash"
+        shell = (
+            args.get("shell")
+            if isinstance(args.get("shell"), str) and args.get("shell")
+            else "bash"
+        )
         text = f"runs `{_short(command.strip())}` with {shell} -lc in the workspace"
         files = run_tests.repository_files_run(command, root)
         return text + (f"; runs {', '.join(files)} from this repository" if files else "")
@@ -110,7 +114,10 @@ def _describe_mcp(tool: Tool, server: str, settings: Mapping[str, Any]) -> str:
     entry = servers.get(server) if isinstance(servers, Mapping) else None
     where = ""
     if isinstance(entry, Mapping) and isinstance(entry.get("command"), str):
-        words = [entry["command"], *(str(arg) for arg in entry.get("args") or [] if isinstance(arg, (str, int, float)))]
+        words = [
+            entry["command"],
+            *(str(arg) for arg in entry.get("args") or [] if isinstance(arg, (str, int, float))),
+        ]
         where = f" (started as `{_short(shlex.join(words))}`)"
     elif isinstance(entry, Mapping) and isinstance(entry.get("url"), str):
         where = f" at {_short(entry['url'])}"
@@ -152,7 +159,11 @@ class ApprovalStore:
             names = data.get("always", []) if isinstance(data, dict) else []
             never = data.get("never", []) if isinstance(data, dict) else []
             self._always = {name for name in names if isinstance(name, str)}
-            self._never = {name for name in never if isinstance(name, str)} if isinstance(never, list) else set()
+            self._never = (
+                {name for name in never if isinstance(name, str)}
+                if isinstance(never, list)
+                else set()
+            )
         return self._always
 
     def is_always(self, tool_name: str) -> bool:
@@ -191,7 +202,13 @@ class CliApprovalCheck:
 
     async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
         capability = tool_capability(tool)
-        named = tool.name if tool.name in self.approval else capability if capability in self.approval else None
+        named = (
+            tool.name
+            if tool.name in self.approval
+            else capability
+            if capability in self.approval
+            else None
+        )
         if named is None:
             return None
         policy = self.approval[named]
@@ -202,6 +219,6 @@ class CliApprovalCheck:
         running = what_will_run(tool, args, ctx)
         would = f"; the call {running}" if running else ""
         return (
-            f"approval_denied: {tool.name} needs the user's approval (approval.{named} is \"ask\") and the "
-            f"lich command line cannot ask{would}; allow it with the config key approval.{tool.name} = \"allow\""
+            f'approval_denied: {tool.name} needs the user\'s approval (approval.{named} is "ask") and the '
+            f'lich command line cannot ask{would}; allow it with the config key approval.{tool.name} = "allow"'
         )

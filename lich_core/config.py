@@ -125,7 +125,9 @@ def v_capabilities(key: str, value: Any) -> list[str]:
     names = v_str_list(key, value)
     for index, name in enumerate(names):
         if name not in CAPABILITIES:
-            raise ConfigError(f"{key}[{index}]: unknown capability {name!r} (known: {', '.join(CAPABILITIES)})")
+            raise ConfigError(
+                f"{key}[{index}]: unknown capability {name!r} (known: {', '.join(CAPABILITIES)})"
+            )
     return names
 
 
@@ -172,15 +174,21 @@ def v_web_search(key: str, value: Any) -> dict[str, Any]:
     entry = v_object(key, value)
     for name in entry:
         if name not in WEB_SEARCH_ENTRIES:
-            raise ConfigError(f"{key}.{name}: unknown entry (known: {', '.join(WEB_SEARCH_ENTRIES)})")
+            raise ConfigError(
+                f"{key}.{name}: unknown entry (known: {', '.join(WEB_SEARCH_ENTRIES)})"
+            )
     kind = entry.get("kind", "duckduckgo")
     if kind not in WEB_SEARCH_KINDS:
-        raise ConfigError(f"{key}.kind: expected one of {', '.join(WEB_SEARCH_KINDS)}, got {kind!r}")
+        raise ConfigError(
+            f"{key}.kind: expected one of {', '.join(WEB_SEARCH_KINDS)}, got {kind!r}"
+        )
     url = entry.get("url")
     if url is None and kind == "duckduckgo":
         url = DUCKDUCKGO_HTML_URL
     if not isinstance(url, str) or not url.strip():
-        raise ConfigError(f"{key}.url: expected the http(s) URL of the {kind} instance, got {url!r}")
+        raise ConfigError(
+            f"{key}.url: expected the http(s) URL of the {kind} instance, got {url!r}"
+        )
     from urllib.parse import urlsplit
 
     try:
@@ -194,7 +202,9 @@ def v_web_search(key: str, value: Any) -> dict[str, Any]:
     key_env = entry.get("api_key_env")
     if key_env is not None:
         if not isinstance(key_env, str) or not key_env.strip():
-            raise ConfigError(f"{key}.api_key_env: expected an environment variable name, got {key_env!r}")
+            raise ConfigError(
+                f"{key}.api_key_env: expected an environment variable name, got {key_env!r}"
+            )
         checked["api_key_env"] = key_env.strip()
     return checked
 
@@ -274,7 +284,9 @@ def narrow_approval(key: str, trusted: Any, workspace: Any) -> tuple[Any, str | 
     """
     merged = dict(trusted)
     refused: list[str] = []
-    user_denies_a_capability = any(name in CAPABILITIES and value == "deny" for name, value in trusted.items())
+    user_denies_a_capability = any(
+        name in CAPABILITIES and value == "deny" for name, value in trusted.items()
+    )
     for name, value in workspace.items():
         if value == "allow":
             refused.append(f"run {name} without asking")
@@ -303,16 +315,26 @@ def _host_of(url: str) -> str:
 def provider_effects(value: Any, root: Path) -> list[str]:
     # Default hosts and key variables per kind (providers/factory.py has the same table; importing
     # it here would load httpx on every config read).
-    default_hosts = {"openai_compat": "api.openai.com", "anthropic": "api.anthropic.com", "ollama": "localhost"}
+    default_hosts = {
+        "openai_compat": "api.openai.com",
+        "anthropic": "api.anthropic.com",
+        "ollama": "localhost",
+    }
     default_key_env = {"openai_compat": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
     effects: list[str] = []
     for entry in value:
         kind = entry.get("kind")
         if kind == "replay":
-            effects.append(f"let the file {entry.get('path')} play the model (it chooses every tool call)")
+            effects.append(
+                f"let the file {entry.get('path')} play the model (it chooses every tool call)"
+            )
             continue
         base_url = entry.get("base_url")
-        host = _host_of(base_url) if isinstance(base_url, str) and base_url else default_hosts.get(kind, "?")
+        host = (
+            _host_of(base_url)
+            if isinstance(base_url, str) and base_url
+            else default_hosts.get(kind, "?")
+        )
         what = f"send your prompts and workspace content to {host}"
         key_env = entry.get("api_key_env") or default_key_env.get(kind)
         if entry.get("api_key"):
@@ -354,80 +376,161 @@ class KeySpec:
 
     def __post_init__(self) -> None:
         if self.side not in SIDES or (self.side == SIDE_NARROW) != (self.narrow is not None):
-            raise ValueError(f"KeySpec: side {self.side!r} needs narrow exactly when it is {SIDE_NARROW!r}")
+            raise ValueError(
+                f"KeySpec: side {self.side!r} needs narrow exactly when it is {SIDE_NARROW!r}"
+            )
 
 
 # Every configuration key. Later features add their keys here, in one table, so the loader,
 # the validation messages, the trust rule and `lich config` all know them.
 KEYS: dict[str, KeySpec] = {
     "work_dir": KeySpec(
-        None, v_str, "LICH_WORK_DIR", "Narrows the tools' root to a folder inside the workspace root.", SIDE_NEVER
+        None,
+        v_str,
+        "LICH_WORK_DIR",
+        "Narrows the tools' root to a folder inside the workspace root.",
+        SIDE_NEVER,
     ),
     "tools_enabled": KeySpec(
-        "all", v_tools_enabled, "LICH_TOOLS_ENABLED", '"all" or a list of tool names.', SIDE_NARROW, narrow_tools_enabled
+        "all",
+        v_tools_enabled,
+        "LICH_TOOLS_ENABLED",
+        '"all" or a list of tool names.',
+        SIDE_NARROW,
+        narrow_tools_enabled,
     ),
     "capabilities": KeySpec(
-        None, v_capabilities, "LICH_CAPABILITIES", "Granted capabilities; absent = all.", SIDE_NARROW, narrow_capabilities
+        None,
+        v_capabilities,
+        "LICH_CAPABILITIES",
+        "Granted capabilities; absent = all.",
+        SIDE_NARROW,
+        narrow_capabilities,
     ),
     "terminal_timeout_ms": KeySpec(
-        DEFAULT_TERMINAL_TIMEOUT_MS, v_int(1, 300_000), "LICH_TERMINAL_TIMEOUT_MS", "Default terminal command timeout.", SIDE_NARROW, narrow_min
+        DEFAULT_TERMINAL_TIMEOUT_MS,
+        v_int(1, 300_000),
+        "LICH_TERMINAL_TIMEOUT_MS",
+        "Default terminal command timeout.",
+        SIDE_NARROW,
+        narrow_min,
     ),
     # agent loop and providers
     "providers": KeySpec(
-        [], v_list_of_objects, None, "Provider definitions (name, kind, base_url, model, ...).", effects=provider_effects
+        [],
+        v_list_of_objects,
+        None,
+        "Provider definitions (name, kind, base_url, model, ...).",
+        effects=provider_effects,
     ),
     "models": KeySpec(
-        {}, v_object, None, "Role → provider names: {chat: [...], compress: [...]}.",
+        {},
+        v_object,
+        None,
+        "Role → provider names: {chat: [...], compress: [...]}.",
         effects=one_effect("choose which providers serve each role ({value})"),
     ),
-    "max_turns": KeySpec(DEFAULT_MAX_TURNS, v_int(1, 1000), "LICH_MAX_TURNS", "Model calls per task.", SIDE_NARROW, narrow_min),
+    "max_turns": KeySpec(
+        DEFAULT_MAX_TURNS,
+        v_int(1, 1000),
+        "LICH_MAX_TURNS",
+        "Model calls per task.",
+        SIDE_NARROW,
+        narrow_min,
+    ),
     "system_prompt": KeySpec(
-        None, v_str, "LICH_SYSTEM_PROMPT", "Replaces the default system prompt.",
+        None,
+        v_str,
+        "LICH_SYSTEM_PROMPT",
+        "Replaces the default system prompt.",
         effects=one_effect("replace the agent's system prompt"),
     ),
     "context_budget_tokens": KeySpec(
-        DEFAULT_CONTEXT_BUDGET_TOKENS, v_int(1000, 10_000_000), None, "Context size estimate budget.", SIDE_NARROW, narrow_min
+        DEFAULT_CONTEXT_BUDGET_TOKENS,
+        v_int(1000, 10_000_000),
+        None,
+        "Context size estimate budget.",
+        SIDE_NARROW,
+        narrow_min,
     ),
     "compress_threshold": KeySpec(
-        DEFAULT_COMPRESS_THRESHOLD, v_float(0.1, 1.0), None, "Fraction of the budget that triggers compression.", SIDE_ANY
+        DEFAULT_COMPRESS_THRESHOLD,
+        v_float(0.1, 1.0),
+        None,
+        "Fraction of the budget that triggers compression.",
+        SIDE_ANY,
     ),
     "session_dir": KeySpec(
-        None, v_str, "LICH_SESSION_DIR", "Session logs; default: the workspace's folder in the user state dir.",
+        None,
+        v_str,
+        "LICH_SESSION_DIR",
+        "Session logs; default: the workspace's folder in the user state dir.",
         effects=one_effect("write session logs to {value}"),
     ),
-    "plugins": KeySpec([], v_list, None, "Plugin module paths or {path, settings, models} entries.", effects=plugin_effects),
+    "plugins": KeySpec(
+        [],
+        v_list,
+        None,
+        "Plugin module paths or {path, settings, models} entries.",
+        effects=plugin_effects,
+    ),
     "mcp_servers": KeySpec(
-        {}, v_mcp_servers, None,
+        {},
+        v_mcp_servers,
+        None,
         "MCP servers: {name: {command, args?, env?, cwd?} | {url, headers_env?}}, each with enabled?, allow_runner?.",
         effects=mcp_effects,
     ),
     # tools
     "test_command": KeySpec(
-        None, v_str, "LICH_TEST_COMMAND",
+        None,
+        v_str,
+        "LICH_TEST_COMMAND",
         "run_tests' command (bash -lc, in the root); default: pytest when the root looks like a Python project.",
         effects=one_effect("run `{value}` as the test command"),
     ),
     "docs_dir": KeySpec(
-        None, v_str, "LICH_DOCS_DIR", "docs_search's docs root; default: <root>/docs, else lich's own docs.",
+        None,
+        v_str,
+        "LICH_DOCS_DIR",
+        "docs_search's docs root; default: <root>/docs, else lich's own docs.",
         effects=one_effect("let docs_search and docs_read read {value}"),
     ),
     "web_search": KeySpec(
-        {"kind": "duckduckgo", "url": DUCKDUCKGO_HTML_URL}, v_web_search, None,
-        "web_search's backend: {kind: duckduckgo | searxng, url, api_key_env?}.", effects=web_search_effects,
+        {"kind": "duckduckgo", "url": DUCKDUCKGO_HTML_URL},
+        v_web_search,
+        None,
+        "web_search's backend: {kind: duckduckgo | searxng, url, api_key_env?}.",
+        effects=web_search_effects,
     ),
     # language server
     "edit_mode": KeySpec(
-        "apply", v_choice("apply", "review"), "LICH_EDIT_MODE",
-        "apply: each edit at once; review: one reviewed edit at the end.", SIDE_NARROW, narrow_rank("apply", "review"),
+        "apply",
+        v_choice("apply", "review"),
+        "LICH_EDIT_MODE",
+        "apply: each edit at once; review: one reviewed edit at the end.",
+        SIDE_NARROW,
+        narrow_rank("apply", "review"),
     ),
     # Both styles apply nothing without the user's answer: how the review looks, not a permission.
     "review_style": KeySpec(
-        "auto", v_choice("auto", "hunks", "batch"), None,
+        "auto",
+        v_choice("auto", "hunks", "batch"),
+        None,
         "review mode: hunks (each change a diagnostic to accept or reject), batch (one edit at the end), auto.",
         SIDE_ANY,
     ),
-    "approval": KeySpec({}, v_approval, None, "Capability or tool name → allow | ask | deny.", SIDE_NARROW, narrow_approval),
-    "code_actions": KeySpec([], v_code_actions, None, "Extra code actions: [{title, prompt, kind}].", side=SIDE_ANY),
+    "approval": KeySpec(
+        {},
+        v_approval,
+        None,
+        "Capability or tool name → allow | ask | deny.",
+        SIDE_NARROW,
+        narrow_approval,
+    ),
+    "code_actions": KeySpec(
+        [], v_code_actions, None, "Extra code actions: [{title, prompt, kind}].", side=SIDE_ANY
+    ),
     "quick_prompts": KeySpec(
         list(DEFAULT_QUICK_PROMPTS),
         v_str_list,
@@ -436,13 +539,20 @@ KEYS: dict[str, KeySpec] = {
         SIDE_ANY,
     ),
     "disk_write_policy": KeySpec(
-        "auto", v_choice("disk", "auto", "editor"), None, "How closed files are written.",
-        SIDE_NARROW, narrow_rank("disk", "auto", "editor"),
+        "auto",
+        v_choice("disk", "auto", "editor"),
+        None,
+        "How closed files are written.",
+        SIDE_NARROW,
+        narrow_rank("disk", "auto", "editor"),
     ),
     "workspace_trust": KeySpec(
-        "ask", v_choice("ask", "never"), "LICH_WORKSPACE_TRUST",
-        'ask: offer to trust a workspace config that asks for more; never: ignore such keys, never ask.',
-        SIDE_NARROW, narrow_rank("ask", "never"),
+        "ask",
+        v_choice("ask", "never"),
+        "LICH_WORKSPACE_TRUST",
+        "ask: offer to trust a workspace config that asks for more; never: ignore such keys, never ask.",
+        SIDE_NARROW,
+        narrow_rank("ask", "never"),
     ),
 }
 
@@ -465,7 +575,11 @@ class Config(dict):
     ) -> None:
         super().__init__(values)
         self.sources = dict(sources)
-        self.trust = trust if trust is not None else TrustStatus(NO_CONFIG, Path(CONFIG_DIR_NAME) / CONFIG_FILE_NAME)
+        self.trust = (
+            trust
+            if trust is not None
+            else TrustStatus(NO_CONFIG, Path(CONFIG_DIR_NAME) / CONFIG_FILE_NAME)
+        )
         self.warnings = list(warnings or [])
 
     @property
@@ -477,7 +591,9 @@ class Config(dict):
 
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".config"
+    )
     return Path(base) / "lich" / CONFIG_FILE_NAME
 
 
@@ -499,7 +615,9 @@ def read_config_file(path: Path, *, must_exist: bool = False) -> dict[str, Any]:
     try:
         data = json.loads(_strip_json_comments(text)) if text.strip() else {}
     except json.JSONDecodeError as err:
-        raise ConfigError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from err
+        raise ConfigError(
+            f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}"
+        ) from err
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be an object")
     return data
@@ -596,7 +714,9 @@ def _keys_on(side: str) -> frozenset[str]:
     return frozenset(key for key, spec in KEYS.items() if spec.side == side)
 
 
-def ignored_settings(workspace: Mapping[str, Any], trusted: Mapping[str, Any], root: Path) -> list[IgnoredKey]:
+def ignored_settings(
+    workspace: Mapping[str, Any], trusted: Mapping[str, Any], root: Path
+) -> list[IgnoredKey]:
     """What an untrusted workspace file asked for and does not get (loosening narrow keys included)."""
     ignored: list[IgnoredKey] = []
     for key, value in workspace.items():
@@ -604,7 +724,11 @@ def ignored_settings(workspace: Mapping[str, Any], trusted: Mapping[str, Any], r
         if spec is None or value is None:
             continue
         if spec.side == SIDE_NEVER:
-            ignored.append(IgnoredKey(key, f"set the tools' root to {value} (never read from a workspace file)"))
+            ignored.append(
+                IgnoredKey(
+                    key, f"set the tools' root to {value} (never read from a workspace file)"
+                )
+            )
         elif spec.side == SIDE_USER:
             effects = spec.effects(value, root) if spec.effects else [f"set {key}"]
             ignored.extend(IgnoredKey(key, what) for what in effects)
@@ -640,13 +764,17 @@ def _with_absolute_paths(values: dict[str, Any], base: Path) -> dict[str, Any]:
     return resolved
 
 
-def _pinned_workspace_entries(workspace: dict[str, Any], root: Path, fingerprint: Fingerprint) -> dict[str, Any]:
+def _pinned_workspace_entries(
+    workspace: dict[str, Any], root: Path, fingerprint: Fingerprint
+) -> dict[str, Any]:
     """A trusted workspace's plugins pinned to the trusted hash, so a file changed after trust is
     refused when it is loaded, not only at the next config read."""
     pinned = _with_absolute_paths(workspace, root)
     if isinstance(pinned.get("plugins"), list):
         pinned["plugins"] = [
-            {**item, "sha256": fingerprint.files.get(item["path"], MISSING_FILE_HASH)} if "path" in item else item
+            {**item, "sha256": fingerprint.files.get(item["path"], MISSING_FILE_HASH)}
+            if "path" in item
+            else item
             for item in pinned["plugins"]
         ]
     return pinned
@@ -695,9 +823,13 @@ def load_config(
     if config_file is not None:
         # A file the user names must be there: silently running on the defaults instead would
         # hide a typo in the path until a provider or tool behaves unexpectedly.
-        explicit = validate_values(read_config_file(Path(config_file), must_exist=True), str(config_file))
+        explicit = validate_values(
+            read_config_file(Path(config_file), must_exist=True), str(config_file)
+        )
         warnings += misspelled_keys(explicit, str(config_file))
-        trusted_layers.append((str(config_file), _with_absolute_paths(explicit, Path(config_file).resolve().parent)))
+        trusted_layers.append(
+            (str(config_file), _with_absolute_paths(explicit, Path(config_file).resolve().parent))
+        )
     workspace_file = workspace_config_path(root)
     workspace = validate_values(read_config_file(workspace_file), str(workspace_file))
     warnings += misspelled_keys(workspace, str(workspace_file))
@@ -709,12 +841,18 @@ def load_config(
         ("environment", validate_values(env_values(env), "environment")),
     ]
     trusted, trusted_sources = _merge(trusted_layers + after_workspace)
-    trust = workspace_trust_status(root, workspace_file, workspace, trusted, trust_store or TrustStore.for_env(env))
+    trust = workspace_trust_status(
+        root, workspace_file, workspace, trusted, trust_store or TrustStore.for_env(env)
+    )
     never = _keys_on(SIDE_NEVER)
     source = str(workspace_file)
     if trust.state == TRUSTED:
         assert trust.fingerprint is not None
-        layer = {k: v for k, v in _pinned_workspace_entries(workspace, root, trust.fingerprint).items() if k not in never}
+        layer = {
+            k: v
+            for k, v in _pinned_workspace_entries(workspace, root, trust.fingerprint).items()
+            if k not in never
+        }
         values, sources = _merge([*trusted_layers, (source, layer), *after_workspace])
     else:
         free = {k: v for k, v in workspace.items() if k not in KEYS or KEYS[k].side == SIDE_ANY}
@@ -728,7 +866,9 @@ def load_config(
                 sources[key] = source
             elif narrowed != trusted[key]:
                 sources[key] = f"{trusted_sources[key]}, narrowed by {source}"
-    values["work_dir"] = _narrowed_work_dir(values.get("work_dir"), sources.get("work_dir", "default"), root)
+    values["work_dir"] = _narrowed_work_dir(
+        values.get("work_dir"), sources.get("work_dir", "default"), root
+    )
     return Config(values, sources, trust, warnings)
 
 
@@ -743,16 +883,22 @@ def workspace_trust_status(
     if not config_path.is_file():
         return TrustStatus(NO_CONFIG, config_path)
     ignored = ignored_settings(workspace, trusted, root)
-    refuses = trusted.get("workspace_trust") == "never" or workspace.get("workspace_trust") == "never"
+    refuses = (
+        trusted.get("workspace_trust") == "never" or workspace.get("workspace_trust") == "never"
+    )
     if refuses:
         return TrustStatus(REFUSED, config_path, ignored)
     fingerprint = Fingerprint.of(config_path, workspace, root)
     if store.is_trusted(root, fingerprint):
         never_ignored = [item for item in ignored if KEYS[item.key].side == SIDE_NEVER]
-        return TrustStatus(TRUSTED, config_path, never_ignored, fingerprint, workspace=dict(workspace))
+        return TrustStatus(
+            TRUSTED, config_path, never_ignored, fingerprint, workspace=dict(workspace)
+        )
     changed = store.record_for(root) is not None
     writes = store.agent_writes(root) if changed else []
-    return TrustStatus(UNTRUSTED, config_path, ignored, fingerprint, changed=changed, agent_writes=writes)
+    return TrustStatus(
+        UNTRUSTED, config_path, ignored, fingerprint, changed=changed, agent_writes=writes
+    )
 
 
 def is_secret_name(name: str) -> bool:
@@ -766,7 +912,11 @@ def mask_secrets(value: Any) -> Any:
     """Copy of a config value with secret-looking fields masked, for display."""
     if isinstance(value, dict):
         return {
-            key: (f"<redacted: {len(str(item))} chars>" if is_secret_name(key) and isinstance(item, str) else mask_secrets(item))
+            key: (
+                f"<redacted: {len(str(item))} chars>"
+                if is_secret_name(key) and isinstance(item, str)
+                else mask_secrets(item)
+            )
             for key, item in value.items()
         }
     if isinstance(value, list):
@@ -785,7 +935,11 @@ class TrustChange:
     def to_json(self) -> dict[str, Any]:
         # `keys`: what trusting applies (or, after a revoke or refusal, what is ignored now).
         keys = self.before.ignored if self.after.state == TRUSTED else self.after.ignored
-        return {**self.after.to_json(), "keys": [item.to_json() for item in keys], "message": self.message}
+        return {
+            **self.after.to_json(),
+            "keys": [item.to_json() for item in keys],
+            "message": self.message,
+        }
 
 
 def set_workspace_trust(
@@ -803,14 +957,20 @@ def set_workspace_trust(
     root_path = Path(root).resolve()
 
     def status() -> TrustStatus:
-        return load_config(root_path, overrides=overrides, env=env, config_file=config_file, trust_store=store).trust
+        return load_config(
+            root_path, overrides=overrides, env=env, config_file=config_file, trust_store=store
+        ).trust
 
     before = status()
     if not trust:
         had = store.revoke(root_path)
         after = status()
         what = "revoked trust in" if had else "did not trust"
-        return TrustChange(before, after, f"lich: {what} {before.config_path}; its settings that need trust are ignored")
+        return TrustChange(
+            before,
+            after,
+            f"lich: {what} {before.config_path}; its settings that need trust are ignored",
+        )
     # Trusting is also the user's yes to what agent runs without process/exec wrote here.
     confirmed = store.agent_writes(root_path)
     confirmed_note = f"; MCP servers may start here again after the agent's changes ({agent_writes_text(confirmed)})"
@@ -819,12 +979,16 @@ def set_workspace_trust(
     else:
         confirmed_note = ""
     if before.state == NO_CONFIG:
-        return TrustChange(before, before, f"lich: nothing to trust: {before.config_path} does not exist{confirmed_note}")
+        return TrustChange(
+            before,
+            before,
+            f"lich: nothing to trust: {before.config_path} does not exist{confirmed_note}",
+        )
     if before.state == REFUSED:
         return TrustChange(
             before,
             before,
-            "lich: not trusted: your settings say never to trust workspace configs here (workspace_trust: \"never\")"
+            'lich: not trusted: your settings say never to trust workspace configs here (workspace_trust: "never")'
             + confirmed_note,
         )
     if before.state == UNTRUSTED:
@@ -832,5 +996,8 @@ def set_workspace_trust(
         store.trust(root_path, before.fingerprint)
     after = status()
     applied = [item for item in before.ignored if KEYS[item.key].side != SIDE_NEVER]
-    effects = "; ".join(f"{item.key}: {item.what}" for item in applied) or "nothing beyond what it narrows"
+    effects = (
+        "; ".join(f"{item.key}: {item.what}" for item in applied)
+        or "nothing beyond what it narrows"
+    )
     return TrustChange(before, after, f"lich: trusted {before.config_path}; now applied: {effects}")

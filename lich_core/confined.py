@@ -48,10 +48,14 @@ def check_path_text(target: str) -> None:
         raise ToolError("bad_path: the path contains a NUL byte")
     encoded = os.fsencode(target)
     if len(encoded) >= MAX_PATH_BYTES:
-        raise ToolError(f"bad_path: the path is {len(encoded)} bytes long (the limit is {MAX_PATH_BYTES - 1})")
+        raise ToolError(
+            f"bad_path: the path is {len(encoded)} bytes long (the limit is {MAX_PATH_BYTES - 1})"
+        )
     longest = max((len(part) for part in encoded.split(b"/")), default=0)
     if longest > MAX_NAME_BYTES:
-        raise ToolError(f"bad_path: a name in the path is {longest} bytes long (the limit is {MAX_NAME_BYTES})")
+        raise ToolError(
+            f"bad_path: a name in the path is {longest} bytes long (the limit is {MAX_NAME_BYTES})"
+        )
 
 
 def _relative_parts(root: Path, path: Path) -> list[str]:
@@ -100,7 +104,9 @@ def open_for_read(root: Path, path: Path) -> int:
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(21, "Is a directory", str(path))
         if not stat.S_ISREG(info.st_mode):
-            raise ToolError(f"not_regular_file: {path} is a {_kind(info.st_mode)}, not a regular file")
+            raise ToolError(
+                f"not_regular_file: {path} is a {_kind(info.st_mode)}, not a regular file"
+            )
         if _NONBLOCK:
             os.set_blocking(fd, True)
         return fd
@@ -153,11 +159,15 @@ class ParentDir:
         if info is None:
             return None
         if stat.S_ISLNK(info.st_mode):
-            raise ToolError(f"path_escape: {self.path} is a symbolic link; writes never follow symbolic links")
+            raise ToolError(
+                f"path_escape: {self.path} is a symbolic link; writes never follow symbolic links"
+            )
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(21, "Is a directory", str(self.path))
         if not stat.S_ISREG(info.st_mode):
-            raise ToolError(f"not_regular_file: {self.path} is a {_kind(info.st_mode)}, not a regular file")
+            raise ToolError(
+                f"not_regular_file: {self.path} is a {_kind(info.st_mode)}, not a regular file"
+            )
         if not os.access(self.name, os.W_OK, dir_fd=self.fd, follow_symlinks=False):
             raise ToolError(f"permission_denied: {self.path} is read-only; it was not changed")
         return info
@@ -299,7 +309,9 @@ def _enter(parent_fd: int, name: str, walked: Path, *, create: bool) -> int:
 def _not_a_plain_dir(err: OSError, walked: Path) -> Exception:
     """ELOOP/ENOTDIR on an O_NOFOLLOW|O_DIRECTORY open: a symlink (refused) or a file in the way."""
     if err.errno == errno.ELOOP or (err.errno == errno.ENOTDIR and os.path.islink(walked)):
-        return ToolError(f"path_escape: {walked} is a symbolic link; writes never follow symbolic links")
+        return ToolError(
+            f"path_escape: {walked} is a symbolic link; writes never follow symbolic links"
+        )
     if err.errno == errno.ENOTDIR:
         return NotADirectoryError(err.errno, "Not a directory", str(walked))
     return err

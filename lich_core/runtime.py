@@ -37,6 +37,7 @@ log = logging.getLogger("lich.tools")
 # The variable through which the tools' processes see config terminal_timeout_ms.
 TERMINAL_TIMEOUT_ENV = "LICH_TERMINAL_TIMEOUT_MS"
 
+
 @dataclass
 class ToolRuntime:
     """Everything needed to run tool calls for one work dir."""
@@ -198,7 +199,9 @@ def _mcp_launch_check(settings: Settings, work_dir: Path) -> Callable[[McpServer
     workspace_trust = settings.from_trusted_workspace("mcp_servers")
 
     def check(spec: McpServerSpec) -> str | None:
-        refusal = agent_writes_refusal(store, work_dir, f"MCP server {spec.name} ({spec.command_line()})")
+        refusal = agent_writes_refusal(
+            store, work_dir, f"MCP server {spec.name} ({spec.command_line()})"
+        )
         if refusal is None and workspace_trust is not None:
             refusal = workspace_trust.lapse(store)
         return refusal

@@ -142,7 +142,9 @@ class Settings(Mapping[str, Any]):
 
 
 # The configuration keys, in the order KEYS declares them (a test holds the two equal).
-KEY_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Settings) if f.name not in BOOKKEEPING_FIELDS)
+KEY_NAMES: tuple[str, ...] = tuple(
+    f.name for f in fields(Settings) if f.name not in BOOKKEEPING_FIELDS
+)
 
 EMPTY_SETTINGS = Settings()
 

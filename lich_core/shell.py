@@ -39,10 +39,18 @@ class Wrapper:
 
 
 def _wrapper(
-    value: str = "", operands: int = 0, command: str = "", lookup: str = "", runs_operand: bool = True
+    value: str = "",
+    operands: int = 0,
+    command: str = "",
+    lookup: str = "",
+    runs_operand: bool = True,
 ) -> Wrapper:
     return Wrapper(
-        frozenset(value.split()), operands, frozenset(command.split()), frozenset(lookup.split()), runs_operand
+        frozenset(value.split()),
+        operands,
+        frozenset(command.split()),
+        frozenset(lookup.split()),
+        runs_operand,
     )
 
 
@@ -68,8 +76,12 @@ WRAPPERS: Mapping[str, Wrapper] = {
         "-a --arg-file -d --delimiter -E -I -L -n --max-args -P --max-procs -s --max-chars --process-slot-var"
     ),
     "taskset": _wrapper(operands=1),
-    "flock": _wrapper("-w --wait --timeout -E --conflict-exit-code", operands=1, command="-c --command"),
-    "su": _wrapper("-s --shell -g --group -G --supp-group", command="-c --command", runs_operand=False),
+    "flock": _wrapper(
+        "-w --wait --timeout -E --conflict-exit-code", operands=1, command="-c --command"
+    ),
+    "su": _wrapper(
+        "-s --shell -g --group -G --supp-group", command="-c --command", runs_operand=False
+    ),
     "runuser": _wrapper("-u --user -s --shell -g --group -G --supp-group", command="-c --command"),
     "script": _wrapper(
         "-E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -m --logging-format",
@@ -85,7 +97,9 @@ SHELL_OPTIONS_WITH_VALUE = frozenset({"--rcfile", "--init-file"})
 # bash -c "bash -c '...'" nests; past this depth the command is run unchecked.
 MAX_NESTING = 8
 # Shell words that may precede a command without being one.
-SHELL_PREFIX_WORDS = frozenset({"!", "{", "}", "if", "then", "else", "elif", "do", "while", "until", "fi", "done"})
+SHELL_PREFIX_WORDS = frozenset(
+    {"!", "{", "}", "if", "then", "else", "elif", "do", "while", "until", "fi", "done"}
+)
 # shlex (punctuation_chars) yields these as separate tokens; each starts a new simple command.
 COMMAND_SEPARATORS = frozenset({"|", "||", "&", "&&", ";", ";;", "|&", "(", ")", ";&", ";;&"})
 REDIRECTIONS = frozenset({">", ">>", "<", "<<", "<<<", "<>", ">|", "&>", "&>>", ">&", "<&"})
@@ -243,7 +257,11 @@ def _unwrap_word(words: list[str]) -> tuple[str | None, list[str], list[str]]:
             option, has_value, value = word.partition("=")
             if word in spec.lookup_options:
                 return None, [], nested
-            if not word.startswith("--") and len(word) > 2 and f"-{word[-1]}" in spec.command_options:
+            if (
+                not word.startswith("--")
+                and len(word) > 2
+                and f"-{word[-1]}" in spec.command_options
+            ):
                 option = f"-{word[-1]}"  # a cluster ending in the option: `script -qc CMD`
             if option in spec.command_options:
                 if has_value:
@@ -303,7 +321,9 @@ class SimpleCommand:
     dynamic: bool  # the file name comes from a variable, a substitution or backticks
 
 
-def simple_commands(command: str, *, read_heredocs: bool = False, depth: int = 0) -> tuple[SimpleCommand, ...]:
+def simple_commands(
+    command: str, *, read_heredocs: bool = False, depth: int = 0
+) -> tuple[SimpleCommand, ...]:
     """Every program `command` starts, in order: each simple command of the line (after `|`, `;`,
     `&&`, `(`, newlines), looked at through wrappers, and the command lines inside it (a shell's
     `-c STRING`, `eval ARGS`, wrapper options such as `env -S STRING`, `$(...)`, backticks),

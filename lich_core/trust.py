@@ -63,7 +63,11 @@ def executed_files(workspace_values: Mapping[str, Any], root: Path) -> list[Path
         if isinstance(raw, str) and raw:
             files.append(resolve_in_root(root, raw))
     for entry in workspace_values.get("providers") or []:
-        if isinstance(entry, Mapping) and entry.get("kind") == "replay" and isinstance(entry.get("path"), str):
+        if (
+            isinstance(entry, Mapping)
+            and entry.get("kind") == "replay"
+            and isinstance(entry.get("path"), str)
+        ):
             files.append(resolve_in_root(root, entry["path"]))
     servers = workspace_values.get("mcp_servers")
     for entry in servers.values() if isinstance(servers, Mapping) else ():
@@ -71,7 +75,11 @@ def executed_files(workspace_values: Mapping[str, Any], root: Path) -> list[Path
             args = entry.get("args")
             words = [str(arg) for arg in args] if isinstance(args, list) else []
             cwd = entry.get("cwd")
-            files.extend(command_code_files([entry["command"], *words], root, cwd if isinstance(cwd, str) else None))
+            files.extend(
+                command_code_files(
+                    [entry["command"], *words], root, cwd if isinstance(cwd, str) else None
+                )
+            )
     test_command = workspace_values.get("test_command")
     if isinstance(test_command, str):
         files.extend(command_code_files(split_words(test_command), root))
@@ -105,10 +113,24 @@ IMPLIED_FILES: Mapping[str, tuple[str, ...]] = {
 # Folders never read as code: version control internals, caches and installed environments
 # (what the agent writes there is still caught: see TrustStore.note_agent_writes).
 SKIPPED_CODE_DIRS = frozenset(
-    {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache", ".pytest_cache"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        "node_modules",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+    }
 )
 PYTHON_SUFFIXES = (".py", ".pth")
 PYTHON_NAMES = re.compile(r"^python[0-9.]*$")
+
+
 def command_code_files(words: list[str], root: Path, cwd: str | None = None) -> list[Path]:
     """The repository files a command runs: every word naming a file inside the root (resolved
     against the command's working directory, then the root), the module of `-m NAME`, the files
@@ -134,7 +156,9 @@ def command_code_files(words: list[str], root: Path, cwd: str | None = None) -> 
             files.append(work / name)
         if word == "-m" and index + 1 < len(expanded):
             module = expanded[index + 1].split(".")
-            files.extend([work.joinpath(*module).with_suffix(".py"), work.joinpath(*module, "__main__.py")])
+            files.extend(
+                [work.joinpath(*module).with_suffix(".py"), work.joinpath(*module, "__main__.py")]
+            )
             code_dirs.append(work)
         if not word or word.startswith("-"):
             continue
@@ -253,13 +277,19 @@ class TrustStore:
         record = self.record_for(root)
         if record is None or self.agent_writes(root):
             return False
-        return record.get("config_sha256") == fingerprint.config_sha256 and record.get("files") == fingerprint.to_json()["files"]
+        return (
+            record.get("config_sha256") == fingerprint.config_sha256
+            and record.get("files") == fingerprint.to_json()["files"]
+        )
 
     def trust(self, root: Path, fingerprint: Fingerprint) -> None:
         if fingerprint.config_sha256 == MISSING_FILE_HASH:
             raise ValueError("there is no workspace config to trust")
         records = self._records()
-        records[os.path.realpath(root)] = {**fingerprint.to_json(), "trusted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        records[os.path.realpath(root)] = {
+            **fingerprint.to_json(),
+            "trusted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
         self._save(records, _without_near(self._writes(), root))
 
     def revoke(self, root: Path) -> bool:
@@ -283,7 +313,11 @@ class TrustStore:
             if shown not in known and len(known) < MAX_NOTED_WRITES:
                 known.append(shown)
         count = entry["count"] if isinstance(entry.get("count"), int) else 0
-        writes[key] = {"paths": known, "count": count + len(paths), "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        writes[key] = {
+            "paths": known,
+            "count": count + len(paths),
+            "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
         self._save(self._records(), writes)
 
     def agent_writes(self, folder: Path) -> list[str]:
@@ -311,7 +345,11 @@ MAX_NOTED_WRITES = 20
 
 def _related(key: str, folder: Path) -> bool:
     real = os.path.realpath(folder)
-    return key == real or key.startswith(real.rstrip(os.sep) + os.sep) or real.startswith(key.rstrip(os.sep) + os.sep)
+    return (
+        key == real
+        or key.startswith(real.rstrip(os.sep) + os.sep)
+        or real.startswith(key.rstrip(os.sep) + os.sep)
+    )
 
 
 def _near(writes: Mapping[str, Any], folder: Path) -> dict[str, Any]:
@@ -363,10 +401,14 @@ class TrustStatus:
         if self.state != TRUSTED or self.fingerprint is None:
             return None
         root = self.config_path.parent.parent
-        refusal = agent_writes_refusal(store or TrustStore.for_env(), root, "a command the workspace config names")
+        refusal = agent_writes_refusal(
+            store or TrustStore.for_env(), root, "a command the workspace config names"
+        )
         if refusal is not None:
             return refusal
-        changed = changed_file(self.fingerprint, Fingerprint.of(self.config_path, self.workspace, root))
+        changed = changed_file(
+            self.fingerprint, Fingerprint.of(self.config_path, self.workspace, root)
+        )
         if changed is None:
             return None
         if os.path.isabs(changed):
@@ -399,7 +441,7 @@ class TrustStatus:
         if self.agent_writes:
             why = f"the agent wrote {agent_writes_text(self.agent_writes)} since you trusted it"
         if self.state == REFUSED:
-            why = "never trusted here (workspace_trust is \"never\")"
+            why = 'never trusted here (workspace_trust is "never")'
         effects = "; ".join(f"{item.key}: {item.what}" for item in self.ignored)
         return f"lich: ignored settings in {self.config_path} ({why}): {effects}"
 
@@ -429,4 +471,3 @@ def changed_file(trusted: Fingerprint, current: Fingerprint) -> str | None:
         if trusted.files.get(path) != current.files.get(path):
             return path
     return None
-

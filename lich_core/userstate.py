@@ -76,7 +76,9 @@ class UnsafeStateDir(OSError):
 class StateFileError(Exception):
     """A state file that is skipped: missing, unsafe, too big or not JSON (`missing` for the first)."""
 
-    def __init__(self, path: Path, reason: str, *, missing: bool = False, refused: bool = False) -> None:
+    def __init__(
+        self, path: Path, reason: str, *, missing: bool = False, refused: bool = False
+    ) -> None:
         super().__init__(f"state_file_skipped: {path}: {reason}")
         self.path = path
         self.reason = reason
@@ -86,7 +88,9 @@ class StateFileError(Exception):
 
 def user_state_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
-    base = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    base = env.get("XDG_STATE_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".local", "state"
+    )
     return Path(base) / STATE_DIR_NAME
 
 
@@ -94,7 +98,9 @@ def workspace_key(root: str | os.PathLike[str]) -> str:
     """`<folder name>-<sha256 of the real path>`: readable, and distinct for same-named folders."""
     real = os.path.realpath(root)
     name = _UNSAFE_NAME_CHARS.sub("_", os.path.basename(real) or "root")[:40]
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:WORKSPACE_KEY_HASH_CHARS]
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[
+        :WORKSPACE_KEY_HASH_CHARS
+    ]
     return f"{name}-{digest}"
 
 
@@ -134,7 +140,9 @@ def _group_is_only(gid: int, uid: int) -> bool:
         primary = [entry.pw_uid for entry in pwd.getpwall() if entry.pw_gid == gid]
     except (ImportError, KeyError, OSError):
         return False
-    if any(member != me.pw_name for member in group.gr_mem) or any(other != uid for other in primary):
+    if any(member != me.pw_name for member in group.gr_mem) or any(
+        other != uid for other in primary
+    ):
         return False
     return bool(group.gr_mem) or bool(primary)
 
@@ -168,7 +176,9 @@ def _open_child_dir(parent_fd: int, name: str, path: Path, create: bool) -> int:
     except OSError as err:
         if err.errno in (errno.ELOOP, errno.ENOTDIR):
             try:
-                is_link = stat.S_ISLNK(os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode)
+                is_link = stat.S_ISLNK(
+                    os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode
+                )
             except OSError:
                 is_link = False
             what = "a symbolic link" if is_link else "not a directory"
@@ -262,7 +272,12 @@ def open_state_file(path: str | os.PathLike[str], flags: int, *, create_dir: boo
     path = Path(path)
     dir_fd = open_state_dir(path.parent, create=create_dir)
     try:
-        fd = os.open(path.name, flags | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, PRIVATE_FILE_MODE, dir_fd=dir_fd)
+        fd = os.open(
+            path.name,
+            flags | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC,
+            PRIVATE_FILE_MODE,
+            dir_fd=dir_fd,
+        )
     finally:
         os.close(dir_fd)
     try:

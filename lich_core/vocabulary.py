@@ -54,7 +54,12 @@ class ToolCall:
     raw_arguments: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments, "raw_arguments": self.raw_arguments}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "raw_arguments": self.raw_arguments,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
@@ -157,7 +162,17 @@ def _json_text_function() -> Callable[[Any], str]:
         return encoder.encode
     try:
         # The arguments JSONEncoder.iterencode passes, in its order (CPython 3.10 to 3.13).
-        iterencode = make(None, encoder.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+        iterencode = make(
+            None,
+            encoder.default,
+            json.encoder.encode_basestring,
+            None,
+            ": ",
+            ", ",
+            False,
+            False,
+            True,
+        )
     except TypeError:  # a make_encoder that takes other arguments
         return encoder.encode
     join = "".join

@@ -66,7 +66,12 @@ class FileChange:
     ) -> None:
         if kind == "delete" and (new_text is not None or replacements):
             raise ValueError(f"a delete of {path} carries no new text and no replacements")
-        for name, value in (("path", path), ("kind", kind), ("base_text", base_text), ("replacements", replacements)):
+        for name, value in (
+            ("path", path),
+            ("kind", kind),
+            ("base_text", base_text),
+            ("replacements", replacements),
+        ):
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_new_text", new_text)
         object.__setattr__(self, "_build_text", None)
@@ -198,7 +203,11 @@ def unsaved_files(workspace: Workspace, root: str | os.PathLike[str]) -> dict[st
     for path in workspace.overlay_paths():
         absolute = os.path.normpath(os.path.abspath(path))
         rel = os.path.relpath(absolute, base)
-        if rel in (os.curdir, os.pardir) or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        if (
+            rel in (os.curdir, os.pardir)
+            or rel.startswith(os.pardir + os.sep)
+            or os.path.isabs(rel)
+        ):
             continue
         found[rel.replace(os.sep, "/")] = Path(absolute)
     return found
@@ -384,7 +393,9 @@ def _open_parent_or_none(root: Path, path: Path) -> ParentDir | None:
         return None  # a missing directory, or a file in its place: the target cannot exist
 
 
-def apply_to_disk(changes: Sequence[FileChange], root: Path, memo: DiskTextMemo | None = None) -> None:
+def apply_to_disk(
+    changes: Sequence[FileChange], root: Path, memo: DiskTextMemo | None = None
+) -> None:
     """All-or-nothing write of a change set under `root`: validate all, stage all, then swap all in.
 
     Every file is reached through directory descriptors without following symlinks
@@ -407,7 +418,9 @@ def apply_to_disk(changes: Sequence[FileChange], root: Path, memo: DiskTextMemo 
                 if parent is not None:
                     parent.close()
             if stale:
-                raise EditRejected(f"stale_file: {change.path} changed since it was read; read it again")
+                raise EditRejected(
+                    f"stale_file: {change.path} changed since it was read; read it again"
+                )
         staged = _stage(changes, root, parents, memo)
         _swap(staged)
     finally:
@@ -415,7 +428,9 @@ def apply_to_disk(changes: Sequence[FileChange], root: Path, memo: DiskTextMemo 
             parent.close()
 
 
-def _changed_since(parent: ParentDir | None, base_text: str | None, base_bytes: bytes | None = None) -> bool:
+def _changed_since(
+    parent: ParentDir | None, base_text: str | None, base_bytes: bytes | None = None
+) -> bool:
     """Whether the target no longer holds `base_text` (None: no file); `base_bytes`, when known,
     are the bytes it was decoded from.
 
@@ -445,7 +460,11 @@ def new_content(change: FileChange, memo: DiskTextMemo | None) -> bytes | list[b
     """
     if memo is not None and not change.text_is_built:
         base_lines = memo.lines_of(change.path, change.base_text)
-        pieces = splice_replacements(base_lines, change.replacements, encode_text) if base_lines else None
+        pieces = (
+            splice_replacements(base_lines, change.replacements, encode_text)
+            if base_lines
+            else None
+        )
         if pieces is not None:
             return pieces
     assert change.new_text is not None
@@ -511,7 +530,9 @@ def _restore(change: FileChange, parent: ParentDir) -> None:
 
 def lines_behind(workspace: Workspace | None, path: Path, text: str | None) -> ByteLines | None:
     """What the workspace's `lines_behind` says (None without a workspace or a text)."""
-    return workspace.lines_behind(path, text) if workspace is not None and text is not None else None
+    return (
+        workspace.lines_behind(path, text) if workspace is not None and text is not None else None
+    )
 
 
 # --- the notes seam ---

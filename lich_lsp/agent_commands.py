@@ -46,7 +46,9 @@ NO_APPLY_EDIT_REASON = (
 )
 
 
-def default_edit_mode(config: Mapping[str, Any], sources: Mapping[str, str], features: ClientFeatures) -> tuple[str, str | None]:
+def default_edit_mode(
+    config: Mapping[str, Any], sources: Mapping[str, str], features: ClientFeatures
+) -> tuple[str, str | None]:
     """(the edit mode of a lich.ask that names none, why it differs from the config or None).
 
     A client that does not declare workspace.applyEdit cannot be relied on to apply the edit a
@@ -145,7 +147,11 @@ class AgentCommands:
                 parts.append(f"The user is looking at {rel} ({total} lines).")
             else:
                 first = min(selection.start.line + 1, max(total, 1))
-                last = selection.end.line + (0 if selection.end.character == 0 and selection.end.line > selection.start.line else 1)
+                last = selection.end.line + (
+                    0
+                    if selection.end.character == 0 and selection.end.line > selection.start.line
+                    else 1
+                )
                 last = max(first, min(last, total))
                 rows = anchored_rows(text, first, last) if total else ""
                 parts.append(
@@ -159,13 +165,17 @@ class AgentCommands:
                 start = (diagnostic.get("range") or {}).get("start") or {}
                 severity = SEVERITY_NAMES.get(diagnostic.get("severity") or 0, "problem")
                 source = f" [{diagnostic['source']}]" if diagnostic.get("source") else ""
-                lines.append(f"- line {int(start.get('line', 0)) + 1}: {severity}{source}: {diagnostic.get('message', '')}")
+                lines.append(
+                    f"- line {int(start.get('line', 0)) + 1}: {severity}{source}: {diagnostic.get('message', '')}"
+                )
             parts.append(f"Diagnostics in {rel}:\n" + "\n".join(lines))
         return "\n\n".join(parts)
 
     async def pick_quick_prompt(self) -> str | None:
         """lich.ask without a prompt: offer the configured quick prompts (LSP has no free-text input)."""
-        prompts = [p for p in self._holder.config.settings.quick_prompts if isinstance(p, str) and p]
+        prompts = [
+            p for p in self._holder.config.settings.quick_prompts if isinstance(p, str) and p
+        ]
         if not prompts:
             raise BadArguments(f"{ASK}: no prompt given and no quick_prompts configured")
         if not self._features.show_message_request:
@@ -189,7 +199,9 @@ class AgentCommands:
         selection = get_range(ASK, obj, "range")
         mode = get_str(ASK, obj, "mode", required=False) or self.edit_mode()[0]
         if mode not in EDIT_MODES:
-            raise BadArguments(f"{ASK}: field 'mode' must be one of {', '.join(EDIT_MODES)}, got {mode!r}")
+            raise BadArguments(
+                f"{ASK}: field 'mode' must be one of {', '.join(EDIT_MODES)}, got {mode!r}"
+            )
         diagnostics = _diagnostics_arg(ASK, obj)
         if selection is not None and uri is None:
             raise BadArguments(f"{ASK}: field 'range' needs 'uri'")
@@ -200,7 +212,11 @@ class AgentCommands:
             prompt = await self.pick_quick_prompt()
             if prompt is None:
                 return {"task_id": None, "stopped_reason": "dismissed", "final": "", "edited": []}
-        context = self.selection_context(path, uri, selection, diagnostics) if path is not None and uri else None
+        context = (
+            self.selection_context(path, uri, selection, diagnostics)
+            if path is not None and uri
+            else None
+        )
         # A question the task cannot ask as a request goes on this file (lich_lsp.pending_questions).
         ORIGIN_URI.set(uri)
         return await self._tasks.ask(prompt, context=context, mode=mode, request_id=request_id)
@@ -269,7 +285,9 @@ class AgentCommands:
                 continue  # outside the root, denied...: the tool says so
             if not read_state.has_read(candidate):
                 read_state.record(candidate)
-        result = await self._runtimes.current().executor.execute("apply_patch", {"input": patch}, ctx)
+        result = await self._runtimes.current().executor.execute(
+            "apply_patch", {"input": patch}, ctx
+        )
         return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
 
     async def run_tool(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
@@ -280,13 +298,20 @@ class AgentCommands:
         if tool_args is None:
             tool_args = {}
         if not isinstance(tool_args, dict):
-            raise BadArguments(f"{RUN_TOOL}: field 'args' must be an object, got {type(tool_args).__name__}")
+            raise BadArguments(
+                f"{RUN_TOOL}: field 'args' must be an object, got {type(tool_args).__name__}"
+            )
         from lich_core.gatekeeper import is_agent_only
 
         runtime = self._runtimes.current()
         tool = runtime.registry.get(name)
         if tool is not None and is_agent_only(tool):
-            return {"ok": False, "output": "", "error": f"agent_only: {name} runs only inside an agent task", "edited": []}
+            return {
+                "ok": False,
+                "output": "",
+                "error": f"agent_only: {name} runs only inside an agent task",
+                "edited": [],
+            }
         label = f"lich: {name}"
         workspace = self._new_workspace(label)
         ctx = self._runtimes.context(workspace, self._read_state, label)

@@ -97,18 +97,24 @@ class ApprovalCheck:
             else:
                 answer = await self._ask_pending(tool, args, capability, ctx)
                 if answer is None:
-                    return "cancelled" if ctx.cancel.cancelled else self._unanswered(tool, args, ctx)
+                    return (
+                        "cancelled" if ctx.cancel.cancelled else self._unanswered(tool, args, ctx)
+                    )
         if answer == ALLOW_ONCE:
             return None
         if answer == ALLOW_ALWAYS:
             try:
                 store.remember(key)
             except OSError as err:
-                self._messages.log(f"lich: could not save {store.path}: {err}", types.MessageType.Warning)
+                self._messages.log(
+                    f"lich: could not save {store.path}: {err}", types.MessageType.Warning
+                )
             return None
         return f"approval_denied: the user denied {tool.name}"
 
-    async def _ask(self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext) -> str | None:
+    async def _ask(
+        self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext
+    ) -> str | None:
         try:
             answer = await self._port.ask(
                 types.ShowMessageRequestParams(
@@ -147,7 +153,7 @@ class ApprovalCheck:
         self._messages.show_message(
             f"lich: {tool.name} was refused: its approval question was not answered within "
             f"{PENDING_APPROVAL_TIMEOUT_S:g} s (this editor cannot show questions; answer the lich diagnostic's "
-            f"code actions, or set approval.{tool.name} = \"allow\")",
+            f'code actions, or set approval.{tool.name} = "allow")',
             types.MessageType.Warning,
         )
         return (
@@ -155,7 +161,7 @@ class ApprovalCheck:
             "(no window/showMessageRequest support), and the question shown as a diagnostic was not answered "
             f"within {PENDING_APPROVAL_TIMEOUT_S:g} s"
             + (f"; the call {running}" if running else "")
-            + f"; allow it with the config key approval.{tool.name} = \"allow\""
+            + f'; allow it with the config key approval.{tool.name} = "allow"'
         )
 
 

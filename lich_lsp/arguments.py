@@ -75,8 +75,12 @@ def get_range(command: str, obj: dict[str, Any], key: str) -> types.Range | None
         raise BadArguments(
             f"{command}: field '{key}' must be an LSP range {{start: {{line, character}}, end: {{line, character}}}}"
         ) from None
-    if any(isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= MAX_UINTEGER for p in points):
-        raise BadArguments(f"{command}: field '{key}' positions must be non-negative integers (at most {MAX_UINTEGER})")
+    if any(
+        isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= MAX_UINTEGER for p in points
+    ):
+        raise BadArguments(
+            f"{command}: field '{key}' positions must be non-negative integers (at most {MAX_UINTEGER})"
+        )
     return types.Range(
         start=types.Position(line=points[0], character=points[1]),
         end=types.Position(line=points[2], character=points[3]),

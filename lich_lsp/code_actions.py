@@ -104,7 +104,9 @@ def compute_code_actions(
                 kind=kind,
                 command=command,
                 diagnostics=[diagnostic] if diagnostic is not None else None,
-                tags=[types.CodeActionTag.LlmGenerated] if llm_tag and command_name == ASK_COMMAND else None,
+                tags=[types.CodeActionTag.LlmGenerated]
+                if llm_tag and command_name == ASK_COMMAND
+                else None,
             )
         )
 
@@ -144,7 +146,6 @@ def compute_code_actions(
     return [action.command for action in actions if action.command is not None]
 
 
-
 def quick_prompts(config: Mapping[str, Any]) -> list[str]:
     """The configured `quick_prompts` that can be offered (non-empty strings)."""
     return [p for p in settings_of(config).quick_prompts if isinstance(p, str) and p.strip()]
@@ -160,7 +161,10 @@ class SeenDiagnostics:
 
     def remember(self, uri: str, diagnostics: Sequence[types.Diagnostic]) -> None:
         doc = self._documents.document_for_uri(uri)
-        self._by_uri[uri] = (doc.version if doc is not None else None, [diagnostic_json(d) for d in diagnostics])
+        self._by_uri[uri] = (
+            doc.version if doc is not None else None,
+            [diagnostic_json(d) for d in diagnostics],
+        )
 
     def for_uri(self, uri: str) -> list[dict[str, Any]]:
         entry = self._by_uri.get(uri)

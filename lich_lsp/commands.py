@@ -40,7 +40,9 @@ RUN_TOOL = "lich.runTool"
 TRUST_WORKSPACE = "lich.trustWorkspace"
 RUN_TESTS = "lich.runTests"
 UNDO_TASK = "lich.undoTask"
-ANSWER_QUESTION = "lich.answerQuestion"  # a pending question's code action (lich_lsp.pending_questions)
+ANSWER_QUESTION = (
+    "lich.answerQuestion"  # a pending question's code action (lich_lsp.pending_questions)
+)
 ACCEPT_HUNK = "lich.acceptHunk"
 REJECT_HUNK = "lich.rejectHunk"
 ACCEPT_ALL = "lich.acceptAll"
@@ -48,7 +50,17 @@ REJECT_ALL = "lich.rejectAll"
 REVIEW_LIST = "lich.reviewList"
 REVIEW_COMMANDS = (ACCEPT_HUNK, REJECT_HUNK, ACCEPT_ALL, REJECT_ALL, REVIEW_LIST)
 COMMANDS = (
-    ASK, CANCEL, STATUS, TOOLS, READ, APPLY_PATCH, RUN_TOOL, TRUST_WORKSPACE, RUN_TESTS, UNDO_TASK, ANSWER_QUESTION,
+    ASK,
+    CANCEL,
+    STATUS,
+    TOOLS,
+    READ,
+    APPLY_PATCH,
+    RUN_TOOL,
+    TRUST_WORKSPACE,
+    RUN_TESTS,
+    UNDO_TASK,
+    ANSWER_QUESTION,
     *REVIEW_COMMANDS,
 )
 
@@ -68,7 +80,9 @@ class CommandTable:
 
     def add(self, name: str, handler: CommandHandler) -> None:
         if name not in COMMANDS:
-            raise ValueError(f"{name} is not one of lich's commands (list it in lich_lsp.commands.COMMANDS)")
+            raise ValueError(
+                f"{name} is not one of lich's commands (list it in lich_lsp.commands.COMMANDS)"
+            )
         if name in self._handlers:
             raise ValueError(f"{name} has a handler already")
         self._handlers[name] = handler
@@ -81,19 +95,25 @@ class CommandTable:
         InternalError (the traceback goes to the server log, never to the editor)."""
         handler = self._handlers.get(name)
         if handler is None:
-            raise JsonRpcInvalidParams(message=f"unknown command {name!r}; lich's commands: {', '.join(COMMANDS)}")
+            raise JsonRpcInvalidParams(
+                message=f"unknown command {name!r}; lich's commands: {', '.join(COMMANDS)}"
+            )
         try:
             return await handler(args, request_id)
         except BadArguments as err:
             raise JsonRpcInvalidParams(message=str(err)) from None
-        except ToolError as err:  # a refused path (not_regular_file:, path_escape:, ...): the caller's input
+        except (
+            ToolError
+        ) as err:  # a refused path (not_regular_file:, path_escape:, ...): the caller's input
             raise JsonRpcInvalidParams(message=f"{name}: {err}") from None
         except JsonRpcException:
             raise
         except Exception as err:  # noqa: BLE001 - logged once, reported as a clean error
             log.exception("%s failed", name)
             self._messages.report_unexpected(name, err)
-            raise JsonRpcInternalError(message=f"{name}: internal error: {type(err).__name__}: {err}") from None
+            raise JsonRpcInternalError(
+                message=f"{name}: internal error: {type(err).__name__}: {err}"
+            ) from None
 
     @contextlib.contextmanager
     def cancellable(self, request_id: Any) -> Iterator[None]:

@@ -47,14 +47,18 @@ def check_lsp_values(config: Mapping[str, Any]) -> None:
     settings = settings_of(config)
     for name, value in settings.approval.items():
         if value not in APPROVAL_CHOICES:
-            raise ConfigError(f"approval.{name}: expected one of {', '.join(APPROVAL_CHOICES)}, got {value!r}")
+            raise ConfigError(
+                f"approval.{name}: expected one of {', '.join(APPROVAL_CHOICES)}, got {value!r}"
+            )
     for index, action in enumerate(settings.code_actions):
         for key in ("title", "prompt"):
             if not isinstance(action.get(key), str) or not action.get(key):
                 raise ConfigError(f"code_actions[{index}].{key}: expected a non-empty string")
         kind = action.get("kind", DEFAULT_CODE_ACTION_KIND)
         if not isinstance(kind, str) or not kind:
-            raise ConfigError(f"code_actions[{index}].kind: expected a code action kind string, got {kind!r}")
+            raise ConfigError(
+                f"code_actions[{index}].kind: expected a code action kind string, got {kind!r}"
+            )
 
 
 def default_config(root: Path) -> Config:
@@ -88,7 +92,10 @@ class ConfigHolder:
         except ConfigError as err:
             self.last_error = str(err)
             return self.last_error
-        changed = dict(config) != dict(self.config) or config.trust.to_json() != self.config.trust.to_json()
+        changed = (
+            dict(config) != dict(self.config)
+            or config.trust.to_json() != self.config.trust.to_json()
+        )
         self.config = config
         self.last_error = None
         if changed:  # the same settings re-read keep their runtime (plugins are not loaded again)
@@ -97,7 +104,9 @@ class ConfigHolder:
 
 
 def report_config_error(messages: EditorMessages, error: str) -> None:
-    messages.show_message(f"lich: bad configuration, keeping the previous settings: {error}", types.MessageType.Error)
+    messages.show_message(
+        f"lich: bad configuration, keeping the previous settings: {error}", types.MessageType.Error
+    )
 
 
 def report_config_warnings(holder: ConfigHolder, messages: EditorMessages) -> None:
@@ -126,11 +135,17 @@ async def pull_client_settings(port: EditorPort, features: ClientFeatures) -> di
 
 
 async def refresh_config(
-    holder: ConfigHolder, port: EditorPort, features: ClientFeatures, messages: EditorMessages, pushed: Any = None
+    holder: ConfigHolder,
+    port: EditorPort,
+    features: ClientFeatures,
+    messages: EditorMessages,
+    pushed: Any = None,
 ) -> bool:
     """Re-read the client layer (pushed settings win, else pull) and rebuild; report errors once.
     True when the config was rebuilt (the caller then offers trust for it)."""
-    pushed_settings = settings_from_client(pushed) if isinstance(pushed, Mapping) and pushed else None
+    pushed_settings = (
+        settings_from_client(pushed) if isinstance(pushed, Mapping) and pushed else None
+    )
     if pushed_settings is not None:
         holder.client_settings = pushed_settings
     else:

@@ -42,7 +42,9 @@ class ClientFeatures:
     configuration: bool = False  # workspace/configuration
     code_action_literals: bool = False  # CodeAction objects, not only Commands
     code_action_llm_tag: bool = False  # LSP 3.18 CodeActionTag.LLMGenerated in tagSupport.valueSet
-    review_hunks: bool = False  # experimental.lich.reviewHunks: shows pending hunks itself (CodeLens)
+    review_hunks: bool = (
+        False  # experimental.lich.reviewHunks: shows pending hunks itself (CodeLens)
+    )
     # workspace.applyEdit: the client applies a server's workspace/applyEdit whenever it comes.
     # Kate 22.12 does not declare it and applies one only within ~2 s of its own command, so a
     # task's edit (sent after a model call) is refused: such clients get review mode by default.
@@ -65,7 +67,11 @@ class ClientFeatures:
         # Resource operations only exist inside documentChanges.
         create = document_changes and types.ResourceOperationKind.Create in operations
         delete = document_changes and types.ResourceOperationKind.Delete in operations
-        annotations = bool(document_changes and workspace_edit and workspace_edit.change_annotation_support is not None)
+        annotations = bool(
+            document_changes
+            and workspace_edit
+            and workspace_edit.change_annotation_support is not None
+        )
         window = caps.window
         code_action = caps.text_document.code_action if caps.text_document else None
         return cls(
@@ -76,7 +82,9 @@ class ClientFeatures:
             save_documents=experimental_flag(caps, "saveDocuments"),
             show_message_request=bool(window and window.show_message is not None),
             work_done_progress=bool(window and window.work_done_progress),
-            show_document=bool(window and window.show_document is not None and window.show_document.support),
+            show_document=bool(
+                window and window.show_document is not None and window.show_document.support
+            ),
             configuration=bool(workspace and workspace.configuration),
             code_action_literals=bool(code_action and code_action.code_action_literal_support),
             code_action_llm_tag=bool(
@@ -120,7 +128,9 @@ def hashline_line_starts(text: str) -> list[int]:
     return [0] + [match.end() for match in HASHLINE_BREAK.finditer(text)]
 
 
-def text_edits(base_text: str, replacements: Sequence[LineReplacement], codec: PositionCodec) -> list[types.TextEdit]:
+def text_edits(
+    base_text: str, replacements: Sequence[LineReplacement], codec: PositionCodec
+) -> list[types.TextEdit]:
     """One TextEdit per line replacement, in order, non-overlapping (as LSP requires)."""
     starts = hashline_line_starts(base_text)
     mapper = PositionMapper(base_text, codec)
@@ -132,7 +142,9 @@ def text_edits(base_text: str, replacements: Sequence[LineReplacement], codec: P
     for replacement in sorted(replacements, key=lambda r: (r.start, r.end)):
         start = mapper.position(offset_of_line(replacement.start))
         end = mapper.position(offset_of_line(replacement.end))
-        edits.append(types.TextEdit(range=types.Range(start=start, end=end), new_text=replacement.text))
+        edits.append(
+            types.TextEdit(range=types.Range(start=start, end=end), new_text=replacement.text)
+        )
     return edits
 
 
@@ -149,7 +161,10 @@ class EditEntry:
 def _annotated(edits: list[types.TextEdit], annotation_id: str | None) -> list[Any]:
     if annotation_id is None:
         return list(edits)
-    return [types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=annotation_id) for e in edits]
+    return [
+        types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=annotation_id)
+        for e in edits
+    ]
 
 
 def build_workspace_edit(
@@ -189,7 +204,9 @@ def build_workspace_edit(
                     edits=_annotated(edits, entry.annotation_id),
                 )
             )
-        return types.WorkspaceEdit(document_changes=document_changes, change_annotations=annotations or None)
+        return types.WorkspaceEdit(
+            document_changes=document_changes, change_annotations=annotations or None
+        )
     changes: dict[str, list[types.TextEdit]] = {}
     for entry in entries:
         change = entry.change

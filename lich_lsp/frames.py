@@ -40,7 +40,9 @@ class FrameReader:
     `read_chunk(n)` returns up to n bytes as soon as some are available, and b"" at the end.
     """
 
-    def __init__(self, read_chunk: Callable[[int], Awaitable[bytes]], on_reject: Callable[[str], None]) -> None:
+    def __init__(
+        self, read_chunk: Callable[[int], Awaitable[bytes]], on_reject: Callable[[str], None]
+    ) -> None:
         self._read_chunk = read_chunk
         self._on_reject = on_reject
         self._buffer = bytearray()

@@ -166,7 +166,9 @@ def splice_line_edit(old_text: str, start: int, end: int, inserted: str) -> tupl
         and old_region[len(old_region) - 1 - trail] == new_region[len(new_region) - 1 - trail]
     ):
         trail += 1
-    return new_text, LineEdit(first + lead, first + len(old_region) - trail, len(new_region) - lead - trail)
+    return new_text, LineEdit(
+        first + lead, first + len(old_region) - trail, len(new_region) - lead - trail
+    )
 
 
 def line_edits_between(old_text: str, new_text: str) -> list[LineEdit]:
@@ -174,7 +176,8 @@ def line_edits_between(old_text: str, new_text: str) -> list[LineEdit]:
     so each one's line numbers are still those of `old_text`)."""
     replacements = line_replacements(old_text, new_text)
     return [
-        LineEdit(r.start, r.end, len(split_keep_newline(r.text))) for r in sorted(replacements, key=lambda r: -r.start)
+        LineEdit(r.start, r.end, len(split_keep_newline(r.text)))
+        for r in sorted(replacements, key=lambda r: -r.start)
     ]
 
 

@@ -140,7 +140,9 @@ def entry_from_json(data: Any) -> JournalEntry:
     files = data.get("files")
     if not isinstance(files, list):
         raise JournalFormatError("bad files")
-    entry = JournalEntry(task_id, title, float(started), float(created), undone=data.get("undone") is True)
+    entry = JournalEntry(
+        task_id, title, float(started), float(created), undone=data.get("undone") is True
+    )
     for item in files:
         record = _record_from_json(item)
         entry.files[record.path] = record
@@ -190,7 +192,13 @@ def _record_from_json(item: Any) -> FileRecord:
 def safe_relative(path: str) -> bool:
     """A relative POSIX path that stays inside the root it is joined to."""
     pure = PurePosixPath(path)
-    return bool(path) and not pure.is_absolute() and ".." not in pure.parts and "\\" not in path and "\0" not in path
+    return (
+        bool(path)
+        and not pure.is_absolute()
+        and ".." not in pure.parts
+        and "\\" not in path
+        and "\0" not in path
+    )
 
 
 class TaskJournal:
@@ -297,12 +305,16 @@ class TaskJournal:
         entries = self.entries()
         while True:
             candidate = f"t{next(numbers)}"
-            if candidate not in entries and not os.path.lexists(self.directory / f"{candidate}.json"):
+            if candidate not in entries and not os.path.lexists(
+                self.directory / f"{candidate}.json"
+            ):
                 return candidate
 
     # --- recording ---
 
-    def recorder(self, task_id: str, title: str, started: float) -> Callable[[Sequence[FileChange]], None]:
+    def recorder(
+        self, task_id: str, title: str, started: float
+    ) -> Callable[[Sequence[FileChange]], None]:
         """The callback an EditorWorkspace calls with each change set the editor applied."""
 
         def record(changes: Sequence[FileChange]) -> None:
@@ -313,7 +325,9 @@ class TaskJournal:
 
         return record
 
-    def record(self, task_id: str, title: str, started: float, changes: Sequence[FileChange]) -> None:
+    def record(
+        self, task_id: str, title: str, started: float, changes: Sequence[FileChange]
+    ) -> None:
         if not _TASK_ID.match(task_id):
             log.warning("not journaling changes of %r: not a task id", task_id)
             return
@@ -353,13 +367,19 @@ class TaskJournal:
 
     def undoable(self) -> list[JournalEntry]:
         """Entries with changes left to undo, newest first."""
-        return [e for e in reversed(_oldest_first(self.entries().values())) if not e.undone and e.files]
+        return [
+            e for e in reversed(_oldest_first(self.entries().values())) if not e.undone and e.files
+        ]
 
     def loaded_entries_for(self, rel: str) -> list[JournalEntry]:
         """Undoable entries that changed `rel`, newest first; none until the journal is loaded."""
         if self._entries is None:
             return []
-        return [e for e in reversed(_oldest_first(self._entries.values())) if not e.undone and rel in e.files]
+        return [
+            e
+            for e in reversed(_oldest_first(self._entries.values()))
+            if not e.undone and rel in e.files
+        ]
 
     def changed_ranges(self, entry: JournalEntry, rel: str, current: str) -> list[tuple[int, int]]:
         """The lines [start, end) of `current` (0-based) that the task's changes to `rel` wrote,
@@ -406,7 +426,9 @@ class TaskJournal:
             # The journal still works from memory; say so once, not on every edit.
             if not self._write_failed:
                 self._write_failed = True
-                self._tell(f"lich: could not write the undo journal ({err}); undo works until the server restarts")
+                self._tell(
+                    f"lich: could not write the undo journal ({err}); undo works until the server restarts"
+                )
                 self._flush_reports()
 
     def _forget(self, entries: dict[str, JournalEntry], task_id: str) -> None:
@@ -440,7 +462,11 @@ def _add_change(entry: JournalEntry, rel: str, change: FileChange) -> None:
             if new_text is None:
                 record.steps.append(JournalStep(last.base, (), deleted=True))
             else:
-                record.steps.append(JournalStep(last.base, line_replacements(last.base or "", new_text), result=new_text))
+                record.steps.append(
+                    JournalStep(
+                        last.base, line_replacements(last.base or "", new_text), result=new_text
+                    )
+                )
         # else: the task put the file back as it found it; nothing of this step is left to undo
         if not record.steps:
             entry.files.pop(rel, None)

@@ -58,7 +58,9 @@ def clip_text(text: str, limit_bytes: int, already_cut: int = 0) -> str:
     return text[:keep] + cut_marker(len(text) - keep + already_cut)
 
 
-def clip_event(payload: dict[str, Any], limit_bytes: int = MAX_EDITOR_MESSAGE_BYTES) -> dict[str, Any]:
+def clip_event(
+    payload: dict[str, Any], limit_bytes: int = MAX_EDITOR_MESSAGE_BYTES
+) -> dict[str, Any]:
     """A lich/event payload that fits in `limit_bytes`: long strings in its data are cut (saying
     so), and if that is not enough only the data's short scalar fields are kept, with a note."""
     size = json_size(payload)
@@ -72,9 +74,12 @@ def clip_event(payload: dict[str, Any], limit_bytes: int = MAX_EDITOR_MESSAGE_BY
     kept = {
         key: value
         for key, value in (data.items() if isinstance(data, dict) else [])
-        if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= _EVENT_STRING_CAPS[-1])
+        if isinstance(value, (bool, int, float))
+        or (isinstance(value, str) and len(value) <= _EVENT_STRING_CAPS[-1])
     }
-    kept["cut"] = f"the event's data ({size} bytes) was cut: over the {limit_bytes // 1024} KiB limit"
+    kept["cut"] = (
+        f"the event's data ({size} bytes) was cut: over the {limit_bytes // 1024} KiB limit"
+    )
     return {**payload, "data": kept}
 
 
@@ -99,10 +104,14 @@ class EditorMessages:
         self._background: set[asyncio.Future[Any]] = set()
 
     def log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
-        self._port.log_message(clip_text(message, MAX_EDITOR_MESSAGE_BYTES - MESSAGE_ENVELOPE_BYTES), kind)
+        self._port.log_message(
+            clip_text(message, MAX_EDITOR_MESSAGE_BYTES - MESSAGE_ENVELOPE_BYTES), kind
+        )
 
     def show_message(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
-        self._port.show_message(clip_text(message, MAX_EDITOR_MESSAGE_BYTES - MESSAGE_ENVELOPE_BYTES), kind)
+        self._port.show_message(
+            clip_text(message, MAX_EDITOR_MESSAGE_BYTES - MESSAGE_ENVELOPE_BYTES), kind
+        )
 
     def report_unexpected(self, where: str, err: BaseException) -> None:
         """Tell the user about an unexpected failure once per kind (the log has the details)."""
@@ -111,13 +120,17 @@ class EditorMessages:
             f"lich: unexpected error in {where}: {type(err).__name__}: {err} (details in the server log)",
         )
 
-    def report_once(self, key: str, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+    def report_once(
+        self, key: str, message: str, kind: types.MessageType = types.MessageType.Error
+    ) -> None:
         if key in self._reported:
             return
         self._reported.add(key)
         self.show_message(message, kind)
 
-    def publish_diagnostics(self, source: str, uri: str, diagnostics: list[types.Diagnostic]) -> None:
+    def publish_diagnostics(
+        self, source: str, uri: str, diagnostics: list[types.Diagnostic]
+    ) -> None:
         """Replace `source`'s diagnostics for `uri`; the editor gets every source's together."""
         by_source = self._published.setdefault(uri, {})
         if diagnostics:

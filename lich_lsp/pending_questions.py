@@ -55,7 +55,9 @@ PENDING_APPROVAL_TIMEOUT_S = 600.0
 
 # The file a lich.ask started from: set by the command, inherited by the task's tool calls (an
 # asyncio task copies the context it was created in).
-ORIGIN_URI: contextvars.ContextVar[str | None] = contextvars.ContextVar("lich_origin_uri", default=None)
+ORIGIN_URI: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "lich_origin_uri", default=None
+)
 
 
 @dataclass(frozen=True)
@@ -73,8 +75,12 @@ class PendingQuestion:
     choices: tuple[Choice, ...]
     origin: str | None  # a uri to show it on, if the question has one
     on_answer: Callable[[str], None] | None = None
-    future: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
-    uri: str | None = None  # where its diagnostic is published (None: no document to show it on yet)
+    future: asyncio.Future[str] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    uri: str | None = (
+        None  # where its diagnostic is published (None: no document to show it on yet)
+    )
     diagnostic: types.Diagnostic | None = None
 
     def answers(self) -> list[str]:
@@ -88,7 +94,9 @@ class QuestionGone(Exception):
 class PendingQuestions:
     """The session's pending questions, their diagnostics and their code actions."""
 
-    def __init__(self, documents: DocumentStore, port: EditorPort, root: Path, messages: EditorMessages) -> None:
+    def __init__(
+        self, documents: DocumentStore, port: EditorPort, root: Path, messages: EditorMessages
+    ) -> None:
         self._documents = documents
         self._port = port
         self._root = root
@@ -118,7 +126,12 @@ class PendingQuestions:
         """Show a question as a diagnostic and tell the user where (`also`: another way to answer,
         said after); its `future` gets the answer."""
         question = PendingQuestion(
-            f"q{next(self._ids)}", kind, text, subject, choices, origin if origin is not None else ORIGIN_URI.get(),
+            f"q{next(self._ids)}",
+            kind,
+            text,
+            subject,
+            choices,
+            origin if origin is not None else ORIGIN_URI.get(),
             on_answer,
         )
         self._pending[question.question_id] = question
@@ -132,19 +145,25 @@ class PendingQuestions:
         )
         self._messages.show_message(
             f"{text} This editor cannot show questions: answer with the code actions ({titles}) on {where}, "
-            f"or run {ANSWER_COMMAND} with {{id: \"{question.question_id}\", answer: {answers}}}."
+            f'or run {ANSWER_COMMAND} with {{id: "{question.question_id}", answer: {answers}}}.'
             + (f" {also}" if also else ""),
             types.MessageType.Warning,
         )
         return question
 
-    async def wait(self, question: PendingQuestion, cancel: CancelToken, timeout_s: float) -> str | None:
+    async def wait(
+        self, question: PendingQuestion, cancel: CancelToken, timeout_s: float
+    ) -> str | None:
         """The answer, or None when `timeout_s` passed or `cancel` fired; the question is withdrawn."""
         cancelled = asyncio.ensure_future(cancel.wait())
         waits: set[asyncio.Future[Any]] = {question.future, cancelled}
         try:
             await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-            return question.future.result() if question.future.done() and not question.future.cancelled() else None
+            return (
+                question.future.result()
+                if question.future.done() and not question.future.cancelled()
+                else None
+            )
         finally:
             cancelled.cancel()
             self.withdraw(question)
@@ -170,7 +189,9 @@ class PendingQuestions:
         if question is None:
             raise QuestionGone(question_id)
         if answer not in question.answers():
-            raise ValueError(f"question {question_id} takes one of {', '.join(question.answers())}, got {answer!r}")
+            raise ValueError(
+                f"question {question_id} takes one of {', '.join(question.answers())}, got {answer!r}"
+            )
         if not question.future.done():
             question.future.set_result(answer)
         self.withdraw(question)
@@ -242,7 +263,9 @@ class PendingQuestions:
 
     def _publish(self, uri: str) -> None:
         diagnostics = [
-            q.diagnostic for q in self._pending.values() if q.uri == uri and q.diagnostic is not None
+            q.diagnostic
+            for q in self._pending.values()
+            if q.uri == uri and q.diagnostic is not None
         ]
         self._messages.publish_diagnostics(DIAGNOSTICS_KEY, uri, diagnostics)
 
@@ -264,7 +287,9 @@ class PendingQuestions:
         first = first.rstrip("\r")
         start = types.Position(line=0, character=0)
         if first:
-            end = types.Position(line=0, character=self._port.position_codec.client_num_units(first))
+            end = types.Position(
+                line=0, character=self._port.position_codec.client_num_units(first)
+            )
         elif newline:
             end = types.Position(line=1, character=0)
         else:

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from pygls.workspace import TextDocument
     from pygls.workspace.position_codec import PositionCodec
 
-ProgressValue = types.WorkDoneProgressBegin | types.WorkDoneProgressReport | types.WorkDoneProgressEnd
+ProgressValue = (
+    types.WorkDoneProgressBegin | types.WorkDoneProgressReport | types.WorkDoneProgressEnd
+)
 
 
 class EditorRequestError(Exception):
@@ -51,7 +53,9 @@ class EditorPort(Protocol):
 
     # --- requests (awaited) ---
 
-    async def apply_edit(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+    async def apply_edit(
+        self, params: types.ApplyWorkspaceEditParams
+    ) -> types.ApplyWorkspaceEditResult:
         """workspace/applyEdit."""
         ...
 

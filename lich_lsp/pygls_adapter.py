@@ -81,7 +81,9 @@ class PyglsEditor:
         encoding = self._server.workspace.position_encoding
         return str(getattr(encoding, "value", encoding) or "utf-16")
 
-    async def apply_edit(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+    async def apply_edit(
+        self, params: types.ApplyWorkspaceEditParams
+    ) -> types.ApplyWorkspaceEditResult:
         try:
             return await self._server.workspace_apply_edit_async(params)
         except JsonRpcException as err:
@@ -206,7 +208,9 @@ class LichProtocol(LanguageServerProtocol):
         if result_may_be_null(method_name):
             self._send_response(msg_id, None)
         else:
-            self._send_response(msg_id, None, JsonRpcMethodNotFound.of(method_name).to_response_error())
+            self._send_response(
+                msg_id, None, JsonRpcMethodNotFound.of(method_name).to_response_error()
+            )
 
     def _handle_notification(self, method_name: str, params: Any) -> None:
         if method_name == types.CANCEL_REQUEST or self._serves(method_name):
@@ -216,7 +220,9 @@ class LichProtocol(LanguageServerProtocol):
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         if isinstance(msg_id, bool) or not isinstance(msg_id, (int, str)):
-            log.warning("ignored a $/cancelRequest whose id is not a number or a string: %.80r", msg_id)
+            log.warning(
+                "ignored a $/cancelRequest whose id is not a number or a string: %.80r", msg_id
+            )
             return
         super()._handle_cancel_notification(msg_id)
         server = self._server
@@ -250,19 +256,27 @@ class LichProtocol(LanguageServerProtocol):
                 what = str(data["method"])
                 handled = "id" in data
                 if handled:
-                    self._send_response(data["id"], None, MalformedMessage(what, True).to_response_error())
+                    self._send_response(
+                        data["id"], None, MalformedMessage(what, True).to_response_error()
+                    )
             else:
                 # A bad answer to one of our requests (applyEdit, showMessageRequest...): fail
                 # that request so its caller turns it into an error instead of waiting forever.
                 what = "response"
                 msg_id = data.get("id")
-                future = self._request_futures.pop(msg_id, None) if isinstance(msg_id, (str, int)) else None
+                future = (
+                    self._request_futures.pop(msg_id, None)
+                    if isinstance(msg_id, (str, int))
+                    else None
+                )
                 handled = future is not None and not future.done()
                 if future is not None and handled:
                     future.set_exception(MalformedMessage(what, True))
             raise MalformedMessage(what, handled) from err
 
-    def _send_response(self, msg_id: Any, result: Any = None, error: ResponseError | None = None) -> None:
+    def _send_response(
+        self, msg_id: Any, result: Any = None, error: ResponseError | None = None
+    ) -> None:
         if error is not None and isinstance(error.data, dict) and "traceback" in error.data:
             error = ResponseError(code=error.code, message=error.message)
         super()._send_response(msg_id, result, error)
@@ -403,11 +417,17 @@ def result_may_be_null(method: str) -> bool:
     if response is None or not attrs.has(response):
         return False
     result = attrs.fields_dict(response).get("result")
-    return result is not None and (result.type is type(None) or type(None) in typing.get_args(result.type))
+    return result is not None and (
+        result.type is type(None) or type(None) in typing.get_args(result.type)
+    )
 
 
 def _unexpected_request_error(error: Exception) -> bool:
     """A request handler raised something other than a JSON-RPC error (pygls wraps it with a traceback)."""
     if not isinstance(error, JsonRpcException):
         return True
-    return isinstance(error, JsonRpcInternalError) and isinstance(error.data, dict) and "traceback" in error.data
+    return (
+        isinstance(error, JsonRpcInternalError)
+        and isinstance(error.data, dict)
+        and "traceback" in error.data
+    )

@@ -84,7 +84,7 @@ MAX_UNANSWERED_ACCEPTS = 8
 
 
 def review_style(config: Mapping[str, Any], caps: ClientFeatures) -> str:
-    """"hunks" or "batch" for this editor: `review_style` when it names one, else (auto) hunks,
+    """ "hunks" or "batch" for this editor: `review_style` when it names one, else (auto) hunks,
     except for a client that shows change annotations (needsConfirmation) and did not declare
     `experimental.lich.reviewHunks` (VS Code without the lich extension's CodeLens takes the batch
     in its refactor preview)."""
@@ -236,13 +236,19 @@ class ReviewStore:
     # --- the commands ---
 
     def register(self, table: CommandTable) -> None:
-        table.add(ACCEPT_HUNK, lambda args, request_id: self._accept_hunk_command(table, args, request_id))
+        table.add(
+            ACCEPT_HUNK, lambda args, request_id: self._accept_hunk_command(table, args, request_id)
+        )
         table.add(REJECT_HUNK, self._reject_hunk_command)
-        table.add(ACCEPT_ALL, lambda args, request_id: self._accept_all_command(table, args, request_id))
+        table.add(
+            ACCEPT_ALL, lambda args, request_id: self._accept_all_command(table, args, request_id)
+        )
         table.add(REJECT_ALL, self._reject_all_command)
         table.add(REVIEW_LIST, self._review_list_command)
 
-    async def _accept_hunk_command(self, table: CommandTable, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    async def _accept_hunk_command(
+        self, table: CommandTable, args: tuple[Any, ...], request_id: Any
+    ) -> dict[str, Any]:
         obj = single_object(ACCEPT_HUNK, args)
         hunk_id = get_str(ACCEPT_HUNK, obj, "hunk_id", required=True)
         assert hunk_id is not None
@@ -262,7 +268,9 @@ class ReviewStore:
             resolve_uri(command, self._root, uri)
         return uri
 
-    async def _accept_all_command(self, table: CommandTable, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    async def _accept_all_command(
+        self, table: CommandTable, args: tuple[Any, ...], request_id: Any
+    ) -> dict[str, Any]:
         ids = self.ids(self._scope_uri(ACCEPT_ALL, args))
         if not ids:
             return {"ok": True, "accepted": [], "edited": [], "pending": len(self.pending())}
@@ -298,7 +306,11 @@ class ReviewStore:
         return self._files.get(self._key(path)) if path is not None else None
 
     def pending(self, uri: str | None = None) -> list[Hunk]:
-        files = self._files.values() if uri is None else [f for f in [self._file_for_uri(uri)] if f is not None]
+        files = (
+            self._files.values()
+            if uri is None
+            else [f for f in [self._file_for_uri(uri)] if f is not None]
+        )
         hunks: list[Hunk] = []
         for review_file in list(files):
             self.sync(review_file)
@@ -327,7 +339,11 @@ class ReviewStore:
         }
 
     def listing(self, uri: str | None = None) -> list[dict[str, Any]]:
-        files = self._files.values() if uri is None else [f for f in [self._file_for_uri(uri)] if f is not None]
+        files = (
+            self._files.values()
+            if uri is None
+            else [f for f in [self._file_for_uri(uri)] if f is not None]
+        )
         listed: list[dict[str, Any]] = []
         for review_file in list(files):
             self.sync(review_file)
@@ -344,7 +360,11 @@ class ReviewStore:
         counter = itertools.count(1)  # a task proposes once: its ids are <task_id>-1, -2, ...
         store = self._documents
         for change in changes:
-            assert change.kind == "write" and change.base_text is not None and change.new_text is not None
+            assert (
+                change.kind == "write"
+                and change.base_text is not None
+                and change.new_text is not None
+            )
             rel = self._rel(change.path)
             current = store.current_text(change.path)
             base_lines = lines_of(change.base_text)
@@ -370,7 +390,9 @@ class ReviewStore:
                 for hunk in proposed:
                     if hunk not in survivors:
                         self._drop_note(rel, hunk, "the user edited those lines during the task")
-                        outcome.dropped.append(f"{rel}: {hunk.hunk_id} ({hunk.summary()}): you edited those lines")
+                        outcome.dropped.append(
+                            f"{rel}: {hunk.hunk_id} ({hunk.summary()}): you edited those lines"
+                        )
                 proposed = survivors
             if not proposed:
                 continue
@@ -401,7 +423,9 @@ class ReviewStore:
                 kept.append(hunk)
         return kept
 
-    def _rebase(self, review_file: ReviewFile, new_text: str, edits: Sequence[LineEdit] | None, why: str) -> bool:
+    def _rebase(
+        self, review_file: ReviewFile, new_text: str, edits: Sequence[LineEdit] | None, why: str
+    ) -> bool:
         """Carry the file's hunks to `new_text` (through `edits` when known exactly, else the
         diff); drops and notes the hunks hit. True when anything changed."""
         carried = self._carry_exact(review_file, new_text, edits) if edits is not None else None
@@ -522,7 +546,10 @@ class ReviewStore:
         while len(self._refused) > MAX_REFUSED_HUNKS:
             del self._refused[next(iter(self._refused))]
         ids = ", ".join(h.hunk_id for h in review_file.hunks)
-        self._messages.log(f"lich: refused the proposed changes {ids} in {rel}: {reason}", types.MessageType.Warning)
+        self._messages.log(
+            f"lich: refused the proposed changes {ids} in {rel}: {reason}",
+            types.MessageType.Warning,
+        )
         review_file.hunks = []
         review_file.unanswered = []
         self.publish(review_file)
@@ -532,7 +559,9 @@ class ReviewStore:
         """`new_text` is what an accept lich stopped waiting for makes: the editor applied it late.
         Its hunks count as accepted (not as lines the user edited); True when so."""
         review_file.unanswered = [
-            entry for entry in review_file.unanswered if all(h in review_file.hunks for h in entry[0])
+            entry
+            for entry in review_file.unanswered
+            if all(h in review_file.hunks for h in entry[0])
         ]
         for entry in review_file.unanswered:
             hunks, base, made = entry
@@ -542,11 +571,16 @@ class ReviewStore:
                 return True
         return False
 
-    def _settle_accepted(self, review_file: ReviewFile, live: Sequence[Hunk], new_text: str) -> None:
+    def _settle_accepted(
+        self, review_file: ReviewFile, live: Sequence[Hunk], new_text: str
+    ) -> None:
         """The editor applied `live` (making `new_text`): drop them, move the others."""
         rest = [h for h in review_file.hunks if h not in live]
         # The accepted hunks' own edits, bottom first, carry the others to their new lines.
-        steps = [LineEdit(h.start, h.end, len(lines_of(h.new_text))) for h in sorted(live, key=lambda h: -h.start)]
+        steps = [
+            LineEdit(h.start, h.end, len(lines_of(h.new_text)))
+            for h in sorted(live, key=lambda h: -h.start)
+        ]
         review_file.hunks = rest
         self._rebase(review_file, new_text, steps, "an accepted change overlapped it")
         self._forget_if_empty(review_file)
@@ -584,13 +618,17 @@ class ReviewStore:
                     continue
                 new_text, replacements = _applied(review_file.text, live)
                 changes.append(
-                    FileChange(review_file.path, "write", new_text, review_file.text, tuple(replacements))
+                    FileChange(
+                        review_file.path, "write", new_text, review_file.text, tuple(replacements)
+                    )
                 )
                 plan.append((review_file, live, new_text))
             if not changes:
                 if refused:
                     return self._unavailable(missing, refused)
-                return _failure(f"not_found: no pending change {', '.join(missing)} (the file changed; see the log)")
+                return _failure(
+                    f"not_found: no pending change {', '.join(missing)} (the file changed; see the log)"
+                )
             label = plan[0][1][0].label if len(plan) == 1 else "lich: accept reviewed changes"
             ids = [h.hunk_id for _, hunks, _ in plan for h in hunks]
             landed = False
@@ -618,7 +656,9 @@ class ReviewStore:
                 self.notes.add(
                     f"Your proposed change {', '.join(ids)} could not be applied when the user accepted it: {reason}"
                 )
-                self._messages.show_message(f"lich: could not apply {', '.join(ids)}: {reason}", types.MessageType.Warning)
+                self._messages.show_message(
+                    f"lich: could not apply {', '.join(ids)}: {reason}", types.MessageType.Warning
+                )
                 return _failure(str(err))
             except asyncio.CancelledError:
                 if landed:
@@ -637,7 +677,12 @@ class ReviewStore:
                 self._accepting.difference_update(ids)
         self._settle_all(plan)
         edited = [review_file.uri for review_file, _, _ in plan]
-        result: dict[str, Any] = {"ok": True, "accepted": ids, "edited": edited, "pending": len(self.pending())}
+        result: dict[str, Any] = {
+            "ok": True,
+            "accepted": ids,
+            "edited": edited,
+            "pending": len(self.pending()),
+        }
         if missing:
             result["missing"] = missing
         if refused:
@@ -663,12 +708,16 @@ class ReviewStore:
         """The editor applied an accept after lich stopped waiting (its editor part `late`):
         journal it, count its hunks as accepted if still pending, and tell the model."""
         keys = {self._key(c.path) for c in late}
-        part = [(c, step) for c, step in zip(changes, plan, strict=True) if self._key(c.path) in keys]
+        part = [
+            (c, step) for c, step in zip(changes, plan, strict=True) if self._key(c.path) in keys
+        ]
         if not part:
             return
         self._journal([c for c, _ in part], [step for _, step in part])
         for review_file, live, new_text in (step for _, step in part):
-            entry = next((u for u in review_file.unanswered if u[0] == live and u[2] == new_text), None)
+            entry = next(
+                (u for u in review_file.unanswered if u[0] == live and u[2] == new_text), None
+            )
             if entry is not None and all(h in review_file.hunks for h in live):
                 review_file.unanswered.remove(entry)
                 if review_file.text == entry[1]:
@@ -679,7 +728,9 @@ class ReviewStore:
             "waiting for its answer. Read the file again before editing near it."
         )
 
-    def _journal(self, changes: list[FileChange], plan: list[tuple[ReviewFile, list[Hunk], str]]) -> None:
+    def _journal(
+        self, changes: list[FileChange], plan: list[tuple[ReviewFile, list[Hunk], str]]
+    ) -> None:
         """Accepted hunks become part of their task's undo (lich.undoTask takes them back too).
 
         `changes` and `plan` are parallel, one entry per file; a file's change goes to the task of
@@ -699,8 +750,14 @@ class ReviewStore:
         not rejected (`hunk_busy`): the editor may be applying it this moment."""
         wanted = list(dict.fromkeys(hunk_ids))
         chosen, missing, refused = self._collect(wanted)
-        busy = [h.hunk_id for hunks in chosen.values() for h in hunks if h.hunk_id in self._accepting]
-        chosen = {f: kept for f, hunks in chosen.items() if (kept := [h for h in hunks if h.hunk_id not in busy])}
+        busy = [
+            h.hunk_id for hunks in chosen.values() for h in hunks if h.hunk_id in self._accepting
+        ]
+        chosen = {
+            f: kept
+            for f, hunks in chosen.items()
+            if (kept := [h for h in hunks if h.hunk_id not in busy])
+        }
         if not chosen:
             if busy:
                 return _failure(_busy_error(busy))
@@ -715,7 +772,7 @@ class ReviewStore:
                     "\n".join(
                         [
                             f"The user rejected your proposed change {hunk.hunk_id} to {rel} ({hunk.summary()}, "
-                            f"from the task \"{_title(hunk.label)}\"). It would have replaced:",
+                            f'from the task "{_title(hunk.label)}"). It would have replaced:',
                             *(preview(hunk.old_text, "  ") or ["  (nothing)"]),
                             "with:",
                             *(preview(hunk.new_text, "  ") or ["  (nothing)"]),
@@ -735,7 +792,9 @@ class ReviewStore:
             result["refused"] = self._refusals(refused)
         return result
 
-    def _collect(self, hunk_ids: Sequence[str]) -> tuple[dict[ReviewFile, list[Hunk]], list[str], list[str]]:
+    def _collect(
+        self, hunk_ids: Sequence[str]
+    ) -> tuple[dict[ReviewFile, list[Hunk]], list[str], list[str]]:
         """(pending hunks by file, ids not pending, ids refused because their file is unreadable)."""
         chosen: dict[ReviewFile, list[Hunk]] = {}
         missing: list[str] = []
@@ -750,7 +809,10 @@ class ReviewStore:
         return chosen, missing, refused
 
     def _refusals(self, refused: Sequence[str]) -> list[dict[str, str]]:
-        return [{"hunk_id": hunk_id, "error": self._refused.get(hunk_id, "not_found")} for hunk_id in refused]
+        return [
+            {"hunk_id": hunk_id, "error": self._refused.get(hunk_id, "not_found")}
+            for hunk_id in refused
+        ]
 
     def _unavailable(self, missing: Sequence[str], refused: Sequence[str]) -> dict[str, Any]:
         """The failure when none of the hunks asked for can be answered: a refused one's reason
@@ -761,7 +823,9 @@ class ReviewStore:
             if missing:
                 result["missing"] = list(missing)
             return result
-        return _failure(f"not_found: no pending change {', '.join(missing)} (already accepted, rejected or dropped)")
+        return _failure(
+            f"not_found: no pending change {', '.join(missing)} (already accepted, rejected or dropped)"
+        )
 
     def ids(self, uri: str | None = None) -> list[str]:
         return [h.hunk_id for h in self.pending(uri)]
@@ -782,7 +846,11 @@ class ReviewStore:
         text = review_file.text
         cached = review_file.geometry
         if cached is None or cached[0] is not text:
-            cached = (text, PositionMapper(text, self._port.position_codec), hashline_line_starts(text))
+            cached = (
+                text,
+                PositionMapper(text, self._port.position_codec),
+                hashline_line_starts(text),
+            )
             review_file.geometry = cached
         return cached[1], cached[2]
 
@@ -822,7 +890,9 @@ class ReviewStore:
 
     def publish(self, review_file: ReviewFile) -> None:
         self._messages.publish_diagnostics(
-            REVIEW_SOURCE, review_file.uri, [self.diagnostic(review_file, h) for h in review_file.hunks]
+            REVIEW_SOURCE,
+            review_file.uri,
+            [self.diagnostic(review_file, h) for h in review_file.hunks],
         )
 
     def code_actions(
@@ -843,7 +913,9 @@ class ReviewStore:
         here = _hunks_on_lines(review_file, first, last)
         actions: list[types.CodeAction] = []
 
-        def add(title: str, command: str, argument: dict[str, Any], llm: bool, hunk: Hunk | None = None) -> None:
+        def add(
+            title: str, command: str, argument: dict[str, Any], llm: bool, hunk: Hunk | None = None
+        ) -> None:
             actions.append(
                 types.CodeAction(
                     title=title,
@@ -1031,7 +1103,9 @@ def user_edit_note(rel: str, lines: AgentLines, current: str | None) -> str | No
             start = r.start + offset
             shown = new_lines[start : start + count]
             where = f"line {start + 1}" if count == 1 else f"lines {start + 1}-{start + count}"
-            hit_rows.append(f"{where} now read:" if count else f"the lines before line {start + 1} were deleted")
+            hit_rows.append(
+                f"{where} now read:" if count else f"the lines before line {start + 1} were deleted"
+            )
             hit_rows.extend("  " + _clip_line(line) for line in shown[:PREVIEW_MAX_LINES])
         offset += count - (r.end - r.start)
     survivors = track_spans(lines.spans, line_edits_between(lines.text, current))
@@ -1040,8 +1114,11 @@ def user_edit_note(rel: str, lines: AgentLines, current: str | None) -> str | No
     if not hit_rows:
         return None
     return "\n".join(
-        [f"The user edited lines you had changed in {rel}:", *hit_rows,
-         "Keep the user's version (do not revert it); read the file again before editing near it."]
+        [
+            f"The user edited lines you had changed in {rel}:",
+            *hit_rows,
+            "Keep the user's version (do not revert it); read the file again before editing near it.",
+        ]
     )
 
 
@@ -1051,7 +1128,13 @@ def user_edit_note(rel: str, lines: AgentLines, current: str | None) -> str | No
 def user_review_message(note: str) -> str:
     """Plain words for a review note that carries a machine prefix (`edit_rejected: ...`)."""
     text = note
-    for prefix in ("edit_rejected: ", "review_declined: ", "review_unavailable: ", "stale_document: ", "review_cancelled: "):
+    for prefix in (
+        "edit_rejected: ",
+        "review_declined: ",
+        "review_unavailable: ",
+        "stale_document: ",
+        "review_cancelled: ",
+    ):
         if text.startswith(prefix):
             text = text[len(prefix) :]
     return text[:1].upper() + text[1:] if text else note

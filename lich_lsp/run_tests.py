@@ -44,7 +44,9 @@ _progress_ids = itertools.count(1)
 class TestDiagnostics:
     """The diagnostics of the last test run, one list per file that had a failure."""
 
-    def __init__(self, documents: DocumentStore, port: EditorPort, root: Path, messages: EditorMessages) -> None:
+    def __init__(
+        self, documents: DocumentStore, port: EditorPort, root: Path, messages: EditorMessages
+    ) -> None:
         self._documents = documents
         self._port = port
         self._root = root
@@ -59,7 +61,9 @@ class TestDiagnostics:
             if located is None:
                 continue  # no file or line to show it on: it is still in the command's result
             uri, line_range = located
-            message = f"{failure.test_id}: {failure.message}" if failure.message else failure.test_id
+            message = (
+                f"{failure.test_id}: {failure.message}" if failure.message else failure.test_id
+            )
             by_uri.setdefault(uri, []).append(
                 types.Diagnostic(
                     range=line_range,
@@ -95,7 +99,10 @@ class TestDiagnostics:
         if index >= len(lines):
             return None
         width = self._port.position_codec.client_num_units(lines[index])
-        line_range = types.Range(start=types.Position(line=index, character=0), end=types.Position(line=index, character=width))
+        line_range = types.Range(
+            start=types.Position(line=index, character=0),
+            end=types.Position(line=index, character=width),
+        )
         return documents.uri_for(path), line_range
 
 
@@ -153,7 +160,9 @@ class TestRunner:
             "failed": report.failed if report else 0,
             "errors": report.errors if report else 0,
             "skipped": report.skipped if report else 0,
-            "failures": [self._failure_json(failure) for failure in report.failures] if report else [],
+            "failures": [self._failure_json(failure) for failure in report.failures]
+            if report
+            else [],
             "output": result.output,
         }
         if result.error:
@@ -170,12 +179,20 @@ class TestRunner:
             log.info("no progress for the test run: %s", err)
             return None
         message = f"filter: {test_filter}" if test_filter else None
-        self._port.progress(token, types.WorkDoneProgressBegin(title=PROGRESS_TITLE, message=message, cancellable=False))
+        self._port.progress(
+            token,
+            types.WorkDoneProgressBegin(title=PROGRESS_TITLE, message=message, cancellable=False),
+        )
         return token
 
     def _failure_json(self, failure: TestFailure) -> dict[str, Any]:
         uri = self._documents.uri_for(self._root / failure.path) if failure.path else ""
-        return {"test_id": failure.test_id, "uri": uri, "line": max(failure.line - 1, 0), "message": failure.message}
+        return {
+            "test_id": failure.test_id,
+            "uri": uri,
+            "line": max(failure.line - 1, 0),
+            "message": failure.message,
+        }
 
 
 def _report(details: dict[str, Any] | None) -> TestReport | None:

@@ -26,7 +26,9 @@ RUNTIME_CLOSE_TIMEOUT_S = 5.0
 class ToolRuntimes:
     """The tool runtime for the current config, rebuilt only after the config changed."""
 
-    def __init__(self, holder: ConfigHolder, call_checks: Sequence[CallCheck], messages: EditorMessages) -> None:
+    def __init__(
+        self, holder: ConfigHolder, call_checks: Sequence[CallCheck], messages: EditorMessages
+    ) -> None:
         self._holder = holder
         self._call_checks = tuple(call_checks)
         self._messages = messages
@@ -38,7 +40,10 @@ class ToolRuntimes:
             # Heavy (plugins, MCP): loaded with the first tool call, not at initialize.
             from lich_core.runtime import build_tool_runtime
 
-            old, self._runtime = self._runtime, build_tool_runtime(self._holder.config, call_checks=self._call_checks)
+            old, self._runtime = (
+                self._runtime,
+                build_tool_runtime(self._holder.config, call_checks=self._call_checks),
+            )
             self._generation = self._holder.generation
             if old is not None and getattr(old, "mcp", None) is not None:
                 # Its MCP servers belong to the old config; a task still running on it loses them.
@@ -61,7 +66,10 @@ class ToolRuntimes:
         if manager is not None:
             return list(manager.status())
         servers = self._holder.config.settings.mcp_servers
-        return [{"name": name, "state": "not_started", "tools": 0, "last_error": None} for name in servers]
+        return [
+            {"name": name, "state": "not_started", "tools": 0, "last_error": None}
+            for name in servers
+        ]
 
     def context(self, workspace: Workspace, read_state: ReadState, label: str) -> ToolContext:
         """A tool call's context on the current runtime, reading and writing through `workspace`."""

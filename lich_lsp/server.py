@@ -111,14 +111,18 @@ def register_lifecycle(server: LichLanguageServer) -> None:
         ls.session.cancel_progress(params.token)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(ls: LichLanguageServer, params: types.DidChangeConfigurationParams) -> None:
+    async def did_change_configuration(
+        ls: LichLanguageServer, params: types.DidChangeConfigurationParams
+    ) -> None:
         await ls.session.did_change_configuration(params.settings)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(code_action_kinds=[ASK_KIND, FIX_KIND], resolve_provider=False),
     )
-    def code_action(ls: LichLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
+    def code_action(
+        ls: LichLanguageServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction | types.Command]:
         return ls.session.code_actions(params)
 
 
@@ -145,14 +149,27 @@ def create_server() -> LichLanguageServer:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="lich-lsp", description="lich: a coding agent inside a language server")
+    parser = argparse.ArgumentParser(
+        prog="lich-lsp", description="lich: a coding agent inside a language server"
+    )
     transport = parser.add_mutually_exclusive_group()
-    transport.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (default)")
+    transport.add_argument(
+        "--stdio", action="store_true", help="talk LSP over stdin/stdout (default)"
+    )
     transport.add_argument("--tcp", action="store_true", help="listen for one client on TCP")
     transport.add_argument("--ws", action="store_true", help="listen for one client on a WebSocket")
-    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address for --tcp/--ws (default {DEFAULT_HOST})")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port for --tcp/--ws (default {DEFAULT_PORT})")
-    parser.add_argument("--log-level", default="WARNING", help="server log level on stderr (default WARNING)")
+    parser.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address for --tcp/--ws (default {DEFAULT_HOST})"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port for --tcp/--ws (default {DEFAULT_PORT})",
+    )
+    parser.add_argument(
+        "--log-level", default="WARNING", help="server log level on stderr (default WARNING)"
+    )
     parser.add_argument("--version", action="version", version=f"lich-lsp {__version__}")
     return parser.parse_args(argv)
 
@@ -170,12 +187,15 @@ class _QuietClientErrors(logging.Filter):
 def run(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(
-        stream=sys.stderr, level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        stream=sys.stderr,
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietClientErrors())
     if args.ws and importlib.util.find_spec("websockets") is None:
-        print("lich-lsp: --ws needs the websockets package: pip install 'pygls[ws]'", file=sys.stderr)
+        print(
+            "lich-lsp: --ws needs the websockets package: pip install 'pygls[ws]'", file=sys.stderr
+        )
         return 2
     server = create_server()
     if args.tcp:

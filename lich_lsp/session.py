@@ -68,10 +68,14 @@ class EditorSession:
         # Questions for a client that cannot show them: diagnostics with code actions.
         self.questions = questions = PendingQuestions(documents, port, root, messages)
         self.trust = WorkspaceTrust(holder, features, port, questions, messages)
-        approval_check = ApprovalCheck(holder, ApprovalStore(root), features, port, questions, messages)
+        approval_check = ApprovalCheck(
+            holder, ApprovalStore(root), features, port, questions, messages
+        )
         self.runtimes = runtimes = ToolRuntimes(holder, (approval_check,), messages)
         # Every task's changes, for lich.undoTask (read from the user state dir on first use).
-        self.journal = journal = TaskJournal(root, report=lambda message: messages.log(message, types.MessageType.Warning))
+        self.journal = journal = TaskJournal(
+            root, report=lambda message: messages.log(message, types.MessageType.Warning)
+        )
         sender = EditSender(documents, features, root, port, holder, messages)
         self.test_diagnostics = TestDiagnostics(documents, port, root, messages)
         # Pending review hunks (lich_lsp.review) and the notes for the model's next turn; an
@@ -85,13 +89,23 @@ class EditorSession:
             record_accepted=lambda task_id, changes: tasks.record_changes(task_id, changes),
         )
         parts = EditorParts(
-            documents, sender, review, questions, self.test_diagnostics.publish, features, holder, port, root
+            documents,
+            sender,
+            review,
+            questions,
+            self.test_diagnostics.publish,
+            features,
+            holder,
+            port,
+            root,
         )
 
         def new_workspace(mode: str, title: str) -> EditorWorkspace:
             return EditorWorkspace(parts, mode=mode, title=title)
 
-        self.tasks = tasks = TaskManager(journal, new_workspace, runtimes, holder, features, port, messages, root)
+        self.tasks = tasks = TaskManager(
+            journal, new_workspace, runtimes, holder, features, port, messages, root
+        )
         self.undo = TaskUndo(documents, journal, sender, tasks, features, port, messages, root)
         self.seen_diagnostics = code_actions.SeenDiagnostics(documents)
         # lich.read arms it; lich.applyPatch, lich.runTool and lich.runTests use it (the user's own session).
@@ -109,7 +123,13 @@ class EditorSession:
             root,
         )
         test_runner = TestRunner(
-            lambda title: new_workspace("apply", title), runtimes, read_state, documents, port, features, root
+            lambda title: new_workspace("apply", title),
+            runtimes,
+            read_state,
+            documents,
+            port,
+            features,
+            root,
         )
         self.commands = table = CommandTable(messages)
         table.add(STATUS, self._status_command)
@@ -136,12 +156,16 @@ class EditorSession:
 
     async def initialized(self) -> None:
         if self.features.configuration:
-            await self.did_change_configuration(None)  # offers trust once the editor's settings are in
+            await self.did_change_configuration(
+                None
+            )  # offers trust once the editor's settings are in
         else:
             self.trust.offer()
 
     async def did_change_configuration(self, settings: Any) -> None:
-        if await config.refresh_config(self.config_holder, self.port, self.features, self.messages, settings):
+        if await config.refresh_config(
+            self.config_holder, self.port, self.features, self.messages, settings
+        ):
             self.trust.offer()
 
     def did_open(self, uri: str) -> None:
@@ -158,10 +182,14 @@ class EditorSession:
     def did_save(self, uri: str) -> None:
         self.documents.did_save(uri)
 
-    async def execute_command(self, name: str, arguments: list[Any] | None, request_id: Any = None) -> Any:
+    async def execute_command(
+        self, name: str, arguments: list[Any] | None, request_id: Any = None
+    ) -> Any:
         return await self.commands.run(name, tuple(arguments or ()), request_id)
 
-    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction | types.Command]:
+    def code_actions(
+        self, params: types.CodeActionParams
+    ) -> list[types.CodeAction | types.Command]:
         if params.context.diagnostics:
             self.seen_diagnostics.remember(params.text_document.uri, params.context.diagnostics)
         actions = code_actions.compute_code_actions(
@@ -170,12 +198,18 @@ class EditorSession:
             self.features.code_action_literals,
             llm_tag=self.features.code_action_llm_tag,
             undo_tasks=self.undo.code_action_tasks(params),
-            quick_prompts=None if self.features.can_ask_prompt else code_actions.quick_prompts(self.config),
+            quick_prompts=None
+            if self.features.can_ask_prompt
+            else code_actions.quick_prompts(self.config),
         )
         review = self.review.code_actions(
-            params, literal_support=self.features.code_action_literals, tags=self.features.code_action_llm_tag
+            params,
+            literal_support=self.features.code_action_literals,
+            tags=self.features.code_action_llm_tag,
         )
-        questions = self.questions.code_actions(params, literal_support=self.features.code_action_literals)
+        questions = self.questions.code_actions(
+            params, literal_support=self.features.code_action_literals
+        )
         return questions + review + actions
 
     def cancel_request(self, request_id: Any) -> None:
@@ -204,7 +238,9 @@ class EditorSession:
     def report_unexpected(self, where: str, err: BaseException) -> None:
         self.messages.report_unexpected(where, err)
 
-    def report_once(self, key: str, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+    def report_once(
+        self, key: str, message: str, kind: types.MessageType = types.MessageType.Error
+    ) -> None:
         self.messages.report_once(key, message, kind)
 
     # --- lich.status ---
@@ -225,7 +261,10 @@ class EditorSession:
             "provider": _chat_provider(self.config),
             "root": str(self.root),
             "edit_mode": self.config.settings.edit_mode,
-            "review": {"style": review_style(self.config, caps), "pending": len(self.review.pending())},
+            "review": {
+                "style": review_style(self.config, caps),
+                "pending": len(self.review.pending()),
+            },
             "disk_write_policy": self.config.settings.disk_write_policy,
             "position_encoding": self.port.position_encoding,
             "open_documents": self.documents.open_count(),
@@ -255,7 +294,12 @@ def _chat_provider(config: Config) -> dict[str, str]:
         first = role_specs(config, "chat")[0]
     except (ConfigError, IndexError) as err:
         return {"name": "", "kind": "", "model": "", "describe": f"misconfigured: {err}"}
-    return {"name": first.name, "kind": first.kind, "model": first.model, "describe": describe_model(config)}
+    return {
+        "name": first.name,
+        "kind": first.kind,
+        "model": first.model,
+        "describe": describe_model(config),
+    }
 
 
 def workspace_root(params: types.InitializeParams) -> Path:

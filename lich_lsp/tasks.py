@@ -240,12 +240,20 @@ class TaskManager:
         task = self.tasks.get(task_id)
         entry = self._journal.get(task_id)
         title = task.title if task is not None else entry.title if entry is not None else task_id
-        started = task.started if task is not None else entry.started if entry is not None else time.time()
+        started = (
+            task.started
+            if task is not None
+            else entry.started
+            if entry is not None
+            else time.time()
+        )
         self._journal.recorder(task_id, title, started)(changes)
 
     # --- starting ---
 
-    async def ask(self, prompt: str, *, context: str | None, mode: str, request_id: Any = None) -> dict[str, Any]:
+    async def ask(
+        self, prompt: str, *, context: str | None, mode: str, request_id: Any = None
+    ) -> dict[str, Any]:
         """Run one agent task to its end (the lich.ask request `request_id` waits for it)."""
         # Ids continue past the undo journal's, which outlive the server: lich.undoTask names one.
         task_id = self._journal.fresh_task_id(self._ids)
@@ -294,13 +302,24 @@ class TaskManager:
         try:
             stopped_reason, final, error, review_note = await task.run_future
         except asyncio.CancelledError:
-            stopped_reason, final, error, review_note = "aborted", "", task.cancel_reason or "cancelled", ""
+            stopped_reason, final, error, review_note = (
+                "aborted",
+                "",
+                task.cancel_reason or "cancelled",
+                "",
+            )
             task.workspace.discard_overlay()
             if task.wrapping_up:
                 # Cancelled while its reviewed edit was out: send_changes put any disk part back.
-                review_note = "review_cancelled: the task was cancelled while its changes were being applied"
-                task.workspace.review_summary = None if task.workspace.edited_uris else (
-                    "No changes applied: the task was cancelled before the editor applied them."
+                review_note = (
+                    "review_cancelled: the task was cancelled while its changes were being applied"
+                )
+                task.workspace.review_summary = (
+                    None
+                    if task.workspace.edited_uris
+                    else (
+                        "No changes applied: the task was cancelled before the editor applied them."
+                    )
                 )
         finally:
             # The agent gives up on a cancelled tool call after a short grace, but an edit already
@@ -320,7 +339,9 @@ class TaskManager:
             edited=list(task.workspace.edited_uris),
             error=error,
             review=review_note or None,
-            review_message=(task.workspace.review_summary or user_review_message(review_note)) if review_note else None,
+            review_message=(task.workspace.review_summary or user_review_message(review_note))
+            if review_note
+            else None,
             # The model was told (its tool failed) but may claim the edit anyway: the user hears it first.
             refused=[{"uri": uri, "error": why} for uri, why in refused.items()],
             refused_message=refused_message(self._root, refused) if refused else None,
@@ -336,7 +357,9 @@ class TaskManager:
 
             # The session's one runtime for this config: plugins were loaded once, and the
             # commands (lich.tools, lich.runTool) see the same plugin state as the agent.
-            agent = build_agent(self._holder.config, workspace=task.workspace, runtime=self._runtimes.current())
+            agent = build_agent(
+                self._holder.config, workspace=task.workspace, runtime=self._runtimes.current()
+            )
             result = await agent.run(
                 task.prompt,
                 on_event=lambda event: self._on_event(task, event),
@@ -378,7 +401,11 @@ class TaskManager:
             loop.call_later(CANCEL_HARD_STOP_S, _hard_stop, future)
 
     def cancel(self, task_id: str | None) -> list[str]:
-        targets = self.running() if task_id is None else [t for t in self.running() if t.task_id == task_id]
+        targets = (
+            self.running()
+            if task_id is None
+            else [t for t in self.running() if t.task_id == task_id]
+        )
         for task in targets:
             self.cancel_task(task, "lich.cancel")
         return [t.task_id for t in targets]
@@ -415,7 +442,8 @@ class TaskManager:
         task.progress_token = token
         self.by_progress_token[token] = task
         self._port.progress(
-            token, types.WorkDoneProgressBegin(title=task.label, cancellable=True, message="starting")
+            token,
+            types.WorkDoneProgressBegin(title=task.label, cancellable=True, message="starting"),
         )
 
     def _report(self, task: LichTask, message: str) -> None:
@@ -525,7 +553,9 @@ class TaskManager:
             if data.ok:
                 self._log(task, f"← {data.name} ok: {_clip(data.summary, LOG_SUMMARY_MAX_CHARS)}")
             else:
-                self._log(task, f"← {data.name} error: {_clip(data.error or '', LOG_SUMMARY_MAX_CHARS)}")
+                self._log(
+                    task, f"← {data.name} error: {_clip(data.error or '', LOG_SUMMARY_MAX_CHARS)}"
+                )
         elif isinstance(data, RunError):
             self._log(task, f"error: {data.message}")
         elif isinstance(data, PluginWarning):
@@ -533,7 +563,9 @@ class TaskManager:
         elif isinstance(data, LlmRetry):
             # The broken stream's text is void: the next attempt streams the answer from the start.
             task.text_buffer.clear()
-            action = "retrying" if data.action == "retry" else f"failing over to {data.next_provider}"
+            action = (
+                "retrying" if data.action == "retry" else f"failing over to {data.next_provider}"
+            )
             self._log(task, f"provider {data.provider} failed ({data.kind}): {action}")
 
     async def _announce(self, task: LichTask, outcome: TaskOutcome) -> None:
@@ -546,7 +578,9 @@ class TaskManager:
             kind, text = types.MessageType.Warning, "cancelled"
         else:
             kind, text = types.MessageType.Warning, f"stopped ({reason}): {outcome.final or ''}"
-        happened = [message for message in (outcome.refused_message, outcome.review_message) if message]
+        happened = [
+            message for message in (outcome.refused_message, outcome.review_message) if message
+        ]
         if happened:
             # What happened to the files first, in plain words; the agent's claim after it.
             text = "\n".join(happened) + f"\nThe agent said: {text}"
@@ -568,7 +602,12 @@ class TaskManager:
         path = workspace_state_dir(self._root) / TRANSCRIPTS_DIR_NAME / f"{stamp}-{task.task_id}.md"
         lines = [f"# {task.label}", "", "## Prompt", "", task.prompt, "", "## Transcript", ""]
         lines += [_markdown_entry(line) for line in task.transcript]
-        lines += ["", f"## Outcome: {outcome.stopped_reason}", "", outcome.final or outcome.error or ""]
+        lines += [
+            "",
+            f"## Outcome: {outcome.stopped_reason}",
+            "",
+            outcome.final or outcome.error or "",
+        ]
         if outcome.edited:
             lines += ["", "Edited:", *[f"- {uri}" for uri in outcome.edited]]
         if outcome.refused_message:

@@ -127,15 +127,24 @@ class WorkspaceTrust:
             message = f"lich: cannot change workspace trust: {err}"
             self._messages.show_message(message, types.MessageType.Error)
             trust_status = holder.config.trust
-            return {"state": trust_status.state, "config": str(trust_status.config_path), "keys": [], "message": message}
+            return {
+                "state": trust_status.state,
+                "config": str(trust_status.config_path),
+                "keys": [],
+                "message": message,
+            }
         holder.rebuild()  # a changed config is a new generation: the next request builds its runtime
         self._questions.withdraw_kind("trust")  # answered, one way or the other
         self._messages.log(change.message)
         return change.to_json()
 
-    async def trust_workspace_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    async def trust_workspace_command(
+        self, args: tuple[Any, ...], request_id: Any
+    ) -> dict[str, Any]:
         obj = single_object(TRUST_WORKSPACE, args, required=False)
         revoke = obj.get("revoke", False)
         if not isinstance(revoke, bool):
-            raise BadArguments(f"{TRUST_WORKSPACE}: field 'revoke' must be true or false, got {type(revoke).__name__}")
+            raise BadArguments(
+                f"{TRUST_WORKSPACE}: field 'revoke' must be true or false, got {type(revoke).__name__}"
+            )
         return self.change(trust=not revoke)

@@ -84,10 +84,21 @@ class TaskUndo:
         if task_id is None:
             undoable = journal.undoable()
             if not undoable:
-                return self._nothing(None, "", "nothing_to_undo: no task in the undo journal has changes left to undo")
+                return self._nothing(
+                    None,
+                    "",
+                    "nothing_to_undo: no task in the undo journal has changes left to undo",
+                )
             task_id = await self._pick(undoable)
             if task_id is None:
-                return {"task_id": None, "ok": False, "dismissed": True, "files": [], "task_running": False, "message": ""}
+                return {
+                    "task_id": None,
+                    "ok": False,
+                    "dismissed": True,
+                    "files": [],
+                    "task_running": False,
+                    "message": "",
+                }
         entry = journal.get(task_id)
         if entry is None:
             raise BadArguments(
@@ -95,7 +106,9 @@ class TaskUndo:
                 f"(it keeps the last {MAX_JOURNAL_TASKS} tasks that changed files)"
             )
         if entry.undone or not entry.files:
-            return self._nothing(entry, entry.title, f"already_undone: task {task_id} has no changes left to undo")
+            return self._nothing(
+                entry, entry.title, f"already_undone: task {task_id} has no changes left to undo"
+            )
         return await self._undo(entry)
 
     async def _pick(self, undoable: Sequence[JournalEntry]) -> str | None:
@@ -153,7 +166,11 @@ class TaskUndo:
         # The same per-file locks as the task's edits: an edit of a task still running goes first or after.
         async with store.locked(paths.values()):
             if not entry.files:  # another undo of this task went first
-                return self._nothing(entry, entry.title, f"already_undone: task {entry.task_id} has no changes left to undo")
+                return self._nothing(
+                    entry,
+                    entry.title,
+                    f"already_undone: task {entry.task_id} has no changes left to undo",
+                )
             for rel, record in list(entry.files.items()):
                 path = paths[rel]
                 report: dict[str, Any] = {"uri": store.uri_for(path), "path": rel}
@@ -189,7 +206,11 @@ class TaskUndo:
                     error = str(err)  # edit_rejected: <why>
                     for report in sent:
                         report.update(outcome="failed", reason=error)
-        done = [report["path"] for report in files if report["outcome"] in ("undone", "rebased", "unchanged")]
+        done = [
+            report["path"]
+            for report in files
+            if report["outcome"] in ("undone", "rebased", "unchanged")
+        ]
         self._journal.mark_undone(entry.task_id, done)
         problems = [report for report in files if report["outcome"] in ("refused", "failed")]
         if error is None and problems:
@@ -256,16 +277,26 @@ def _change_for(path: Path, current: str | None, plan: UndoPlan) -> FileChange:
     return FileChange(path, "write", plan.new_text, current, plan.replacements)
 
 
-def _message(entry: JournalEntry, files: Sequence[dict[str, Any]], task_running: bool) -> tuple[str, types.MessageType]:
+def _message(
+    entry: JournalEntry, files: Sequence[dict[str, Any]], task_running: bool
+) -> tuple[str, types.MessageType]:
     """One line for the user: what was undone, what was left and why."""
-    restored = [f["path"] + (" (your later edits kept)" if f["outcome"] == "rebased" else "") for f in files if f["outcome"] in ("undone", "rebased")]
+    restored = [
+        f["path"] + (" (your later edits kept)" if f["outcome"] == "rebased" else "")
+        for f in files
+        if f["outcome"] in ("undone", "rebased")
+    ]
     already = [f["path"] for f in files if f["outcome"] == "unchanged"]
     problems = [f for f in files if f["outcome"] in ("refused", "failed")]
     parts = []
     if restored:
         parts.append("restored " + ", ".join(restored))
     if already:
-        parts.append(", ".join(already) + (" was" if len(already) == 1 else " were") + " already as before the task")
+        parts.append(
+            ", ".join(already)
+            + (" was" if len(already) == 1 else " were")
+            + " already as before the task"
+        )
     for problem in problems:
         reason = problem["reason"].partition(": ")[2] or problem["reason"]
         parts.append(f"not undone: {problem['path']}: {reason}")

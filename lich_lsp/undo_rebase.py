@@ -91,7 +91,9 @@ def overlaps(a: LineReplacement, b: LineReplacement) -> bool:
     return a.start == a.end == b.start == b.end
 
 
-def rebase(hunks: Sequence[LineReplacement], result: str, current: str) -> tuple[LineReplacement, ...]:
+def rebase(
+    hunks: Sequence[LineReplacement], result: str, current: str
+) -> tuple[LineReplacement, ...]:
     """`hunks` (over `result`'s lines) moved onto `current`, through the edits result -> current.
 
     Raises Conflict when a hunk overlaps one of those edits. A hunk equal to an edit is already
@@ -141,7 +143,10 @@ def changed_lines(step: Step) -> list[tuple[int, int]]:
     line where the removed lines were), 0-based."""
     if step.result is None:
         return []
-    return [(hunk.start, max(hunk.end, hunk.start + 1)) for hunk in line_replacements(step.result, step.base or "")]
+    return [
+        (hunk.start, max(hunk.end, hunk.start + 1))
+        for hunk in line_replacements(step.result, step.base or "")
+    ]
 
 
 class _Refused(Exception):
@@ -175,7 +180,9 @@ def plan_undo(steps: Sequence[Step], current: str | None) -> UndoPlan:
     return UndoPlan(outcome, text, hunks)
 
 
-def _undo_step(step: Step, text: str | None) -> tuple[str | None, tuple[LineReplacement, ...] | None, bool]:
+def _undo_step(
+    step: Step, text: str | None
+) -> tuple[str | None, tuple[LineReplacement, ...] | None, bool]:
     """(the text with `step` undone, the hunks that did it over `text`'s lines (None: a create or
     a delete), whether the user's edits were in the way); raises _Refused."""
     if step.result is None:
@@ -200,5 +207,7 @@ def _undo_step(step: Step, text: str | None) -> tuple[str | None, tuple[LineRepl
     except Conflict as conflict:
         first, last = conflict.lines
         where = f"line {first}" if first == last else f"lines {first}-{last}"
-        raise _Refused(f"edited since the task at {where}, where the task changed it", conflict.lines) from None
+        raise _Refused(
+            f"edited since the task at {where}, where the task changed it", conflict.lines
+        ) from None
     return apply_replacements(text, moved), moved, True

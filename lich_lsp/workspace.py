@@ -98,7 +98,13 @@ class EditSender:
         on_late_apply: Applied | None = None,
     ) -> None:
         await send_changes(
-            self, changes, label, workspace, annotate=annotate, on_applied=on_applied, on_late_apply=on_late_apply
+            self,
+            changes,
+            label,
+            workspace,
+            annotate=annotate,
+            on_applied=on_applied,
+            on_late_apply=on_late_apply,
         )
 
 
@@ -242,9 +248,14 @@ class EditorWorkspace:
                 entry = self.overlay[key][1]
                 entry.text = new_text
                 # Compose: one diff from the task's base to the latest text, never a chain of edits.
-                entry.replacements = () if new_text is None else line_replacements(entry.base_text or "", new_text)
+                entry.replacements = (
+                    () if new_text is None else line_replacements(entry.base_text or "", new_text)
+                )
             else:
-                self.overlay[key] = (Path(change.path), OverlayEntry(change.base_text, new_text, change.replacements))
+                self.overlay[key] = (
+                    Path(change.path),
+                    OverlayEntry(change.base_text, new_text, change.replacements),
+                )
 
     # --- before and after a process reads the files (run_tests) ---
 
@@ -293,7 +304,9 @@ class EditorWorkspace:
                     continue
                 pending.append(FileChange.delete(path, entry.base_text))
             else:
-                pending.append(FileChange(path, "write", entry.text, entry.base_text, entry.replacements))
+                pending.append(
+                    FileChange(path, "write", entry.text, entry.base_text, entry.replacements)
+                )
         return pending
 
     def discard_overlay(self) -> None:
@@ -316,13 +329,17 @@ class EditorWorkspace:
         parts: list[str] = []
         words: list[str] = []
         if outcome.hunks:
-            parts.append(f"{plural(outcome.hunks, 'change')} pending review in {', '.join(outcome.files)}")
+            parts.append(
+                f"{plural(outcome.hunks, 'change')} pending review in {', '.join(outcome.files)}"
+            )
             words.append(
                 f"{plural(outcome.hunks, 'change')} to review in {', '.join(outcome.files)}: accept or reject "
                 "each from the code actions on its lines (lich review)."
             )
         if outcome.dropped:
-            parts.append(f"dropped {len(outcome.dropped)}: the user edited those lines during the task")
+            parts.append(
+                f"dropped {len(outcome.dropped)}: the user edited those lines during the task"
+            )
             words.append("Dropped: " + "; ".join(outcome.dropped) + ".")
         rest = [c for c in changes if c not in hunkable]
         if rest:
@@ -345,12 +362,18 @@ class EditorWorkspace:
                 if self._store.current_text(change.path) != change.base_text:
                     rel = relative_path(self.root, change.path)
                     self._refused(f"you edited {rel} during the task")
-                    raise EditRejected(f"stale_document: {rel} changed in the editor during the task; nothing applied")
+                    raise EditRejected(
+                        f"stale_document: {rel} changed in the editor during the task; nothing applied"
+                    )
             if not caps.change_annotations:
                 # Bounded like a preview: the question holds the files' lock.
-                applied = await self._ask_apply(f"{label}: apply {plural(hunks, 'change')} to {plural(files, 'file')}?")
+                applied = await self._ask_apply(
+                    f"{label}: apply {plural(hunks, 'change')} to {plural(files, 'file')}?"
+                )
                 if applied is None:
-                    self._refused(f"the question was not answered within {APPLY_PREVIEW_TIMEOUT_S:g} s")
+                    self._refused(
+                        f"the question was not answered within {APPLY_PREVIEW_TIMEOUT_S:g} s"
+                    )
                     raise EditRejected(
                         f"review_declined: the question was not answered within {APPLY_PREVIEW_TIMEOUT_S:g} s; nothing applied"
                     )
@@ -381,7 +404,10 @@ class EditorWorkspace:
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Info,
                     message=message,
-                    actions=[types.MessageActionItem(REVIEW_APPLY), types.MessageActionItem(REVIEW_DISCARD)],
+                    actions=[
+                        types.MessageActionItem(REVIEW_APPLY),
+                        types.MessageActionItem(REVIEW_DISCARD),
+                    ],
                 )
             )
         )
@@ -396,7 +422,9 @@ class EditorWorkspace:
         picked = request.result()
         return picked is not None and picked.title == REVIEW_APPLY
 
-    async def _send_reviewed(self, changes: Sequence[FileChange], label: str, *, annotate: bool, hunks: int) -> None:
+    async def _send_reviewed(
+        self, changes: Sequence[FileChange], label: str, *, annotate: bool, hunks: int
+    ) -> None:
         try:
             await self._parts.sender.send(changes, label, self, annotate=annotate)
         except EditRejected as err:
@@ -414,7 +442,7 @@ class EditorWorkspace:
         """The batch applied nothing: plain words for the user, a note for the model's next turn."""
         self.review_summary = f"No changes applied: {why}."
         self._parts.review.notes.add(
-            f"None of your edits from the task \"{self.title.removeprefix('lich: ')}\" were applied: {why}. "
+            f'None of your edits from the task "{self.title.removeprefix("lich: ")}" were applied: {why}. '
             "The files are as they were before that task; read them again before editing."
         )
 
@@ -425,7 +453,9 @@ class EditorWorkspace:
         to lines this task changed since the last turn."""
         notes = self._parts.review.notes.drain()
         for key, (path, lines) in list(self.agent_lines.items()):
-            note = user_edit_note(relative_path(self.root, path), lines, self._store.current_text(path))
+            note = user_edit_note(
+                relative_path(self.root, path), lines, self._store.current_text(path)
+            )
             if note is not None:
                 notes.append(note)
             if not lines.spans:
@@ -444,18 +474,27 @@ class EditorWorkspace:
 
 
 # EditRejected reasons of send_changes that are not the editor's own applied: false.
-_NOT_THE_EDITORS_ANSWER = ("client_error:", "write_failed:", "stale_file:", "unreadable:", "unsupported:", "edit_timeout:")
+_NOT_THE_EDITORS_ANSWER = (
+    "client_error:",
+    "write_failed:",
+    "stale_file:",
+    "unreadable:",
+    "unsupported:",
+    "edit_timeout:",
+)
 
 
 def route_change(sender: EditSender, change: FileChange) -> str:
-    """"editor" or "disk": where one file's change goes (the disk-coherence rule in docs/lsp.md)."""
+    """ "editor" or "disk": where one file's change goes (the disk-coherence rule in docs/lsp.md)."""
     store = sender.documents
     caps = sender.features
     policy = sender.holder.config.settings.disk_write_policy
     if store.has_buffer(change.path):
         if change.kind == "delete" and not caps.delete_files:
             rel = relative_path(sender.root, change.path)
-            raise EditRejected(f"unsupported: the editor cannot delete files and {rel} is open in it; close it first")
+            raise EditRejected(
+                f"unsupported: the editor cannot delete files and {rel} is open in it; close it first"
+            )
         return "editor"
     if change.kind == "delete":
         if policy == "disk" or (policy == "auto" and not caps.save_documents):
@@ -517,7 +556,9 @@ async def send_changes(
     """
     if on_late_apply is None and workspace is not None:
         on_late_apply = workspace.on_applied
-    sending = asyncio.ensure_future(_send(sender, changes, label, workspace, annotate, on_applied, on_late_apply))
+    sending = asyncio.ensure_future(
+        _send(sender, changes, label, workspace, annotate, on_applied, on_late_apply)
+    )
     if workspace is not None:
         workspace.in_flight.add(sending)
         sending.add_done_callback(workspace.in_flight.discard)
@@ -562,7 +603,9 @@ async def _send(
     editor_changes: list[FileChange] = []
     disk_changes: list[FileChange] = []
     for change in changes:
-        (editor_changes if route_change(sender, change) == "editor" else disk_changes).append(change)
+        (editor_changes if route_change(sender, change) == "editor" else disk_changes).append(
+            change
+        )
 
     if disk_changes:
         apply_to_disk(disk_changes, root)  # raises EditRejected, and then nothing was written
@@ -579,25 +622,33 @@ async def _send(
                 needs_confirmation=True,
                 description=f"{label}: {relative_path(root, change.path)}",
             )
-        entries.append(EditEntry(store.uri_for(change.path), change, doc.version if doc else None, annotation))
+        entries.append(
+            EditEntry(store.uri_for(change.path), change, doc.version if doc else None, annotation)
+        )
 
     if entries:
         edit = build_workspace_edit(entries, caps, sender.port.position_codec, annotations or None)
         timeout_s = APPLY_PREVIEW_TIMEOUT_S if annotations else APPLY_EDIT_TIMEOUT_S
         # The request itself is never cancelled: pygls would fail on its late answer, and the
         # answer, whenever it comes, says whether the editor applied it (_watch_late_answer).
-        request = asyncio.ensure_future(sender.port.apply_edit(types.ApplyWorkspaceEditParams(edit=edit, label=label)))
+        request = asyncio.ensure_future(
+            sender.port.apply_edit(types.ApplyWorkspaceEditParams(edit=edit, label=label))
+        )
         try:
             await asyncio.wait({request}, timeout=timeout_s)
         except asyncio.CancelledError:
             kept = _revert_disk(disk_changes, root)
-            _watch_late_answer(sender, request, entries, label, "the edit was cancelled", on_late_apply, kept)
+            _watch_late_answer(
+                sender, request, entries, label, "the edit was cancelled", on_late_apply, kept
+            )
             raise
         if not request.done():
             kept = _revert_disk(disk_changes, root)
             why = f"the editor did not answer within {timeout_s:g} s"
             _watch_late_answer(sender, request, entries, label, why, on_late_apply, kept)
-            raise EditRejected(f"edit_timeout: {why}; nothing applied" + _kept_words(disk_changes, root, kept))
+            raise EditRejected(
+                f"edit_timeout: {why}; nothing applied" + _kept_words(disk_changes, root, kept)
+            )
         try:
             result = request.result()
         except EditorRequestError as err:
@@ -609,11 +660,16 @@ async def _send(
         applied = bool(getattr(result, "applied", False))
         if not applied:
             _revert_disk(disk_changes, root)
-            reason = getattr(result, "failure_reason", None) or "the editor did not apply the edit (applied: false)"
+            reason = (
+                getattr(result, "failure_reason", None)
+                or "the editor did not apply the edit (applied: false)"
+            )
             raise EditRejected(reason)
         for entry in entries:
             change = entry.change
-            store.expect(change.path, change.new_text if change.kind == "write" else None, entry.version)
+            store.expect(
+                change.path, change.new_text if change.kind == "write" else None, entry.version
+            )
 
     uris = [store.uri_for(c.path) for c in changes]
     if workspace is not None:
@@ -652,21 +708,30 @@ def _watch_late_answer(
     editor applies it after all, its part is known applied: the user is told, and `on_late_apply`
     records it (a task's undo journal, a hunk's accept), so lich.undoTask can take it back."""
     if kept is not None:
-        sender.messages.show_message(f"lich: {label}: {why}; the disk write could not be put back ({kept})", types.MessageType.Error)
+        sender.messages.show_message(
+            f"lich: {label}: {why}; the disk write could not be put back ({kept})",
+            types.MessageType.Error,
+        )
 
     def answered(done: asyncio.Future[Any]) -> None:
         _UNANSWERED.discard(done)
-        if done.cancelled() or done.exception() is not None or not getattr(done.result(), "applied", False):
+        if (
+            done.cancelled()
+            or done.exception() is not None
+            or not getattr(done.result(), "applied", False)
+        ):
             log.info("an edit lich stopped waiting for was not applied (%s)", why)
             return
         changes = [entry.change for entry in entries]
         for entry in entries:
             change = entry.change
-            sender.documents.expect(change.path, change.new_text if change.kind == "write" else None, entry.version)
+            sender.documents.expect(
+                change.path, change.new_text if change.kind == "write" else None, entry.version
+            )
         names = ", ".join(relative_path(sender.root, c.path) for c in changes[:MAX_NAMED_FILES])
         recorded = "; it is in the undo journal" if on_late_apply is not None else ""
         sender.messages.show_message(
-            f"lich: the editor applied \"{label}\" to {names} after lich had stopped waiting for it ({why}){recorded}",
+            f'lich: the editor applied "{label}" to {names} after lich had stopped waiting for it ({why}){recorded}',
             types.MessageType.Warning,
         )
         if on_late_apply is not None:
@@ -688,6 +753,9 @@ async def save_documents(sender: EditSender, uris: list[str]) -> bool:
     except asyncio.CancelledError:
         raise
     except Exception as err:  # noqa: BLE001 - the edit stands; the user is told disk may lag
-        sender.messages.log(f"lich: the editor did not save {len(uris)} edited files: {err}", types.MessageType.Warning)
+        sender.messages.log(
+            f"lich: the editor did not save {len(uris)} edited files: {err}",
+            types.MessageType.Warning,
+        )
         return False
     return True

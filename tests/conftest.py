@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 # The fake provider server (real HTTP on 127.0.0.1) is used across test folders.
-pytest_plugins = ["tests.support.fixtures"] if importlib.util.find_spec("tests.support.fixtures") else []
+pytest_plugins = (
+    ["tests.support.fixtures"] if importlib.util.find_spec("tests.support.fixtures") else []
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,7 +48,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line per xdist group: the workers its tests ran on (one, when the grouping holds)."""
     for group, workers in sorted(_GROUP_WORKERS.items()):
-        terminalreporter.write_line(f"xdist group {group}: ran on {len(workers)} worker(s) ({', '.join(sorted(workers))})")
+        terminalreporter.write_line(
+            f"xdist group {group}: ran on {len(workers)} worker(s) ({', '.join(sorted(workers))})"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -70,8 +74,13 @@ def _isolated_user_config(_homes: Path, monkeypatch: pytest.MonkeyPatch) -> None
     # Trust records, "allow always" answers, sessions and transcripts live here.
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     for name in (
-        "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LICH_PROVIDER_KIND", "LICH_BASE_URL", "LICH_MODEL",
-        "LICH_WORK_DIR", "LICH_WORKSPACE_TRUST",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "LICH_PROVIDER_KIND",
+        "LICH_BASE_URL",
+        "LICH_MODEL",
+        "LICH_WORK_DIR",
+        "LICH_WORKSPACE_TRUST",
     ):
         monkeypatch.delenv(name, raising=False)
     # A pytest that a test starts (`run_tests`, `lich.runTests`, the gatekeeper's test run) tests a

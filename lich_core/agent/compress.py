@@ -47,7 +47,9 @@ class CompressionSplit:
     kept: list[Message]  # the recent messages, verbatim
 
 
-def split_for_compression(messages: Sequence[Message], keep: int = KEEP_RECENT_MESSAGES) -> CompressionSplit | None:
+def split_for_compression(
+    messages: Sequence[Message], keep: int = KEEP_RECENT_MESSAGES
+) -> CompressionSplit | None:
     """Where to cut, or None when there is nothing older than the kept tail to summarise."""
     head_len = 0
     while head_len < len(messages) and messages[head_len].role == "system":
@@ -118,21 +120,29 @@ async def compress_messages(
         return CompressionOutcome(False, unchanged, before, before, error=_one_line(err))
     summary = response.message.content.strip()
     if not summary:
-        return CompressionOutcome(False, unchanged, before, before, error="empty_summary", usage=response.usage)
+        return CompressionOutcome(
+            False, unchanged, before, before, error="empty_summary", usage=response.usage
+        )
     compressed = [*split.head, summary_message(summary), *split.kept]
     after = estimate_tokens(compressed)
     if after >= before:
         return CompressionOutcome(
             False, unchanged, before, after, error="summary_not_smaller", usage=response.usage
         )
-    return CompressionOutcome(True, compressed, before, after, removed_messages=len(split.old), usage=response.usage)
+    return CompressionOutcome(
+        True, compressed, before, after, removed_messages=len(split.old), usage=response.usage
+    )
 
 
 class CompressionPolicy:
     """Decides when to compress, and backs off after a compression that did not help."""
 
-    def __init__(self, config: Mapping[str, Any] | None = None, *, limit_tokens: int | None = None) -> None:
-        self.limit_tokens = limit_tokens if limit_tokens is not None else self.limit_for(config or {})
+    def __init__(
+        self, config: Mapping[str, Any] | None = None, *, limit_tokens: int | None = None
+    ) -> None:
+        self.limit_tokens = (
+            limit_tokens if limit_tokens is not None else self.limit_for(config or {})
+        )
         self._next_allowed_turn = 0
         # Running character count of the history: messages are only ever appended between
         # compressions, so each one is measured once (keeps the check O(1) per turn).

@@ -155,13 +155,17 @@ def _part(hint: Any, element: Any) -> Any:
         except TypeError as err:
             raise ValueError(f"plan entry: {err}") from err
     return element
+
+
 _WIRE_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
 def _wire_fields(cls: type) -> tuple[tuple[str, bool], ...]:
     cached = _WIRE_FIELDS.get(cls)
     if cached is None:
-        cached = tuple((f.name, bool(f.metadata.get("omit_if_none"))) for f in dataclasses.fields(cls))
+        cached = tuple(
+            (f.name, bool(f.metadata.get("omit_if_none"))) for f in dataclasses.fields(cls)
+        )
         _WIRE_FIELDS[cls] = cached
     return cached
 
@@ -206,7 +210,8 @@ class TextDelta(EventData):
     turn: int = doc("1-based turn number", minimum=1)
     text: str = doc("the text streamed since the last delta")
     coalesced: int | None = optional(
-        "set by the language server when it merged consecutive deltas of a turn: how many", minimum=2
+        "set by the language server when it merged consecutive deltas of a turn: how many",
+        minimum=2,
     )
 
 
@@ -288,9 +293,13 @@ class CompressEnd(EventData):
     turn: int = doc("1-based turn number", minimum=1)
     ok: bool = doc("the history was replaced by a smaller one")
     error: str | None = doc("why not, when not ok (e.g. summary_not_smaller, cancelled), else null")
-    before_tokens: int | None = optional("estimated tokens before (absent when cancelled)", minimum=0)
+    before_tokens: int | None = optional(
+        "estimated tokens before (absent when cancelled)", minimum=0
+    )
     after_tokens: int | None = optional("estimated tokens after (absent when cancelled)", minimum=0)
-    removed_messages: int | None = optional("messages summarised away (absent when cancelled)", minimum=0)
+    removed_messages: int | None = optional(
+        "messages summarised away (absent when cancelled)", minimum=0
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -325,7 +334,9 @@ class RunEnd(EventData):
     """The run ended (last event of every run)."""
 
     TYPE: ClassVar[str] = "run_end"
-    stopped_reason: StoppedReason = doc("final: answered; budget: turns ran out; aborted: cancelled; error")
+    stopped_reason: StoppedReason = doc(
+        "final: answered; budget: turns ran out; aborted: cancelled; error"
+    )
     turns_used: int = doc("model calls made", minimum=0)
     usage: TokenUsage = doc("tokens of the whole run")
     error: str | None = doc("what failed when stopped_reason is error, else null")
@@ -338,7 +349,9 @@ class RunError(EventData):
     TYPE: ClassVar[str] = "error"
     kind: str = doc("a provider error kind (auth, network, ...), session or internal")
     message: str = doc("the failure, one line")
-    turn: int | None = optional("the turn that failed (absent for session and internal errors)", minimum=1)
+    turn: int | None = optional(
+        "the turn that failed (absent for session and internal errors)", minimum=1
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -359,7 +372,9 @@ class PlanUpdate(EventData):
     explanation: str | None = optional("why the plan is what it is, or what changed")
 
     @classmethod
-    def from_reported(cls, entries: Sequence[Mapping[str, str]], explanation: str | None) -> PlanUpdate:
+    def from_reported(
+        cls, entries: Sequence[Mapping[str, str]], explanation: str | None
+    ) -> PlanUpdate:
         """From update_plan's plain entries ({content, status, priority}, already checked)."""
         plan = tuple(PlanEntry(**entry) for entry in entries)  # type: ignore[arg-type]
         return cls(entries=plan, explanation=explanation)
@@ -569,7 +584,10 @@ SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "lich-event.schema.
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # What the language server adds to AgentEvent.to_dict() (lich_lsp/tasks.py).
 SERVER_ENVELOPE_FIELDS: dict[str, dict[str, Any]] = {
-    "task_id": {"type": "string", "description": "the language server's task id (t1, t2, ...); absent outside it"},
+    "task_id": {
+        "type": "string",
+        "description": "the language server's task id (t1, t2, ...); absent outside it",
+    },
 }
 CUT_DOC = (
     "set by the language server when the event did not fit in one message even with its strings cut: "
@@ -577,8 +595,15 @@ CUT_DOC = (
 )
 _ENVELOPE: dict[str, dict[str, Any]] = {
     "run_id": {"type": "string", "description": "the run (hex digits, unique per process and run)"},
-    "session_id": {"type": "string", "description": "the session the run belongs to ('' when none could be opened)"},
-    "seq": {"type": "integer", "minimum": 1, "description": "1, 2, 3, ... within a run (a coalesced text_delta has its last delta's)"},
+    "session_id": {
+        "type": "string",
+        "description": "the session the run belongs to ('' when none could be opened)",
+    },
+    "seq": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "1, 2, 3, ... within a run (a coalesced text_delta has its last delta's)",
+    },
     "ts": {"type": "number", "description": "seconds since the epoch"},
 }
 _SCALARS: dict[Any, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
@@ -611,7 +636,9 @@ def _type_schema(annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
     raise TypeError(f"no JSON Schema for {annotation!r}")
 
 
-def _field_schema(item: dataclasses.Field[Any], annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def _field_schema(
+    item: dataclasses.Field[Any], annotation: Any, defs: dict[str, Any]
+) -> dict[str, Any]:
     schema = _type_schema(annotation, defs)
     extra = dict(item.metadata.get("schema") or {})
     if "$ref" in schema and extra:
@@ -676,7 +703,10 @@ def event_schema() -> dict[str, Any]:
                 **_ENVELOPE,
                 **SERVER_ENVELOPE_FIELDS,
                 "data": {
-                    "anyOf": [{"$ref": f"#/$defs/{cls.__name__}"}, {"$ref": f"#/$defs/{cls.__name__}Cut"}]
+                    "anyOf": [
+                        {"$ref": f"#/$defs/{cls.__name__}"},
+                        {"$ref": f"#/$defs/{cls.__name__}Cut"},
+                    ]
                 },
             },
             "required": ["type", *_ENVELOPE, "data"],
@@ -710,9 +740,12 @@ def write_schema(path: Path = SCHEMA_PATH) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lich_core.agent.events", description="The JSON Schema of agent events (lich/event)."
+        prog="python -m lich_core.agent.events",
+        description="The JSON Schema of agent events (lich/event).",
     )
-    parser.add_argument("--schema", action="store_true", help=f"write the schema (default {SCHEMA_PATH})")
+    parser.add_argument(
+        "--schema", action="store_true", help=f"write the schema (default {SCHEMA_PATH})"
+    )
     parser.add_argument("--out", default=None, help="where to write it ('-' for stdout)")
     args = parser.parse_args(argv)
     if not args.schema:

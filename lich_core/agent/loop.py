@@ -98,6 +98,7 @@ def _task_being_cancelled() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0  # type: ignore[attr-defined,unused-ignore]
 
+
 T = TypeVar("T")
 
 
@@ -414,7 +415,9 @@ class _Run:
         self.writer, self._opened_writer = self._opened_writer, None
         if self.writer is None:
             return
-        self._record(lambda: {"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()})
+        self._record(
+            lambda: {"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()}
+        )
         for message in self.state.history[self._recorded_messages :]:
             self._write_message(message)  # a no-op once a disk failure dropped the writer
 
@@ -453,7 +456,10 @@ class _Run:
             self._announce_before_call(TurnStart, turn=turn, max_turns=self.max_turns)
             # Review answers, edits to the agent's lines: kept in the history, so the model does
             # not undo them.
-            if notes_source is not None and (user_notes := user_notes_message(notes_source)) is not None:
+            if (
+                notes_source is not None
+                and (user_notes := user_notes_message(notes_source)) is not None
+            ):
                 self._append(Message(role="user", content=user_notes))
             if self.policy.due(state.history, turn):
                 await self._compress(turn)
@@ -473,7 +479,11 @@ class _Run:
             except asyncio.CancelledError:
                 # From a model awaited directly (_call_model): the token's stop, unless this
                 # task itself is being cancelled.
-                if self.agent.model_stops_on_cancel and self.cancel.cancelled and not _task_being_cancelled():
+                if (
+                    self.agent.model_stops_on_cancel
+                    and self.cancel.cancelled
+                    and not _task_being_cancelled()
+                ):
                     state.stopped_reason = "aborted"
                     return
                 raise
@@ -523,7 +533,9 @@ class _Run:
             await self._run_tools(assistant.tool_calls, turn)
             await self._emit(TurnEnd(turn=turn))
 
-    async def _call_model(self, messages: list[Message], tools: list[ToolDefinition], turn: int) -> ModelResponse:
+    async def _call_model(
+        self, messages: list[Message], tools: list[ToolDefinition], turn: int
+    ) -> ModelResponse:
         agent = self.agent
         if not agent.model_reports_sent:
             self.emitter.release()
@@ -535,7 +547,9 @@ class _Run:
         # CancelledError from a cancellation of its task.
         return await call
 
-    async def _report_plan(self, entries: tuple[dict[str, str], ...], explanation: str | None) -> None:
+    async def _report_plan(
+        self, entries: tuple[dict[str, str], ...], explanation: str | None
+    ) -> None:
         await self._emit(PlanUpdate.from_reported(entries, explanation))
 
     def _on_text(self, text: str) -> None:
@@ -567,14 +581,18 @@ class _Run:
                 self._append(tool_error_message(call.id, call.name, CANCELLED_ERROR))
                 continue
             args, invalid = _parse_arguments(call)
-            await self._emit(ToolCallStart(turn=turn, call_id=call.id, name=call.name, arguments=args))
+            await self._emit(
+                ToolCallStart(turn=turn, call_id=call.id, name=call.name, arguments=args)
+            )
             started_ns = time.perf_counter_ns()
             try:
                 result = await self._run_one(call, args, invalid)
             except _Aborted:
                 result = ToolResult(ok=False, error=CANCELLED_ERROR)
             content = format_tool_result(result)
-            self._append(Message(role="tool", content=content, tool_call_id=call.id, name=call.name))
+            self._append(
+                Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
+            )
             await self._emit(
                 ToolCallEnd(
                     turn=turn,
@@ -587,7 +605,9 @@ class _Run:
                 )
             )
 
-    async def _run_one(self, call: ToolCall, args: dict[str, Any], invalid: str | None) -> ToolResult:
+    async def _run_one(
+        self, call: ToolCall, args: dict[str, Any], invalid: str | None
+    ) -> ToolResult:
         """A call with arguments that could not be used, or one the plugins' hooks see."""
         if invalid is not None:
             return ToolResult(ok=False, error=INVALID_ARGUMENTS_ERROR.format(detail=invalid))
@@ -607,7 +627,11 @@ class _Run:
         state = self.state
         model = self.agent.compress_model or self.agent.model
         await self._emit(
-            CompressStart(turn=turn, messages=len(state.history), estimated_tokens=estimate_tokens(state.history))
+            CompressStart(
+                turn=turn,
+                messages=len(state.history),
+                estimated_tokens=estimate_tokens(state.history),
+            )
         )
         try:
             outcome = await self._race(compress_messages(state.history, model, cancel=self.cancel))
@@ -639,7 +663,8 @@ class _Run:
         if self.plugin_run is not None:
             try:
                 await asyncio.wait_for(
-                    self.plugin_run.on_run_end(state.stopped_reason, state.turns), RUN_END_HOOK_TIMEOUT_S
+                    self.plugin_run.on_run_end(state.stopped_reason, state.turns),
+                    RUN_END_HOOK_TIMEOUT_S,
                 )
             except (asyncio.TimeoutError, Exception):  # noqa: BLE001
                 log.warning("on_run_end hooks did not finish", exc_info=True)
@@ -802,7 +827,14 @@ def _normalised_assistant(message: Message, turn: int) -> Message:
         if not call_id or call_id in seen:
             call_id = f"call_{turn}_{index}"
         seen.add(call_id)
-        calls.append(ToolCall(id=call_id, name=call.name, arguments=call.arguments, raw_arguments=call.raw_arguments))
+        calls.append(
+            ToolCall(
+                id=call_id,
+                name=call.name,
+                arguments=call.arguments,
+                raw_arguments=call.raw_arguments,
+            )
+        )
     return Message(role="assistant", content=message.content or "", tool_calls=calls)
 
 

@@ -88,7 +88,9 @@ def session_dir_for(config: Mapping[str, Any]) -> Path:
     return workspace_state_dir(work_dir) / SESSIONS_DIR_NAME
 
 
-_json_string = json.encoder.encode_basestring  # a str as a JSON string, as json.dumps(ensure_ascii=False)
+_json_string = (
+    json.encoder.encode_basestring
+)  # a str as a JSON string, as json.dumps(ensure_ascii=False)
 
 
 def message_json(message: Message) -> str:
@@ -105,7 +107,12 @@ def message_json(message: Message) -> str:
                 f'{{"role": {_json_string(message.role)}, "content": {_json_string(message.content)}, '
                 f'"tool_call_id": {_json_string(message.tool_call_id)}, "name": {_json_string(message.name)}}}'
             )
-        parts = ['{"role": ', _json_string(message.role), ', "content": ', _json_string(message.content)]
+        parts = [
+            '{"role": ',
+            _json_string(message.role),
+            ', "content": ',
+            _json_string(message.content),
+        ]
         if message.tool_calls:
             separator = ', "tool_calls": [{"id": '
             for call in message.tool_calls:
@@ -155,7 +162,9 @@ class SessionWriter:
                 return
             try:
                 # Not through a link, not into a dir someone else can write (userstate).
-                fd = open_state_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, create_dir=True)
+                fd = open_state_file(
+                    self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, create_dir=True
+                )
             except UnsafeStateDir as err:
                 # The run goes on without a log rather than writing where a planted link points.
                 self._refused = True
@@ -177,10 +186,14 @@ class SessionWriter:
 
     def message(self, message: Message) -> None:
         # The same line as append({"type": "message", "ts": ..., "message": message.to_dict()}).
-        self._write(f'{{"type": "message", "ts": {time.time()!r}, "message": {message_json(message)}}}\n')
+        self._write(
+            f'{{"type": "message", "ts": {time.time()!r}, "message": {message_json(message)}}}\n'
+        )
 
     def compaction(self, messages: list[Message]) -> None:
-        self.append({"type": "compaction", "ts": time.time(), "messages": [m.to_dict() for m in messages]})
+        self.append(
+            {"type": "compaction", "ts": time.time(), "messages": [m.to_dict() for m in messages]}
+        )
 
     def close(self) -> None:
         if self._handle is not None:
@@ -201,7 +214,9 @@ class SessionStore:
             raise SessionError(f"session_not_found: {session_id!r} is not a session id")
         return self.directory / f"{session_id}{SESSION_SUFFIX}"
 
-    def create(self, *, work_dir: str = "", title: str = "", session_id: str | None = None) -> SessionWriter:
+    def create(
+        self, *, work_dir: str = "", title: str = "", session_id: str | None = None
+    ) -> SessionWriter:
         session_id = session_id or new_session_id()
         writer = SessionWriter(self.path_for(session_id), session_id)
         writer.append(
@@ -270,7 +285,9 @@ class SessionStore:
         except FileNotFoundError:
             return []
         except OSError as err:
-            raise SessionError(f"session_unreadable: {self.directory}: {err.strerror or err}") from err
+            raise SessionError(
+                f"session_unreadable: {self.directory}: {err.strerror or err}"
+            ) from err
         paths = (self.directory / name for name in names if name.endswith(SESSION_SUFFIX))
         return [path for path in paths if _is_regular(path)]
 

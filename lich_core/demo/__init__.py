@@ -37,13 +37,27 @@ def parser() -> argparse.ArgumentParser:
         description="Watch lich fix a bug in a sample project: a recorded conversation played through the real "
         "language server. No API key, no network; the sample is a temp copy, removed afterwards.",
     )
-    p.add_argument("--editor", choices=("nvim",), default=None, help="play the demo in Neovim with lich's plugin")
-    p.add_argument("--nvim-plugin", default=None, metavar="DIR", help="lich's Neovim plugin (default: the bundled copy)")
     p.add_argument(
-        "--color", choices=("auto", "always", "never"), default="auto",
+        "--editor",
+        choices=("nvim",),
+        default=None,
+        help="play the demo in Neovim with lich's plugin",
+    )
+    p.add_argument(
+        "--nvim-plugin",
+        default=None,
+        metavar="DIR",
+        help="lich's Neovim plugin (default: the bundled copy)",
+    )
+    p.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
         help="colour the output (auto: on a terminal, unless NO_COLOR is set)",
     )
-    p.add_argument("--keep", action="store_true", help="keep the temp workspace and print where it is")
+    p.add_argument(
+        "--keep", action="store_true", help="keep the temp workspace and print where it is"
+    )
     return p
 
 
@@ -87,11 +101,16 @@ def _run_headless(setup: DemoSetup, colour_choice: str) -> int:
         out.reconfigure(errors="replace")
     live = bool(getattr(out, "isatty", lambda: False)())
     printer = Printer(out, colour=use_colour(out, colour_choice), live=live)
-    printer.line(printer.style("lich demo", "bold") + ": a recorded conversation, played through the real language server")
+    printer.line(
+        printer.style("lich demo", "bold")
+        + ": a recorded conversation, played through the real language server"
+    )
     printer.step("workspace", f"{setup.workspace} (a temp copy of the bundled sample)", "dim")
     outcome = asyncio.run(run_headless(setup, printer))
     printer.line()
-    edited = ", ".join(sorted(_relative(uri, setup) for uri in (outcome.result or {}).get("edited") or []))
+    edited = ", ".join(
+        sorted(_relative(uri, setup) for uri in (outcome.result or {}).get("edited") or [])
+    )
     if outcome.ok:
         printer.line(
             f"lich demo: {_count(outcome.edits, 'edit')} to {edited or 'no file'}, {_count(outcome.approvals, 'approval')}, "
@@ -101,7 +120,9 @@ def _run_headless(setup: DemoSetup, colour_choice: str) -> int:
         return EXIT_OK
     problems = "; ".join(outcome.problems + [f"{name} failed" for name in outcome.failed_tools])
     stopped = (outcome.result or {}).get("stopped_reason", "no result")
-    printer.line(f"lich demo: the demo did not complete ({stopped}{': ' + problems if problems else ''})")
+    printer.line(
+        f"lich demo: the demo did not complete ({stopped}{': ' + problems if problems else ''})"
+    )
     return EXIT_FAILED
 
 

@@ -103,7 +103,11 @@ def offset_at(text: str, position: dict[str, int], encoding: str) -> int:
 
 def apply_text_edits(text: str, edits: list[dict[str, Any]], encoding: str) -> str:
     spans = sorted(
-        (offset_at(text, e["range"]["start"], encoding), offset_at(text, e["range"]["end"], encoding), e["newText"])
+        (
+            offset_at(text, e["range"]["start"], encoding),
+            offset_at(text, e["range"]["end"], encoding),
+            e["newText"],
+        )
         for e in edits
     )
     for start, end, new in reversed(spans):
@@ -162,7 +166,14 @@ class HeadlessEditor:
         self.buffers[uri] = Buffer(text, 1, True)
         self._notify(
             "textDocument/didOpen",
-            {"textDocument": {"uri": uri, "languageId": language_of(uri), "version": 1, "text": text}},
+            {
+                "textDocument": {
+                    "uri": uri,
+                    "languageId": language_of(uri),
+                    "version": 1,
+                    "text": text,
+                }
+            },
         )
         return uri
 
@@ -185,7 +196,11 @@ class HeadlessEditor:
             return self.answer_question(params)
         if method == "lich/saveDocuments":
             return self.save(params)
-        if method in ("window/workDoneProgress/create", "client/registerCapability", "client/unregisterCapability"):
+        if method in (
+            "window/workDoneProgress/create",
+            "client/registerCapability",
+            "client/unregisterCapability",
+        ):
             return None
         if method == "workspace/configuration":
             return [None for _ in (params or {}).get("items", [])]
@@ -208,19 +223,29 @@ class HeadlessEditor:
                 buffer = staged.get(uri) or self._buffer_for_edit(uri)
                 version = change["textDocument"].get("version")
                 if version is not None and buffer.open and version != buffer.version:
-                    return {"applied": False, "failureReason": f"version mismatch: edit for {version}, buffer at {buffer.version}"}
+                    return {
+                        "applied": False,
+                        "failureReason": f"version mismatch: edit for {version}, buffer at {buffer.version}",
+                    }
                 before.setdefault(uri, buffer.text)
-                buffer.text = apply_text_edits(buffer.text, change.get("edits") or [], self.encoding)
+                buffer.text = apply_text_edits(
+                    buffer.text, change.get("edits") or [], self.encoding
+                )
                 staged[uri] = buffer
             else:
-                return {"applied": False, "failureReason": f"the demo editor does not do {kind!r} changes"}
+                return {
+                    "applied": False,
+                    "failureReason": f"the demo editor does not do {kind!r} changes",
+                }
         for uri, edits in (edit.get("changes") or {}).items():
             buffer = staged.get(uri) or self._buffer_for_edit(uri)
             before.setdefault(uri, buffer.text)
             buffer.text = apply_text_edits(buffer.text, edits, self.encoding)
             staged[uri] = buffer
         files = ", ".join(self.relative(uri) for uri in staged)
-        self.printer.step("edit", f'{files} (workspace/applyEdit, label "{label}")', "bold", "magenta")
+        self.printer.step(
+            "edit", f'{files} (workspace/applyEdit, label "{label}")', "bold", "magenta"
+        )
         for uri, buffer in staged.items():
             self.printer.diff(self.relative(uri), before[uri], buffer.text, created=uri in created)
             self._echo(uri, buffer)
@@ -252,16 +277,35 @@ class HeadlessEditor:
             self.buffers[uri] = buffer
             self._notify(
                 "textDocument/didOpen",
-                {"textDocument": {"uri": uri, "languageId": language_of(uri), "version": 1, "text": buffer.text}},
+                {
+                    "textDocument": {
+                        "uri": uri,
+                        "languageId": language_of(uri),
+                        "version": 1,
+                        "text": buffer.text,
+                    }
+                },
             )
 
     def answer_question(self, params: dict[str, Any]) -> dict[str, Any] | None:
         titles = [action.get("title") for action in params.get("actions") or []]
-        self.printer.step("approval", f"{params.get('message', '')}\n[{' / '.join(str(t) for t in titles)}]", "bold", "yellow")
+        self.printer.step(
+            "approval",
+            f"{params.get('message', '')}\n[{' / '.join(str(t) for t in titles)}]",
+            "bold",
+            "yellow",
+        )
         if ALLOW_ONCE not in titles:
-            self.printer.step("dismissed", "the demo only answers approval questions", "bold", "yellow")
+            self.printer.step(
+                "dismissed", "the demo only answers approval questions", "bold", "yellow"
+            )
             return None
-        self.printer.step("allowed", f"{ALLOW_ONCE} (the demo answers for you; an editor asks you)", "bold", "yellow")
+        self.printer.step(
+            "allowed",
+            f"{ALLOW_ONCE} (the demo answers for you; an editor asks you)",
+            "bold",
+            "yellow",
+        )
         self.outcome.approvals += 1
         return {"title": ALLOW_ONCE}
 
@@ -275,7 +319,11 @@ class HeadlessEditor:
             saved.append(uri)
             self._notify("textDocument/didSave", {"textDocument": {"uri": uri}})
         if saved:
-            self.printer.step("save", f"lich/saveDocuments: saved {', '.join(self.relative(u) for u in saved)}", "dim")
+            self.printer.step(
+                "save",
+                f"lich/saveDocuments: saved {', '.join(self.relative(u) for u in saved)}",
+                "dim",
+            )
         return {"saved": saved}
 
     # --- what the server tells ---
@@ -291,12 +339,17 @@ class HeadlessEditor:
             elif value.get("kind") == "report":
                 message = str(value.get("message") or "")
                 # "turn 2" starts a turn; "turn 2: edit_file" names the tool the steps show anyway.
-                self.printer.progress(f"{self._progress_title}: {message}", None if ":" in message else message)
+                self.printer.progress(
+                    f"{self._progress_title}: {message}", None if ":" in message else message
+                )
             elif value.get("kind") == "end":
                 self.printer.end_progress(f"ended: {value.get('message', '')}")
         elif method == "window/showMessage":
             params = params or {}
-            if params.get("type") in (1, 2):  # Error, Warning; the Info one repeats the final answer
+            if params.get("type") in (
+                1,
+                2,
+            ):  # Error, Warning; the Info one repeats the final answer
                 self.printer.step("server", str(params.get("message", "")), "bold", "red")
                 if params.get("type") == 1:
                     self.outcome.problems.append(str(params.get("message", "")))
@@ -361,7 +414,10 @@ def client_capabilities() -> dict[str, Any]:
             "workspaceEdit": {"documentChanges": True, "resourceOperations": ["create"]},
         },
         "textDocument": {"synchronization": {"didSave": True}},
-        "window": {"workDoneProgress": True, "showMessage": {"messageActionItem": {"additionalPropertiesSupport": False}}},
+        "window": {
+            "workDoneProgress": True,
+            "showMessage": {"messageActionItem": {"additionalPropertiesSupport": False}},
+        },
         "experimental": {"lich": {"saveDocuments": True}},
     }
 
@@ -373,7 +429,9 @@ async def run_headless(setup: DemoSetup, printer: Printer) -> DemoOutcome:
     stderr_path = setup.root / "server-stderr.log"
     with stderr_path.open("wb") as stderr:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "lich_lsp",
+            sys.executable,
+            "-m",
+            "lich_lsp",
             cwd=str(setup.workspace),
             env=server_env(setup),
             stdin=asyncio.subprocess.PIPE,
@@ -381,7 +439,9 @@ async def run_headless(setup: DemoSetup, printer: Printer) -> DemoOutcome:
             stderr=stderr,
         )
     assert process.stdin is not None and process.stdout is not None
-    connection = LspConnection(process.stdout, process.stdin, editor.on_request, editor.on_notification)
+    connection = LspConnection(
+        process.stdout, process.stdin, editor.on_request, editor.on_notification
+    )
     editor.connection = connection
     connection.start()
     try:
@@ -405,7 +465,9 @@ async def run_headless(setup: DemoSetup, printer: Printer) -> DemoOutcome:
     return editor.outcome
 
 
-async def _converse(editor: HeadlessEditor, connection: LspConnection, setup: DemoSetup, printer: Printer) -> None:
+async def _converse(
+    editor: HeadlessEditor, connection: LspConnection, setup: DemoSetup, printer: Printer
+) -> None:
     workspace_uri = uri_of(setup.workspace)
     result = await asyncio.wait_for(
         connection.request(
@@ -438,11 +500,14 @@ async def _converse(editor: HeadlessEditor, connection: LspConnection, setup: De
     printer.step("prompt", setup.prompt, "bold", "cyan")
     answer = await asyncio.wait_for(
         connection.request(
-            "workspace/executeCommand", {"command": "lich.ask", "arguments": [{"prompt": setup.prompt, "uri": uri}]}
+            "workspace/executeCommand",
+            {"command": "lich.ask", "arguments": [{"prompt": setup.prompt, "uri": uri}]},
         ),
         ASK_TIMEOUT_S,
     )
-    editor.outcome.result = answer if isinstance(answer, dict) else {"stopped_reason": "?", "raw": answer}
+    editor.outcome.result = (
+        answer if isinstance(answer, dict) else {"stopped_reason": "?", "raw": answer}
+    )
 
 
 async def _stop(connection: LspConnection, process: asyncio.subprocess.Process) -> None:

@@ -136,7 +136,9 @@ class LspConnection:
         try:
             result = await self._on_request(method, params)
         except MethodNotFound:
-            reply: dict[str, Any] = {"error": {"code": METHOD_NOT_FOUND, "message": f"unsupported: {method}"}}
+            reply: dict[str, Any] = {
+                "error": {"code": METHOD_NOT_FOUND, "message": f"unsupported: {method}"}
+            }
         except Exception as err:  # noqa: BLE001 - the server gets an error answer, not silence
             reply = {"error": {"code": INTERNAL_ERROR, "message": f"{type(err).__name__}: {err}"}}
         else:

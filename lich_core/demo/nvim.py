@@ -96,7 +96,10 @@ def find_nvim() -> str:
 
 
 def find_plugin(explicit: str | None = None) -> Path:
-    candidates = [Path(p) for p in (explicit, os.environ.get(PLUGIN_ENV)) if p] + [BUNDLED_PLUGIN, CHECKOUT_PLUGIN]
+    candidates = [Path(p) for p in (explicit, os.environ.get(PLUGIN_ENV)) if p] + [
+        BUNDLED_PLUGIN,
+        CHECKOUT_PLUGIN,
+    ]
     for candidate in candidates:
         if (candidate / PLUGIN_ENTRY).is_file():
             return candidate.resolve()
@@ -129,7 +132,13 @@ def nvim_invocation(
     """The command line and environment; paths travel in the environment, so no quoting."""
     script, settings = write_demo_script(setup)
     env = server_env(setup)
-    env.update({"LICH_DEMO_NVIM_PLUGIN": str(plugin), "LICH_DEMO_SCRIPT": str(script), "LICH_DEMO_SETTINGS": str(settings)})
+    env.update(
+        {
+            "LICH_DEMO_NVIM_PLUGIN": str(plugin),
+            "LICH_DEMO_SCRIPT": str(script),
+            "LICH_DEMO_SETTINGS": str(settings),
+        }
+    )
     command = [
         nvim,
         "--clean",

@@ -121,7 +121,11 @@ def unified_diff(path: str, before: str, after: str, *, created: bool = False) -
     new = after.splitlines(keepends=True)
     rows = []
     for row in difflib.unified_diff(
-        old, new, fromfile="/dev/null" if created else f"a/{path}", tofile=f"b/{path}", lineterm="\n"
+        old,
+        new,
+        fromfile="/dev/null" if created else f"a/{path}",
+        tofile=f"b/{path}",
+        lineterm="\n",
     ):
         if row.endswith("\n"):
             rows.append(row[:-1])

@@ -46,19 +46,32 @@ VCS_DIRS = frozenset({".git", ".hg", ".svn"})
 
 # `-c` options for every git command: they win over the repository's own config.
 GIT_CONFIG_ARGS: tuple[str, ...] = (
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "commit.gpgsign=false",
-    "-c", f"user.name={IDENTITY_NAME}",
-    "-c", f"user.email={IDENTITY_EMAIL}",
-    "-c", f"author.name={IDENTITY_NAME}",
-    "-c", f"author.email={IDENTITY_EMAIL}",
-    "-c", f"committer.name={IDENTITY_NAME}",
-    "-c", f"committer.email={IDENTITY_EMAIL}",
-    "-c", "user.useConfigOnly=false",
-    "-c", "core.fsmonitor=false",
-    "-c", "core.editor=true",
-    "-c", "gc.auto=0",
-    "-c", "maintenance.auto=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    f"user.name={IDENTITY_NAME}",
+    "-c",
+    f"user.email={IDENTITY_EMAIL}",
+    "-c",
+    f"author.name={IDENTITY_NAME}",
+    "-c",
+    f"author.email={IDENTITY_EMAIL}",
+    "-c",
+    f"committer.name={IDENTITY_NAME}",
+    "-c",
+    f"committer.email={IDENTITY_EMAIL}",
+    "-c",
+    "user.useConfigOnly=false",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.editor=true",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
 )
 GIT_ENV_OVERRIDES: Mapping[str, str] = {
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -91,7 +104,9 @@ def check_message(value: Any) -> str:
     if "\x00" in value:
         raise ToolError("bad_message: the message contains a NUL character")
     if len(value) > MAX_MESSAGE_CHARS:
-        raise ToolError(f"bad_message: the message is {len(value)} characters; keep it under {MAX_MESSAGE_CHARS}")
+        raise ToolError(
+            f"bad_message: the message is {len(value)} characters; keep it under {MAX_MESSAGE_CHARS}"
+        )
     return value.strip()
 
 
@@ -109,7 +124,9 @@ def coerce_paths(value: Any) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value:
-        raise ToolError(f"bad_paths: `paths` must list 1 to {MAX_PATHS} files relative to the work dir")
+        raise ToolError(
+            f"bad_paths: `paths` must list 1 to {MAX_PATHS} files relative to the work dir"
+        )
     if len(value) > MAX_PATHS:
         raise ToolError(f"too_many_paths: {len(value)} paths; commit at most {MAX_PATHS} at a time")
     if not all(isinstance(item, str) for item in value):
@@ -124,7 +141,9 @@ def check_path(root: Path, raw: str) -> str:
     if any(ord(char) < 32 or ord(char) == 127 for char in raw):
         raise ToolError(f"bad_path: {raw!r} contains a control character")
     if raw.startswith(":"):
-        raise ToolError(f"pathspec_magic: {raw} starts with ':' (git pathspec magic); name plain files")
+        raise ToolError(
+            f"pathspec_magic: {raw} starts with ':' (git pathspec magic); name plain files"
+        )
     if GLOB_CHARS & set(raw):
         raise ToolError(f"pathspec_magic: {raw} contains a glob character (* ? [); name each file")
     if os.path.isabs(raw):
@@ -137,13 +156,21 @@ def check_path(root: Path, raw: str) -> str:
     real_root = os.path.realpath(root)
     real = os.path.realpath(os.path.join(real_root, normal))
     if real == real_root:
-        raise ToolError(f"path_is_root: {raw} resolves to the work dir itself; name the files to commit")
+        raise ToolError(
+            f"path_is_root: {raw} resolves to the work dir itself; name the files to commit"
+        )
     if os.path.commonpath([real_root, real]) != real_root:
-        raise ToolError(f"path_escape: {raw} resolves through a symbolic link to {real}, outside the work dir")
+        raise ToolError(
+            f"path_escape: {raw} resolves through a symbolic link to {real}, outside the work dir"
+        )
     rel = normal.replace(os.sep, "/")
     check_committable(rel, raw)
-    if os.path.basename(real) != os.path.basename(normal) and is_secret_name(os.path.basename(real)):
-        raise ToolError(f"secret_path: {raw} is a link to {os.path.basename(real)}, which looks like a secret; not committed")
+    if os.path.basename(real) != os.path.basename(normal) and is_secret_name(
+        os.path.basename(real)
+    ):
+        raise ToolError(
+            f"secret_path: {raw} is a link to {os.path.basename(real)}, which looks like a secret; not committed"
+        )
     return rel
 
 
@@ -155,7 +182,9 @@ def check_committable(rel: str, shown: str | None = None) -> None:
     if any(part in VCS_DIRS for part in parts):
         raise ToolError(f"forbidden_path: {shown} is version-control metadata")
     if parts[:2] == PROTECTED_CONFIG:
-        raise ToolError(f"forbidden_path: {shown} (the agent's config is never committed by the agent)")
+        raise ToolError(
+            f"forbidden_path: {shown} (the agent's config is never committed by the agent)"
+        )
     if parts and is_secret_name(parts[-1]):
         raise ToolError(
             f"secret_path: {shown} looks like a secret ({', '.join(SECRET_PATTERNS)}); "
@@ -195,7 +224,9 @@ class GitOutput:
         return text[:GIT_ERROR_MAX_CHARS] or f"exit {self.returncode}"
 
 
-async def run_git(args: Sequence[str], *, cwd: Path, env: Mapping[str, str], cancel: CancelToken | None = None) -> GitOutput:
+async def run_git(
+    args: Sequence[str], *, cwd: Path, env: Mapping[str, str], cancel: CancelToken | None = None
+) -> GitOutput:
     """One git command with the fixed config, killed with its process group on cancel/timeout."""
     proc = await asyncio.create_subprocess_exec(
         "git",
@@ -210,7 +241,9 @@ async def run_git(args: Sequence[str], *, cwd: Path, env: Mapping[str, str], can
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    unsubscribe = cancel.on_cancel(lambda: kill_process_group(proc.pid)) if cancel is not None else None
+    unsubscribe = (
+        cancel.on_cancel(lambda: kill_process_group(proc.pid)) if cancel is not None else None
+    )
     try:
         stdout, stderr = await asyncio.wait_for(proc.communicate(), GIT_TIMEOUT_S)
     except asyncio.TimeoutError:
@@ -256,7 +289,9 @@ async def commit_paths(
 
     inside = await git("rev-parse", "--is-inside-work-tree")
     if inside.returncode != 0 or inside.stdout.strip() != b"true":
-        raise ToolError(f"not_a_git_repo: {root} is not inside a git work tree ({inside.error_text()})")
+        raise ToolError(
+            f"not_a_git_repo: {root} is not inside a git work tree ({inside.error_text()})"
+        )
     head = await git("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     if head.returncode != 0:
         raise ToolError(
@@ -266,7 +301,9 @@ async def commit_paths(
     parent = head.stdout.decode().strip()
 
     known = await git("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *paths)
-    staged = await git("diff", "--cached", "--name-only", "--no-renames", "--relative", "-z", "HEAD", "--", *paths)
+    staged = await git(
+        "diff", "--cached", "--name-only", "--no-renames", "--relative", "-z", "HEAD", "--", *paths
+    )
     for result in (known, staged):
         if result.returncode != 0:
             raise ToolError(f"git_failed: git ls-files: {result.error_text()}")
@@ -274,10 +311,14 @@ async def commit_paths(
     for path in paths:
         if not any(_under(entry, path) for entry in known_entries):
             if os.path.lexists(root / path):
-                raise ToolError(f"ignored_path: {path} is ignored by git (or an empty directory); nothing to commit there")
+                raise ToolError(
+                    f"ignored_path: {path} is ignored by git (or an empty directory); nothing to commit there"
+                )
             raise ToolError(f"not_found: {path} (not in the work tree and not tracked by git)")
 
-    changed = await git("ls-files", "-z", "--modified", "--deleted", "--others", "--exclude-standard", "--", *paths)
+    changed = await git(
+        "ls-files", "-z", "--modified", "--deleted", "--others", "--exclude-standard", "--", *paths
+    )
     if changed.returncode != 0:
         raise ToolError(f"git_failed: git ls-files: {changed.error_text()}")
     touched = sorted(set(_z_list(changed.stdout)) | set(_z_list(staged.stdout)))
@@ -295,8 +336,16 @@ async def commit_paths(
     if added.returncode != 0:
         raise ToolError(f"git_failed: git add: {added.error_text()}")
     committed = await git(
-        "commit", "--only", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace", "--quiet",
-        "-m", message, "--", *paths,
+        "commit",
+        "--only",
+        "--no-verify",
+        "--no-gpg-sign",
+        "--cleanup=whitespace",
+        "--quiet",
+        "-m",
+        message,
+        "--",
+        *paths,
     )
     if committed.returncode != 0:
         raise ToolError(f"git_failed: git commit: {committed.error_text()}")
@@ -305,7 +354,17 @@ async def commit_paths(
     if new_head.returncode != 0 or sha == parent:
         raise ToolError("git_failed: git commit reported success but HEAD did not move")
     short = await git("rev-parse", "--short", sha)
-    files = await git("diff-tree", "-r", "--no-commit-id", "--name-only", "--no-renames", "--relative", "-z", parent, sha)
+    files = await git(
+        "diff-tree",
+        "-r",
+        "--no-commit-id",
+        "--name-only",
+        "--no-renames",
+        "--relative",
+        "-z",
+        parent,
+        sha,
+    )
     return Commit(
         sha=short.stdout.decode().strip() or sha[:12],
         subject=subject_of(message),

@@ -282,7 +282,9 @@ def _match_git(args: list[str], depth: int) -> DenylistHit | None:
     while index < len(args):
         word = args[index]
         if _dynamic(word):
-            return DenylistHit(CANNOT_TELL_GIT, f"git {word} comes from a variable or a substitution")
+            return DenylistHit(
+                CANNOT_TELL_GIT, f"git {word} comes from a variable or a substitution"
+            )
         if not word.startswith("-") or word == "-":
             return _match_subcommand(word, args[index + 1 :], depth)
         bare = word.lstrip("-")
@@ -304,7 +306,9 @@ def _match_git(args: list[str], depth: int) -> DenylistHit | None:
 def _match_setting(option: str, setting: str, depth: int) -> DenylistHit | None:
     """`-c KEY=VALUE` or `--config-env KEY=VARIABLE`, given before the subcommand."""
     if _dynamic(setting):
-        return DenylistHit(CANNOT_TELL_GIT, f"{option} {setting} comes from a variable or a substitution")
+        return DenylistHit(
+            CANNOT_TELL_GIT, f"{option} {setting} comes from a variable or a substitution"
+        )
     key, _, value = setting.partition("=")
     if key.lower().startswith("alias."):
         # A value that matches a pattern names it; any other alias is still not a git command.
@@ -376,7 +380,10 @@ class _Args:
         """Any of the options: `--long` words (also `--long=VALUE`) and `-x` short letters."""
         longs = {word.partition("=")[0] for word in self.rest if word.startswith("--")}
         letters = self.flags
-        return any(option in longs if option.startswith("--") else option[1:] in letters for option in options)
+        return any(
+            option in longs if option.startswith("--") else option[1:] in letters
+            for option in options
+        )
 
 
 def _reset(args: _Args) -> str | None:
@@ -400,7 +407,9 @@ def _checkout(args: _Args) -> str | None:
     if args.has("-B"):
         return "checkout -B"
     new_branch = args.has("-b", "--orphan")
-    operands = _operands(args.rest, frozenset({"-b", "-B", "--orphan", "--conflict", "--pathspec-from-file"}))
+    operands = _operands(
+        args.rest, frozenset({"-b", "-B", "--orphan", "--conflict", "--pathspec-from-file"})
+    )
     # `-b NEW [START]` never touches paths; otherwise a name may be a path (git decides by what
     # exists), and checking a path out overwrites its uncommitted changes.
     if new_branch or not operands or operands == ["-"]:
@@ -464,7 +473,14 @@ def _replace(args: _Args) -> str | None:
 
 
 def _update_index(args: _Args) -> str | None:
-    harmless = {"--refresh", "--really-refresh", "-q", "--ignore-missing", "--unmerged", "--ignore-submodules"}
+    harmless = {
+        "--refresh",
+        "--really-refresh",
+        "-q",
+        "--ignore-missing",
+        "--unmerged",
+        "--ignore-submodules",
+    }
     return None if args.rest and set(args.rest) <= harmless else "update-index"
 
 
@@ -475,7 +491,9 @@ def _notes(args: _Args) -> str | None:
 
 def _fetch(args: _Args) -> str | None:
     refspecs = [word for word in _operands(args.rest) if ":" in word and "://" not in word]
-    forced = any(spec.startswith("+") for spec in refspecs) or (refspecs and args.has("--force", "-f"))
+    forced = any(spec.startswith("+") for spec in refspecs) or (
+        refspecs and args.has("--force", "-f")
+    )
     return "fetch --force" if forced else None
 
 
@@ -529,8 +547,13 @@ def _match_subcommand(sub: str, rest: list[str], depth: int) -> DenylistHit | No
         return DenylistHit(sub)
     if sub in ALLOWED_SUBCOMMANDS:
         return None
-    if sub in ("config", "submodule", "for-each-repo", *_CHECKS) and any(_dynamic(word) for word in rest):
-        return DenylistHit(CANNOT_TELL_GIT, f"git {sub} {' '.join(rest)} has an argument from a variable or a substitution")
+    if sub in ("config", "submodule", "for-each-repo", *_CHECKS) and any(
+        _dynamic(word) for word in rest
+    ):
+        return DenylistHit(
+            CANNOT_TELL_GIT,
+            f"git {sub} {' '.join(rest)} has an argument from a variable or a substitution",
+        )
     if sub == "config":
         return _match_config(rest, depth)
     if sub == "submodule" and "foreach" in rest:
@@ -544,14 +567,27 @@ def _match_subcommand(sub: str, rest: list[str], depth: int) -> DenylistHit | No
         return None if pattern is None else DenylistHit(pattern)
     if sub == "help" or "--help" in rest or "-h" in rest:
         return None
-    return DenylistHit(CANNOT_TELL_GIT, f"git {sub} is no git command the guard knows: an alias, an external git-{sub} or unvetted plumbing")
+    return DenylistHit(
+        CANNOT_TELL_GIT,
+        f"git {sub} is no git command the guard knows: an alias, an external git-{sub} or unvetted plumbing",
+    )
 
 
 def _match_config(rest: list[str], depth: int) -> DenylistHit | None:
     """`git config [--global] KEY VALUE` (or `set KEY VALUE`, `--add KEY VALUE`): an alias whose
     value matches a pattern, or a risky setting given a value."""
-    operands = _operands(rest, frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment", "--value"}))
-    if operands and operands[0] in ("set", "get", "list", "unset", "rename-section", "remove-section", "edit"):
+    operands = _operands(
+        rest, frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment", "--value"})
+    )
+    if operands and operands[0] in (
+        "set",
+        "get",
+        "list",
+        "unset",
+        "rename-section",
+        "remove-section",
+        "edit",
+    ):
         if operands[0] != "set":
             return None
         operands = operands[1:]

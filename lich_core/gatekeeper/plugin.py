@@ -68,7 +68,9 @@ def self_commit_allowed(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def _call_key(args: Any) -> str:
-    return json.dumps(args if isinstance(args, dict) else {}, sort_keys=True, ensure_ascii=False, default=repr)
+    return json.dumps(
+        args if isinstance(args, dict) else {}, sort_keys=True, ensure_ascii=False, default=repr
+    )
 
 
 class Gatekeeper:
@@ -82,7 +84,10 @@ class Gatekeeper:
         self.plugin = Plugin(
             name=GATEKEEPER_NAME,
             tools=(self.tool,),
-            hooks={"before_tool_call": self.before_tool_call, "after_tool_call": self.after_tool_call},
+            hooks={
+                "before_tool_call": self.before_tool_call,
+                "after_tool_call": self.after_tool_call,
+            },
         )
 
     # --- the conditions ---
@@ -101,7 +106,9 @@ class Gatekeeper:
 
     # --- hooks ---
 
-    def before_tool_call(self, info: Mapping[str, Any], ctx: PluginContext) -> dict[str, Any] | None:
+    def before_tool_call(
+        self, info: Mapping[str, Any], ctx: PluginContext
+    ) -> dict[str, Any] | None:
         name = info.get("tool_name")
         args = info.get("args")
         if name == TERMINAL_TOOL:

@@ -56,7 +56,10 @@ def _windows(source: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     """
     size = source.itemsize
     records = np.ndarray(
-        (source.size - width + 1,), dtype=np.dtype((np.void, width * size)), buffer=source, strides=(size,)
+        (source.size - width + 1,),
+        dtype=np.dtype((np.void, width * size)),
+        buffer=source,
+        strides=(size,),
     )
     return records[starts].view(source.dtype).reshape(-1, width)
 
@@ -96,7 +99,9 @@ def _hash_group(
         # scalar path instead, their lanes reading from the start meanwhile.
         starts_here = sorted_starts[low:high]
         past_end = np.flatnonzero(starts_here > source.size - width)
-        scalar_rows = range(low, high) if high - low < MIN_LINES_PER_BUCKET else (past_end + low).tolist()
+        scalar_rows = (
+            range(low, high) if high - low < MIN_LINES_PER_BUCKET else (past_end + low).tolist()
+        )
         if len(scalar_rows) < high - low:
             if len(past_end):
                 starts_here = starts_here.copy()
@@ -138,7 +143,9 @@ def hash_lines(lines: Sequence[str], text: str | None = None) -> list[int] | Non
     full: np.ndarray | None = None  # the UTF-32 code points, when some are past U+00FF
     try:
         # Code points below 256 are one byte each: their Latin-1 encoding (ASCII the usual case).
-        points = np.frombuffer(text.encode("ascii" if text.isascii() else "latin-1"), dtype=np.uint8)
+        points = np.frombuffer(
+            text.encode("ascii" if text.isascii() else "latin-1"), dtype=np.uint8
+        )
         mask = points == 10
         newlines = np.flatnonzero(mask)
     except UnicodeEncodeError:

@@ -36,7 +36,12 @@ class NewlineIndex:
         # would double what a memo holding this index keeps).
         flags = np.frombuffer(data, dtype=np.uint8) == 0x0A
         whole = len(data) // NEWLINE_BLOCK_BYTES * NEWLINE_BLOCK_BYTES
-        lane_sums = flags[:whole].view(np.uint64).reshape(-1, NEWLINE_BLOCK_WORDS).sum(axis=1, dtype=np.uint64)
+        lane_sums = (
+            flags[:whole]
+            .view(np.uint64)
+            .reshape(-1, NEWLINE_BLOCK_WORDS)
+            .sum(axis=1, dtype=np.uint64)
+        )
         counts = lane_sums.view(np.uint8).reshape(-1, 8).sum(axis=1, dtype=np.int64)
         counts = np.append(counts, np.count_nonzero(flags[whole:]))
         # Newlines up to the end of each block (the last block is the part past the whole ones),
@@ -51,7 +56,9 @@ class NewlineIndex:
         positions = self._block_positions.get(block)
         if positions is None:
             start = block * NEWLINE_BLOCK_BYTES
-            chunk = self._np.frombuffer(self._data[start : start + NEWLINE_BLOCK_BYTES], dtype=self._np.uint8)
+            chunk = self._np.frombuffer(
+                self._data[start : start + NEWLINE_BLOCK_BYTES], dtype=self._np.uint8
+            )
             found = self._np.flatnonzero(chunk == 0x0A) + start
             positions = self._block_positions[block] = found.tolist()
         return positions[n - (self._ends[block - 1] if block else 0)]
@@ -87,7 +94,11 @@ class ByteLines(Sequence[str]):
         """Where line `line` (0 <= line <= count) starts; count's "start" is the end of the data."""
         if line == 0:
             return 0
-        return self._newlines.position(line - 1) + 1 if line <= self._newlines.count else len(self._data)
+        return (
+            self._newlines.position(line - 1) + 1
+            if line <= self._newlines.count
+            else len(self._data)
+        )
 
     @overload
     def __getitem__(self, index: int) -> str: ...

@@ -198,7 +198,9 @@ def validate(target: FileTarget, lines: Sequence[str] | None = None) -> list[str
             ]
         return []
     if not target.was_read:
-        return [f"not_read: {name} has not been read in this session; read it with read_file (or find it with grep_files) first"]
+        return [
+            f"not_read: {name} has not been read in this session; read it with read_file (or find it with grep_files) first"
+        ]
     if lines is None:
         lines = split_lines(target.text)
     count = len(lines)
@@ -293,7 +295,9 @@ def apply_ops(target: FileTarget, lines: Sequence[str] | None = None) -> FileEdi
     old_text = target.text or ""
     old_lines = split_lines(old_text) if lines is None else lines
     count = len(old_lines)
-    crlf = bytes_use_crlf(old_lines.data) if isinstance(old_lines, ByteLines) else uses_crlf(old_text)
+    crlf = (
+        bytes_use_crlf(old_lines.data) if isinstance(old_lines, ByteLines) else uses_crlf(old_text)
+    )
 
     def terminated(line: str) -> str:
         # A payload line as a line of the new text (split on "\n"): CRLF files keep their "\r".
@@ -301,7 +305,9 @@ def apply_ops(target: FileTarget, lines: Sequence[str] | None = None) -> FileEdi
 
     slots = _slots(target.ops, count)
     has_final_newline = old_text.endswith("\n") or count == 0
-    if not has_final_newline and not any(slot.is_range and slot.start <= count - 1 < slot.end for slot in slots):
+    if not has_final_newline and not any(
+        slot.is_range and slot.start <= count - 1 < slot.end for slot in slots
+    ):
         # The last line gains its terminator, so it is part of the change.
         slots.append(_Slot(count - 1, count, [old_lines[-1]], True, len(slots)))
         slots.sort(key=lambda slot: (slot.start, slot.is_range, slot.order))
@@ -411,7 +417,11 @@ def plan_edits(targets: Sequence[FileTarget]) -> list[FileEdit]:
     problems: list[str] = []
     # Each file is split once (unless its lines came with it), for validation and for applying.
     split = [
-        target.lines if target.lines is not None else split_lines(target.text) if target.text is not None else []
+        target.lines
+        if target.lines is not None
+        else split_lines(target.text)
+        if target.text is not None
+        else []
         for target in targets
     ]
     for target, lines in zip(targets, split, strict=True):
@@ -421,7 +431,9 @@ def plan_edits(targets: Sequence[FileTarget]) -> list[FileEdit]:
     return [apply_ops(target, lines) for target, lines in zip(targets, split, strict=True)]
 
 
-def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb: str = "Edited") -> str:
+def render_edit_result(
+    edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb: str = "Edited"
+) -> str:
     """`Edited PATH (+added -removed)` and fresh anchored rows around each changed region.
 
     A file the patch created reads "Edited" too: the format is kli's, byte for byte (the tool's
@@ -456,7 +468,9 @@ def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb
         room = MAX_RESULT_ROWS_PER_FILE - shown
         if high - low > room:
             parts.append((low, low + room))
-            parts.append(f"(... lines {low + room + 1}-{high} not shown; read_file {edit.display} start={low + room + 1})")
+            parts.append(
+                f"(... lines {low + room + 1}-{high} not shown; read_file {edit.display} start={low + room + 1})"
+            )
             shown = MAX_RESULT_ROWS_PER_FILE
             continue
         parts.append((low, high))
@@ -471,7 +485,10 @@ def render_edit_result(edit: FileEdit, context: int = RESULT_CONTEXT_LINES, verb
             rendered.append(part)
             continue
         low, high = part
-        rendered.append(render_rows(rows[offset : offset + high - low], low + 1, values[offset : offset + high - low]))
+        rendered.append(
+            render_rows(
+                rows[offset : offset + high - low], low + 1, values[offset : offset + high - low]
+            )
+        )
         offset += high - low
     return "\n".join(rendered)
-

@@ -102,7 +102,11 @@ def scan(text: str, dialect: Dialect) -> Scan:
                 result.problems.append((index, "unterminated |symbol|"))
                 break
             position = body.end()
-        elif char == "?" and dialect.question_chars and (index == 0 or text[index - 1] in _ELISP_TOKEN_BOUNDARY):
+        elif (
+            char == "?"
+            and dialect.question_chars
+            and (index == 0 or text[index - 1] in _ELISP_TOKEN_BOUNDARY)
+        ):
             position = index + (3 if text.startswith("\\", index + 1) else 2)
     return result
 
@@ -193,7 +197,10 @@ def describe(text: str, found: Scan, report: Balance, limit: int = 5) -> list[st
         f"`{found_char}` at {lines.where(offset)} closes a form that needs `{expected}`"
         for offset, found_char, expected in report.mismatched
     ]
-    notes += [f"`{char}` opened at {lines.where(offset)} is never closed" for offset, char in report.unclosed]
+    notes += [
+        f"`{char}` opened at {lines.where(offset)} is never closed"
+        for offset, char in report.unclosed
+    ]
     return notes[:limit]
 
 
@@ -245,7 +252,9 @@ def repair(
     found, report = check(text, dialect)
     if not found.problems and report.balanced:
         safe = local_ok and report.top_level_forms == old_report.top_level_forms
-        return RepairOutcome("repaired" if safe else "candidate", text, safe=safe, fixes=fixes, problems=problems)
+        return RepairOutcome(
+            "repaired" if safe else "candidate", text, safe=safe, fixes=fixes, problems=problems
+        )
     text, fixes = _repair_globally(new_text, dialect)
     found, report = check(text, dialect)
     if not found.problems and report.balanced:
@@ -261,7 +270,9 @@ def _repair_locally(
     text = new_text
     fixes: list[str] = []
     # Work from the last hunk up so earlier offsets stay valid while editing.
-    for old_start, old_end, new_start, new_end in sorted(hunks, key=lambda hunk: hunk[2], reverse=True):
+    for old_start, old_end, new_start, new_end in sorted(
+        hunks, key=lambda hunk: hunk[2], reverse=True
+    ):
         if new_end <= new_start:
             continue
         lines = _Lines(text)
@@ -283,10 +294,16 @@ def _repair_locally(
             if len(closers) != difference:
                 return text, fixes, False
             text = text[:at] + closers + text[at:]
-            fixes.append(f"added `{closers}` at the end of line {lines.line_of(max(at - 1, low)) + 1}")
+            fixes.append(
+                f"added `{closers}` at the end of line {lines.line_of(max(at - 1, low)) + 1}"
+            )
         elif difference < 0:
             found = scan(text, dialect)
-            closer_offsets = [offset for offset, char in found.delimiters if low <= offset < high and char in CLOSERS]
+            closer_offsets = [
+                offset
+                for offset, char in found.delimiters
+                if low <= offset < high and char in CLOSERS
+            ]
             if len(closer_offsets) < -difference:
                 return text, fixes, False
             for offset in sorted(closer_offsets[difference:], reverse=True):

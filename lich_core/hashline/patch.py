@@ -43,7 +43,9 @@ class PatchSyntaxError(ToolError):
         self.line_number = line_number
         self.line = line
         self.problem = problem
-        super().__init__(f"{PATCH_SYNTAX_PREFIX}: patch line {line_number}: {quote(line)}: {problem}")
+        super().__init__(
+            f"{PATCH_SYNTAX_PREFIX}: patch line {line_number}: {quote(line)}: {problem}"
+        )
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,9 @@ def _parse_op(line: str, number: int) -> PatchOp:
     if rest and not rest[0].isspace() and _parse_range(rest) is None:
         # `+foo` is a diff-style payload line, not an op.
         raise PatchSyntaxError(
-            number, line, f"payload lines must start with `~` (write `~{rest}`); an op is `{marker} LINE:HH`"
+            number,
+            line,
+            f"payload lines must start with `~` (write `~{rest}`); an op is `{marker} LINE:HH`",
         )
     if marker in "+<":
         kind: OpKind = "insert_after" if marker == "+" else "insert_before"
@@ -126,7 +130,9 @@ def _parse_op(line: str, number: int) -> PatchOp:
         anchor = _parse_anchor(rest)
         if anchor is None:
             raise PatchSyntaxError(
-                number, line, f"malformed anchor; write `{marker} LINE:HH` with the line number and two hex digits from a read, or a bare `{marker}`"
+                number,
+                line,
+                f"malformed anchor; write `{marker} LINE:HH` with the line number and two hex digits from a read, or a bare `{marker}`",
             )
         return PatchOp(kind, anchor, None, patch_line=number, source=line)
     kind = "delete" if marker == "-" else "replace"
@@ -134,10 +140,16 @@ def _parse_op(line: str, number: int) -> PatchOp:
         raise PatchSyntaxError(number, line, f"`{marker}` needs a range: `{marker} A:HH..B:HH`")
     span = _parse_range(rest)
     if span is None:
-        raise PatchSyntaxError(number, line, f"malformed range; write `{marker} A:HH..B:HH` with anchors from a read")
+        raise PatchSyntaxError(
+            number, line, f"malformed range; write `{marker} A:HH..B:HH` with anchors from a read"
+        )
     start, end = span
     if start.line > end.line:
-        raise PatchSyntaxError(number, line, f"reversed range: {start.line} comes after {end.line}; write the lower line first")
+        raise PatchSyntaxError(
+            number,
+            line,
+            f"reversed range: {start.line} comes after {end.line}; write the lower line first",
+        )
     return PatchOp(kind, start, end, patch_line=number, source=line)
 
 
@@ -164,10 +176,14 @@ def parse_patch(text: str) -> list[PatchSection]:
             continue
         if line.startswith("~"):
             if current_op is None:
-                raise PatchSyntaxError(number, line, "payload line outside an op; put it after a `+`, `<` or `=` op")
+                raise PatchSyntaxError(
+                    number, line, "payload line outside an op; put it after a `+`, `<` or `=` op"
+                )
             if current_op.kind == "delete":
                 raise PatchSyntaxError(
-                    number, line, f"no payload on a delete (`- {current_op.span_text()}`); use `= A:HH..B:HH` to replace lines"
+                    number,
+                    line,
+                    f"no payload on a delete (`- {current_op.span_text()}`); use `= A:HH..B:HH` to replace lines",
                 )
             current_op.payload.append(line[1:])
             continue
@@ -181,19 +197,31 @@ def parse_patch(text: str) -> list[PatchSection]:
             following = next((later for later in lines[index + 1 :] if later.strip()), "")
             if following.startswith("@@"):
                 continue  # blank lines between sections
-            raise PatchSyntaxError(number, line, "blank line inside a section; an empty payload line is written `~`")
+            raise PatchSyntaxError(
+                number, line, "blank line inside a section; an empty payload line is written `~`"
+            )
         stripped = line.lstrip()
         if stripped[:1] in _OP_MARKERS + "~@" and stripped != line:
-            raise PatchSyntaxError(number, line, "markers must start in column 1; remove the leading whitespace")
+            raise PatchSyntaxError(
+                number, line, "markers must start in column 1; remove the leading whitespace"
+            )
         if _UNKNOWN_OP_RE.match(line):
-            raise PatchSyntaxError(number, line, f"unknown op `{line[0]}`; ops are `+`, `<`, `-`, `=` (payload lines start with `~`)")
+            raise PatchSyntaxError(
+                number,
+                line,
+                f"unknown op `{line[0]}`; ops are `+`, `<`, `-`, `=` (payload lines start with `~`)",
+            )
         raise PatchSyntaxError(number, line, f"payload lines must start with `~` (write `~{line}`)")
     if not sections:
-        raise PatchSyntaxError(1, lines[0] if lines else "", "a patch starts with a `@@ PATH` section header")
+        raise PatchSyntaxError(
+            1, lines[0] if lines else "", "a patch starts with a `@@ PATH` section header"
+        )
     for section in sections:
         if not section.ops:
             raise PatchSyntaxError(section.header_line, f"@@ {section.path}", "section has no ops")
         for op in section.ops:
             if op.kind in ("insert_after", "insert_before") and not op.payload:
-                raise PatchSyntaxError(op.patch_line, op.source, "insert without payload; add `~text` lines after it")
+                raise PatchSyntaxError(
+                    op.patch_line, op.source, "insert without payload; add `~text` lines after it"
+                )
     return sections

@@ -80,7 +80,9 @@ def line_replacements(old_text: str, new_text: str) -> tuple[LineReplacement, ..
             matcher = difflib.SequenceMatcher(None, old[alo:ahi], new[blo:bhi], autojunk=False)
             for tag, i1, i2, j1, j2 in matcher.get_opcodes():
                 if tag != "equal":
-                    found.append(LineReplacement(alo + i1, alo + i2, "".join(new[blo + j1 : blo + j2])))
+                    found.append(
+                        LineReplacement(alo + i1, alo + i2, "".join(new[blo + j1 : blo + j2]))
+                    )
         else:
             found.append(LineReplacement(alo, ahi, "".join(new[blo:bhi])))
     found.sort(key=lambda item: (item.start, item.end))

@@ -15,7 +15,14 @@ from lich_core.mcp.spec import McpServerSpec, mcp_effects, refusal, specs_from_c
 if TYPE_CHECKING:
     from lich_core.mcp.manager import McpManager
 
-__all__ = ["McpManager", "McpServerSpec", "mcp_effects", "refusal", "specs_from_config", "v_mcp_servers"]
+__all__ = [
+    "McpManager",
+    "McpServerSpec",
+    "mcp_effects",
+    "refusal",
+    "specs_from_config",
+    "v_mcp_servers",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -228,7 +228,11 @@ class _Connection:
             self.scope.cancel()
 
     def stderr_line(self) -> str:
-        lines = [line.strip() for line in self.stderr_tail.decode("utf-8", "replace").splitlines() if line.strip()]
+        lines = [
+            line.strip()
+            for line in self.stderr_tail.decode("utf-8", "replace").splitlines()
+            if line.strip()
+        ]
         return lines[-1][-300:] if lines else ""
 
     def exit_code(self) -> int | None:
@@ -238,14 +242,22 @@ class _Connection:
         """ended() without waiting: what is known at this moment."""
         code = self.exit_code()
         if code is not None:
-            what = f"the server exited with code {code}" if code >= 0 else f"the server was killed by signal {-code}"
+            what = (
+                f"the server exited with code {code}"
+                if code >= 0
+                else f"the server was killed by signal {-code}"
+            )
             line = self.stderr_line()
             return f"{what}: {line}" if line else what
         if self.spec.transport == HTTP and self.http_status is not None:
             return f"HTTP {self.http_status} from {self.spec.url}"
         if self.lost_reason:
             return self.lost_reason
-        return "the connection closed" if self.spec.transport == STDIO else f"the connection to {self.spec.url} closed"
+        return (
+            "the connection closed"
+            if self.spec.transport == STDIO
+            else f"the connection to {self.spec.url} closed"
+        )
 
     async def wait_for_exit(self, timeout_s: float = EXIT_SETTLE_S) -> None:
         """Up to `timeout_s` for a stdio server's exit to be seen (its exit code known)."""
@@ -320,7 +332,9 @@ class McpManager:
             conn = server.conn
             if server.state == CONNECTED and (conn is None or conn.lost.is_set()):
                 server.state = FAILED
-                server.last_error = conn.ended_now() if conn is not None else "the connection closed"
+                server.last_error = (
+                    conn.ended_now() if conn is not None else "the connection closed"
+                )
                 log.warning("MCP server %s is unavailable: %s", server.spec.name, server.last_error)
 
     def status(self) -> list[dict[str, Any]]:
@@ -381,7 +395,9 @@ class McpManager:
 
     async def _attach_all(self) -> None:
         try:
-            pending = [server for server in self._servers.values() if server.state in (NOT_STARTED, FAILED)]
+            pending = [
+                server for server in self._servers.values() if server.state in (NOT_STARTED, FAILED)
+            ]
             if pending:
                 await asyncio.gather(*(self._attach_one(server) for server in pending))
             self._name_tools()
@@ -394,7 +410,11 @@ class McpManager:
             await self._stop(old)
         if self._closed:
             return
-        refused = self.launch_check(server.spec) if self.launch_check and server.spec.transport == STDIO else None
+        refused = (
+            self.launch_check(server.spec)
+            if self.launch_check and server.spec.transport == STDIO
+            else None
+        )
         if refused is not None:
             server.state, server.last_error = FAILED, refused
             log.warning("MCP server %s not started: %s", server.spec.name, refused)
@@ -408,7 +428,9 @@ class McpManager:
         conn.task = asyncio.ensure_future(self._own(server, conn))
         waiters: set[asyncio.Future[Any]] = {conn.ready, conn.task}
         try:
-            done, _ = await asyncio.wait(waiters, timeout=self.attach_timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                waiters, timeout=self.attach_timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
             if conn.ready in done and not conn.ready.cancelled() and conn.ready.exception() is None:
                 listing = conn.ready.result()
                 server.remote_tools = {tool.name: tool for tool in listing}
@@ -416,7 +438,11 @@ class McpManager:
                 server.last_error = None
                 log.info("MCP server %s connected: %d tools", server.spec.name, len(listing))
                 return
-            if conn.ready.done() and not conn.ready.cancelled() and conn.ready.exception() is not None:
+            if (
+                conn.ready.done()
+                and not conn.ready.cancelled()
+                and conn.ready.exception() is not None
+            ):
                 reason = str(conn.ready.exception())
             elif not done:
                 reason = f"no answer within {self.attach_timeout_s:g} s of starting"
@@ -452,7 +478,12 @@ class McpManager:
                 if remote in server.tools:
                     continue
                 server.tools[remote] = McpTool(
-                    server.names[remote], name, remote, tool.description, tool.input_schema, self.call
+                    server.names[remote],
+                    name,
+                    remote,
+                    tool.description,
+                    tool.input_schema,
+                    self.call,
                 )
                 self._tools_made += 1
 
@@ -480,7 +511,11 @@ class McpManager:
                     await conn.lost.wait()
             if not conn.ready.done():
                 conn.ready.set_exception(_AttachError("stopped before it was ready"))
-            if not conn.stop_requested and server.conn is conn and server.state in (CONNECTED, FAILED):
+            if (
+                not conn.stop_requested
+                and server.conn is conn
+                and server.state in (CONNECTED, FAILED)
+            ):
                 # Lost while connected (a crash between calls, or seen by a call): say why.
                 reason = await conn.ended()
                 if server.conn is conn and server.state in (CONNECTED, FAILED):
@@ -513,7 +548,9 @@ class McpManager:
             if isinstance(leaf, _AttachError):
                 return str(leaf)
         if conn.process is not None and _closed_error(errors):
-            return await conn.ended()  # it went away before answering: its exit code and stderr say why
+            return (
+                await conn.ended()
+            )  # it went away before answering: its exit code and stderr say why
         leaf = errors[0] if errors else err
         if isinstance(leaf, httpx2.HTTPStatusError):
             return f"HTTP {leaf.response.status_code} from {conn.spec.url}"
@@ -555,8 +592,11 @@ class McpManager:
         for header, variable in spec.headers_env.items():
             value = source.get(variable)
             if not value:
-                raise _AttachError(f"headers_env: the environment variable {variable} (for the {header} header) is not set")
+                raise _AttachError(
+                    f"headers_env: the environment variable {variable} (for the {header} header) is not set"
+                )
             headers[header] = value
+
         async def record_status(response: httpx2.Response) -> None:
             if response.status_code >= 400:
                 conn.http_status = response.status_code
@@ -564,7 +604,10 @@ class McpManager:
         # Loopback servers are reached directly, never through a proxy from the environment.
         direct = spec.url.startswith("http://")
         async with httpx2.AsyncClient(
-            headers=headers, timeout=HTTP_TIMEOUT, trust_env=not direct, event_hooks={"response": [record_status]}
+            headers=headers,
+            timeout=HTTP_TIMEOUT,
+            trust_env=not direct,
+            event_hooks={"response": [record_status]},
         ) as http:
             async with streamable_http_client(spec.url, http_client=http) as streams:
                 yield streams
@@ -601,7 +644,9 @@ class McpManager:
             try:
                 async with read_send:
                     async for chunk in process.stdout:
-                        scan = len(buffer)  # where no newline was before: only the new bytes are searched
+                        scan = len(
+                            buffer
+                        )  # where no newline was before: only the new bytes are searched
                         buffer.extend(chunk)
                         start = 0
                         while (end := buffer.find(b"\n", max(start, scan))) >= 0:
@@ -611,10 +656,19 @@ class McpManager:
                                 await read_send.send(_parse_line(line))
                         del buffer[:start]
                         if len(buffer) > MAX_LINE_BYTES:
-                            conn.mark_lost(f"the server sent a message over {MAX_LINE_BYTES // (1024 * 1024)} MiB")
+                            conn.mark_lost(
+                                f"the server sent a message over {MAX_LINE_BYTES // (1024 * 1024)} MiB"
+                            )
                             return
-                await conn.wait_for_exit()  # the end of its output: the status then shows the exit code
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+                await (
+                    conn.wait_for_exit()
+                )  # the end of its output: the status then shows the exit code
+            except (
+                anyio.ClosedResourceError,
+                anyio.BrokenResourceError,
+                anyio.EndOfStream,
+                OSError,
+            ):
                 pass
             finally:
                 conn.mark_lost("the server closed its output")
@@ -624,7 +678,10 @@ class McpManager:
             try:
                 async with write_recv:
                     async for message in write_recv:
-                        data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                        data = (
+                            message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                            + "\n"
+                        )
                         await process.stdin.send(data.encode())
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 conn.mark_lost("the server closed its input")
@@ -632,12 +689,18 @@ class McpManager:
 
         async def read_stderr() -> None:
             assert process.stderr is not None
-            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            with contextlib.suppress(
+                anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError
+            ):
                 async for chunk in process.stderr:
                     conn.stderr_tail.extend(chunk)
                     del conn.stderr_tail[:-STDERR_TAIL_BYTES]
                     if log.isEnabledFor(logging.DEBUG):
-                        log.debug("MCP server %s stderr: %s", spec.name, chunk.decode("utf-8", "replace").rstrip())
+                        log.debug(
+                            "MCP server %s stderr: %s",
+                            spec.name,
+                            chunk.decode("utf-8", "replace").rstrip(),
+                        )
 
         async with anyio.create_task_group() as group:
             group.start_soon(read_stdout)
@@ -652,7 +715,9 @@ class McpManager:
 
     # --- calls ---
 
-    async def call(self, server_name: str, tool: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(
+        self, server_name: str, tool: str, args: dict[str, Any], ctx: ToolContext
+    ) -> ToolResult:
         """Call `tool` on the server; never raises (CancelledError aside)."""
         server = self._servers.get(server_name)
         if server is None:
@@ -661,7 +726,9 @@ class McpManager:
         conn = server.conn
         client = conn.client if conn is not None else None
         if server.state != CONNECTED or conn is None or client is None or conn.lost.is_set():
-            return unavailable(server_name, server.last_error or f"the server is {server.state.replace('_', ' ')}")
+            return unavailable(
+                server_name, server.last_error or f"the server is {server.state.replace('_', ' ')}"
+            )
         if tool not in server.remote_tools:
             return error(f"{ERROR_PREFIX}: {server_name} no longer lists the tool {tool}")
         cancel = ctx.cancel
@@ -689,7 +756,9 @@ class McpManager:
         self._mark_failed(server, conn, reason)
         return unavailable(server_name, reason)
 
-    async def _call_outcome(self, server: _Server, conn: _Connection, call: asyncio.Future[mcp_types.CallToolResult]) -> ToolResult:
+    async def _call_outcome(
+        self, server: _Server, conn: _Connection, call: asyncio.Future[mcp_types.CallToolResult]
+    ) -> ToolResult:
         name = server.spec.name
         if call.cancelled():
             return error("cancelled")
@@ -744,7 +813,9 @@ class McpManager:
             await asyncio.wait({attach}, timeout=OWNER_STOP_S + 2.0)
         conns = [server.conn for server in self._servers.values() if server.conn is not None]
         if conns:
-            results = await asyncio.gather(*(self._stop(conn) for conn in conns), return_exceptions=True)
+            results = await asyncio.gather(
+                *(self._stop(conn) for conn in conns), return_exceptions=True
+            )
             for result in results:
                 if isinstance(result, BaseException):
                     log.warning("MCP close: %s", result)
@@ -776,7 +847,10 @@ def _repair_listing(result: Any) -> None:
             continue
         schema = tool.get("inputSchema")
         if parameters_schema(schema) is not schema:
-            log.info("MCP tool %r: unusable input schema replaced by {\"type\": \"object\"}", tool.get("name"))
+            log.info(
+                'MCP tool %r: unusable input schema replaced by {"type": "object"}',
+                tool.get("name"),
+            )
             tool["inputSchema"] = {"type": "object"}
         output = tool.get("outputSchema")
         if output is not None and parameters_schema(output) is not output:
@@ -892,6 +966,8 @@ def _leaf_errors(err: BaseException) -> list[BaseException]:
 def _closed_error(errors: Sequence[BaseException]) -> bool:
     return any(
         (isinstance(err, MCPError) and err.code == mcp_types.CONNECTION_CLOSED)
-        or isinstance(err, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream))
+        or isinstance(
+            err, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+        )
         for err in errors
     )

@@ -96,7 +96,9 @@ def _bool(path: str, value: Any) -> bool:
     return value
 
 
-def _string_map(path: str, value: Any, key_re: re.Pattern[str], key_what: str, value_is_env: bool) -> dict[str, str]:
+def _string_map(
+    path: str, value: Any, key_re: re.Pattern[str], key_what: str, value_is_env: bool
+) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ConfigError(f"{path}: expected an object, got {_type_name(value)}")
     checked: dict[str, str] = {}
@@ -134,7 +136,9 @@ def validate_entry(path: str, value: Any) -> dict[str, Any]:
     has_url = "url" in value
     if has_command == has_url:
         what = "both a command and a url" if has_command else "neither a command nor a url"
-        raise ConfigError(f"{path}: expected a command (stdio server) or a url (streamable HTTP server), got {what}")
+        raise ConfigError(
+            f"{path}: expected a command (stdio server) or a url (streamable HTTP server), got {what}"
+        )
     checked: dict[str, Any] = {
         "enabled": _bool(f"{path}.enabled", value.get("enabled", True)),
         "allow_runner": _bool(f"{path}.allow_runner", value.get("allow_runner", False)),
@@ -142,22 +146,32 @@ def validate_entry(path: str, value: Any) -> dict[str, Any]:
     if has_command:
         for name in HTTP_FIELDS:
             if name in value:
-                raise ConfigError(f"{path}.{name}: only for an HTTP server (url), this one has a command")
+                raise ConfigError(
+                    f"{path}.{name}: only for an HTTP server (url), this one has a command"
+                )
         checked["command"] = _string(f"{path}.command", value["command"], non_empty=True)
         args = value.get("args", [])
         if not isinstance(args, list):
             raise ConfigError(f"{path}.args: expected a list of strings, got {_type_name(args)}")
         checked["args"] = [_string(f"{path}.args[{index}]", arg) for index, arg in enumerate(args)]
-        checked["env"] = _string_map(f"{path}.env", value.get("env", {}), ENV_NAME_RE, "environment variable name", False)
+        checked["env"] = _string_map(
+            f"{path}.env", value.get("env", {}), ENV_NAME_RE, "environment variable name", False
+        )
         if value.get("cwd") is not None:
             checked["cwd"] = _string(f"{path}.cwd", value["cwd"], non_empty=True)
     else:
         for name in STDIO_FIELDS:
             if name in value:
-                raise ConfigError(f"{path}.{name}: only for a stdio server (command), this one has a url")
+                raise ConfigError(
+                    f"{path}.{name}: only for a stdio server (command), this one has a url"
+                )
         checked["url"] = _http_url(f"{path}.url", value["url"])
         checked["headers_env"] = _string_map(
-            f"{path}.headers_env", value.get("headers_env", {}), HEADER_NAME_RE, "HTTP header name", True
+            f"{path}.headers_env",
+            value.get("headers_env", {}),
+            HEADER_NAME_RE,
+            "HTTP header name",
+            True,
         )
     return checked
 
@@ -165,13 +179,17 @@ def validate_entry(path: str, value: Any) -> dict[str, Any]:
 def v_mcp_servers(key: str, value: Any) -> dict[str, dict[str, Any]]:
     """The `mcp_servers` validator (lich_core.config.KEYS): {name: entry}, each entry normalised."""
     if not isinstance(value, dict):
-        raise ConfigError(f"{key}: expected an object of server entries ({{name: {{command, args}} | {{url}}}}), got {_type_name(value)}")
+        raise ConfigError(
+            f"{key}: expected an object of server entries ({{name: {{command, args}} | {{url}}}}), got {_type_name(value)}"
+        )
     checked: dict[str, dict[str, Any]] = {}
     for name, entry in value.items():
         if not isinstance(name, str) or not SERVER_NAME_RE.match(name):
             raise ConfigError(f"{key}: server name {name!r} must be snake_case ([a-z0-9_]+)")
         if len(name) > MAX_SERVER_NAME:
-            raise ConfigError(f"{key}: server name {name!r} is longer than {MAX_SERVER_NAME} characters")
+            raise ConfigError(
+                f"{key}: server name {name!r} is longer than {MAX_SERVER_NAME} characters"
+            )
         checked[name] = validate_entry(f"{key}.{name}", entry)
     return checked
 
@@ -195,7 +213,14 @@ def specs_from_config(value: Any) -> list[McpServerSpec]:
                 )
             )
         else:
-            specs.append(McpServerSpec(transport=HTTP, url=entry["url"], headers_env=dict(entry["headers_env"]), **common))
+            specs.append(
+                McpServerSpec(
+                    transport=HTTP,
+                    url=entry["url"],
+                    headers_env=dict(entry["headers_env"]),
+                    **common,
+                )
+            )
     return specs
 
 
@@ -213,7 +238,9 @@ def mcp_effects(value: Any, root: Path) -> list[str]:
 
 # --- refusal rules ---
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox"})
+SHELLS = frozenset(
+    {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox"}
+)
 # Programs that fetch a package and run it: a config line that runs whatever the registry serves.
 RUNNERS = frozenset({"npx", "pnpx", "bunx", "uvx"})
 # program -> sub-command words (the first arguments) that fetch and run a package.
@@ -242,17 +269,33 @@ class Interpreter:
 INTERPRETERS: Mapping[str, Interpreter] = {
     "python": Interpreter("c", value_short="WXQ"),
     "node": Interpreter(
-        "ep", frozenset({"--eval", "--print"}), "rC",
-        frozenset({"--require", "--import", "--loader", "--experimental-loader", "--conditions", "--env-file", "--title"}),
+        "ep",
+        frozenset({"--eval", "--print"}),
+        "rC",
+        frozenset(
+            {
+                "--require",
+                "--import",
+                "--loader",
+                "--experimental-loader",
+                "--conditions",
+                "--env-file",
+                "--title",
+            }
+        ),
     ),
-    "bun": Interpreter("ep", frozenset({"--eval", "--print"}), "r", frozenset({"--preload", "--cwd", "--env-file"})),
+    "bun": Interpreter(
+        "ep", frozenset({"--eval", "--print"}), "r", frozenset({"--preload", "--cwd", "--env-file"})
+    ),
     "perl": Interpreter("eE", value_short="IMmdDxliC0"),
     "ruby": Interpreter("e", value_short="IrCEFKTWx"),
     "php": Interpreter("r", value_short="cdz"),
     "lua": Interpreter("e", value_short="l"),
 }
 SHELL_METACHARACTERS = frozenset(";|&$`<>\n\r")
-DOWNLOAD_PIPE_RE = re.compile(r"\b(?:curl|wget)\b[^|]*\|\s*(?:sudo\s+)?(?:\S*/)?(?:ba|z|da|k|mk|fi)?sh\b")
+DOWNLOAD_PIPE_RE = re.compile(
+    r"\b(?:curl|wget)\b[^|]*\|\s*(?:sudo\s+)?(?:\S*/)?(?:ba|z|da|k|mk|fi)?sh\b"
+)
 ENV_ASSIGNMENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 REMOTE_SPECIFIER_RE = re.compile(r"^(?:https?://|npm:|jsr:)")
@@ -324,9 +367,17 @@ def _runner(program: str, args: tuple[str, ...]) -> str | None:
     for words in RUNNER_SUBCOMMANDS.get(program, ()):
         if tuple(args[: len(words)]) == words:
             return " ".join((program, *words))
-    if program == "deno" and args[:1] == ("run",) and any(REMOTE_SPECIFIER_RE.match(arg) for arg in args[1:]):
+    if (
+        program == "deno"
+        and args[:1] == ("run",)
+        and any(REMOTE_SPECIFIER_RE.match(arg) for arg in args[1:])
+    ):
         return "deno run <remote module>"
-    if program == "go" and args[:1] == ("run",) and any("@" in arg and not arg.startswith("-") for arg in args[1:]):
+    if (
+        program == "go"
+        and args[:1] == ("run",)
+        and any("@" in arg and not arg.startswith("-") for arg in args[1:])
+    ):
         return "go run <module>@<version>"
     return None
 
@@ -351,7 +402,9 @@ def stdio_refusal(command: str, args: tuple[str, ...]) -> str | None:
     if runner is not None:
         return f"{runner} downloads and runs a package; install the server and name its program"
     if program in SHELLS and _shell_runs_string(program, args):
-        return f"{program} -c runs a command string through a shell; name the server's program instead"
+        return (
+            f"{program} -c runs a command string through a shell; name the server's program instead"
+        )
     if program in ("cmd", "pwsh", "powershell") and any(
         arg.lower() in ("/c", "/k", "-c", "-command", "-encodedcommand", "-ec") for arg in args
     ):

@@ -94,7 +94,9 @@ def assign_names(server: str, tools: Iterable[str], taken: Collection[str]) -> d
 
 
 def _is_schema_map(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(key, str) and isinstance(item, (dict, bool)) for key, item in value.items())
+    return isinstance(value, dict) and all(
+        isinstance(key, str) and isinstance(item, (dict, bool)) for key, item in value.items()
+    )
 
 
 def parameters_schema(schema: Any) -> JsonSchemaObject:
@@ -109,7 +111,9 @@ def parameters_schema(schema: Any) -> JsonSchemaObject:
     if "properties" in schema and not _is_schema_map(schema["properties"]):
         return dict(OBJECT_SCHEMA)
     required = schema.get("required")
-    if required is not None and not (isinstance(required, list) and all(isinstance(item, str) for item in required)):
+    if required is not None and not (
+        isinstance(required, list) and all(isinstance(item, str) for item in required)
+    ):
         return dict(OBJECT_SCHEMA)
     try:
         json.dumps(schema)
@@ -152,7 +156,11 @@ def _block_text(block: Any) -> str:
         uri = str(getattr(resource, "uri", "") or "")
         mime = getattr(resource, "mime_type", None)
         text = getattr(resource, "text", None)
-        size = f"{len(text)} chars" if isinstance(text, str) else f"{_decoded_size(str(getattr(resource, 'blob', '') or ''))} bytes"
+        size = (
+            f"{len(text)} chars"
+            if isinstance(text, str)
+            else f"{_decoded_size(str(getattr(resource, 'blob', '') or ''))} bytes"
+        )
         return f"[embedded resource: {uri}{f' ({mime})' if mime else ''}, {size}]"
     if kind == "resource_link":
         uri = str(getattr(block, "uri", "") or "")
@@ -223,7 +231,13 @@ class McpTool:
     timeout_ms = TIMEOUT_MS
 
     def __init__(
-        self, name: str, server: str, remote_name: str, description: str | None, schema: Any, call: CallFn
+        self,
+        name: str,
+        server: str,
+        remote_name: str,
+        description: str | None,
+        schema: Any,
+        call: CallFn,
     ) -> None:
         self.name = name
         self.server = server

@@ -41,25 +41,82 @@ __all__ = ["html_to_text"]
 # Elements whose whole subtree is not part of what a reader sees.
 DROPPED_TAGS = frozenset(
     {
-        "head", "script", "style", "noscript", "template", "svg", "iframe", "object", "embed",
-        "canvas", "select", "button", "input", "textarea", "datalist", "dialog", "map", "audio",
-        "video", "source", "track", "picture", "link", "meta",
+        "head",
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "svg",
+        "iframe",
+        "object",
+        "embed",
+        "canvas",
+        "select",
+        "button",
+        "input",
+        "textarea",
+        "datalist",
+        "dialog",
+        "map",
+        "audio",
+        "video",
+        "source",
+        "track",
+        "picture",
+        "link",
+        "meta",
     }
 )
 HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 # Blocks separated from their neighbours by a blank line.
 PARAGRAPH_TAGS = frozenset(
     {
-        "p", "blockquote", "figure", "figcaption", "table", "pre", "address", "details",
-        "fieldset", "form", "ul", "ol", "dl", "hr",
+        "p",
+        "blockquote",
+        "figure",
+        "figcaption",
+        "table",
+        "pre",
+        "address",
+        "details",
+        "fieldset",
+        "form",
+        "ul",
+        "ol",
+        "dl",
+        "hr",
     }
 )
 # Blocks that start and end a line (no blank line of their own).
 LINE_TAGS = frozenset(
     {
-        "div", "section", "article", "header", "footer", "nav", "main", "aside", "body", "html",
-        "li", "dt", "dd", "tr", "caption", "summary", "legend", "center", "hgroup", "search",
-        "thead", "tbody", "tfoot", "label", "option", "optgroup", "menu",
+        "div",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "nav",
+        "main",
+        "aside",
+        "body",
+        "html",
+        "li",
+        "dt",
+        "dd",
+        "tr",
+        "caption",
+        "summary",
+        "legend",
+        "center",
+        "hgroup",
+        "search",
+        "thead",
+        "tbody",
+        "tfoot",
+        "label",
+        "option",
+        "optgroup",
+        "menu",
     }
 )
 CELL_TAGS = frozenset({"td", "th"})
@@ -171,7 +228,9 @@ def _walk(root: Tag) -> Iterator[PageElement]:
 
 def _convert(root: Tag, writer: _Writer) -> None:
     # (node, entering) pairs; a tag is visited again after its children to close its block.
-    stack: list[tuple[PageElement, bool]] = [(child, True) for child in reversed(list(root.children))]
+    stack: list[tuple[PageElement, bool]] = [
+        (child, True) for child in reversed(list(root.children))
+    ]
     ordinal: list[int] = []  # item numbers of the open ordered lists (0: an unordered list)
     while stack:
         node, entering = stack.pop()

@@ -340,7 +340,9 @@ def _parse_ipv4_part(part: str) -> int | None:
 
 def _ends_in_number(host: str) -> bool:
     last = host.split(".")[-1]
-    return bool(_DECIMAL_RE.match(last)) or (last.startswith("0x") and bool(_HEX_RE.match(last[2:])))
+    return bool(_DECIMAL_RE.match(last)) or (
+        last.startswith("0x") and bool(_HEX_RE.match(last[2:]))
+    )
 
 
 def _parse_ipv4(host: str) -> ipaddress.IPv4Address | None:
@@ -399,13 +401,17 @@ def _canonical_host(raw: str, url: str) -> tuple[str, IPAddress | None]:
 
 def _backslashes_as_slashes(text: str) -> str:
     """http(s) URLs read a backslash as a slash before the query or fragment (as browsers do)."""
-    end = min((index for index in (text.find("?"), text.find("#")) if index >= 0), default=len(text))
+    end = min(
+        (index for index in (text.find("?"), text.find("#")) if index >= 0), default=len(text)
+    )
     return text[:end].replace("\\", "/") + text[end:]
 
 
 def _target(url: str | httpx.URL) -> _Target:
-    text = str(url).strip("\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f"
-                          "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f ")
+    text = str(url).strip(
+        "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f"
+        "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f "
+    )
     text = text.replace("\t", "").replace("\n", "").replace("\r", "")
     scheme, colon, rest = text.partition(":")
     scheme = scheme.lower()
@@ -716,7 +722,9 @@ async def _vet(target: _Target, allow_private: bool, resolver: Resolver) -> list
     if target.literal is not None:
         refused = None if allow_private else check_address(target.literal)
         if refused:
-            raise FetchError(BLOCKED_URL, f"{shown}: {target.literal} is a refused address ({refused})")
+            raise FetchError(
+                BLOCKED_URL, f"{shown}: {target.literal} is a refused address ({refused})"
+            )
         return [str(target.literal)]
     refused = None if allow_private else check_host_name(target.host)
     if refused:
@@ -741,7 +749,9 @@ async def _vet(target: _Target, allow_private: bool, resolver: Resolver) -> list
     return addresses
 
 
-def _request_headers(headers: Mapping[str, str] | Sequence[tuple[str, str]] | None) -> httpx.Headers:
+def _request_headers(
+    headers: Mapping[str, str] | Sequence[tuple[str, str]] | None,
+) -> httpx.Headers:
     try:
         result = httpx.Headers(headers)
     except (TypeError, ValueError, UnicodeError) as exc:
@@ -826,7 +836,10 @@ async def _fetch(
         location: str | None = None
         try:
             request = httpx.Request(
-                method, target.url, headers=headers, content=body,
+                method,
+                target.url,
+                headers=headers,
+                content=body,
                 extensions={"timeout": _timeouts(deadline)},
             )
             response = await transport.handle_async_request(request)
@@ -924,9 +937,18 @@ async def safe_fetch(
     deadline = loop.time() + timeout_s
     job = asyncio.ensure_future(
         _fetch(
-            verb, url, request_headers, body, max_bytes, deadline, allow_private,
-            resolver if resolver is not None else default_resolver, connect, ssl_context,
-            max_redirects, follow_redirects,
+            verb,
+            url,
+            request_headers,
+            body,
+            max_bytes,
+            deadline,
+            allow_private,
+            resolver if resolver is not None else default_resolver,
+            connect,
+            ssl_context,
+            max_redirects,
+            follow_redirects,
         )
     )
     stop: asyncio.Future[None] = loop.create_future()

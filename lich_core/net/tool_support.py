@@ -70,50 +70,132 @@ ContentKind = Literal["html", "text", "binary"]
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 TEXT_APPLICATION_TYPES = frozenset(
     {
-        "application/json", "application/xml", "application/javascript", "application/ecmascript",
-        "application/x-javascript", "application/x-www-form-urlencoded", "application/yaml",
-        "application/x-yaml", "application/toml", "application/x-sh", "application/x-shellscript",
-        "application/sql", "application/graphql", "application/x-ndjson", "application/jsonl",
-        "application/csv", "application/x-tex", "application/x-latex", "application/rtf",
-        "application/x-python", "application/x-ruby", "application/x-perl", "application/php",
-        "application/x-httpd-php", "application/x-subrip", "application/mbox", "message/rfc822",
-        "message/http", "application/n-triples", "application/n-quads", "application/trig",
-        "application/x-csh", "application/typescript", "application/manifest+json",
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/ecmascript",
+        "application/x-javascript",
+        "application/x-www-form-urlencoded",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/x-sh",
+        "application/x-shellscript",
+        "application/sql",
+        "application/graphql",
+        "application/x-ndjson",
+        "application/jsonl",
+        "application/csv",
+        "application/x-tex",
+        "application/x-latex",
+        "application/rtf",
+        "application/x-python",
+        "application/x-ruby",
+        "application/x-perl",
+        "application/php",
+        "application/x-httpd-php",
+        "application/x-subrip",
+        "application/mbox",
+        "message/rfc822",
+        "message/http",
+        "application/n-triples",
+        "application/n-quads",
+        "application/trig",
+        "application/x-csh",
+        "application/typescript",
+        "application/manifest+json",
     }
 )
 TEXT_SUFFIXES = ("+json", "+xml", "+yaml", "+json-seq", "+ndjson")
 # Refused by fetch_url (`unsupported_content:`), summarised by http_request (`[N bytes of T]`).
 BINARY_PREFIXES = (
-    "image/", "audio/", "video/", "font/", "model/", "application/vnd.openxmlformats-",
-    "application/vnd.oasis.opendocument.", "application/vnd.ms-", "application/x-font",
+    "image/",
+    "audio/",
+    "video/",
+    "font/",
+    "model/",
+    "application/vnd.openxmlformats-",
+    "application/vnd.oasis.opendocument.",
+    "application/vnd.ms-",
+    "application/x-font",
 )
 BINARY_TYPES = frozenset(
     {
-        "application/octet-stream", "application/pdf", "application/zip", "application/gzip",
-        "application/x-gzip", "application/x-tar", "application/x-bzip", "application/x-bzip2",
-        "application/x-xz", "application/x-lzma", "application/zstd", "application/x-7z-compressed",
-        "application/x-rar-compressed", "application/vnd.rar", "application/java-archive",
-        "application/wasm", "application/x-msdownload", "application/x-executable",
-        "application/x-sharedlib", "application/x-mach-binary", "application/x-elf",
-        "application/msword", "application/vnd.ms-excel", "application/vnd.ms-powerpoint",
-        "application/vnd.ms-fontobject", "application/font-woff", "application/font-sfnt",
-        "application/x-shockwave-flash", "application/x-protobuf", "application/protobuf",
-        "application/grpc", "application/cbor", "application/msgpack", "application/x-msgpack",
-        "application/x-sqlite3", "application/vnd.sqlite3", "application/x-iso9660-image",
-        "application/x-apple-diskimage", "application/vnd.android.package-archive",
-        "application/x-debian-package", "application/x-rpm", "application/postscript",
-        "application/ogg", "application/x-bittorrent", "application/epub+zip",
+        "application/octet-stream",
+        "application/pdf",
+        "application/zip",
+        "application/gzip",
+        "application/x-gzip",
+        "application/x-tar",
+        "application/x-bzip",
+        "application/x-bzip2",
+        "application/x-xz",
+        "application/x-lzma",
+        "application/zstd",
+        "application/x-7z-compressed",
+        "application/x-rar-compressed",
+        "application/vnd.rar",
+        "application/java-archive",
+        "application/wasm",
+        "application/x-msdownload",
+        "application/x-executable",
+        "application/x-sharedlib",
+        "application/x-mach-binary",
+        "application/x-elf",
+        "application/msword",
+        "application/vnd.ms-excel",
+        "application/vnd.ms-powerpoint",
+        "application/vnd.ms-fontobject",
+        "application/font-woff",
+        "application/font-sfnt",
+        "application/x-shockwave-flash",
+        "application/x-protobuf",
+        "application/protobuf",
+        "application/grpc",
+        "application/cbor",
+        "application/msgpack",
+        "application/x-msgpack",
+        "application/x-sqlite3",
+        "application/vnd.sqlite3",
+        "application/x-iso9660-image",
+        "application/x-apple-diskimage",
+        "application/vnd.android.package-archive",
+        "application/x-debian-package",
+        "application/x-rpm",
+        "application/postscript",
+        "application/ogg",
+        "application/x-bittorrent",
+        "application/epub+zip",
     }
 )
 # Magic numbers of common binary formats (a body without a usable Content-Type is sniffed).
 BINARY_MAGIC = (
-    b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"%PDF", b"PK\x03\x04", b"\x1f\x8b", b"BZh",
-    b"\xfd7zXZ", b"7z\xbc\xaf", b"Rar!", b"\x7fELF", b"RIFF", b"OggS", b"ID3", b"\x00asm",
-    b"wOFF", b"wOF2", b"\x28\xb5\x2f\xfd",
+    b"\x89PNG",
+    b"\xff\xd8\xff",
+    b"GIF8",
+    b"%PDF",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"BZh",
+    b"\xfd7zXZ",
+    b"7z\xbc\xaf",
+    b"Rar!",
+    b"\x7fELF",
+    b"RIFF",
+    b"OggS",
+    b"ID3",
+    b"\x00asm",
+    b"wOFF",
+    b"wOF2",
+    b"\x28\xb5\x2f\xfd",
 )
 SNIFF_BYTES = 1_000
-_META_CHARSET_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
-_HTML_START_RE = re.compile(rb"^\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html[\s>]|head[\s>])", re.IGNORECASE | re.DOTALL)
+_META_CHARSET_RE = re.compile(
+    rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE
+)
+_HTML_START_RE = re.compile(
+    rb"^\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html[\s>]|head[\s>])", re.IGNORECASE | re.DOTALL
+)
 _BOMS = (
     (codecs.BOM_UTF8, "utf-8-sig"),
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -212,7 +294,11 @@ def classify_content(content_type: str, body: bytes) -> ContentKind:
         return "html"
     if media in BINARY_TYPES or media.startswith(BINARY_PREFIXES):
         return "binary"
-    if media.startswith("text/") or media in TEXT_APPLICATION_TYPES or media.endswith(TEXT_SUFFIXES):
+    if (
+        media.startswith("text/")
+        or media in TEXT_APPLICATION_TYPES
+        or media.endswith(TEXT_SUFFIXES)
+    ):
         return "text"
     return _sniff(body)
 
@@ -260,9 +346,7 @@ def clamp_text(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     omitted = len(text) - max_chars
-    more = (
-        f"; pass max_chars (at most {MAX_CHARS:,}) to see more" if max_chars < MAX_CHARS else ""
-    )
+    more = f"; pass max_chars (at most {MAX_CHARS:,}) to see more" if max_chars < MAX_CHARS else ""
     return f"{text[:max_chars]}\n[... truncated at {max_chars:,} chars, {omitted:,} more chars omitted{more} ...]"
 
 

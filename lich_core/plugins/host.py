@@ -87,7 +87,13 @@ class PluginTool:
 class PluginHost:
     """The plugins of one agent: built-in ones first, then config order; plus the load warnings."""
 
-    def __init__(self, plugins: Sequence[LoadedPlugin] = (), warnings: Sequence[str] = (), *, work_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        plugins: Sequence[LoadedPlugin] = (),
+        warnings: Sequence[str] = (),
+        *,
+        work_dir: Path | None = None,
+    ) -> None:
         # Built-in plugins (LoadedPlugin.builtin) come first whatever order they were given in:
         # their hooks run first and their tools win a name clash.
         self.plugins = [p for p in plugins if p.builtin] + [p for p in plugins if not p.builtin]
@@ -162,7 +168,9 @@ class PluginRun:
                 found.append((loaded, hook))
         return found
 
-    async def _call(self, loaded: LoadedPlugin, hook: Callable[..., Any], info: dict[str, Any]) -> Any:
+    async def _call(
+        self, loaded: LoadedPlugin, hook: Callable[..., Any], info: dict[str, Any]
+    ) -> Any:
         outcome = hook(info, self.contexts[loaded.name])
         if inspect.isawaitable(outcome):
             outcome = await outcome
@@ -187,13 +195,17 @@ class PluginRun:
         await self._observe("on_run_start", {"input_chars": input_chars})
 
     async def on_run_end(self, stopped_reason: str, turns_used: int) -> None:
-        await self._observe("on_run_end", {"stopped_reason": stopped_reason, "turns_used": turns_used})
+        await self._observe(
+            "on_run_end", {"stopped_reason": stopped_reason, "turns_used": turns_used}
+        )
 
     async def before_tool_call(self, tool_name: str, args: dict[str, Any]) -> str | None:
         """The error string for a vetoed call (first block wins), or None to let it run."""
         for loaded, hook in self._with_hook("before_tool_call"):
             try:
-                verdict = await self._call(loaded, hook, {"tool_name": tool_name, "args": copy.deepcopy(args)})
+                verdict = await self._call(
+                    loaded, hook, {"tool_name": tool_name, "args": copy.deepcopy(args)}
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # noqa: BLE001 - a broken hook blocks, it never allows
@@ -204,7 +216,9 @@ class PluginRun:
                 return f"{BLOCK_PREFIX}: {reason if isinstance(reason, str) and reason.strip() else NO_REASON}"
         return None
 
-    async def after_tool_call(self, tool_name: str, args: dict[str, Any], result: ToolResult) -> None:
+    async def after_tool_call(
+        self, tool_name: str, args: dict[str, Any], result: ToolResult
+    ) -> None:
         summary = result.output if result.ok else format_tool_result(result)
         info = {
             "tool_name": tool_name,
@@ -224,7 +238,9 @@ class PluginRun:
         plain = [m.to_dict() for m in messages]
         for loaded, hook in hooks:
             try:
-                verdict = await self._call(loaded, hook, {"turn": turn, "messages": copy.deepcopy(plain)})
+                verdict = await self._call(
+                    loaded, hook, {"turn": turn, "messages": copy.deepcopy(plain)}
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # noqa: BLE001
@@ -232,7 +248,11 @@ class PluginRun:
                 continue
             note = _get(verdict, "note")
             if isinstance(note, str) and note.strip():
-                notes.append(Message(role="system", content=f"[plugin {loaded.name}] {note[:NOTE_MAX_CHARS]}"))
+                notes.append(
+                    Message(
+                        role="system", content=f"[plugin {loaded.name}] {note[:NOTE_MAX_CHARS]}"
+                    )
+                )
         return notes
 
 

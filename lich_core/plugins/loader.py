@@ -38,7 +38,10 @@ class PluginLoadError(Exception):
 
 
 def load_plugins(
-    entries: Sequence[Any] | None, *, work_dir: str | os.PathLike[str], builtins: Sequence[LoadedPlugin] = ()
+    entries: Sequence[Any] | None,
+    *,
+    work_dir: str | os.PathLike[str],
+    builtins: Sequence[LoadedPlugin] = (),
 ) -> PluginHost:
     """The host for config `plugins` entries, with `builtins` (plugins made in code, such as the
     gatekeeper) registered first: a config plugin with a built-in's name is a duplicate."""
@@ -52,7 +55,9 @@ def load_plugins(
             path, settings, roles, pinned_sha256 = _parse_entry(entry, index, root)
             plugin, dropped = _import_plugin(path, index, pinned_sha256)
             if plugin.name in seen_names:
-                raise PluginLoadError(f"duplicate plugin name {plugin.name!r}; the first one is kept")
+                raise PluginLoadError(
+                    f"duplicate plugin name {plugin.name!r}; the first one is kept"
+                )
         except PluginLoadError as err:
             warnings.append(f"plugin {label}: {err}")
             continue
@@ -87,7 +92,9 @@ def _label(entry: Any, index: int) -> str:
     return f"plugins[{index}]"
 
 
-def _parse_entry(entry: Any, index: int, root: Path) -> tuple[Path, Mapping[str, Any], list[str], str | None]:
+def _parse_entry(
+    entry: Any, index: int, root: Path
+) -> tuple[Path, Mapping[str, Any], list[str], str | None]:
     key = f"plugins[{index}]"
     settings: Mapping[str, Any] = {}
     roles: list[str] = []
@@ -98,7 +105,9 @@ def _parse_entry(entry: Any, index: int, root: Path) -> tuple[Path, Mapping[str,
     elif isinstance(entry, Mapping):
         unknown = sorted(set(entry) - set(ENTRY_KEYS))
         if unknown:
-            raise PluginLoadError(f"{key}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(ENTRY_KEYS)})")
+            raise PluginLoadError(
+                f"{key}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(ENTRY_KEYS)})"
+            )
         raw_path = entry.get("path")
         if not isinstance(raw_path, str) or not raw_path:
             raise PluginLoadError(f"{key}.path: expected a file path")
@@ -110,7 +119,9 @@ def _parse_entry(entry: Any, index: int, root: Path) -> tuple[Path, Mapping[str,
             raise PluginLoadError(f"{key}.models: expected a list of role names")
         bad_roles = [r for r in roles if r not in MODEL_ROLES]
         if bad_roles:
-            raise PluginLoadError(f"{key}.models: unknown role(s) {', '.join(bad_roles)} (known: {', '.join(MODEL_ROLES)})")
+            raise PluginLoadError(
+                f"{key}.models: unknown role(s) {', '.join(bad_roles)} (known: {', '.join(MODEL_ROLES)})"
+            )
         pinned_sha256 = entry.get("sha256")
         if pinned_sha256 is not None and not isinstance(pinned_sha256, str):
             raise PluginLoadError(f"{key}.sha256: expected a hex digest string")
@@ -137,7 +148,9 @@ def _read_source(path: Path, pinned_sha256: str | None) -> bytes:
     return source
 
 
-def _import_plugin(path: Path, index: int, pinned_sha256: str | None = None) -> tuple[Plugin, list[str]]:
+def _import_plugin(
+    path: Path, index: int, pinned_sha256: str | None = None
+) -> tuple[Plugin, list[str]]:
     """Import the module and validate its export. Returns the plugin and what was dropped from it."""
     source = _read_source(path, pinned_sha256)
     module_name = f"lich_plugin_{index}_{path.stem}"
@@ -157,7 +170,9 @@ def _import_plugin(path: Path, index: int, pinned_sha256: str | None = None) -> 
     if export is None:
         raise PluginLoadError("missing export: the module must define `plugin = Plugin(...)`")
     if not isinstance(export, Plugin):
-        raise PluginLoadError(f"bad export: `plugin` is a {type(export).__name__}, not lich_core.plugins.Plugin")
+        raise PluginLoadError(
+            f"bad export: `plugin` is a {type(export).__name__}, not lich_core.plugins.Plugin"
+        )
     if not isinstance(export.name, str) or not export.name.strip():
         raise PluginLoadError("bad export: Plugin.name must be a non-empty string")
     return _validated(export)

@@ -10,7 +10,13 @@ from typing import Any
 from lich_core.tools.types import Tool
 from lich_core.vocabulary import Message, ModelResponse
 
-HOOK_NAMES = ("before_tool_call", "after_tool_call", "before_llm_call", "on_run_start", "on_run_end")
+HOOK_NAMES = (
+    "before_tool_call",
+    "after_tool_call",
+    "before_llm_call",
+    "on_run_start",
+    "on_run_end",
+)
 # Roles a plugin entry may be granted in its `models` list.
 MODEL_ROLES = ("chat", "compress")
 NOTE_MAX_CHARS = 2_000
@@ -49,13 +55,16 @@ class PluginModels:
         self._resolve = resolve
 
     async def chat(
-        self, role: str, messages: Sequence[Message | Mapping[str, Any]], options: Mapping[str, Any] | None = None
+        self,
+        role: str,
+        messages: Sequence[Message | Mapping[str, Any]],
+        options: Mapping[str, Any] | None = None,
     ) -> ModelResponse:
         if role not in self.granted:
             granted = ", ".join(sorted(self.granted)) or "none"
             raise ModelRoleNotGranted(
                 f"model_role_not_granted: plugin {self.plugin_name!r} may not call role {role!r} "
-                f"(granted: {granted}; add it to the plugin entry's \"models\")"
+                f'(granted: {granted}; add it to the plugin entry\'s "models")'
             )
         model = self._resolve(role) if self._resolve is not None else None
         if model is None:

@@ -94,7 +94,12 @@ class ProviderChain:
         tools: Sequence[ToolDefinition],
         options: CallOptions = NO_CALL_OPTIONS,
     ) -> ModelResponse:
-        on_text, cancel, on_retry, on_sent = options.on_text, options.cancel, options.on_retry, options.on_sent
+        on_text, cancel, on_retry, on_sent = (
+            options.on_text,
+            options.cancel,
+            options.on_retry,
+            options.on_sent,
+        )
         self.last_failures = []
         failed: list[ProviderError] = []
         # One coroutine frame for the whole chain: every frame between the agent loop and the
@@ -115,10 +120,16 @@ class ProviderChain:
                     response = await model.complete(
                         messages,
                         tools,
-                        CallOptions(on_text=streamed if on_text else None, cancel=cancel, on_sent=model_on_sent),
+                        CallOptions(
+                            on_text=streamed if on_text else None,
+                            cancel=cancel,
+                            on_sent=model_on_sent,
+                        ),
                     )
                 except ProviderError as err:
-                    delay_s = self._after_failure(model, attempt, err, streamed.chars, on_retry, next_name)
+                    delay_s = self._after_failure(
+                        model, attempt, err, streamed.chars, on_retry, next_name
+                    )
                     if delay_s is None:
                         failed.append(err)
                         break

@@ -64,7 +64,9 @@ HTTP_CLASSES: dict[str, type[HttpModel]] = {
 
 def user_config_file() -> Path:
     """lich_core.config.user_config_path, which providers may not import (tests/core/test_layers.py)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME") or os.path.expanduser("~"), ".config")
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(
+        os.environ.get("HOME") or os.path.expanduser("~"), ".config"
+    )
     return Path(base) / "lich" / "config.json"
 
 

@@ -194,7 +194,12 @@ class TokenCancelsTask:
 
     def _cancel_once(self) -> None:
         task = self._task
-        if self._waiting and not self._requested and task is not None and not _being_cancelled(task):
+        if (
+            self._waiting
+            and not self._requested
+            and task is not None
+            and not _being_cancelled(task)
+        ):
             self._requested = True
             assert self._cancel is not None
             task.cancel(self._cancel.reason or "cancelled")
@@ -600,7 +605,9 @@ class HttpModel:
             body = self.request_body(list(messages), list(tools))
             limits = ResponseLimits(self)
             try:
-                async with self._open(self.endpoint_url(), body, self.request_headers(), options.on_sent) as resp:
+                async with self._open(
+                    self.endpoint_url(), body, self.request_headers(), options.on_sent
+                ) as resp:
                     if not self.stream:
                         response = self.parse_body(await self._read_body(resp, limits))
                         limits.count_response(response)

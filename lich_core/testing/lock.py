@@ -84,7 +84,11 @@ def try_lock_workspace(root: str | os.PathLike[str]) -> WorkspaceLock | None:
             try:
                 fd = _open_lock_file(path)
             except OSError as err:
-                log.warning("run_tests: cannot open the lock file %s (%s); locking in this process only", path, err)
+                log.warning(
+                    "run_tests: cannot open the lock file %s (%s); locking in this process only",
+                    path,
+                    err,
+                )
             if fd is not None:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -95,7 +99,9 @@ def try_lock_workspace(root: str | os.PathLike[str]) -> WorkspaceLock | None:
                         _held.discard(key)
                     return None
                 except OSError as err:  # a file system without flock
-                    log.warning("run_tests: cannot lock %s (%s); locking in this process only", path, err)
+                    log.warning(
+                        "run_tests: cannot lock %s (%s); locking in this process only", path, err
+                    )
                     os.close(fd)
                     fd = None
                 else:

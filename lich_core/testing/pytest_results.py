@@ -115,9 +115,13 @@ def failure_line(root: Path, test_file: Path | None, test_file_raw: str, text: s
             same = _same_file(resolved, test_file)
         elif test_file is not None:
             # Relative to a directory below the root (`cd sub && pytest`): the test file's tail.
-            same = test_file.as_posix().endswith("/" + (norm[2:] if norm.startswith("./") else norm))
+            same = test_file.as_posix().endswith(
+                "/" + (norm[2:] if norm.startswith("./") else norm)
+            )
         else:
-            same = bool(test_file_raw) and (norm == test_file_raw or norm.endswith("/" + test_file_raw))
+            same = bool(test_file_raw) and (
+                norm == test_file_raw or norm.endswith("/" + test_file_raw)
+            )
         if same and number > 0:
             line = number
     return line
@@ -282,7 +286,9 @@ def parse_pytest_text(text: str, root: Path) -> PytestResults | None:
         results.errors = sum(1 for m in short if m.group("kind") == "ERROR")
     sections = _sections(lines)
     for match in short[:MAX_FAILURES]:
-        results.failures.append(_text_failure(root, match.group("id"), match.group("message") or "", sections))
+        results.failures.append(
+            _text_failure(root, match.group("id"), match.group("message") or "", sections)
+        )
     return results
 
 

@@ -40,7 +40,12 @@ class TestFailure:
     message: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"test_id": self.test_id, "path": self.path, "line": self.line, "message": self.message}
+        return {
+            "test_id": self.test_id,
+            "path": self.path,
+            "line": self.line,
+            "message": self.message,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TestFailure:
@@ -114,14 +119,20 @@ class TestReport:
         failures = data.get("failures")
         return cls(
             command=str(data.get("command") or ""),
-            exit_code=_int(exit_code) if isinstance(exit_code, (int, float)) and not isinstance(exit_code, bool) else None,
+            exit_code=_int(exit_code)
+            if isinstance(exit_code, (int, float)) and not isinstance(exit_code, bool)
+            else None,
             passed=_int(data.get("passed")),
             failed=_int(data.get("failed")),
             errors=_int(data.get("errors")),
             skipped=_int(data.get("skipped")),
             failures=[
-                TestFailure.from_dict(item) for item in (failures if isinstance(failures, list) else []) if isinstance(item, Mapping)
+                TestFailure.from_dict(item)
+                for item in (failures if isinstance(failures, list) else [])
+                if isinstance(item, Mapping)
             ],
-            duration_s=float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else 0.0,
+            duration_s=float(duration)
+            if isinstance(duration, (int, float)) and not isinstance(duration, bool)
+            else 0.0,
             filter=filter_text if isinstance(filter_text, str) else None,
         )

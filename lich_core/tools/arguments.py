@@ -71,13 +71,17 @@ def pick_alias(args: Mapping[str, Any], primary: str, alias: str, *, why: str = 
     has_primary, has_alias = given(args, primary), given(args, alias)
     if has_primary and has_alias:
         reason = f"; {why}" if why else ""
-        raise ToolError(f"conflicting_arguments: {primary} and {alias} both given, give one{reason}")
+        raise ToolError(
+            f"conflicting_arguments: {primary} and {alias} both given, give one{reason}"
+        )
     if has_primary:
         return primary
     return alias if has_alias else None
 
 
-def alias_property(schema: Mapping[str, Any], *, harness: str, of: str, description: str) -> dict[str, Any]:
+def alias_property(
+    schema: Mapping[str, Any], *, harness: str, of: str, description: str
+) -> dict[str, Any]:
     """A schema property for an alias: `schema` plus a description naming its harness and primary."""
     text = f"{description} (Alias from {harness}'s tools, the alternative to `{of}`: give one of the two.)"
     return {**schema, "description": text}

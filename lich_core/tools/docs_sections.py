@@ -144,7 +144,12 @@ def split_sections(text: str, path: str, source: str) -> list[Section]:
     for index, line in enumerate(lines):
         opened = _FENCE.match(line)
         if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) and not line.strip(" `~"):
+            if (
+                opened
+                and opened.group(1)[0] == fence[0]
+                and len(opened.group(1)) >= len(fence)
+                and not line.strip(" `~")
+            ):
                 fence = None
             continue
         if opened:
@@ -199,7 +204,9 @@ def score_section(section: Section, words: Sequence[str], phrase: str | None) ->
     hit_words = 0
     for word in words:
         in_heading = any(_matches(token, word) for token in section.heading_tokens)
-        body_hits = sum(1 for line in section.line_tokens for token in line if _matches(token, word))
+        body_hits = sum(
+            1 for line in section.line_tokens for token in line if _matches(token, word)
+        )
         if in_heading:
             score += HEADING_WEIGHT
         score += _harmonic(body_hits)
@@ -234,9 +241,20 @@ def rank_sections(sections: Iterable[Section], query: str) -> list[Scored]:
     """Every section with a positive score, best first."""
     words = query_words(query)
     phrase = query_phrase(query)
-    scored = [item for item in (score_section(section, words, phrase) for section in sections) if item.score > 0]
+    scored = [
+        item
+        for item in (score_section(section, words, phrase) for section in sections)
+        if item.score > 0
+    ]
     order = {source: index for index, source in enumerate(SOURCES)}
-    scored.sort(key=lambda item: (-item.score, order.get(item.section.source, 9), item.section.path, item.section.line))
+    scored.sort(
+        key=lambda item: (
+            -item.score,
+            order.get(item.section.source, 9),
+            item.section.path,
+            item.section.line,
+        )
+    )
     return scored
 
 
@@ -601,7 +619,9 @@ def resolve_read_target(ctx: ToolContext, target: str) -> tuple[ReadTarget, int 
         if directory is None:
             raise ToolError(f"not_found: {target} (there is no .lich/skills/ folder)")
         path = resolve_safe_path(directory, name)
-        return ReadTarget("skills", SKILLS_PREFIX + relative_to_root(directory, path), path, directory), line
+        return ReadTarget(
+            "skills", SKILLS_PREFIX + relative_to_root(directory, path), path, directory
+        ), line
     root = resolve_docs_root(ctx)
     if root is None:
         raise ToolError(f"not_found: {target} (no docs root: set docs_dir, or add a docs/ folder)")
@@ -629,7 +649,9 @@ def read_target_text(ctx: ToolContext, target: ReadTarget) -> str:
             raise ToolError(f"not_found: {label}")
         size = os.path.getsize(path)
         if size > MAX_DOC_BYTES:
-            raise ToolError(f"file_too_large: {label} is {size} bytes, over the {MAX_DOC_BYTES}-byte limit")
+            raise ToolError(
+                f"file_too_large: {label} is {size} bytes, over the {MAX_DOC_BYTES}-byte limit"
+            )
     if in_overlay or _inside(real_work, real):
         check_file_access(real_work, real, write=False)
         try:

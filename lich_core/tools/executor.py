@@ -106,7 +106,9 @@ class ToolExecutor:
             return error_result(denial)
         if not isinstance(args, dict):
             args = {}
-        if self.call_checks:  # without any, nothing can have cancelled the call since the check above
+        if (
+            self.call_checks
+        ):  # without any, nothing can have cancelled the call since the check above
             try:
                 for check in self.call_checks:
                     refusal = await check(tool, args, ctx)
@@ -146,10 +148,16 @@ async def _run(
 
 def _shape(result: Any, token: CancelToken, max_output_chars: int) -> ToolResult:
     if not isinstance(result, ToolResult):
-        return error_result(f"bad_tool_result: tool returned {type(result).__name__}, not ToolResult")
+        return error_result(
+            f"bad_tool_result: tool returned {type(result).__name__}, not ToolResult"
+        )
     if result.ok:
         result.output = clamp_output(result.output, max_output_chars)
-    elif token.cancelled and result.error != "cancelled" and not (result.error or "").startswith("timeout"):
+    elif (
+        token.cancelled
+        and result.error != "cancelled"
+        and not (result.error or "").startswith("timeout")
+    ):
         # A tool that noticed the cancellation reports how it died ("exit 137"); the model
         # should read why instead.
         result.error = "cancelled"

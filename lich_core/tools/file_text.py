@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
-async def write_changes(ctx: ToolContext, changes: Sequence[FileChange], workspace: Workspace | None = None) -> None:
+async def write_changes(
+    ctx: ToolContext, changes: Sequence[FileChange], workspace: Workspace | None = None
+) -> None:
     """Apply `changes` through the workspace (the context's, unless one is given) and note them
     in the run's WriteLedger; its listener hears of them first, so a write that fails half-way
     is still known."""

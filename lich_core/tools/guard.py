@@ -55,7 +55,9 @@ def _is_within(root: Path, path: Path) -> bool:
     return not (rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel))
 
 
-def resolve_safe_path(base_dir: str | os.PathLike[str], target: str, *, for_write: bool = False) -> Path:
+def resolve_safe_path(
+    base_dir: str | os.PathLike[str], target: str, *, for_write: bool = False
+) -> Path:
     """Resolve `target` against `base_dir` and refuse anything that leaves it.
 
     Two checks: lexical (`..`, absolute paths elsewhere) and real-path (a symlink anywhere in the
@@ -72,12 +74,20 @@ def resolve_safe_path(base_dir: str | os.PathLike[str], target: str, *, for_writ
     real_base = Path(_realpath(base, target))
     real = Path(_realpath(resolved, target))
     if not _is_within(real_base, real):
-        raise ToolError(f"path_escape: {target} resolves through a symbolic link to {real}, outside {base_dir}")
+        raise ToolError(
+            f"path_escape: {target} resolves through a symbolic link to {real}, outside {base_dir}"
+        )
     if for_write:
         link = _first_symlink(base, resolved)
         if link is not None:
-            what = "is a symbolic link" if link == resolved else f"goes through the symbolic link {relative_to_root(base, link)}"
-            raise ToolError(f"path_escape: {target} {what}; writes never follow symbolic links, write to the real path instead")
+            what = (
+                "is a symbolic link"
+                if link == resolved
+                else f"goes through the symbolic link {relative_to_root(base, link)}"
+            )
+            raise ToolError(
+                f"path_escape: {target} {what}; writes never follow symbolic links, write to the real path instead"
+            )
     return resolved
 
 
@@ -94,7 +104,9 @@ def _realpath(path: str | os.PathLike[str], target: str) -> str:
     try:
         return os.path.realpath(path)
     except OSError as err:
-        raise ToolError(f"not_found: {target} kept changing while it was checked ({err.strerror}); try again") from None
+        raise ToolError(
+            f"not_found: {target} kept changing while it was checked ({err.strerror}); try again"
+        ) from None
 
 
 def _first_symlink(base: Path, path: Path) -> Path | None:
@@ -143,7 +155,9 @@ def check_file_access(base_dir: str | os.PathLike[str], path: Path, *, write: bo
             "use git commands in the terminal instead)"
         )
     if folded[0] == LICH_DIR and (len(folded) < 3 or folded[1] not in LICH_WRITABLE_SUBDIRS):
-        raise ToolError(f"forbidden_path: {rel} (only .lich/skills/ and .lich/plugins/ are writable)")
+        raise ToolError(
+            f"forbidden_path: {rel} (only .lich/skills/ and .lich/plugins/ are writable)"
+        )
 
 
 def _is_root_memory(base_dir: str | os.PathLike[str], path: Path, name: str) -> bool:
@@ -338,7 +352,12 @@ def optional_string_arg(args: dict[str, Any], key: str, default: str | None = No
 
 
 def optional_int_arg(
-    args: dict[str, Any], key: str, default: int | None = None, *, low: int | None = None, high: int | None = None
+    args: dict[str, Any],
+    key: str,
+    default: int | None = None,
+    *,
+    low: int | None = None,
+    high: int | None = None,
 ) -> int | None:
     value = args.get(key)
     if isinstance(value, bool):

@@ -174,7 +174,9 @@ class PythonImage:
         except (asyncio.TimeoutError, ImageError) as err:
             code = self.process.poll()
             self.stop()
-            raise ImageError(f"the interpreter {self.python} did not start (exit code {code})") from err
+            raise ImageError(
+                f"the interpreter {self.python} did not start (exit code {code})"
+            ) from err
         self.python_version = str(hello.get("python", ""))
 
     def stop(self) -> None:
@@ -289,7 +291,9 @@ class PythonImage:
             stop_wait = asyncio.ensure_future(cancelled.wait())
             try:
                 try:
-                    done, _ = await asyncio.wait({work, stop_wait}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+                    done, _ = await asyncio.wait(
+                        {work, stop_wait}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+                    )
                 except asyncio.CancelledError:
                     await self._interrupt_or_kill(work, CANCEL_GRACE_S, outcome)
                     raise
@@ -324,7 +328,9 @@ class PythonImage:
         outcome.traceback = frame.get("traceback")
         outcome.dropped += int(frame.get("dropped") or 0)
 
-    async def _interrupt_or_kill(self, work: asyncio.Future[dict[str, Any]], grace_s: float, outcome: EvalOutcome) -> None:
+    async def _interrupt_or_kill(
+        self, work: asyncio.Future[dict[str, Any]], grace_s: float, outcome: EvalOutcome
+    ) -> None:
         self.interrupt()
         done, _ = await asyncio.wait({work}, timeout=grace_s)
         if work in done and work.exception() is None:
@@ -365,7 +371,9 @@ class ImageRegistry:
                 if ident not in self._finalizers:
                     try:
                         self._finalizers[ident] = weakref.finalize(key, self._forget, ident)
-                    except TypeError:  # not weakly referenceable: the idle timeout and atexit stop it
+                    except (
+                        TypeError
+                    ):  # not weakly referenceable: the idle timeout and atexit stop it
                         pass
             image.env = dict(env)
             return image
@@ -383,7 +391,9 @@ class ImageRegistry:
             idle = [
                 image
                 for image in self._images.values()
-                if image.process is not None and not image.lock.locked() and now - image.last_used > IDLE_TIMEOUT_S
+                if image.process is not None
+                and not image.lock.locked()
+                and now - image.last_used > IDLE_TIMEOUT_S
             ]
         for image in idle:
             image.stop()

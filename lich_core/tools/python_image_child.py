@@ -168,7 +168,10 @@ class Sink:
                 text = text[:room]
             self.buffer.append(text)
             self.buffered += len(text)
-            if self.buffered >= FLUSH_CHARS or time.monotonic() - self.last_flush >= FLUSH_INTERVAL_S:
+            if (
+                self.buffered >= FLUSH_CHARS
+                or time.monotonic() - self.last_flush >= FLUSH_INTERVAL_S
+            ):
                 self.flush()
 
     def flush(self) -> None:
@@ -328,7 +331,13 @@ class BoundedRepr(reprlib.Repr):
         key = id(x)
         if isinstance(x, (list, dict, set, tuple, frozenset)) or hasattr(x, "__dict__"):
             if key in self.active:
-                return "[...]" if isinstance(x, list) else "{...}" if isinstance(x, (dict, set)) else "(...)"
+                return (
+                    "[...]"
+                    if isinstance(x, list)
+                    else "{...}"
+                    if isinstance(x, (dict, set))
+                    else "(...)"
+                )
             self.active.add(key)
             try:
                 return super().repr1(x, level)
@@ -354,7 +363,9 @@ def bounded_repr(value: Any) -> str:
 
 def short_traceback(err: BaseException) -> str:
     """The user's frames only (not this module's), the last MAX_TRACEBACK_FRAMES of them, bounded."""
-    frames = [frame for frame in traceback.extract_tb(err.__traceback__) if frame.filename != __file__]
+    frames = [
+        frame for frame in traceback.extract_tb(err.__traceback__) if frame.filename != __file__
+    ]
     frames = frames[-MAX_TRACEBACK_FRAMES:]
     lines = ["Traceback (most recent call last):\n"] if frames else []
     lines += traceback.StackSummary.from_list(frames).format()
@@ -372,13 +383,26 @@ def describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {message}" if message else type(err).__name__
 
 
-def evaluate(code: str, request_id: int, namespace: dict[str, Any], interrupts: Interrupts) -> dict[str, Any]:
+def evaluate(
+    code: str, request_id: int, namespace: dict[str, Any], interrupts: Interrupts
+) -> dict[str, Any]:
     filename = f"{FILENAME_PREFIX}{request_id}>"
-    result: dict[str, Any] = {"ok": True, "value": None, "error": None, "traceback": None, "interrupted": False}
+    result: dict[str, Any] = {
+        "ok": True,
+        "value": None,
+        "error": None,
+        "traceback": None,
+        "interrupted": False,
+    }
     try:
         tree = ast.parse(code, filename, "exec")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as err:
-        return {**result, "ok": False, "error": describe(err), "traceback": "".join(traceback.format_exception_only(type(err), err))}
+        return {
+            **result,
+            "ok": False,
+            "error": describe(err),
+            "traceback": "".join(traceback.format_exception_only(type(err), err)),
+        }
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     body = tree.body
     try:
@@ -402,7 +426,9 @@ def evaluate(code: str, request_id: int, namespace: dict[str, Any], interrupts: 
                 finally:
                     interrupts.armed = False
     except KeyboardInterrupt as err:
-        result.update(ok=False, error=describe(err), traceback=short_traceback(err), interrupted=True)
+        result.update(
+            ok=False, error=describe(err), traceback=short_traceback(err), interrupted=True
+        )
     except BaseException as err:  # noqa: BLE001 - SystemExit included: the image keeps running
         result.update(ok=False, error=describe(err), traceback=short_traceback(err))
     return result
@@ -429,7 +455,13 @@ def main(argv: list[str]) -> int:
         try:
             result = evaluate(str(request.get("code", "")), request_id, namespace, interrupts)
         except BaseException as err:  # noqa: BLE001 - never lose the reply (a late interrupt)
-            result = {"ok": False, "value": None, "error": describe(err), "traceback": None, "interrupted": True}
+            result = {
+                "ok": False,
+                "value": None,
+                "error": describe(err),
+                "traceback": None,
+                "interrupted": True,
+            }
         try:
             sys.stdout.flush()
         except BaseException:  # noqa: BLE001, S110 - the user may have replaced sys.stdout

@@ -86,7 +86,9 @@ def read_stat(pid: int) -> ProcInfo | None:
     # `pid (comm) state ppid pgrp session ... starttime(22nd field) ...`; comm may hold spaces and ')'.
     try:
         rest = raw[raw.rindex(b")") + 2 :].split()
-        return ProcInfo(pid, int(rest[1]), int(rest[2]), int(rest[3]), rest[0].decode(), int(rest[19]))
+        return ProcInfo(
+            pid, int(rest[1]), int(rest[2]), int(rest[3]), rest[0].decode(), int(rest[19])
+        )
     except (ValueError, IndexError):
         return None
 
@@ -163,7 +165,13 @@ class Subreaper:
             return
         # prctl(int option, unsigned long arg2, ...): declare full-width arguments so no garbage
         # reaches the kernel in a register's upper half.
-        prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+        prctl.argtypes = [
+            ctypes.c_int,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+        ]
         prctl.restype = ctypes.c_int
         self._prctl = prctl
         current = self._get()
@@ -298,7 +306,9 @@ class CallReaper:
     shell_pid: int | None = None
     shell_start: int | None = None
     subreaper: bool = False
-    supported: bool = field(default_factory=lambda: sys.platform.startswith("linux") and PROC_ROOT.is_dir())
+    supported: bool = field(
+        default_factory=lambda: sys.platform.startswith("linux") and PROC_ROOT.is_dir()
+    )
     # (pid, start) of everything identified as this call's, killed or found dead; for reaping.
     members: dict[int, int] = field(default_factory=dict)
     killed: int = 0
@@ -357,11 +367,17 @@ class CallReaper:
         shell_info = processes.get(shell) if shell is not None else None
         # A process under the shell's pid that started at another time is a reused pid: then the
         # session and group ids no longer say anything about this call either.
-        shell_trustworthy = shell is not None and (shell_info is None or shell_info.start == self.shell_start)
+        shell_trustworthy = shell is not None and (
+            shell_info is None or shell_info.start == self.shell_start
+        )
         if shell_trustworthy and shell is not None:
             if shell_info is not None:
                 seeds.add(shell)
-            seeds.update(pid for pid, info in processes.items() if pid != shell and shell in (info.sid, info.pgid))
+            seeds.update(
+                pid
+                for pid, info in processes.items()
+                if pid != shell and shell in (info.sid, info.pgid)
+            )
         # With a subreaper every escaped process is still our descendant; without one it may have
         # been adopted by init, so every readable process is a candidate.
         candidates = _closure(children.get(own, ()), children) if self.subreaper else set(processes)
@@ -427,7 +443,9 @@ class CallReaper:
                 if info.alive or info.ppid in self.members:
                     pending = True  # dying, or its parent is: then it comes to us next
                 else:
-                    del self.members[pid]  # a zombie whose parent is outside the call: the parent reaps it
+                    del self.members[
+                        pid
+                    ]  # a zombie whose parent is outside the call: the parent reaps it
                 continue
             try:
                 reaped, _ = os.waitpid(pid, os.WNOHANG)
@@ -450,4 +468,3 @@ class CallReaper:
         deadline = time.monotonic() + timeout_s
         while not self._reap_once() and time.monotonic() < deadline:
             await asyncio.sleep(REAP_POLL_S)
-

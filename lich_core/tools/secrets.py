@@ -185,7 +185,9 @@ def mask_arguments(argv: list[str]) -> list[str]:
 # `web_search`) names in `api_key_env` (whatever it is called: `OPENROUTER_KEY`, `GITHUB_TOKEN`,
 # ...) and every variable an MCP server's `headers_env` reads.
 SCRUBBED_ENV_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_ACCESS_TOKEN")
-SCRUBBED_ENV_NAMES = frozenset({"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "LICH_API_KEY"})
+SCRUBBED_ENV_NAMES = frozenset(
+    {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "LICH_API_KEY"}
+)
 
 
 def configured_key_env_names(config: Mapping[str, Any] | None) -> frozenset[str]:
@@ -207,7 +209,11 @@ def configured_key_env_names(config: Mapping[str, Any] | None) -> frozenset[str]
     for server in servers.values() if isinstance(servers, Mapping) else ():
         headers = server.get("headers_env") if isinstance(server, Mapping) else None
         if isinstance(headers, Mapping):
-            names.update(value.strip() for value in headers.values() if isinstance(value, str) and value.strip())
+            names.update(
+                value.strip()
+                for value in headers.values()
+                if isinstance(value, str) and value.strip()
+            )
     return frozenset(names)
 
 

@@ -49,7 +49,15 @@ __all__ = [
 ]
 
 # Capability names a tool may declare (kli's gates plus lich's network tools).
-CAPABILITIES = ("file/read", "file/write", "file/edit", "process/exec", "image/eval", "net/fetch", "mcp/call")
+CAPABILITIES = (
+    "file/read",
+    "file/write",
+    "file/edit",
+    "process/exec",
+    "image/eval",
+    "net/fetch",
+    "mcp/call",
+)
 # Running programs: without it, what a run writes is recorded so it never runs unasked (WriteLedger).
 EXEC_CAPABILITY = "process/exec"
 # web_search's backends (config's `web_search.kind`); DuckDuckGo's HTML endpoint is the default.

@@ -26,7 +26,15 @@ class ClientTerminal:
     """One terminal/create: a real subprocess, its output merged and kept up to the byte limit
     (the newest kept, as the ACP spec says)."""
 
-    def __init__(self, terminal_id: str, command: str, args: list[str], env: dict[str, str], cwd: str | None, limit: int | None) -> None:
+    def __init__(
+        self,
+        terminal_id: str,
+        command: str,
+        args: list[str],
+        env: dict[str, str],
+        cwd: str | None,
+        limit: int | None,
+    ) -> None:
         self.id = terminal_id
         self.command = command
         self.args = args
@@ -85,7 +93,9 @@ class ClientTerminal:
 
 
 class ScriptedClient:
-    def __init__(self, *, fs_read: bool = False, fs_write: bool = False, terminal: bool = False) -> None:
+    def __init__(
+        self, *, fs_read: bool = False, fs_write: bool = False, terminal: bool = False
+    ) -> None:
         self.fs_read = fs_read
         self.fs_write = fs_write
         self.terminal = terminal
@@ -102,19 +112,30 @@ class ScriptedClient:
 
     # --- the Client protocol ---
 
-    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any) -> Any:
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> Any:
         self.permission_requests.append((tool_call, options))
         self._changed()
         answer = self.answers.pop(0) if self.answers else None
         if answer is None:
             return sdk.RequestPermissionResponse(outcome=sdk.DeniedOutcome(outcome="cancelled"))
-        return sdk.RequestPermissionResponse(outcome=sdk.AllowedOutcome(outcome="selected", option_id=answer))
+        return sdk.RequestPermissionResponse(
+            outcome=sdk.AllowedOutcome(outcome="selected", option_id=answer)
+        )
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
         self._changed()
 
-    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any) -> Any:
+    async def read_text_file(
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
         self.reads.append(path)
         if path in self.buffers:
             text = self.buffers[path]
@@ -145,7 +166,9 @@ class ScriptedClient:
     ) -> Any:
         terminal_id = f"term-{len(self.terminals) + 1}"
         variables = {item.name: item.value for item in env or []}
-        terminal = ClientTerminal(terminal_id, command, list(args or []), variables, cwd, output_byte_limit)
+        terminal = ClientTerminal(
+            terminal_id, command, list(args or []), variables, cwd, output_byte_limit
+        )
         await terminal.start()
         self.terminals[terminal_id] = terminal
         self.terminal_calls.append(("create", terminal_id))
@@ -163,7 +186,9 @@ class ScriptedClient:
         self.terminal_calls.append(("output", terminal_id))
         self._changed()
         return sdk.TerminalOutputResponse(
-            output=terminal.output.decode("utf-8", "replace"), truncated=terminal.truncated, exit_status=terminal.status()
+            output=terminal.output.decode("utf-8", "replace"),
+            truncated=terminal.truncated,
+            exit_status=terminal.status(),
         )
 
     async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
@@ -216,7 +241,10 @@ class ScriptedClient:
 
     def capabilities(self) -> sdk.ClientCapabilities:
         return sdk.ClientCapabilities(
-            fs=sdk.FileSystemCapabilities(read_text_file=self.fs_read, write_text_file=self.fs_write), terminal=self.terminal
+            fs=sdk.FileSystemCapabilities(
+                read_text_file=self.fs_read, write_text_file=self.fs_write
+            ),
+            terminal=self.terminal,
         )
 
 
@@ -226,7 +254,14 @@ def write_user_config(provider_url: str, **extra: Any) -> None:
     path = Path(base) / "lich" / "config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     config = {
-        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": provider_url + "/v1", "model": "fake-model"}],
+        "providers": [
+            {
+                "name": "fake",
+                "kind": "openai_compat",
+                "base_url": provider_url + "/v1",
+                "model": "fake-model",
+            }
+        ],
         **extra,
     }
     path.write_text(json.dumps(config))
@@ -242,7 +277,10 @@ async def acp_agent(client: ScriptedClient) -> AsyncIterator[Any]:
         client, *prefork.command("lich_acp"), env=env, cwd=ROOT, transport_kwargs={"stderr": None}
     ) as (conn, _process):
         response = await asyncio.wait_for(
-            conn.initialize(protocol_version=sdk.PROTOCOL_VERSION, client_capabilities=client.capabilities()), WAIT_S
+            conn.initialize(
+                protocol_version=sdk.PROTOCOL_VERSION, client_capabilities=client.capabilities()
+            ),
+            WAIT_S,
         )
         conn.initialize_response = response
         try:

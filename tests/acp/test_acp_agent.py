@@ -14,7 +14,11 @@ from tests.acp.acp_client import WAIT_S, ScriptedClient, acp_agent, write_user_c
 
 
 def tool_messages(server, index: int) -> list[str]:
-    return [str(m.get("content")) for m in server.requests[index]["json"]["messages"] if m.get("role") == "tool"]
+    return [
+        str(m.get("content"))
+        for m in server.requests[index]["json"]["messages"]
+        if m.get("role") == "tool"
+    ]
 
 
 async def new_session(conn, root: Path) -> str:
@@ -24,7 +28,9 @@ async def new_session(conn, root: Path) -> str:
 
 
 async def ask(conn, session_id: str, text: str):
-    return await asyncio.wait_for(conn.prompt(session_id=session_id, prompt=[sdk.text_block(text)]), WAIT_S)
+    return await asyncio.wait_for(
+        conn.prompt(session_id=session_id, prompt=[sdk.text_block(text)]), WAIT_S
+    )
 
 
 async def test_initialize_and_streamed_text(tmp_path, fake_provider):
@@ -72,7 +78,14 @@ async def test_edit_reports_a_diff(tmp_path, fake_provider, through_client):
     target.write_text("def add(a, b):\n    return a - b\n")
     write_user_config(fake_provider.url)
     fake_provider.script(
-        {"tool_calls": [{"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "arguments": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"},
+                }
+            ]
+        },
         {"text": "fixed"},
     )
     client = ScriptedClient(fs_read=through_client, fs_write=through_client)
@@ -89,7 +102,9 @@ async def test_edit_reports_a_diff(tmp_path, fake_provider, through_client):
     assert diffs[0].new_text == "def add(a, b):\n    return a + b\n"
     if through_client:
         assert client.writes == [(str(target), "def add(a, b):\n    return a + b\n")]
-        assert target.read_text() == "def add(a, b):\n    return a - b\n"  # the client owns the write
+        assert (
+            target.read_text() == "def add(a, b):\n    return a - b\n"
+        )  # the client owns the write
     else:
         assert client.writes == []
         assert target.read_text() == "def add(a, b):\n    return a + b\n"
@@ -100,7 +115,14 @@ async def test_stale_client_write_is_refused(tmp_path, fake_provider):
     target.write_text("x = 1\n")
     write_user_config(fake_provider.url)
     fake_provider.script(
-        {"tool_calls": [{"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "x = 1", "new_string": "x = 2"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "arguments": {"path": "calc.py", "old_string": "x = 1", "new_string": "x = 2"},
+                }
+            ]
+        },
         {"text": "ok"},
     )
     client = ScriptedClient(fs_read=True, fs_write=True)
@@ -123,7 +145,18 @@ async def test_stale_client_write_is_refused(tmp_path, fake_provider):
 async def test_permission_answers(tmp_path, fake_provider):
     write_user_config(fake_provider.url)
     call = {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo ran-it"}}]}
-    fake_provider.script(call, {"text": "1"}, call, {"text": "2"}, call, {"text": "3"}, call, {"text": "4"}, call, {"text": "5"})
+    fake_provider.script(
+        call,
+        {"text": "1"},
+        call,
+        {"text": "2"},
+        call,
+        {"text": "3"},
+        call,
+        {"text": "4"},
+        call,
+        {"text": "5"},
+    )
     client = ScriptedClient()
     async with acp_agent(client) as conn:
         sid = await new_session(conn, tmp_path)
@@ -131,7 +164,12 @@ async def test_permission_answers(tmp_path, fake_provider):
         await ask(conn, sid, "one")
         assert len(client.permission_requests) == 1
         tool_call, options = client.permission_requests[0]
-        assert {o.option_id for o in options} == {"allow_once", "allow_always", "reject_once", "reject_always"}
+        assert {o.option_id for o in options} == {
+            "allow_once",
+            "allow_always",
+            "reject_once",
+            "reject_always",
+        }
         assert tool_call.tool_call_id == client.of("tool_call")[0].tool_call_id
         assert "ran-it" in "\n".join(tool_messages(fake_provider, 1))
 
@@ -174,7 +212,9 @@ async def test_cancel_mid_stream(tmp_path, fake_provider):
     client = ScriptedClient()
     async with acp_agent(client) as conn:
         sid = await new_session(conn, tmp_path)
-        prompt = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[sdk.text_block("go on")]))
+        prompt = asyncio.ensure_future(
+            conn.prompt(session_id=sid, prompt=[sdk.text_block("go on")])
+        )
         await client.wait_for(lambda: len(client.of("agent_message_chunk")) >= 3)
         cancelled_at = time.monotonic()
         await conn.cancel(session_id=sid)
@@ -196,9 +236,16 @@ async def test_load_session_replays_history(tmp_path, fake_provider):
         await ask(conn, sid, "what does a.py do")
     second = ScriptedClient()
     async with acp_agent(second) as conn:
-        await asyncio.wait_for(conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[]), WAIT_S)
+        await asyncio.wait_for(
+            conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[]), WAIT_S
+        )
         kinds = [u.session_update for u in second.updates]
-        assert kinds == ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+        assert kinds == [
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "agent_message_chunk",
+        ]
         assert second.updates[0].content.text == "what does a.py do"
         assert second.updates[-1].content.text == "It prints one."
         # The loaded session goes on with its history.
@@ -213,7 +260,14 @@ async def test_review_mode_applies_at_the_end(tmp_path, fake_provider):
     target.write_text("one\n")
     write_user_config(fake_provider.url)
     fake_provider.script(
-        {"tool_calls": [{"name": "edit_file", "arguments": {"path": "n.txt", "old_string": "one", "new_string": "two"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "arguments": {"path": "n.txt", "old_string": "one", "new_string": "two"},
+                }
+            ]
+        },
         {"text": "done"},
     )
     client = ScriptedClient()

@@ -23,7 +23,9 @@ def content_texts(tool_call) -> list[str]:  # type: ignore[no-untyped-def]
     return [item.content.text for item in tool_call.content or []]
 
 
-async def test_the_permission_request_names_the_command_and_the_interpreter(tmp_path: Path, fake_provider) -> None:
+async def test_the_permission_request_names_the_command_and_the_interpreter(
+    tmp_path: Path, fake_provider
+) -> None:
     root = make_untrusted_repo(tmp_path)
     write_user_config(fake_provider.url)
     fake_provider.script(

@@ -26,9 +26,17 @@ async def test_update_plan_becomes_a_plan_update(tmp_path, fake_provider):
     write_user_config(fake_provider.url)
     done = [dict(step, status="completed") for step in PLAN]
     fake_provider.script(
-        {"tool_calls": [{"name": "update_plan", "arguments": {"plan": PLAN, "explanation": "leap days"}}]},
+        {
+            "tool_calls": [
+                {"name": "update_plan", "arguments": {"plan": PLAN, "explanation": "leap days"}}
+            ]
+        },
         {"tool_calls": [{"name": "update_plan", "arguments": {"plan": done}}]},
-        {"tool_calls": [{"name": "update_plan", "arguments": {"plan": [{"step": "x", "status": "started"}]}}]},
+        {
+            "tool_calls": [
+                {"name": "update_plan", "arguments": {"plan": [{"step": "x", "status": "started"}]}}
+            ]
+        },
         {"text": "all done"},
     )
     client = ScriptedClient()
@@ -46,12 +54,20 @@ async def test_update_plan_becomes_a_plan_update(tmp_path, fake_provider):
     kinds = [u.session_update for u in client.updates]
     assert kinds.index("plan") > kinds.index("tool_call")
     assert all(call.kind == "think" for call in client.of("tool_call"))
-    assert tool_messages(fake_provider, 1)[-1] == "Plan updated: 1 of 3 steps completed; in progress: Fix parse_date"
-    assert "invalid_arg: plan[0].status must be one of pending, in_progress, completed" in tool_messages(fake_provider, 3)[-1]
+    assert (
+        tool_messages(fake_provider, 1)[-1]
+        == "Plan updated: 1 of 3 steps completed; in progress: Fix parse_date"
+    )
+    assert (
+        "invalid_arg: plan[0].status must be one of pending, in_progress, completed"
+        in tool_messages(fake_provider, 3)[-1]
+    )
     # session/load replays the plans among the tool calls (not the refused one).
     replay = ScriptedClient()
     async with acp_agent(replay) as conn:
-        await asyncio.wait_for(conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[]), WAIT_S)
+        await asyncio.wait_for(
+            conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[]), WAIT_S
+        )
     assert [[e.status for e in update.entries] for update in replay.of("plan")] == [
         ["completed", "in_progress", "pending"],
         ["completed"] * 3,
@@ -78,14 +94,18 @@ async def test_client_mcp_servers_give_the_session_their_tools(tmp_path, fake_pr
         env=[sdk.EnvVariable(name="LICH_TEST_FROM", value="the-acp-client")],
     )
     async with acp_agent(client) as conn:
-        response = await asyncio.wait_for(conn.new_session(cwd=str(tmp_path), mcp_servers=[server]), WAIT_S)
+        response = await asyncio.wait_for(
+            conn.new_session(cwd=str(tmp_path), mcp_servers=[server]), WAIT_S
+        )
         assert (await ask(conn, response.session_id, "use the server")).stop_reason == "end_turn"
     offered = {tool["function"]["name"] for tool in fake_provider.requests[0]["json"]["tools"]}
     assert {"mcp_basic_echo", "mcp_basic_info"} <= offered
     echo, info = tool_messages(fake_provider, 1)
     assert echo == "through the client's server"
     assert json.loads(info)["LICH_TEST_FROM"] == "the-acp-client"
-    assert [u.status for u in client.of("tool_call_update") if u.status in ("completed", "failed")] == ["completed"] * 2
+    assert [
+        u.status for u in client.of("tool_call_update") if u.status in ("completed", "failed")
+    ] == ["completed"] * 2
     assert len(client.permission_requests) == 2
 
 
@@ -94,7 +114,14 @@ async def test_review_discard_leaves_the_file_and_tells_the_model(tmp_path, fake
     target.write_text("one\n")
     write_user_config(fake_provider.url)
     fake_provider.script(
-        {"tool_calls": [{"name": "edit_file", "arguments": {"path": "n.txt", "old_string": "one", "new_string": "two"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "arguments": {"path": "n.txt", "old_string": "one", "new_string": "two"},
+                }
+            ]
+        },
         {"text": "changed it"},
         {"text": "understood"},
     )
@@ -107,7 +134,10 @@ async def test_review_discard_leaves_the_file_and_tells_the_model(tmp_path, fake
         assert client.writes == [] and target.read_text() == "one\n"
         (request,) = client.permission_requests
         tool_call, options = request
-        assert {o.option_id: o.kind for o in options} == {"apply": "allow_once", "discard": "reject_once"}
+        assert {o.option_id: o.kind for o in options} == {
+            "apply": "allow_once",
+            "discard": "reject_once",
+        }
         (diff,) = tool_call.content
         assert (diff.path, diff.old_text, diff.new_text) == (str(target), "one\n", "two\n")
         assert "discarded" in client.text()
@@ -122,7 +152,9 @@ async def test_review_discard_leaves_the_file_and_tells_the_model(tmp_path, fake
     # Replayed by session/load as lich's words, not as something the user typed.
     replay = ScriptedClient()
     async with acp_agent(replay) as conn:
-        await asyncio.wait_for(conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[]), WAIT_S)
+        await asyncio.wait_for(
+            conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[]), WAIT_S
+        )
     assert [u.content.text for u in replay.of("user_message_chunk")] == ["edit", "and?"]
     assert "lich: review: The user discarded the changes you made to n.txt" in replay.text()
 
@@ -137,19 +169,29 @@ async def test_edit_mode_config_sets_the_sessions_initial_mode(tmp_path, fake_pr
     other.mkdir()
     write_user_config(fake_provider.url)
     fake_provider.script(
-        {"tool_calls": [{"name": "edit_file", "arguments": {"path": "n.txt", "old_string": "one", "new_string": "two"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "arguments": {"path": "n.txt", "old_string": "one", "new_string": "two"},
+                }
+            ]
+        },
         {"text": "done"},
     )
     client = ScriptedClient()
     async with acp_agent(client) as conn:
-        response = await asyncio.wait_for(conn.new_session(cwd=str(tmp_path), mcp_servers=[]), WAIT_S)
+        response = await asyncio.wait_for(
+            conn.new_session(cwd=str(tmp_path), mcp_servers=[]), WAIT_S
+        )
         assert response.modes.current_mode_id == "review"
         elsewhere = await asyncio.wait_for(conn.new_session(cwd=str(other), mcp_servers=[]), WAIT_S)
         assert elsewhere.modes.current_mode_id == "apply"
         client.answers = ["discard"]
         assert (await ask(conn, response.session_id, "edit")).stop_reason == "end_turn"
         loaded = await asyncio.wait_for(
-            conn.load_session(cwd=str(tmp_path), session_id=response.session_id, mcp_servers=[]), WAIT_S
+            conn.load_session(cwd=str(tmp_path), session_id=response.session_id, mcp_servers=[]),
+            WAIT_S,
         )
         assert loaded.modes.current_mode_id == "review"
     assert len(client.permission_requests) == 1  # the review question: the mode was applied

@@ -22,11 +22,17 @@ def terminal_call(command: str, **extra: object) -> dict[str, object]:
 
 
 def terminal_updates(client: ScriptedClient) -> list[object]:
-    return [u for u in client.of("tool_call_update") if any(c.type == "terminal" for c in u.content or [])]
+    return [
+        u
+        for u in client.of("tool_call_update")
+        if any(c.type == "terminal" for c in u.content or [])
+    ]
 
 
 @pytest.mark.parametrize("declared", [True, False])
-async def test_a_command_runs_in_the_clients_terminal_when_it_offers_one(tmp_path, fake_provider, monkeypatch, declared):
+async def test_a_command_runs_in_the_clients_terminal_when_it_offers_one(
+    tmp_path, fake_provider, monkeypatch, declared
+):
     # The agent inherits this environment; the local tool scrubs such keys, and so must the client's run.
     monkeypatch.setenv("MY_SERVICE_API_KEY", "not-for-commands")
     write_user_config(fake_provider.url)
@@ -45,7 +51,12 @@ async def test_a_command_runs_in_the_clients_terminal_when_it_offers_one(tmp_pat
         return
     assert f"host={CLIENT_TERMINAL_ENV[MARKER]}" in seen
     (terminal,) = client.terminals.values()
-    assert [method for method, _ in client.terminal_calls] == ["create", "wait_for_exit", "output", "release"]
+    assert [method for method, _ in client.terminal_calls] == [
+        "create",
+        "wait_for_exit",
+        "output",
+        "release",
+    ]
     # `env -u` drops the provider keys from the client's environment, then bash -lc runs the command.
     assert terminal.command == "env"
     unset = terminal.args[: terminal.args.index("bash")]
@@ -58,9 +69,13 @@ async def test_a_command_runs_in_the_clients_terminal_when_it_offers_one(tmp_pat
     call_id = client.of("tool_call")[0].tool_call_id
     running, done = terminal_updates(client)
     assert running.tool_call_id == done.tool_call_id == call_id
-    assert running.status == "in_progress" and [c.terminal_id for c in running.content] == [terminal.id]
+    assert running.status == "in_progress" and [c.terminal_id for c in running.content] == [
+        terminal.id
+    ]
     assert done.status == "completed" and [c.terminal_id for c in done.content] == [terminal.id]
-    assert f"host={CLIENT_TERMINAL_ENV[MARKER]}" in done.raw_output and "[exit 0]" in done.raw_output
+    assert (
+        f"host={CLIENT_TERMINAL_ENV[MARKER]}" in done.raw_output and "[exit 0]" in done.raw_output
+    )
 
 
 async def test_a_failing_command_and_input_through_the_client(tmp_path, fake_provider):
@@ -82,7 +97,10 @@ async def test_a_failing_command_and_input_through_the_client(tmp_path, fake_pro
     failed = tool_messages(fake_provider, 1)[-1]
     assert "host=the-test-client" in failed and "exit_code: 3" in failed and "[exit 3]" in failed
     (done,) = [u for u in terminal_updates(client) if u.status == "failed"]
-    assert [c.type for c in done.content] == ["terminal", "content"] and "exit_code: 3" in done.content[1].content.text
+    assert [c.type for c in done.content] == [
+        "terminal",
+        "content",
+    ] and "exit_code: 3" in done.content[1].content.text
     local = tool_messages(fake_provider, 3)[-1]
     assert "host=local" in local and "from-stdin" in local
     assert len(client.terminals) == 1
@@ -90,14 +108,22 @@ async def test_a_failing_command_and_input_through_the_client(tmp_path, fake_pro
 
 async def test_the_tools_timeout_kills_the_clients_terminal(tmp_path, fake_provider):
     write_user_config(fake_provider.url)
-    fake_provider.script(terminal_call("echo started; sleep 60", timeout_ms=300), {"text": "timed out"})
+    fake_provider.script(
+        terminal_call("echo started; sleep 60", timeout_ms=300), {"text": "timed out"}
+    )
     client = ScriptedClient(terminal=True)
     client.answers = ["allow_once"]
     async with acp_agent(client) as conn:
         sid = await new_session(conn, tmp_path)
         assert (await ask(conn, sid, "slow")).stop_reason == "end_turn"
     (terminal,) = client.terminals.values()
-    assert [method for method, _ in client.terminal_calls] == ["create", "wait_for_exit", "kill", "output", "release"]
+    assert [method for method, _ in client.terminal_calls] == [
+        "create",
+        "wait_for_exit",
+        "kill",
+        "output",
+        "release",
+    ]
     assert terminal.killed
     seen = tool_messages(fake_provider, 1)[-1]
     assert "timeout: command exceeded 300 ms" in seen and "started" in seen

@@ -24,7 +24,9 @@ class TimelineClient(ScriptedClient):
         super().__init__()
         self.timeline: list[tuple[str, str]] = []
 
-    async def request_permission(self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any) -> Any:
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> Any:
         # An in_progress the client already has would be a call reported running before it was allowed.
         self.timeline.append((tool_call.tool_call_id, PERMISSION))
         return await super().request_permission(session_id, tool_call, options, **kwargs)
@@ -46,7 +48,9 @@ def only_text(update: Any) -> str:
     return str(block.content.text)
 
 
-async def test_a_call_awaiting_approval_is_pending_until_allowed(tmp_path: Path, fake_provider: Any) -> None:
+async def test_a_call_awaiting_approval_is_pending_until_allowed(
+    tmp_path: Path, fake_provider: Any
+) -> None:
     write_user_config(fake_provider.url)
     fake_provider.script(TERMINAL_CALL, {"text": "done"})
     client = TimelineClient()
@@ -59,7 +63,9 @@ async def test_a_call_awaiting_approval_is_pending_until_allowed(tmp_path: Path,
     assert "ran-it" in only_text(client.of("tool_call_update")[-1])
 
 
-async def test_a_denied_call_goes_from_pending_to_failed_with_the_error_text(tmp_path: Path, fake_provider: Any) -> None:
+async def test_a_denied_call_goes_from_pending_to_failed_with_the_error_text(
+    tmp_path: Path, fake_provider: Any
+) -> None:
     write_user_config(fake_provider.url)
     fake_provider.script(TERMINAL_CALL, {"text": "1"}, TERMINAL_CALL, {"text": "2"})
     client = TimelineClient()
@@ -85,14 +91,21 @@ async def test_a_denied_call_goes_from_pending_to_failed_with_the_error_text(tmp
     # session/load (another agent process) shows the same text for the stored failures.
     loaded = ScriptedClient()
     async with acp_agent(loaded) as conn:
-        await asyncio.wait_for(conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[]), WAIT_S)
+        await asyncio.wait_for(
+            conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[]), WAIT_S
+        )
     replayed = [update for update in loaded.of("tool_call_update") if update.status == "failed"]
     assert [only_text(end) for end in replayed] == ["approval_denied: the user denied terminal"] * 2
 
 
-async def test_a_failed_call_that_needs_no_approval_shows_its_error_text(tmp_path: Path, fake_provider: Any) -> None:
+async def test_a_failed_call_that_needs_no_approval_shows_its_error_text(
+    tmp_path: Path, fake_provider: Any
+) -> None:
     write_user_config(fake_provider.url)
-    fake_provider.script({"tool_calls": [{"name": "read_file", "arguments": {"path": "missing.py"}}]}, {"text": "no such file"})
+    fake_provider.script(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "missing.py"}}]},
+        {"text": "no such file"},
+    )
     client = TimelineClient()
     async with acp_agent(client) as conn:
         sid = await new_session(conn, tmp_path)

@@ -124,7 +124,9 @@ def json_lines(text: str) -> list[dict[str, Any]]:
     return records
 
 
-def run_driver(node: str, workspace: Path, permission: str = "allow_once") -> tuple[list[dict[str, Any]], str]:
+def run_driver(
+    node: str, workspace: Path, permission: str = "allow_once"
+) -> tuple[list[dict[str, Any]], str]:
     command = [
         node, str(DRIVER), "--cwd", str(workspace), "--prompt", PROMPT,
         "--permission", permission, "--timeout-ms", str((PROCESS_TIMEOUT_S - 10) * 1000),
@@ -144,12 +146,18 @@ def run_driver(node: str, workspace: Path, permission: str = "allow_once") -> tu
 
 
 def updates(records: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [r["update"] for r in records if r["type"] == "update" and r["update"]["sessionUpdate"] == kind]
+    return [
+        r["update"]
+        for r in records
+        if r["type"] == "update" and r["update"]["sessionUpdate"] == kind
+    ]
 
 
 def message_text(records: list[dict[str, Any]]) -> str:
     return "".join(
-        u["content"].get("text", "") for u in updates(records, "agent_message_chunk") if u["content"]["type"] == "text"
+        u["content"].get("text", "")
+        for u in updates(records, "agent_message_chunk")
+        if u["content"]["type"] == "text"
     )
 
 
@@ -290,5 +298,7 @@ def test_acpx_exec_edits_the_file(
     assert [(same_file(w["path"], workspace / "hello.py"), w["content"]) for w in writes] == [
         (True, EDITED)
     ], transcript
-    stop_reasons = [m["result"]["stopReason"] for m in messages if "stopReason" in (m.get("result") or {})]
+    stop_reasons = [
+        m["result"]["stopReason"] for m in messages if "stopReason" in (m.get("result") or {})
+    ]
     assert stop_reasons == ["end_turn"], transcript

@@ -15,7 +15,11 @@ from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
 from tests.support.event_schema import assert_valid_event
 
-OBJECT_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "additionalProperties": True}
+OBJECT_SCHEMA = {
+    "type": "object",
+    "properties": {"text": {"type": "string"}},
+    "additionalProperties": True,
+}
 
 
 # How long a test waits for something it expects to happen: generous for a loaded machine, it

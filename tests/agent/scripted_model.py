@@ -29,7 +29,9 @@ class Turn:
     usage: Usage = field(default_factory=lambda: Usage(10, 5))
 
 
-def call(name: str, arguments: dict[str, Any] | None = None, *, id: str = "", raw: str = "") -> ToolCall:
+def call(
+    name: str, arguments: dict[str, Any] | None = None, *, id: str = "", raw: str = ""
+) -> ToolCall:
     return ToolCall(id=id, name=name, arguments=dict(arguments or {}), raw_arguments=raw)
 
 
@@ -80,7 +82,9 @@ class ScriptedModel:
                 on_text(piece)
         message = Message(role="assistant", content=turn.text, tool_calls=list(turn.tool_calls))
         stop = "tool_calls" if turn.tool_calls else "stop"
-        return ModelResponse(message=message, usage=turn.usage, stop_reason=stop, provider="script", model=self.name)
+        return ModelResponse(
+            message=message, usage=turn.usage, stop_reason=stop, provider="script", model=self.name
+        )
 
 
 def provider_error(kind: str = "unknown", message: str = "boom") -> ProviderError:

@@ -34,7 +34,14 @@ def no_retry_backoff(monkeypatch):
 
 
 def server_flags(server) -> list[str]:
-    return ["--provider-kind", "openai_compat", "--base-url", server.url + "/v1", "--model", "fake-model"]
+    return [
+        "--provider-kind",
+        "openai_compat",
+        "--base-url",
+        server.url + "/v1",
+        "--model",
+        "fake-model",
+    ]
 
 
 def test_one_shot_streams_the_answer_on_stdout(tmp_path, fake_provider):
@@ -44,7 +51,14 @@ def test_one_shot_streams_the_answer_on_stdout(tmp_path, fake_provider):
     )
     # `python -m lich_cli` end to end, as a shell runs it: streamed text on stdout, exit status 0.
     done = run_lich_subprocess(
-        "run", "check", "the", "greeting", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path
+        "run",
+        "check",
+        "the",
+        "greeting",
+        "--work-dir",
+        str(tmp_path),
+        *server_flags(fake_provider),
+        cwd=tmp_path,
     )
     assert not done.in_process and done.returncode == 0, done.stderr
     assert done.stdout == "All good, it says hi.\n"
@@ -58,7 +72,15 @@ def test_one_shot_streams_the_answer_on_stdout(tmp_path, fake_provider):
     sessions = json.loads(listed.stdout)
     assert len(sessions) == 1 and sessions[0]["title"] == "check the greeting"
     fake_provider.script({"text": "Resumed."})
-    again = lich("more?", "--resume", "latest", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    again = lich(
+        "more?",
+        "--resume",
+        "latest",
+        "--work-dir",
+        str(tmp_path),
+        *server_flags(fake_provider),
+        cwd=tmp_path,
+    )
     assert again.returncode == 0, again.stderr
     assert again.stdout == "Resumed.\n"
     contents = [m["content"] for m in fake_provider.requests[-1]["json"]["messages"]]
@@ -74,22 +96,47 @@ def test_a_retried_stream_says_where_the_answer_restarts(tmp_path, fake_provider
     )
     done = lich("say hi", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "failed (network): retrying in 0.5 s (attempt 2 of 3); the answer restarts below" in done.stderr
+    assert (
+        "failed (network): retrying in 0.5 s (attempt 2 of 3); the answer restarts below"
+        in done.stderr
+    )
     first, second = done.stdout.split("\n", 1)
     assert first and "partial partial".startswith(first)  # the broken attempt, ended by a newline
     assert second == "The full answer.\n"
 
 
 def test_budget_exhaustion_exits_1(tmp_path, fake_provider):
-    fake_provider.script({"tool_calls": [{"name": "terminal", "arguments": {"command": "echo hi"}}]})
-    done = lich("run", "loop", "--max-turns", "1", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    fake_provider.script(
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo hi"}}]}
+    )
+    done = lich(
+        "run",
+        "loop",
+        "--max-turns",
+        "1",
+        "--work-dir",
+        str(tmp_path),
+        *server_flags(fake_provider),
+        cwd=tmp_path,
+    )
     assert done.returncode == 1
     assert "turn budget exhausted" in done.stderr
 
 
 def test_unreachable_provider_is_one_line_and_exit_1(tmp_path, no_retry_backoff):
-    done = lich("run", "hello", "--work-dir", str(tmp_path), "--provider-kind", "openai_compat",
-                "--base-url", "http://127.0.0.1:9/v1", "--model", "m", cwd=tmp_path)
+    done = lich(
+        "run",
+        "hello",
+        "--work-dir",
+        str(tmp_path),
+        "--provider-kind",
+        "openai_compat",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        cwd=tmp_path,
+    )
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("lich: error:")]
@@ -98,11 +145,23 @@ def test_unreachable_provider_is_one_line_and_exit_1(tmp_path, no_retry_backoff)
 
 def test_configured_providers_and_record_then_replay(tmp_path, fake_provider, no_retry_backoff):
     (tmp_path / ".lich").mkdir()
-    config = {"providers": [{"name": "srv", "kind": "openai_compat", "base_url": fake_provider.url + "/v1", "model": "fake-model"}]}
+    config = {
+        "providers": [
+            {
+                "name": "srv",
+                "kind": "openai_compat",
+                "base_url": fake_provider.url + "/v1",
+                "model": "fake-model",
+            }
+        ]
+    }
     (tmp_path / ".lich" / "config.json").write_text(json.dumps(config))
     # Providers from the workspace file count only once the user trusts it.
     untrusted = lich("run", "hi", "--work-dir", str(tmp_path), cwd=tmp_path)
-    assert "ignored settings" in untrusted.stderr and fake_provider.url.split("//")[1] in untrusted.stderr
+    assert (
+        "ignored settings" in untrusted.stderr
+        and fake_provider.url.split("//")[1] in untrusted.stderr
+    )
     assert "lich trust" in untrusted.stderr and fake_provider.requests == []
     trusted = lich("trust", "--work-dir", str(tmp_path), cwd=tmp_path)
     assert trusted.returncode == 0 and "now applied: providers: send your prompts" in trusted.stdout
@@ -112,9 +171,13 @@ def test_configured_providers_and_record_then_replay(tmp_path, fake_provider, no
     assert done.returncode == 0, done.stderr
     assert done.stdout == "recorded answer\n"
     replay_config = tmp_path / "replay.json"
-    replay_config.write_text(json.dumps({"providers": [{"name": "r", "kind": "replay", "path": str(record)}]}))
+    replay_config.write_text(
+        json.dumps({"providers": [{"name": "r", "kind": "replay", "path": str(record)}]})
+    )
     # --config is read before the workspace file, so its providers win.
-    replayed = lich("run", "hi", "--config", str(replay_config), "--work-dir", str(tmp_path), cwd=tmp_path)
+    replayed = lich(
+        "run", "hi", "--config", str(replay_config), "--work-dir", str(tmp_path), cwd=tmp_path
+    )
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout == "recorded answer\n"
     assert len(fake_provider.requests) == 1
@@ -125,7 +188,11 @@ def test_ctrl_c_cancels_the_run_cleanly(tmp_path, fake_provider):
     fake_provider.script({"text": "tick " * 100, "chunks": 100, "chunk_delay_s": 0.1})
     proc = subprocess.Popen(
         lich_command("run", "talk", "--work-dir", str(tmp_path), *server_flags(fake_provider)),
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
     )
     try:
         first = proc.stdout.read(5)  # blocks until the stream has started
@@ -153,7 +220,9 @@ def test_an_in_process_run_leaves_sigint_alone(tmp_path, fake_provider):
     """The run's Ctrl-C handler is the run's: after it, SIGINT and the wakeup fd are as they were."""
     handler, wakeup_fd = signal.getsignal(signal.SIGINT), _wakeup_fd()
     fake_provider.script({"text": "done"})
-    done = lich("run", "hi", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+    done = lich(
+        "run", "hi", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path
+    )
     assert done.in_process and done.returncode == 0, done.stderr
     assert done.stdout == "done\n"
     assert signal.getsignal(signal.SIGINT) is handler
@@ -162,13 +231,16 @@ def test_an_in_process_run_leaves_sigint_alone(tmp_path, fake_provider):
 
 def test_an_in_process_run_gives_back_a_custom_sigint_handler(tmp_path, fake_provider):
     """An embedding caller's own handler (or SIG_IGN) comes back, not asyncio's default."""
+
     def custom(signum, frame):  # noqa: ARG001 - a handler's signature
         pass
 
     previous = signal.signal(signal.SIGINT, custom)
     try:
         fake_provider.script({"text": "done"})
-        done = lich("run", "hi", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path)
+        done = lich(
+            "run", "hi", "--work-dir", str(tmp_path), *server_flags(fake_provider), cwd=tmp_path
+        )
         assert done.returncode == 0, done.stderr
         assert signal.getsignal(signal.SIGINT) is custom
     finally:
@@ -180,7 +252,7 @@ def test_init_writes_a_loadable_template_and_never_overwrites(tmp_path):
     assert done.returncode == 0, done.stderr
     target = tmp_path / ".lich" / "config.json"
     text = target.read_text()
-    assert text.startswith("//") and "// {\"name\": \"openai\"" in text
+    assert text.startswith("//") and '// {"name": "openai"' in text
     env = {"HOME": str(tmp_path)}
     config = load_config(tmp_path, env=env)
     assert config.sources["max_turns"] == str(target)
@@ -208,13 +280,25 @@ def test_config_masks_secrets_and_names_sources(tmp_path):
     (tmp_path / ".lich").mkdir()
     config = {
         "max_turns": 9,
-        "providers": [{"name": "p", "kind": "openai_compat", "base_url": "http://127.0.0.1:1/v1", "model": "m",
-                       "api_key": "sk-super-secret-value"}],
+        "providers": [
+            {
+                "name": "p",
+                "kind": "openai_compat",
+                "base_url": "http://127.0.0.1:1/v1",
+                "model": "m",
+                "api_key": "sk-super-secret-value",
+            }
+        ],
     }
     (tmp_path / ".lich" / "config.json").write_text(json.dumps(config))
     untrusted = lich("config", "--work-dir", str(tmp_path), cwd=tmp_path)
-    assert "# ignored providers: would send your prompts and workspace content to 127.0.0.1:1 with the API key written in the file" in untrusted.stdout
-    assert "sk-super-secret-value" not in untrusted.stdout and "run `lich trust`" in untrusted.stdout
+    assert (
+        "# ignored providers: would send your prompts and workspace content to 127.0.0.1:1 with the API key written in the file"
+        in untrusted.stdout
+    )
+    assert (
+        "sk-super-secret-value" not in untrusted.stdout and "run `lich trust`" in untrusted.stdout
+    )
     assert lich("trust", "--work-dir", str(tmp_path), cwd=tmp_path).returncode == 0
     done = lich("config", "--work-dir", str(tmp_path), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -223,7 +307,9 @@ def test_config_masks_secrets_and_names_sources(tmp_path):
     assert "<redacted" in done.stdout
     max_line = next(line for line in done.stdout.splitlines() if line.startswith("max_turns"))
     assert "9" in max_line and ".lich/config.json" in max_line
-    compress_line = next(line for line in done.stdout.splitlines() if line.startswith("compress_threshold"))
+    compress_line = next(
+        line for line in done.stdout.splitlines() if line.startswith("compress_threshold")
+    )
     assert compress_line.endswith("# default")
     as_json = json.loads(lich("config", "--json", "--work-dir", str(tmp_path), cwd=tmp_path).stdout)
     assert as_json["sources"]["max_turns"].endswith("config.json")

@@ -29,7 +29,9 @@ def _is_summary(message: Message) -> bool:
     return message.role == "user" and message.content.startswith(SUMMARY_PREFIX)
 
 
-def build(tmp_path, tools: RecordingTools, model, *, compress_model=None, store=True, **config) -> Agent:
+def build(
+    tmp_path, tools: RecordingTools, model, *, compress_model=None, store=True, **config
+) -> Agent:
     cfg = make_config(tmp_path, **config)
     return Agent(
         model=model,
@@ -49,7 +51,9 @@ async def test_compression_backs_off_after_a_useless_summary_then_compresses(tmp
     # turns. At turn 5 only the user prompt lies outside the 8 kept messages, so its summary is
     # not smaller: back off 3 turns. At turn 8 there are 3 older turns to summarise.
     events = EventLog()
-    compressor = ScriptedModel(*[Turn(text="SUMMARY: read big output") for _ in range(10)], name="compress")
+    compressor = ScriptedModel(
+        *[Turn(text="SUMMARY: read big output") for _ in range(10)], name="compress"
+    )
     model = ScriptedModel(*big_turns(9), Turn(text="done"))
     agent = build(tmp_path, tools, model, compress_model=compressor, **SMALL_BUDGET)
     result = await agent.run("go", on_event=events)
@@ -78,7 +82,9 @@ async def test_compression_backs_off_after_a_useless_summary_then_compresses(tmp
 
 async def test_compression_failure_is_never_fatal(tmp_path, tools):
     events = EventLog()
-    compressor = ScriptedModel(*[Turn(error=provider_error("network", "connection refused")) for _ in range(5)])
+    compressor = ScriptedModel(
+        *[Turn(error=provider_error("network", "connection refused")) for _ in range(5)]
+    )
     model = ScriptedModel(*big_turns(10), Turn(text="done"))
     agent = build(tmp_path, tools, model, compress_model=compressor, **SMALL_BUDGET)
     result = await agent.run("go", on_event=events)
@@ -91,7 +97,9 @@ async def test_compression_failure_is_never_fatal(tmp_path, tools):
 
 
 async def test_compression_falls_back_to_the_chat_model(tmp_path, tools):
-    model = ScriptedModel(*big_turns(4), Turn(text="useless"), *big_turns(3), Turn(text="SUM"), Turn(text="done"))
+    model = ScriptedModel(
+        *big_turns(4), Turn(text="useless"), *big_turns(3), Turn(text="SUM"), Turn(text="done")
+    )
     agent = build(tmp_path, tools, model, **SMALL_BUDGET)
     result = await agent.run("go")
     assert result.stopped_reason == "final"
@@ -185,7 +193,9 @@ def test_a_crashed_session_loads_repaired(tmp_path):
     writer = store.create(title="crash")
     writer.message(Message("system", "s"))
     writer.message(Message("user", "u"))
-    writer.message(Message("assistant", "", tool_calls=[ToolCall("a", "echo"), ToolCall("b", "echo")]))
+    writer.message(
+        Message("assistant", "", tool_calls=[ToolCall("a", "echo"), ToolCall("b", "echo")])
+    )
     writer.message(Message("tool", "ra", tool_call_id="a", name="echo"))
     writer.close()
     with open(store.path_for(writer.session_id), "a") as handle:

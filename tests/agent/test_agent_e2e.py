@@ -15,7 +15,12 @@ from lich_core.tools.types import CancelToken
 
 
 def provider(server, name: str = "fake") -> dict:
-    return {"name": name, "kind": "openai_compat", "base_url": server.url + "/v1", "model": "fake-model"}
+    return {
+        "name": name,
+        "kind": "openai_compat",
+        "base_url": server.url + "/v1",
+        "model": "fake-model",
+    }
 
 
 def config_for(tmp_path: Path, server, **overrides):
@@ -51,7 +56,10 @@ async def test_read_patch_verify_with_hashline(tmp_path, fake_provider):
     assert "Edited calc.py" in patched
     assert "return a + b" in verified
     # The model saw each result in the next request.
-    assert any(m.get("role") == "tool" and "Edited calc.py" in str(m.get("content")) for m in sent_messages(fake_provider, 2))
+    assert any(
+        m.get("role") == "tool" and "Edited calc.py" in str(m.get("content"))
+        for m in sent_messages(fake_provider, 2)
+    )
 
 
 async def test_read_edit_verify_with_file_tools(tmp_path, fake_provider):
@@ -60,11 +68,21 @@ async def test_read_edit_verify_with_file_tools(tmp_path, fake_provider):
         {"tool_calls": [{"name": "terminal", "arguments": {"command": "cat calc.py"}}]},
         {
             "tool_calls": [
-                {"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}}
+                {
+                    "name": "edit_file",
+                    "arguments": {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"},
+                }
             ],
             "chunks": 4,
         },
-        {"tool_calls": [{"name": "terminal", "arguments": {"command": "python3 -c 'import calc; print(calc.add(2, 3))'"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "terminal",
+                    "arguments": {"command": "python3 -c 'import calc; print(calc.add(2, 3))'"},
+                }
+            ]
+        },
         {"text": "Fixed: add(2, 3) is 5.", "chunks": 3},
     )
     events = EventLog()
@@ -119,9 +137,13 @@ async def test_cancel_mid_stream(tmp_path, fake_provider):
             cancelled_at.append(time.perf_counter())
             cancel.cancel()
 
-    result = await build_agent(config_for(tmp_path, fake_provider)).run("x", on_event=listener, cancel=cancel)
+    result = await build_agent(config_for(tmp_path, fake_provider)).run(
+        "x", on_event=listener, cancel=cancel
+    )
     assert result.stopped_reason == "aborted"
-    assert time.perf_counter() - cancelled_at[0] < STOPPED_WITHIN_S  # the rest of the stream takes 12 s
+    assert (
+        time.perf_counter() - cancelled_at[0] < STOPPED_WITHIN_S
+    )  # the rest of the stream takes 12 s
     assert [m.role for m in result.messages] == ["system", "user"]
     # The HTTP stream was really closed: the server saw its client hang up mid-answer.
     assert await asyncio.to_thread(fake_provider.wait_for_disconnects, 1)
@@ -139,14 +161,24 @@ def _sleeping(pid_file: Path) -> bool:
 
 async def test_cancel_mid_tool_stops_sleep_quickly(tmp_path, fake_provider):
     fake_provider.script(
-        {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo $$ > sleep.pid; exec sleep 30"}, "id": "s"}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "terminal",
+                    "arguments": {"command": "echo $$ > sleep.pid; exec sleep 30"},
+                    "id": "s",
+                }
+            ]
+        },
         {"text": "never asked"},
     )
     cancel = CancelToken()
     events = EventLog()
     agent = build_agent(config_for(tmp_path, fake_provider))
     task = asyncio.ensure_future(agent.run("x", on_event=events, cancel=cancel))
-    await wait_until(lambda: _sleeping(tmp_path / "sleep.pid") or task.done(), "the terminal tool to run sleep")
+    await wait_until(
+        lambda: _sleeping(tmp_path / "sleep.pid") or task.done(), "the terminal tool to run sleep"
+    )
     assert not task.done(), task.result()
     cancelled_at = time.perf_counter()
     cancel.cancel()
@@ -160,7 +192,11 @@ async def test_cancel_mid_tool_stops_sleep_quickly(tmp_path, fake_provider):
 
 async def test_failover_across_a_chain(tmp_path, fake_provider):
     fake_provider.script({"status": 500, "body": "upstream exploded"}, {"text": "from the backup"})
-    cfg = config_for(tmp_path, fake_provider, providers=[provider(fake_provider, "primary"), provider(fake_provider, "backup")])
+    cfg = config_for(
+        tmp_path,
+        fake_provider,
+        providers=[provider(fake_provider, "primary"), provider(fake_provider, "backup")],
+    )
     events = EventLog()
     result = await build_agent(cfg).run("x", on_event=events)
     assert result.stopped_reason == "final"
@@ -204,13 +240,29 @@ async def test_provider_error_ends_the_run_with_one_line(tmp_path, fake_provider
 async def test_compression_kicks_in_on_a_long_run(tmp_path, fake_provider):
     # Every turn both talks and calls a tool, so whichever request is the compression one gets
     # a usable summary; the budget is small enough that the history outgrows it in a few turns.
-    step = {"text": "step done", "tool_calls": [{"name": "terminal", "arguments": {"command": "printf 'x%.0s' $(seq 1 600)"}}]}
+    step = {
+        "text": "step done",
+        "tool_calls": [
+            {"name": "terminal", "arguments": {"command": "printf 'x%.0s' $(seq 1 600)"}}
+        ],
+    }
     fake_provider.script(*[step] * 12, {"text": "finished"})
-    cfg = config_for(tmp_path, fake_provider, context_budget_tokens=1000, compress_threshold=0.5, system_prompt="sys", max_turns=30)
+    cfg = config_for(
+        tmp_path,
+        fake_provider,
+        context_budget_tokens=1000,
+        compress_threshold=0.5,
+        system_prompt="sys",
+        max_turns=30,
+    )
     events = EventLog()
     result = await build_agent(cfg).run("do a long job " + "please " * 50, on_event=events)
     assert result.stopped_reason == "final"
-    compress_requests = [r for r in fake_provider.requests if r["json"]["messages"][0]["content"] == COMPRESS_SYSTEM_PROMPT]
+    compress_requests = [
+        r
+        for r in fake_provider.requests
+        if r["json"]["messages"][0]["content"] == COMPRESS_SYSTEM_PROMPT
+    ]
     assert compress_requests
     assert any(e.data.ok for e in events.of("compress_end"))
     assert any(m.content.startswith("[Summary of earlier turns") for m in result.messages)
@@ -259,7 +311,9 @@ async def test_plugins_block_annotate_and_survive_crashes(tmp_path, fake_provide
         {"text": "done"},
     )
     events = EventLog()
-    result = await build_agent(config_for(tmp_path, fake_provider, plugins=entries)).run("x", on_event=events)
+    result = await build_agent(config_for(tmp_path, fake_provider, plugins=entries)).run(
+        "x", on_event=events
+    )
     assert result.stopped_reason == "final"
     assert (tmp_path / "keep.txt").exists()
     blocked, fine = tool_contents(result)
@@ -267,7 +321,9 @@ async def test_plugins_block_annotate_and_survive_crashes(tmp_path, fake_provide
     assert fine.startswith("fine")
     for index in range(3):
         last = sent_messages(fake_provider, index)[-1]
-        assert last["role"] == "system" and last["content"] == "[plugin note] remember the house style"
+        assert (
+            last["role"] == "system" and last["content"] == "[plugin note] remember the house style"
+        )
     assert not any("[plugin note]" in m.content for m in result.messages)
     warnings = [e.data.message for e in events.of("plugin_warning")]
     assert any("broken.py" in w and "does_not_exist_anywhere" in w for w in warnings)

@@ -241,7 +241,9 @@ def test_the_fixtures_cover_every_event_type_and_the_optional_shapes() -> None:
     assert some("compress_end", lambda d: d["ok"] and "after_tokens" in d)
     assert some("compress_end", lambda d: not d["ok"] and "after_tokens" not in d)
     assert some("error", lambda d: "turn" in d) and some("error", lambda d: "turn" not in d)
-    assert some("plugin_warning", lambda d: "plugin" in d) and some("plugin_warning", lambda d: "plugin" not in d)
+    assert some("plugin_warning", lambda d: "plugin" in d) and some(
+        "plugin_warning", lambda d: "plugin" not in d
+    )
     assert some("tool_call_start", lambda d: "cut" in d)
     assert {e["data"]["stopped_reason"] for e in events if e["type"] == "run_end"} == {
         "final",
@@ -258,7 +260,9 @@ def test_a_renamed_or_missing_field_fails_validation() -> None:
     renamed["data"]["discarded"] = renamed["data"].pop("discarded_chars")
     assert any("discarded_chars" in error for error in schema_errors(renamed))
     assert any("discarded" in error for error in schema_errors(renamed))
-    invented = copy.deepcopy(next(e for e in load_fixture("run_tools_retry") if e["type"] == "run_start"))
+    invented = copy.deepcopy(
+        next(e for e in load_fixture("run_tools_retry") if e["type"] == "run_start")
+    )
     invented["data"]["prompt"] = "fix the bug"  # the server never sends the prompt
     assert any("prompt" in error for error in schema_errors(invented))
     wrong_type = copy.deepcopy(retry)

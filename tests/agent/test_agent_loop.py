@@ -41,8 +41,16 @@ async def test_plain_answer_emits_ordered_events(tmp_path, tools, events: EventL
     assert result.error is None
     assert result.usage.input_tokens == 10 and result.usage.output_tokens == 5
     assert events.types() == [
-        "run_start", "turn_start", "llm_start", "text_delta", "text_delta", "text_delta",
-        "llm_end", "final", "turn_end", "run_end",
+        "run_start",
+        "turn_start",
+        "llm_start",
+        "text_delta",
+        "text_delta",
+        "text_delta",
+        "llm_end",
+        "final",
+        "turn_end",
+        "run_end",
     ]
     assert "".join(e.data.text for e in events.of("text_delta")) == "All done here."
     assert [e.seq for e in events.events] == list(range(1, len(events.events) + 1))
@@ -59,7 +67,11 @@ async def test_plain_answer_emits_ordered_events(tmp_path, tools, events: EventL
 
 async def test_tool_results_become_tool_messages(tmp_path, tools, events):
     model = ScriptedModel(
-        tools_turn(call("echo", {"text": "hello"}, id="a"), call("fail", {}, id="b"), call("nope", {}, id="c")),
+        tools_turn(
+            call("echo", {"text": "hello"}, id="a"),
+            call("fail", {}, id="b"),
+            call("nope", {}, id="c"),
+        ),
         Turn(text="finished"),
     )
     result = await build(tmp_path, tools, model).run("go", on_event=events)
@@ -68,12 +80,20 @@ async def test_tool_results_become_tool_messages(tmp_path, tools, events):
     tool_messages = [m for m in result.messages if m.role == "tool"]
     assert [m.tool_call_id for m in tool_messages] == ["a", "b", "c"]
     assert tool_messages[0].content == "hello"
-    assert json.loads(tool_messages[1].content) == {"ok": False, "output": "partial", "error": "not_found: nothing here"}
+    assert json.loads(tool_messages[1].content) == {
+        "ok": False,
+        "output": "partial",
+        "error": "not_found: nothing here",
+    }
     assert json.loads(tool_messages[2].content)["error"] == "unknown_tool: nope"
     # The second model call saw the results.
     assert [m.role for m in model.calls[1]][-3:] == ["tool", "tool", "tool"]
     ends = events.of("tool_call_end")
-    assert [(e.data.name, e.data.ok) for e in ends] == [("echo", True), ("fail", False), ("nope", False)]
+    assert [(e.data.name, e.data.ok) for e in ends] == [
+        ("echo", True),
+        ("fail", False),
+        ("nope", False),
+    ]
     assert [e.data.call_id for e in events.of("tool_call_start")] == ["a", "b", "c"]
     assert model.tools_seen[0] == ["echo", "fail", "wait", "big"]
 
@@ -106,7 +126,10 @@ async def test_max_turns_defaults_to_config_value(tmp_path, tools):
 
 async def test_unparseable_arguments_get_an_error_message(tmp_path, tools):
     model = ScriptedModel(
-        tools_turn(call("echo", raw='{"text": "unterminated', id="bad"), call("echo", raw='{"text": "ok"}', id="good")),
+        tools_turn(
+            call("echo", raw='{"text": "unterminated', id="bad"),
+            call("echo", raw='{"text": "ok"}', id="good"),
+        ),
         Turn(text="ok"),
     )
     result = await build(tmp_path, tools, model).run("x")
@@ -122,9 +145,14 @@ async def test_context_is_appended_and_tool_context_carries_run_settings(tmp_pat
     read_state = ReadState()
     model = ScriptedModel(tools_turn(call("echo", {"text": "x"})), Turn(text="done"))
     agent = build(tmp_path, tools, model)
-    agent.runtime.executor.terminal_timeout_ms = 1234  # what build_tool_runtime sets from the config
+    agent.runtime.executor.terminal_timeout_ms = (
+        1234  # what build_tool_runtime sets from the config
+    )
     await agent.run(
-        "fix it", context="def f(): pass\nE: missing return", workspace=workspace, read_state=read_state,
+        "fix it",
+        context="def f(): pass\nE: missing return",
+        workspace=workspace,
+        read_state=read_state,
         edit_label="lich: fix it",
     )
     user = model.calls[0][1]
@@ -145,7 +173,9 @@ async def test_custom_system_prompt(tmp_path, tools):
 
 
 async def test_each_run_gets_a_fresh_read_state(tmp_path, tools):
-    model = ScriptedModel(tools_turn(call("echo", {})), Turn(text="a"), tools_turn(call("echo", {})), Turn(text="b"))
+    model = ScriptedModel(
+        tools_turn(call("echo", {})), Turn(text="a"), tools_turn(call("echo", {})), Turn(text="b")
+    )
     agent = build(tmp_path, tools, model)
     await agent.run("one")
     await agent.run("two")
@@ -199,7 +229,11 @@ async def test_cancel_while_model_ignores_the_token(tmp_path, tools):
 async def test_cancel_mid_tool_answers_every_call(tmp_path, tools, events):
     cancel = CancelToken()
     model = ScriptedModel(
-        tools_turn(call("echo", {"text": "first"}, id="1"), call("wait", {}, id="2"), call("echo", {"text": "never"}, id="3")),
+        tools_turn(
+            call("echo", {"text": "first"}, id="1"),
+            call("wait", {}, id="2"),
+            call("echo", {"text": "never"}, id="3"),
+        ),
         Turn(text="unreachable"),
     )
     agent = build(tmp_path, tools, model)
@@ -233,7 +267,9 @@ async def test_broken_event_listener_does_not_break_the_run(tmp_path, tools):
     def listener(event):
         raise RuntimeError("renderer bug")
 
-    result = await build(tmp_path, tools, ScriptedModel(Turn(text="fine"))).run("x", on_event=listener)
+    result = await build(tmp_path, tools, ScriptedModel(Turn(text="fine"))).run(
+        "x", on_event=listener
+    )
     assert result.stopped_reason == "final"
 
 
@@ -250,7 +286,9 @@ async def test_async_listener_sees_events_in_order(tmp_path, tools):
 
 
 async def test_missing_call_ids_are_filled_in(tmp_path, tools):
-    model = ScriptedModel(tools_turn(call("echo", {"text": "a"}), call("echo", {"text": "b"})), Turn(text="ok"))
+    model = ScriptedModel(
+        tools_turn(call("echo", {"text": "a"}), call("echo", {"text": "b"})), Turn(text="ok")
+    )
     result = await build(tmp_path, tools, model).run("x")
     assistant = result.messages[2]
     ids = [c.id for c in assistant.tool_calls]
@@ -261,20 +299,33 @@ async def test_missing_call_ids_are_filled_in(tmp_path, tools):
 async def test_repeated_and_empty_call_ids_are_replaced_and_fine_ones_kept(tmp_path, tools, events):
     model = ScriptedModel(
         tools_turn(
-            call("echo", {"text": "a"}, id="x"), call("echo", {"text": "b"}, id="x"), call("echo", {"text": "c"})
+            call("echo", {"text": "a"}, id="x"),
+            call("echo", {"text": "b"}, id="x"),
+            call("echo", {"text": "c"}),
         ),
         tools_turn(call("echo", {"text": "d"}, id="y"), call("echo", {"text": "e"}, id="z")),
         Turn(text="ok"),
     )
     result = await build(tmp_path, tools, model).run("x", on_event=events)
     assistants = [m for m in result.messages if m.role == "assistant" and m.tool_calls]
-    assert [[c.id for c in m.tool_calls] for m in assistants] == [["x", "call_1_1", "call_1_2"], ["y", "z"]]
-    assert [e.data.call_id for e in events.of("tool_call_end")] == ["x", "call_1_1", "call_1_2", "y", "z"]
+    assert [[c.id for c in m.tool_calls] for m in assistants] == [
+        ["x", "call_1_1", "call_1_2"],
+        ["y", "z"],
+    ]
+    assert [e.data.call_id for e in events.of("tool_call_end")] == [
+        "x",
+        "call_1_1",
+        "call_1_2",
+        "y",
+        "z",
+    ]
     assert_history_valid(result.messages)
 
 
 async def test_a_tool_call_lasts_whole_microseconds(tmp_path, tools, events):
-    model = ScriptedModel(tools_turn(call("echo", {"text": "a"}, id="a"), call("fail", {}, id="b")), Turn(text="ok"))
+    model = ScriptedModel(
+        tools_turn(call("echo", {"text": "a"}, id="a"), call("fail", {}, id="b")), Turn(text="ok")
+    )
     await build(tmp_path, tools, model).run("x", on_event=events)
     durations = [e.data.duration_ms for e in events.of("tool_call_end")]
     assert len(durations) == 2
@@ -328,11 +379,17 @@ class WatchingModel(ScriptedModel):
         return await super().complete(messages, tools, options)
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11), reason="the loop races the model on 3.10 (no Task.cancelling)")
-async def test_the_events_before_a_model_call_go_out_once_its_request_is_sent(tmp_path, tools, events):
+@pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="the loop races the model on 3.10 (no Task.cancelling)"
+)
+async def test_the_events_before_a_model_call_go_out_once_its_request_is_sent(
+    tmp_path, tools, events
+):
     """run_start, turn_start and llm_start are held while the request is built and sent, then
     reach the listener while the provider thinks; the events of the run keep their order."""
-    model = SendingModel(tools_turn(call("echo", {"text": "x"}, id="a")), Turn(text="done", chunks=2), log=events)
+    model = SendingModel(
+        tools_turn(call("echo", {"text": "x"}, id="a")), Turn(text="done", chunks=2), log=events
+    )
     result = await build(tmp_path, tools, model).run("go", on_event=events)
     assert result.stopped_reason == "final"
     assert model.seen_at_call[0] == []
@@ -341,8 +398,21 @@ async def test_the_events_before_a_model_call_go_out_once_its_request_is_sent(tm
     assert model.seen_at_call[1][-3:] == ["tool_call_start", "tool_call_end", "turn_end"]
     assert model.seen_after_sent[1][len(model.seen_at_call[1]) :] == ["turn_start", "llm_start"]
     assert events.types() == [
-        "run_start", "turn_start", "llm_start", "llm_end", "tool_call_start", "tool_call_end", "turn_end",
-        "turn_start", "llm_start", "text_delta", "text_delta", "llm_end", "final", "turn_end", "run_end",
+        "run_start",
+        "turn_start",
+        "llm_start",
+        "llm_end",
+        "tool_call_start",
+        "tool_call_end",
+        "turn_end",
+        "turn_start",
+        "llm_start",
+        "text_delta",
+        "text_delta",
+        "llm_end",
+        "final",
+        "turn_end",
+        "run_end",
     ]
     assert [e.seq for e in events.events] == list(range(1, len(events.events) + 1))
 
@@ -353,8 +423,12 @@ async def test_a_model_without_a_wire_is_called_after_the_events(tmp_path, tools
     assert model.seen_at_call == [["run_start", "turn_start", "llm_start"]]
 
 
-async def test_held_events_are_delivered_when_the_call_fails_before_sending(tmp_path, tools, events):
-    model = SendingModel(Turn(error=provider_error("network", "connection refused")), log=events, sends=False)
+async def test_held_events_are_delivered_when_the_call_fails_before_sending(
+    tmp_path, tools, events
+):
+    model = SendingModel(
+        Turn(error=provider_error("network", "connection refused")), log=events, sends=False
+    )
     result = await build(tmp_path, tools, model).run("go", on_event=events)
     assert result.stopped_reason == "error"
     assert events.types() == ["run_start", "turn_start", "llm_start", "error", "run_end"]

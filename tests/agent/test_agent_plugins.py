@@ -128,14 +128,23 @@ def write_plugin(tmp_path: Path, name: str, source: str) -> str:
     return f".lich/plugins/{name}.py"
 
 
-def make_agent(tmp_path: Path, tools: RecordingTools, model: ScriptedModel, entries: list, **config) -> tuple[Agent, PluginHost]:
+def make_agent(
+    tmp_path: Path, tools: RecordingTools, model: ScriptedModel, entries: list, **config
+) -> tuple[Agent, PluginHost]:
     cfg = make_config(tmp_path, plugins=entries, **config)
     runtime = make_runtime(cfg, tools.tools())
     host = load_plugins(entries, work_dir=tmp_path)
     host.register_tools(runtime, cfg["tools_enabled"])
     compress = ScriptedModel(Turn(text="compressed-reply"), name="compress")
     store = SessionStore.for_config(cfg)
-    return Agent(model=model, runtime=runtime, config=cfg, plugins=host, compress_model=compress, session_store=store), host
+    return Agent(
+        model=model,
+        runtime=runtime,
+        config=cfg,
+        plugins=host,
+        compress_model=compress,
+        session_store=store,
+    ), host
 
 
 def module_of(host: PluginHost, name: str) -> dict:
@@ -149,13 +158,20 @@ def tool_errors(result) -> dict[str, str | None]:
     for message in result.messages:
         if message.role == "tool":
             content = message.content
-            out[message.tool_call_id] = json.loads(content)["error"] if content.startswith("{") else None
+            out[message.tool_call_id] = (
+                json.loads(content)["error"] if content.startswith("{") else None
+            )
     return out
 
 
 async def test_first_block_wins_and_the_tool_never_runs(tmp_path, tools):
-    entries = [write_plugin(tmp_path, "guard", GUARD_PLUGIN), write_plugin(tmp_path, "blockall", BLOCK_ALL_PLUGIN)]
-    model = ScriptedModel(tools_turn(call("fail", {}, id="f"), call("echo", {"text": "x"}, id="e")), Turn(text="ok"))
+    entries = [
+        write_plugin(tmp_path, "guard", GUARD_PLUGIN),
+        write_plugin(tmp_path, "blockall", BLOCK_ALL_PLUGIN),
+    ]
+    model = ScriptedModel(
+        tools_turn(call("fail", {}, id="f"), call("echo", {"text": "x"}, id="e")), Turn(text="ok")
+    )
     agent, host = make_agent(tmp_path, tools, model, entries)
     result = await agent.run("go")
     assert result.stopped_reason == "final"
@@ -169,10 +185,15 @@ async def test_first_block_wins_and_the_tool_never_runs(tmp_path, tools):
 
 
 async def test_observer_hooks_get_info_state_and_settings(tmp_path, tools):
-    entry = {"path": write_plugin(tmp_path, "observer", OBSERVER_PLUGIN), "settings": {"mode": "shadow"}}
+    entry = {
+        "path": write_plugin(tmp_path, "observer", OBSERVER_PLUGIN),
+        "settings": {"mode": "shadow"},
+    }
     model = ScriptedModel(
-        tools_turn(call("big", {"size": 1000}, id="b"), call("fail", {}, id="f")), Turn(text="done"),
-        tools_turn(call("echo", {"text": "again"})), Turn(text="second"),
+        tools_turn(call("big", {"size": 1000}, id="b"), call("fail", {}, id="f")),
+        Turn(text="done"),
+        tools_turn(call("echo", {"text": "again"})),
+        Turn(text="second"),
     )
     agent, host = make_agent(tmp_path, tools, model, [entry])
     await agent.run("first task")
@@ -180,7 +201,9 @@ async def test_observer_hooks_get_info_state_and_settings(tmp_path, tools):
     log = module_of(host, "observer")["EVENTS"]
     assert log[0] == ("start", {"input_chars": len("first task")}, {"mode": "shadow"})
     after_big = log[1][1]
-    assert after_big["tool_name"] == "big" and after_big["ok"] is True and after_big["error"] is None
+    assert (
+        after_big["tool_name"] == "big" and after_big["ok"] is True and after_big["error"] is None
+    )
     assert after_big["result_summary"] == "x" * 300
     after_fail = log[2][1]
     assert after_fail["ok"] is False and after_fail["error"] == "not_found: nothing here"
@@ -210,7 +233,9 @@ async def test_note_goes_to_that_call_only_and_never_to_history(tmp_path, tools)
 async def test_crashing_hooks_warn_and_the_run_goes_on(tmp_path, tools):
     events = EventLog()
     model = ScriptedModel(tools_turn(call("echo", {"text": "x"}, id="e")), Turn(text="survived"))
-    agent, _ = make_agent(tmp_path, tools, model, [write_plugin(tmp_path, "crashy", CRASHING_PLUGIN)])
+    agent, _ = make_agent(
+        tmp_path, tools, model, [write_plugin(tmp_path, "crashy", CRASHING_PLUGIN)]
+    )
     result = await agent.run("go", on_event=events)
     assert result.stopped_reason == "final"
     assert result.final == "survived"
@@ -252,9 +277,15 @@ async def test_broken_entries_are_isolated(tmp_path, tools):
     messages = host.warnings
     assert len(messages) == 9
     expected = [
-        "file not found", "import failed: SyntaxError", "missing export", "no such dependency",
-        "duplicate plugin name 'guard'", "unknown key(s) colour", "unknown role(s) summarise",
-        "must be a Python module", "expected a path or an object",
+        "file not found",
+        "import failed: SyntaxError",
+        "missing export",
+        "no such dependency",
+        "duplicate plugin name 'guard'",
+        "unknown key(s) colour",
+        "unknown role(s) summarise",
+        "must be a Python module",
+        "expected a path or an object",
     ]
     for fragment, message in zip(expected, messages, strict=True):
         assert fragment in message, (fragment, message)
@@ -274,7 +305,7 @@ async def test_plugin_tools_follow_tools_enabled(tmp_path, tools, tools_enabled,
     entry = {"path": write_plugin(tmp_path, "tools", TOOL_PLUGIN), "settings": {"prefix": "> "}}
     model = ScriptedModel(tools_turn(call("shout", {"text": "hi"}, id="s")), Turn(text="ok"))
     agent, host = make_agent(tmp_path, tools, model, [entry], tools_enabled=tools_enabled)
-    assert ("shout" in model.tools_seen[0] if model.tools_seen else True)
+    assert "shout" in model.tools_seen[0] if model.tools_seen else True
     assert any("duplicate_tool: echo" in w for w in host.warnings)
     result = await agent.run("go")
     assert ("shout" in model.tools_seen[0]) is offered

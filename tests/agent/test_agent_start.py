@@ -18,7 +18,9 @@ from lich_core.providers.base import NO_CALL_OPTIONS
 from lich_core.tools.capabilities import CapabilityGate
 from lich_core.tools.types import FunctionTool, ToolResult
 
-needs_311 = pytest.mark.skipif(sys.version_info < (3, 11), reason="the loop races the model on 3.10 (no Task.cancelling)")
+needs_311 = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="the loop races the model on 3.10 (no Task.cancelling)"
+)
 
 
 def session_records(store: SessionStore) -> list[dict]:
@@ -30,7 +32,10 @@ def session_records(store: SessionStore) -> list[dict]:
 
 
 def kinds(records: list[dict]) -> list[str]:
-    return [r["message"]["role"] if r["type"] == "message" else f"{r['type']}:{r.get('event', '')}" for r in records]
+    return [
+        r["message"]["role"] if r["type"] == "message" else f"{r['type']}:{r.get('event', '')}"
+        for r in records
+    ]
 
 
 class SessionWatchingModel(ScriptedModel):
@@ -40,7 +45,9 @@ class SessionWatchingModel(ScriptedModel):
     stops_on_cancel = True
     reports_sent = True
 
-    def __init__(self, *turns: Turn, store: SessionStore, log: EventLog, sends: bool = True) -> None:
+    def __init__(
+        self, *turns: Turn, store: SessionStore, log: EventLog, sends: bool = True
+    ) -> None:
         super().__init__(*turns)
         self.store = store
         self.log = log
@@ -58,11 +65,18 @@ class SessionWatchingModel(ScriptedModel):
 
 def build(tmp_path, model, store: SessionStore) -> Agent:
     cfg = make_config(tmp_path)
-    return Agent(model=model, runtime=make_runtime(cfg, RecordingTools().tools()), config=cfg, session_store=store)
+    return Agent(
+        model=model,
+        runtime=make_runtime(cfg, RecordingTools().tools()),
+        config=cfg,
+        session_store=store,
+    )
 
 
 @needs_311
-async def test_the_session_records_of_the_start_are_written_once_the_request_is_out(tmp_path) -> None:
+async def test_the_session_records_of_the_start_are_written_once_the_request_is_out(
+    tmp_path,
+) -> None:
     store = SessionStore(tmp_path / "sessions")
     events = EventLog()
     model = SessionWatchingModel(Turn(text="done"), store=store, log=events)
@@ -71,8 +85,17 @@ async def test_the_session_records_of_the_start_are_written_once_the_request_is_
     # The session file exists (it was opened before anything was sent) but holds only its header...
     assert model.before == [(["meta:"], [])]
     # ...until the request is out: then the run's start and the messages sent.
-    assert model.after == [(["meta:", "run:start", "system", "user"], ["run_start", "turn_start", "llm_start"])]
-    assert kinds(session_records(store)) == ["meta:", "run:start", "system", "user", "assistant", "run:end"]
+    assert model.after == [
+        (["meta:", "run:start", "system", "user"], ["run_start", "turn_start", "llm_start"])
+    ]
+    assert kinds(session_records(store)) == [
+        "meta:",
+        "run:start",
+        "system",
+        "user",
+        "assistant",
+        "run:end",
+    ]
     assert {e.session_id for e in events.events} == {result.session_id}
 
 
@@ -83,7 +106,14 @@ async def test_a_run_without_a_listener_still_records_its_start(tmp_path) -> Non
     result = await build(tmp_path, model, store).run("go")
     assert result.stopped_reason == "final"
     assert model.after[0][0] == ["meta:", "run:start", "system", "user"]
-    assert kinds(session_records(store)) == ["meta:", "run:start", "system", "user", "assistant", "run:end"]
+    assert kinds(session_records(store)) == [
+        "meta:",
+        "run:start",
+        "system",
+        "user",
+        "assistant",
+        "run:end",
+    ]
 
 
 @needs_311
@@ -91,7 +121,10 @@ async def test_the_start_is_recorded_when_the_call_fails_before_sending(tmp_path
     store = SessionStore(tmp_path / "sessions")
     events = EventLog()
     model = SessionWatchingModel(
-        Turn(error=provider_error("network", "connection refused")), store=store, log=events, sends=False
+        Turn(error=provider_error("network", "connection refused")),
+        store=store,
+        log=events,
+        sends=False,
     )
     result = await build(tmp_path, model, store).run("go", on_event=events)
     assert result.stopped_reason == "error"
@@ -102,7 +135,9 @@ async def test_the_start_is_recorded_when_the_call_fails_before_sending(tmp_path
 @needs_311
 async def test_a_resumed_run_records_only_its_new_messages(tmp_path) -> None:
     store = SessionStore(tmp_path / "sessions")
-    first = await build(tmp_path, SessionWatchingModel(Turn(text="one"), store=store, log=EventLog()), store).run("a")
+    first = await build(
+        tmp_path, SessionWatchingModel(Turn(text="one"), store=store, log=EventLog()), store
+    ).run("a")
     model = SessionWatchingModel(Turn(text="two"), store=store, log=EventLog())
     result = await build(tmp_path, model, store).run("b", resume=first.session_id)
     assert result.stopped_reason == "final"
@@ -118,7 +153,9 @@ async def test_a_session_that_cannot_be_opened_ends_the_run_before_any_request(t
     blocker.write_text("a file where the session directory should be")
     store = SessionStore(blocker / "sessions")
     events = EventLog()
-    model = SessionWatchingModel(Turn(text="never"), store=SessionStore(tmp_path / "unused"), log=events)
+    model = SessionWatchingModel(
+        Turn(text="never"), store=SessionStore(tmp_path / "unused"), log=events
+    )
     result = await build(tmp_path, model, store).run("go", on_event=events)
     assert result.stopped_reason == "error"
     assert model.calls == [] and model.before == []
@@ -135,13 +172,19 @@ async def test_deferred_work_runs_in_its_place_among_the_held_events() -> None:
     ran: list[int] = []
     emitter.hold(60)
     await emitter.emit(TurnEnd(turn=1))
-    emitter.defer(lambda: (ran.append(len(seen)), emitter.emit_nowait(TurnStart(turn=2, max_turns=5))))
+    emitter.defer(
+        lambda: (ran.append(len(seen)), emitter.emit_nowait(TurnStart(turn=2, max_turns=5)))
+    )
     emitter.emit_nowait(TextDelta(turn=2, text="a"))
     assert seen == [] and ran == []
     emitter.release()
     # The work ran after the first held event was delivered, and its event kept its place.
     assert ran == [1]
-    assert [(e.type, e.seq) for e in seen] == [("turn_end", 1), ("turn_start", 2), ("text_delta", 3)]
+    assert [(e.type, e.seq) for e in seen] == [
+        ("turn_end", 1),
+        ("turn_start", 2),
+        ("text_delta", 3),
+    ]
 
 
 async def test_deferred_work_runs_at_once_when_nothing_is_held() -> None:

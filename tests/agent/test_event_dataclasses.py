@@ -34,7 +34,9 @@ def _expected_parameters(cls: type[Any]) -> list[tuple[str, Any, Any]]:
     return [
         (
             f.name,
-            inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY
+            if f.kw_only
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD,
             inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default,
         )
         for f in ordered
@@ -49,7 +51,9 @@ def test_the_constructor_has_the_dataclass_signature(cls: type[Any]) -> None:
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("cls", [c for c in CLASSES if c is not AgentEvent], ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize(
+    "cls", [c for c in CLASSES if c is not AgentEvent], ids=lambda cls: cls.__name__
+)
 def test_keyword_only_required_and_unknown_arguments_are_refused(cls: type[Any]) -> None:
     required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
     with pytest.raises(TypeError):
@@ -97,7 +101,10 @@ def test_instances_are_frozen_slotted_values() -> None:
     assert dataclasses.replace(end, turn=3).turn == 3 and end.turn == 2
     assert end.to_dict()["usage"] == {"input_tokens": 3, "output_tokens": 4}
     # Optional fields default to None and stay off the wire.
-    assert RunError(kind="network", message="down").to_dict() == {"kind": "network", "message": "down"}
+    assert RunError(kind="network", message="down").to_dict() == {
+        "kind": "network",
+        "message": "down",
+    }
 
 
 def test_an_event_checks_its_type_against_its_data_and_takes_positional_arguments() -> None:
@@ -111,7 +118,9 @@ def test_an_event_checks_its_type_against_its_data_and_takes_positional_argument
         2.5,
         data,
     )
-    assert AgentEvent(type="turn_start", run_id="r", session_id="s", seq=1, ts=2.5, data=data) == event
+    assert (
+        AgentEvent(type="turn_start", run_id="r", session_id="s", seq=1, ts=2.5, data=data) == event
+    )
     with pytest.raises(ValueError, match="turn_end"):
         AgentEvent("turn_end", "r", "s", 1, 2.5, data)
     with pytest.raises(TypeError):

@@ -18,12 +18,20 @@ AWKWARD = 'quote " backslash \\ tab \t nl \n nul \x00 del \x7f é 中文 🙂 \u
 MESSAGES = [
     Message(role="system", content=""),
     Message(role="user", content=AWKWARD),
-    Message(role="assistant", content="working", tool_calls=[ToolCall(id="c1", name="noop", arguments={"n": 1})]),
+    Message(
+        role="assistant",
+        content="working",
+        tool_calls=[ToolCall(id="c1", name="noop", arguments={"n": 1})],
+    ),
     Message(
         role="assistant",
         content="",
         tool_calls=[
-            ToolCall(id="a", name="edit", arguments={"path": AWKWARD, "nested": {"list": [1, 2.5, None, True]}}),
+            ToolCall(
+                id="a",
+                name="edit",
+                arguments={"path": AWKWARD, "nested": {"list": [1, 2.5, None, True]}},
+            ),
             ToolCall(id="b", name="bad", arguments={}, raw_arguments='{"unterminated'),
             ToolCall(id=AWKWARD, name=AWKWARD, arguments={"k": float("nan"), "i": float("-inf")}),
         ],

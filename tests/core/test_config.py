@@ -71,7 +71,9 @@ def test_precedence_workspace_over_user_over_env_over_default(work: Path, xdg: P
     user_file = write_user_config(xdg, {"terminal_timeout_ms": 2000, "max_turns": 8})
     workspace_file = write_workspace_config(work, {"terminal_timeout_ms": 1500})
     config = load_config(work, env=env)
-    assert config["terminal_timeout_ms"] == 1500  # workspace file wins (it narrows, so no trust needed)
+    assert (
+        config["terminal_timeout_ms"] == 1500
+    )  # workspace file wins (it narrows, so no trust needed)
     assert config.sources["terminal_timeout_ms"] == str(workspace_file)
     assert config["max_turns"] == 8  # user file beats env
     assert config.sources["max_turns"] == str(user_file)
@@ -82,22 +84,31 @@ def test_precedence_workspace_over_user_over_env_over_default(work: Path, xdg: P
 
 
 def test_overrides_and_explicit_file_go_on_top(work: Path, xdg: Path, tmp_path: Path) -> None:
-    workspace_file = write_workspace_config(work, {"terminal_timeout_ms": 3000, "max_turns": 3, "edit_mode": "review"})
+    workspace_file = write_workspace_config(
+        work, {"terminal_timeout_ms": 3000, "max_turns": 3, "edit_mode": "review"}
+    )
     explicit = tmp_path / "explicit.json"
     explicit.write_text(json.dumps({"max_turns": 4, "terminal_timeout_ms": 4000}))
     env = {"XDG_CONFIG_HOME": str(xdg)}
 
     def load() -> Any:
-        return load_config(work, env=env, config_file=explicit, overrides={"terminal_timeout_ms": 5000})
+        return load_config(
+            work, env=env, config_file=explicit, overrides={"terminal_timeout_ms": 5000}
+        )
 
     # Untrusted, the workspace file still narrows what the trusted layers say.
     untrusted = load()
-    assert untrusted["terminal_timeout_ms"] == 3000 and untrusted.sources["terminal_timeout_ms"] == str(workspace_file)
+    assert untrusted["terminal_timeout_ms"] == 3000 and untrusted.sources[
+        "terminal_timeout_ms"
+    ] == str(workspace_file)
     assert untrusted["max_turns"] == 3
     # Trusted, it is one layer among the others again, below overrides and --config.
     set_workspace_trust(work, trust=True, env=env)
     config = load()
-    assert config["terminal_timeout_ms"] == 5000 and config.sources["terminal_timeout_ms"] == "overrides"
+    assert (
+        config["terminal_timeout_ms"] == 5000
+        and config.sources["terminal_timeout_ms"] == "overrides"
+    )
     assert config["max_turns"] == 4 and config.sources["max_turns"] == str(explicit)
     assert config["edit_mode"] == "review"
 
@@ -110,10 +121,14 @@ def test_none_override_does_not_mask_lower_layers(work: Path, xdg: Path) -> None
 
 def test_user_config_path_follows_xdg_then_home(tmp_path: Path) -> None:
     assert user_config_path({"XDG_CONFIG_HOME": str(tmp_path)}) == tmp_path / "lich" / "config.json"
-    assert user_config_path({"HOME": str(tmp_path)}) == tmp_path / ".config" / "lich" / "config.json"
+    assert (
+        user_config_path({"HOME": str(tmp_path)}) == tmp_path / ".config" / "lich" / "config.json"
+    )
 
 
-def test_work_dir_may_only_narrow_to_a_folder_inside_the_root(work: Path, xdg: Path, tmp_path: Path) -> None:
+def test_work_dir_may_only_narrow_to_a_folder_inside_the_root(
+    work: Path, xdg: Path, tmp_path: Path
+) -> None:
     env = {"XDG_CONFIG_HOME": str(xdg)}
     (work / "src").mkdir()
     inside = load_config(work, env=env, overrides={"work_dir": str(work / "src")})
@@ -124,7 +139,9 @@ def test_work_dir_may_only_narrow_to_a_folder_inside_the_root(work: Path, xdg: P
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     for value in (str(elsewhere), "..", "/"):
-        with pytest.raises(ConfigError, match=r"^work_dir: .* is outside the workspace root .*narrow"):
+        with pytest.raises(
+            ConfigError, match=r"^work_dir: .* is outside the workspace root .*narrow"
+        ):
             load_config(work, env=env, overrides={"work_dir": value})
     os.symlink(elsewhere, work / "link")
     with pytest.raises(ConfigError, match="outside the workspace root"):
@@ -146,7 +163,9 @@ def test_work_dir_may_only_narrow_to_a_folder_inside_the_root(work: Path, xdg: P
         ({"models": []}, "models"),
     ],
 )
-def test_bad_values_name_key_and_file(work: Path, xdg: Path, data: dict[str, Any], key_text: str) -> None:
+def test_bad_values_name_key_and_file(
+    work: Path, xdg: Path, data: dict[str, Any], key_text: str
+) -> None:
     path = write_workspace_config(work, data)
     with pytest.raises(ConfigError) as info:
         load_config(work, env={"XDG_CONFIG_HOME": str(xdg)})
@@ -198,7 +217,9 @@ def test_line_comments_are_allowed_outside_strings(work: Path, xdg: Path) -> Non
 }
 """,
     )
-    set_workspace_trust(work, trust=True, env={"XDG_CONFIG_HOME": str(xdg)})  # system_prompt needs trust
+    set_workspace_trust(
+        work, trust=True, env={"XDG_CONFIG_HOME": str(xdg)}
+    )  # system_prompt needs trust
     config = load_config(work, env={"XDG_CONFIG_HOME": str(xdg)})
     assert config["terminal_timeout_ms"] == 1234
     assert config["system_prompt"] == 'see https://example.test/a//b and "quoted // text"'
@@ -214,7 +235,12 @@ def test_unknown_keys_are_kept_for_plugins(work: Path, xdg: Path) -> None:
 def test_mask_secrets() -> None:
     value = {
         "providers": [
-            {"name": "p", "api_key": "sk-123456", "api_key_env": "OPENAI_API_KEY", "base_url": "http://x"},
+            {
+                "name": "p",
+                "api_key": "sk-123456",
+                "api_key_env": "OPENAI_API_KEY",
+                "base_url": "http://x",
+            },
             {"name": "q", "headers": {"Authorization": "Bearer abc", "X-Trace": "1"}},
         ],
         "db_password": "hunter2",
@@ -240,7 +266,10 @@ def test_approval_and_code_action_values_are_checked() -> None:
         validate_values({"approval": {"terminal": "maybe"}}, "f")
     with pytest.raises(ConfigError, match=r"code_actions\[0\]\.prompt"):
         validate_values({"code_actions": [{"title": "Docstring"}]}, "f")
-    ok = validate_values({"approval": {"process/exec": "allow"}, "code_actions": [{"title": "T", "prompt": "P"}]}, "f")
+    ok = validate_values(
+        {"approval": {"process/exec": "allow"}, "code_actions": [{"title": "T", "prompt": "P"}]},
+        "f",
+    )
     assert ok["approval"] == {"process/exec": "allow"}
 
 

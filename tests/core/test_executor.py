@@ -25,7 +25,13 @@ WAIT_S = 10  # generous upper bound for anything that should happen "soon"
 
 
 def make_tool(name: str, run, **kwargs: Any) -> FunctionTool:
-    return FunctionTool(name=name, description=name, parameters={"type": "object", "properties": {}}, run=run, **kwargs)
+    return FunctionTool(
+        name=name,
+        description=name,
+        parameters={"type": "object", "properties": {}},
+        run=run,
+        **kwargs,
+    )
 
 
 class Calls:
@@ -73,7 +79,11 @@ async def test_success_passes_args_and_context(ctx: ToolContext) -> None:
     # The tool gets its own cancellation token, not the caller's; everything else is shared.
     seen = calls.contexts[0]
     assert seen.cancel is not ctx.cancel
-    assert seen.workspace is ctx.workspace and seen.read_state is ctx.read_state and seen.env is ctx.env
+    assert (
+        seen.workspace is ctx.workspace
+        and seen.read_state is ctx.read_state
+        and seen.env is ctx.env
+    )
 
 
 async def test_non_dict_args_become_empty(ctx: ToolContext) -> None:
@@ -102,7 +112,9 @@ async def test_already_cancelled_runs_nothing(ctx: ToolContext) -> None:
 
 async def test_capability_denied_runs_nothing(ctx: ToolContext) -> None:
     calls = Calls()
-    executor = executor_with(echo_tool(calls, capability="file/write"), gate=CapabilityGate(["file/read"]))
+    executor = executor_with(
+        echo_tool(calls, capability="file/write"), gate=CapabilityGate(["file/read"])
+    )
     result = await executor.execute("echo", {}, ctx)
     assert result.ok is False and result.error == "capability_denied: file/write"
     assert calls.args == []
@@ -111,7 +123,9 @@ async def test_capability_denied_runs_nothing(ctx: ToolContext) -> None:
 async def test_empty_grant_denies_gated_but_not_ungated_tools(ctx: ToolContext) -> None:
     gated, free = Calls(), Calls()
     executor = executor_with(
-        echo_tool(gated, "gated", capability="process/exec"), echo_tool(free, "free"), gate=CapabilityGate([])
+        echo_tool(gated, "gated", capability="process/exec"),
+        echo_tool(free, "free"),
+        gate=CapabilityGate([]),
     )
     assert (await executor.execute("gated", {}, ctx)).error == "capability_denied: process/exec"
     assert (await executor.execute("free", {}, ctx)).ok
@@ -162,11 +176,15 @@ async def test_cancel_during_guard_runs_nothing(ctx: ToolContext) -> None:
         call_ctx.cancel.cancel()  # the user hit cancel while an approval prompt was open
         return None
 
-    result = await executor_with(echo_tool(calls), call_checks=[cancel_then_allow]).execute("echo", {}, ctx)
+    result = await executor_with(echo_tool(calls), call_checks=[cancel_then_allow]).execute(
+        "echo", {}, ctx
+    )
     assert result.error == "cancelled" and calls.args == []
 
 
-async def test_declared_timeout_gives_timeout_error_and_cancels_tool_token(ctx: ToolContext) -> None:
+async def test_declared_timeout_gives_timeout_error_and_cancels_tool_token(
+    ctx: ToolContext,
+) -> None:
     tokens: list[CancelToken] = []
 
     async def slow(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
@@ -181,7 +199,9 @@ async def test_declared_timeout_gives_timeout_error_and_cancels_tool_token(ctx: 
     assert not ctx.cancel.cancelled
 
 
-async def test_default_timeout_applies_when_tool_declares_none(ctx: ToolContext, monkeypatch) -> None:
+async def test_default_timeout_applies_when_tool_declares_none(
+    ctx: ToolContext, monkeypatch
+) -> None:
     monkeypatch.setattr(executor_module, "DEFAULT_TOOL_TIMEOUT_MS", 40)
 
     async def slow(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
@@ -192,7 +212,9 @@ async def test_default_timeout_applies_when_tool_declares_none(ctx: ToolContext,
     assert result.error == "timeout: slow exceeded 40ms"
 
 
-async def test_cancellation_mid_run_reports_cancelled_and_lets_tool_clean_up(ctx: ToolContext) -> None:
+async def test_cancellation_mid_run_reports_cancelled_and_lets_tool_clean_up(
+    ctx: ToolContext,
+) -> None:
     started = asyncio.Event()
     cleaned = asyncio.Event()
 
@@ -269,7 +291,9 @@ async def test_throwing_tool_becomes_error_result(ctx: ToolContext) -> None:
         raise ToolError("not_found: gone.txt")
 
     executor = executor_with(make_tool("boom", boom), make_tool("prefixed", prefixed))
-    assert await executor.execute("boom", {}, ctx) == ToolResult(ok=False, output="", error="RuntimeError: kaput")
+    assert await executor.execute("boom", {}, ctx) == ToolResult(
+        ok=False, output="", error="RuntimeError: kaput"
+    )
     assert (await executor.execute("prefixed", {}, ctx)).error == "not_found: gone.txt"
 
 
@@ -301,16 +325,26 @@ async def test_caller_task_cancellation_propagates_and_stops_the_tool(ctx: ToolC
 
 
 def test_format_result_raw_on_success_json_on_error() -> None:
-    assert ToolExecutor.format_result(ToolResult(ok=True, output="line 1\nline 2")) == "line 1\nline 2"
-    rendered = ToolExecutor.format_result(ToolResult(ok=False, output="partial", error="timeout: x exceeded 5ms"))
-    assert json.loads(rendered) == {"ok": False, "output": "partial", "error": "timeout: x exceeded 5ms"}
+    assert (
+        ToolExecutor.format_result(ToolResult(ok=True, output="line 1\nline 2")) == "line 1\nline 2"
+    )
+    rendered = ToolExecutor.format_result(
+        ToolResult(ok=False, output="partial", error="timeout: x exceeded 5ms")
+    )
+    assert json.loads(rendered) == {
+        "ok": False,
+        "output": "partial",
+        "error": "timeout: x exceeded 5ms",
+    }
     # Details never reach the model.
     with_details = ToolResult(ok=False, error="e", details={"prior_content": "secret"})
     assert "prior_content" not in ToolExecutor.format_result(with_details)
     assert json.loads(ToolExecutor.format_result(ToolResult(ok=False, error="é")))["error"] == "é"
 
 
-async def test_each_default_context_is_fresh_and_reads_the_executor_at_the_call(tmp_path: Path) -> None:
+async def test_each_default_context_is_fresh_and_reads_the_executor_at_the_call(
+    tmp_path: Path,
+) -> None:
     """default_context reuses what is per work dir (the resolved dir, its DiskWorkspace) and
     makes the rest per call, as ToolContext(...) would: a token, a read state, an env copy."""
     executor = executor_with(work_dir=tmp_path, env={"A": "1"}, settings={"k": 1})
@@ -380,7 +414,9 @@ async def test_a_token_already_cancelled_when_the_work_starts_is_the_works_too()
     assert seen == [(True, "user")]
 
 
-async def test_a_tool_that_waits_follows_a_cancel_that_comes_after_its_first_step(ctx: ToolContext) -> None:
+async def test_a_tool_that_waits_follows_a_cancel_that_comes_after_its_first_step(
+    ctx: ToolContext,
+) -> None:
     waiting = asyncio.Event()
     tokens: list[CancelToken] = []
 

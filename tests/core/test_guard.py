@@ -88,13 +88,17 @@ def test_symlinked_directory_pointing_outside_is_refused(root: Path, outside: Pa
         message = escape_message(resolve_safe_path, root, "linkdir/secret.txt", for_write=write)
         assert message.startswith("path_escape:")
     # Even a file that does not exist yet below the link.
-    assert escape_message(resolve_safe_path, root, "linkdir/new.txt", for_write=True).startswith("path_escape:")
+    assert escape_message(resolve_safe_path, root, "linkdir/new.txt", for_write=True).startswith(
+        "path_escape:"
+    )
 
 
 def test_symlinked_file_pointing_outside_is_refused(root: Path, outside: Path) -> None:
     os.symlink(outside / "secret.txt", root / "leak.txt")
     assert escape_message(resolve_safe_path, root, "leak.txt").startswith("path_escape:")
-    assert escape_message(resolve_safe_path, root, "leak.txt", for_write=True).startswith("path_escape:")
+    assert escape_message(resolve_safe_path, root, "leak.txt", for_write=True).startswith(
+        "path_escape:"
+    )
 
 
 def test_symlink_inside_root_readable_but_leaf_never_written(root: Path) -> None:
@@ -107,7 +111,9 @@ def test_symlink_inside_root_readable_but_leaf_never_written(root: Path) -> None
 def test_writes_never_go_through_a_symlink_even_inside_the_root(root: Path) -> None:
     os.symlink(root / "src", root / "srclink")
     message = escape_message(resolve_safe_path, root, "srclink/new.py", for_write=True)
-    assert message.startswith("path_escape: srclink/new.py goes through the symbolic link srclink; writes never follow")
+    assert message.startswith(
+        "path_escape: srclink/new.py goes through the symbolic link srclink; writes never follow"
+    )
     # Reading through it is fine: it stays inside the root.
     assert resolve_safe_path(root, "srclink/a.py") == root / "srclink" / "a.py"
 
@@ -136,18 +142,28 @@ def test_lich_config_is_neither_readable_nor_writable(root: Path, write: bool) -
 @pytest.mark.parametrize("name", [".env", ".env.local", "sub/.env.production"])
 def test_env_files_are_readable_but_never_writable(root: Path, name: str) -> None:
     assert resolve_file_for(ctx_for(root), name, write=False) == root / name
-    assert escape_message(resolve_file_for, ctx_for(root), name, write=True).startswith("forbidden_path:")
+    assert escape_message(resolve_file_for, ctx_for(root), name, write=True).startswith(
+        "forbidden_path:"
+    )
 
 
 def test_lich_dir_writable_only_under_skills_and_plugins(root: Path) -> None:
     ctx = ctx_for(root)
-    assert resolve_file_for(ctx, ".lich/skills/notes.md", write=True) == root / ".lich/skills/notes.md"
-    assert resolve_file_for(ctx, ".lich/plugins/p/mod.py", write=True) == root / ".lich/plugins/p/mod.py"
+    assert (
+        resolve_file_for(ctx, ".lich/skills/notes.md", write=True) == root / ".lich/skills/notes.md"
+    )
+    assert (
+        resolve_file_for(ctx, ".lich/plugins/p/mod.py", write=True)
+        == root / ".lich/plugins/p/mod.py"
+    )
     for target in (".lich/approvals.json", ".lich/sessions/x.jsonl", ".lich/skills", ".lich"):
         message = escape_message(resolve_file_for, ctx, target, write=True)
         assert message.startswith("forbidden_path:"), target
     # Reading elsewhere in .lich is fine.
-    assert resolve_file_for(ctx, ".lich/sessions/x.jsonl", write=False) == root / ".lich/sessions/x.jsonl"
+    assert (
+        resolve_file_for(ctx, ".lich/sessions/x.jsonl", write=False)
+        == root / ".lich/sessions/x.jsonl"
+    )
 
 
 def test_deny_list_applies_through_symlinks_inside_the_root(root: Path) -> None:
@@ -157,10 +173,16 @@ def test_deny_list_applies_through_symlinks_inside_the_root(root: Path) -> None:
     os.symlink(root / ".lich", root / "dotlich")
     ctx = ctx_for(root)
     assert escape_message(resolve_file_for, ctx, "cfg", write=False).startswith("forbidden_path:")
-    assert escape_message(resolve_file_for, ctx, "dotlich/config.json", write=False).startswith("forbidden_path:")
+    assert escape_message(resolve_file_for, ctx, "dotlich/config.json", write=False).startswith(
+        "forbidden_path:"
+    )
     # Writes refuse the link itself, before the deny list is even asked.
-    assert escape_message(resolve_file_for, ctx, "dotlich/approvals.json", write=True).startswith("path_escape:")
-    assert escape_message(resolve_file_for, ctx, "dotlich/skills/s.md", write=True).startswith("path_escape:")
+    assert escape_message(resolve_file_for, ctx, "dotlich/approvals.json", write=True).startswith(
+        "path_escape:"
+    )
+    assert escape_message(resolve_file_for, ctx, "dotlich/skills/s.md", write=True).startswith(
+        "path_escape:"
+    )
 
 
 def test_check_file_access_ignores_ordinary_files(root: Path) -> None:
@@ -286,7 +308,15 @@ async def test_a_cancel_of_the_caller_during_the_grace_is_not_swallowed() -> Non
             except asyncio.CancelledError:
                 ignoring.set()  # swallowed: this work never stops by itself
 
-    task = asyncio.ensure_future(with_timeout(ignores_everything, WAIT_S * 1000, "stubborn", cancel=caller, grace_ms=int(WAIT_S * 1000)))
+    task = asyncio.ensure_future(
+        with_timeout(
+            ignores_everything,
+            WAIT_S * 1000,
+            "stubborn",
+            cancel=caller,
+            grace_ms=int(WAIT_S * 1000),
+        )
+    )
     await asyncio.sleep(0)
     caller.cancel()
     await asyncio.wait_for(ignoring.wait(), WAIT_S)  # the work got its cancel; the grace runs

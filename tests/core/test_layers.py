@@ -114,11 +114,16 @@ def _walk_imports(
 
 
 @functools.cache
-def _import_statements(path: str, source: str) -> tuple[tuple[ast.Import | ast.ImportFrom, bool, str], ...]:
+def _import_statements(
+    path: str, source: str
+) -> tuple[tuple[ast.Import | ast.ImportFrom, bool, str], ...]:
     """A file's import statements: (node, runs at import time, the statement as written).
     Cached by content: the checks below scan the project many times, each with one file changed."""
     tree = ast.parse(source, filename=path)
-    return tuple((node, at_import_time, ast.unparse(node)) for node, at_import_time in _walk_imports(tree.body))
+    return tuple(
+        (node, at_import_time, ast.unparse(node))
+        for node, at_import_time in _walk_imports(tree.body)
+    )
 
 
 def scan(sources: Mapping[str, str]) -> dict[str, Module]:
@@ -247,7 +252,9 @@ def _loaded_at_import(modules: Mapping[str, Module], start: str) -> dict[str, Im
         parts = name.split(".")
         return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
-    loaded: dict[str, Import | None] = {name: None for name in with_parents(start) if name in modules}
+    loaded: dict[str, Import | None] = {
+        name: None for name in with_parents(start) if name in modules
+    }
     queue = list(loaded)
     while queue:
         current = queue.pop(0)
@@ -322,7 +329,9 @@ def import_cycles(modules: Mapping[str, Module], unit: Callable[[str], str]) -> 
         steps = "; ".join(edges[a][b].where() for a, b in pairwise(path))
         others = sorted(component - set(path))
         also = f" (also in this cycle: {', '.join(others)})" if others else ""
-        cycles.append(Cycle(frozenset(component), f"import cycle {' -> '.join(path)}{also}: {steps}"))
+        cycles.append(
+            Cycle(frozenset(component), f"import cycle {' -> '.join(path)}{also}: {steps}")
+        )
     return cycles
 
 
@@ -368,7 +377,9 @@ def _strongly_connected(edges: Mapping[str, Mapping[str, Import]]) -> list[set[s
     return found
 
 
-def _cycle_through(start: str, component: set[str], edges: Mapping[str, Mapping[str, Import]]) -> list[str]:
+def _cycle_through(
+    start: str, component: set[str], edges: Mapping[str, Mapping[str, Import]]
+) -> list[str]:
     """The shortest path from `start` back to itself inside its component."""
     previous: dict[str, str] = {}
     queue = [start]
@@ -457,9 +468,20 @@ def project() -> dict[str, Module]:
 
 
 def test_scan_sees_the_whole_project(project: dict[str, Module]) -> None:
-    for name in (VOCABULARY, ERRORS, "lich_core.providers.http", "lich_core.hashline.edit",
-                 "lich_core.plugins.host", "lich_core.agent.loop", "lich_core.runtime", "lich_lsp.server",
-                 "lich_acp.agent", "lich_acp.__main__", "lich_cli.main", "lich_cli.agent"):
+    for name in (
+        VOCABULARY,
+        ERRORS,
+        "lich_core.providers.http",
+        "lich_core.hashline.edit",
+        "lich_core.plugins.host",
+        "lich_core.agent.loop",
+        "lich_core.runtime",
+        "lich_lsp.server",
+        "lich_acp.agent",
+        "lich_acp.__main__",
+        "lich_cli.main",
+        "lich_cli.agent",
+    ):
         assert name in project, f"{name} not scanned"
     assert len(project) > 50
     assert any(imp.target == VOCABULARY for imp in project["lich_core.providers.base"].imports)
@@ -482,8 +504,14 @@ def test_no_import_cycle(project: dict[str, Module], package: str, level: str) -
         for cycle in import_cycles(project, CYCLE_LEVELS[level])
         if any(_within(member, package) for member in cycle.members)
     ]
-    unknown = [cycle for cycle in cycles if not any(cycle.members <= known for known in KNOWN_CYCLES.values())]
-    assert not unknown, f"{package}'s {level}:\n  " + "\n  ".join(cycle.message for cycle in unknown)
+    unknown = [
+        cycle
+        for cycle in cycles
+        if not any(cycle.members <= known for known in KNOWN_CYCLES.values())
+    ]
+    assert not unknown, f"{package}'s {level}:\n  " + "\n  ".join(
+        cycle.message for cycle in unknown
+    )
     known = {
         reason: [cycle for cycle in cycles if cycle.members <= members]
         for reason, members in KNOWN_CYCLES.items()
@@ -491,62 +519,148 @@ def test_no_import_cycle(project: dict[str, Module], package: str, level: str) -
     }
     if any(known.values()):
         pytest.xfail(
-            "; ".join(f"{reason}: {cycle.message}" for reason, found in known.items() for cycle in found)
+            "; ".join(
+                f"{reason}: {cycle.message}" for reason, found in known.items() for cycle in found
+            )
         )
 
 
 # --- the checker itself catches what it should -------------------------------------------------
 
 BREAKS = [
-    ("core_never_imports_what_is_above_it", "lich_core/tools/zz_bad.py",
-     "def f():\n    from lsprotocol import types\n", "lsprotocol"),
-    ("core_never_imports_what_is_above_it", "lich_core/zz_bad.py",
-     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import lich_lsp.server\n", "lich_lsp.server"),
-    ("core_never_imports_what_is_above_it", "lich_core/zz_bad.py",
-     "def main():\n    from lich_cli.main import main\n", "lich_cli.main"),
-    ("core_never_imports_what_is_above_it", "lich_core/agent/zz_bad.py",
-     "def f():\n    import lich_acp.agent\n", "lich_acp.agent"),
-    ("faces_never_import_the_cli_or_each_other", "lich_acp/zz_bad.py",
-     "def f():\n    from lich_cli.common import cli_root\n", "lich_cli.common"),
-    ("faces_never_import_the_cli_or_each_other", "lich_lsp/zz_bad.py",
-     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lich_acp.agent import LichAcpAgent\n",
-     "lich_acp.agent"),
-    ("vocabulary_is_the_bottom", "lich_core/vocabulary.py",
-     "from lich_core.tools.types import ToolContext\n", "lich_core.tools.types"),
-    ("providers_know_only_vocabulary_and_http", "lich_core/providers/zz_bad.py",
-     "from lich_core.agent.messages import Message\n", "lich_core.agent.messages"),
-    ("providers_know_only_vocabulary_and_http", "lich_core/providers/zz_bad.py",
-     "import requests\n", "requests"),
-    ("hashline_imports_only_vocabulary", "lich_core/hashline/zz_bad.py",
-     "from ..workspace import FileChange\n", "lich_core.workspace"),
-    ("hashline_imports_only_vocabulary", "lich_core/hashline/zz_bad.py",
-     "from lich_core.errors import ToolError\n", "lich_core.errors"),
-    ("plugins_do_not_load_executor", "lich_core/plugins/zz_bad.py",
-     "from lich_core.tools.executor import ToolExecutor\n", "lich_core.tools.executor"),
-    ("plugins_do_not_load_executor", "lich_core/plugins/zz_bad.py",
-     "from lich_core.tools.builtin.terminal import TOOL\n",
-     "lich_core/tools/builtin/terminal.py"),
-    ("package_cycles", "lich_core/providers/zz_bad.py",
-     "from lich_core.agent.loop import Agent\n", "lich_core.agent -> lich_core.providers"),
+    (
+        "core_never_imports_what_is_above_it",
+        "lich_core/tools/zz_bad.py",
+        "def f():\n    from lsprotocol import types\n",
+        "lsprotocol",
+    ),
+    (
+        "core_never_imports_what_is_above_it",
+        "lich_core/zz_bad.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import lich_lsp.server\n",
+        "lich_lsp.server",
+    ),
+    (
+        "core_never_imports_what_is_above_it",
+        "lich_core/zz_bad.py",
+        "def main():\n    from lich_cli.main import main\n",
+        "lich_cli.main",
+    ),
+    (
+        "core_never_imports_what_is_above_it",
+        "lich_core/agent/zz_bad.py",
+        "def f():\n    import lich_acp.agent\n",
+        "lich_acp.agent",
+    ),
+    (
+        "faces_never_import_the_cli_or_each_other",
+        "lich_acp/zz_bad.py",
+        "def f():\n    from lich_cli.common import cli_root\n",
+        "lich_cli.common",
+    ),
+    (
+        "faces_never_import_the_cli_or_each_other",
+        "lich_lsp/zz_bad.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lich_acp.agent import LichAcpAgent\n",
+        "lich_acp.agent",
+    ),
+    (
+        "vocabulary_is_the_bottom",
+        "lich_core/vocabulary.py",
+        "from lich_core.tools.types import ToolContext\n",
+        "lich_core.tools.types",
+    ),
+    (
+        "providers_know_only_vocabulary_and_http",
+        "lich_core/providers/zz_bad.py",
+        "from lich_core.agent.messages import Message\n",
+        "lich_core.agent.messages",
+    ),
+    (
+        "providers_know_only_vocabulary_and_http",
+        "lich_core/providers/zz_bad.py",
+        "import requests\n",
+        "requests",
+    ),
+    (
+        "hashline_imports_only_vocabulary",
+        "lich_core/hashline/zz_bad.py",
+        "from ..workspace import FileChange\n",
+        "lich_core.workspace",
+    ),
+    (
+        "hashline_imports_only_vocabulary",
+        "lich_core/hashline/zz_bad.py",
+        "from lich_core.errors import ToolError\n",
+        "lich_core.errors",
+    ),
+    (
+        "plugins_do_not_load_executor",
+        "lich_core/plugins/zz_bad.py",
+        "from lich_core.tools.executor import ToolExecutor\n",
+        "lich_core.tools.executor",
+    ),
+    (
+        "plugins_do_not_load_executor",
+        "lich_core/plugins/zz_bad.py",
+        "from lich_core.tools.builtin.terminal import TOOL\n",
+        "lich_core/tools/builtin/terminal.py",
+    ),
+    (
+        "package_cycles",
+        "lich_core/providers/zz_bad.py",
+        "from lich_core.agent.loop import Agent\n",
+        "lich_core.agent -> lich_core.providers",
+    ),
     # Counted inside functions and under TYPE_CHECKING, as well as at module level.
-    ("package_cycles", "lich_core/tools/zz_bad.py",
-     "def f():\n    from lich_core.runtime import build_tool_runtime\n", "lich_core.tools -> lich_core.runtime"),
-    ("module_cycles", "lich_cli/common.py",
-     "def f():\n    from lich_cli.agent import COMMANDS\n", "lich_cli.agent -> lich_cli.common -> lich_cli.agent"),
-    ("module_cycles", "lich_core/shell.py",
-     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lich_core.tools.builtin.terminal import TOOL\n",
-     "lich_core.shell -> lich_core.tools.builtin.terminal -> lich_core.shell"),
-    ("module_cycles", "lich_acp/events.py",
-     "def f():\n    from lich_acp.agent import LichAcpAgent\n", "lich_acp.agent -> lich_acp.events -> lich_acp.agent"),
-    ("builtin_tools_do_not_import_each_other", "lich_core/tools/builtin/zz_bad.py",
-     "from lich_core.tools.builtin.read_file import MAX_OUTPUT_CHARS\n", "lich_core.tools.builtin.read_file"),
-    ("builtin_tools_do_not_import_each_other", "lich_core/tools/builtin/zz_bad.py",
-     "from lich_core.tools.builtin import _grep_engine\ndef f():\n    from . import terminal\n",
-     "lich_core.tools.builtin.terminal"),
-    ("vocabulary_imported_from_its_home", "lich_lsp/zz_bad.py",
-     "from lich_core.workspace import FileChange, LineReplacement\n", "LineReplacement"),
-    ("vocabulary_imported_from_its_home", "lich_core/agent/zz_bad.py",
-     "from .messages import Message\n", "lich_core.agent.messages"),
+    (
+        "package_cycles",
+        "lich_core/tools/zz_bad.py",
+        "def f():\n    from lich_core.runtime import build_tool_runtime\n",
+        "lich_core.tools -> lich_core.runtime",
+    ),
+    (
+        "module_cycles",
+        "lich_cli/common.py",
+        "def f():\n    from lich_cli.agent import COMMANDS\n",
+        "lich_cli.agent -> lich_cli.common -> lich_cli.agent",
+    ),
+    (
+        "module_cycles",
+        "lich_core/shell.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lich_core.tools.builtin.terminal import TOOL\n",
+        "lich_core.shell -> lich_core.tools.builtin.terminal -> lich_core.shell",
+    ),
+    (
+        "module_cycles",
+        "lich_acp/events.py",
+        "def f():\n    from lich_acp.agent import LichAcpAgent\n",
+        "lich_acp.agent -> lich_acp.events -> lich_acp.agent",
+    ),
+    (
+        "builtin_tools_do_not_import_each_other",
+        "lich_core/tools/builtin/zz_bad.py",
+        "from lich_core.tools.builtin.read_file import MAX_OUTPUT_CHARS\n",
+        "lich_core.tools.builtin.read_file",
+    ),
+    (
+        "builtin_tools_do_not_import_each_other",
+        "lich_core/tools/builtin/zz_bad.py",
+        "from lich_core.tools.builtin import _grep_engine\ndef f():\n    from . import terminal\n",
+        "lich_core.tools.builtin.terminal",
+    ),
+    (
+        "vocabulary_imported_from_its_home",
+        "lich_lsp/zz_bad.py",
+        "from lich_core.workspace import FileChange, LineReplacement\n",
+        "LineReplacement",
+    ),
+    (
+        "vocabulary_imported_from_its_home",
+        "lich_core/agent/zz_bad.py",
+        "from .messages import Message\n",
+        "lich_core.agent.messages",
+    ),
 ]
 
 
@@ -567,7 +681,9 @@ CHECKS = {**RULES, "module_cycles": module_cycles, "package_cycles": package_cyc
 
 def test_a_package_cycle_need_not_be_a_module_cycle() -> None:
     sources = project_sources()
-    sources["lich_core/tools/zz_bad.py"] = "def f():\n    from lich_core.runtime import build_tool_runtime\n"
+    sources["lich_core/tools/zz_bad.py"] = (
+        "def f():\n    from lich_core.runtime import build_tool_runtime\n"
+    )
     modules = scan(sources)
     assert not any("zz_bad" in problem for problem in module_cycles(modules))
     assert any("lich_core/tools/zz_bad.py" in problem for problem in package_cycles(modules))

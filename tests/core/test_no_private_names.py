@@ -35,7 +35,12 @@ def is_library(module: str) -> bool:
 
 
 def scanned_files() -> list[Path]:
-    files = [path for package in PACKAGES if (REPO / package).is_dir() for path in (REPO / package).rglob("*.py")]
+    files = [
+        path
+        for package in PACKAGES
+        if (REPO / package).is_dir()
+        for path in (REPO / package).rglob("*.py")
+    ]
     return sorted(path for path in files if path != ADAPTER)
 
 
@@ -100,7 +105,9 @@ def private_uses(tree: ast.Module, suspects: set[str]) -> Iterator[tuple[int, st
                     yield node.lineno, f"from {node.module} import {alias.name}"
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if is_library(alias.name) and any(is_private(part) for part in alias.name.split(".")):
+                if is_library(alias.name) and any(
+                    is_private(part) for part in alias.name.split(".")
+                ):
                     yield node.lineno, f"import {alias.name}"
         elif isinstance(node, ast.Attribute) and is_private(node.attr):
             root = _root(node.value)
@@ -124,12 +131,16 @@ def private_uses(tree: ast.Module, suspects: set[str]) -> Iterator[tuple[int, st
 @pytest.fixture(scope="module")
 def suspects() -> set[str]:
     """Private names of asyncio and pygls that lich, outside the adapter, never defines itself."""
-    library = defined_private_names(parse(path) for package in LIBRARIES for path in library_files(package))
+    library = defined_private_names(
+        parse(path) for package in LIBRARIES for path in library_files(package)
+    )
     ours = defined_private_names(parse(path) for path in scanned_files())
     return library - ours
 
 
-def test_no_module_outside_the_adapter_reaches_a_private_name_of_asyncio_or_pygls(suspects: set[str]) -> None:
+def test_no_module_outside_the_adapter_reaches_a_private_name_of_asyncio_or_pygls(
+    suspects: set[str],
+) -> None:
     files = scanned_files()
     assert len(files) > 50 and REPO / "lich_core" / "agent" / "loop.py" in files
     found = [
@@ -137,12 +148,14 @@ def test_no_module_outside_the_adapter_reaches_a_private_name_of_asyncio_or_pygl
         for path in files
         for line, what in private_uses(parse(path), suspects)
     ]
-    assert found == [], "private names of asyncio/pygls outside lich_lsp/pygls_adapter.py:\n" + "\n".join(found)
+    assert found == [], (
+        "private names of asyncio/pygls outside lich_lsp/pygls_adapter.py:\n" + "\n".join(found)
+    )
 
 
 def test_the_scan_finds_each_kind_of_reach(suspects: set[str]) -> None:
     """The checks above are only worth their silence if they speak up on these."""
-    source = '''
+    source = """
 import asyncio
 import os
 from asyncio import tasks
@@ -162,7 +175,7 @@ def f(server, task, loop):
     getattr(loop, "_ready")
     os._exit(0)
     Mine()._own
-'''
+"""
     found = [what for _, what in sorted(private_uses(ast.parse(source), suspects))]
     assert found == [
         "from asyncio.tasks import _enter_task",
@@ -178,6 +191,8 @@ def f(server, task, loop):
 def test_the_adapter_is_where_pygls_internals_are_reached(suspects: set[str]) -> None:
     """The exemption is not dead: the adapter does reach into pygls (a name check would find it)."""
     assert ADAPTER.is_file()
-    adapter_private = {node.attr for node in ast.walk(parse(ADAPTER)) if isinstance(node, ast.Attribute)}
+    adapter_private = {
+        node.attr for node in ast.walk(parse(ADAPTER)) if isinstance(node, ast.Attribute)
+    }
     library = defined_private_names(parse(path) for path in library_files("pygls"))
     assert adapter_private & library

@@ -34,7 +34,9 @@ def test_definitions_keep_order_and_json_schema_spelling() -> None:
     definitions = registry.definitions()
     assert [d.name for d in definitions] == ["first", "second"]
     assert definitions[0] == ToolDefinition(
-        "first", "the first tool", {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+        "first",
+        "the first tool",
+        {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]},
     )
     assert definitions[0].to_dict()["parameters"]["required"] == ["x"]
 

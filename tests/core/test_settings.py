@@ -37,7 +37,14 @@ def test_a_loaded_configs_settings_hold_its_values_sources_and_trust(tmp_path: P
     (work / ".lich" / "config.json").write_text(
         json.dumps({"max_turns": 7, "review_style": "hunks", "my_plugin_key": {"x": 1}})
     )
-    config = load_config(work, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)})
+    config = load_config(
+        work,
+        env={
+            "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "HOME": str(tmp_path),
+        },
+    )
     settings = config.settings
     for key in KEYS:
         assert getattr(settings, key) == config[key], key
@@ -66,7 +73,9 @@ def test_absent_and_null_values_take_the_default() -> None:
 def test_a_value_is_from_the_trusted_workspace_only_when_that_file_set_it(tmp_path: Path) -> None:
     path = tmp_path / ".lich" / "config.json"
     sources = {"test_command": str(path), "mcp_servers": "user"}
-    trusted = Settings.of({"test_command": "make test"}, sources=sources, trust=TrustStatus(TRUSTED, path))
+    trusted = Settings.of(
+        {"test_command": "make test"}, sources=sources, trust=TrustStatus(TRUSTED, path)
+    )
     assert trusted.workspace_trusted
     assert trusted.from_trusted_workspace("test_command") is trusted.trust
     assert trusted.from_trusted_workspace("mcp_servers") is None
@@ -79,7 +88,11 @@ def test_a_tool_context_types_the_mapping_it_is_given(tmp_path: Path) -> None:
     ctx = ToolContext(work_dir=tmp_path, settings={"docs_dir": "manual", "plugin_key": 1})
     assert isinstance(ctx.settings, Settings)
     assert ctx.settings.docs_dir == "manual" and ctx.settings["plugin_key"] == 1
-    config = Config({"test_command": "make"}, {"test_command": "user"}, TrustStatus(TRUSTED, tmp_path / "c.json"))
+    config = Config(
+        {"test_command": "make"},
+        {"test_command": "user"},
+        TrustStatus(TRUSTED, tmp_path / "c.json"),
+    )
     from_config = ToolContext(work_dir=tmp_path, settings=config)
     assert from_config.settings.test_command == "make" and from_config.settings.workspace_trusted
     assert settings_of(from_config.settings) is from_config.settings
@@ -103,7 +116,12 @@ def untyped_reads(source: str, path: str) -> list[str]:
     for node in ast.walk(ast.parse(source, filename=path)):
         key: object = None
         receiver = ""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+        ):
             receiver = _receiver_name(node.func.value)
             if isinstance(node.args[0], ast.Constant):
                 key = node.args[0].value
@@ -138,4 +156,7 @@ def test_product_code_reads_known_keys_as_typed_attributes() -> None:
     for package in PRODUCT_PACKAGES:
         for file in sorted((ROOT / package).rglob("*.py")):
             found += untyped_reads(file.read_text(encoding="utf-8"), str(file.relative_to(ROOT)))
-    assert not found, "read these through Config.settings / settings_of (lich_core.settings):\n" + "\n".join(found)
+    assert not found, (
+        "read these through Config.settings / settings_of (lich_core.settings):\n"
+        + "\n".join(found)
+    )

@@ -26,7 +26,9 @@ print(json.dumps(report))
 
 
 def test_the_collector_is_off_inside_and_what_was_made_is_frozen_after() -> None:
-    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True
+    )
     report = json.loads(done.stdout)
     assert report["enabled_before"] and not report["enabled_inside"] and report["enabled_after"]
     assert report["frozen_after"] >= report["frozen_before"] + 10_000

@@ -21,7 +21,17 @@ def test_mypy_reports_no_errors(tmp_path: Path) -> None:
     # Neovim it downloads there): a re-run checks only what changed. Elsewhere a fresh one.
     cache_dir = os.environ.get("LICH_MYPY_CACHE_DIR") or str(tmp_path / "mypy-cache")
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "lich_core", "lich_lsp", "lich_acp", "lich_cli", "--cache-dir", cache_dir],
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "lich_core",
+            "lich_lsp",
+            "lich_acp",
+            "lich_cli",
+            "--cache-dir",
+            cache_dir,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -49,14 +49,21 @@ def _mode(path: Path) -> int:
 def test_state_dirs_are_made_private(ws: Path) -> None:
     target = workspace_state_dir(ws) / "undo" / "t1.json"
     write_json_atomic(target, {"a": 1})
-    for directory in (user_state_dir(), user_state_dir() / "workspaces", workspace_state_dir(ws), target.parent):
+    for directory in (
+        user_state_dir(),
+        user_state_dir() / "workspaces",
+        workspace_state_dir(ws),
+        target.parent,
+    ):
         assert _mode(directory) == 0o700, directory
     assert _mode(target) == 0o600
     assert load_json(target) == {"a": 1}
     assert [p.name for p in target.parent.iterdir()] == ["t1.json"]  # no temp file left
 
 
-def test_an_other_writable_state_dir_is_refused_for_reads_and_writes(ws: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_an_other_writable_state_dir_is_refused_for_reads_and_writes(
+    ws: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     directory = workspace_state_dir(ws)
     write_json_atomic(directory / "approvals.json", {"always": ["terminal"]})
     os.chmod(directory, 0o707)
@@ -92,7 +99,9 @@ def test_a_group_writable_dir_of_a_shared_group_or_another_owner_is_refused(ws: 
         write_json_atomic(directory / "approvals.json", {})
 
 
-def test_a_group_writable_dir_of_the_users_own_group_passes(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_group_writable_dir_of_the_users_own_group_passes(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A user private group (umask 002 systems): writable by the group is writable by nobody else.
     assert not userstate._group_is_only(UNASSIGNED_ID, os.getuid())  # no such group: no exception
     directory = workspace_state_dir(ws)
@@ -129,7 +138,9 @@ def test_a_linked_file_is_replaced_on_write_and_skipped_on_read(ws: Path, tmp_pa
         load_json(target)
     write_json_atomic(target, {"always": []})
     assert victim.read_text(encoding="utf-8") == '{"mine": true}'
-    assert not target.is_symlink() and json.loads(target.read_text(encoding="utf-8")) == {"always": []}
+    assert not target.is_symlink() and json.loads(target.read_text(encoding="utf-8")) == {
+        "always": []
+    }
 
 
 def test_hostile_state_files_are_skipped(ws: Path) -> None:

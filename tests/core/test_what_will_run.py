@@ -25,7 +25,11 @@ def trusted(root: Path, **values: Any) -> Config:
 
 
 def line(name: str, root: Path, settings: Any = None, **args: Any) -> str | None:
-    return what_will_run(TOOLS[name], args, ToolContext(work_dir=root, settings=settings if settings is not None else {}))
+    return what_will_run(
+        TOOLS[name],
+        args,
+        ToolContext(work_dir=root, settings=settings if settings is not None else {}),
+    )
 
 
 def test_an_untrusted_repository_gets_the_users_interpreter(tmp_path: Path) -> None:
@@ -54,7 +58,10 @@ def test_a_trusted_repository_without_a_venv_uses_the_users_python(tmp_path: Pat
         f"runs `{shlex.quote(sys.executable)} -m pytest`: starts your Python {sys.executable}; "
         "pytest loads the test files from this repository"
     )
-    assert line("python_eval", tmp_path, trusted(tmp_path)) == f"runs the code in your Python {sys.executable}, in the workspace"
+    assert (
+        line("python_eval", tmp_path, trusted(tmp_path))
+        == f"runs the code in your Python {sys.executable}, in the workspace"
+    )
 
 
 def test_a_configured_test_command_names_the_files_its_runner_reads(tmp_path: Path) -> None:
@@ -81,7 +88,10 @@ def test_a_configured_test_command_names_the_files_its_runner_reads(tmp_path: Pa
 
 def test_terminal_names_the_command_its_shell_and_repository_programs(tmp_path: Path) -> None:
     make_untrusted_repo(tmp_path)
-    assert line("terminal", tmp_path, command="pytest -q") == "runs `pytest -q` with bash -lc in the workspace"
+    assert (
+        line("terminal", tmp_path, command="pytest -q")
+        == "runs `pytest -q` with bash -lc in the workspace"
+    )
     assert line("terminal", tmp_path, command=".venv/bin/python x.py", shell="sh") == (
         "runs `.venv/bin/python x.py` with sh -lc in the workspace; runs .venv/bin/python from this repository"
     )
@@ -92,7 +102,10 @@ def test_an_mcp_tool_names_its_server_and_command_line(tmp_path: Path) -> None:
     tool = McpTool("mcp_docs_search", "docs", "search", None, {}, call=None)  # type: ignore[arg-type]
     settings = {"mcp_servers": {"docs": {"command": "python", "args": ["srv.py", "--port", "3"]}}}
     ctx = ToolContext(work_dir=tmp_path, settings=settings)
-    assert what_will_run(tool, {}, ctx) == "calls search on the MCP server docs (started as `python srv.py --port 3`)"
+    assert (
+        what_will_run(tool, {}, ctx)
+        == "calls search on the MCP server docs (started as `python srv.py --port 3`)"
+    )
 
 
 def test_tools_that_start_nothing_show_only_their_arguments(tmp_path: Path) -> None:

@@ -58,7 +58,9 @@ async def test_work_that_waits_past_the_deadline_times_out_and_is_stopped() -> N
     assert stopped.is_set()
 
 
-async def test_work_that_never_waits_takes_a_turn_of_the_loop_only_where_asyncio_cannot_start_eagerly() -> None:
+async def test_work_that_never_waits_takes_a_turn_of_the_loop_only_where_asyncio_cannot_start_eagerly() -> (
+    None
+):
     turned: list[bool] = []
     asyncio.get_running_loop().call_soon(turned.append, True)
 

@@ -68,7 +68,9 @@ async def test_write_keeps_existing_file_mode(ws: DiskWorkspace, tmp_path: Path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o751
 
 
-async def test_new_file_gets_umask_mode_not_temp_file_mode(ws: DiskWorkspace, tmp_path: Path) -> None:
+async def test_new_file_gets_umask_mode_not_temp_file_mode(
+    ws: DiskWorkspace, tmp_path: Path
+) -> None:
     old_umask = os.umask(0o022)
     try:
         path = tmp_path / "new.txt"
@@ -105,7 +107,9 @@ async def test_stale_single_file_is_rejected(ws: DiskWorkspace, tmp_path: Path) 
     assert path.read_text() == "someone else's edit"
 
 
-async def test_creating_a_file_that_appeared_meanwhile_is_stale(ws: DiskWorkspace, tmp_path: Path) -> None:
+async def test_creating_a_file_that_appeared_meanwhile_is_stale(
+    ws: DiskWorkspace, tmp_path: Path
+) -> None:
     path = tmp_path / "f.txt"
     path.write_text("appeared")
     with pytest.raises(EditRejected):
@@ -135,13 +139,17 @@ async def test_staging_failure_writes_nothing(ws: DiskWorkspace, tmp_path: Path)
     assert temp_leftovers(tmp_path) == []
 
 
-async def test_change_to_a_directory_is_rejected_not_raised_raw(ws: DiskWorkspace, tmp_path: Path) -> None:
+async def test_change_to_a_directory_is_rejected_not_raised_raw(
+    ws: DiskWorkspace, tmp_path: Path
+) -> None:
     first = tmp_path / "one.txt"
     first.write_text("1\n")
     (tmp_path / "adir").mkdir()
     (tmp_path / "adir" / "inside.txt").write_text("keep")
     with pytest.raises(EditRejected, match=r"^edit_rejected: unreadable: .*adir"):
-        await ws.apply([write(first, "1 edited\n", "1\n"), write(tmp_path / "adir", "x", None)], "t")
+        await ws.apply(
+            [write(first, "1 edited\n", "1\n"), write(tmp_path / "adir", "x", None)], "t"
+        )
     assert first.read_text() == "1\n"
     assert (tmp_path / "adir" / "inside.txt").read_text() == "keep"
     assert temp_leftovers(tmp_path) == []
@@ -150,7 +158,11 @@ async def test_change_to_a_directory_is_rejected_not_raised_raw(ws: DiskWorkspac
 async def test_failing_rename_part_way_restores_earlier_files(
     ws: DiskWorkspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    existing, created, third = tmp_path / "existing.txt", tmp_path / "created.txt", tmp_path / "third.txt"
+    existing, created, third = (
+        tmp_path / "existing.txt",
+        tmp_path / "created.txt",
+        tmp_path / "third.txt",
+    )
     existing.write_text("original\n")
     third.write_text("third\n")
     os.chmod(existing, 0o640)
@@ -179,7 +191,9 @@ async def test_failing_rename_part_way_restores_earlier_files(
     assert temp_leftovers(tmp_path) == []
 
 
-async def test_successful_multi_file_set_applies_everything(ws: DiskWorkspace, tmp_path: Path) -> None:
+async def test_successful_multi_file_set_applies_everything(
+    ws: DiskWorkspace, tmp_path: Path
+) -> None:
     a, b, c = tmp_path / "a.txt", tmp_path / "sub" / "b.txt", tmp_path / "c.txt"
     a.write_text("a")
     c.write_text("c")
@@ -210,7 +224,9 @@ def test_current_umask_reads_without_changing_it() -> None:
     "disk",
     [b"caf\xc3\xa9 \xf0\x9f\x99\x82\r\nline\n", b"raw \xff\xfe bytes\n", b"", b"\x00nul\n"],
 )
-async def test_the_stale_check_compares_exact_bytes(ws: DiskWorkspace, tmp_path: Path, disk: bytes) -> None:
+async def test_the_stale_check_compares_exact_bytes(
+    ws: DiskWorkspace, tmp_path: Path, disk: bytes
+) -> None:
     """Unchanged bytes pass, whatever they are; one changed byte anywhere is stale."""
     path = tmp_path / "f.txt"
     path.write_bytes(disk)
@@ -234,7 +250,9 @@ async def test_a_base_no_file_can_hold_is_stale(ws: DiskWorkspace, tmp_path: Pat
     assert path.read_bytes() == b"a\n"
 
 
-async def test_a_read_base_is_checked_against_the_bytes_it_was_read_from(ws: DiskWorkspace, tmp_path: Path) -> None:
+async def test_a_read_base_is_checked_against_the_bytes_it_was_read_from(
+    ws: DiskWorkspace, tmp_path: Path
+) -> None:
     """The stale check compares every chunk of a large file, not only its size or its start."""
     from lich_core.confined import COMPARE_CHUNK_BYTES
 
@@ -259,7 +277,9 @@ async def test_a_read_base_is_checked_against_the_bytes_it_was_read_from(ws: Dis
     assert path.read_bytes() == b"mine\n"
 
 
-async def test_a_base_equal_to_a_read_but_not_from_it_is_compared_too(ws: DiskWorkspace, tmp_path: Path) -> None:
+async def test_a_base_equal_to_a_read_but_not_from_it_is_compared_too(
+    ws: DiskWorkspace, tmp_path: Path
+) -> None:
     path = tmp_path / "f.txt"
     path.write_bytes("naïve \xf0\x9f\x99\x82\n".encode("latin-1") + b"\xff raw\n")
     read = ws.read_text(path)
@@ -271,7 +291,9 @@ async def test_a_base_equal_to_a_read_but_not_from_it_is_compared_too(ws: DiskWo
         await ws.apply([write(path, "x\n", rebuilt)], "t")  # the file holds more now
 
 
-async def test_an_unencodable_character_is_reported_and_nothing_is_left(ws: DiskWorkspace, tmp_path: Path) -> None:
+async def test_an_unencodable_character_is_reported_and_nothing_is_left(
+    ws: DiskWorkspace, tmp_path: Path
+) -> None:
     path = tmp_path / "f.txt"
     path.write_text("keep\n")
     with pytest.raises(UnicodeEncodeError):
@@ -294,7 +316,9 @@ def test_the_memo_gives_the_bytes_only_for_the_very_text_it_read(tmp_path: Path)
     assert memo.bytes_of(tmp_path / "other.txt", text) is None
 
 
-def test_the_memo_gives_lines_from_bytes_once_per_read_and_only_for_that_text(tmp_path: Path) -> None:
+def test_the_memo_gives_lines_from_bytes_once_per_read_and_only_for_that_text(
+    tmp_path: Path,
+) -> None:
     memo = workspace_module.DiskTextMemo()
     path = tmp_path / "f.txt"
     path.write_bytes(b"caf\xc3\xa9\n\xff raw\nlast")
@@ -307,7 +331,9 @@ def test_the_memo_gives_lines_from_bytes_once_per_read_and_only_for_that_text(tm
     assert memo.lines_of(path, again) is not lines
 
 
-def test_the_memo_keeps_the_last_few_small_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_memo_keeps_the_last_few_small_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(workspace_module, "MEMO_MAX_FILE_BYTES", 10)
     memo = workspace_module.DiskTextMemo()
     texts = {}
@@ -330,7 +356,9 @@ async def test_a_base_read_through_the_workspace_is_not_encoded_again(
     base = ws.read_text(path)
     encoded: list[str] = []
     real_encode = workspace_module.encode_text
-    monkeypatch.setattr(workspace_module, "encode_text", lambda text: encoded.append(text) or real_encode(text))
+    monkeypatch.setattr(
+        workspace_module, "encode_text", lambda text: encoded.append(text) or real_encode(text)
+    )
     await ws.apply([write(path, base + "more\n", base)], "t")
     assert encoded == [base + "more\n"]  # the new text only
     # The next change's base is the text just written, not read: it is encoded for its check.
@@ -340,7 +368,9 @@ async def test_a_base_read_through_the_workspace_is_not_encoded_again(
     assert path.read_bytes() == b"changed\n"
 
 
-def test_a_root_swapped_for_a_symlink_after_its_first_read_reads_nothing_outside(tmp_path: Path) -> None:
+def test_a_root_swapped_for_a_symlink_after_its_first_read_reads_nothing_outside(
+    tmp_path: Path,
+) -> None:
     from lich_core.confined import read_bytes_within
 
     root = tmp_path / "proj"
@@ -387,7 +417,9 @@ async def test_a_deferred_write_on_a_base_read_from_disk_is_spliced_not_built(
     replacements = FileChange.write(path, new_text, base).replacements
     encoded: list[str] = []
     real_encode = workspace_module.encode_text
-    monkeypatch.setattr(workspace_module, "encode_text", lambda text: encoded.append(text) or real_encode(text))
+    monkeypatch.setattr(
+        workspace_module, "encode_text", lambda text: encoded.append(text) or real_encode(text)
+    )
 
     def build() -> str:
         raise AssertionError("a disk write does not need the joined text")
@@ -404,15 +436,21 @@ async def test_a_deferred_write_on_a_base_not_read_through_the_workspace_builds_
     path.write_text("a\nb\n")
     built: list[str] = []
     replacements = (LineReplacement(1, 2, "B\n"),)
-    change = FileChange.deferred(path, lambda: built.append("x") or "a\nB\n", "a\nb\n", replacements)
+    change = FileChange.deferred(
+        path, lambda: built.append("x") or "a\nB\n", "a\nb\n", replacements
+    )
     await ws.apply([change], "t")
     assert path.read_text() == "a\nB\n" and built == ["x"]
 
 
-def test_write_all_writes_every_piece_in_order_through_short_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_all_writes_every_piece_in_order_through_short_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lich_core import confined
 
-    pieces = [b"", memoryview(b"0123456789")[2:7], b"x" * 5000] + [bytes([65 + n % 26]) for n in range(3000)]
+    pieces = [b"", memoryview(b"0123456789")[2:7], b"x" * 5000] + [
+        bytes([65 + n % 26]) for n in range(3000)
+    ]
     real_writev = os.writev
     calls: list[int] = []
 

@@ -27,4 +27,9 @@ def test_buffers_under_a_directory_by_their_relative_path(tmp_path: Path) -> Non
     }
     assert unsaved_files(workspace, root / "src") == {"new.py": root / "src" / "new.py"}
     assert unsaved_files(workspace, str(root / "src") + "/") == {"new.py": root / "src" / "new.py"}
-    assert unsaved_set(workspace) == {root / "src" / "new.py", root / "top.md", root / "src", tmp_path / "outside.py"}
+    assert unsaved_set(workspace) == {
+        root / "src" / "new.py",
+        root / "top.md",
+        root / "src",
+        tmp_path / "outside.py",
+    }

@@ -16,7 +16,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 MYPY_TIMEOUT_S = 600
-CAPABILITIES = ("command_host", "user_invoked", "lines_behind", "drain_user_notes", "sync_to_disk", "report_test_results")
+CAPABILITIES = (
+    "command_host",
+    "user_invoked",
+    "lines_behind",
+    "drain_user_notes",
+    "sync_to_disk",
+    "report_test_results",
+)
 
 
 @pytest.mark.timeout(MYPY_TIMEOUT_S + 60)
@@ -47,7 +54,15 @@ def test_an_editor_workspace_with_a_renamed_capability_is_a_type_error(tmp_path:
     cache_dir = os.environ.get("LICH_MYPY_CACHE_DIR") or str(tmp_path / "mypy-cache")
     done = subprocess.run(
         # Silent imports: the copies' own findings are not the point, only whether each is a Workspace.
-        [sys.executable, "-m", "mypy", "--follow-imports=silent", "--cache-dir", cache_dir, str(tmp_path / "uses.py")],
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--follow-imports=silent",
+            "--cache-dir",
+            cache_dir,
+            str(tmp_path / "uses.py"),
+        ],
         cwd=ROOT,
         env={**os.environ, "MYPYPATH": str(tmp_path)},
         capture_output=True,
@@ -55,7 +70,10 @@ def test_an_editor_workspace_with_a_renamed_capability_is_a_type_error(tmp_path:
         timeout=MYPY_TIMEOUT_S,
     )
     report = done.stdout + done.stderr
-    errors = {int(match[1]): match[0] for match in re.finditer(r"^\S*uses\.py:(\d+): error:.*$", report, re.M)}
+    errors = {
+        int(match[1]): match[0]
+        for match in re.finditer(r"^\S*uses\.py:(\d+): error:.*$", report, re.M)
+    }
     # The three workspaces as they are are Workspaces...
     assert not {line for line in errors if line <= 6}, report
     # ...and each renamed capability makes the editor's one incompatible, naming what is missing.

@@ -21,7 +21,9 @@ def repo_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_demo(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_demo(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lich_cli", "demo", *args],
         cwd=cwd,
@@ -57,7 +59,12 @@ def run_demo_on_a_terminal(*args: str, cwd: Path, env: dict[str, str]) -> tuple[
     try:
         done = subprocess.run(
             [sys.executable, "-m", "lich_cli", "demo", *args],
-            cwd=cwd, env=env, stdin=terminal, stdout=terminal, stderr=terminal, timeout=DEMO_TIMEOUT_S,
+            cwd=cwd,
+            env=env,
+            stdin=terminal,
+            stdout=terminal,
+            stderr=terminal,
+            timeout=DEMO_TIMEOUT_S,
         )
     finally:
         os.close(terminal)

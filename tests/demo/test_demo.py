@@ -34,10 +34,16 @@ def temp_env(tmp_path: Path, **extra: str) -> tuple[dict[str, str], Path]:
 
 def labelled(output: str, label: str) -> list[str]:
     """The text of every line printed with `label` (labels are padded to one width)."""
-    return [line[len(label):].strip() for line in output.splitlines() if re.match(rf"{re.escape(label)}\s", line)]
+    return [
+        line[len(label) :].strip()
+        for line in output.splitlines()
+        if re.match(rf"{re.escape(label)}\s", line)
+    ]
 
 
-def test_the_demo_prints_every_step_and_leaves_nothing_behind(tmp_path: Path, elsewhere: Path) -> None:
+def test_the_demo_prints_every_step_and_leaves_nothing_behind(
+    tmp_path: Path, elsewhere: Path
+) -> None:
     env, temp = temp_env(tmp_path)
     done = run_demo(cwd=elsewhere, env=env)
     out = done.stdout
@@ -46,29 +52,57 @@ def test_the_demo_prints_every_step_and_leaves_nothing_behind(tmp_path: Path, el
     assert labelled(out, "prompt") == [PROMPT]
     assert labelled(out, "server")[0].startswith("lich-lsp ")
     tools = labelled(out, "tool")
-    assert [t.split(" ", 1)[0] for t in tools] == ["read_file", "read_file", "edit_file", "edit_file", "terminal"]
+    assert [t.split(" ", 1)[0] for t in tools] == [
+        "read_file",
+        "read_file",
+        "edit_file",
+        "edit_file",
+        "terminal",
+    ]
     assert labelled(out, "model")[0] == "Let me read the code and its checks first."
     # Each WorkspaceEdit the server sent, as a unified diff of the file it changed.
     edits = labelled(out, "edit")
-    assert len(edits) == 2 and edits[0].startswith("stats.py (workspace/applyEdit, label \"lich: mean()"), edits
+    assert len(edits) == 2 and edits[0].startswith(
+        'stats.py (workspace/applyEdit, label "lich: mean()'
+    ), edits
     assert edits[1].startswith("check_stats.py (workspace/applyEdit"), edits
     assert "--- a/stats.py\n+++ b/stats.py\n@@ -2,7 +2,9 @@\n" in out
-    assert '\n-    """The arithmetic mean of `values`."""\n+    """The arithmetic mean of `values` (0.0 for an empty list)."""\n+    if not values:\n+        return 0.0\n' in out
+    assert (
+        '\n-    """The arithmetic mean of `values`."""\n+    """The arithmetic mean of `values` (0.0 for an empty list)."""\n+    if not values:\n+        return 0.0\n'
+        in out
+    )
     assert "+++ b/check_stats.py" in out and "\n+assert mean([]) == 0.0\n" in out
     # The approval question the server asked, and the answer the headless editor gave.
-    assert labelled(out, "approval")[0] == 'lich wants to run terminal (process/exec): runs `python3 check_stats.py` with bash -lc in the workspace; runs check_stats.py from this repository. Arguments: {"command": "python3 check_stats.py"}'
+    assert (
+        labelled(out, "approval")[0]
+        == 'lich wants to run terminal (process/exec): runs `python3 check_stats.py` with bash -lc in the workspace; runs check_stats.py from this repository. Arguments: {"command": "python3 check_stats.py"}'
+    )
     assert labelled(out, "allowed")[0].startswith("Allow once")
     results = labelled(out, "result")
     assert results[-1].startswith("ok terminal") and "all checks passed" in results[-1], results
     assert all(r.startswith("ok ") for r in results), results
     assert labelled(out, "answer")[0].startswith("mean() now returns 0.0 for an empty list")
-    assert labelled(out, "done") == ["final after 5 turn(s) (tokens in 13082, out 348, as recorded)"]
+    assert labelled(out, "done") == [
+        "final after 5 turn(s) (tokens in 13082, out 348, as recorded)"
+    ]
     # The server's work-done progress: begun with the task's title, a line per turn, ended.
     progress = labelled(out, "progress")
     assert progress[0].startswith("began: lich: mean() crashes")
     assert [p for p in progress if p.startswith("turn")] == [f"turn {n}" for n in range(1, 6)]
     assert progress[-1] == "ended: final"
-    order = [out.index(marker) for marker in ("prompt ", "tool      read_file", "--- a/stats.py", "approval ", "allowed ", "ok terminal", "answer ", "done ")]
+    order = [
+        out.index(marker)
+        for marker in (
+            "prompt ",
+            "tool      read_file",
+            "--- a/stats.py",
+            "approval ",
+            "allowed ",
+            "ok terminal",
+            "answer ",
+            "done ",
+        )
+    ]
     assert order == sorted(order), "steps out of order"
     assert "Next:" in out and "docs/providers.md" in out and "docs/getting-started.md" in out
     # Nothing written where it ran, its temp dir removed, nothing in the user's state dir.
@@ -78,7 +112,9 @@ def test_the_demo_prints_every_step_and_leaves_nothing_behind(tmp_path: Path, el
     assert not state.exists() or list(state.iterdir()) == []
 
 
-def test_keep_leaves_the_edited_workspace_where_it_says(tmp_path: Path, elsewhere: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_keep_leaves_the_edited_workspace_where_it_says(
+    tmp_path: Path, elsewhere: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # In-process (lich_cli.main.main), the server still a real child process.
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)  # tempfile caches the dir it chose
@@ -92,7 +128,13 @@ def test_keep_leaves_the_edited_workspace_where_it_says(tmp_path: Path, elsewher
     stats = (workspace / "stats.py").read_text(encoding="utf-8")
     assert "    if not values:\n        return 0.0\n" in stats
     assert "assert mean([]) == 0.0\n" in (workspace / "check_stats.py").read_text(encoding="utf-8")
-    checks = subprocess.run([sys.executable, "check_stats.py"], cwd=workspace, capture_output=True, text=True, timeout=60)
+    checks = subprocess.run(
+        [sys.executable, "check_stats.py"],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert checks.stdout.strip() == "all checks passed"
     # The server's transcript went to the demo's own state dir, not the user's.
     assert list((workspace.parent / "state").rglob("*.md"))
@@ -102,11 +144,20 @@ def test_the_bundled_sample_is_untouched_and_raises_before_the_fix(tmp_path: Pat
     setup = prepare(str(tmp_path))
     try:
         run = subprocess.run(
-            [sys.executable, "-c", "import stats; stats.mean([])"], cwd=setup.workspace, capture_output=True, text=True, timeout=60
+            [sys.executable, "-c", "import stats; stats.mean([])"],
+            cwd=setup.workspace,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert "ZeroDivisionError" in run.stderr
-        assert (bundled() / "sample" / "stats.py").read_text(encoding="utf-8") == (setup.workspace / "stats.py").read_text(encoding="utf-8")
-        assert json.loads(setup.recording.read_text(encoding="utf-8").splitlines()[0])["prompt"] == setup.prompt
+        assert (bundled() / "sample" / "stats.py").read_text(encoding="utf-8") == (
+            setup.workspace / "stats.py"
+        ).read_text(encoding="utf-8")
+        assert (
+            json.loads(setup.recording.read_text(encoding="utf-8").splitlines()[0])["prompt"]
+            == setup.prompt
+        )
     finally:
         setup.remove()
     assert not setup.root.exists()
@@ -117,7 +168,7 @@ def test_colour_always_colours_the_diff(tmp_path: Path, elsewhere: Path) -> None
     done = run_demo("--color", "always", cwd=elsewhere, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "\x1b[32m+    if not values:\x1b[0m" in done.stdout
-    assert "\x1b[31m-    \"\"\"The arithmetic mean of `values`.\"\"\"\x1b[0m" in done.stdout
+    assert '\x1b[31m-    """The arithmetic mean of `values`."""\x1b[0m' in done.stdout
     assert "\x1b[36m@@ -2,7 +2,9 @@\x1b[0m" in done.stdout
 
 
@@ -128,7 +179,10 @@ def _read_pty(master: int, process: subprocess.Popen[bytes]) -> str:
         ready, _, _ = select.select([master], [], [], DEMO_TIMEOUT_S)
         if not ready:
             process.kill()
-            raise AssertionError("the demo wrote nothing for a long time:\n" + b"".join(chunks).decode(errors="replace"))
+            raise AssertionError(
+                "the demo wrote nothing for a long time:\n"
+                + b"".join(chunks).decode(errors="replace")
+            )
         try:
             data = os.read(master, 65536)
         except OSError:  # EIO: the child closed the terminal
@@ -141,14 +195,21 @@ def _read_pty(master: int, process: subprocess.Popen[bytes]) -> str:
 
 
 @pytest.mark.parametrize("no_color", [False, True], ids=["tty", "tty-NO_COLOR"])
-def test_on_a_terminal_colour_unless_no_color_and_a_live_progress_line(tmp_path: Path, elsewhere: Path, no_color: bool) -> None:
+def test_on_a_terminal_colour_unless_no_color_and_a_live_progress_line(
+    tmp_path: Path, elsewhere: Path, no_color: bool
+) -> None:
     import pty
 
     env, _ = temp_env(tmp_path, **({"NO_COLOR": "1"} if no_color else {}))
     master, slave = pty.openpty()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "lich_cli", "demo"], cwd=elsewhere, env=env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave
+            [sys.executable, "-m", "lich_cli", "demo"],
+            cwd=elsewhere,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=slave,
         )
         os.close(slave)
         slave = -1
@@ -172,7 +233,9 @@ def test_use_colour_follows_the_terminal_and_no_color() -> None:
 
     assert render.use_colour(Terminal(), env={}) is True
     assert render.use_colour(Terminal(), env={"NO_COLOR": "1"}) is False
-    assert render.use_colour(Terminal(), env={"NO_COLOR": ""}) is True  # no-color.org: set and not empty
+    assert (
+        render.use_colour(Terminal(), env={"NO_COLOR": ""}) is True
+    )  # no-color.org: set and not empty
     assert render.use_colour(io.StringIO(), env={}) is False
     assert render.use_colour(io.StringIO(), "always", env={"NO_COLOR": "1"}) is True
     assert render.use_colour(Terminal(), "never", env={}) is False
@@ -185,7 +248,9 @@ def test_unified_diff_marks_a_missing_final_newline_and_new_files() -> None:
     assert created[:2] == ["--- /dev/null", "+++ b/new.txt"]
 
 
-def test_editor_nvim_without_nvim_says_what_to_do(tmp_path: Path, elsewhere: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_editor_nvim_without_nvim_says_what_to_do(
+    tmp_path: Path, elsewhere: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     empty_path = tmp_path / "bin"
     empty_path.mkdir()
     monkeypatch.setenv("PATH", str(empty_path))
@@ -193,12 +258,20 @@ def test_editor_nvim_without_nvim_says_what_to_do(tmp_path: Path, elsewhere: Pat
     monkeypatch.setattr("tempfile.tempdir", None)
     done = run_lich("demo", "--editor", "nvim", cwd=elsewhere)
     assert done.returncode == 1
-    assert "needs Neovim" in done.stderr and "nvim` is not on PATH" in done.stderr and "apt install neovim" in done.stderr
+    assert (
+        "needs Neovim" in done.stderr
+        and "nvim` is not on PATH" in done.stderr
+        and "apt install neovim" in done.stderr
+    )
     assert "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "cwd"]  # its temp dir is gone
 
 
 def test_demo_help_and_lich_help_list_it(elsewhere: Path) -> None:
     demo_help = run_lich("demo", "--help", cwd=elsewhere)
-    assert demo_help.returncode == 0 and "--editor" in demo_help.stdout and "--color" in demo_help.stdout
+    assert (
+        demo_help.returncode == 0
+        and "--editor" in demo_help.stdout
+        and "--color" in demo_help.stdout
+    )
     assert "lich demo" in run_lich("--help", cwd=elsewhere).stdout

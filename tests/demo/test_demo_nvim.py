@@ -51,7 +51,9 @@ def headless_wrapper(folder: Path, nvim: str) -> Path:
     return folder
 
 
-def test_the_demo_in_neovim_edits_the_buffers_with_the_plugin(nvim: str, tmp_path: Path, elsewhere: Path) -> None:
+def test_the_demo_in_neovim_edits_the_buffers_with_the_plugin(
+    nvim: str, tmp_path: Path, elsewhere: Path
+) -> None:
     bin_dir = headless_wrapper(tmp_path / "bin", nvim)
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -75,13 +77,17 @@ def test_the_demo_in_neovim_edits_the_buffers_with_the_plugin(nvim: str, tmp_pat
     assert "    if not values:\n        return 0.0\n" in seen["buffers"]["stats.py"], context
     assert "assert mean([]) == 0.0\n" in seen["buffers"]["check_stats.py"], context
     # Neovim was asked before the checks ran, and the transcript shows the run.
-    assert seen["questions"] == ['lich wants to run terminal (process/exec): runs `python3 check_stats.py` with bash -lc in the workspace; runs check_stats.py from this repository. Arguments: {"command": "python3 check_stats.py"}']
+    assert seen["questions"] == [
+        'lich wants to run terminal (process/exec): runs `python3 check_stats.py` with bash -lc in the workspace; runs check_stats.py from this repository. Arguments: {"command": "python3 check_stats.py"}'
+    ]
     transcript = "\n".join(seen["transcript"])
     assert "→ terminal" in transcript and "all checks passed" in transcript, transcript
     assert list(elsewhere.iterdir()) == [] and list(temp.iterdir()) == []
 
 
-def test_without_a_terminal_it_refuses_before_starting_neovim(nvim: str, tmp_path: Path, elsewhere: Path) -> None:
+def test_without_a_terminal_it_refuses_before_starting_neovim(
+    nvim: str, tmp_path: Path, elsewhere: Path
+) -> None:
     """Run from a pipe (no terminal), Neovim would print escape codes and fail reading input: the
     demo says so in one line and starts nothing."""
     bin_dir = tmp_path / "bin"
@@ -130,7 +136,9 @@ def screen_shows(socket: str, predicate: Callable[[str], bool], what: str) -> st
     raise AssertionError(f"the screen never showed {what}:\n{screen}")
 
 
-def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(nvim: str, tmp_path: Path, elsewhere: Path) -> None:
+def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(
+    nvim: str, tmp_path: Path, elsewhere: Path
+) -> None:
     """Typed in a terminal: the demo says the approval is the user's to answer, the user answers
     1 (Allow once), and the demo ends with its last line showing, no "Press ENTER" prompt."""
     if shutil.which("tmux") is None:
@@ -141,19 +149,50 @@ def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(nvim:
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = repo_env(TMPDIR=str(temp))
-    command = " ".join(shlex.quote(word) for word in [sys.executable, "-m", "lich_cli", "demo", "--editor", "nvim"])
-    environment = [f"-e{key}={value}" for key, value in env.items() if key in ("HOME", "PYTHONPATH", "TMPDIR") or key.startswith("XDG_")]
-    started = tmux(socket, "new-session", "-d", "-s", "demo", "-x", "150", "-y", "40", "-c", str(elsewhere), *environment, command)
+    command = " ".join(
+        shlex.quote(word) for word in [sys.executable, "-m", "lich_cli", "demo", "--editor", "nvim"]
+    )
+    environment = [
+        f"-e{key}={value}"
+        for key, value in env.items()
+        if key in ("HOME", "PYTHONPATH", "TMPDIR") or key.startswith("XDG_")
+    ]
+    started = tmux(
+        socket,
+        "new-session",
+        "-d",
+        "-s",
+        "demo",
+        "-x",
+        "150",
+        "-y",
+        "40",
+        "-c",
+        str(elsewhere),
+        *environment,
+        command,
+    )
     assert started.returncode == 0, started.stderr
     try:
-        screen = screen_shows(socket, lambda text: "Type number and <Enter>" in text, "the approval question")
-        assert "lich demo: this question is yours to answer (1 = Allow once); the demo waits for you." in screen, screen
+        screen = screen_shows(
+            socket, lambda text: "Type number and <Enter>" in text, "the approval question"
+        )
+        assert (
+            "lich demo: this question is yours to answer (1 = Allow once); the demo waits for you."
+            in screen
+        ), screen
         assert "lich wants to run terminal" in screen, screen
         tmux(socket, "send-keys", "-t", "demo", "1", "Enter")
-        screen = screen_shows(socket, lambda text: "lich demo: done." in text, "the demo's last line")
+        screen = screen_shows(
+            socket, lambda text: "lich demo: done." in text, "the demo's last line"
+        )
         assert "Press ENTER" not in screen, screen
         tmux(socket, "send-keys", "-t", "demo", ":qa!", "Enter")
-        screen_shows(socket, lambda text: tmux(socket, "has-session", "-t", "demo").returncode != 0, "Neovim quit")
+        screen_shows(
+            socket,
+            lambda text: tmux(socket, "has-session", "-t", "demo").returncode != 0,
+            "Neovim quit",
+        )
     finally:
         tmux(socket, "kill-server")
     assert list(elsewhere.iterdir()) == [] and list(temp.iterdir()) == []

@@ -26,7 +26,15 @@ pytestmark = pytest.mark.slow
 BUILD_TIMEOUT_S = 600
 # What the wheel is built from: the package sources, its metadata, and editors/nvim (the target of
 # lich_core/demo/nvim_plugin).
-SOURCES = ("pyproject.toml", "README.md", "lich_core", "lich_lsp", "lich_acp", "lich_cli", "editors/nvim")
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "lich_core",
+    "lich_lsp",
+    "lich_acp",
+    "lich_cli",
+    "editors/nvim",
+)
 
 
 def copy_sources(target: Path) -> None:
@@ -40,9 +48,21 @@ def copy_sources(target: Path) -> None:
             shutil.copy2(source, target / name)
 
 
-def run(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+def run(
+    command: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, (
+        f"{' '.join(command)} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+    )
     return done
 
 
@@ -54,7 +74,10 @@ def see_this_interpreters_packages(python: Path, env: dict[str, str]) -> None:
     if sys.prefix == sys.base_prefix:
         return
     venv_site = run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=python.parent, env=env, timeout=DEMO_TIMEOUT_S
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        cwd=python.parent,
+        env=env,
+        timeout=DEMO_TIMEOUT_S,
     ).stdout.strip()
     lines = [f"import site; site.addsitedir({path!r})" for path in site.getsitepackages()]
     Path(venv_site, "zz_outer_venv.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -62,25 +85,67 @@ def see_this_interpreters_packages(python: Path, env: dict[str, str]) -> None:
 
 @pytest.mark.timeout(BUILD_TIMEOUT_S * 2 + DEMO_TIMEOUT_S)
 def test_the_demo_runs_from_a_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+    }
     sources, dist, venv, elsewhere = (tmp_path / name for name in ("src", "dist", "venv", "cwd"))
     for folder in (sources, elsewhere):
         folder.mkdir()
     copy_sources(sources)
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(sources)], cwd=tmp_path, env=env, timeout=BUILD_TIMEOUT_S)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+            str(sources),
+        ],
+        cwd=tmp_path,
+        env=env,
+        timeout=BUILD_TIMEOUT_S,
+    )
     wheels = list(dist.glob("lich_lsp-*.whl"))
     assert len(wheels) == 1, list(dist.iterdir())
-    run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], cwd=tmp_path, env=env, timeout=BUILD_TIMEOUT_S)
+    run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        cwd=tmp_path,
+        env=env,
+        timeout=BUILD_TIMEOUT_S,
+    )
     python = venv / "bin" / "python"
     see_this_interpreters_packages(python, env)
     run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheels[0])],
-        cwd=tmp_path, env=env, timeout=BUILD_TIMEOUT_S,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            str(wheels[0]),
+        ],
+        cwd=tmp_path,
+        env=env,
+        timeout=BUILD_TIMEOUT_S,
     )
     # lich comes from the venv (not the checkout, not an editable install), data files included.
     where = run(
-        [str(python), "-c", "import lich_core.demo, lich_core.demo.nvim as n; print(lich_core.demo.__file__); print(n.find_plugin())"],
-        cwd=elsewhere, env=env, timeout=DEMO_TIMEOUT_S,
+        [
+            str(python),
+            "-c",
+            "import lich_core.demo, lich_core.demo.nvim as n; print(lich_core.demo.__file__); print(n.find_plugin())",
+        ],
+        cwd=elsewhere,
+        env=env,
+        timeout=DEMO_TIMEOUT_S,
     ).stdout.split()
     site = venv.resolve()
     assert all(Path(path).resolve().is_relative_to(site) for path in where), where

@@ -151,7 +151,11 @@ def test_lsp_mode_config_starts_server_and_runs_commands(emacs: str, tmp_path: P
     anchor = f"2:{line_hash('    return 1')}"
     patch = f"@@ hello.py\n= {anchor}..{anchor}\n~    return 2\n"
     run_emacs_scenario(
-        emacs, SCENARIO.parent / "lsp_mode_scenario.el", workspace, tmp_path, {"LICH_TEST_PATCH": patch}
+        emacs,
+        SCENARIO.parent / "lsp_mode_scenario.el",
+        workspace,
+        tmp_path,
+        {"LICH_TEST_PATCH": patch},
     )
     assert hello.read_text(encoding="utf-8") == "def hello():\n    return 2\n"
 
@@ -327,7 +331,11 @@ def render_fixtures(emacs: str, fixtures_dir: Path, tmp_path: Path) -> dict[str,
     home = tmp_path / "home"
     # --batch loads no init file (and -Q would drop Debian's site-start, which puts Eglot and
     # lsp-mode on the load path): an init file here would stop Emacs, failing the run.
-    for init in (home / ".emacs", home / ".emacs.d" / "init.el", home / ".config" / "emacs" / "init.el"):
+    for init in (
+        home / ".emacs",
+        home / ".emacs.d" / "init.el",
+        home / ".config" / "emacs" / "init.el",
+    ):
         init.parent.mkdir(parents=True, exist_ok=True)
         init.write_text("(kill-emacs 7)\n", encoding="utf-8")
     out = tmp_path / "rendered"
@@ -343,7 +351,9 @@ def render_fixtures(emacs: str, fixtures_dir: Path, tmp_path: Path) -> dict[str,
     if _feature_available(emacs, "lsp-mode"):
         clients += ["lsp-mode", "lsp-mode-plists"]
     else:
-        assert re.search(r"skipped\s+\d+/\d+\s+lich-fixtures-through-lsp-mode\b", stderr), stderr[-4000:]
+        assert re.search(r"skipped\s+\d+/\d+\s+lich-fixtures-through-lsp-mode\b", stderr), stderr[
+            -4000:
+        ]
     results = {}
     for client in clients:
         path = out / f"{client}.json"
@@ -375,7 +385,9 @@ def test_transcript_renders_the_shared_event_fixtures(emacs: str, tmp_path: Path
     for name in names:
         for index, event in enumerate(load_fixture(name)):
             assert_valid_event(event, f"{name}.json[{index}]")
-    assert sorted(names) == sorted(EXPECTED_TRANSCRIPTS), "a fixture without expected transcript lines"
+    assert sorted(names) == sorted(EXPECTED_TRANSCRIPTS), (
+        "a fixture without expected transcript lines"
+    )
     results = render_fixtures(emacs, FIXTURES_DIR, tmp_path)
     mismatches = transcript_mismatches(results, FIXTURES_DIR)
     assert not mismatches, json.dumps(mismatches, indent=1, ensure_ascii=False)
@@ -384,10 +396,28 @@ def test_transcript_renders_the_shared_event_fixtures(emacs: str, tmp_path: Path
 # A field each fixture's transcript depends on, renamed in a copy: (fixture, event type, field,
 # new name, the expected line that must then be gone).
 RENAMES = [
-    ("run_tools_retry", "tool_call_start", "name", "tool", '→ read_file {"path":"src/app.py","end":3}'),
+    (
+        "run_tools_retry",
+        "tool_call_start",
+        "name",
+        "tool",
+        '→ read_file {"path":"src/app.py","end":3}',
+    ),
     ("run_failover", "final", "text", "answer", "Done."),
-    ("run_budget", "budget_exhausted", "skipped_calls", "skipped", "! turn budget exhausted (1 turns): skipped terminal, terminal"),
-    ("run_error", "llm_retry", "delay_s", "delay", "… provider fake failed (rate_limit): retrying in 2.0 s (attempt 2 of 3)"),
+    (
+        "run_budget",
+        "budget_exhausted",
+        "skipped_calls",
+        "skipped",
+        "! turn budget exhausted (1 turns): skipped terminal, terminal",
+    ),
+    (
+        "run_error",
+        "llm_retry",
+        "delay_s",
+        "delay",
+        "… provider fake failed (rate_limit): retrying in 2.0 s (attempt 2 of 3)",
+    ),
     ("run_session_error", "error", "message", "text", f"! {NO_SESSION}"),
     ("run_cancelled", "run_start", "model", "model_name", "▶ t6 (fake-model)"),
 ]
@@ -407,11 +437,15 @@ def test_renamed_fixture_field_fails_the_transcript_check(emacs: str, tmp_path: 
         for event in hits:
             event["data"][renamed] = event["data"].pop(field)
             assert schema_errors(event), (name, event)
-        (copies / f"{name}.json").write_text(json.dumps(events, ensure_ascii=False), encoding="utf-8")
+        (copies / f"{name}.json").write_text(
+            json.dumps(events, ensure_ascii=False), encoding="utf-8"
+        )
     results = render_fixtures(emacs, copies, tmp_path)
     mismatches = transcript_mismatches(results, copies)
     # Every client's transcript of every fixture differs, and only those.
-    assert sorted(mismatches) == sorted(f"{client}/{rename[0]}" for client in results for rename in RENAMES)
+    assert sorted(mismatches) == sorted(
+        f"{client}/{rename[0]}" for client in results for rename in RENAMES
+    )
     for client in results:
         for name, _kind, _field, _renamed, line in RENAMES:
             assert line in EXPECTED_TRANSCRIPTS[name]
@@ -431,13 +465,22 @@ def test_transcript_reads_only_schema_fields() -> None:
     or one of some event's data), so a renderer cannot drift to a field the server never sends."""
     schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     defs = schema["$defs"]
-    event_fields = {key for d in defs.values() if "type" in d.get("properties", {}) for key in d["properties"]}
+    event_fields = {
+        key for d in defs.values() if "type" in d.get("properties", {}) for key in d["properties"]
+    }
     data_fields = {
-        key for d in defs.values() if "type" not in d.get("properties", {}) for key in d.get("properties", {})
+        key
+        for d in defs.values()
+        if "type" not in d.get("properties", {})
+        for key in d.get("properties", {})
     }
     read = transcript_fields((EMACS_DIR / "lich.el").read_text(encoding="utf-8"))
     assert ("data", "name") in read and ("event", "task_id") in read, read
-    unknown = {f"{obj}.{key}" for obj, key in read if key not in (event_fields if obj == "event" else data_fields)}
+    unknown = {
+        f"{obj}.{key}"
+        for obj, key in read
+        if key not in (event_fields if obj == "event" else data_fields)
+    }
     assert not unknown, unknown
 
 
@@ -454,14 +497,19 @@ def private_client_symbols(text: str) -> list[str]:
 def test_private_client_symbols_are_detected() -> None:
     """The check below sees a private call however it is written, and only those."""
     sample = "(eglot--uri-to-path u) #'lsp--path-to-uri 'jsonrpc--process (lich-eglot--x) lich--y"
-    assert private_client_symbols(sample) == ["eglot--uri-to-path", "lsp--path-to-uri", "jsonrpc--process"]
+    assert private_client_symbols(sample) == [
+        "eglot--uri-to-path",
+        "lsp--path-to-uri",
+        "jsonrpc--process",
+    ]
 
 
 def test_emacs_files_use_public_client_api_only() -> None:
     """lich.el and its two adapters name no private `eglot--`/`lsp--`/`jsonrpc--` function or
     variable (code, comments and strings alike), and lich.el needs neither client."""
     found = {
-        name: private_client_symbols((EMACS_DIR / name).read_text(encoding="utf-8")) for name in EMACS_FILES
+        name: private_client_symbols((EMACS_DIR / name).read_text(encoding="utf-8"))
+        for name in EMACS_FILES
     }
     assert not any(found.values()), found
     shared = (EMACS_DIR / "lich.el").read_text(encoding="utf-8")

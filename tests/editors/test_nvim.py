@@ -228,7 +228,9 @@ def test_builtin_config_without_setup(nvim: str, workspace: Path, tmp_path: Path
     assert_passed(result)
 
 
-def test_help_works_with_the_documented_setup_and_the_shipped_tags(nvim: str, tmp_path: Path) -> None:
+def test_help_works_with_the_documented_setup_and_the_shipped_tags(
+    nvim: str, tmp_path: Path
+) -> None:
     """With the setup docs/editors/neovim.md shows (the plugin dir prepended to 'runtimepath', then
     `require("lich").setup{}`) and no `:helptags` run by anyone, `:help lich` opens lich.txt:
     doc/tags ships with the plugin."""
@@ -247,7 +249,11 @@ def test_help_works_with_the_documented_setup_and_the_shipped_tags(nvim: str, tm
         text=True,
         timeout=PROCESS_TIMEOUT_S,
         stdin=subprocess.DEVNULL,
-        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")},
+        env={
+            **os.environ,
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_DATA_HOME": str(tmp_path / "data"),
+        },
     )
     assert out.exists(), f"nvim wrote nothing (rc={proc.returncode}): {proc.stdout}{proc.stderr}"
     name, line = out.read_text(encoding="utf-8").splitlines()[:2]
@@ -278,7 +284,9 @@ def test_help_tags(nvim: str, tmp_path: Path) -> None:
     name, line = out.read_text(encoding="utf-8").splitlines()[:2]
     assert name == "lich.txt" and "*lich*" in line, (name, line)
     generated = (doc / "tags").read_text(encoding="utf-8")
-    assert generated == (PLUGIN_DIR / "doc" / "tags").read_text(encoding="utf-8"), "doc/tags is stale: regenerate it"
+    assert generated == (PLUGIN_DIR / "doc" / "tags").read_text(encoding="utf-8"), (
+        "doc/tags is stale: regenerate it"
+    )
     tags = {row.split("\t")[0] for row in generated.splitlines()}
     commands = re.findall(
         r'nvim_create_user_command\("(\w+)"', (PLUGIN_DIR / "plugin" / "lich.lua").read_text()

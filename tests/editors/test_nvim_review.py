@@ -28,7 +28,9 @@ def nvim(request: pytest.FixtureRequest) -> str:
     if binary is None:
         if os.environ.get("CI") == "true":
             pytest.fail("no `nvim` binary on PATH under CI=true (CI installs Debian's neovim)")
-        pytest.skip("no `nvim` binary on PATH: install Neovim (Debian: apt-get install neovim) to run")
+        pytest.skip(
+            "no `nvim` binary on PATH: install Neovim (Debian: apt-get install neovim) to run"
+        )
     return binary
 
 
@@ -36,7 +38,12 @@ def write_config(tmp_path: Path, provider: FakeProviderServer) -> None:
     """The fake provider and review mode in the user's config (run_scenario's XDG_CONFIG_HOME)."""
     config = {
         "providers": [
-            {"name": "fake", "kind": "openai_compat", "base_url": provider.url + "/v1", "model": "fake-model"}
+            {
+                "name": "fake",
+                "kind": "openai_compat",
+                "base_url": provider.url + "/v1",
+                "model": "fake-model",
+            }
         ],
         "edit_mode": "review",
     }
@@ -45,14 +52,38 @@ def write_config(tmp_path: Path, provider: FakeProviderServer) -> None:
     path.write_text(json.dumps(config), encoding="utf-8")
 
 
-def test_accept_one_hunk_and_reject_one(nvim: str, tmp_path: Path, fake_provider: FakeProviderServer) -> None:
+def test_accept_one_hunk_and_reject_one(
+    nvim: str, tmp_path: Path, fake_provider: FakeProviderServer
+) -> None:
     workspace = tmp_path / "ws"
     (workspace / ".git").mkdir(parents=True)
     calc = workspace / "calc.py"
     calc.write_text(CALC, encoding="utf-8")
     fake_provider.script(
-        {"tool_calls": [{"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "v2 = 2", "new_string": "v2 = 20"}}]},
-        {"tool_calls": [{"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "v6 = 6", "new_string": "v6 = 60"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "arguments": {
+                        "path": "calc.py",
+                        "old_string": "v2 = 2",
+                        "new_string": "v2 = 20",
+                    },
+                }
+            ]
+        },
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "arguments": {
+                        "path": "calc.py",
+                        "old_string": "v6 = 6",
+                        "new_string": "v6 = 60",
+                    },
+                }
+            ]
+        },
         {"text": "Bumped both."},
         {"text": "Nothing else."},
     )

@@ -21,11 +21,18 @@ pytestmark = pytest.mark.nvim
 
 
 def _edit(path: str, old: str, new: str) -> dict:
-    return {"tool_calls": [{"name": "edit_file", "arguments": {"path": path, "old_string": old, "new_string": new}}]}
+    return {
+        "tool_calls": [
+            {"name": "edit_file", "arguments": {"path": path, "old_string": old, "new_string": new}}
+        ]
+    }
 
 
 def test_lich_undo_picks_the_task_and_keeps_the_users_edit(
-    nvim: str, workspace: Path, tmp_path: Path, fake_provider: FakeProviderServer  # noqa: F811
+    nvim: str,  # noqa: F811 - the fixture imported above
+    workspace: Path,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    fake_provider: FakeProviderServer,  # noqa: F811
 ) -> None:
     (workspace / "other.py").write_text("x = 1\n", encoding="utf-8")
     fake_provider.script(

@@ -168,8 +168,13 @@ def test_undo_task_restores_the_file_in_the_editor_and_on_disk(e2e: dict[str, An
     assert undo["picked"]["rows"] == 1, undo["picked"]
     assert "Use an f-string in greet()" in undo["picked"]["text"]
     assert 'return "Hello, " + name' in undo["editor_text"]
-    assert undo["disk_text"] == 'def greet(name):\n    return "Hello, " + name\n\n\nprint(greet("world"))\n'
-    assert undo["message"].startswith("lich: undo t1 (Use an f-string in greet()): restored hello.py"), undo["message"]
+    assert (
+        undo["disk_text"]
+        == 'def greet(name):\n    return "Hello, " + name\n\n\nprint(greet("world"))\n'
+    )
+    assert undo["message"].startswith(
+        "lich: undo t1 (Use an f-string in greet()): restored hello.py"
+    ), undo["message"]
 
 
 TRUST_QUESTION = "lich: this workspace's .lich/config.json"

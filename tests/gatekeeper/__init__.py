@@ -22,7 +22,13 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def git(repo: Path, *args: str, check: bool = True) -> str:
     """Run git in `repo` (the test's side, not the tool's) and return its stdout."""
     done = subprocess.run(
-        ["git", *args], cwd=repo, env=git_env(), capture_output=True, text=True, timeout=60, check=False
+        ["git", *args],
+        cwd=repo,
+        env=git_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     if check and done.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed ({done.returncode}): {done.stderr}")

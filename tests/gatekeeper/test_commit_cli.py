@@ -15,7 +15,9 @@ from tests.support.cli_runner import run_lich_subprocess
 
 
 def replay_config(tmp_path: Path, *turns: list[dict[str, object]]) -> Path:
-    lines = [{"message": {"role": "assistant", "content": "", "tool_calls": calls}} for calls in turns]
+    lines = [
+        {"message": {"role": "assistant", "content": "", "tool_calls": calls}} for calls in turns
+    ]
     lines.append({"message": {"role": "assistant", "content": "Finished."}})
     replay = tmp_path / "model.jsonl"
     replay.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
@@ -36,7 +38,9 @@ def call(name: str, arguments: dict[str, object], call_id: str) -> dict[str, obj
     return {"id": call_id, "name": name, "arguments": arguments}
 
 
-def test_the_users_uncommitted_edit_is_never_committed_by_the_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_users_uncommitted_edit_is_never_committed_by_the_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     work = make_repo(tmp_path / "work", {"user.txt": "v1\n", "feature.py": "v = 1\n"})
     (work / "user.txt").write_text("the user's edit, not committed yet\n", encoding="utf-8")
     before = commit_count(work)

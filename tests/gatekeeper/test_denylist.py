@@ -80,11 +80,11 @@ MATCHES = [
     ("exec git push", "push"),
     ("xargs git push < /dev/null", "push"),
     ("bash -c 'git push'", "push"),
-    ("sh -lc \"cd sub && git commit -m x\"", "commit"),
+    ('sh -lc "cd sub && git commit -m x"', "commit"),
     ("bash -c \"bash -c 'git push'\"", "push"),
     ("eval 'git push'", "push"),
     ("echo $(git push)", "push"),
-    ("echo \"$(git commit -m x)\"", "commit"),
+    ('echo "$(git commit -m x)"', "commit"),
     # The substitution's last word next to the closing `)"` (read up to the matching paren).
     ('echo "$(git push)"', "push"),
     ('x="$(git reset --hard)"', "reset --hard"),
@@ -315,7 +315,10 @@ def test_the_veto_text_says_what_to_do() -> None:
     assert git_denylist_match("$g commit") == (
         "cannot tell which program runs ($g); name the program directly (git ..., not a variable or a substitution)"
     )
-    assert git_denylist_match("git reset HEAD~1") == "reset COMMIT; to unstage a path write `git reset -- PATH`"
+    assert (
+        git_denylist_match("git reset HEAD~1")
+        == "reset COMMIT; to unstage a path write `git reset -- PATH`"
+    )
     assert git_denylist_match("git -c core.fsmonitor=x status") == "config setting (core.fsmonitor)"
 
 

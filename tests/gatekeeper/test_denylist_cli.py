@@ -30,7 +30,9 @@ def replay_config(tmp_path: Path, commands: list[str]) -> Path:
     replay = tmp_path / "model.jsonl"
     replay.write_text("".join(json.dumps(turn) + "\n" for turn in turns), encoding="utf-8")
     config = tmp_path / "replay.json"
-    config.write_text(json.dumps({"providers": [{"name": "replay", "kind": "replay", "path": str(replay)}]}))
+    config.write_text(
+        json.dumps({"providers": [{"name": "replay", "kind": "replay", "path": str(replay)}]})
+    )
     return config
 
 
@@ -48,7 +50,9 @@ def test_send_pack_to_a_bare_repository_is_vetoed_in_an_agent_run(tmp_path: Path
     assert refs(tmp_path / "control.git").split() == ["refs/heads/master"]
 
     config = replay_config(tmp_path, [SEND_PACK, "x=vim; $x notes.txt", "git status --short"])
-    done = run_lich_subprocess("run", "publish master", "--config", str(config), "--work-dir", str(work), cwd=work)
+    done = run_lich_subprocess(
+        "run", "publish master", "--config", str(config), "--work-dir", str(work), cwd=work
+    )
 
     assert done.returncode == 0, done.stderr
     assert refs(tmp_path / "bare.git") == ""

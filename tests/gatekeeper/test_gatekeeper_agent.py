@@ -44,7 +44,13 @@ class FakeTests:
         return ToolResult(ok=False, output="1 failed, 2 passed", error="tests_failed: 1 failed")
 
     def tool(self) -> FunctionTool:
-        return FunctionTool("run_tests", "Run the tests (fake).", {"type": "object"}, self.run, capability="process/exec")
+        return FunctionTool(
+            "run_tests",
+            "Run the tests (fake).",
+            {"type": "object"},
+            self.run,
+            capability="process/exec",
+        )
 
 
 def runtime_with_fake_tests(cfg: dict[str, Any], fake: FakeTests) -> ToolRuntime:
@@ -52,13 +58,17 @@ def runtime_with_fake_tests(cfg: dict[str, Any], fake: FakeTests) -> ToolRuntime
     enabled = cfg.get("tools_enabled", "all")
     if enabled == "all":
         enabled = [*register_builtin_tools(ToolRegistry()).names(), "git_commit"]
-    runtime = build_tool_runtime({**cfg, "tools_enabled": [name for name in enabled if name != "run_tests"]})
+    runtime = build_tool_runtime(
+        {**cfg, "tools_enabled": [name for name in enabled if name != "run_tests"]}
+    )
     if "run_tests" in enabled:
         runtime.registry.register(fake.tool())
     return runtime
 
 
-def make_agent(repo: Path, model: ScriptedModel, fake: FakeTests | None = None, **config: Any) -> Agent:
+def make_agent(
+    repo: Path, model: ScriptedModel, fake: FakeTests | None = None, **config: Any
+) -> Agent:
     cfg = make_config(repo, **config)
     runtime = runtime_with_fake_tests(cfg, fake or FakeTests())
     return build_agent(cfg, model=model, runtime=runtime)
@@ -97,7 +107,11 @@ def allowed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def test_happy_path_write_test_commit(repo: Path, allowed: None) -> None:
     model = ScriptedModel(
-        tools_turn(call("write_file", {"path": "feature.py", "content": "def f():\n    return 1\n"}, id="w")),
+        tools_turn(
+            call(
+                "write_file", {"path": "feature.py", "content": "def f():\n    return 1\n"}, id="w"
+            )
+        ),
         tools_turn(call("run_tests", {}, id="t")),
         tools_turn(call("git_commit", COMMIT, id="c")),
         Turn(text="done"),
@@ -119,7 +133,9 @@ async def test_happy_path_write_test_commit(repo: Path, allowed: None) -> None:
     assert "git_commit" in model.tools_seen[0]
 
 
-async def test_self_commit_disabled_without_the_variable(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_self_commit_disabled_without_the_variable(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for value in (None, "0", "true", "yes", "1 "):
         if value is None:
             monkeypatch.delenv(ALLOW_SELF_COMMIT_ENV, raising=False)
@@ -127,13 +143,17 @@ async def test_self_commit_disabled_without_the_variable(repo: Path, monkeypatch
             monkeypatch.setenv(ALLOW_SELF_COMMIT_ENV, value)
         (repo / "feature.py").write_text(f"v = {value!r}\n", encoding="utf-8")
         model = ScriptedModel(
-            tools_turn(call("run_tests", {}, id="t")), tools_turn(call("git_commit", COMMIT, id="c")), Turn(text="ok")
+            tools_turn(call("run_tests", {}, id="t")),
+            tools_turn(call("git_commit", COMMIT, id="c")),
+            Turn(text="ok"),
         )
         agent = make_agent(repo, model)
         # Set after the gatekeeper was built: too late, it read the environment then.
         monkeypatch.setenv(ALLOW_SELF_COMMIT_ENV, "1")
         result = await agent.run("commit")
-        assert tool_outcomes(result)["c"] == (False, "blocked_by_plugin: self_commit_disabled"), value
+        assert tool_outcomes(result)["c"] == (False, "blocked_by_plugin: self_commit_disabled"), (
+            value
+        )
     assert commit_count(repo) == 1
 
 
@@ -173,7 +193,9 @@ async def test_worktree_dirty_after_a_write_until_the_next_green_run(
     agent = make_agent(repo, model)
     if args is None:  # a real hashline patch: read first, then replace line 1
         model.script(tools_turn(call("read_file", {"path": "feature.py"}, id="r")))
-        row = await agent.runtime.executor.execute("read_file", {"path": "feature.py"}, agent.runtime.context())
+        row = await agent.runtime.executor.execute(
+            "read_file", {"path": "feature.py"}, agent.runtime.context()
+        )
         anchor = row.output.splitlines()[0].split("|")[0]
         args = {"input": f"@@ feature.py\n= {anchor}..{anchor}\n~v = 3\n"}
     if agent.runtime.registry.get(write) is None:
@@ -254,7 +276,9 @@ async def test_a_failed_commit_does_not_use_the_budget(repo: Path, allowed: None
     assert outcomes["c"][0], outcomes["c"]
 
 
-async def test_veto_order_names_the_first_failure(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_veto_order_names_the_first_failure(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Disabled beats everything else, even in a run with no green tests and a dirty tree.
     monkeypatch.delenv(ALLOW_SELF_COMMIT_ENV, raising=False)
     model = ScriptedModel(
@@ -283,7 +307,9 @@ async def test_terminal_git_denylist(repo: Path, tmp_path: Path, allowed: None) 
     model = ScriptedModel(
         tools_turn(call("terminal", {"command": "git commit -am sneaky"}, id="commit")),
         tools_turn(call("terminal", {"command": "git -C . --push origin main"}, id="push")),
-        tools_turn(call("terminal", {"command": "git status --short && git push origin main"}, id="chain")),
+        tools_turn(
+            call("terminal", {"command": "git status --short && git push origin main"}, id="chain")
+        ),
         tools_turn(call("terminal", {"command": "git reset --hard"}, id="reset")),
         tools_turn(call("terminal", {"command": "git update-ref refs/heads/x HEAD"}, id="ref")),
         tools_turn(call("terminal", {"command": "git log --oneline --grep=push"}, id="log")),
@@ -318,7 +344,9 @@ async def test_gatekeeper_is_there_without_config_plugins_and_hidden_when_not_en
         tools_turn(call("terminal", {"command": "git push"}, id="p")),
         Turn(text="ok"),
     )
-    outcomes = tool_outcomes(await make_agent(repo, model, tools_enabled=["run_tests", "terminal"]).run("go"))
+    outcomes = tool_outcomes(
+        await make_agent(repo, model, tools_enabled=["run_tests", "terminal"]).run("go")
+    )
     assert "git_commit" not in model.tools_seen[0]
     assert outcomes["c"] == (False, "unknown_tool: git_commit")
     assert outcomes["p"] == (False, "blocked_by_plugin: git_denylist: push")
@@ -382,7 +410,11 @@ async def test_gatekeeper_registers_first_and_wins_over_config_plugins(
     outcomes = tool_outcomes(result)
     assert outcomes["c"] == (False, "blocked_by_plugin: self_commit_disabled")
     assert outcomes["p"] == (False, "blocked_by_plugin: git_denylist: push")
-    seen = next(p for p in host.plugins if p.name == "rival").plugin.hooks["before_tool_call"].__globals__["SEEN"]
+    seen = (
+        next(p for p in host.plugins if p.name == "rival")
+        .plugin.hooks["before_tool_call"]
+        .__globals__["SEEN"]
+    )
     # The gatekeeper's hook ran first and vetoed: the rival's hook never saw those calls.
     assert seen == ["echo_nothing"]
     assert commit_count(repo) == 1

@@ -47,7 +47,11 @@ from tests.gatekeeper import (
 
 def plugin_context(work_dir: Path) -> PluginContext:
     return PluginContext(
-        name=GATEKEEPER_NAME, work_dir=work_dir, state={}, settings={}, models=PluginModels(GATEKEEPER_NAME, frozenset())
+        name=GATEKEEPER_NAME,
+        work_dir=work_dir,
+        state={},
+        settings={},
+        models=PluginModels(GATEKEEPER_NAME, frozenset()),
     )
 
 
@@ -61,7 +65,11 @@ def changed_files(repo: Path) -> set[Path]:
 
 
 async def commit(
-    repo: Path, args: dict[str, Any], *, env: dict[str, str] | None = None, written: set[Path] | None = None
+    repo: Path,
+    args: dict[str, Any],
+    *,
+    env: dict[str, str] | None = None,
+    written: set[Path] | None = None,
 ) -> ToolResult:
     """One git_commit call the way the agent loop makes it: green tests, hooks, the tool, hooks.
     `written`: what the task wrote with its write tools (default: every changed file)."""
@@ -78,7 +86,9 @@ async def commit(
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo", {"README.md": "hello\n", "src/app.py": "x = 1\n", "b.txt": "b\n"})
+    return make_repo(
+        tmp_path / "repo", {"README.md": "hello\n", "src/app.py": "x = 1\n", "b.txt": "b\n"}
+    )
 
 
 # --- the happy path and what exactly gets committed ---
@@ -93,7 +103,9 @@ async def test_commits_only_the_named_paths_and_reports_sha_subject_paths(repo: 
     (repo / "README.md").write_text("hello, unstaged\n", encoding="utf-8")
     (repo / "other.txt").write_text("untracked, not named\n", encoding="utf-8")
 
-    result = await commit(repo, {"message": "Add new.txt, bump x\n\nLonger body.", "paths": ["src/app.py", "new.txt"]})
+    result = await commit(
+        repo, {"message": "Add new.txt, bump x\n\nLonger body.", "paths": ["src/app.py", "new.txt"]}
+    )
 
     assert result.ok, result.error
     assert git(repo, "rev-parse", "HEAD~1").strip() == before
@@ -128,10 +140,14 @@ async def test_a_change_this_task_did_not_write_is_never_committed(repo: Path) -
     (repo / "b.txt").write_text("the user's edit\n", encoding="utf-8")  # the user's
     (repo / "src" / "notes.txt").write_text("the user's new file\n", encoding="utf-8")
     agent_wrote = {repo / "src" / "app.py"}
-    named = await commit(repo, {"message": "m", "paths": ["src/app.py", "b.txt"]}, written=agent_wrote)
+    named = await commit(
+        repo, {"message": "m", "paths": ["src/app.py", "b.txt"]}, written=agent_wrote
+    )
     assert not named.ok and named.error.startswith("not_written_by_agent: b.txt "), named.error
     folder = await commit(repo, {"message": "m", "paths": ["src"]}, written=agent_wrote)
-    assert not folder.ok and folder.error.startswith("not_written_by_agent: src/notes.txt "), folder.error
+    assert not folder.ok and folder.error.startswith("not_written_by_agent: src/notes.txt "), (
+        folder.error
+    )
     assert head(repo) == before and staged(repo) == set()
     only_mine = await commit(repo, {"message": "m", "paths": ["src/app.py"]}, written=agent_wrote)
     assert only_mine.ok, only_mine.error
@@ -154,7 +170,9 @@ async def test_one_string_is_one_path_and_duplicates_collapse(repo: Path) -> Non
     result = await commit(repo, {"message": "b", "paths": "b.txt"})
     assert result.ok, result.error
     (repo / "b.txt").write_text("b3\n", encoding="utf-8")
-    result = await commit(repo, {"message": "b again", "paths": ["b.txt", "./b.txt", "src/../b.txt"]})
+    result = await commit(
+        repo, {"message": "b again", "paths": ["b.txt", "./b.txt", "src/../b.txt"]}
+    )
     assert result.ok, result.error
     assert files_in_commit(repo) == {"b.txt"}
 
@@ -167,7 +185,11 @@ async def test_hooks_do_not_run_and_nothing_is_pushed(repo: Path, tmp_path: Path
     for name in ("pre-commit", "commit-msg", "prepare-commit-msg"):
         write_hook(repo, name, f"echo {name} >> '{marker}'; exit 1")
     # A post-commit hook that would push: neither it nor anything else may reach the remote.
-    write_hook(repo, "post-commit", f"echo post-commit >> '{marker}'; git push -q origin HEAD:refs/heads/main")
+    write_hook(
+        repo,
+        "post-commit",
+        f"echo post-commit >> '{marker}'; git push -q origin HEAD:refs/heads/main",
+    )
     git(repo, "config", "push.default", "current")
     (repo / "b.txt").write_text("hooked\n", encoding="utf-8")
 
@@ -213,7 +235,9 @@ async def test_identity_is_fixed_and_user_config_and_git_env_are_ignored(
 
     assert result.ok, result.error
     identity = f"{IDENTITY_NAME} <{IDENTITY_EMAIL}>"
-    assert git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == f"{identity}|{identity}"
+    assert (
+        git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == f"{identity}|{identity}"
+    )
     assert git(repo, "log", "-1", "--format=%G?").strip() == "N"  # not signed
     # Control: a plain `git commit` with that config fails (global hook, signing with no key).
     before = head(repo)
@@ -274,8 +298,20 @@ def test_git_env_drops_git_variables_and_ignores_user_config() -> None:
         ({"message": "m", "paths": ["README.md"]}, "nothing_to_commit:"),
     ],
 )
-async def test_refusals_leave_the_repository_alone(repo: Path, args: dict[str, Any], prefix: str) -> None:
-    for name in (".env", ".env.local", "config/.env.production", "certs/server.pem", "bundle.P12", "tls.key", "id_rsa", "keys/id_rsa.pub", "id_ed25519"):
+async def test_refusals_leave_the_repository_alone(
+    repo: Path, args: dict[str, Any], prefix: str
+) -> None:
+    for name in (
+        ".env",
+        ".env.local",
+        "config/.env.production",
+        "certs/server.pem",
+        "bundle.P12",
+        "tls.key",
+        "id_rsa",
+        "keys/id_rsa.pub",
+        "id_ed25519",
+    ):
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text("SECRET=1\n", encoding="utf-8")
     (repo / "b.txt").write_text("changed\n", encoding="utf-8")
@@ -304,7 +340,9 @@ async def test_ignored_paths_are_refused(repo: Path) -> None:
     (repo / "build").mkdir()
     (repo / "build" / "out.bin").write_text("x", encoding="utf-8")
     result = await commit(repo, {"message": "m", "paths": ["build/out.bin"]})
-    assert not result.ok and result.error is not None and result.error.startswith("ignored_path:"), result.error
+    assert (
+        not result.ok and result.error is not None and result.error.startswith("ignored_path:")
+    ), result.error
 
 
 async def test_symlinks_are_resolved(repo: Path, tmp_path: Path) -> None:
@@ -315,7 +353,12 @@ async def test_symlinks_are_resolved(repo: Path, tmp_path: Path) -> None:
     (repo / "here").symlink_to(".", target_is_directory=True)
     (repo / ".env").write_text("TOKEN=1\n", encoding="utf-8")
     (repo / "notes.txt").symlink_to(".env")
-    cases = {"out/data.txt": "path_escape:", "out": "path_escape:", "here": "path_is_root:", "notes.txt": "secret_path:"}
+    cases = {
+        "out/data.txt": "path_escape:",
+        "out": "path_escape:",
+        "here": "path_is_root:",
+        "notes.txt": "secret_path:",
+    }
     for path, prefix in cases.items():
         result = await commit(repo, {"message": "m", "paths": [path]})
         assert result.error is not None and result.error.startswith(prefix), (path, result.error)
@@ -366,10 +409,14 @@ async def test_an_allowed_call_arms_exactly_that_call(repo: Path) -> None:
     allowed = {"message": "m", "paths": ["b.txt"]}
     assert gatekeeper.before_tool_call({"tool_name": "git_commit", "args": allowed}, ctx) is None
     other = {"message": "m", "paths": ["README.md"]}
-    assert (await gatekeeper.tool.execute(other, ToolContext(work_dir=repo))).error == AGENT_ONLY_ERROR
+    assert (
+        await gatekeeper.tool.execute(other, ToolContext(work_dir=repo))
+    ).error == AGENT_ONLY_ERROR
     # The call was answered without running (another plugin vetoed it): the arming is gone.
     gatekeeper.after_tool_call({"tool_name": "git_commit", "args": allowed, "ok": False}, ctx)
-    assert (await gatekeeper.tool.execute(allowed, ToolContext(work_dir=repo))).error == AGENT_ONLY_ERROR
+    assert (
+        await gatekeeper.tool.execute(allowed, ToolContext(work_dir=repo))
+    ).error == AGENT_ONLY_ERROR
 
 
 def test_is_agent_only(tmp_path: Path) -> None:
@@ -385,8 +432,21 @@ def test_is_agent_only(tmp_path: Path) -> None:
 # --- LICH_ALLOW_SELF_COMMIT ---
 
 
-@pytest.mark.parametrize(("value", "allowed"), [("1", True), ("0", False), ("true", False), ("yes", False), (" 1", False), ("", False), (None, False)])
-def test_allow_self_commit_is_exactly_1(monkeypatch: pytest.MonkeyPatch, value: str | None, allowed: bool) -> None:
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        ("1", True),
+        ("0", False),
+        ("true", False),
+        ("yes", False),
+        (" 1", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_allow_self_commit_is_exactly_1(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, allowed: bool
+) -> None:
     if value is None:
         monkeypatch.delenv(ALLOW_SELF_COMMIT_ENV, raising=False)
     else:

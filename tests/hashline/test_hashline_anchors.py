@@ -109,7 +109,9 @@ def test_vectorised_hashes_equal_scalar_reference(lines):
 
 
 def test_vectorised_handles_long_and_mixed_lines():
-    lines = ["x" * 5000, "数" * 300 + "a", "", "a\rb", "y" * 40] * 20 + ["z" * i for i in range(200)]
+    lines = ["x" * 5000, "数" * 300 + "a", "", "a\rb", "y" * 40] * 20 + [
+        "z" * i for i in range(200)
+    ]
     expected = [reference_hash(line) for line in lines]
     assert line_hashes(lines, vectorised=True) == expected
     text = "\n".join(lines) + "\n"
@@ -122,7 +124,9 @@ def test_batch_refuses_lines_with_newlines_and_falls_back():
 
     assert _vector_hash.hash_lines(["a\nb", "c"]) is None
     # line_hash_values falls back to the scalar path instead of giving wrong answers.
-    assert line_hash_values(["a\nb", "c"] * 2000) == [line_hash_int("a\nb"), line_hash_int("c")] * 2000
+    assert (
+        line_hash_values(["a\nb", "c"] * 2000) == [line_hash_int("a\nb"), line_hash_int("c")] * 2000
+    )
 
 
 def test_pure_python_path_when_numpy_is_missing(monkeypatch):
@@ -134,7 +138,9 @@ def test_pure_python_path_when_numpy_is_missing(monkeypatch):
 # Lines short enough and alike enough to fill the vectorised buckets (16+ lines of similar
 # length), from each kind of text the batch hash reads: ASCII, Latin-1 only, and wider code
 # points, among them some whose low byte is a newline's (U+010A, U+4E0A) or a lone surrogate.
-BUCKET_LINE = st.text(alphabet=st.sampled_from(["a", "Z", " ", "\r", "\x00", "é", "ÿ"]), min_size=0, max_size=12)
+BUCKET_LINE = st.text(
+    alphabet=st.sampled_from(["a", "Z", " ", "\r", "\x00", "é", "ÿ"]), min_size=0, max_size=12
+)
 WIDE_CHARS = ["Ċ", "上", "🙂", "\udc80", "数"]
 
 
@@ -180,12 +186,18 @@ def test_batch_hash_of_lines_at_the_very_end_of_the_text(final_newline):
     assert _vector_hash.hash_lines(lines, text) == expected
     wide = ["数" * 10] * 20 + ["数" * 6]
     wide_text = "\n".join(wide) + ("\n" if final_newline else "")
-    assert _vector_hash.hash_lines(wide, wide_text) == [int(reference_hash(line), 16) for line in wide]
+    assert _vector_hash.hash_lines(wide, wide_text) == [
+        int(reference_hash(line), 16) for line in wide
+    ]
 
 
 def test_render_rows_numbers_far_down_a_file():
     few = render_rows(["a", "b"], 70_001)
     assert few == "70001:" + reference_hash("a") + "|a\n70002:" + reference_hash("b") + "|b"
     many = render_rows(["x"] * 1_500, 70_001).split("\n")
-    assert many[0] == "70001:" + reference_hash("x") + "|x" and many[-1].startswith("71500:") and len(many) == 1_500
+    assert (
+        many[0] == "70001:" + reference_hash("x") + "|x"
+        and many[-1].startswith("71500:")
+        and len(many) == 1_500
+    )
     assert render_rows(["a", "b"], 70_001) == few  # the same once the numbers are cached

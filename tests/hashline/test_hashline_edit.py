@@ -54,11 +54,19 @@ def edit_from_bytes(text: str, body: str, *, was_read: bool, name: str, data: by
 def assert_same_edit(from_bytes, from_split) -> None:
     for name in ("replacements", "added", "removed", "regions", "hunks"):
         assert getattr(from_bytes, name) == getattr(from_split, name), name
-    assert render_edit_result(from_bytes) == render_edit_result(from_split)  # read before the text is built
+    assert render_edit_result(from_bytes) == render_edit_result(
+        from_split
+    )  # read before the text is built
     assert from_bytes._text is None  # the rows came from the lines; the text is not joined
     assert from_bytes.new_line_count() == from_split.new_line_count()
     count = from_split.new_line_count()
-    for low, high in [(0, count), (0, 1), (count // 3, count // 2 + 1), (count - 1, count + 2), (2, 2)]:
+    for low, high in [
+        (0, count),
+        (0, 1),
+        (count // 3, count // 2 + 1),
+        (count - 1, count + 2),
+        (2, 2),
+    ]:
         assert from_bytes.new_lines_between(low, high) == from_split.new_lines()[low:high]
     assert from_bytes.new_text == from_split.new_text
 
@@ -103,7 +111,18 @@ def test_insert_positions_sort_at_half_lines_and_keep_patch_order():
         TEXT,
         f"< {anchor(TEXT, 3)}\n~b3\n+ {anchor(TEXT, 2)}\n~a2\n+\n~end\n<\n~start\n+ {anchor(TEXT, 5)}\n~after5\n",
     )
-    assert split_lines(edit.new_text) == ["start", "one", "two", "b3", "a2", "three", "four", "five", "end", "after5"]
+    assert split_lines(edit.new_text) == [
+        "start",
+        "one",
+        "two",
+        "b3",
+        "a2",
+        "three",
+        "four",
+        "five",
+        "end",
+        "after5",
+    ]
 
 
 def test_inserts_next_to_a_range_go_around_it():
@@ -121,7 +140,9 @@ def test_replace_without_payload_deletes():
 
 
 def test_minimal_replacements_skip_unchanged_lines():
-    edit = edit_one(TEXT, f"= {anchor(TEXT, 1)}..{anchor(TEXT, 5)}\n~one\n~two\n~THREE\n~four\n~five\n")
+    edit = edit_one(
+        TEXT, f"= {anchor(TEXT, 1)}..{anchor(TEXT, 5)}\n~one\n~two\n~THREE\n~four\n~five\n"
+    )
     assert edit.replacements == (LineReplacement(2, 3, "THREE\n"),)
 
 
@@ -143,7 +164,9 @@ def test_crlf_file_keeps_crlf():
 
 def test_unicode_lines_and_lone_cr():
     text = "café\n数据\n🙂 smile\nlone\rcr\n"
-    edit = edit_one(text, f"= {anchor(text, 4)}..{anchor(text, 4)}\n~fixed\n+ {anchor(text, 3)}\n~ñ\n")
+    edit = edit_one(
+        text, f"= {anchor(text, 4)}..{anchor(text, 4)}\n~fixed\n+ {anchor(text, 3)}\n~ñ\n"
+    )
     assert edit.new_text == "café\n数据\n🙂 smile\nñ\nfixed\n"
 
 
@@ -245,7 +268,10 @@ def test_edit_from_texts_reconstructs():
 # --- property tests: random files and random valid patches vs a straightforward list model ---
 
 LINE = st.text(
-    alphabet=st.one_of(st.sampled_from("ab \t~|:é数🙂\r"), st.characters(blacklist_characters="\n", blacklist_categories=("Cs",))),
+    alphabet=st.one_of(
+        st.sampled_from("ab \t~|:é数🙂\r"),
+        st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)),
+    ),
     max_size=8,
 )
 
@@ -280,7 +306,12 @@ def file_and_ops(draw):
         end = draw(st.integers(start, min(count, start + 3)))
         if any(start <= high and low <= end for low, high in taken):
             continue
-        if any(op[0] in "+<" and op[1] is not None and start - 0.5 < op[1] + (0.5 if op[0] == "+" else -0.5) < end + 0.5 for op in ops):
+        if any(
+            op[0] in "+<"
+            and op[1] is not None
+            and start - 0.5 < op[1] + (0.5 if op[0] == "+" else -0.5) < end + 0.5
+            for op in ops
+        ):
             continue
         taken.append((start, end))
         ops.append((kind, start, end, payload if kind == "=" else []))
@@ -295,7 +326,9 @@ def patch_text(lines: list[str], ops: list[tuple]) -> str:
         elif kind in ("+", "<"):
             out.append(f"{kind} {start}:{line_hash(lines[start - 1])}")
         else:
-            out.append(f"{kind} {start}:{line_hash(lines[start - 1])}..{end}:{line_hash(lines[end - 1])}")
+            out.append(
+                f"{kind} {start}:{line_hash(lines[start - 1])}..{end}:{line_hash(lines[end - 1])}"
+            )
         out.extend("~" + line for line in payload)
     return "\n".join(out) + "\n"
 
@@ -364,12 +397,17 @@ def test_random_patches_on_crlf_files_keep_crlf(case):
         return
     crlf_lines = [line + "\r" for line in lines]
     text = "".join(line + "\n" for line in crlf_lines)
-    ops = [(kind, start, end, [p for p in payload if "\r" not in p]) for kind, start, end, payload in ops]
+    ops = [
+        (kind, start, end, [p for p in payload if "\r" not in p])
+        for kind, start, end, payload in ops
+    ]
     ops = [op for op in ops if op[3] or op[0] in "-="]
     if not ops:
         return
     edit = edit_one(text, patch_text(crlf_lines, ops).split("\n", 1)[1])
-    expected_lines = split_lines(reference_model(crlf_lines, [(k, s, e, [p + "\r" for p in pl]) for k, s, e, pl in ops]))
+    expected_lines = split_lines(
+        reference_model(crlf_lines, [(k, s, e, [p + "\r" for p in pl]) for k, s, e, pl in ops])
+    )
     assert edit.new_text == "".join(line + "\n" for line in expected_lines)
     if lines:
         assert edit.new_text.count("\n") == edit.new_text.count("\r\n")
@@ -378,8 +416,13 @@ def test_random_patches_on_crlf_files_keep_crlf(case):
 
 def test_result_rows_of_many_windows_carry_each_line_s_own_number_and_hash():
     """Rows of every window are hashed in one batch: each row still gets its own line's hash."""
-    text = "".join(f"    value_{index} = compute({index}, 'naïve 🙂')\n" for index in range(1, 2001))
-    body = "".join(f"= {anchor(text, number)}..{anchor(text, number)}\n~changed {number}\n" for number in range(5, 2001, 20))
+    text = "".join(
+        f"    value_{index} = compute({index}, 'naïve 🙂')\n" for index in range(1, 2001)
+    )
+    body = "".join(
+        f"= {anchor(text, number)}..{anchor(text, number)}\n~changed {number}\n"
+        for number in range(5, 2001, 20)
+    )
     edit = edit_one(text, body)
     new_lines = split_lines(edit.new_text)
     rows = render_edit_result(edit).split("\n")
@@ -406,15 +449,23 @@ def test_lines_from_bytes_with_undecodable_bytes_plan_the_same_edit(case, junk):
     body = patch_text(junk_lines, ops).split("\n", 1)[1]
     [section] = parse_patch(f"@@ f.txt\n{body}")
     [from_split] = plan_edits([FileTarget("f.txt", text, True, section.ops)])
-    assert_same_edit(edit_from_bytes(text, body, was_read=True, name="f.txt", data=data), from_split)
+    assert_same_edit(
+        edit_from_bytes(text, body, was_read=True, name="f.txt", data=data), from_split
+    )
 
 
 def test_lines_from_bytes_across_many_newline_blocks():
     """A file spanning many of the newline index's blocks, some of them without any newline."""
-    text = "".join(("x" * 3000 if index % 7 == 0 else f"line {index} ü") + "\n" for index in range(1, 3001))
+    text = "".join(
+        ("x" * 3000 if index % 7 == 0 else f"line {index} ü") + "\n" for index in range(1, 3001)
+    )
     lines = split_lines(text)
-    body = "".join(
-        f"= {anchor(text, number)}..{anchor(text, number)}\n~changed {number}\n" for number in range(3, 3001, 97)
-    ) + f"+ {anchor(text, 3000)}\n~end\n"
+    body = (
+        "".join(
+            f"= {anchor(text, number)}..{anchor(text, number)}\n~changed {number}\n"
+            for number in range(3, 3001, 97)
+        )
+        + f"+ {anchor(text, 3000)}\n~end\n"
+    )
     edit = edit_one(text, body)
     assert split_lines(edit.new_text)[-1] == "end" and len(lines) == 3000

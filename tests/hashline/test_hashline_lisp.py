@@ -12,7 +12,9 @@ from lich_core.hashline.patch import parse_patch
 CL = dialect_for("x.lisp")
 
 
-@pytest.mark.parametrize("name", ["a.lisp", "b.asd", "c.cl", "d.lsp", "e.el", "f.scm", "g.clj", "h.edn", "I.LISP"])
+@pytest.mark.parametrize(
+    "name", ["a.lisp", "b.asd", "c.cl", "d.lsp", "e.el", "f.scm", "g.clj", "h.edn", "I.LISP"]
+)
 def test_lisp_family(name):
     assert is_lisp_path(name)
 
@@ -27,7 +29,7 @@ def test_not_lisp():
         '(a "str ( ) [" b)',
         "(a ; comment (\n b)",
         "(a #| block ( #| nested ( |# still |# b)",
-        "(list #\\( #\\) #\\; #\\\")",
+        '(list #\\( #\\) #\\; #\\")',
         "(|odd(symbol| x)",
         "(a\\(b)",
         "[1 {2 (3)}]",
@@ -71,7 +73,9 @@ OLD = "(defun f (x)\n  (+ x 1))\n\n(defun g () ; note (\n  2)\n"
 def patched(body: str, old: str = OLD):
     lines = split_lines(old)
     anchors = {index + 1: f"{index + 1}:{line_hash(line)}" for index, line in enumerate(lines)}
-    [section] = parse_patch("@@ f.lisp\n" + body.format(**{f"a{key}": value for key, value in anchors.items()}))
+    [section] = parse_patch(
+        "@@ f.lisp\n" + body.format(**{f"a{key}": value for key, value in anchors.items()})
+    )
     [edit] = plan_edits([FileTarget("f.lisp", old, True, section.ops)])
     return edit, repair(old, edit.new_text, edit.hunks, CL)
 

@@ -80,7 +80,11 @@ def test_diff_style_plus_line_is_a_payload_error():
 
 def test_no_payload_on_delete():
     err = _error("@@ f\n- 1:aa..2:bb\n~x\n")
-    assert err.line_number == 3 and "no payload on a delete" in str(err) and "`= A:HH..B:HH`" in str(err)
+    assert (
+        err.line_number == 3
+        and "no payload on a delete" in str(err)
+        and "`= A:HH..B:HH`" in str(err)
+    )
 
 
 def test_reversed_range():
@@ -93,7 +97,9 @@ def test_unknown_op():
     assert "unknown op `*`" in str(err)
 
 
-@pytest.mark.parametrize("line", ["+ 3:zz", "+ 3", "+ x:ab", "+ 3:abc", "- 3:aa..", "= 3:aa..4", "- 3:aa..x"])
+@pytest.mark.parametrize(
+    "line", ["+ 3:zz", "+ 3", "+ x:ab", "+ 3:abc", "- 3:aa..", "= 3:aa..4", "- 3:aa..x"]
+)
 def test_malformed_anchor(line):
     err = _error(f"@@ f\n{line}\n~x\n")
     assert "malformed" in str(err)
@@ -120,7 +126,12 @@ REJECTIONS = [
     ("@@ f\n= 9:aa..3:bb\n~x\n", 2, "`= 9:aa..3:bb`", "reversed range"),
     ("@@ f\n* 3:aa\n~x\n", 2, "`* 3:aa`", "ops are `+`, `<`, `-`, `=`"),
     ("@@ f\n> 3:aa..4:bb\n", 2, "`> 3:aa..4:bb`", "unknown op `>`"),
-    ("@@ f\n+ 3:zz\n~x\n", 2, "`+ 3:zz`", "write `+ LINE:HH` with the line number and two hex digits"),
+    (
+        "@@ f\n+ 3:zz\n~x\n",
+        2,
+        "`+ 3:zz`",
+        "write `+ LINE:HH` with the line number and two hex digits",
+    ),
     ("@@ f\n< x:ab\n~x\n", 2, "`< x:ab`", "write `< LINE:HH`"),
     ("@@ f\n- 3:aa..\n", 2, "`- 3:aa..`", "write `- A:HH..B:HH`"),
     ("@@ f\n= 3:aa..4\n", 2, "`= 3:aa..4`", "write `= A:HH..B:HH`"),

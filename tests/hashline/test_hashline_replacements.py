@@ -87,7 +87,9 @@ def test_replacements_rebuild_the_new_text_minimally(case: tuple[str, str]) -> N
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(LINE, min_size=1, max_size=14), st.integers(0, 13), LINE)
-def test_one_changed_line_is_one_replacement_of_that_line(lines: list[str], at: int, line: str) -> None:
+def test_one_changed_line_is_one_replacement_of_that_line(
+    lines: list[str], at: int, line: str
+) -> None:
     at %= len(lines)
     if lines[at] == line:
         return
@@ -125,7 +127,10 @@ def test_missing_final_newline() -> None:
     assert check("a\r\nb", "a\r\nb\r\n") == (LineReplacement(1, 2, "b\r\n"),)
     # Appending to a file without a final newline rewrites its last line.
     assert check("a\nb", "a\nb\nc") == (LineReplacement(1, 2, "b\nc"),)
-    assert check("a\nb", "z\na\nb\n") == (LineReplacement(0, 0, "z\n"), LineReplacement(1, 2, "b\n"))
+    assert check("a\nb", "z\na\nb\n") == (
+        LineReplacement(0, 0, "z\n"),
+        LineReplacement(1, 2, "b\n"),
+    )
 
 
 def test_repeated_lines_without_any_unique_line() -> None:
@@ -156,13 +161,17 @@ def test_scattered_changes_in_a_big_file_with_repeated_lines_stay_fast() -> None
     started = time.perf_counter()
     replacements = check(old, "\n".join(changed) + "\n")
     assert time.perf_counter() - started < 5  # ~0.1 s; generous for a loaded machine
-    assert [(r.start, r.end) for r in replacements] == [(at, at + 1) for at in range(100, 20_000, 500)]
+    assert [(r.start, r.end) for r in replacements] == [
+        (at, at + 1) for at in range(100, 20_000, 500)
+    ]
 
 
 # --- splice_replacements: the disk write's splice, byte for byte what encoding gives ---
 
 
-def apply_replacements_to_bytes(data: bytes, replacements: tuple[LineReplacement, ...], encode) -> bytes | None:
+def apply_replacements_to_bytes(
+    data: bytes, replacements: tuple[LineReplacement, ...], encode
+) -> bytes | None:
     lines = byte_lines(data, decode_text)
     assert lines is not None
     pieces = splice_replacements(lines, replacements, encode)
@@ -181,10 +190,14 @@ def test_splicing_the_bytes_gives_the_encoded_new_text(case: tuple[str, str]) ->
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from(["", "x", "é" * 40, "y" * 700]), min_size=1, max_size=40), st.data())
+@given(
+    st.lists(st.sampled_from(["", "x", "é" * 40, "y" * 700]), min_size=1, max_size=40), st.data()
+)
 def test_splicing_across_newline_blocks(pattern: list[str], data: st.DataObject) -> None:
     # Long enough to span many newline-count blocks, some full of newlines, some with none.
-    lines = (pattern * (3 * NEWLINE_BLOCK_BYTES // max(1, sum(map(len, pattern)) + len(pattern)) + 1))[:6000]
+    lines = (
+        pattern * (3 * NEWLINE_BLOCK_BYTES // max(1, sum(map(len, pattern)) + len(pattern)) + 1)
+    )[:6000]
     old = "\n".join(lines) + data.draw(st.sampled_from(["", "\n"]))
     changed = list(lines)
     for _ in range(data.draw(st.integers(1, 8))):
@@ -210,4 +223,6 @@ def test_a_replacement_past_the_old_lines_is_not_spliced() -> None:
     assert apply_replacements_to_bytes(b"a\nb\n", (replacement,), encode_text) is None
     overlapping = (LineReplacement(0, 2, ""), LineReplacement(1, 2, "y\n"))
     assert apply_replacements_to_bytes(b"a\nb\n", overlapping, encode_text) is None
-    assert apply_replacements_to_bytes(b"", (LineReplacement(0, 0, "new\n"),), encode_text) == b"new\n"
+    assert (
+        apply_replacements_to_bytes(b"", (LineReplacement(0, 0, "new\n"),), encode_text) == b"new\n"
+    )

@@ -62,7 +62,10 @@ async def test_read_file_rows_ranges_and_read_state(tmp_path):
     path = write(tmp_path, "a.txt", "one\ntwo\nthree\n")
     ctx = make_ctx(tmp_path)
     assert await read(ctx, "a.txt") == render_rows(["one", "two", "three"])
-    assert await read(ctx, "a.txt", start=2, end=99) == f"2:{line_hash('two')}|two\n3:{line_hash('three')}|three"
+    assert (
+        await read(ctx, "a.txt", start=2, end=99)
+        == f"2:{line_hash('two')}|two\n3:{line_hash('three')}|three"
+    )
     assert await read(ctx, "a.txt", start=2, end=2, raw=True) == "two"
     assert ctx.read_state.has_read(path)
 
@@ -80,7 +83,9 @@ async def test_read_file_errors(tmp_path):
         assert not result.ok
         return result.error
 
-    assert (await error(path="a.txt", start=3)).startswith("out_of_range:") and "2 lines" in await error(path="a.txt", start=3)
+    assert (await error(path="a.txt", start=3)).startswith(
+        "out_of_range:"
+    ) and "2 lines" in await error(path="a.txt", start=3)
     assert (await error(path="missing.txt")) == "not_found: missing.txt"
     assert (await error(path="bin.dat")).startswith("binary_file: bin.dat")
     big = await error(path="big.txt")
@@ -98,7 +103,9 @@ async def test_read_file_empty_crlf_unicode_and_no_final_newline(tmp_path):
     ctx = make_ctx(tmp_path)
     assert await read(ctx, "empty.txt") == "(empty file)"
     assert ctx.read_state.has_read(tmp_path / "empty.txt")
-    assert await read(ctx, "crlf.txt") == render_rows(["a\r", "b\r"])  # the "\r" is part of the line
+    assert await read(ctx, "crlf.txt") == render_rows(
+        ["a\r", "b\r"]
+    )  # the "\r" is part of the line
     assert await read(ctx, "uni.txt") == render_rows(["café", "数据", "🙂", "lone\rcr"])
 
 
@@ -201,7 +208,11 @@ async def test_grep_tree_semantics(tmp_path, engine):
 
 
 async def test_grep_context_and_separators(tmp_path, engine):
-    write(tmp_path, "f.txt", "".join(f"{'hit' if n in (2, 3, 9) else 'line'} {n}\n" for n in range(1, 13)))
+    write(
+        tmp_path,
+        "f.txt",
+        "".join(f"{'hit' if n in (2, 3, 9) else 'line'} {n}\n" for n in range(1, 13)),
+    )
     ctx = make_ctx(tmp_path)
     result = await grep(ctx, pattern="^hit", path="f.txt", context=1)
     lines = split_lines((tmp_path / "f.txt").read_text())
@@ -210,7 +221,15 @@ async def test_grep_context_and_separators(tmp_path, engine):
         return f"{marker}{number}:{line_hash(lines[number - 1])}|{lines[number - 1]}"
 
     assert result.output.splitlines()[:9] == [
-        "f.txt", row(1, " "), row(2, "*"), row(3, "*"), row(4, " "), "--", row(8, " "), row(9, "*"), row(10, " ")
+        "f.txt",
+        row(1, " "),
+        row(2, "*"),
+        row(3, "*"),
+        row(4, " "),
+        "--",
+        row(8, " "),
+        row(9, "*"),
+        row(10, " "),
     ]
     assert ctx.read_state.has_read(tmp_path / "f.txt")
 
@@ -221,7 +240,11 @@ async def test_grep_globs(tmp_path, engine):
 
     async def files(glob: str) -> list[str]:
         output = (await grep(ctx, pattern="find_me", glob=glob)).output
-        return [line for line in output.splitlines() if line and line[0] not in "* (" and "matching" not in line]
+        return [
+            line
+            for line in output.splitlines()
+            if line and line[0] not in "* (" and "matching" not in line
+        ]
 
     assert await files("*.py") == ["src/app.py", "src/util.py"]
     assert await files("src/*.py") == ["src/app.py", "src/util.py"]
@@ -239,7 +262,9 @@ async def test_grep_caps_files_and_rows_and_counts_the_overflow(tmp_path, engine
     assert "(not shown: 10 more matching lines in 5 more files;" in result.output
     result = await grep(ctx, pattern="match", max_results=3)
     assert result.details["matches"] == 3
-    assert result.output.splitlines()[-1].startswith("(not shown: 207 more matching lines in 103 more files")
+    assert result.output.splitlines()[-1].startswith(
+        "(not shown: 207 more matching lines in 103 more files"
+    )
 
 
 async def test_grep_caps_rows_at_one_thousand_by_default(tmp_path, engine):
@@ -251,7 +276,10 @@ async def test_grep_caps_rows_at_one_thousand_by_default(tmp_path, engine):
         "(not shown: 501 more matching lines in 1 more file; narrow the pattern, path or glob)"
     )
     single = await grep(make_ctx(tmp_path), pattern="hit", path="many.txt")
-    assert single.output.splitlines()[-1] == "(not shown: 500 more matching lines; narrow the pattern, path or glob)"
+    assert (
+        single.output.splitlines()[-1]
+        == "(not shown: 500 more matching lines; narrow the pattern, path or glob)"
+    )
 
 
 async def test_grep_never_shows_denied_files(tmp_path, engine):
@@ -262,7 +290,10 @@ async def test_grep_never_shows_denied_files(tmp_path, engine):
     for path in (".lich", "d", "d/"):
         # Through a symlinked directory too: the deny list sees where the files really are.
         result = await grep(ctx, pattern="secret_key", path=path)
-        assert result.output == f".lich/a.md\n*1:{line_hash('secret_key mentioned')}|secret_key mentioned\n\n1 matching line in 1 file"
+        assert (
+            result.output
+            == f".lich/a.md\n*1:{line_hash('secret_key mentioned')}|secret_key mentioned\n\n1 matching line in 1 file"
+        )
     # Not even counted as an overflow file.
     capped = await grep(ctx, pattern="secret_key", path=".lich", max_results=1)
     assert capped.details["hidden_files"] == 0 and "not shown" not in capped.output
@@ -295,7 +326,9 @@ async def test_python_walk_stops_at_the_entry_limit_and_says_so(tmp_path, monkey
 async def test_grep_searches_editor_buffers_instead_of_disk(tmp_path, engine):
     disk = write(tmp_path, "a.txt", "old needle\n")
     write(tmp_path, "b.txt", "needle on disk\n")
-    workspace = BufferWorkspace(tmp_path, {disk: "fresh text\nnew needle\n", tmp_path / "unsaved.txt": "needle\n"})
+    workspace = BufferWorkspace(
+        tmp_path, {disk: "fresh text\nnew needle\n", tmp_path / "unsaved.txt": "needle\n"}
+    )
     ctx = make_ctx(tmp_path, workspace)
     result = await grep(ctx, pattern="needle")
     assert result.output.splitlines()[:8] == [
@@ -384,7 +417,9 @@ async def test_patch_after_read_and_follow_up_edit_from_result_anchors(tmp_path)
     result = await patch(ctx, f"@@ a.py\n= {rows[2]}..{rows[2]}\n~    x = 1\n~    return x\n")
     assert result.ok, result.error
     assert path.read_text() == "def f():\n    x = 1\n    return x\n"
-    assert result.output == "Edited a.py (+2 -1)\n" + render_rows(["def f():", "    x = 1", "    return x"])
+    assert result.output == "Edited a.py (+2 -1)\n" + render_rows(
+        ["def f():", "    x = 1", "    return x"]
+    )
     fresh = rows_of(result.output)
     result = await patch(ctx, f"@@ a.py\n+ {fresh[3]}\n~# done\n")
     assert result.ok, result.error
@@ -415,7 +450,9 @@ async def test_a_patch_written_to_disk_never_joins_the_new_text(tmp_path, monkey
     from lich_core.hashline.patch import parse_patch
     from lich_core.tools.builtin.apply_patch import BYTE_LINES_MIN_BYTES
 
-    original = "".join(f"line {n} caf\u00e9\r\n" for n in range(1, line_count + 1)).encode() + b"\xff tail"
+    original = (
+        "".join(f"line {n} caf\u00e9\r\n" for n in range(1, line_count + 1)).encode() + b"\xff tail"
+    )
     big = len(original) >= BYTE_LINES_MIN_BYTES
     assert big == (line_count == 9000)
     path = write(tmp_path, "big.txt", original)
@@ -432,7 +469,9 @@ async def test_a_patch_written_to_disk_never_joins_the_new_text(tmp_path, monkey
     split_sizes: list[int] = []
     real_split = edit_module.split_lines
     monkeypatch.setattr(edit_module.FileEdit, "new_text", property(counted, real.fset))
-    monkeypatch.setattr(edit_module, "split_lines", lambda text: split_sizes.append(len(text)) or real_split(text))
+    monkeypatch.setattr(
+        edit_module, "split_lines", lambda text: split_sizes.append(len(text)) or real_split(text)
+    )
     body = f"= {rows[1501]}..{rows[1501]}\n~changed\n+ {tail[line_count + 1]}\n~end\n"
     result = await patch(ctx, f"@@ big.txt\n{body}")
     assert result.ok, result.error
@@ -443,7 +482,9 @@ async def test_a_patch_written_to_disk_never_joins_the_new_text(tmp_path, monkey
     assert (len(text) in split_sizes) is not big  # the whole text split, or not
     # The result shows the same rows as an edit planned from the split text.
     [section] = parse_patch(f"@@ big.txt\n{body}")
-    [reference] = edit_module.plan_edits([edit_module.FileTarget("big.txt", text, True, section.ops)])
+    [reference] = edit_module.plan_edits(
+        [edit_module.FileTarget("big.txt", text, True, section.ops)]
+    )
     assert result.output == edit_module.render_edit_result(reference)
 
 
@@ -463,9 +504,14 @@ async def test_patch_is_whole_or_nothing_across_files(tmp_path):
     rows_a = rows_of(await read(ctx, "a.txt"))
     rows_b = rows_of(await read(ctx, "b.txt"))
     b.write_text("b1\nchanged\n")  # someone edits b.txt after the read
-    result = await patch(ctx, f"@@ a.txt\n+ {rows_a[1]}\n~new\n@@ b.txt\n= {rows_b[2]}..{rows_b[2]}\n~B2\n")
+    result = await patch(
+        ctx, f"@@ a.txt\n+ {rows_a[1]}\n~new\n@@ b.txt\n= {rows_b[2]}..{rows_b[2]}\n~B2\n"
+    )
     assert not result.ok
-    assert result.error.startswith("stale_anchor: b.txt line 2") and "Nothing was written" in result.error
+    assert (
+        result.error.startswith("stale_anchor: b.txt line 2")
+        and "Nothing was written" in result.error
+    )
     assert a.read_bytes() == b"a1\na2\n" and b.read_bytes() == b"b1\nchanged\n"
 
 
@@ -501,7 +547,9 @@ async def test_patch_refusals(tmp_path):
     assert (await patch(ctx, "@@ ../out.txt\n+\n~y\n")).error.startswith("path_escape:")
     assert (await patch(ctx, "@@ .lich/config.json\n+\n~y\n")).error.startswith("forbidden_path:")
     assert (await patch(ctx, "@@ a.txt\n  + 1:00\n")).error.startswith("patch_syntax: patch line 2")
-    assert (await patch(ctx, "@@ new.txt\n+ 1:00\n~y\n")).error.startswith("not_found: new.txt does not exist")
+    assert (await patch(ctx, "@@ new.txt\n+ 1:00\n~y\n")).error.startswith(
+        "not_found: new.txt does not exist"
+    )
     assert (await APPLY_PATCH.execute({}, ctx)).error == "missing_arg: input"
     assert not (tmp_path / "new.txt").exists() and (tmp_path / "a.txt").read_text() == "x\n"
 
@@ -558,7 +606,9 @@ async def test_lisp_accept_refuses_a_changed_file(tmp_path):
     result = await patch(ctx, f"@@ f.lisp\n= {rows[2]}..{rows[2]}\n~  (+ x 2)\n", repair="preview")
     assert result.details["written"] is False
     path.write_text(LISP + ";; edited meanwhile\n")
-    accepted = await APPLY_PATCH.execute({"accept_repair": result.details["candidate"], "path": "f.lisp"}, ctx)
+    accepted = await APPLY_PATCH.execute(
+        {"accept_repair": result.details["candidate"], "path": "f.lisp"}, ctx
+    )
     assert accepted.error.startswith("stale_candidate: f.lisp")
     assert path.read_text() == LISP + ";; edited meanwhile\n"
 
@@ -568,7 +618,9 @@ async def test_lisp_reject_policy(tmp_path):
     ctx = make_ctx(tmp_path)
     rows = rows_of(await read(ctx, "f.el"))
     result = await patch(ctx, f"@@ f.el\n= {rows[2]}..{rows[2]}\n~  (+ x 2)\n", repair="reject")
-    assert result.error.startswith("lisp_unbalanced: f.el:") and "Nothing was written" in result.error
+    assert (
+        result.error.startswith("lisp_unbalanced: f.el:") and "Nothing was written" in result.error
+    )
     assert path.read_text() == LISP
     balanced = await patch(ctx, f"@@ f.el\n= {rows[2]}..{rows[2]}\n~  (+ x 2))\n", repair="reject")
     assert balanced.ok, balanced.error
@@ -580,8 +632,10 @@ async def test_lisp_syntax_problem_is_reported_not_repaired(tmp_path):
     rows = rows_of(await read(ctx, "f.scm"))
     result = await patch(ctx, f'@@ f.scm\n= {rows[2]}..{rows[2]}\n~  (+ x "1))\n')
     assert result.ok, result.error
-    assert path.read_text() == LISP.replace('(+ x 1))', '(+ x "1))')
-    assert result.output.endswith("\n\nnote: f.scm: unterminated string at line 2 column 8 (not repaired)")
+    assert path.read_text() == LISP.replace("(+ x 1))", '(+ x "1))')
+    assert result.output.endswith(
+        "\n\nnote: f.scm: unterminated string at line 2 column 8 (not repaired)"
+    )
 
 
 # --- properties through the tools ---
@@ -616,7 +670,11 @@ def test_read_patch_read_round_trip(lines, crlf, data):
         expected = lines[: start - 1] + payload + lines[end:]
         assert path.read_bytes() == "".join(line + ending for line in expected).encode()
         again = run(read(ctx, "f.txt"))
-        assert again == ("(empty file)" if not expected else render_rows([line + ending[:-1] for line in expected]))
+        assert again == (
+            "(empty file)"
+            if not expected
+            else render_rows([line + ending[:-1] for line in expected])
+        )
         # The result's fresh rows are exactly what a new read shows for those lines.
         fresh = rows_of(result.output)
         assert all(rows_of(again)[number] == anchor for number, anchor in fresh.items())
@@ -637,7 +695,9 @@ def test_any_invalid_patch_leaves_every_file_byte_identical(lines, data):
         good = f"@@ b.txt\n+ 1:{line_hash('keep')}\n~more\n"
         number = data.draw(st.integers(1, len(lines)))
         anchor = rows[number]
-        wrong_digest = f"{(int(anchor.split(':')[1], 16) + data.draw(st.integers(1, 255))) % 256:02x}"
+        wrong_digest = (
+            f"{(int(anchor.split(':')[1], 16) + data.draw(st.integers(1, 255))) % 256:02x}"
+        )
         breakages = [
             f"+ {number}:{wrong_digest}\n~x\n",  # stale
             f"+ {len(lines) + data.draw(st.integers(1, 5))}:aa\n~x\n",  # past the end
@@ -678,7 +738,9 @@ async def test_read_state_survives_a_save_and_load_between_invocations(tmp_path)
     save_read_state(second.read_state, state_file)
 
     third = ToolContext(work_dir=tmp_path, read_state=load_read_state(state_file))
-    accepted = await APPLY_PATCH.execute({"accept_repair": result.details["candidate"], "path": "f.lisp"}, third)
+    accepted = await APPLY_PATCH.execute(
+        {"accept_repair": result.details["candidate"], "path": "f.lisp"}, third
+    )
     assert accepted.ok, accepted.error
     assert path.read_text() == LISP + "(defun h ()\n  3)\n"
     assert not load_read_state(tmp_path / "missing.json").has_read(path)
@@ -687,7 +749,9 @@ async def test_read_state_survives_a_save_and_load_between_invocations(tmp_path)
 def test_read_state_loads_the_older_file_format(tmp_path):
     # Files saved before the rows were dropped map each path to its {line: hash} rows.
     state_file = tmp_path / "read_state.json"
-    state_file.write_text(json.dumps({"seen": {str(tmp_path / "a.txt"): {"1": "c5"}}, "repair_candidates": {"x": {}}}))
+    state_file.write_text(
+        json.dumps({"seen": {str(tmp_path / "a.txt"): {"1": "c5"}}, "repair_candidates": {"x": {}}})
+    )
     loaded = load_read_state(state_file)
     assert loaded.has_read(tmp_path / "a.txt") and not loaded.has_read(tmp_path / "b.txt")
     assert loaded.repair_candidates == {"x": {}}
@@ -714,7 +778,12 @@ async def test_a_two_mib_file_reads_searches_and_patches(tmp_path, engine):
     found = await grep(ctx, pattern=f"^row {last} ")
     assert rows_of(found.output) == {last: f"{last}:{line_hash(lines[-1])}"}
     middle = last // 2
-    result = await patch(ctx, f"@@ big.txt\n- {middle}:{line_hash(lines[middle - 1])}..{middle}:{line_hash(lines[middle - 1])}\n")
+    result = await patch(
+        ctx,
+        f"@@ big.txt\n- {middle}:{line_hash(lines[middle - 1])}..{middle}:{line_hash(lines[middle - 1])}\n",
+    )
     # Only the grep match and the tail read were seen, but validation re-hashes the text itself.
     assert result.ok, result.error
-    assert path.read_text() == "".join(line + "\n" for index, line in enumerate(lines, 1) if index != middle)
+    assert path.read_text() == "".join(
+        line + "\n" for index, line in enumerate(lines, 1) if index != middle
+    )

@@ -88,5 +88,7 @@ def short_cancel_grace(monkeypatch: pytest.MonkeyPatch) -> float:
     from lich_lsp import tasks
 
     monkeypatch.setattr(guard, "CANCEL_GRACE_MS", SHORT_CANCEL_GRACE_MS)
-    monkeypatch.setattr(tasks, "CANCEL_HARD_STOP_S", SHORT_CANCEL_GRACE_MS / 1000 + tasks.HARD_STOP_MARGIN_S)
+    monkeypatch.setattr(
+        tasks, "CANCEL_HARD_STOP_S", SHORT_CANCEL_GRACE_MS / 1000 + tasks.HARD_STOP_MARGIN_S
+    )
     return SHORT_CANCEL_GRACE_MS / 1000

@@ -81,7 +81,9 @@ class FakeEditor:
         self.docs: dict[str, Doc] = {}  # the editor's buffers: open ones and hidden ones (Neovim)
         self.session: Any = None  # gets did_open/did_close/did_save; set by start()
         self.declared = types.ClientCapabilities()  # what this editor told the server it supports
-        self.open_on_edit = open_on_edit  # an edited file that was not open opens (documentChanges editors)
+        self.open_on_edit = (
+            open_on_edit  # an edited file that was not open opens (documentChanges editors)
+        )
         self.echo: EchoMode = echo
         self.failures: list[str] = []  # protocol mistakes by the server, and errors in its handlers
         # workspace/applyEdit
@@ -95,7 +97,9 @@ class FakeEditor:
         self.save_answer: str = "ok"  # "ok" | "error"
         # window/showMessageRequest
         self.message_requests: list[types.ShowMessageRequestParams] = []
-        self.message_answers: list[str | None] = []  # popped per question; None (or none left) = dismissed
+        self.message_answers: list[
+            str | None
+        ] = []  # popped per question; None (or none left) = dismissed
         self.ask_hold: asyncio.Event | None = None
         self.ask_answer: str = "answer"  # "answer" | "error"
         # window/showDocument, workspace/configuration
@@ -125,7 +129,11 @@ class FakeEditor:
     @staticmethod
     def _new_workspace(root: Path | None, encoding: str) -> Workspace:
         root_uri = uri_of(root) if root is not None else None
-        folders = [types.WorkspaceFolder(uri=root_uri, name=root.name)] if root is not None and root_uri else None
+        folders = (
+            [types.WorkspaceFolder(uri=root_uri, name=root.name)]
+            if root is not None and root_uri
+            else None
+        )
         return Workspace(
             root_uri,
             sync_kind=types.TextDocumentSyncKind.Incremental,
@@ -152,12 +160,17 @@ class FakeEditor:
         if self.docs:
             raise RuntimeError("start() the fake editor before opening documents")
         caps = capabilities_for(
-            client_name, encodings=encodings, save_documents=save_documents, work_done_progress=work_done_progress
+            client_name,
+            encodings=encodings,
+            save_documents=save_documents,
+            work_done_progress=work_done_progress,
         )
         self.declared = caps
         # Editors without documentChanges (Neovim) load an edited file into a hidden buffer.
         self.open_on_edit = bool(
-            caps.workspace and caps.workspace.workspace_edit and caps.workspace.workspace_edit.document_changes
+            caps.workspace
+            and caps.workspace.workspace_edit
+            and caps.workspace.workspace_edit.document_changes
         )
         self.settings = settings
         self.root = root
@@ -176,7 +189,12 @@ class FakeEditor:
         return self.session
 
     async def command(
-        self, name: str, argument: Any = None, *, no_args: bool = False, timeout_s: float = COMMAND_WAIT_S
+        self,
+        name: str,
+        argument: Any = None,
+        *,
+        no_args: bool = False,
+        timeout_s: float = COMMAND_WAIT_S,
     ) -> Any:
         """workspace/executeCommand with a fresh request id; the session's JsonRpc errors propagate."""
         _, task = self.start_command(name, argument, no_args=no_args)
@@ -241,7 +259,9 @@ class FakeEditor:
 
     # --- EditorPort: requests ---
 
-    async def apply_edit(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+    async def apply_edit(
+        self, params: types.ApplyWorkspaceEditParams
+    ) -> types.ApplyWorkspaceEditResult:
         self.applied.append(params)
         self._notify()
         if self.hold is not None:
@@ -249,7 +269,9 @@ class FakeEditor:
         if self.before_apply is not None:
             self.before_apply()
         if self.answer == "reject":
-            return types.ApplyWorkspaceEditResult(applied=False, failure_reason="the user rejected the edit")
+            return types.ApplyWorkspaceEditResult(
+                applied=False, failure_reason="the user rejected the edit"
+            )
         if self.answer == "error":
             raise EditorRequestError(INTENDED_FAILURE)
         if self.answer == "garbage":
@@ -281,8 +303,12 @@ class FakeEditor:
         for change in edit.document_changes or []:
             if isinstance(change, types.CreateFile):
                 options = change.options
-                if _path(change.uri).exists() and not (options and (options.overwrite or options.ignore_if_exists)):
-                    return types.ApplyWorkspaceEditResult(applied=False, failure_reason=f"{change.uri} exists")
+                if _path(change.uri).exists() and not (
+                    options and (options.overwrite or options.ignore_if_exists)
+                ):
+                    return types.ApplyWorkspaceEditResult(
+                        applied=False, failure_reason=f"{change.uri} exists"
+                    )
                 staged[change.uri] = Doc("", 0, False)
                 created.append(change.uri)
             elif isinstance(change, types.DeleteFile):
@@ -299,7 +325,9 @@ class FakeEditor:
                 doc.text = apply_text_edits(doc.text, list(change.edits), encoding)
                 staged[uri] = doc
             else:
-                return types.ApplyWorkspaceEditResult(applied=False, failure_reason=f"unsupported {change!r}")
+                return types.ApplyWorkspaceEditResult(
+                    applied=False, failure_reason=f"unsupported {change!r}"
+                )
         for uri, edits in (edit.changes or {}).items():
             doc = self._doc_for_edit(uri, staged)
             doc.text = apply_text_edits(doc.text, list(edits), encoding)
@@ -368,7 +396,9 @@ class FakeEditor:
         self.progress_created.append(token)
         self._notify()
         if self.progress_create_answer == "error":
-            raise EditorRequestError("window/workDoneProgress/create: the editor failed the request")
+            raise EditorRequestError(
+                "window/workDoneProgress/create: the editor failed the request"
+            )
         self.progress_tokens.add(token)
 
     # --- EditorPort: notifications ---
@@ -586,9 +616,13 @@ class FakeEditor:
 
         await bounded(until(), timeout_s, what)
 
-    def find_event(self, kind: str, task_id: str | None = None, **data: Any) -> dict[str, Any] | None:
+    def find_event(
+        self, kind: str, task_id: str | None = None, **data: Any
+    ) -> dict[str, Any] | None:
         for event in self.events:
-            if event.get("type") != kind or (task_id is not None and event.get("task_id") != task_id):
+            if event.get("type") != kind or (
+                task_id is not None and event.get("task_id") != task_id
+            ):
                 continue
             if all((event.get("data") or {}).get(k) == v for k, v in data.items()):
                 return event
@@ -598,28 +632,46 @@ class FakeEditor:
         self, kind: str, task_id: str | None = None, timeout_s: float = WAIT_S, **data: Any
     ) -> dict[str, Any]:
         """Until a lich/event of type `kind` (of that task, with these `data` values); returns it."""
-        what = f"a lich/event {kind}" + (f" of {task_id}" if task_id else "") + (f" with {data}" if data else "")
-        await self.wait_until(lambda: self.find_event(kind, task_id, **data) is not None, timeout_s, what)
+        what = (
+            f"a lich/event {kind}"
+            + (f" of {task_id}" if task_id else "")
+            + (f" with {data}" if data else "")
+        )
+        await self.wait_until(
+            lambda: self.find_event(kind, task_id, **data) is not None, timeout_s, what
+        )
         found = self.find_event(kind, task_id, **data)
         assert found is not None
         return found
 
     async def wait_for_log(self, text: str, timeout_s: float = WAIT_S) -> None:
         """Until a window/logMessage containing `text`."""
-        await self.wait_until(lambda: any(text in m for _, m in self.logs), timeout_s, f"a log message with {text!r}")
+        await self.wait_until(
+            lambda: any(text in m for _, m in self.logs), timeout_s, f"a log message with {text!r}"
+        )
 
     async def wait_for_message(self, text: str, timeout_s: float = WAIT_S) -> None:
         """Until a window/showMessage containing `text`."""
-        await self.wait_until(lambda: any(text in m for _, m in self.messages), timeout_s, f"a message with {text!r}")
+        await self.wait_until(
+            lambda: any(text in m for _, m in self.messages), timeout_s, f"a message with {text!r}"
+        )
 
-    async def wait_for_edits(self, count: int = 1, timeout_s: float = WAIT_S) -> types.ApplyWorkspaceEditParams:
+    async def wait_for_edits(
+        self, count: int = 1, timeout_s: float = WAIT_S
+    ) -> types.ApplyWorkspaceEditParams:
         """Until `count` workspace/applyEdit requests have arrived (held or not); returns the last."""
-        await self.wait_until(lambda: len(self.applied) >= count, timeout_s, f"{count} workspace/applyEdit")
+        await self.wait_until(
+            lambda: len(self.applied) >= count, timeout_s, f"{count} workspace/applyEdit"
+        )
         return self.applied[count - 1]
 
-    async def wait_for_questions(self, count: int = 1, timeout_s: float = WAIT_S) -> types.ShowMessageRequestParams:
+    async def wait_for_questions(
+        self, count: int = 1, timeout_s: float = WAIT_S
+    ) -> types.ShowMessageRequestParams:
         """Until `count` window/showMessageRequest questions have arrived; returns the last."""
-        await self.wait_until(lambda: len(self.message_requests) >= count, timeout_s, f"{count} showMessageRequest")
+        await self.wait_until(
+            lambda: len(self.message_requests) >= count, timeout_s, f"{count} showMessageRequest"
+        )
         return self.message_requests[count - 1]
 
     # --- textDocument/codeAction (appended for tests/lsp/test_session_basics.py) ---
@@ -629,7 +681,9 @@ class FakeEditor:
         the wire (a `CodeActionKind` in `only` arrives as its plain string), and the answer must
         serialize (else a recorded failure)."""
         converter = client_converter()  # pygls' converter, with the test editor's CodeAction fix
-        sent = converter.structure(json.loads(json.dumps(converter.unstructure(params))), types.CodeActionParams)
+        sent = converter.structure(
+            json.loads(json.dumps(converter.unstructure(params))), types.CodeActionParams
+        )
         actions = self.session.code_actions(sent)
         try:
             json.dumps(converter.unstructure(actions))

@@ -135,7 +135,9 @@ class EditorClient(LanguageClient):
         self.editor = EditorState()
         self.encoding = "utf-16"
         self.failures: list[str] = []
-        self.declared = types.ClientCapabilities()  # what this test editor told the server it supports
+        self.declared = (
+            types.ClientCapabilities()
+        )  # what this test editor told the server it supports
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         if INTENDED_FAILURE not in str(error):
@@ -174,11 +176,18 @@ class EditorClient(LanguageClient):
         return self.editor.docs[uri].text
 
     async def command(
-        self, name: str, argument: Any = None, *, no_args: bool = False, timeout_s: float = COMMAND_WAIT_S
+        self,
+        name: str,
+        argument: Any = None,
+        *,
+        no_args: bool = False,
+        timeout_s: float = COMMAND_WAIT_S,
     ) -> Any:
         arguments = None if no_args else [argument if argument is not None else {}]
         return await bounded(
-            self.workspace_execute_command_async(types.ExecuteCommandParams(command=name, arguments=arguments)),
+            self.workspace_execute_command_async(
+                types.ExecuteCommandParams(command=name, arguments=arguments)
+            ),
             timeout_s,
             f"the answer to {name}",
         )
@@ -188,7 +197,9 @@ class EditorClient(LanguageClient):
         msg_id = f"raw-{uuid.uuid4().hex}"
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.protocol._request_futures[msg_id] = future
-        self.protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        self.protocol._send_data(
+            {"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}
+        )
         return await bounded(future, WAIT_S, f"the answer to {method}")
 
     def raw_notify(self, method: str, params: Any) -> None:
@@ -359,7 +370,9 @@ class EditorClient(LanguageClient):
     async def wait_for_log(self, text: str, timeout_s: float = WAIT_S) -> None:
         """Until a window/logMessage containing `text` has arrived."""
         await self.wait_until(
-            lambda: any(text in m.message for m in self.log_messages), timeout_s, f"a log message with {text!r}"
+            lambda: any(text in m.message for m in self.log_messages),
+            timeout_s,
+            f"a log message with {text!r}",
         )
 
     async def wait_for_event(
@@ -370,19 +383,27 @@ class EditorClient(LanguageClient):
 
         def match() -> dict[str, Any] | None:
             for event in self.editor.events:
-                if event.get("type") != kind or (task_id is not None and event.get("task_id") != task_id):
+                if event.get("type") != kind or (
+                    task_id is not None and event.get("task_id") != task_id
+                ):
                     continue
                 if all((event.get("data") or {}).get(k) == v for k, v in data.items()):
                     return event
             return None
 
-        what = f"a lich/event {kind}" + (f" of {task_id}" if task_id else "") + (f" with {data}" if data else "")
+        what = (
+            f"a lich/event {kind}"
+            + (f" of {task_id}" if task_id else "")
+            + (f" with {data}" if data else "")
+        )
         await self.wait_until(lambda: match() is not None, timeout_s, what)
         found = match()
         assert found is not None
         return found
 
-    async def wait_for_status(self, predicate: Callable[[dict[str, Any]], bool], timeout_s: float = WAIT_S) -> dict[str, Any]:
+    async def wait_for_status(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout_s: float = WAIT_S
+    ) -> dict[str, Any]:
         """Poll lich.status until predicate(status) holds; returns that status."""
         deadline = asyncio.get_running_loop().time() + timeout_s
         while True:
@@ -432,7 +453,10 @@ def _new_client_converter() -> Any:
             return converter.structure(obj, types.Command)
         return converter.structure(obj, types.CodeAction)
 
-    converter.register_structure_hook(Union[types.Command, types.CodeAction], command_or_code_action)  # noqa: UP007
+    converter.register_structure_hook(
+        Union[types.Command, types.CodeAction],  # noqa: UP007 - the key cattrs looks the union up by
+        command_or_code_action,
+    )
     return converter
 
 
@@ -501,12 +525,16 @@ async def start_session(
 ) -> EditorClient:
     server_env = {**os.environ, **(env or {})}
     config = ClientServerConfig(
-        server_command=prefork.command("lich_lsp"), client_factory=make_client, server_env=server_env
+        server_command=prefork.command("lich_lsp"),
+        client_factory=make_client,
+        server_env=server_env,
     )
     client = await bounded(config.start(), START_WAIT_S, "the server process to start")
     assert isinstance(client, EditorClient)
     try:
-        await _initialize(client, root, client_name, init_options, encodings, save_documents, work_done_progress)
+        await _initialize(
+            client, root, client_name, init_options, encodings, save_documents, work_done_progress
+        )
     except BaseException:
         await _kill_server(client)
         with contextlib.suppress(Exception):
@@ -525,7 +553,10 @@ async def _initialize(
     work_done_progress: bool,
 ) -> None:
     caps = capabilities_for(
-        client_name, encodings=encodings, save_documents=save_documents, work_done_progress=work_done_progress
+        client_name,
+        encodings=encodings,
+        save_documents=save_documents,
+        work_done_progress=work_done_progress,
     )
     client.declared = caps
     # Editors without documentChanges (Neovim) load an edited file into a hidden buffer.
@@ -581,13 +612,24 @@ async def stop_session(client: EditorClient) -> None:
 def provider_options(fake: Any, **extra: Any) -> dict[str, Any]:
     """initializationOptions pointing lich at the fake provider (tests/support/fake_provider.py)."""
     return {
-        "providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake.url + "/v1", "model": "fake-model"}],
+        "providers": [
+            {
+                "name": "fake",
+                "kind": "openai_compat",
+                "base_url": fake.url + "/v1",
+                "model": "fake-model",
+            }
+        ],
         **extra,
     }
 
 
 def tool_contents(request: dict[str, Any]) -> list[str]:
-    return [m.get("content") or "" for m in request["json"].get("messages", []) if m.get("role") == "tool"]
+    return [
+        m.get("content") or ""
+        for m in request["json"].get("messages", [])
+        if m.get("role") == "tool"
+    ]
 
 
 def tool_messages(fake: Any) -> list[str]:

@@ -53,12 +53,16 @@ def edit_at(start: types.Position, end: types.Position, text: str) -> types.Text
     return types.TextEdit(range=types.Range(start=start, end=end), new_text=text)
 
 
-def versioned(uri: str, version: int | None, *edits: types.TextEdit) -> types.ApplyWorkspaceEditParams:
+def versioned(
+    uri: str, version: int | None, *edits: types.TextEdit
+) -> types.ApplyWorkspaceEditParams:
     return types.ApplyWorkspaceEditParams(
         edit=types.WorkspaceEdit(
             document_changes=[
                 types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=version
+                    ),
                     edits=list(edits),
                 )
             ]
@@ -79,7 +83,9 @@ async def test_versioned_edit_in_each_encoding_echoes_after_the_answer(
     assert editor.position_encoding == encoding
     session.calls.clear()
 
-    result = await editor.apply_edit(versioned(uri, 1, edit_at(pos(0, column), pos(0, column + 1), "c")))
+    result = await editor.apply_edit(
+        versioned(uri, 1, edit_at(pos(0, column), pos(0, column + 1), "c"))
+    )
     session.answered = True
 
     assert result.applied
@@ -120,7 +126,9 @@ async def test_create_file_and_edit_opens_it_after_the_answer(tmp_path: Path) ->
             document_changes=[
                 types.CreateFile(uri=uri),
                 types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=None
+                    ),
                     edits=[edit_at(pos(0, 0), pos(0, 0), "hello\n")],
                 ),
             ]
@@ -140,7 +148,9 @@ async def test_create_file_and_edit_opens_it_after_the_answer(tmp_path: Path) ->
     assert doc is not None and doc.version == 1
 
     again = await editor.apply_edit(
-        types.ApplyWorkspaceEditParams(edit=types.WorkspaceEdit(document_changes=[types.CreateFile(uri=uri)]))
+        types.ApplyWorkspaceEditParams(
+            edit=types.WorkspaceEdit(document_changes=[types.CreateFile(uri=uri)])
+        )
     )
     assert not again.applied and "exists" in (again.failure_reason or "")
 
@@ -153,7 +163,9 @@ async def test_delete_file_closes_the_open_buffer(tmp_path: Path) -> None:
     session.calls.clear()
 
     result = await editor.apply_edit(
-        types.ApplyWorkspaceEditParams(edit=types.WorkspaceEdit(document_changes=[types.DeleteFile(uri=uri)]))
+        types.ApplyWorkspaceEditParams(
+            edit=types.WorkspaceEdit(document_changes=[types.DeleteFile(uri=uri)])
+        )
     )
     session.answered = True
 
@@ -172,7 +184,11 @@ async def test_changes_format_on_an_open_document(tmp_path: Path) -> None:
 
     result = await editor.apply_edit(
         types.ApplyWorkspaceEditParams(
-            edit=types.WorkspaceEdit(changes={uri: [edit_at(pos(1, 0), pos(1, 3), "2"), edit_at(pos(0, 0), pos(0, 3), "1")]})
+            edit=types.WorkspaceEdit(
+                changes={
+                    uri: [edit_at(pos(1, 0), pos(1, 3), "2"), edit_at(pos(0, 0), pos(0, 3), "1")]
+                }
+            )
         )
     )
 
@@ -182,14 +198,18 @@ async def test_changes_format_on_an_open_document(tmp_path: Path) -> None:
     assert doc is not None and (doc.source, doc.version) == ("1\n2\n", 2)
 
 
-async def test_without_document_changes_an_edited_file_stays_in_a_hidden_buffer(tmp_path: Path) -> None:
+async def test_without_document_changes_an_edited_file_stays_in_a_hidden_buffer(
+    tmp_path: Path,
+) -> None:
     editor, session = make(tmp_path, open_on_edit=False)  # Neovim: no documentChanges
     path = tmp_path / "b.py"
     path.write_text("old\n", encoding="utf-8")
     uri = uri_of(path)
 
     result = await editor.apply_edit(
-        types.ApplyWorkspaceEditParams(edit=types.WorkspaceEdit(changes={uri: [edit_at(pos(0, 0), pos(0, 3), "new")]}))
+        types.ApplyWorkspaceEditParams(
+            edit=types.WorkspaceEdit(changes={uri: [edit_at(pos(0, 0), pos(0, 3), "new")]})
+        )
     )
     await editor.settle()
 
@@ -295,7 +315,9 @@ async def test_session_handlers_may_be_coroutines(tmp_path: Path) -> None:
 async def test_questions_configuration_progress_and_events(tmp_path: Path) -> None:
     editor, _ = make(tmp_path)
     question = types.ShowMessageRequestParams(
-        type=types.MessageType.Info, message="allow?", actions=[types.MessageActionItem(title="Allow once")]
+        type=types.MessageType.Info,
+        message="allow?",
+        actions=[types.MessageActionItem(title="Allow once")],
     )
     editor.message_answers = ["Allow once", None]
     answer = await editor.ask(question)
@@ -329,7 +351,11 @@ async def test_questions_configuration_progress_and_events(tmp_path: Path) -> No
     editor.send_event(payload)
     payload["data"]["files"] = ("changed",)
     event = await asyncio.wait_for(waiter, 20)
-    assert event == {"type": "task_started", "task_id": "t-1", "data": {"files": ["a"]}}  # as JSON carries it
+    assert event == {
+        "type": "task_started",
+        "task_id": "t-1",
+        "data": {"files": ["a"]},
+    }  # as JSON carries it
 
     editor.log_message("lich: hello", types.MessageType.Log)
     await editor.wait_for_log("hello")

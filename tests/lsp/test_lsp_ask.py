@@ -23,7 +23,9 @@ from tests.support.event_schema import assert_valid_event
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
 
-async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_name: str, fake_provider) -> None:
+async def test_ask_edits_an_open_and_a_closed_file(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
     (root / "open.py").write_text("x = 1\ny = 2\n", encoding="utf-8")
     (root / "closed.py").write_text("a = 1\n", encoding="utf-8")
     fake_provider.script(
@@ -51,7 +53,9 @@ async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_n
         text_edits = doc_edit.edits
     else:
         text_edits = edits[0].edit.changes[open_uri]
-    assert [(e.range.start.line, e.range.end.line, e.new_text) for e in text_edits] == [(1, 2, "y = 3\n")]
+    assert [(e.range.start.line, e.range.end.line, e.new_text) for e in text_edits] == [
+        (1, 2, "y = 3\n")
+    ]
     # The final answer is shown; the transcript went to the log and to the user state dir.
     await client.wait_until(lambda: any("done: both edited" in m.message for m in client.messages))
     assert any("edit_file" in m.message for m in client.log_messages)
@@ -67,7 +71,9 @@ async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_n
     assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "final"
     (transcript,) = (workspace_state_dir(root) / "transcripts").glob("*.md")
     written = transcript.read_text(encoding="utf-8")
-    assert "bump the numbers" in written and "edit_file" in written and "done: both edited" in written
+    assert (
+        "bump the numbers" in written and "edit_file" in written and "done: both edited" in written
+    )
     # The transcript is shown (without taking focus) exactly when the client can show documents.
     window = client.declared.window
     if window is not None and window.show_document is not None and window.show_document.support:
@@ -77,11 +83,17 @@ async def test_ask_edits_an_open_and_a_closed_file(session, root: Path, client_n
         assert client.shown_documents == []
 
 
-async def test_applied_false_is_an_edit_rejected_tool_error(session, root: Path, client_name: str, fake_provider) -> None:
+async def test_applied_false_is_an_edit_rejected_tool_error(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
     (root / "f.py").write_text("v = 1\n", encoding="utf-8")
     (root / "g.py").write_text("w = 1\n", encoding="utf-8")
     fake_provider.script(
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "f.py", "content": "v = 2\n"}}]},
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "f.py", "content": "v = 2\n"}}
+            ]
+        },
         {"text": "gave up"},
     )
     client = await session(client_name, init_options=provider_options(fake_provider))
@@ -96,7 +108,9 @@ async def test_applied_false_is_an_edit_rejected_tool_error(session, root: Path,
     assert (root / "f.py").read_text(encoding="utf-8") == "v = 1\n"
 
 
-async def test_code_actions_stay_fast_while_a_task_streams(session, root: Path, fake_provider) -> None:
+async def test_code_actions_stay_fast_while_a_task_streams(
+    session, root: Path, fake_provider
+) -> None:
     """On the wire because it is about dispatch: the server answers textDocument/codeAction while a
     workspace/executeCommand is still pending (in-process the call would be direct)."""
     # A stream of 40 s that the test cancels: it is surely still streaming when the code actions
@@ -109,7 +123,9 @@ async def test_code_actions_stay_fast_while_a_task_streams(session, root: Path, 
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=4)),
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=0, character=4)
+            ),
             context=types.CodeActionContext(diagnostics=[]),
         )
     )

@@ -23,9 +23,15 @@ def session_mentions(source: str) -> list[int]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Name) and node.id == "EditorSession":
             lines.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and any(alias.name == "EditorSession" for alias in node.names):
+        elif isinstance(node, ast.ImportFrom) and any(
+            alias.name == "EditorSession" for alias in node.names
+        ):
             lines.append(node.lineno)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() == "EditorSession":
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.strip() == "EditorSession"
+        ):
             lines.append(node.lineno)  # a string annotation
     return lines
 
@@ -43,9 +49,12 @@ def test_no_part_of_the_lsp_face_is_built_with_the_whole_session() -> None:
     found = {
         path.name: lines
         for path in sorted(LSP_DIR.glob("*.py"))
-        if path.name not in SESSION_HOLDERS and (lines := session_mentions(path.read_text(encoding="utf-8")))
+        if path.name not in SESSION_HOLDERS
+        and (lines := session_mentions(path.read_text(encoding="utf-8")))
     }
-    assert found == {}, f"these modules name EditorSession (give the part what it uses instead): {found}"
+    assert found == {}, (
+        f"these modules name EditorSession (give the part what it uses instead): {found}"
+    )
 
 
 async def test_every_command_the_server_announces_has_a_handler(editor: Any) -> None:
@@ -53,7 +62,9 @@ async def test_every_command_the_server_announces_has_a_handler(editor: Any) -> 
     assert sorted(fake.session.commands.names()) == sorted(COMMANDS)
 
 
-async def test_a_command_outside_the_public_list_cannot_be_added_and_an_unknown_one_is_refused() -> None:
+async def test_a_command_outside_the_public_list_cannot_be_added_and_an_unknown_one_is_refused() -> (
+    None
+):
     table = CommandTable(messages=None)  # type: ignore[arg-type]
 
     async def handler(args: tuple[Any, ...], request_id: Any) -> str:

@@ -36,7 +36,9 @@ async def test_malformed_messages_never_leave_the_editor_waiting(session, root: 
     for command, arguments, message in WIRE_BAD_COMMANDS:
         with pytest.raises(JsonRpcException) as caught:
             # Sent as plain JSON: the client's own types would refuse some of these shapes.
-            await client.raw_request("workspace/executeCommand", {"command": command, "arguments": arguments})
+            await client.raw_request(
+                "workspace/executeCommand", {"command": command, "arguments": arguments}
+            )
         assert caught.value.code == -32602, command
         assert message in caught.value.message
         assert command in caught.value.message or "malformed" in caught.value.message
@@ -53,7 +55,9 @@ async def test_malformed_messages_never_leave_the_editor_waiting(session, root: 
     status = await client.command("lich.status", {})
     assert status["open_documents"] == 0
     (shown,) = [m for m in client.messages if m.type == types.MessageType.Error]
-    assert shown.message.startswith("lich: ignored a malformed textDocument/didOpen from the editor")
+    assert shown.message.startswith(
+        "lich: ignored a malformed textDocument/didOpen from the editor"
+    )
 
 
 async def test_a_bad_answer_to_apply_edit_is_an_edit_rejected_error(session, root: Path) -> None:
@@ -94,12 +98,22 @@ async def test_an_unexpected_handler_failure_is_one_line_and_reported_once() -> 
         server.report_server_error(error, FeatureRequestError)
     sent = [json.loads(data) for data in capture.sent]
     responses = [m for m in sent if "id" in m]
-    assert [r["error"] for r in responses] == [{"code": -32603, "message": "RuntimeError: boom"}] * 2
+    assert [r["error"] for r in responses] == [
+        {"code": -32603, "message": "RuntimeError: boom"}
+    ] * 2
     (shown,) = [m for m in sent if m.get("method") == "window/showMessage"]
-    assert "RuntimeError: boom" in shown["params"]["message"] and "server log" in shown["params"]["message"]
+    assert (
+        "RuntimeError: boom" in shown["params"]["message"]
+        and "server log" in shown["params"]["message"]
+    )
     # A deliberate error answer (bad arguments) is not an unexpected failure.
-    server.report_server_error(JsonRpcException(code=-32602, message="lich.read: bad"), FeatureRequestError)
-    assert len([m for m in map(json.loads, capture.sent) if m.get("method") == "window/showMessage"]) == 1
+    server.report_server_error(
+        JsonRpcException(code=-32602, message="lich.read: bad"), FeatureRequestError
+    )
+    assert (
+        len([m for m in map(json.loads, capture.sent) if m.get("method") == "window/showMessage"])
+        == 1
+    )
 
 
 async def test_the_protocol_caps_every_message_it_writes() -> None:
@@ -114,11 +128,17 @@ async def test_the_protocol_caps_every_message_it_writes() -> None:
     huge = "é" * (3 * MAX_EDITOR_MESSAGE_BYTES)
     server.window_log_message(types.LogMessageParams(type=types.MessageType.Log, message=huge))
     server.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=huge))
-    server.protocol.notify("lich/event", {"type": "text_delta", "seq": 1, "ts": 0.0, "data": {"turn": 1, "text": huge}})
+    server.protocol.notify(
+        "lich/event", {"type": "text_delta", "seq": 1, "ts": 0.0, "data": {"turn": 1, "text": huge}}
+    )
     assert len(capture.sent) == 3
     for data in capture.sent:
         assert len(data) <= MAX_EDITOR_MESSAGE_BYTES, len(data)
     sent = [json.loads(data) for data in capture.sent]
     assert [m["method"] for m in sent] == ["window/logMessage", "window/showMessage", "lich/event"]
-    for message in (sent[0]["params"]["message"], sent[1]["params"]["message"], sent[2]["params"]["data"]["text"]):
+    for message in (
+        sent[0]["params"]["message"],
+        sent[1]["params"]["message"],
+        sent[2]["params"]["data"]["text"],
+    ):
         assert message.startswith("éé") and "[cut " in message

@@ -54,7 +54,11 @@ async def test_the_negotiated_position_encoding_is_the_one_edits_use(session, ro
     assert client.encoding == "utf-8"
     uri = client.open(root / "u.txt", text)
     result = await client.command(
-        "lich.runTool", {"name": "edit_file", "args": {"path": "u.txt", "old_string": "end", "new_string": "fin ✓"}}
+        "lich.runTool",
+        {
+            "name": "edit_file",
+            "args": {"path": "u.txt", "old_string": "end", "new_string": "fin ✓"},
+        },
     )
     assert result["ok"] is True, result
     expected = f"{NON_ASCII}\nmid\rdle 😀\nlast {NON_ASCII} fin ✓"
@@ -65,7 +69,9 @@ async def test_the_negotiated_position_encoding_is_the_one_edits_use(session, ro
     (only,) = applied.edit.document_changes[0].edits
     assert only.range.start == types.Position(line=3, character=0)  # LSP counts the "\r" break
     # The end of the last line, counted in UTF-8 bytes (UTF-16 would give a different column).
-    assert only.range.end == types.Position(line=3, character=units(f"last {NON_ASCII} end", "utf-8"))
+    assert only.range.end == types.Position(
+        line=3, character=units(f"last {NON_ASCII} end", "utf-8")
+    )
 
 
 def test_one_line_change_in_a_big_file_is_a_one_line_edit() -> None:
@@ -73,12 +79,18 @@ def test_one_line_change_in_a_big_file_is_a_one_line_edit() -> None:
     new = old.replace("line 5000\n", "line five thousand\n")
     change = FileChange.write(Path("/w/big.txt"), new, old)
     edit = build_workspace_edit(
-        [EditEntry("file:///w/big.txt", change, 3)], ClientFeatures(document_changes=True), PositionCodec("utf-16")
+        [EditEntry("file:///w/big.txt", change, 3)],
+        ClientFeatures(document_changes=True),
+        PositionCodec("utf-16"),
     )
     (doc_edit,) = edit.document_changes
     (text_edit,) = doc_edit.edits
     assert doc_edit.text_document.version == 3
-    assert (text_edit.range.start.line, text_edit.range.end.line, text_edit.new_text) == (5000, 5001, "line five thousand\n")
+    assert (text_edit.range.start.line, text_edit.range.end.line, text_edit.new_text) == (
+        5000,
+        5001,
+        "line five thousand\n",
+    )
 
 
 def test_edits_module_never_diffs() -> None:
@@ -92,7 +104,9 @@ def test_edits_module_never_diffs() -> None:
             imported.add(node.module or "")
             imported.update(alias.name for alias in node.names)
     assert "difflib" not in imported
-    assert not {"line_replacements", "lich_core.hashline.replacements", "SequenceMatcher"} & imported
+    assert (
+        not {"line_replacements", "lich_core.hashline.replacements", "SequenceMatcher"} & imported
+    )
     names = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
     assert not {name for name in names if "diff" in name}
 
@@ -101,7 +115,9 @@ def test_workspace_edit_sends_the_changes_replacements_as_given() -> None:
     # Deliberately not minimal: a re-diff would shrink it to one line; the edit must not.
     old, new = "a\nb\nc\n", "a\nB\nc\n"
     change = FileChange(Path("/w/f.txt"), "write", new, old, (LineReplacement(0, 3, new),))
-    edit = build_workspace_edit([EditEntry("file:///w/f.txt", change, 1)], ClientFeatures(), PositionCodec("utf-16"))
+    edit = build_workspace_edit(
+        [EditEntry("file:///w/f.txt", change, 1)], ClientFeatures(), PositionCodec("utf-16")
+    )
     (only,) = edit.changes["file:///w/f.txt"]
     assert (only.range.start.line, only.range.end.line, only.new_text) == (0, 3, new)
     assert count_hunks([change]) == 1
@@ -144,15 +160,22 @@ async def test_review_keeps_the_engines_replacements_and_composes_from_the_base(
     (pending,) = ws.pending_changes()
     assert (pending.base_text, pending.new_text) == (base, final)
     assert pending.replacements == line_replacements(base, final)
-    assert pending.replacements == (LineReplacement(10, 11, "line ten\n"), LineReplacement(90, 91, "line ninety\n"))
+    assert pending.replacements == (
+        LineReplacement(10, 11, "line ten\n"),
+        LineReplacement(90, 91, "line ninety\n"),
+    )
     assert apply_replacements(base, pending.replacements) == final
 
 
-async def test_review_new_file_then_edit_is_one_whole_text_replacement_and_delete_has_none() -> None:
+async def test_review_new_file_then_edit_is_one_whole_text_replacement_and_delete_has_none() -> (
+    None
+):
     made, gone = Path("/w/new.txt"), Path("/w/gone.txt")
     ws = _review_workspace({str(gone): "bye\n"})
     await ws.apply([FileChange.write(made, "one\n", None)], "t")
-    await ws.apply([FileChange.write(made, "one\ntwo\n", "one\n"), FileChange.delete(gone, "bye\n")], "t")
+    await ws.apply(
+        [FileChange.write(made, "one\ntwo\n", "one\n"), FileChange.delete(gone, "bye\n")], "t"
+    )
     by_path = {c.path: c for c in ws.pending_changes()}
     assert by_path[made].replacements == (LineReplacement(0, 0, "one\ntwo\n"),)
     assert (by_path[gone].kind, by_path[gone].replacements) == ("delete", ())
@@ -218,7 +241,16 @@ async def _response(stream: asyncio.StreamReader, msg_id: int) -> dict:
 
 async def test_shutdown_while_a_task_runs_cancels_it_and_exits(root: Path, fake_provider) -> None:
     fake_provider.script({"text": "never finishes", "delay_s": 30})
-    options = {"providers": [{"name": "fake", "kind": "openai_compat", "base_url": fake_provider.url + "/v1", "model": "m"}]}
+    options = {
+        "providers": [
+            {
+                "name": "fake",
+                "kind": "openai_compat",
+                "base_url": fake_provider.url + "/v1",
+                "model": "m",
+            }
+        ]
+    }
     proc = await asyncio.create_subprocess_exec(
         *SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
@@ -229,7 +261,9 @@ async def test_shutdown_while_a_task_runs_cancels_it_and_exits(root: Path, fake_
         proc.stdin.write(_frame(init))
         proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         ask = {"command": "lich.ask", "arguments": [{"prompt": "slow"}]}
-        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": ask}))
+        proc.stdin.write(
+            _frame({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": ask})
+        )
         await proc.stdin.drain()
         await asyncio.wait_for(_response(proc.stdout, 1), EXIT_WAIT_S)
         assert await asyncio.to_thread(fake_provider.wait_for_requests, 1, EXIT_WAIT_S)
@@ -288,7 +322,12 @@ def _free_port() -> int:
 async def test_tcp_transport(root: Path) -> None:
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
-        *SERVER_COMMAND, "--tcp", "--port", str(port), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        *SERVER_COMMAND,
+        "--tcp",
+        "--port",
+        str(port),
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = asyncio.get_running_loop().time() + EXIT_WAIT_S
@@ -319,19 +358,31 @@ def test_ws_without_websockets_is_one_clear_line() -> None:
 
     if importlib.util.find_spec("websockets") is not None:
         pytest.skip("websockets is installed here")
-    done = subprocess.run([*SERVER_COMMAND, "--ws"], capture_output=True, text=True, timeout=EXIT_WAIT_S, check=False)
+    done = subprocess.run(
+        [*SERVER_COMMAND, "--ws"], capture_output=True, text=True, timeout=EXIT_WAIT_S, check=False
+    )
     assert done.returncode == 2
-    assert done.stderr.strip() == "lich-lsp: --ws needs the websockets package: pip install 'pygls[ws]'"
+    assert (
+        done.stderr.strip()
+        == "lich-lsp: --ws needs the websockets package: pip install 'pygls[ws]'"
+    )
 
 
 async def test_ws_transport(root: Path) -> None:
     """`lich-lsp --ws`: one JSON-RPC message per WebSocket frame (no Content-Length headers)."""
-    websockets = pytest.importorskip("websockets", reason="pip install 'pygls[ws]' for the --ws transport")
+    websockets = pytest.importorskip(
+        "websockets", reason="pip install 'pygls[ws]' for the --ws transport"
+    )
     import json as json_module
 
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
-        *SERVER_COMMAND, "--ws", "--port", str(port), stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        *SERVER_COMMAND,
+        "--ws",
+        "--port",
+        str(port),
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = asyncio.get_running_loop().time() + EXIT_WAIT_S

@@ -23,7 +23,9 @@ class _Server:
     def __init__(self) -> None:
         self.sent: list[tuple[str, Any]] = []
         self.logged: list[str] = []
-        self.port = SimpleNamespace(send_event=lambda params: self.sent.append(("lich/event", params)))
+        self.port = SimpleNamespace(
+            send_event=lambda params: self.sent.append(("lich/event", params))
+        )
         self.log = lambda message, *kind: self.logged.append(message)
 
 
@@ -31,11 +33,20 @@ def _feed(name: str) -> tuple[LichTask, _Server]:
     server = _Server()
     # Only the port and the log are reached while events arrive; the other parts stay unused.
     manager = TaskManager(
-        None, None, None, None, None, server.port, server, None  # type: ignore[arg-type]
+        None,
+        None,
+        None,
+        None,
+        None,
+        server.port,
+        server,
+        None,  # type: ignore[arg-type]
     )
     task = LichTask("t9", "title", "prompt", "apply", CancelToken(), workspace=None)  # type: ignore[arg-type]
     for payload in load_fixture(name):
-        if "cut" not in payload["data"]:  # the server cuts events itself, it never receives cut ones
+        if (
+            "cut" not in payload["data"]
+        ):  # the server cuts events itself, it never receives cut ones
             manager._on_event(task, AgentEvent.from_dict(payload))
     manager._send_text(task)
     manager._flush_text(task)
@@ -56,8 +67,16 @@ async def test_what_the_server_sends_matches_the_schema(name: str) -> None:
     ]
     # Coalescing keeps every streamed character, in order, per turn.
     for turn in {p["data"]["turn"] for p in received if p["type"] == "text_delta"}:
-        texts = [p["data"]["text"] for p in received if p["type"] == "text_delta" and p["data"]["turn"] == turn]
-        out = [p["data"]["text"] for p in sent if p["type"] == "text_delta" and p["data"]["turn"] == turn]
+        texts = [
+            p["data"]["text"]
+            for p in received
+            if p["type"] == "text_delta" and p["data"]["turn"] == turn
+        ]
+        out = [
+            p["data"]["text"]
+            for p in sent
+            if p["type"] == "text_delta" and p["data"]["turn"] == turn
+        ]
         assert "".join(out) == "".join(texts)
     seqs = [p["seq"] for p in sent]
     assert seqs == sorted(seqs)
@@ -79,7 +98,9 @@ async def test_transcript_lines_from_a_fixture_run() -> None:
     assert server.logged == [f"[t9] {line}" for line in task.transcript]
     task, _ = _feed("run_failover")
     assert "provider a failed (bad_request): failing over to b" in task.transcript
-    assert "plugin warning: plugin 'audit': before_llm_call raised KeyError: 'turn'" in task.transcript
+    assert (
+        "plugin warning: plugin 'audit': before_llm_call raised KeyError: 'turn'" in task.transcript
+    )
     assert not any("wor" in line for line in task.transcript if line.startswith("assistant"))
     task, _ = _feed("run_error")
     assert task.transcript == [

@@ -37,13 +37,17 @@ def kate_capabilities() -> types.ClientCapabilities:
         workspace=types.WorkspaceClientCapabilities(workspace_folders=True),
         text_document=types.TextDocumentClientCapabilities(
             synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
-            publish_diagnostics=types.PublishDiagnosticsClientCapabilities(related_information=True),
+            publish_diagnostics=types.PublishDiagnosticsClientCapabilities(
+                related_information=True
+            ),
             code_action=types.CodeActionClientCapabilities(
                 code_action_literal_support=types.ClientCodeActionLiteralOptions(
                     code_action_kind=types.ClientCodeActionKindOptions(value_set=[])
                 )
             ),
-            document_symbol=types.DocumentSymbolClientCapabilities(hierarchical_document_symbol_support=True),
+            document_symbol=types.DocumentSymbolClientCapabilities(
+                hierarchical_document_symbol_support=True
+            ),
         ),
         window=types.WindowClientCapabilities(work_done_progress=True),
     )
@@ -74,7 +78,9 @@ class KateTiming:
             self.last_command = asyncio.get_running_loop().time()
             return await send_command(name, argument, **options)
 
-        async def handle_apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        async def handle_apply_edit(
+            params: types.ApplyWorkspaceEditParams,
+        ) -> types.ApplyWorkspaceEditResult:
             if asyncio.get_running_loop().time() - self.last_command > KATE_EDIT_WINDOW_S:
                 self.ignored.append(params)
                 return types.ApplyWorkspaceEditResult(applied=False)
@@ -88,7 +94,9 @@ def review_diagnostics(client: EditorClient, uri: str) -> list[types.Diagnostic]
     return [d for d in client.diagnostics.get(uri, []) if d.source == REVIEW_SOURCE]
 
 
-async def code_actions(client: EditorClient, uri: str, at: types.Range, diagnostics: list[types.Diagnostic]) -> dict[str, types.Command]:
+async def code_actions(
+    client: EditorClient, uri: str, at: types.Range, diagnostics: list[types.Diagnostic]
+) -> dict[str, types.Command]:
     actions = await bounded(
         client.text_document_code_action_async(
             types.CodeActionParams(
@@ -112,7 +120,9 @@ def final_messages(client: EditorClient, title: str) -> Iterator[str]:
     return (m.message for m in client.messages if m.message.startswith(f"lich: {title}"))
 
 
-async def test_the_change_reaches_the_file_through_the_users_code_action(session, root: Path, fake_provider, kate: str) -> None:
+async def test_the_change_reaches_the_file_through_the_users_code_action(
+    session, root: Path, fake_provider, kate: str
+) -> None:
     (root / "f.py").write_text("v = 1\n", encoding="utf-8")
     fake_provider.script(
         # An insertion after the last line: the hunk's diagnostic still has a width (Kate shows no
@@ -136,11 +146,17 @@ async def test_the_change_reaches_the_file_through_the_users_code_action(session
     # The file's state comes first, in plain words; the agent's claim is quoted after it.
     assert shown.startswith("lich: add w: 1 change to review in f.py: accept or reject")
     assert shown.endswith("The agent said: I added w = 2 to f.py.")
-    assert client.text(uri) == "v = 1\n" and (root / "f.py").read_text(encoding="utf-8") == "v = 1\n"
+    assert (
+        client.text(uri) == "v = 1\n" and (root / "f.py").read_text(encoding="utf-8") == "v = 1\n"
+    )
 
-    await client.wait_until(lambda: bool(review_diagnostics(client, uri)), what="the pending hunk's diagnostic")
+    await client.wait_until(
+        lambda: bool(review_diagnostics(client, uri)), what="the pending hunk's diagnostic"
+    )
     (hunk,) = review_diagnostics(client, uri)
-    assert hunk.range == types.Range(start=types.Position(0, 0), end=types.Position(0, len("v = 1")))
+    assert hunk.range == types.Range(
+        start=types.Position(0, 0), end=types.Position(0, len("v = 1"))
+    )
     actions = await code_actions(client, uri, hunk.range, [hunk])
     accept = actions["Accept hunk t1-1"]
     accepted = await client.command(accept.command, (accept.arguments or [None])[0])
@@ -148,10 +164,14 @@ async def test_the_change_reaches_the_file_through_the_users_code_action(session
     assert accepted["ok"] is True and accepted["edited"] == [uri], accepted
     assert client.text(uri) == "v = 1\nw = 2\n"
     assert timing.ignored == [] and len(client.editor.applied) == 1
-    await client.wait_until(lambda: not review_diagnostics(client, uri), what="the accepted hunk's diagnostic to go")
+    await client.wait_until(
+        lambda: not review_diagnostics(client, uri), what="the accepted hunk's diagnostic to go"
+    )
 
 
-async def test_a_refused_edit_in_apply_mode_is_said_before_the_agents_claim(session, root: Path, fake_provider, kate: str) -> None:
+async def test_a_refused_edit_in_apply_mode_is_said_before_the_agents_claim(
+    session, root: Path, fake_provider, kate: str
+) -> None:
     (root / "f.py").write_text("v = 1\n", encoding="utf-8")
     fake_provider.script(
         {"tool_calls": [edit("f.py", "v = 1", "v = 2")], "delay_s": MODEL_DELAY_S},
@@ -159,7 +179,9 @@ async def test_a_refused_edit_in_apply_mode_is_said_before_the_agents_claim(sess
     )
     client = await session(kate, init_options=provider_options(fake_provider, edit_mode="apply"))
     timing = KateTiming(client)
-    assert (await client.command("lich.status", {}))["edit_mode"] == "apply"  # the user's choice stands
+    assert (await client.command("lich.status", {}))[
+        "edit_mode"
+    ] == "apply"  # the user's choice stands
     uri = client.open(root / "f.py")
 
     result = await client.command("lich.ask", {"prompt": "set v", "uri": uri})
@@ -167,15 +189,24 @@ async def test_a_refused_edit_in_apply_mode_is_said_before_the_agents_claim(sess
     assert len(timing.ignored) == 1  # the edit came 5 s after the command: Kate ignored it
     assert result["stopped_reason"] == "final" and result["final"] == "Done: v is 2 now."
     assert result["edited"] == []
-    assert result["refused"] == [{"uri": uri, "error": "the editor did not apply the edit (applied: false)"}]
-    assert "edit_rejected: the editor did not apply the edit" in json.loads(tool_messages(fake_provider)[0])["error"]
+    assert result["refused"] == [
+        {"uri": uri, "error": "the editor did not apply the edit (applied: false)"}
+    ]
+    assert (
+        "edit_rejected: the editor did not apply the edit"
+        in json.loads(tool_messages(fake_provider)[0])["error"]
+    )
     (shown,) = final_messages(client, "set v")
     assert shown.startswith("lich: set v: Not applied: the agent's edit to f.py was refused")
     assert shown.endswith("The agent said: Done: v is 2 now.")
-    assert client.text(uri) == "v = 1\n" and (root / "f.py").read_text(encoding="utf-8") == "v = 1\n"
+    assert (
+        client.text(uri) == "v = 1\n" and (root / "f.py").read_text(encoding="utf-8") == "v = 1\n"
+    )
 
 
-async def test_quick_prompts_are_code_actions_where_no_prompt_can_be_asked(session, root: Path, fake_provider, kate: str) -> None:
+async def test_quick_prompts_are_code_actions_where_no_prompt_can_be_asked(
+    session, root: Path, fake_provider, kate: str
+) -> None:
     fake_provider.script({"text": "It sets v."})
     options = provider_options(fake_provider, quick_prompts=["Explain this code", "Find bugs"])
     client = await session(kate, init_options=options)
@@ -188,7 +219,8 @@ async def test_quick_prompts_are_code_actions_where_no_prompt_can_be_asked(sessi
     # "Ask agent…" would run lich.ask without a prompt, which Kate cannot be asked for.
     assert "Ask agent…" not in actions
     assert [title for title in actions if title.startswith("Ask agent")] == [
-        "Ask agent: Explain this code", "Ask agent: Find bugs"
+        "Ask agent: Explain this code",
+        "Ask agent: Find bugs",
     ]
     explain = actions["Ask agent: Explain this code"]
     result = await client.command(explain.command, (explain.arguments or [None])[0])
@@ -197,13 +229,20 @@ async def test_quick_prompts_are_code_actions_where_no_prompt_can_be_asked(sessi
     assert "Explain this code" in sent and "f.py" in sent
 
 
-async def test_a_new_file_is_created_through_the_users_answer(session, root: Path, fake_provider, kate: str) -> None:
+async def test_a_new_file_is_created_through_the_users_answer(
+    session, root: Path, fake_provider, kate: str
+) -> None:
     """A new file is no hunk: its review is the Apply/Discard question, which Kate cannot show, so
     it is a pending question whose code action is the user's own action: the edit that creates the
     file follows that command at once, inside Kate's window."""
     (root / "f.py").write_text("v = 1\n", encoding="utf-8")
     fake_provider.script(
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "g.py", "content": "w = 2\n"}}], "delay_s": MODEL_DELAY_S},
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "g.py", "content": "w = 2\n"}}
+            ],
+            "delay_s": MODEL_DELAY_S,
+        },
         {"text": "I created g.py."},
     )
     client = await session(kate, init_options=provider_options(fake_provider))

@@ -125,9 +125,14 @@ async def test_frame_reader_skips_oversized_and_overlong_input() -> None:
     other = _frame({"jsonrpc": "2.0", "method": "b"})
     stream = (
         good
-        + b"Content-Length: 99999999999\r\n\r\n" + b'{"huge": "' + b"h" * 5000 + b'"}'
+        + b"Content-Length: 99999999999\r\n\r\n"
+        + b'{"huge": "'
+        + b"h" * 5000
+        + b'"}'
         + other
-        + b"Content-Type: " + b"t" * 10_000 + b"\r\n"  # an endless header line
+        + b"Content-Type: "
+        + b"t" * 10_000
+        + b"\r\n"  # an endless header line
         + good
     )
     # Delivered in awkward pieces: headers split mid-line, bodies split anywhere.
@@ -161,8 +166,17 @@ async def _read_frame(reader: asyncio.StreamReader) -> dict[str, Any]:
 async def test_tcp_transport_refuses_an_oversized_frame_and_stays_up(root: Path) -> None:
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "lich_lsp", "--tcp", "--port", str(port), "--log-level", "ERROR",
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        sys.executable,
+        "-m",
+        "lich_lsp",
+        "--tcp",
+        "--port",
+        str(port),
+        "--log-level",
+        "ERROR",
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     try:
         deadline = asyncio.get_running_loop().time() + WAIT_S
@@ -174,13 +188,21 @@ async def test_tcp_transport_refuses_an_oversized_frame_and_stays_up(root: Path)
                 if asyncio.get_running_loop().time() > deadline:
                     raise
                 await asyncio.sleep(0.05)
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"processId": None, "rootUri": uri_of(root), "capabilities": {}}}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"processId": None, "rootUri": uri_of(root), "capabilities": {}},
+        }
         writer.write(_frame(init))
         writer.write(b"Content-Length: 99999999999\r\n\r\n")
         writer.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-        status = {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
-                  "params": {"command": "lich.status", "arguments": [{}]}}
+        status = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "workspace/executeCommand",
+            "params": {"command": "lich.status", "arguments": [{}]},
+        }
         writer.write(_frame(status))
         await writer.drain()
         answers: dict[Any, Any] = {}
@@ -205,8 +227,17 @@ async def test_websocket_transport_takes_messages_up_to_the_limit(root: Path) ->
 
     port = _free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "lich_lsp", "--ws", "--port", str(port), "--log-level", "ERROR",
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        sys.executable,
+        "-m",
+        "lich_lsp",
+        "--ws",
+        "--port",
+        str(port),
+        "--log-level",
+        "ERROR",
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     try:
         deadline = asyncio.get_running_loop().time() + WAIT_S
@@ -221,13 +252,31 @@ async def test_websocket_transport_takes_messages_up_to_the_limit(root: Path) ->
         async with websocket:
             big = "x = 1\n" * 400_000  # 2.4 MB
             messages = [
-                {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                 "params": {"processId": None, "rootUri": uri_of(root), "capabilities": {}}},
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"processId": None, "rootUri": uri_of(root), "capabilities": {}},
+                },
                 {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-                {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-                    "uri": uri_of(root / "big.py"), "languageId": "python", "version": 1, "text": big}}},
-                {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
-                 "params": {"command": "lich.status", "arguments": [{}]}},
+                {
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/didOpen",
+                    "params": {
+                        "textDocument": {
+                            "uri": uri_of(root / "big.py"),
+                            "languageId": "python",
+                            "version": 1,
+                            "text": big,
+                        }
+                    },
+                },
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "workspace/executeCommand",
+                    "params": {"command": "lich.status", "arguments": [{}]},
+                },
             ]
             for message in messages:
                 await websocket.send(json.dumps(message))
@@ -255,7 +304,11 @@ def test_clipping_counts_what_it_cuts_and_fits_the_wire() -> None:
         assert len(clipped) - len(marker.group(0)) + int(marker.group(1)) == len(text)
     # Characters dropped earlier are counted in the marker too.
     assert clip_text("abc", 1000, already_cut=7) == "abc… [cut 7 chars]"
-    event = {"type": "tool_call_start", "seq": 3, "data": {"name": "write_file", "arguments": {"content": "z" * 500_000}}}
+    event = {
+        "type": "tool_call_start",
+        "seq": 3,
+        "data": {"name": "write_file", "arguments": {"content": "z" * 500_000}},
+    }
     clipped_event = clip_event(event)
     assert _wire_size(clipped_event) <= MAX_EDITOR_MESSAGE_BYTES
     assert clipped_event["data"]["name"] == "write_file"

@@ -22,7 +22,9 @@ def mcp_options(fake_provider, **extra) -> dict:
 
 
 @pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim@v0.7.0"])
-async def test_an_mcp_tool_call_is_asked_for_then_runs(session, root: Path, fake_provider, client_name: str) -> None:
+async def test_an_mcp_tool_call_is_asked_for_then_runs(
+    session, root: Path, fake_provider, client_name: str
+) -> None:
     fake_provider.script(
         {"tool_calls": [{"name": "mcp_tools_echo", "arguments": {"text": "hi from mcp"}}]},
         {"tool_calls": [{"name": "mcp_tools_add", "arguments": {"a": 2, "b": 3}}]},
@@ -46,8 +48,12 @@ async def test_an_mcp_tool_call_is_asked_for_then_runs(session, root: Path, fake
     assert (server["name"], server["state"], server["tools"]) == ("tools", "connected", PLAIN_TOOLS)
 
 
-async def test_mcp_servers_stop_when_the_language_server_shuts_down(editor, root: Path, fake_provider) -> None:
-    fake_provider.script({"tool_calls": [{"name": "mcp_tools_info", "arguments": {}}]}, {"text": "done"})
+async def test_mcp_servers_stop_when_the_language_server_shuts_down(
+    editor, root: Path, fake_provider
+) -> None:
+    fake_provider.script(
+        {"tool_calls": [{"name": "mcp_tools_info", "arguments": {}}]}, {"text": "done"}
+    )
     fake = await editor(init_options=mcp_options(fake_provider, approval={"mcp/call": "allow"}))
     status = await fake.command("lich.status", {})
     assert status["mcp_servers"][0]["state"] == "not_started"  # attached by the first task

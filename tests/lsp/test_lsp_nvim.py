@@ -17,7 +17,10 @@ import pytest
 
 NVIM = shutil.which("nvim")
 
-pytestmark = [pytest.mark.nvim, pytest.mark.skipif(NVIM is None, reason="nvim is not installed (Debian package neovim)")]
+pytestmark = [
+    pytest.mark.nvim,
+    pytest.mark.skipif(NVIM is None, reason="nvim is not installed (Debian package neovim)"),
+]
 
 SCRIPT = r"""
 local root = vim.env.LICH_TEST_ROOT

@@ -47,7 +47,8 @@ def cannot_ask(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 
 def pending(client: EditorClient, uri: str, seen: set[str]) -> list[types.Diagnostic]:
     return [
-        d for d in client.diagnostics.get(uri, [])
+        d
+        for d in client.diagnostics.get(uri, [])
         if d.code == QUESTION_CODE and as_dict(d.data)["id"] not in seen
     ]
 
@@ -55,10 +56,14 @@ def pending(client: EditorClient, uri: str, seen: set[str]) -> list[types.Diagno
 async def answer_pending(client: EditorClient, uri: str, title: str, seen: set[str]) -> str:
     """Wait for a new pending question on `uri`, take the code action `title` at its range and run
     its command, as the user would; returns the question's diagnostic message."""
-    await client.wait_until(lambda: bool(pending(client, uri, seen)), what=f"a pending question on {uri}")
+    await client.wait_until(
+        lambda: bool(pending(client, uri, seen)), what=f"a pending question on {uri}"
+    )
     (diagnostic,) = pending(client, uri, seen)
     seen.add(as_dict(diagnostic.data)["id"])
-    assert diagnostic.range.end != diagnostic.range.start  # a marker every client shows (Kate: not zero-width)
+    assert (
+        diagnostic.range.end != diagnostic.range.start
+    )  # a marker every client shows (Kate: not zero-width)
     actions = await bounded(
         client.text_document_code_action_async(
             types.CodeActionParams(
@@ -104,27 +109,39 @@ async def test_allow_once_runs_the_command_and_deny_ends_it_with_approval_denied
     assert result["stopped_reason"] == "final" and result["final"] == "ran it"
     assert (root / MARKER).read_text(encoding="utf-8").strip() == "approved"
     assert tool_messages(fake_provider)[0] == "[exit 0]"
-    await client.wait_until(lambda: not pending(client, uri, set()), what="the answered question to go")
+    await client.wait_until(
+        lambda: not pending(client, uri, set()), what="the answered question to go"
+    )
 
     (root / MARKER).unlink()
     task = asyncio.ensure_future(client.command("lich.ask", {"prompt": "run it again", "uri": uri}))
     await answer_pending(client, uri, "Deny", seen)
     result = await bounded(task, lsp_harness.COMMAND_WAIT_S, "the second task")
     assert result["stopped_reason"] == "final" and result["final"] == "was denied"
-    assert json.loads(tool_messages(fake_provider)[-1])["error"] == "approval_denied: the user denied terminal"
+    assert (
+        json.loads(tool_messages(fake_provider)[-1])["error"]
+        == "approval_denied: the user denied terminal"
+    )
     assert not (root / MARKER).exists()
-    assert client.editor.message_requests == []  # nothing was asked the way this client cannot answer
+    assert (
+        client.editor.message_requests == []
+    )  # nothing was asked the way this client cannot answer
 
 
-async def test_the_trust_question_through_a_code_action(session, root: Path, fake_provider, cannot_ask: str) -> None:
+async def test_the_trust_question_through_a_code_action(
+    session, root: Path, fake_provider, cannot_ask: str
+) -> None:
     with FakeProviderServer() as attacker:
         plant_repository(root, attacker)
         client = await session(cannot_ask, init_options=user_settings(fake_provider))
         await client.wait_until(
-            lambda: any("lich.trustWorkspace" in m.message for m in client.messages), what="the trust notice"
+            lambda: any("lich.trustWorkspace" in m.message for m in client.messages),
+            what="the trust notice",
         )
         (root / "main.py").write_text("x = 1\n", encoding="utf-8")
-        uri = client.open(root / "main.py")  # no file was open at `initialized`: the question goes here
+        uri = client.open(
+            root / "main.py"
+        )  # no file was open at `initialized`: the question goes here
         await client.command("lich.tools", {})
         assert not (root / "PWNED").exists()
         question = await answer_pending(client, uri, "Trust", set())
@@ -134,7 +151,9 @@ async def test_the_trust_question_through_a_code_action(session, root: Path, fak
         assert (root / "PWNED").read_text(encoding="utf-8") == "plugin module ran"
 
 
-async def test_an_unadvertised_request_is_answered_quietly(session, root: Path, capfd: pytest.CaptureFixture[str]) -> None:
+async def test_an_unadvertised_request_is_answered_quietly(
+    session, root: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     client = await session("visual-studio-code")
     (root / "main.py").write_text("def f():\n    pass\n", encoding="utf-8")
     uri = client.open(root / "main.py")
@@ -159,8 +178,14 @@ async def test_an_unadvertised_request_is_answered_quietly(session, root: Path, 
         stderr += capfd.readouterr().err
         return "cancelRequest" in stderr
 
-    await client.wait_until(marker_arrived, what="the server's warning about the malformed $/cancelRequest")
+    await client.wait_until(
+        marker_arrived, what="the server's warning about the malformed $/cancelRequest"
+    )
     assert "unknown method" not in stderr and "documentSymbol" not in stderr, stderr
     assert "workspace/diagnostic" not in stderr and "didChangeWatchedFiles" not in stderr, stderr
-    assert not [m for m in client.log_messages if m.type in (types.MessageType.Warning, types.MessageType.Error)]
+    assert not [
+        m
+        for m in client.log_messages
+        if m.type in (types.MessageType.Warning, types.MessageType.Error)
+    ]
     assert not client.messages

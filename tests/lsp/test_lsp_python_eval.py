@@ -17,7 +17,9 @@ WAIT_S = 30.0
 STOPPED_WITHIN_S = 1.0
 
 
-async def test_the_approval_question_shows_the_code_then_it_runs(session, root: Path, fake_provider) -> None:
+async def test_the_approval_question_shows_the_code_then_it_runs(
+    session, root: Path, fake_provider
+) -> None:
     code = "answer = 6 * 7\nprint('from the image')\nanswer"
     fake_provider.script(
         {"tool_calls": [{"name": "python_eval", "arguments": {"code": code}}]},
@@ -44,7 +46,8 @@ async def test_lich_cancel_ends_a_long_eval_promptly(session, root: Path, fake_p
         {"text": "not reached"},
     )
     client = await session(
-        "visual-studio-code", init_options=provider_options(fake_provider, approval={"image/eval": "allow"})
+        "visual-studio-code",
+        init_options=provider_options(fake_provider, approval={"image/eval": "allow"}),
     )
     ask = asyncio.ensure_future(client.command("lich.ask", {"prompt": "spin"}))
     await client.wait_until(started_file.exists, WAIT_S, "the eval to start")

@@ -34,13 +34,21 @@ def type_line_above(client: EditorClient, uri: str, line: int, text: str) -> Non
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=doc.version),
-            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text=text)],
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=at, end=at), text=text
+                )
+            ],
         )
     )
 
 
 def review_lines(client: EditorClient, uri: str) -> list[tuple[Any, int]]:
-    return [(d.code, d.range.start.line) for d in client.diagnostics.get(uri, []) if d.source == "lich review"]
+    return [
+        (d.code, d.range.start.line)
+        for d in client.diagnostics.get(uri, [])
+        if d.source == "lich review"
+    ]
 
 
 async def code_actions(client: EditorClient, uri: str, line: int) -> dict[str, types.Command]:
@@ -82,7 +90,9 @@ async def test_accept_one_reject_one_with_the_user_typing_above(
     result = await client.command("lich.ask", {"prompt": "bump"})
     assert result["review"] == "2 changes pending review in r.py"
     assert client.editor.applied == [] and client.text(uri) == BASE
-    await client.wait_until(lambda: len(review_lines(client, uri)) == 2, what="two lich review diagnostics")
+    await client.wait_until(
+        lambda: len(review_lines(client, uri)) == 2, what="two lich review diagnostics"
+    )
     assert review_lines(client, uri) == [("t1-1", 2), ("t1-2", 6)]
     hint = next(d for d in client.diagnostics[uri] if d.code == "t1-1")
     assert hint.severity == types.DiagnosticSeverity.Hint and "+ v2 = 20" in hint.message
@@ -90,25 +100,34 @@ async def test_accept_one_reject_one_with_the_user_typing_above(
     # A line typed above the first hunk: both diagnostics move down one line.
     type_line_above(client, uri, 1, "import os\n")
     await client.wait_until(
-        lambda: review_lines(client, uri) == [("t1-1", 3), ("t1-2", 7)], what="the hunks to follow their lines"
+        lambda: review_lines(client, uri) == [("t1-1", 3), ("t1-2", 7)],
+        what="the hunks to follow their lines",
     )
 
     on_first = await code_actions(client, uri, 3)
-    assert {"Accept hunk t1-1", "Reject hunk t1-1", "Accept all in file", "Reject all"} <= set(on_first)
+    assert {"Accept hunk t1-1", "Reject hunk t1-1", "Accept all in file", "Reject all"} <= set(
+        on_first
+    )
     on_second = await code_actions(client, uri, 7)
     accepted = await run(client, on_second["Accept hunk t1-2"])
     assert accepted["ok"] is True and accepted["accepted"] == ["t1-2"]
-    expected = BASE.replace("v1 = 1\n", "import os\nv1 = 1\n").replace("v6 = 6\n", "v6 = 60\nv6b = 61\n")
+    expected = BASE.replace("v1 = 1\n", "import os\nv1 = 1\n").replace(
+        "v6 = 6\n", "v6 = 60\nv6b = 61\n"
+    )
     assert client.text(uri) == expected
     (applied,) = client.editor.applied
     if applied.edit.document_changes is not None:
         (doc_edit,) = applied.edit.document_changes
         assert doc_edit.text_document.version == 2  # the version after the user's typing
-    await client.wait_until(lambda: review_lines(client, uri) == [("t1-1", 3)], what="t1-2's diagnostic to clear")
+    await client.wait_until(
+        lambda: review_lines(client, uri) == [("t1-1", 3)], what="t1-2's diagnostic to clear"
+    )
 
     rejected = await run(client, on_first["Reject hunk t1-1"])
     assert rejected == {"ok": True, "rejected": ["t1-1"], "pending": 0}
-    await client.wait_until(lambda: review_lines(client, uri) == [], what="t1-1's diagnostic to clear")
+    await client.wait_until(
+        lambda: review_lines(client, uri) == [], what="t1-1's diagnostic to clear"
+    )
     assert client.text(uri) == expected and len(client.editor.applied) == 1
 
     # The next task's first model request says what the user rejected.
@@ -119,13 +138,19 @@ async def test_accept_one_reject_one_with_the_user_typing_above(
     assert "dropped" not in first_of_next  # the accepted hunk's own echo is not the user's edit
 
 
-async def test_typing_on_a_hunks_line_drops_it(session, root: Path, fake_provider: FakeProviderServer) -> None:
+async def test_typing_on_a_hunks_line_drops_it(
+    session, root: Path, fake_provider: FakeProviderServer
+) -> None:
     (root / "r.py").write_text(BASE, encoding="utf-8")
     fake_provider.script({"tool_calls": [edit("r.py", "v2 = 2", "v2 = 20")]}, {"text": "Bumped."})
-    client = await session("neovim", init_options=provider_options(fake_provider, edit_mode="review"))
+    client = await session(
+        "neovim", init_options=provider_options(fake_provider, edit_mode="review")
+    )
     uri = client.open(root / "r.py")
     await client.command("lich.ask", {"prompt": "bump"})
-    await client.wait_until(lambda: review_lines(client, uri) == [("t1-1", 2)], what="the hunk's diagnostic")
+    await client.wait_until(
+        lambda: review_lines(client, uri) == [("t1-1", 2)], what="the hunk's diagnostic"
+    )
     doc = client.editor.docs[uri]
     doc.text = BASE.replace("v2 = 2\n", "v2 = 2  # keep\n")
     doc.version += 1
@@ -133,10 +158,16 @@ async def test_typing_on_a_hunks_line_drops_it(session, root: Path, fake_provide
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=doc.version),
-            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=start, end=end), text="  # keep")],
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=start, end=end), text="  # keep"
+                )
+            ],
         )
     )
-    await client.wait_until(lambda: review_lines(client, uri) == [], what="the hit hunk to be dropped")
+    await client.wait_until(
+        lambda: review_lines(client, uri) == [], what="the hit hunk to be dropped"
+    )
     answer = await client.command("lich.acceptHunk", {"hunk_id": "t1-1"})
     assert answer["ok"] is False and answer["error"].startswith("not_found:")
     assert client.editor.applied == [] and client.text(uri) == doc.text

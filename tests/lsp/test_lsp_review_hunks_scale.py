@@ -18,7 +18,10 @@ from lsprotocol import types
 from lich_lsp.hunk_tracking import LineEdit, Span, carry_sorted, track_span
 from tests.support.fake_provider import FakeProviderServer
 
-pytestmark = [pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"), pytest.mark.timeout(120)]
+pytestmark = [
+    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
+    pytest.mark.timeout(120),
+]
 
 LINES = 4000
 HUNKS = LINES // 2
@@ -27,7 +30,9 @@ BASE = "".join(f"value_{n:04d} = {n}\n" for n in range(LINES))
 PROPOSED = "".join(f"value_{n:04d} = {n}{' + 1' if n % 2 == 0 else ''}\n" for n in range(LINES))
 
 
-def change(client: EditorClient, uri: str, start: tuple[int, int], end: tuple[int, int], text: str) -> None:
+def change(
+    client: EditorClient, uri: str, start: tuple[int, int], end: tuple[int, int], text: str
+) -> None:
     """One incremental didChange replacing [start, end) with `text`, as an editor sends it."""
     doc = client.editor.docs[uri]
     lines = doc.text.splitlines(keepends=True)
@@ -40,7 +45,8 @@ def change(client: EditorClient, uri: str, start: tuple[int, int], end: tuple[in
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=doc.version),
             content_changes=[
                 types.TextDocumentContentChangePartial(
-                    range=types.Range(start=types.Position(*start), end=types.Position(*end)), text=text
+                    range=types.Range(start=types.Position(*start), end=types.Position(*end)),
+                    text=text,
                 )
             ],
         )
@@ -55,12 +61,18 @@ async def listed(client: EditorClient, uri: str) -> list[dict[str, Any]]:
 def assert_on_their_lines(client: EditorClient, uri: str, hunks: list[dict[str, Any]]) -> None:
     """Every listed hunk's old text is what the editor's buffer holds on its lines."""
     lines = client.text(uri).splitlines(keepends=True)
-    wrong = [h["hunk_id"] for h in hunks if "".join(lines[h["start_line"] : h["end_line"]]) != h["old_text"]]
+    wrong = [
+        h["hunk_id"]
+        for h in hunks
+        if "".join(lines[h["start_line"] : h["end_line"]]) != h["old_text"]
+    ]
     assert wrong == []
 
 
 def review_lines(client: EditorClient, uri: str) -> list[int]:
-    return [d.range.start.line for d in client.diagnostics.get(uri, []) if d.source == "lich review"]
+    return [
+        d.range.start.line for d in client.diagnostics.get(uri, []) if d.source == "lich review"
+    ]
 
 
 async def test_two_thousand_hunks_follow_the_users_edits(
@@ -68,14 +80,22 @@ async def test_two_thousand_hunks_follow_the_users_edits(
 ) -> None:
     (root / "big.py").write_text(BASE, encoding="utf-8")
     fake_provider.script(
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "big.py", "content": PROPOSED}}]},
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "big.py", "content": PROPOSED}}
+            ]
+        },
         {"text": "Bumped every other value."},
     )
-    client = await session("neovim", init_options=provider_options(fake_provider, edit_mode="review"))
+    client = await session(
+        "neovim", init_options=provider_options(fake_provider, edit_mode="review")
+    )
     uri = client.open(root / "big.py")
     result = await client.command("lich.ask", {"prompt": "bump"})
     assert result["review"] == f"{HUNKS} changes pending review in big.py"
-    await client.wait_until(lambda: len(review_lines(client, uri)) == HUNKS, what="2,000 review diagnostics")
+    await client.wait_until(
+        lambda: len(review_lines(client, uri)) == HUNKS, what="2,000 review diagnostics"
+    )
 
     # A line typed at the top: every hunk (and its diagnostic) moves down one line.
     change(client, uri, (0, 0), (0, 0), "import os\n")
@@ -85,7 +105,8 @@ async def test_two_thousand_hunks_follow_the_users_edits(
     ]
     assert_on_their_lines(client, uri, hunks)
     await client.wait_until(
-        lambda: review_lines(client, uri) == [2 * n + 1 for n in range(HUNKS)], what="the diagnostics to move down"
+        lambda: review_lines(client, uri) == [2 * n + 1 for n in range(HUNKS)],
+        what="the diagnostics to move down",
     )
 
     # Typing between two hunks (line 1002 lies between t1-501 and t1-502) moves and drops nothing.
@@ -128,7 +149,9 @@ class Item:
 
 
 SPANS = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 6)), max_size=30)
-EDITS = st.lists(st.tuples(st.integers(0, 45), st.integers(0, 6), st.integers(0, 4)), min_size=1, max_size=6)
+EDITS = st.lists(
+    st.tuples(st.integers(0, 45), st.integers(0, 6), st.integers(0, 4)), min_size=1, max_size=6
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -138,7 +161,9 @@ def test_carry_sorted_moves_and_drops_as_track_span_does(
 ) -> None:
     """Whatever the spans (overlapping ones, insertion points) and edits, the sorted carry keeps
     what track_span keeps, at the same lines, in order, and removes exactly the hit ones."""
-    items = sorted((Item(start, start + length) for start, length in spans), key=lambda item: item.start)
+    items = sorted(
+        (Item(start, start + length) for start, length in spans), key=lambda item: item.start
+    )
     longest = max((item.end - item.start for item in items), default=0)
     expected: list[Span | None] = [Span(item.start, item.end) for item in items]
     carried = list(items)
@@ -147,6 +172,12 @@ def test_carry_sorted_moves_and_drops_as_track_span_does(
         survivors = [item for item, span in zip(items, expected, strict=True) if span is not None]
         step = carry_sorted(carried, edit, longest)
         expected = [None if span is None else track_span(span, edit) for span in expected]
-        hit = [item for item, span in zip(items, expected, strict=True) if span is None and item in survivors]
+        hit = [
+            item
+            for item, span in zip(items, expected, strict=True)
+            if span is None and item in survivors
+        ]
         assert step.hit == hit
-    assert [Span(item.start, item.end) for item in carried] == [span for span in expected if span is not None]
+    assert [Span(item.start, item.end) for item in carried] == [
+        span for span in expected if span is not None
+    ]

@@ -35,7 +35,9 @@ def _two_hunks(fake_provider: FakeProviderServer) -> None:
     )
 
 
-async def _review_editor(editor: Any, root: Path, client_name: str, fake_provider: FakeProviderServer, **extra: Any) -> FakeEditor:
+async def _review_editor(
+    editor: Any, root: Path, client_name: str, fake_provider: FakeProviderServer, **extra: Any
+) -> FakeEditor:
     (root / "r.py").write_text(BASE, encoding="utf-8")
     options = provider_options(fake_provider, edit_mode="review", **extra)
     if client_name == "visual-studio-code":
@@ -50,7 +52,9 @@ def _review_diagnostics(fake: FakeEditor, uri: str) -> list[types.Diagnostic]:
 def _actions(fake: FakeEditor, uri: str, line: int) -> list[Any]:
     params = types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)),
+        range=types.Range(
+            start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)
+        ),
         context=types.CodeActionContext(diagnostics=[]),
     )
     return list(fake.code_action(params))
@@ -76,7 +80,10 @@ async def test_hunks_accept_one_reject_one_with_typing_above(
     assert result["review_message"].startswith("2 changes to review in r.py: accept or reject each")
     assert fake.applied == [] and fake.text(uri) == BASE  # nothing applied yet
     (shown,) = [m for _, m in fake.messages if m.startswith("lich: bump:")]
-    assert shown.startswith("lich: bump: 2 changes to review in r.py") and "The agent said: Bumped two values." in shown
+    assert (
+        shown.startswith("lich: bump: 2 changes to review in r.py")
+        and "The agent said: Bumped two values." in shown
+    )
     diagnostics = _review_diagnostics(fake, uri)
     assert [(d.code, d.range.start.line, d.severity) for d in diagnostics] == [
         ("t1-1", 1, types.DiagnosticSeverity.Hint),
@@ -95,7 +102,12 @@ async def test_hunks_accept_one_reject_one_with_typing_above(
     assert [(h["hunk_id"], h["start_line"]) for h in listing["hunks"]] == [("t1-1", 3), ("t1-2", 7)]
     assert [d.range.start.line for d in _review_diagnostics(fake, uri)] == [3, 7]
 
-    assert _titles(_actions(fake, uri, 3))[:4] == ["Accept hunk t1-1", "Reject hunk t1-1", "Accept all in file", "Reject all"]
+    assert _titles(_actions(fake, uri, 3))[:4] == [
+        "Accept hunk t1-1",
+        "Reject hunk t1-1",
+        "Accept all in file",
+        "Reject all",
+    ]
     assert "Accept hunk t1-2" not in _titles(_actions(fake, uri, 3))
 
     accepted = await fake.command("lich.acceptHunk", {"hunk_id": "t1-2"})
@@ -137,7 +149,9 @@ async def test_a_hunk_whose_lines_the_user_edits_is_dropped_and_the_model_told(
     fake.type_text(uri, BASE.replace("v1 = 1\n", "v1 = 'mine'\n"))
     answer = await fake.command("lich.acceptAll", {"uri": uri})
     assert answer["ok"] is True and answer["accepted"] == ["t1-2"]
-    assert fake.text(uri) == BASE.replace("v1 = 1\n", "v1 = 'mine'\n").replace("v5 = 5\n", "v5 = 50\nv5b = 51\n")
+    assert fake.text(uri) == BASE.replace("v1 = 1\n", "v1 = 'mine'\n").replace(
+        "v5 = 5\n", "v5 = 50\nv5b = 51\n"
+    )
     assert (await fake.command("lich.reviewList", {}))["hunks"] == []
     assert any("dropped the proposed change t1-1 in r.py" in m for _, m in fake.logs)
     fake_provider.script({"text": "ok"})
@@ -158,7 +172,9 @@ async def test_user_edits_during_a_review_task_are_carried_and_a_clash_dropped(
         {"tool_calls": [{"name": "terminal", "arguments": {"command": "true"}}]},
         {"text": "done"},
     )
-    fake = await editor("neovim@v0.7.0", init_options=provider_options(fake_provider, edit_mode="review"))
+    fake = await editor(
+        "neovim@v0.7.0", init_options=provider_options(fake_provider, edit_mode="review")
+    )
     uri = fake.open(root / "r.py")
     fake.message_answers = ["Deny"]
     with fake.holding_questions():
@@ -167,19 +183,28 @@ async def test_user_edits_during_a_review_task_are_carried_and_a_clash_dropped(
         fake.type_text(uri, "# top\n" + BASE.replace("v5 = 5\n", "v5 = 'user'\n"))
     result = await task
     assert result["review"].startswith("1 change pending review in r.py; dropped 1")
-    assert "Dropped: r.py: t1-2 (replace line 6 with 1 line): you edited those lines." in result["review_message"]
+    assert (
+        "Dropped: r.py: t1-2 (replace line 6 with 1 line): you edited those lines."
+        in result["review_message"]
+    )
     (hunk,) = (await fake.command("lich.reviewList", {}))["hunks"]
     assert (hunk["hunk_id"], hunk["start_line"]) == ("t1-1", 2)
     await fake.command("lich.acceptHunk", {"hunk_id": "t1-1"})
-    assert fake.text(uri) == "# top\n" + BASE.replace("v5 = 5\n", "v5 = 'user'\n").replace("v1 = 1\n", "v1 = 10\n")
+    assert fake.text(uri) == "# top\n" + BASE.replace("v5 = 5\n", "v5 = 'user'\n").replace(
+        "v1 = 1\n", "v1 = 10\n"
+    )
 
 
 async def test_batch_preview_that_applied_nothing_is_said_plainly_and_told_to_the_model(
     editor: Any, root: Path, fake_provider: FakeProviderServer
 ) -> None:
     (root / "r.py").write_text("a = 1\n", encoding="utf-8")
-    fake_provider.script({"tool_calls": [edit("r.py", "a = 1", "a = 2")]}, {"text": "Added a docstring."})
-    fake = await editor("visual-studio-code", init_options=provider_options(fake_provider, edit_mode="review"))
+    fake_provider.script(
+        {"tool_calls": [edit("r.py", "a = 1", "a = 2")]}, {"text": "Added a docstring."}
+    )
+    fake = await editor(
+        "visual-studio-code", init_options=provider_options(fake_provider, edit_mode="review")
+    )
     uri = fake.open(root / "r.py")
     fake.answer = "reject"  # Apply pressed in the refactor preview with every change unticked
     result = await fake.command("lich.ask", {"prompt": "add a docstring"})
@@ -200,7 +225,10 @@ async def test_batch_preview_that_applied_nothing_is_said_plainly_and_told_to_th
     fake_provider.script({"text": "ok"})
     await fake.command("lich.ask", {"prompt": "again", "mode": "apply"})
     last = _request_text(fake_provider, -1)
-    assert 'None of your edits from the task \\"add a docstring\\" were applied: 0 of 1 change accepted' in last
+    assert (
+        'None of your edits from the task \\"add a docstring\\" were applied: 0 of 1 change accepted'
+        in last
+    )
 
 
 async def test_the_users_edits_to_the_agents_lines_reach_the_next_turn(
@@ -223,7 +251,10 @@ async def test_the_users_edits_to_the_agents_lines_reach_the_next_turn(
         await fake.wait_for_questions(1)
         await fake.settle()
         assert fake.text(uri) == BASE.replace("v2 = 2\n", "v2 = 20\n")
-        fake.type_text(uri, "# mine\n" + BASE.replace("v2 = 2\n", "v2 = 'user'\n").replace("v7 = 7\n", "v7 = 70\n"))
+        fake.type_text(
+            uri,
+            "# mine\n" + BASE.replace("v2 = 2\n", "v2 = 'user'\n").replace("v7 = 7\n", "v7 = 70\n"),
+        )
     await task
     last = _request_text(fake_provider, 2)
     assert "The user edited lines you had changed in m.py:" in last
@@ -278,7 +309,9 @@ async def test_review_style_batch_keeps_the_question_and_status_says_the_style(
     result = await fake.command("lich.ask", {"prompt": "bump"})
     assert result["review"] == "applied 2 changes to 1 files"
     assert result["review_message"] == "Applied 2 changes to 1 file."
-    assert fake.text(uri) == BASE.replace("v1 = 1\n", "v1 = 10\n").replace("v5 = 5\n", "v5 = 50\nv5b = 51\n")
+    assert fake.text(uri) == BASE.replace("v1 = 1\n", "v1 = 10\n").replace(
+        "v5 = 5\n", "v5 = 50\nv5b = 51\n"
+    )
     assert _review_diagnostics(fake, uri) == []
 
 
@@ -291,13 +324,19 @@ async def test_review_diagnostics_and_test_diagnostics_share_a_file(
     uri = fake.open(root / "r.py")
     session = fake.session
     other = types.Diagnostic(
-        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)),
+        range=types.Range(
+            start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)
+        ),
         message="failed",
         source="lich tests",
     )
     session.messages.publish_diagnostics("lich tests", uri, [other])
     await fake.command("lich.ask", {"prompt": "bump"})
-    assert sorted(d.source for d in fake.diagnostics[uri]) == ["lich review", "lich review", "lich tests"]
+    assert sorted(d.source for d in fake.diagnostics[uri]) == [
+        "lich review",
+        "lich review",
+        "lich tests",
+    ]
     session.messages.publish_diagnostics("lich tests", uri, [])
     assert [d.source for d in fake.diagnostics[uri]] == ["lich review", "lich review"]
     await fake.command("lich.rejectAll", {})

@@ -84,7 +84,9 @@ def _offset(line: int, column: int = 0) -> int:
         ((1, 0), (1, 3), "one", LineEdit(2, 2, 0)),  # retyped identically: nothing changed
     ],
 )
-def test_splice_line_edit(start: tuple[int, int], end: tuple[int, int], inserted: str, expected: LineEdit) -> None:
+def test_splice_line_edit(
+    start: tuple[int, int], end: tuple[int, int], inserted: str, expected: LineEdit
+) -> None:
     new_text, line_edit = _splice((_offset(*start), _offset(*end)), inserted)
     assert line_edit == expected
     old_lines, new_lines = lines_of(TEXT), lines_of(new_text)
@@ -121,7 +123,9 @@ LINES = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "pass\n", "\n", "x = 1\n"
 
 @settings(max_examples=200, deadline=None)
 @given(old=LINES, new=LINES, start=st.integers(0, 12), length=st.integers(0, 3))
-def test_a_span_the_diff_keeps_still_holds_its_lines(old: list[str], new: list[str], start: int, length: int) -> None:
+def test_a_span_the_diff_keeps_still_holds_its_lines(
+    old: list[str], new: list[str], start: int, length: int
+) -> None:
     """Whatever the texts, a span carried through line_edits_between (not hit) covers the same
     lines in the new text as in the old."""
     start = min(start, len(old))
@@ -160,7 +164,9 @@ def test_the_user_editing_the_agents_lines_is_one_note_and_edits_elsewhere_none(
 def test_a_later_agent_edit_carries_the_earlier_lines() -> None:
     base = "a\nb\nc\nd\n"
     first = record_agent_lines(None, FileChange.write(Path("/ws/f"), "a\nB\nc\nd\n", base))
-    second = record_agent_lines(first, FileChange.write(Path("/ws/f"), "new\na\nB\nc\nd\n", "a\nB\nc\nd\n"))
+    second = record_agent_lines(
+        first, FileChange.write(Path("/ws/f"), "new\na\nB\nc\nd\n", "a\nB\nc\nd\n")
+    )
     assert second is not None and second.spans == [Span(0, 1), Span(2, 3)]
 
 
@@ -181,7 +187,10 @@ def test_model_notes_are_drained_once_bounded_and_formatted() -> None:
             return out
 
     source = Source()
-    assert user_notes_message(source) == "[lich] Since your last step, in the editor:\n- first\n- two\n  lines"
+    assert (
+        user_notes_message(source)
+        == "[lich] Since your last step, in the editor:\n- first\n- two\n  lines"
+    )
     assert user_notes_message(source) is None
 
 

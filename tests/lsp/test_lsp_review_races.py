@@ -30,7 +30,9 @@ def _review_options(fake_provider: FakeProviderServer, style: str = "hunks") -> 
     return provider_options(fake_provider, edit_mode="review", review_style=style)
 
 
-async def _two_pending_hunks(client: EditorClient, fake_provider: FakeProviderServer, root: Path) -> str:
+async def _two_pending_hunks(
+    client: EditorClient, fake_provider: FakeProviderServer, root: Path
+) -> str:
     """r.py open, with hunks t1-1 (v1) and t1-2 (v5) pending."""
     uri = client.open(root / "r.py")
     result = await client.command("lich.ask", {"prompt": "bump"})
@@ -51,7 +53,9 @@ async def test_reject_during_an_accept_is_refused_and_the_model_hears_only_the_t
     uri = await _two_pending_hunks(client, fake_provider, root)
     with client.holding_edits():
         accepting = asyncio.ensure_future(client.command("lich.acceptHunk", {"hunk_id": "t1-1"}))
-        await client.wait_until(lambda: len(client.editor.applied) == 1, what="the accept's applyEdit")
+        await client.wait_until(
+            lambda: len(client.editor.applied) == 1, what="the accept's applyEdit"
+        )
         busy = await client.command("lich.rejectHunk", {"hunk_id": "t1-1"})
         assert busy["ok"] is False and busy["error"].startswith("hunk_busy: t1-1"), busy
         # The other hunk of the same file is not on its way: rejecting it is fine meanwhile.
@@ -81,11 +85,15 @@ async def test_an_unanswered_batch_then_cancel_puts_the_disk_write_back(
         {"tool_calls": [edit("a.py", "a = 1", "a = 2"), edit("b.py", "b = 1", "b = 2")]},
         {"text": "Changed both."},
     )
-    client = await session("visual-studio-code", init_options=_review_options(fake_provider, "batch"))
+    client = await session(
+        "visual-studio-code", init_options=_review_options(fake_provider, "batch")
+    )
     uri = client.open(root / "a.py")
     with client.holding_edits():
         asking = asyncio.ensure_future(client.command("lich.ask", {"prompt": "change both"}))
-        await client.wait_until(lambda: len(client.editor.applied) == 1, what="the batch's applyEdit")
+        await client.wait_until(
+            lambda: len(client.editor.applied) == 1, what="the batch's applyEdit"
+        )
         # The disk part went first: without a cancel that reverts it, it would stay.
         assert (root / "b.py").read_text(encoding="utf-8") == "b = 2\n"
         status = await client.command("lich.status", {})
@@ -125,11 +133,17 @@ async def test_a_cancelled_unanswered_accept_leaves_the_file_unlocked_and_the_hu
     never = asyncio.Event()  # the first accept's applyEdit is answered only at the end, with "no"
     client.editor.hold = never
     try:
-        params = types.ExecuteCommandParams(command="lich.acceptHunk", arguments=[{"hunk_id": "t1-1"}])
-        accepting = asyncio.ensure_future(
-            client.protocol.send_request_async("workspace/executeCommand", params, msg_id="accept-1")
+        params = types.ExecuteCommandParams(
+            command="lich.acceptHunk", arguments=[{"hunk_id": "t1-1"}]
         )
-        await client.wait_until(lambda: len(client.editor.applied) == 1, what="the accept's applyEdit")
+        accepting = asyncio.ensure_future(
+            client.protocol.send_request_async(
+                "workspace/executeCommand", params, msg_id="accept-1"
+            )
+        )
+        await client.wait_until(
+            lambda: len(client.editor.applied) == 1, what="the accept's applyEdit"
+        )
         client.editor.hold = None  # the editor answers every later edit at once
         client.protocol.notify("$/cancelRequest", types.CancelParams(id="accept-1"))
         with pytest.raises(JsonRpcException) as caught:
@@ -149,7 +163,9 @@ async def test_a_cancelled_unanswered_accept_leaves_the_file_unlocked_and_the_hu
     finally:
         client.editor.answer = "reject"
         never.set()
-    assert client.text(uri) == BASE.replace("v1 = 1\n", "v1 = 10\n").replace("v7 = 7\n", "v7 = 70\n")
+    assert client.text(uri) == BASE.replace("v1 = 1\n", "v1 = 10\n").replace(
+        "v7 = 7\n", "v7 = 70\n"
+    )
     assert not [m.message for m in client.messages if "unexpected error" in m.message]
 
 
@@ -179,7 +195,11 @@ async def test_a_hunk_whose_closed_file_became_a_link_out_of_the_root_is_refused
     accepted = await client.command("lich.acceptHunk", {"hunk_id": "t1-1"})
     assert accepted["ok"] is True and accepted["accepted"] == ["t1-1"], accepted
     assert client.text(uri) == "a = 2\n"
-    assert (await client.command("lich.rejectAll", {})) == {"ok": True, "rejected": [], "pending": 0}
+    assert (await client.command("lich.rejectAll", {})) == {
+        "ok": True,
+        "rejected": [],
+        "pending": 0,
+    }
     assert outside.read_text(encoding="utf-8") == "b = 1\n"
     assert (root / "b.py").is_symlink()
 
@@ -202,11 +222,17 @@ async def test_an_accept_the_editor_applies_after_the_cancel_counts_as_accepted(
     client = await session("neovim", init_options=_review_options(fake_provider))
     uri = await _two_pending_hunks(client, fake_provider, root)
     with client.holding_edits():
-        params = types.ExecuteCommandParams(command="lich.acceptHunk", arguments=[{"hunk_id": "t1-1"}])
-        accepting = asyncio.ensure_future(
-            client.protocol.send_request_async("workspace/executeCommand", params, msg_id="accept-late")
+        params = types.ExecuteCommandParams(
+            command="lich.acceptHunk", arguments=[{"hunk_id": "t1-1"}]
         )
-        await client.wait_until(lambda: len(client.editor.applied) == 1, what="the accept's applyEdit")
+        accepting = asyncio.ensure_future(
+            client.protocol.send_request_async(
+                "workspace/executeCommand", params, msg_id="accept-late"
+            )
+        )
+        await client.wait_until(
+            lambda: len(client.editor.applied) == 1, what="the accept's applyEdit"
+        )
         client.protocol.notify("$/cancelRequest", types.CancelParams(id="accept-late"))
         with pytest.raises(JsonRpcException):
             await asyncio.wait_for(accepting, WAIT_S)

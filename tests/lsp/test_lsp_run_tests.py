@@ -16,7 +16,9 @@ from lich_lsp.run_tests import TEST_DIAGNOSTIC_SOURCE
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
 
-async def test_failing_test_diagnostic_lands_on_its_line_and_clears(session, root: Path, client_name: str) -> None:
+async def test_failing_test_diagnostic_lands_on_its_line_and_clears(
+    session, root: Path, client_name: str
+) -> None:
     test_file = make_project(root)
     uri = uri_of(test_file)
     client = await session(client_name)
@@ -24,7 +26,9 @@ async def test_failing_test_diagnostic_lands_on_its_line_and_clears(session, roo
 
     red = await client.command("lich.runTests", {})
     assert red["ok"] is False and red["failed"] == 1
-    await client.wait_until(lambda: bool(client.diagnostics.get(uri)), what="the failing test's diagnostic")
+    await client.wait_until(
+        lambda: bool(client.diagnostics.get(uri)), what="the failing test's diagnostic"
+    )
     (diagnostic,) = client.diagnostics[uri]
     assert diagnostic.source == TEST_DIAGNOSTIC_SOURCE
     assert diagnostic.range.start.line == FAILING_LINE - 1 == red["failures"][0]["line"]
@@ -32,4 +36,7 @@ async def test_failing_test_diagnostic_lands_on_its_line_and_clears(session, roo
     (root / "calc.py").write_text(FIXED_ADD)
     green = await client.command("lich.runTests", {})
     assert green["ok"] is True, green
-    await client.wait_until(lambda: uri in client.diagnostics and len(client.diagnostics[uri]) == 0, what="the diagnostic to clear")
+    await client.wait_until(
+        lambda: uri in client.diagnostics and len(client.diagnostics[uri]) == 0,
+        what="the diagnostic to clear",
+    )

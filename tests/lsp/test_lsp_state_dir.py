@@ -61,7 +61,9 @@ async def test_a_hostile_journal_file_is_skipped_and_the_server_answers(
     status = await client.command("lich.status", {}, timeout_s=WAIT_S)
     assert status["undoable_tasks"] == []
     await client.wait_for_log("ignored a corrupt undo journal file")
-    warnings = [m.message for m in client.log_messages if "ignored a corrupt undo journal file" in m.message]
+    warnings = [
+        m.message for m in client.log_messages if "ignored a corrupt undo journal file" in m.message
+    ]
     assert len(warnings) == 1 and "t1.json" in warnings[0], warnings
 
     uri = client.open(root / "a.py")
@@ -77,7 +79,10 @@ async def test_a_hostile_journal_file_is_skipped_and_the_server_answers(
     assert client.text(uri) == A
     # The hostile file is left as it was (never written through, never replaced).
     assert hostile.is_symlink() if kind == "link-to-dev-zero" else hostile.exists()
-    assert len([m for m in client.log_messages if "ignored a corrupt undo journal file" in m.message]) == 1
+    assert (
+        len([m for m in client.log_messages if "ignored a corrupt undo journal file" in m.message])
+        == 1
+    )
 
 
 async def test_a_linked_transcripts_dir_gets_no_transcript_and_the_task_completes(

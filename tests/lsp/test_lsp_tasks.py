@@ -27,9 +27,10 @@ SLOW_TURN = {"text": "never finishes", "delay_s": 30}
 STOPPED_WITHIN_S = 10.0
 
 
-
 async def _running_task(client: EditorClient, fake_provider: FakeProviderServer) -> str:
-    assert await asyncio.to_thread(fake_provider.wait_for_requests, 1, WAIT_S), fake_provider.requests
+    assert await asyncio.to_thread(fake_provider.wait_for_requests, 1, WAIT_S), (
+        fake_provider.requests
+    )
     status = await client.command("lich.status", {})
     (task,) = [t for t in status["tasks"] if t["state"] == "running"]
     return task["task_id"]
@@ -39,18 +40,24 @@ def _elapsed(started: float) -> float:
     return asyncio.get_running_loop().time() - started
 
 
-async def test_cancel_request_on_lich_ask(session, root: Path, client_name: str, fake_provider) -> None:
+async def test_cancel_request_on_lich_ask(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
     fake_provider.script(SLOW_TURN)
     client = await session(client_name, init_options=provider_options(fake_provider))
     params = types.ExecuteCommandParams(command="lich.ask", arguments=[{"prompt": "slow"}])
-    ask = asyncio.ensure_future(client.protocol.send_request_async("workspace/executeCommand", params, msg_id="ask-1"))
+    ask = asyncio.ensure_future(
+        client.protocol.send_request_async("workspace/executeCommand", params, msg_id="ask-1")
+    )
     await _running_task(client, fake_provider)
     started = asyncio.get_running_loop().time()
     client.protocol.notify("$/cancelRequest", types.CancelParams(id="ask-1"))
     with pytest.raises(JsonRpcException) as caught:
         await asyncio.wait_for(ask, WAIT_S)
     assert caught.value.code == -32800  # RequestCancelled
-    status = await client.wait_for_status(lambda status: all(t["state"] == "done" for t in status["tasks"]))
+    status = await client.wait_for_status(
+        lambda status: all(t["state"] == "done" for t in status["tasks"])
+    )
     assert _elapsed(started) < STOPPED_WITHIN_S
     assert len(status["tasks"]) == 1
 

@@ -35,7 +35,9 @@ def can_ask(client: EditorClient) -> bool:
 
 
 def _trust_questions(client: EditorClient) -> list:
-    return [r for r in client.editor.message_requests if "Trust" in [a.title for a in r.actions or []]]
+    return [
+        r for r in client.editor.message_requests if "Trust" in [a.title for a in r.actions or []]
+    ]
 
 
 async def wait_for_trust_notice(client: EditorClient) -> str:
@@ -46,13 +48,19 @@ async def wait_for_trust_notice(client: EditorClient) -> str:
         assert [a.title for a in request.actions or []] == ["Trust", "Not now"]
         assert request.type.name == "Warning"
         return request.message
-    await client.wait_until(lambda: any("lich.trustWorkspace" in m.message for m in client.messages))
+    await client.wait_until(
+        lambda: any("lich.trustWorkspace" in m.message for m in client.messages)
+    )
     (notice,) = [m for m in client.messages if "lich.trustWorkspace" in m.message]
     return notice.message
 
 
 async def test_the_trust_question_over_the_wire(
-    session, root: Path, client_name: str, fake_provider: FakeProviderServer, attacker: FakeProviderServer
+    session,
+    root: Path,
+    client_name: str,
+    fake_provider: FakeProviderServer,
+    attacker: FakeProviderServer,
 ) -> None:
     plant_repository(root, attacker)
     env = {"GITHUB_TOKEN": USER_TOKEN, "OPENAI_API_KEY": "sk-user-openai-key"}
@@ -69,7 +77,9 @@ async def test_the_trust_question_over_the_wire(
     trusted = await client.command("lich.trustWorkspace", {})
     assert trusted["state"] == "trusted"
     await client.command("lich.tools", {})
-    assert (root / "PWNED").read_text(encoding="utf-8") == "plugin module ran"  # run by the server process
+    assert (root / "PWNED").read_text(
+        encoding="utf-8"
+    ) == "plugin module ran"  # run by the server process
     attacker.script({"text": "answered by the repository's provider"})
     result = await client.command("lich.ask", {"prompt": "hello"})
     assert result["final"] == "answered by the repository's provider"

@@ -24,12 +24,16 @@ def ran(root: Path) -> str | None:
     return marker.read_text(encoding="utf-8") if marker.exists() else None
 
 
-async def test_a_trusted_test_command_whose_script_changed_since_does_not_run(session, root: Path, fake_provider) -> None:
+async def test_a_trusted_test_command_whose_script_changed_since_does_not_run(
+    session, root: Path, fake_provider
+) -> None:
     (root / "t5.sh").write_text("echo trusted > ran.txt\n", encoding="utf-8")
     workspace_config(root, test_command="sh<t5.sh")
     run_tests = {"tool_calls": [{"name": "run_tests", "arguments": {}}]}
     fake_provider.script(run_tests, {"text": "done"}, run_tests, {"text": "done"})
-    client = await session(init_options=provider_options(fake_provider, approval={"run_tests": "allow"}))
+    client = await session(
+        init_options=provider_options(fake_provider, approval={"run_tests": "allow"})
+    )
     trusted = await client.command("lich.trustWorkspace", {})
     assert trusted["state"] == "trusted", trusted
 
@@ -43,15 +47,21 @@ async def test_a_trusted_test_command_whose_script_changed_since_does_not_run(se
     assert second["stopped_reason"] == "final", second
     assert ran(root) is None, "the changed script ran under the trust given before"
     error = json.loads(tool_messages(fake_provider)[-1])["error"]
-    assert error.startswith("workspace_changed: t5.sh changed since you trusted this workspace"), error
+    assert error.startswith("workspace_changed: t5.sh changed since you trusted this workspace"), (
+        error
+    )
 
 
-async def test_a_trusted_mcp_server_whose_code_changed_since_does_not_start(session, root: Path, fake_provider) -> None:
+async def test_a_trusted_mcp_server_whose_code_changed_since_does_not_start(
+    session, root: Path, fake_provider
+) -> None:
     server = root / "tools" / "srv.py"
     server.parent.mkdir()
     code = "from pathlib import Path\nPath(__file__).resolve().parents[1].joinpath('ran.txt').write_text({!r})\n"
     server.write_text(code.format("trusted"), encoding="utf-8")
-    workspace_config(root, mcp_servers={"srv": {"command": sys.executable, "args": ["srv.py"], "cwd": "tools"}})
+    workspace_config(
+        root, mcp_servers={"srv": {"command": sys.executable, "args": ["srv.py"], "cwd": "tools"}}
+    )
     fake_provider.script({"text": "first"}, {"text": "second"})
     client = await session(init_options=provider_options(fake_provider))
     trusted = await client.command("lich.trustWorkspace", {})
@@ -66,4 +76,7 @@ async def test_a_trusted_mcp_server_whose_code_changed_since_does_not_start(sess
     assert ran(root) is None, "the changed server ran under the trust given before"
     status = await client.command("lich.status", {})
     errors = [item.get("last_error") or "" for item in status["mcp_servers"]]
-    assert any(error.startswith("workspace_changed: tools/srv.py changed since you trusted") for error in errors), errors
+    assert any(
+        error.startswith("workspace_changed: tools/srv.py changed since you trusted")
+        for error in errors
+    ), errors

@@ -31,7 +31,9 @@ def _write(path: str, content: str) -> dict[str, Any]:
 
 def _uses_document_changes(client: EditorClient) -> bool:
     workspace = client.declared.workspace
-    return bool(workspace and workspace.workspace_edit and workspace.workspace_edit.document_changes)
+    return bool(
+        workspace and workspace.workspace_edit and workspace.workspace_edit.document_changes
+    )
 
 
 async def _ask(client: EditorClient, prompt: str) -> dict[str, Any]:
@@ -48,14 +50,19 @@ async def _code_action_titles(client: EditorClient, uri: str, line: int) -> list
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)),
+            range=types.Range(
+                start=types.Position(line=line, character=0),
+                end=types.Position(line=line, character=0),
+            ),
             context=types.CodeActionContext(diagnostics=[]),
         )
     )
     return [action.title for action in actions or []]
 
 
-async def test_undo_a_task_as_it_left_the_files(session, root: Path, client_name: str, fake_provider) -> None:
+async def test_undo_a_task_as_it_left_the_files(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
     (root / "a.py").write_text(A, encoding="utf-8")
     (root / "b.py").write_text(B, encoding="utf-8")
     fake_provider.script(
@@ -89,15 +96,23 @@ async def test_undo_a_task_as_it_left_the_files(session, root: Path, client_name
     edit_sent = client.editor.applied[-1]
     assert edit_sent.label == "lich: undo shout"
     if _uses_document_changes(client):
-        (doc_edit,) = [c for c in edit_sent.edit.document_changes if isinstance(c, types.TextDocumentEdit)]
-        assert doc_edit.text_document.uri == uri and doc_edit.text_document.version == client.editor.docs[uri].version - 1
+        (doc_edit,) = [
+            c for c in edit_sent.edit.document_changes if isinstance(c, types.TextDocumentEdit)
+        ]
+        assert (
+            doc_edit.text_document.uri == uri
+            and doc_edit.text_document.version == client.editor.docs[uri].version - 1
+        )
         (only,) = doc_edit.edits
     else:
         assert edit_sent.edit.document_changes is None
         (only,) = edit_sent.edit.changes[uri]
     # Only the line the task changed.
     assert (only.range.start.line, only.range.end.line, only.new_text) == (1, 2, "two\n")
-    assert any(m.message.startswith(f"lich: undo {task['task_id']} (shout): restored ") for m in client.messages)
+    assert any(
+        m.message.startswith(f"lich: undo {task['task_id']} (shout): restored ")
+        for m in client.messages
+    )
 
     again = await client.command("lich.undoTask", {"task_id": task["task_id"]})
     assert again["ok"] is False and again["error"].startswith("already_undone: ")
@@ -134,7 +149,10 @@ async def test_undo_rebased_through_user_edits_and_refused_where_they_overlap(
     assert client.text(c_uri) == C.replace("green", "GREEN, mine")
     (warning,) = [m for m in client.messages if m.message.startswith("lich: undo ")]
     assert warning.type == types.MessageType.Warning
-    assert "restored a.py (your later edits kept)" in warning.message and "not undone: c.py: " in warning.message
+    assert (
+        "restored a.py (your later edits kept)" in warning.message
+        and "not undone: c.py: " in warning.message
+    )
 
     # The refused file stays undoable: once the user takes their edit back, it undoes.
     client.type_text(c_uri, C.replace("green", "GREEN"))
@@ -145,9 +163,15 @@ async def test_undo_rebased_through_user_edits_and_refused_where_they_overlap(
     assert client.text(c_uri) == C
 
 
-async def test_the_journal_survives_a_server_restart(root: Path, client_name: str, fake_provider) -> None:
+async def test_the_journal_survives_a_server_restart(
+    root: Path, client_name: str, fake_provider
+) -> None:
     (root / "a.py").write_text(A, encoding="utf-8")
-    fake_provider.script({"tool_calls": [edit("a.py", "three", "THREE")]}, {"text": "Done."}, {"text": "Hello again."})
+    fake_provider.script(
+        {"tool_calls": [edit("a.py", "three", "THREE")]},
+        {"text": "Done."},
+        {"text": "Hello again."},
+    )
     options = provider_options(fake_provider)
     first = await start_session(root, client_name, init_options=options)
     try:

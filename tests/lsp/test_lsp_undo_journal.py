@@ -36,11 +36,18 @@ def test_the_journal_lives_in_the_user_state_dir(ws: Path) -> None:
 def test_changes_survive_a_new_journal_and_consecutive_changes_are_one_step(ws: Path) -> None:
     a, b = ws / "a.py", ws / "sub" / "b.py"
     journal = _journal(ws)
-    journal.record("t1", "fix it", 100.0, [FileChange.write(a, "one\nTWO\n", "one\ntwo\n"), FileChange.write(b, "new\n", None)])
+    journal.record(
+        "t1",
+        "fix it",
+        100.0,
+        [FileChange.write(a, "one\nTWO\n", "one\ntwo\n"), FileChange.write(b, "new\n", None)],
+    )
     # The task's next change starts from the text it left: merged into the same step.
     journal.record("t1", "fix it", 100.0, [FileChange.write(a, "ONE\nTWO\n", "one\nTWO\n")])
     # The user typed in between: this change starts from another text, so it is a step of its own.
-    journal.record("t1", "fix it", 100.0, [FileChange.write(a, "ONE\nTWO\nthree!\n", "ONE\nTWO\nthree\n")])
+    journal.record(
+        "t1", "fix it", 100.0, [FileChange.write(a, "ONE\nTWO\nthree!\n", "ONE\nTWO\nthree\n")]
+    )
 
     again = _journal(ws)  # a restarted server
     entry = again.get("t1")
@@ -78,7 +85,9 @@ def test_only_the_last_tasks_are_kept(ws: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(journal_module.time, "time", lambda: float(next(clock)))
     journal = _journal(ws)
     for n in range(1, MAX_JOURNAL_TASKS + 6):
-        journal.record(f"t{n}", f"task {n}", float(n), [FileChange.write(ws / "f.txt", f"{n}\n", f"{n - 1}\n")])
+        journal.record(
+            f"t{n}", f"task {n}", float(n), [FileChange.write(ws / "f.txt", f"{n}\n", f"{n - 1}\n")]
+        )
     kept = [e.task_id for e in journal.undoable()]
     assert kept == [f"t{n}" for n in range(MAX_JOURNAL_TASKS + 5, 5, -1)]
     on_disk = sorted(p.name for p in journal.directory.iterdir())
@@ -91,7 +100,9 @@ def test_a_corrupt_journal_file_is_ignored_with_a_message(ws: Path) -> None:
     journal.record("t1", "good", 1.0, [FileChange.write(ws / "a.txt", "b\n", "a\n")])
     directory = journal.directory
     (directory / "t2.json").write_text("{not json", encoding="utf-8")
-    (directory / "t3.json").write_text(json.dumps({"version": 1, "task_id": "t3"}), encoding="utf-8")
+    (directory / "t3.json").write_text(
+        json.dumps({"version": 1, "task_id": "t3"}), encoding="utf-8"
+    )
     escaping = json.loads(journal.path_for("t1").read_text(encoding="utf-8"))
     escaping["task_id"] = "t4"
     escaping["files"][0]["path"] = "../outside.txt"
@@ -145,7 +156,15 @@ def test_writes_are_atomic(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_marking_files_undone(ws: Path) -> None:
     journal = _journal(ws)
-    journal.record("t1", "x", 1.0, [FileChange.write(ws / "a.txt", "b\n", "a\n"), FileChange.write(ws / "c.txt", "d\n", "c\n")])
+    journal.record(
+        "t1",
+        "x",
+        1.0,
+        [
+            FileChange.write(ws / "a.txt", "b\n", "a\n"),
+            FileChange.write(ws / "c.txt", "d\n", "c\n"),
+        ],
+    )
     journal.mark_undone("t1", ["a.txt"])
     entry = _journal(ws).get("t1")
     assert entry is not None and list(entry.files) == ["c.txt"] and not entry.undone
@@ -162,7 +181,9 @@ def test_marking_files_undone(ws: Path) -> None:
 async def test_code_actions_load_the_journal_in_the_background(ws: Path) -> None:
     _journal(ws).record("t1", "x", 1.0, [FileChange.write(ws / "a.txt", "b\n", "a\n")])
     journal = _journal(ws)
-    assert journal.loaded_entries_for("a.txt") == []  # not loaded: nothing, without touching the disk
+    assert (
+        journal.loaded_entries_for("a.txt") == []
+    )  # not loaded: nothing, without touching the disk
     journal.load_soon()
     assert journal._loading is not None
     await journal._loading

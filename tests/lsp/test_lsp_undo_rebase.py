@@ -37,7 +37,10 @@ def test_a_file_as_the_task_left_it_is_undone_with_the_minimal_inverse() -> None
     assert plan.outcome == "undone"
     assert plan.new_text == BASE
     assert plan.replacements == line_replacements(RESULT, BASE)
-    assert plan.replacements == (LineReplacement(4, 5, "line 5\n"), LineReplacement(7, 7, "line 8\n"))
+    assert plan.replacements == (
+        LineReplacement(4, 5, "line 5\n"),
+        LineReplacement(7, 7, "line 8\n"),
+    )
     _check_replacements(RESULT, plan)
 
 
@@ -48,7 +51,10 @@ def test_user_edits_above_and_below_are_kept_and_the_inverse_shifted() -> None:
     assert plan.outcome == "rebased"
     assert plan.new_text == "# a\n# b\n" + BASE.replace("line 10\n", "line ten\n")
     # The task's two hunks, two lines further down.
-    assert plan.replacements == (LineReplacement(6, 7, "line 5\n"), LineReplacement(9, 9, "line 8\n"))
+    assert plan.replacements == (
+        LineReplacement(6, 7, "line 5\n"),
+        LineReplacement(9, 9, "line 8\n"),
+    )
     _check_replacements(current, plan)
 
 
@@ -67,7 +73,9 @@ def test_user_lines_right_next_to_the_tasks_are_not_a_conflict() -> None:
     current = RESULT.replace("line 4\n", "line four\n").replace("line 6\n", "line six\n")
     plan = plan_undo([Step(BASE, RESULT)], current)
     assert plan.outcome == "rebased"
-    assert plan.new_text == BASE.replace("line 4\n", "line four\n").replace("line 6\n", "line six\n")
+    assert plan.new_text == BASE.replace("line 4\n", "line four\n").replace(
+        "line 6\n", "line six\n"
+    )
     _check_replacements(current, plan)
 
 
@@ -154,7 +162,9 @@ def test_rebase_and_overlap_directly() -> None:
     with pytest.raises(Conflict) as caught:
         rebase([LineReplacement(1, 2, "b\n")], "a\nB\nc\n", "a\nBB\nc\n")
     assert caught.value.lines == (2, 2)
-    assert rebase([LineReplacement(2, 3, "c\n")], "a\nb\nC\n", "z\na\nb\nC\n") == (LineReplacement(3, 4, "c\n"),)
+    assert rebase([LineReplacement(2, 3, "c\n")], "a\nb\nC\n", "z\na\nb\nC\n") == (
+        LineReplacement(3, 4, "c\n"),
+    )
 
 
 def test_changed_lines_follow_the_users_edits() -> None:

@@ -26,7 +26,9 @@ A = "one\ntwo\nthree\nfour\nfive\n"
 SLOW_TURN = {"text": "never finishes", "delay_s": 30}
 
 
-async def _start(editor, fake_provider, client_name: str = "visual-studio-code", **options: Any) -> FakeEditor:
+async def _start(
+    editor, fake_provider, client_name: str = "visual-studio-code", **options: Any
+) -> FakeEditor:
     return await editor(client_name, init_options=provider_options(fake_provider), **options)
 
 
@@ -44,13 +46,17 @@ def _outcomes(result: dict[str, Any]) -> dict[str, str]:
 def _actions(fake: FakeEditor, uri: str, line: int, only: list[str] | None = None) -> list[Any]:
     params = types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=3)),
+        range=types.Range(
+            start=types.Position(line=line, character=0), end=types.Position(line=line, character=3)
+        ),
         context=types.CodeActionContext(diagnostics=[], only=only),
     )
     return [a for a in fake.code_action(params) if a.title.startswith("Undo task: ")]
 
 
-async def test_without_an_id_the_editor_chooses_among_recent_tasks(editor, root: Path, fake_provider) -> None:
+async def test_without_an_id_the_editor_chooses_among_recent_tasks(
+    editor, root: Path, fake_provider
+) -> None:
     (root / "a.py").write_text(A, encoding="utf-8")
     fake_provider.script(
         {"tool_calls": [edit("a.py", "one", "ONE")]},
@@ -68,7 +74,10 @@ async def test_without_an_id_the_editor_chooses_among_recent_tasks(editor, root:
     question = fake.message_requests[-1]
     assert question.message == "lich: undo which task?"
     # Newest first.
-    assert [a.title for a in question.actions] == [f"{second}: second change", f"{first}: first change"]
+    assert [a.title for a in question.actions] == [
+        f"{second}: second change",
+        f"{first}: first change",
+    ]
     fake.message_answers = [f"{first}: first change"]
     chosen = await fake.command("lich.undoTask", {})
     await fake.settle()
@@ -78,7 +87,9 @@ async def test_without_an_id_the_editor_chooses_among_recent_tasks(editor, root:
     assert [t["task_id"] for t in status["undoable_tasks"]] == [second]
 
 
-async def test_an_editor_without_a_choice_is_told_the_recent_ids(editor, root: Path, fake_provider) -> None:
+async def test_an_editor_without_a_choice_is_told_the_recent_ids(
+    editor, root: Path, fake_provider
+) -> None:
     (root / "a.py").write_text(A, encoding="utf-8")
     fake_provider.script({"tool_calls": [edit("a.py", "one", "ONE")]}, {"text": "done"})
     fake = await _start(editor, fake_provider, "emacs")
@@ -87,7 +98,9 @@ async def test_an_editor_without_a_choice_is_told_the_recent_ids(editor, root: P
     task_id = await _task(fake, "change it")
     with pytest.raises(JsonRpcInvalidParams) as caught:
         await fake.command("lich.undoTask", {})
-    assert "cannot show a choice" in str(caught.value) and f"{task_id} (change it)" in str(caught.value)
+    assert "cannot show a choice" in str(caught.value) and f"{task_id} (change it)" in str(
+        caught.value
+    )
     with pytest.raises(JsonRpcInvalidParams) as unknown:
         await fake.command("lich.undoTask", {"task_id": "t99"})
     assert "no task 't99' in the undo journal" in str(unknown.value)
@@ -95,7 +108,9 @@ async def test_an_editor_without_a_choice_is_told_the_recent_ids(editor, root: P
         await fake.command("lich.undoTask", {"task_id": 3})
 
 
-async def test_a_rejected_undo_changes_nothing_and_can_be_tried_again(editor, root: Path, fake_provider) -> None:
+async def test_a_rejected_undo_changes_nothing_and_can_be_tried_again(
+    editor, root: Path, fake_provider
+) -> None:
     (root / "a.py").write_text(A, encoding="utf-8")
     (root / "closed.py").write_text(A, encoding="utf-8")
     fake_provider.script(
@@ -108,7 +123,9 @@ async def test_a_rejected_undo_changes_nothing_and_can_be_tried_again(editor, ro
     task_id = await _task(fake, "shout")
     fake.answer = "reject"
     rejected = await fake.command("lich.undoTask", {"task_id": task_id})
-    assert rejected["ok"] is False and rejected["error"] == "edit_rejected: the user rejected the edit"
+    assert (
+        rejected["ok"] is False and rejected["error"] == "edit_rejected: the user rejected the edit"
+    )
     assert _outcomes(rejected) == {"a.py": "failed", "closed.py": "failed"}
     # All or nothing: the closed file's disk write was rolled back with the editor's part.
     assert fake.text(uri) == A.replace("two", "TWO")
@@ -119,7 +136,9 @@ async def test_a_rejected_undo_changes_nothing_and_can_be_tried_again(editor, ro
     assert fake.text(uri) == A and (root / "closed.py").read_text(encoding="utf-8") == A
 
 
-async def test_closed_files_go_through_the_editor_when_it_can_save(editor, root: Path, fake_provider) -> None:
+async def test_closed_files_go_through_the_editor_when_it_can_save(
+    editor, root: Path, fake_provider
+) -> None:
     (root / "closed.py").write_text(A, encoding="utf-8")
     fake_provider.script({"tool_calls": [edit("closed.py", "four", "FOUR")]}, {"text": "done"})
     fake = await _start(editor, fake_provider, save_documents=True)
@@ -141,7 +160,9 @@ async def test_undo_while_the_task_still_runs(editor, root: Path, fake_provider)
     _, ask = fake.start_command("lich.ask", {"prompt": "slow one"})
     await fake.wait_for_edits(1)
     # The second model call (the slow one) has started: the edit is behind the task.
-    assert await asyncio.to_thread(fake_provider.wait_for_requests, 2, WAIT_S), fake_provider.requests
+    assert await asyncio.to_thread(fake_provider.wait_for_requests, 2, WAIT_S), (
+        fake_provider.requests
+    )
     await fake.settle()
     status = await fake.command("lich.status", {})
     (listed,) = status["undoable_tasks"]
@@ -155,10 +176,16 @@ async def test_undo_while_the_task_still_runs(editor, root: Path, fake_provider)
     assert result["stopped_reason"] == "aborted"
 
 
-async def test_a_file_the_editor_cannot_delete_is_refused_alone(editor, root: Path, fake_provider) -> None:
+async def test_a_file_the_editor_cannot_delete_is_refused_alone(
+    editor, root: Path, fake_provider
+) -> None:
     (root / "a.py").write_text(A, encoding="utf-8")
     fake_provider.script(
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "made.py", "content": "made\n"}}]},
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "made.py", "content": "made\n"}}
+            ]
+        },
         {"tool_calls": [edit("a.py", "two", "TWO")]},
         {"text": "done"},
     )
@@ -170,7 +197,9 @@ async def test_a_file_the_editor_cannot_delete_is_refused_alone(editor, root: Pa
     undo = await fake.command("lich.undoTask", {"task_id": task_id})
     assert _outcomes(undo) == {"made.py": "refused", "a.py": "undone"}
     (refused,) = [f for f in undo["files"] if f["path"] == "made.py"]
-    assert refused["reason"].startswith("edit_rejected: unsupported: the editor cannot delete files")
+    assert refused["reason"].startswith(
+        "edit_rejected: unsupported: the editor cannot delete files"
+    )
     assert fake.text(uri) == A and (root / "made.py").exists()
     status = await fake.command("lich.status", {})
     assert status["undoable_tasks"][0]["files"] == ["made.py"]
@@ -182,7 +211,9 @@ async def test_the_code_action_follows_the_users_edits(editor, root: Path, fake_
     fake = await _start(editor, fake_provider)
     uri = fake.open(root / "a.py")
     task_id = await _task(fake, "shout three")
-    await fake.command("lich.status", {})  # the journal is loaded (a code action never waits for it)
+    await fake.command(
+        "lich.status", {}
+    )  # the journal is loaded (a code action never waits for it)
     (action,) = _actions(fake, uri, 2)
     assert isinstance(action, types.CodeAction)
     assert action.title == "Undo task: shout three" and action.kind == UNDO_KIND
@@ -204,7 +235,9 @@ async def test_the_code_action_follows_the_users_edits(editor, root: Path, fake_
     assert _actions(fake, uri, 4) == []
 
 
-async def test_clients_without_code_action_literals_get_the_command(editor, root: Path, fake_provider) -> None:
+async def test_clients_without_code_action_literals_get_the_command(
+    editor, root: Path, fake_provider
+) -> None:
     (root / "a.py").write_text(A, encoding="utf-8")
     fake_provider.script({"tool_calls": [edit("a.py", "one", "ONE")]}, {"text": "done"})
     fake = await _start(editor, fake_provider)
@@ -217,7 +250,9 @@ async def test_clients_without_code_action_literals_get_the_command(editor, root
     assert (command.command, command.arguments) == ("lich.undoTask", [{"task_id": task_id}])
 
 
-async def test_a_corrupt_journal_file_is_ignored_and_reported(editor, root: Path, fake_provider) -> None:
+async def test_a_corrupt_journal_file_is_ignored_and_reported(
+    editor, root: Path, fake_provider
+) -> None:
     directory = workspace_state_dir(root) / JOURNAL_DIR_NAME
     directory.mkdir(parents=True)
     (directory / "t1.json").write_text("{ truncated", encoding="utf-8")
@@ -227,7 +262,9 @@ async def test_a_corrupt_journal_file_is_ignored_and_reported(editor, root: Path
     status = await fake.command("lich.status", {})
     assert status["undoable_tasks"] == []
     assert any(
-        kind == types.MessageType.Warning and "ignored a corrupt undo journal file" in message and "t1.json" in message
+        kind == types.MessageType.Warning
+        and "ignored a corrupt undo journal file" in message
+        and "t1.json" in message
         for kind, message in fake.logs
     ), fake.logs
     # The server goes on: a task gets an id the ignored file does not have, and undoes.
@@ -237,7 +274,9 @@ async def test_a_corrupt_journal_file_is_ignored_and_reported(editor, root: Path
     assert (await fake.command("lich.undoTask", {"task_id": task_id}))["ok"] is True
 
 
-async def test_changes_applied_for_a_task_after_it_ended_are_undone_with_it(editor, root: Path, fake_provider) -> None:
+async def test_changes_applied_for_a_task_after_it_ended_are_undone_with_it(
+    editor, root: Path, fake_provider
+) -> None:
     """What review per hunk does when the user accepts a hunk: the edit goes out on the task's
     behalf (here through lich.runTool, which journals nothing itself) and is journaled as the task's."""
     from lich_core.workspace import FileChange
@@ -248,11 +287,16 @@ async def test_changes_applied_for_a_task_after_it_ended_are_undone_with_it(edit
     uri = fake.open(root / "a.py")
     task_id = await _task(fake, "shout")
     before = fake.text(uri)
-    applied = await fake.command("lich.runTool", {"name": "edit_file", "args": {"path": "a.py", "old_string": "five", "new_string": "FIVE"}})
+    applied = await fake.command(
+        "lich.runTool",
+        {"name": "edit_file", "args": {"path": "a.py", "old_string": "five", "new_string": "FIVE"}},
+    )
     assert applied["ok"] is True, applied
     await fake.settle()
     assert (await fake.command("lich.status", {}))["undoable_tasks"][0]["files"] == ["a.py"]
-    fake.session.tasks.record_changes(task_id, [FileChange.write(root / "a.py", fake.text(uri), before)])
+    fake.session.tasks.record_changes(
+        task_id, [FileChange.write(root / "a.py", fake.text(uri), before)]
+    )
     undo = await fake.command("lich.undoTask", {"task_id": task_id})
     await fake.settle()
     assert undo["ok"] is True and fake.text(uri) == A

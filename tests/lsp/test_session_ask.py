@@ -23,7 +23,9 @@ from lich_core.userstate import workspace_state_dir
 from tests.support.event_schema import assert_valid_event
 
 
-async def test_ask_edits_an_open_and_a_closed_file(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_ask_edits_an_open_and_a_closed_file(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     (root / "open.py").write_text("x = 1\ny = 2\n", encoding="utf-8")
     (root / "closed.py").write_text("a = 1\n", encoding="utf-8")
     fake_provider.script(
@@ -51,7 +53,9 @@ async def test_ask_edits_an_open_and_a_closed_file(editor, root: Path, client_na
         text_edits = doc_edit.edits
     else:
         text_edits = edits[0].edit.changes[open_uri]
-    assert [(e.range.start.line, e.range.end.line, e.new_text) for e in text_edits] == [(1, 2, "y = 3\n")]
+    assert [(e.range.start.line, e.range.end.line, e.new_text) for e in text_edits] == [
+        (1, 2, "y = 3\n")
+    ]
     # The final answer is shown; the transcript went to the log and to the user state dir.
     await fake.wait_for_message("done: both edited")
     assert any("edit_file" in text for _, text in fake.logs)
@@ -69,7 +73,9 @@ async def test_ask_edits_an_open_and_a_closed_file(editor, root: Path, client_na
     assert fake.progress_created == [token]
     (transcript,) = (workspace_state_dir(root) / "transcripts").glob("*.md")
     written = transcript.read_text(encoding="utf-8")
-    assert "bump the numbers" in written and "edit_file" in written and "done: both edited" in written
+    assert (
+        "bump the numbers" in written and "edit_file" in written and "done: both edited" in written
+    )
     # The transcript is shown (without taking focus) exactly when the client can show documents.
     window = fake.declared.window
     if window is not None and window.show_document is not None and window.show_document.support:
@@ -80,14 +86,18 @@ async def test_ask_edits_an_open_and_a_closed_file(editor, root: Path, client_na
 
 
 @pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim"])
-async def test_save_documents_keeps_disk_coherent(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_save_documents_keeps_disk_coherent(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     (root / "open.py").write_text("x = 1\n", encoding="utf-8")
     (root / "closed.py").write_text("a = 1\n", encoding="utf-8")
     fake_provider.script(
         {"tool_calls": [edit("open.py", "x = 1", "x = 2"), edit("closed.py", "a = 1", "a = 2")]},
         {"text": "ok"},
     )
-    fake = await editor(client_name, init_options=provider_options(fake_provider), save_documents=True)
+    fake = await editor(
+        client_name, init_options=provider_options(fake_provider), save_documents=True
+    )
     open_uri = fake.open(root / "open.py")
     result = await fake.command("lich.ask", {"prompt": "edit"})
     assert result["stopped_reason"] == "final"
@@ -98,13 +108,17 @@ async def test_save_documents_keeps_disk_coherent(editor, root: Path, client_nam
     assert (root / "closed.py").read_text(encoding="utf-8") == "a = 2\n"
 
 
-async def test_the_model_reads_the_unsaved_buffer(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_the_model_reads_the_unsaved_buffer(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     (root / "m.py").write_text("disk text\n", encoding="utf-8")
     fake_provider.script(
-        {"tool_calls": [
-            {"name": "read_file", "arguments": {"path": "m.py", "raw": True}},
-            {"name": "grep_files", "arguments": {"pattern": "(buffer|disk) text"}},
-        ]},
+        {
+            "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "m.py", "raw": True}},
+                {"name": "grep_files", "arguments": {"pattern": "(buffer|disk) text"}},
+            ]
+        },
         {"tool_calls": [edit("m.py", "buffer text", "buffer text!")]},
         {"text": "ok"},
     )
@@ -120,11 +134,17 @@ async def test_the_model_reads_the_unsaved_buffer(editor, root: Path, client_nam
     assert (root / "m.py").read_text(encoding="utf-8") == "disk text\n"
 
 
-async def test_applied_false_is_an_edit_rejected_tool_error(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_applied_false_is_an_edit_rejected_tool_error(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     (root / "f.py").write_text("v = 1\n", encoding="utf-8")
     (root / "g.py").write_text("w = 1\n", encoding="utf-8")
     fake_provider.script(
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "f.py", "content": "v = 2\n"}}]},
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "f.py", "content": "v = 2\n"}}
+            ]
+        },
         {"text": "gave up"},
     )
     fake = await editor(client_name, init_options=provider_options(fake_provider))
@@ -140,10 +160,16 @@ async def test_applied_false_is_an_edit_rejected_tool_error(editor, root: Path, 
     assert (root / "f.py").read_text(encoding="utf-8") == "v = 1\n"
 
 
-async def test_client_error_while_applying_is_an_edit_rejected_tool_error(editor, root: Path, fake_provider) -> None:
+async def test_client_error_while_applying_is_an_edit_rejected_tool_error(
+    editor, root: Path, fake_provider
+) -> None:
     (root / "f.py").write_text("v = 1\n", encoding="utf-8")
     fake_provider.script(
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "f.py", "content": "v = 2\n"}}]},
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "f.py", "content": "v = 2\n"}}
+            ]
+        },
         {"text": "gave up"},
     )
     fake = await editor("visual-studio-code", init_options=provider_options(fake_provider))
@@ -156,7 +182,9 @@ async def test_client_error_while_applying_is_an_edit_rejected_tool_error(editor
     assert (root / "f.py").read_text(encoding="utf-8") == "v = 1\n"
 
 
-async def test_user_typing_mid_task_makes_the_edit_stale(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_user_typing_mid_task_makes_the_edit_stale(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     """The user types while the editor holds the first edit: the second edit is never sent."""
     (root / "s.py").write_text("one\ntwo\n", encoding="utf-8")
     fake_provider.script(
@@ -171,7 +199,10 @@ async def test_user_typing_mid_task_makes_the_edit_stale(editor, root: Path, cli
         # While the editor holds the agent's edit, a second edit computed from the same text queues
         # behind it, and then the user types.
         second = asyncio.ensure_future(
-            fake.command("lich.runTool", {"name": "write_file", "args": {"path": "s.py", "content": "one\n2\n"}})
+            fake.command(
+                "lich.runTool",
+                {"name": "write_file", "args": {"path": "s.py", "content": "one\n2\n"}},
+            )
         )
         await fake.wait_for_log("edit queued behind")
         fake.type_text(uri, "one\ntwo\nthree\n")
@@ -188,7 +219,9 @@ async def test_user_typing_mid_task_makes_the_edit_stale(editor, root: Path, cli
     assert (root / "s.py").read_text(encoding="utf-8") == "one\ntwo\n"
 
 
-async def test_stale_anchor_after_the_user_edits_during_the_task(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_stale_anchor_after_the_user_edits_during_the_task(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     """The model's patch was computed from text the user changed meanwhile: it is refused, not merged."""
     from lich_core.hashline.anchors import line_hash
 
@@ -196,8 +229,20 @@ async def test_stale_anchor_after_the_user_edits_during_the_task(editor, root: P
     (root / "x.py").write_text("x\n", encoding="utf-8")
     anchor = f"1:{line_hash('alpha')}"
     fake_provider.script(
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "t.py"}}, edit("x.py", "x", "X")]},
-        {"tool_calls": [{"name": "apply_patch", "arguments": {"input": f"@@ t.py\n= {anchor}..{anchor}\n~beta\n"}}]},
+        {
+            "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "t.py"}},
+                edit("x.py", "x", "X"),
+            ]
+        },
+        {
+            "tool_calls": [
+                {
+                    "name": "apply_patch",
+                    "arguments": {"input": f"@@ t.py\n= {anchor}..{anchor}\n~beta\n"},
+                }
+            ]
+        },
         {"text": "ok"},
     )
     fake = await editor(client_name, init_options=provider_options(fake_provider))
@@ -230,7 +275,10 @@ async def test_two_concurrent_tasks(editor, root: Path, client_name: str, fake_p
     a = fake.open(root / "a.py")
     b = fake.open(root / "b.py")
     with fake.holding_edits():
-        both = [asyncio.ensure_future(fake.command("lich.ask", {"prompt": f"task {n}"})) for n in ("one", "two")]
+        both = [
+            asyncio.ensure_future(fake.command("lich.ask", {"prompt": f"task {n}"}))
+            for n in ("one", "two")
+        ]
         # Each task's edit is held: both edits pending at once means both tasks are running at once.
         await fake.wait_for_edits(2)
         assert not any(task.done() for task in both)
@@ -247,7 +295,9 @@ async def test_two_concurrent_tasks(editor, root: Path, client_name: str, fake_p
 
 
 @pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim@v0.7.0"])
-async def test_edits_from_two_tasks_to_one_file_are_serialised(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_edits_from_two_tasks_to_one_file_are_serialised(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     """While the editor holds one task's edit, the other task's edit to the same file waits; once the
     first lands, the second (computed from the old text) is refused as stale, never merged over it."""
     (root / "s.py").write_text("one\ntwo\n", encoding="utf-8")
@@ -260,7 +310,9 @@ async def test_edits_from_two_tasks_to_one_file_are_serialised(editor, root: Pat
     fake = await editor(client_name, init_options=provider_options(fake_provider))
     uri = fake.open(root / "s.py")
     with fake.holding_edits():
-        tasks = [asyncio.ensure_future(fake.command("lich.ask", {"prompt": f"task {n}"})) for n in (1, 2)]
+        tasks = [
+            asyncio.ensure_future(fake.command("lich.ask", {"prompt": f"task {n}"})) for n in (1, 2)
+        ]
         await fake.wait_for_log("edit queued behind another edit to s.py")
         await fake.wait_for_edits(1)
         # Give the session a turn of its own: a second edit, had it been sent, would be recorded now.
@@ -273,20 +325,37 @@ async def test_edits_from_two_tasks_to_one_file_are_serialised(editor, root: Pat
     assert fake.text(uri) in ("ONE\ntwo\n", "one\nTWO\n")
     # Exactly one task saw its edit land; the other was told to re-read.
     assert sorted(len(r["edited"]) for r in results) == [0, 1]
-    stale = [m for request in fake_provider.requests for m in tool_contents(request) if "stale_document" in m]
-    assert stale and all('"error": "edit_rejected: stale_document: s.py changed in the editor' in m for m in stale)
+    stale = [
+        m
+        for request in fake_provider.requests
+        for m in tool_contents(request)
+        if "stale_document" in m
+    ]
+    assert stale and all(
+        '"error": "edit_rejected: stale_document: s.py changed in the editor' in m for m in stale
+    )
 
 
-async def test_ask_with_selection_puts_rows_and_diagnostics_in_context(editor, root: Path, fake_provider) -> None:
+async def test_ask_with_selection_puts_rows_and_diagnostics_in_context(
+    editor, root: Path, fake_provider
+) -> None:
     from lich_core.hashline.anchors import line_hash
 
     fake_provider.script({"text": "looked"})
     fake = await editor(init_options=provider_options(fake_provider))
     uri = fake.open(root / "sel.py", "first\nsecönd\nthird\n")
     selection = {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 3}}
-    diagnostics = [{"range": selection, "message": "undefined name 'secönd'", "severity": 1, "source": "pyflakes"}]
+    diagnostics = [
+        {
+            "range": selection,
+            "message": "undefined name 'secönd'",
+            "severity": 1,
+            "source": "pyflakes",
+        }
+    ]
     result = await fake.command(
-        "lich.ask", {"prompt": "explain", "uri": uri, "range": selection, "diagnostics": diagnostics}
+        "lich.ask",
+        {"prompt": "explain", "uri": uri, "range": selection, "diagnostics": diagnostics},
     )
     assert result["stopped_reason"] == "final"
     sent = json.dumps(fake_provider.requests[0]["json"]["messages"], ensure_ascii=False)
@@ -295,7 +364,9 @@ async def test_ask_with_selection_puts_rows_and_diagnostics_in_context(editor, r
     assert "undefined name 'secönd'" in sent and "pyflakes" in sent
 
 
-async def test_ask_without_prompt_offers_quick_prompts(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_ask_without_prompt_offers_quick_prompts(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     fake_provider.script({"text": "explained"})
     options = provider_options(fake_provider, quick_prompts=["Explain this", "Fix it"])
     fake = await editor(client_name, init_options=options)
@@ -318,21 +389,26 @@ async def test_ask_without_prompt_offers_quick_prompts(editor, root: Path, clien
     assert len(fake_provider.requests) == 1  # a dismissed choice never reaches the model
 
 
-async def test_provider_failure_is_an_error_result_not_a_crash(editor, root: Path, fake_provider) -> None:
+async def test_provider_failure_is_an_error_result_not_a_crash(
+    editor, root: Path, fake_provider
+) -> None:
     fake_provider.script({"status": 401, "body": '{"error": {"message": "bad key"}}'})
     fake = await editor(init_options=provider_options(fake_provider))
     result = await fake.command("lich.ask", {"prompt": "hi"})
     assert result["stopped_reason"] == "error"
     assert result["error"]
     await fake.wait_until(
-        lambda: any(kind == types.MessageType.Error for kind, _ in fake.messages), what="an error message"
+        lambda: any(kind == types.MessageType.Error for kind, _ in fake.messages),
+        what="an error message",
     )
     status = await fake.command("lich.status", {})
     assert status["tasks"][0]["state"] == "done"
 
 
 @pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim@v0.7.0"])
-async def test_one_patch_over_two_files_is_one_workspace_edit(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_one_patch_over_two_files_is_one_workspace_edit(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     from lich_core.hashline.anchors import line_hash
 
     (root / "p.py").write_text("keep\nold p\n", encoding="utf-8")
@@ -342,11 +418,18 @@ async def test_one_patch_over_two_files_is_one_workspace_edit(editor, root: Path
         f"@@ q.py\n= 1:{line_hash('old q')}..1:{line_hash('old q')}\n~new q\n"
     )
     fake_provider.script(
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "p.py"}}, {"name": "read_file", "arguments": {"path": "q.py"}}]},
+        {
+            "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "p.py"}},
+                {"name": "read_file", "arguments": {"path": "q.py"}},
+            ]
+        },
         {"tool_calls": [{"name": "apply_patch", "arguments": {"input": patch}}]},
         {"text": "patched"},
     )
-    fake = await editor(client_name, init_options=provider_options(fake_provider), save_documents=True)
+    fake = await editor(
+        client_name, init_options=provider_options(fake_provider), save_documents=True
+    )
     p_uri = fake.open(root / "p.py")
     result = await fake.command("lich.ask", {"prompt": "patch both"})
     assert result["stopped_reason"] == "final", result
@@ -364,7 +447,11 @@ async def test_one_patch_over_two_files_is_one_workspace_edit(editor, root: Path
 async def test_a_retried_stream_shows_the_answer_once(editor, root: Path, fake_provider) -> None:
     """A stream that breaks mid-answer is retried; the transcript keeps only the answer that landed."""
     fake_provider.script(
-        {"text": "BROKEN half of an answer that never finishes", "chunks": 6, "drop_after_chunks": 2},
+        {
+            "text": "BROKEN half of an answer that never finishes",
+            "chunks": 6,
+            "drop_after_chunks": 2,
+        },
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "r.txt"}}]},
         {"text": "the whole answer"},
     )

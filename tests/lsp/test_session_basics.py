@@ -31,7 +31,10 @@ async def test_read_returns_anchored_rows_of_the_unsaved_buffer(editor, root: Pa
     fake = await editor("visual-studio-code")
     uri = fake.open(root / "a.py", "unsaved\nsecond line\n")
     result = await fake.command("lich.read", {"uri": uri})
-    assert result["rows"].splitlines() == [f"1:{line_hash('unsaved')}|unsaved", f"2:{line_hash('second line')}|second line"]
+    assert result["rows"].splitlines() == [
+        f"1:{line_hash('unsaved')}|unsaved",
+        f"2:{line_hash('second line')}|second line",
+    ]
     assert result["version"] == 1
     assert result["total_lines"] == 2
     ranged = await fake.command("lich.read", {"uri": uri, "start": 2, "end": 2})
@@ -53,7 +56,16 @@ BAD_ARGUMENTS = [
     ("lich.ask", [{"prompt": 1}], "field 'prompt' must be a string"),
     ("lich.ask", [{"prompt": "x", "mode": "yolo"}], "field 'mode' must be one of apply, review"),
     ("lich.ask", [{"prompt": "x", "uri": "URI", "range": {"start": 1}}], "must be an LSP range"),
-    ("lich.ask", [{"prompt": "x", "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}}], "needs 'uri'"),
+    (
+        "lich.ask",
+        [
+            {
+                "prompt": "x",
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+            }
+        ],
+        "needs 'uri'",
+    ),
     ("lich.cancel", [{"task_id": 7}], "field 'task_id' must be a string"),
     ("lich.status", [{}, {}], "expected one object argument, got 2"),
 ]
@@ -64,11 +76,14 @@ async def test_bad_arguments_are_clear_json_rpc_errors(editor, root: Path) -> No
     uri = fake.open(root / "x.py", "x\n")
     for command, arguments, message in BAD_ARGUMENTS:
         arguments = [
-            {k: (uri if v == "URI" else v) for k, v in a.items()} if isinstance(a, dict) else a for a in arguments
+            {k: (uri if v == "URI" else v) for k, v in a.items()} if isinstance(a, dict) else a
+            for a in arguments
         ]
         with pytest.raises(JsonRpcException) as caught:
             # The arguments list as the editor sent it (FakeEditor.command sends exactly one).
-            await bounded(fake.session.execute_command(command, arguments), WAIT_S, f"the answer to {command}")
+            await bounded(
+                fake.session.execute_command(command, arguments), WAIT_S, f"the answer to {command}"
+            )
         assert caught.value.code == -32602, command
         assert message in caught.value.message
         assert command in caught.value.message
@@ -91,12 +106,17 @@ async def test_run_tool_without_a_model(editor, root: Path) -> None:
     assert by_name["terminal"]["capability"] == "process/exec"
     assert by_name["terminal"]["approval"] == "ask"
     assert by_name["edit_file"]["approval"] == "allow"
-    assert all({"name", "description", "parameters", "capability", "enabled"} <= set(t) for t in tools["tools"])
+    assert all(
+        {"name", "description", "parameters", "capability", "enabled"} <= set(t)
+        for t in tools["tools"]
+    )
 
 
 def diagnostic(line: int, message: str, source: str) -> types.Diagnostic:
     return types.Diagnostic(
-        range=types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=3)),
+        range=types.Range(
+            start=types.Position(line=line, character=0), end=types.Position(line=line, character=3)
+        ),
         message=message,
         source=source,
         severity=types.DiagnosticSeverity.Error,
@@ -104,16 +124,26 @@ def diagnostic(line: int, message: str, source: str) -> types.Diagnostic:
 
 
 # Every profile: whether actions come as CodeAction literals follows the client's capabilities.
-async def test_code_actions_for_diagnostics(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_code_actions_for_diagnostics(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     options = provider_options(
-        fake_provider, code_actions=[{"title": "Add docstrings", "prompt": "Add docstrings", "kind": "refactor.rewrite.lich"}]
+        fake_provider,
+        code_actions=[
+            {"title": "Add docstrings", "prompt": "Add docstrings", "kind": "refactor.rewrite.lich"}
+        ],
     )
     fake = await editor(client_name, init_options=options)
     uri = fake.open(root / "d.py", "imp os\nx = y\n")
-    diagnostics = [diagnostic(0, "invalid syntax", "python"), diagnostic(1, "undefined name 'y'\nmore", "pyflakes")]
+    diagnostics = [
+        diagnostic(0, "invalid syntax", "python"),
+        diagnostic(1, "undefined name 'y'\nmore", "pyflakes"),
+    ]
     params = types.CodeActionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
-        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=1, character=0)),
+        range=types.Range(
+            start=types.Position(line=0, character=0), end=types.Position(line=1, character=0)
+        ),
         context=types.CodeActionContext(diagnostics=diagnostics),
     )
     actions = fake.code_action(params)

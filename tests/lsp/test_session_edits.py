@@ -18,7 +18,9 @@ NON_ASCII = "naïve 😀 日本 café"
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
-async def test_position_encodings_with_non_ascii_lines(editor, root: Path, client_name: str, encoding: str) -> None:
+async def test_position_encodings_with_non_ascii_lines(
+    editor, root: Path, client_name: str, encoding: str
+) -> None:
     # A lone "\r" is a line break for LSP but not for hashline; the last line has no newline.
     text = f"{NON_ASCII}\nmid\rdle 😀\nlast {NON_ASCII} end"
     (root / "u.txt").write_text(text, encoding="utf-8")
@@ -27,7 +29,11 @@ async def test_position_encodings_with_non_ascii_lines(editor, root: Path, clien
     assert (await fake.command("lich.status", {}))["position_encoding"] == encoding
     uri = fake.open(root / "u.txt", text)
     result = await fake.command(
-        "lich.runTool", {"name": "edit_file", "args": {"path": "u.txt", "old_string": "end", "new_string": "fin ✓"}}
+        "lich.runTool",
+        {
+            "name": "edit_file",
+            "args": {"path": "u.txt", "old_string": "end", "new_string": "fin ✓"},
+        },
     )
     assert result["ok"] is True, result
     expected = f"{NON_ASCII}\nmid\rdle 😀\nlast {NON_ASCII} fin ✓"
@@ -36,16 +42,25 @@ async def test_position_encodings_with_non_ascii_lines(editor, root: Path, clien
     read = await fake.command("lich.read", {"uri": uri})
     assert read["rows"].endswith(f"|last {NON_ASCII} fin ✓")
     (applied,) = fake.applied
-    edits = applied.edit.document_changes[0].edits if applied.edit.document_changes else applied.edit.changes[uri]
+    edits = (
+        applied.edit.document_changes[0].edits
+        if applied.edit.document_changes
+        else applied.edit.changes[uri]
+    )
     (only,) = edits
     assert only.range.start == types.Position(line=3, character=0)  # LSP counts the "\r" break
     # The end of the last line (no newline), counted in the negotiated encoding's units.
-    assert only.range.end == types.Position(line=3, character=units(f"last {NON_ASCII} end", encoding))
+    assert only.range.end == types.Position(
+        line=3, character=units(f"last {NON_ASCII} end", encoding)
+    )
 
 
 async def test_new_files_use_create_file_when_supported(editor, root: Path) -> None:
     fake = await editor("visual-studio-code", save_documents=True)
-    result = await fake.command("lich.runTool", {"name": "write_file", "args": {"path": "new/made.txt", "content": "made\n"}})
+    result = await fake.command(
+        "lich.runTool",
+        {"name": "write_file", "args": {"path": "new/made.txt", "content": "made\n"}},
+    )
     assert result["ok"] is True, result
     (applied,) = fake.applied
     create, doc_edit = applied.edit.document_changes
@@ -70,9 +85,12 @@ async def test_disk_write_policy_for_closed_files(
     editor, root: Path, client_name: str, policy: str, save: bool, via_editor: bool
 ) -> None:
     (root / "c.txt").write_text("old\n", encoding="utf-8")
-    fake = await editor(client_name, init_options={"disk_write_policy": policy}, save_documents=save)
+    fake = await editor(
+        client_name, init_options={"disk_write_policy": policy}, save_documents=save
+    )
     result = await fake.command(
-        "lich.runTool", {"name": "edit_file", "args": {"path": "c.txt", "old_string": "old", "new_string": "new"}}
+        "lich.runTool",
+        {"name": "edit_file", "args": {"path": "c.txt", "old_string": "old", "new_string": "new"}},
     )
     assert result["ok"] is True, result
     assert len(fake.applied) == (1 if via_editor else 0)

@@ -22,7 +22,10 @@ async def test_a_fifo_never_freezes_the_server(editor, root: Path, client_name: 
     with pytest.raises(JsonRpcException) as caught:
         await fake.command("lich.read", {"uri": uri_of(root / "pipe")})
     assert "not_regular_file:" in str(caught.value) and "FIFO" in str(caught.value)
-    for name, args in (("read_file", {"path": "pipe"}), ("edit_file", {"path": "pipe", "old_string": "a", "new_string": "b"})):
+    for name, args in (
+        ("read_file", {"path": "pipe"}),
+        ("edit_file", {"path": "pipe", "old_string": "a", "new_string": "b"}),
+    ):
         result = await fake.command("lich.runTool", {"name": name, "args": args})
         assert result["ok"] is False and result["error"].startswith("not_regular_file:")
     status = await fake.command("lich.status", {})
@@ -30,14 +33,26 @@ async def test_a_fifo_never_freezes_the_server(editor, root: Path, client_name: 
     assert not [text for _, text in fake.messages if "unexpected error" in text]
 
 
-async def test_closed_file_writes_refuse_links_and_version_control(editor, root: Path, tmp_path: Path) -> None:
+async def test_closed_file_writes_refuse_links_and_version_control(
+    editor, root: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     os.symlink(outside, root / "out")
     (root / ".git").mkdir()
     fake = await editor("neovim@v0.7.0")  # no documentChanges: closed files go to disk
-    linked = await fake.command("lich.runTool", {"name": "write_file", "args": {"path": "out/x.txt", "content": "x\n"}})
+    linked = await fake.command(
+        "lich.runTool", {"name": "write_file", "args": {"path": "out/x.txt", "content": "x\n"}}
+    )
     assert linked["ok"] is False and linked["error"].startswith("path_escape:")
-    hooked = await fake.command("lich.runTool", {"name": "write_file", "args": {"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\n"}})
-    assert hooked["ok"] is False and hooked["error"].startswith("forbidden_path: .git/hooks/post-checkout")
+    hooked = await fake.command(
+        "lich.runTool",
+        {
+            "name": "write_file",
+            "args": {"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\n"},
+        },
+    )
+    assert hooked["ok"] is False and hooked["error"].startswith(
+        "forbidden_path: .git/hooks/post-checkout"
+    )
     assert list(outside.iterdir()) == [] and not (root / ".git" / "hooks").exists()

@@ -31,7 +31,6 @@ from tests.support.fake_provider import FakeProviderServer
 CUT_MARKER = re.compile(r"… \[cut (\d+) chars\]$")
 
 
-
 def _wire_size(value: Any) -> int:
     """Bytes of `value` as pygls puts it on the wire (json.dumps, ASCII-escaped)."""
     return len(json.dumps(value))
@@ -100,7 +99,9 @@ async def test_cancelling_a_long_answer_sends_a_bounded_transcript(editor, fake_
     fake_provider.script({"endless": True, "text": "v" * 1000, "stall_after_chunks": 300})
     fake = await editor("neovim", init_options=provider_options(fake_provider))
     _, ask = fake.start_command("lich.ask", {"prompt": "talk, then stall"})
-    await fake.wait_until(lambda: _streamed_chars(fake) == 300_000, what="300 000 streamed characters")
+    await fake.wait_until(
+        lambda: _streamed_chars(fake) == 300_000, what="300 000 streamed characters"
+    )
     await fake.command("lich.cancel", {})
     result = await bounded(ask, WAIT_S, "the answer to lich.ask")
     assert result["stopped_reason"] == "aborted"
@@ -116,8 +117,12 @@ async def test_cancelling_a_long_answer_sends_a_bounded_transcript(editor, fake_
 async def test_streamed_text_is_coalesced_in_order(editor, fake_provider) -> None:
     # 400 small pieces over ~2 s, then a tool call: text and other events keep their order.
     fake_provider.script(
-        {"text": "".join(f"<{i}>" for i in range(400)), "chunks": 400, "chunk_delay_s": 0.005,
-         "tool_calls": [{"name": "find_files", "arguments": {"pattern": "*.nothing"}}]},
+        {
+            "text": "".join(f"<{i}>" for i in range(400)),
+            "chunks": 400,
+            "chunk_delay_s": 0.005,
+            "tool_calls": [{"name": "find_files", "arguments": {"pattern": "*.nothing"}}],
+        },
         {"text": "done"},
     )
     fake = await editor("visual-studio-code", init_options=provider_options(fake_provider))
@@ -162,7 +167,10 @@ async def test_finished_tasks_are_pruned(editor, fake_provider) -> None:
     fake = await editor("emacs", init_options=provider_options(fake_provider))
     results = []
     for start in range(0, count, 15):  # a few at a time: the status must not depend on order
-        batch = [fake.command("lich.ask", {"prompt": f"q{i}"}) for i in range(start, min(count, start + 15))]
+        batch = [
+            fake.command("lich.ask", {"prompt": f"q{i}"})
+            for i in range(start, min(count, start + 15))
+        ]
         results += await bounded(asyncio.gather(*batch), WAIT_S * 3, "a batch of lich.ask")
     assert all(r["stopped_reason"] == "final" for r in results)
     status = await fake.command("lich.status", {})

@@ -55,13 +55,19 @@ async def test_an_unanswered_accept_times_out_and_frees_its_file(
     fake.hold = first
     try:
         timed_out = await fake.command("lich.acceptHunk", {"hunk_id": "t1-1"})
-        assert timed_out["ok"] is False and timed_out["error"].startswith("edit_rejected: edit_timeout:"), timed_out
+        assert timed_out["ok"] is False and timed_out["error"].startswith(
+            "edit_rejected: edit_timeout:"
+        ), timed_out
         listed = await fake.command("lich.reviewList", {})
         assert [h["hunk_id"] for h in listed["hunks"]] == ["t1-1", "t1-2"]
         fake.hold = None
         # r.py is free: an edit of the user's own goes through, and the hunk is accepted again.
         ran = await fake.command(
-            "lich.runTool", {"name": "edit_file", "args": {"path": "r.py", "old_string": "v7 = 7", "new_string": "v7 = 70"}}
+            "lich.runTool",
+            {
+                "name": "edit_file",
+                "args": {"path": "r.py", "old_string": "v7 = 7", "new_string": "v7 = 70"},
+            },
         )
         assert ran["ok"] is True, ran
         await fake.settle()
@@ -111,10 +117,16 @@ async def test_an_unanswered_batch_question_is_bounded_and_frees_the_files(
     uri = fake.open(root / "r.py")
     with fake.holding_questions():
         result = await fake.command("lich.ask", {"prompt": "bump"})
-        assert result["review"].startswith("edit_rejected: review_declined: the question was not answered"), result
+        assert result["review"].startswith(
+            "edit_rejected: review_declined: the question was not answered"
+        ), result
         assert "No changes applied" in result["review_message"]
         ran = await fake.command(
-            "lich.runTool", {"name": "edit_file", "args": {"path": "r.py", "old_string": "v7 = 7", "new_string": "v7 = 70"}}
+            "lich.runTool",
+            {
+                "name": "edit_file",
+                "args": {"path": "r.py", "old_string": "v7 = 7", "new_string": "v7 = 70"},
+            },
         )
         assert ran["ok"] is True, ran
     await fake.settle()

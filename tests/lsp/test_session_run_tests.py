@@ -37,7 +37,9 @@ def lich_diagnostics(fake, uri: str) -> list[types.Diagnostic]:
     return [d for d in fake.diagnostics.get(uri, []) if d.source == TEST_DIAGNOSTIC_SOURCE]
 
 
-async def test_a_failing_test_is_a_diagnostic_on_its_line_until_a_green_run(editor, root: Path, client_name: str) -> None:
+async def test_a_failing_test_is_a_diagnostic_on_its_line_until_a_green_run(
+    editor, root: Path, client_name: str
+) -> None:
     test_file = make_project(root)
     fake = await editor(client_name)
     red = await fake.command("lich.runTests", {})
@@ -52,7 +54,9 @@ async def test_a_failing_test_is_a_diagnostic_on_its_line_until_a_green_run(edit
     assert diagnostic.severity == types.DiagnosticSeverity.Error
     assert diagnostic.range.start.line == FAILING_LINE - 1 and diagnostic.range.start.character == 0
     assert diagnostic.range.end.line == FAILING_LINE - 1
-    assert diagnostic.range.end.character == len("    assert add(1, 2) == 3")  # ASCII: the same in every encoding
+    assert diagnostic.range.end.character == len(
+        "    assert add(1, 2) == 3"
+    )  # ASCII: the same in every encoding
     assert "test_add" in diagnostic.message
 
     (root / "calc.py").write_text(FIXED_ADD)
@@ -137,7 +141,9 @@ async def test_bad_arguments_are_invalid_params(editor, root: Path, argument) ->
     assert "lich.runTests" in str(caught.value)
 
 
-async def test_fix_with_agent_is_offered_on_a_failing_test(editor, root: Path, fake_provider) -> None:
+async def test_fix_with_agent_is_offered_on_a_failing_test(
+    editor, root: Path, fake_provider
+) -> None:
     from lsp_harness import provider_options
 
     test_file = make_project(root)
@@ -169,9 +175,13 @@ async def test_an_untrusted_workspace_test_command_never_runs(editor, root: Path
     assert "test_command" in json.dumps(status["trust"])
 
 
-async def test_git_commit_is_not_a_command(editor, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_git_commit_is_not_a_command(
+    editor, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The gatekeeper's checks need a task's history: lich.runTool refuses git_commit outright."""
     monkeypatch.setenv("LICH_ALLOW_SELF_COMMIT", "1")
     fake = await editor()
-    result = await fake.command("lich.runTool", {"name": "git_commit", "args": {"message": "x", "paths": ["a.py"]}})
+    result = await fake.command(
+        "lich.runTool", {"name": "git_commit", "args": {"message": "x", "paths": ["a.py"]}}
+    )
     assert result["ok"] is False and result["error"].startswith("agent_only: git_commit")

@@ -46,14 +46,24 @@ def _forget_plugin_module() -> Iterator[None]:
     sys.modules.pop(COUNTER_MODULE, None)
 
 
-async def test_plugins_load_once_per_config_and_share_state(editor, root: Path, tmp_path: Path, fake_provider) -> None:
+async def test_plugins_load_once_per_config_and_share_state(
+    editor, root: Path, tmp_path: Path, fake_provider
+) -> None:
     plugin_dir = tmp_path / "user-plugins"
     plugin_dir.mkdir()
     (plugin_dir / "counter.py").write_text(COUNTING_PLUGIN, encoding="utf-8")
     user_config = Path(os.environ["XDG_CONFIG_HOME"]) / "lich" / "config.json"
     user_config.parent.mkdir(parents=True, exist_ok=True)
-    provider = {"name": "fake", "kind": "openai_compat", "base_url": fake_provider.url + "/v1", "model": "m"}
-    user_config.write_text(json.dumps({"plugins": [str(plugin_dir / "counter.py")], "providers": [provider]}), encoding="utf-8")
+    provider = {
+        "name": "fake",
+        "kind": "openai_compat",
+        "base_url": fake_provider.url + "/v1",
+        "model": "m",
+    }
+    user_config.write_text(
+        json.dumps({"plugins": [str(plugin_dir / "counter.py")], "providers": [provider]}),
+        encoding="utf-8",
+    )
     fake = await editor("visual-studio-code")
     first = await fake.command("lich.runTool", {"name": "tick", "args": {}})
     assert first["output"] == "tick 1"

@@ -17,7 +17,9 @@ from lich_lsp.run_tests import TEST_DIAGNOSTIC_SOURCE
 
 
 def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=root, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def make_repo(root: Path) -> Path:
@@ -25,7 +27,17 @@ def make_repo(root: Path) -> Path:
     (root / "notes.txt").write_text("draft\n")
     git(root, "init", "-q", "-b", "main")
     git(root, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "add", "-A")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "start")
+    git(
+        root,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.invalid",
+        "commit",
+        "-q",
+        "-m",
+        "start",
+    )
     (root / "notes.txt").write_text("draft, edited by the user, not for this commit\n")
     return test_file
 
@@ -45,7 +57,11 @@ async def test_red_fix_green_commit(editor, root: Path, fake_provider, self_comm
         # The fixed text of the run_tests tests (not the broken text's size: see FIXED_ADD).
         {"tool_calls": [edit("calc.py", "a - b\n", "a + b  # fixed\n")]},
         {"tool_calls": [run_tests]},
-        {"tool_calls": [{"name": "git_commit", "arguments": {"message": "Fix add", "paths": ["calc.py"]}}]},
+        {
+            "tool_calls": [
+                {"name": "git_commit", "arguments": {"message": "Fix add", "paths": ["calc.py"]}}
+            ]
+        },
         {"text": "Fixed add and committed it."},
     )
     options = provider_options(fake_provider, approval={"process/exec": "allow"})

@@ -32,9 +32,6 @@ SLOW_TURN = {"text": "never finishes", "delay_s": 30}
 CLOCK_TOLERANCE_S = 0.05
 
 
-
-
-
 # --- approvals ---
 
 
@@ -75,7 +72,9 @@ async def test_approval_policy_from_config(editor, root: Path) -> None:
     denied = await fake.command("lich.runTool", ECHO)
     assert denied["error"] == "approval_denied: terminal is denied by the approval policy"
     fake.message_answers = ["Deny"]
-    write = await fake.command("lich.runTool", {"name": "write_file", "args": {"path": "w.txt", "content": "x\n"}})
+    write = await fake.command(
+        "lich.runTool", {"name": "write_file", "args": {"path": "w.txt", "content": "x\n"}}
+    )
     assert write["error"] == "approval_denied: the user denied write_file"
     assert not (root / "w.txt").exists()
     assert fake.message_requests[0].message.startswith("lich wants to run write_file (file/write)")
@@ -83,7 +82,11 @@ async def test_approval_policy_from_config(editor, root: Path) -> None:
 
 async def test_the_agent_asks_before_running_a_process(editor, root: Path, fake_provider) -> None:
     fake_provider.script(
-        {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo should-not-run > ran.txt"}}]},
+        {
+            "tool_calls": [
+                {"name": "terminal", "arguments": {"command": "echo should-not-run > ran.txt"}}
+            ]
+        },
         {"text": "ok"},
     )
     fake = await editor("visual-studio-code", init_options=provider_options(fake_provider))
@@ -110,17 +113,26 @@ async def test_review_mode(editor, root: Path, client_name: str, fake_provider) 
         {"text": "reviewed"},
     )
     # The batch style (review per hunk, the default for editors without a preview: test_lsp_review_hunks*).
-    fake = await editor(client_name, init_options=provider_options(fake_provider, edit_mode="review", review_style="batch"))
+    fake = await editor(
+        client_name,
+        init_options=provider_options(fake_provider, edit_mode="review", review_style="batch"),
+    )
     uri = fake.open(root / "r.py")
     fake.message_answers = ["Apply"]
     if client_name == "emacs":
         # Neither change annotations nor showMessageRequest: the Apply/Discard question is a
         # pending question (a diagnostic), answered by its code action, the user's own action.
         _, task = fake.start_command("lich.ask", {"prompt": "bump", "uri": uri})
-        await fake.wait_until(lambda: bool(pending_questions_on(fake, uri)), what="the review question")
+        await fake.wait_until(
+            lambda: bool(pending_questions_on(fake, uri)), what="the review question"
+        )
         (question,) = pending_questions_on(fake, uri)
-        assert fake.applied == [] and question.message.startswith("lich: bump: apply 1 change to 1 file?")
-        await fake.command("lich.answerQuestion", {"id": as_dict(question.data)["id"], "answer": "apply"})
+        assert fake.applied == [] and question.message.startswith(
+            "lich: bump: apply 1 change to 1 file?"
+        )
+        await fake.command(
+            "lich.answerQuestion", {"id": as_dict(question.data)["id"], "answer": "apply"}
+        )
         result = await task
     else:
         result = await fake.command("lich.ask", {"prompt": "bump"})
@@ -146,7 +158,9 @@ async def test_review_mode(editor, root: Path, client_name: str, fake_provider) 
 async def test_review_declined_applies_nothing(editor, root: Path, fake_provider) -> None:
     (root / "r.py").write_text("a = 1\n", encoding="utf-8")
     fake_provider.script({"tool_calls": [edit("r.py", "a = 1", "a = 2")]}, {"text": "done"})
-    fake = await editor("neovim", init_options=provider_options(fake_provider, review_style="batch"))
+    fake = await editor(
+        "neovim", init_options=provider_options(fake_provider, review_style="batch")
+    )
     uri = fake.open(root / "r.py")
     fake.message_answers = ["Discard"]
     result = await fake.command("lich.ask", {"prompt": "bump", "mode": "review"})
@@ -159,7 +173,9 @@ async def test_review_declined_applies_nothing(editor, root: Path, fake_provider
 
 async def _model_requests(fake_provider: FakeProviderServer, count: int) -> None:
     """Until the fake provider has received `count` requests (its own wait, off the event loop)."""
-    assert await asyncio.to_thread(fake_provider.wait_for_requests, count, WAIT_S), fake_provider.requests
+    assert await asyncio.to_thread(fake_provider.wait_for_requests, count, WAIT_S), (
+        fake_provider.requests
+    )
 
 
 async def _running_task(fake: FakeEditor, fake_provider: FakeProviderServer) -> str:
@@ -177,7 +193,9 @@ def _elapsed(started: float) -> float:
 async def _model_call_hung_up(provider: FakeProviderServer) -> None:
     """The cancel closed the slow turn's stream: the fake model saw the client hang up (it would
     otherwise have answered after 30 s; the latency itself is `python -m bench lsp`'s figure)."""
-    assert await asyncio.to_thread(provider.wait_for_disconnects, 1, WAIT_S), "the model call was never hung up"
+    assert await asyncio.to_thread(provider.wait_for_disconnects, 1, WAIT_S), (
+        "the model call was never hung up"
+    )
 
 
 def _progress_tokens(fake: FakeEditor) -> list[str]:
@@ -207,7 +225,9 @@ async def test_cancel_with_lich_cancel(editor, root: Path, client_name: str, fak
     _assert_progress_begin_end(fake)
 
 
-async def test_cancel_with_the_progress_button(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_cancel_with_the_progress_button(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     fake_provider.script(SLOW_TURN)
     fake = await editor(client_name, init_options=provider_options(fake_provider))
     _, ask = fake.start_command("lich.ask", {"prompt": "slow"})
@@ -220,7 +240,9 @@ async def test_cancel_with_the_progress_button(editor, root: Path, client_name: 
     _assert_progress_begin_end(fake)
 
 
-async def test_cancel_request_on_lich_ask(editor, root: Path, client_name: str, fake_provider) -> None:
+async def test_cancel_request_on_lich_ask(
+    editor, root: Path, client_name: str, fake_provider
+) -> None:
     """$/cancelRequest as pygls delivers it: the request's handler is cancelled, then the session
     hears of it; the agent task stops too (the wire version is in test_lsp_tasks.py)."""
     fake_provider.script(SLOW_TURN)
@@ -238,9 +260,13 @@ async def test_cancel_request_on_lich_ask(editor, root: Path, client_name: str, 
     _assert_progress_begin_end(fake)
 
 
-async def test_no_progress_for_a_client_without_work_done_progress(editor, root: Path, fake_provider) -> None:
+async def test_no_progress_for_a_client_without_work_done_progress(
+    editor, root: Path, fake_provider
+) -> None:
     fake_provider.script(SLOW_TURN)
-    fake = await editor("neovim", init_options=provider_options(fake_provider), work_done_progress=False)
+    fake = await editor(
+        "neovim", init_options=provider_options(fake_provider), work_done_progress=False
+    )
     _, ask = fake.start_command("lich.ask", {"prompt": "slow"})
     task_id = await _running_task(fake, fake_provider)
     await fake.command("lich.cancel", {"task_id": task_id})
@@ -252,10 +278,17 @@ async def test_no_progress_for_a_client_without_work_done_progress(editor, root:
 
 async def test_cancel_kills_the_task_processes(editor, root: Path, fake_provider) -> None:
     fake_provider.script(
-        {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo $$ > pid.fifo; exec sleep 60"}}]},
+        {
+            "tool_calls": [
+                {"name": "terminal", "arguments": {"command": "echo $$ > pid.fifo; exec sleep 60"}}
+            ]
+        },
         {"text": "never asked"},
     )
-    fake = await editor("visual-studio-code", init_options=provider_options(fake_provider, approval={"terminal": "allow"}))
+    fake = await editor(
+        "visual-studio-code",
+        init_options=provider_options(fake_provider, approval={"terminal": "allow"}),
+    )
     fifo = root / "pid.fifo"
     os.mkfifo(fifo)  # the shell's pid arrives through it: its write is the event, no polling
     _, ask = fake.start_command("lich.ask", {"prompt": "sleep"})
@@ -333,7 +366,12 @@ async def test_cancel_while_the_editor_holds_a_two_file_patch(
         f"@@ q.py\n= 1:{line_hash('q = 1')}..1:{line_hash('q = 1')}\n~q = 2\n"
     )
     fake_provider.script(
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "p.py"}}, {"name": "read_file", "arguments": {"path": "q.py"}}]},
+        {
+            "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "p.py"}},
+                {"name": "read_file", "arguments": {"path": "q.py"}},
+            ]
+        },
         {"tool_calls": [{"name": "apply_patch", "arguments": {"input": patch}}]},
         SLOW_TURN,
     )
@@ -360,16 +398,22 @@ async def test_cancel_while_the_editor_holds_a_two_file_patch(
         assert set(result["edited"]) == {p_uri, q_uri}
     else:
         assert fake.text(p_uri) == "p = 1\n"
-        assert (root / "q.py").read_text(encoding="utf-8") == "q = 1\n"  # the disk part was rolled back
+        assert (root / "q.py").read_text(
+            encoding="utf-8"
+        ) == "q = 1\n"  # the disk part was rolled back
         assert result["edited"] == []
     assert (root / "p.py").read_text(encoding="utf-8") == "p = 1\n"  # never behind the editor
     assert len(fake_provider.requests) == 2  # the slow turn was never asked for
 
 
-async def test_cancel_in_review_mode_leaves_nothing_applied(editor, root: Path, fake_provider) -> None:
+async def test_cancel_in_review_mode_leaves_nothing_applied(
+    editor, root: Path, fake_provider
+) -> None:
     (root / "k.py").write_text("k = 1\n", encoding="utf-8")
     fake_provider.script({"tool_calls": [edit("k.py", "k = 1", "k = 2")]}, SLOW_TURN)
-    fake = await editor("visual-studio-code", init_options=provider_options(fake_provider, edit_mode="review"))
+    fake = await editor(
+        "visual-studio-code", init_options=provider_options(fake_provider, edit_mode="review")
+    )
     uri = fake.open(root / "k.py")
     _, ask = fake.start_command("lich.ask", {"prompt": "half"})
     await _model_requests(fake_provider, 2)
@@ -437,8 +481,13 @@ async def test_a_task_whose_tool_ignores_the_cancel_ends_after_the_tool_grace(
 ) -> None:
     """lich.cancel while a tool ignores both the cancel token and asyncio cancellation: the task
     still ends (the call is abandoned after its grace), and not before the grace ran out."""
-    fake_provider.script({"tool_calls": [{"name": "stubborn", "arguments": {}}]}, {"text": "never asked"})
-    fake = await editor("visual-studio-code", init_options=provider_options(fake_provider, plugins=[str(stubborn_plugin)]))
+    fake_provider.script(
+        {"tool_calls": [{"name": "stubborn", "arguments": {}}]}, {"text": "never asked"}
+    )
+    fake = await editor(
+        "visual-studio-code",
+        init_options=provider_options(fake_provider, plugins=[str(stubborn_plugin)]),
+    )
     _, ask = fake.start_command("lich.ask", {"prompt": "stubborn"})
     await fake.wait_for_event("tool_call_start", name="stubborn")
     module = sys.modules[STUBBORN_MODULE]
@@ -463,14 +512,20 @@ async def test_a_fetch_question_names_the_host_and_always_is_per_host(editor, ro
     before the tool and so never reaches the network.)"""
     fake = await editor("visual-studio-code")
     fake.message_answers = ["Allow always", "Deny"]
-    first = await fake.command("lich.runTool", {"name": "fetch_url", "args": {"url": "http://docs.example.local/a"}})
+    first = await fake.command(
+        "lich.runTool", {"name": "fetch_url", "args": {"url": "http://docs.example.local/a"}}
+    )
     assert first["error"].startswith("blocked_url:"), first  # approved, then refused by safe_fetch
     question = fake.message_requests[0].message
     assert question.startswith("lich wants to run fetch_url on docs.example.local (net/fetch): ")
-    again = await fake.command("lich.runTool", {"name": "fetch_url", "args": {"url": "http://DOCS.example.local./b"}})
+    again = await fake.command(
+        "lich.runTool", {"name": "fetch_url", "args": {"url": "http://DOCS.example.local./b"}}
+    )
     assert again["error"].startswith("blocked_url:")
     assert len(fake.message_requests) == 1  # same host: not asked again
-    other = await fake.command("lich.runTool", {"name": "fetch_url", "args": {"url": "http://other.example.local/"}})
+    other = await fake.command(
+        "lich.runTool", {"name": "fetch_url", "args": {"url": "http://other.example.local/"}}
+    )
     assert other["error"] == "approval_denied: the user denied fetch_url"
     assert "on other.example.local" in fake.message_requests[1].message
     saved = json.loads((workspace_state_dir(root) / "approvals.json").read_text(encoding="utf-8"))

@@ -12,7 +12,9 @@ import pytest
 from tests.support.xdist_groups import group_folder
 
 # The scripted model lives beside the agent tests (no package there, by convention).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agent"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agent")
+)
 
 from lich_core.config import Config  # noqa: E402
 from lich_core.runtime import ToolRuntime  # noqa: E402

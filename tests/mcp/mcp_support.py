@@ -38,7 +38,10 @@ def make_config(work_dir: Path, mcp_servers: dict[str, Any], **overrides: Any) -
     return load_config(
         work_dir,
         overrides={"mcp_servers": mcp_servers, **overrides},
-        env={"HOME": str(work_dir / "_home"), "XDG_CONFIG_HOME": str(work_dir / "_home" / ".config")},
+        env={
+            "HOME": str(work_dir / "_home"),
+            "XDG_CONFIG_HOME": str(work_dir / "_home" / ".config"),
+        },
     )
 
 
@@ -55,14 +58,16 @@ def tool_outputs(result: RunResult) -> list[str]:
     return [str(message.content) for message in result.messages if message.role == "tool"]
 
 
-
-
 @asynccontextmanager
 async def http_server(*args: str) -> AsyncIterator[tuple[int, asyncio.subprocess.Process]]:
     """basic_server.py over streamable HTTP on 127.0.0.1: yields (port, process); killed after."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, BASIC_SERVER, "--http", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        sys.executable,
+        BASIC_SERVER,
+        "--http",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:

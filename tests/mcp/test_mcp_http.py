@@ -14,16 +14,24 @@ from tests.mcp.mcp_support import BASIC_TOOLS, http_server, make_agent, make_con
 TOKEN = "Bearer s3cret-token"
 
 
-async def test_http_server_with_headers_from_the_environment(tmp_path: Path, runtimes, monkeypatch) -> None:
+async def test_http_server_with_headers_from_the_environment(
+    tmp_path: Path, runtimes, monkeypatch
+) -> None:
     monkeypatch.setattr(McpTool, "timeout_ms", 1_000)  # a short deadline for the hanging call
     async with http_server("--require-header", f"Authorization={TOKEN}") as (port, process):
         url = f"http://127.0.0.1:{port}/mcp"
-        config = make_config(tmp_path, {"web": {"url": url, "headers_env": {"Authorization": "LICH_TEST_WEB_AUTH"}}})
-        runtime = runtimes(config, env={"PATH": os.environ.get("PATH", ""), "LICH_TEST_WEB_AUTH": TOKEN})
+        config = make_config(
+            tmp_path, {"web": {"url": url, "headers_env": {"Authorization": "LICH_TEST_WEB_AUTH"}}}
+        )
+        runtime = runtimes(
+            config, env={"PATH": os.environ.get("PATH", ""), "LICH_TEST_WEB_AUTH": TOKEN}
+        )
         # The header's variable is a credential: tools (terminal, stdio servers) never see it.
         assert "LICH_TEST_WEB_AUTH" not in runtime.executor.env
         model = ScriptedModel(
-            tools_turn(call("mcp_web_whoami", id="c1"), call("mcp_web_add", {"a": 2, "b": 40}, id="c2")),
+            tools_turn(
+                call("mcp_web_whoami", id="c1"), call("mcp_web_add", {"a": 2, "b": 40}, id="c2")
+            ),
             tools_turn(call("mcp_web_hang", id="c3")),
             tools_turn(call("mcp_web_echo", {"text": "over http"}, id="c4")),
             Turn(text="done"),
@@ -35,13 +43,23 @@ async def test_http_server_with_headers_from_the_environment(tmp_path: Path, run
         assert added == "42"
         assert json.loads(hung)["error"] == "timeout: mcp_web_hang exceeded 1000ms"
         assert echoed == "over http"
-        assert runtime.mcp.status() == [{"name": "web", "transport": "http", "state": "connected", "tools": BASIC_TOOLS, "last_error": None}]
+        assert runtime.mcp.status() == [
+            {
+                "name": "web",
+                "transport": "http",
+                "state": "connected",
+                "tools": BASIC_TOOLS,
+                "last_error": None,
+            }
+        ]
 
         # The server goes away: calls fail cleanly and the server is marked failed.
         process.kill()
         await process.wait()
         gone = await runtime.executor.execute("mcp_web_echo", {"text": "anyone?"})
-        assert not gone.ok and gone.error.startswith(f"mcp_unavailable: web: the connection to {url} closed"), gone.error
+        assert not gone.ok and gone.error.startswith(
+            f"mcp_unavailable: web: the connection to {url} closed"
+        ), gone.error
         [status] = runtime.mcp.status()
         assert status["state"] == "failed" and url in status["last_error"]
 
@@ -56,7 +74,10 @@ async def test_http_attach_failures_and_refusals(tmp_path: Path, runtimes) -> No
                 "anonymous": {"url": url},
                 "remote": {"url": "http://mcp.example.org/mcp"},
                 "private": {"url": f"http://10.1.2.3:{port}/mcp"},
-                "local": {"url": f"http://localhost:{port}/mcp", "headers_env": {"Authorization": "LICH_TEST_WEB_AUTH"}},
+                "local": {
+                    "url": f"http://localhost:{port}/mcp",
+                    "headers_env": {"Authorization": "LICH_TEST_WEB_AUTH"},
+                },
             },
         )
         runtime = runtimes(config, env={"LICH_TEST_WEB_AUTH": TOKEN})

@@ -30,7 +30,9 @@ from lich_core.tools.secrets import configured_key_env_names, scrubbed_env
 
 
 def stdio(command: str, *args: str, allow_runner: bool = False) -> McpServerSpec:
-    return McpServerSpec(name="srv", transport="stdio", command=command, args=tuple(args), allow_runner=allow_runner)
+    return McpServerSpec(
+        name="srv", transport="stdio", command=command, args=tuple(args), allow_runner=allow_runner
+    )
 
 
 def http(url: str) -> McpServerSpec:
@@ -46,7 +48,10 @@ STDIO_CASES: list[tuple[list[str], str | None]] = [
     (["node", "build/index.js", "--eval-mode"], None),
     (["node", "--require", "dotenv/config", "server.js", "-e"], None),
     (["my-mcp-server", "--root", "."], None),
-    (["./bin/server", "a;b", "$HOME", "x|y"], None),  # metacharacters in args mean nothing without a shell
+    (
+        ["./bin/server", "a;b", "$HOME", "x|y"],
+        None,
+    ),  # metacharacters in args mean nothing without a shell
     (["bash", "scripts/serve.sh", "-c"], None),  # -c belongs to the script
     (["bash", "-x", "serve.sh"], None),
     (["deno", "run", "--allow-read", "server.ts"], None),
@@ -112,7 +117,9 @@ STDIO_CASES: list[tuple[list[str], str | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("argv", "expected"), STDIO_CASES, ids=[" ".join(argv)[:60] for argv, _ in STDIO_CASES])
+@pytest.mark.parametrize(
+    ("argv", "expected"), STDIO_CASES, ids=[" ".join(argv)[:60] for argv, _ in STDIO_CASES]
+)
 def test_refusal_table(argv: list[str], expected: str | None) -> None:
     reason = refusal(stdio(*argv))
     if expected is None:
@@ -123,7 +130,9 @@ def test_refusal_table(argv: list[str], expected: str | None) -> None:
         assert "allow_runner" in reason
 
 
-@pytest.mark.parametrize("argv", [argv for argv, expected in STDIO_CASES if expected is not None][:12])
+@pytest.mark.parametrize(
+    "argv", [argv for argv, expected in STDIO_CASES if expected is not None][:12]
+)
 def test_allow_runner_lifts_the_stdio_rules(argv: list[str]) -> None:
     assert refusal(stdio(*argv, allow_runner=True)) is None
 
@@ -155,7 +164,9 @@ def test_http_only_on_loopback_or_https(url: str, allowed: bool) -> None:
 
 
 def test_allow_runner_does_not_lift_the_http_rule() -> None:
-    spec = McpServerSpec(name="srv", transport="http", url="http://example.org/mcp", allow_runner=True)
+    spec = McpServerSpec(
+        name="srv", transport="http", url="http://example.org/mcp", allow_runner=True
+    )
     assert refusal(spec) is not None
 
 
@@ -168,25 +179,55 @@ BAD_ENTRIES: list[tuple[Any, str]] = [
     ({"x" * (MAX_SERVER_NAME + 1): {"command": "x"}}, "mcp_servers: server name"),
     ({"files": "python server.py"}, "mcp_servers.files: expected an object"),
     ({"files": {}}, "mcp_servers.files: expected a command"),
-    ({"files": {"command": "x", "url": "https://a.example"}}, "mcp_servers.files: expected a command"),
+    (
+        {"files": {"command": "x", "url": "https://a.example"}},
+        "mcp_servers.files: expected a command",
+    ),
     ({"files": {"command": 3}}, "mcp_servers.files.command: expected a string"),
     ({"files": {"command": ""}}, "mcp_servers.files.command: expected a non-empty string"),
-    ({"files": {"command": "x", "args": "a b"}}, "mcp_servers.files.args: expected a list of strings"),
+    (
+        {"files": {"command": "x", "args": "a b"}},
+        "mcp_servers.files.args: expected a list of strings",
+    ),
     ({"files": {"command": "x", "args": ["a", 2]}}, "mcp_servers.files.args[1]: expected a string"),
     ({"files": {"command": "x", "env": ["A=1"]}}, "mcp_servers.files.env: expected an object"),
     ({"files": {"command": "x", "env": {"A": 1}}}, "mcp_servers.files.env.A: expected a string"),
-    ({"files": {"command": "x", "env": {"A B": "1"}}}, "mcp_servers.files.env: 'A B' is not a valid"),
+    (
+        {"files": {"command": "x", "env": {"A B": "1"}}},
+        "mcp_servers.files.env: 'A B' is not a valid",
+    ),
     ({"files": {"command": "x", "cwd": 5}}, "mcp_servers.files.cwd: expected a string"),
-    ({"files": {"command": "x", "enabled": "yes"}}, "mcp_servers.files.enabled: expected true or false"),
-    ({"files": {"command": "x", "allow_runner": 1}}, "mcp_servers.files.allow_runner: expected true or false"),
-    ({"files": {"command": "x", "headers_env": {}}}, "mcp_servers.files.headers_env: only for an HTTP server"),
+    (
+        {"files": {"command": "x", "enabled": "yes"}},
+        "mcp_servers.files.enabled: expected true or false",
+    ),
+    (
+        {"files": {"command": "x", "allow_runner": 1}},
+        "mcp_servers.files.allow_runner: expected true or false",
+    ),
+    (
+        {"files": {"command": "x", "headers_env": {}}},
+        "mcp_servers.files.headers_env: only for an HTTP server",
+    ),
     ({"files": {"command": "x", "shell": True}}, "mcp_servers.files.shell: unknown entry"),
     ({"web": {"url": "ftp://a.example/x"}}, "mcp_servers.web.url: expected an http(s) URL"),
     ({"web": {"url": "https://"}}, "mcp_servers.web.url: expected an http(s) URL"),
-    ({"web": {"url": "https://a.example", "args": []}}, "mcp_servers.web.args: only for a stdio server"),
-    ({"web": {"url": "https://a.example", "headers_env": {"Authorization": 7}}}, "mcp_servers.web.headers_env.Authorization: expected a string"),
-    ({"web": {"url": "https://a.example", "headers_env": {"Authorization": "not a var"}}}, "mcp_servers.web.headers_env.Authorization: expected an environment variable name"),
-    ({"web": {"url": "https://a.example", "headers_env": {"Bad Header": "TOKEN"}}}, "mcp_servers.web.headers_env: 'Bad Header' is not a valid HTTP header name"),
+    (
+        {"web": {"url": "https://a.example", "args": []}},
+        "mcp_servers.web.args: only for a stdio server",
+    ),
+    (
+        {"web": {"url": "https://a.example", "headers_env": {"Authorization": 7}}},
+        "mcp_servers.web.headers_env.Authorization: expected a string",
+    ),
+    (
+        {"web": {"url": "https://a.example", "headers_env": {"Authorization": "not a var"}}},
+        "mcp_servers.web.headers_env.Authorization: expected an environment variable name",
+    ),
+    (
+        {"web": {"url": "https://a.example", "headers_env": {"Bad Header": "TOKEN"}}},
+        "mcp_servers.web.headers_env: 'Bad Header' is not a valid HTTP header name",
+    ),
 ]
 
 
@@ -204,10 +245,20 @@ def test_entries_are_normalised_with_defaults() -> None:
     )
     assert value == {
         "files": {"enabled": True, "allow_runner": False, "command": "srv", "args": [], "env": {}},
-        "web": {"enabled": False, "allow_runner": False, "url": "https://a.example/mcp", "headers_env": {}},
+        "web": {
+            "enabled": False,
+            "allow_runner": False,
+            "url": "https://a.example/mcp",
+            "headers_env": {},
+        },
     }
     files, web = specs_from_config(value)
-    assert (files.transport, files.command, files.cwd, files.enabled) == ("stdio", "srv", None, True)
+    assert (files.transport, files.command, files.cwd, files.enabled) == (
+        "stdio",
+        "srv",
+        None,
+        True,
+    )
     assert (web.transport, web.url, web.enabled) == ("http", "https://a.example/mcp", False)
 
 
@@ -227,11 +278,19 @@ def test_effects_say_what_would_start(tmp_path: Path) -> None:
 def test_untrusted_workspace_servers_are_ignored_and_reported(tmp_path: Path) -> None:
     work = tmp_path / "work"
     (work / ".lich").mkdir(parents=True)
-    (work / ".lich" / "config.json").write_text(json.dumps({"mcp_servers": {"files": {"command": "srv", "args": ["--x"]}}}))
-    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "home" / ".config"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    (work / ".lich" / "config.json").write_text(
+        json.dumps({"mcp_servers": {"files": {"command": "srv", "args": ["--x"]}}})
+    )
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "home" / ".config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
     config = load_config(work, env=env)
     assert config["mcp_servers"] == {}
-    assert [(item.key, item.what) for item in config.trust.ignored] == [("mcp_servers", "start MCP server files: srv --x")]
+    assert [(item.key, item.what) for item in config.trust.ignored] == [
+        ("mcp_servers", "start MCP server files: srv --x")
+    ]
     # The user's own config counts as it is.
     user = Path(env["XDG_CONFIG_HOME"]) / "lich" / "config.json"
     user.parent.mkdir(parents=True)
@@ -244,11 +303,20 @@ def test_mcp_calls_ask_by_default() -> None:
 
 
 def test_header_variables_never_reach_tools() -> None:
-    config = {"mcp_servers": {"web": {"url": "https://a.example", "headers_env": {"Authorization": "WEB_MCP_AUTH"}}}}
+    config = {
+        "mcp_servers": {
+            "web": {"url": "https://a.example", "headers_env": {"Authorization": "WEB_MCP_AUTH"}}
+        }
+    }
     assert "WEB_MCP_AUTH" in configured_key_env_names(config)
-    env = scrubbed_env({"WEB_MCP_AUTH": "Bearer x", "PATH": "/bin"}, configured_key_env_names(config))
+    env = scrubbed_env(
+        {"WEB_MCP_AUTH": "Bearer x", "PATH": "/bin"}, configured_key_env_names(config)
+    )
     assert env == {"PATH": "/bin"}
-    assert configured_key_env_names({"mcp_servers": {"web": {"headers_env": "nonsense"}}}) == frozenset()
+    assert (
+        configured_key_env_names({"mcp_servers": {"web": {"headers_env": "nonsense"}}})
+        == frozenset()
+    )
 
 
 # --- names, schemas, descriptions ---
@@ -260,7 +328,10 @@ def test_names_are_prefixed_sanitised_and_bounded() -> None:
     assert names["list.dir"] == "mcp_files_list_dir"
     assert names["weird name/ü"] == "mcp_files_weird_name__"
     assert len(names["x" * 100]) == MAX_TOOL_NAME and names["x" * 100].startswith("mcp_files_xxx")
-    assert all(set(name) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") for name in names.values())
+    assert all(
+        set(name) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+        for name in names.values()
+    )
 
 
 def test_collisions_are_resolved_whatever_the_order() -> None:
@@ -276,20 +347,36 @@ def test_collisions_are_resolved_whatever_the_order() -> None:
 
 @pytest.mark.parametrize(
     "schema",
-    [None, "object", [], {"type": "string"}, {"properties": {}}, {"type": "object", "properties": ["a"]},
-     {"type": "object", "properties": {"a": 3}}, {"type": "object", "required": "a"}],
+    [
+        None,
+        "object",
+        [],
+        {"type": "string"},
+        {"properties": {}},
+        {"type": "object", "properties": ["a"]},
+        {"type": "object", "properties": {"a": 3}},
+        {"type": "object", "required": "a"},
+    ],
 )
 def test_unusable_schemas_become_a_plain_object(schema: Any) -> None:
     assert parameters_schema(schema) == {"type": "object"}
 
 
 def test_usable_schemas_pass_verbatim() -> None:
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": True}, "required": ["a"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": True},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
     assert parameters_schema(schema) is schema
 
 
 def test_descriptions_name_the_server() -> None:
-    assert describe("files", "read", "Read a file.\n\n  Carefully.") == "[MCP server files, tool read] Read a file. Carefully."
+    assert (
+        describe("files", "read", "Read a file.\n\n  Carefully.")
+        == "[MCP server files, tool read] Read a file. Carefully."
+    )
     assert describe("files", "read", None) == "[MCP server files, tool read]"
     assert len(describe("files", "read", "x" * 10_000)) < 2_100
 
@@ -297,8 +384,12 @@ def test_descriptions_name_the_server() -> None:
 # --- results ---
 
 
-def result(*content: Any, structured: dict[str, Any] | None = None, is_error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=list(content), structured_content=structured, is_error=is_error)
+def result(
+    *content: Any, structured: dict[str, Any] | None = None, is_error: bool = False
+) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=list(content), structured_content=structured, is_error=is_error
+    )
 
 
 def text(value: str) -> types.TextContent:
@@ -315,9 +406,19 @@ def test_non_text_blocks_become_one_line_notes() -> None:
         result(
             types.ImageContent(type="image", data="aGVsbG8=", mime_type="image/png"),
             types.AudioContent(type="audio", data="AAAA", mime_type="audio/wav"),
-            types.EmbeddedResource(type="resource", resource=types.TextResourceContents(uri="file:///a.txt", mime_type="text/plain", text="abcd")),
-            types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(uri="file:///b.bin", blob="AAAAAA==")),
-            types.ResourceLink(type="resource_link", uri="https://a.example/doc", name="doc", mime_type="text/html"),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.TextResourceContents(
+                    uri="file:///a.txt", mime_type="text/plain", text="abcd"
+                ),
+            ),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.BlobResourceContents(uri="file:///b.bin", blob="AAAAAA=="),
+            ),
+            types.ResourceLink(
+                type="resource_link", uri="https://a.example/doc", name="doc", mime_type="text/html"
+            ),
         )
     )
     assert converted.output.splitlines() == [
@@ -340,7 +441,14 @@ def test_structured_content_is_appended_unless_the_text_says_it() -> None:
 
 def test_is_error_is_a_failed_result() -> None:
     converted = convert_result(result(text("no such file"), is_error=True))
-    assert (converted.ok, converted.output, converted.error) == (False, "", "mcp_error: no such file")
-    assert convert_result(result(is_error=True)).error == "mcp_error: the tool reported an error without a message"
+    assert (converted.ok, converted.output, converted.error) == (
+        False,
+        "",
+        "mcp_error: no such file",
+    )
+    assert (
+        convert_result(result(is_error=True)).error
+        == "mcp_error: the tool reported an error without a message"
+    )
     long = convert_result(result(text("e" * 50_000), is_error=True)).error
     assert long is not None and len(long) < 5_000

@@ -51,15 +51,29 @@ async def test_tools_are_listed_and_called_from_an_agent_task(tmp_path: Path, ru
         tmp_path,
         {"basic": stdio_entry(env={"LICH_TEST_GREETING": "hello"}, cwd="sub")},
     )
-    runtime = runtimes(config, env={"PATH": "/usr/bin:/bin", "LICH_TEST_FROM_TOOLS": "1", "OPENAI_API_KEY": "sk-secret"})
+    runtime = runtimes(
+        config,
+        env={"PATH": "/usr/bin:/bin", "LICH_TEST_FROM_TOOLS": "1", "OPENAI_API_KEY": "sk-secret"},
+    )
     assert runtime.mcp is not None
     assert runtime.mcp.status() == [
-        {"name": "basic", "transport": "stdio", "state": "not_started", "tools": 0, "last_error": None}
+        {
+            "name": "basic",
+            "transport": "stdio",
+            "state": "not_started",
+            "tools": 0,
+            "last_error": None,
+        }
     ]
     assert "mcp_basic_echo" not in runtime.registry  # nothing starts before the first run
     model = ScriptedModel(
-        tools_turn(call("mcp_basic_echo", {"text": "hi there"}, id="c1"), call("mcp_basic_info", id="c2")),
-        tools_turn(call("mcp_basic_env_has", {"name": "OPENAI_API_KEY"}, id="c3"), call("mcp_basic_mixed", id="c4")),
+        tools_turn(
+            call("mcp_basic_echo", {"text": "hi there"}, id="c1"), call("mcp_basic_info", id="c2")
+        ),
+        tools_turn(
+            call("mcp_basic_env_has", {"name": "OPENAI_API_KEY"}, id="c3"),
+            call("mcp_basic_mixed", id="c4"),
+        ),
         tools_turn(call("mcp_basic_fail", {"message": "bad input"}, id="c5")),
         Turn(text="done"),
     )
@@ -90,9 +104,16 @@ async def test_tools_are_listed_and_called_from_an_agent_task(tmp_path: Path, ru
     assert echo_tool.description.startswith("[MCP server basic, tool echo] Echo the text back.")
     assert (echo_tool.capability, echo_tool.timeout_ms) == ("mcp/call", 120_000)
     described = {item["name"]: item for item in runtime.describe()}
-    assert described["mcp_basic_echo"]["capability"] == "mcp/call" and described["mcp_basic_echo"]["enabled"]
+    assert (
+        described["mcp_basic_echo"]["capability"] == "mcp/call"
+        and described["mcp_basic_echo"]["enabled"]
+    )
     [status] = runtime.mcp.status()
-    assert status["state"] == "connected" and status["tools"] == BASIC_TOOLS and status["last_error"] is None
+    assert (
+        status["state"] == "connected"
+        and status["tools"] == BASIC_TOOLS
+        and status["last_error"] is None
+    )
 
     # A second run reuses the connection: same server process, nothing registered twice.
     model.script(tools_turn(call("mcp_basic_info", id="c6")), Turn(text="again"))
@@ -101,7 +122,9 @@ async def test_tools_are_listed_and_called_from_an_agent_task(tmp_path: Path, ru
     assert await runtime.ensure_mcp() == []
 
 
-async def test_a_server_that_crashes_mid_call_is_restarted_by_the_next_run(tmp_path: Path, runtimes) -> None:
+async def test_a_server_that_crashes_mid_call_is_restarted_by_the_next_run(
+    tmp_path: Path, runtimes
+) -> None:
     config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
     runtime = runtimes(config)
     model = ScriptedModel(
@@ -115,7 +138,9 @@ async def test_a_server_that_crashes_mid_call_is_restarted_by_the_next_run(tmp_p
     assert first.stopped_reason == "final", first.error
     info, crashed, after = tool_outputs(first)
     crashed_error = json.loads(crashed)["error"]
-    assert crashed_error.startswith("mcp_unavailable: basic: the server exited with code 3"), crashed_error
+    assert crashed_error.startswith("mcp_unavailable: basic: the server exited with code 3"), (
+        crashed_error
+    )
     assert "crashing on purpose" in crashed_error  # its last stderr line
     # Not restarted in the middle of the run.
     assert json.loads(after)["error"].startswith("mcp_unavailable: basic:")
@@ -131,7 +156,9 @@ async def test_a_server_that_crashes_mid_call_is_restarted_by_the_next_run(tmp_p
     assert not pid_alive(int(info_of(info)["pid"]))
 
 
-async def test_a_call_that_never_answers_times_out_and_the_run_goes_on(tmp_path: Path, runtimes, monkeypatch) -> None:
+async def test_a_call_that_never_answers_times_out_and_the_run_goes_on(
+    tmp_path: Path, runtimes, monkeypatch
+) -> None:
     # A short executor deadline for MCP tools (120 s in real use).
     monkeypatch.setattr(McpTool, "timeout_ms", 1_000)
     config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
@@ -139,7 +166,9 @@ async def test_a_call_that_never_answers_times_out_and_the_run_goes_on(tmp_path:
     model = ScriptedModel(
         tools_turn(call("mcp_basic_info", id="c1")),
         tools_turn(call("mcp_basic_hang", id="c2")),
-        tools_turn(call("mcp_basic_echo", {"text": "still here"}, id="c3"), call("mcp_basic_info", id="c4")),
+        tools_turn(
+            call("mcp_basic_echo", {"text": "still here"}, id="c3"), call("mcp_basic_info", id="c4")
+        ),
         Turn(text="done"),
     )
     result = await make_agent(config, model, runtime).run("hang")
@@ -151,7 +180,9 @@ async def test_a_call_that_never_answers_times_out_and_the_run_goes_on(tmp_path:
     assert info_of(after)["pid"] == info_of(before)["pid"]
 
 
-async def test_cancelling_a_run_stops_waiting_for_the_server_at_once(tmp_path: Path, runtimes) -> None:
+async def test_cancelling_a_run_stops_waiting_for_the_server_at_once(
+    tmp_path: Path, runtimes
+) -> None:
     config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
     runtime = runtimes(config)
     cancel = CancelToken()
@@ -172,7 +203,9 @@ async def test_cancelling_a_run_stops_waiting_for_the_server_at_once(tmp_path: P
     assert (echoed.ok, echoed.output) == (True, "ok")
 
 
-async def test_two_hundred_tools_are_all_registered_with_unique_names(tmp_path: Path, runtimes) -> None:
+async def test_two_hundred_tools_are_all_registered_with_unique_names(
+    tmp_path: Path, runtimes
+) -> None:
     config = make_config(tmp_path, {"big": stdio_entry("--many", "200")})
     runtime = runtimes(config)
     added = await runtime.ensure_mcp()
@@ -195,10 +228,17 @@ async def test_two_hundred_tools_are_all_registered_with_unique_names(tmp_path: 
 
 
 async def test_tools_enabled_names_one_mcp_tool(tmp_path: Path, runtimes) -> None:
-    config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)}, tools_enabled=["read_file", "mcp_basic_echo"])
+    config = make_config(
+        tmp_path,
+        {"basic": stdio_entry(script=PLAIN_SERVER)},
+        tools_enabled=["read_file", "mcp_basic_echo"],
+    )
     runtime = runtimes(config)
     model = ScriptedModel(
-        tools_turn(call("mcp_basic_echo", {"text": "allowed"}, id="c1"), call("mcp_basic_add", {"a": 1, "b": 2}, id="c2")),
+        tools_turn(
+            call("mcp_basic_echo", {"text": "allowed"}, id="c1"),
+            call("mcp_basic_add", {"a": 1, "b": 2}, id="c2"),
+        ),
         Turn(text="done"),
     )
     result = await make_agent(config, model, runtime).run("filter")
@@ -247,7 +287,9 @@ async def test_status_states(tmp_path: Path) -> None:
     from lich_core.mcp.manager import McpManager
 
     manager = McpManager(
-        specs_from_config(servers), work_dir=tmp_path, tool_env={"PATH": "/usr/bin:/bin"},
+        specs_from_config(servers),
+        work_dir=tmp_path,
+        tool_env={"PATH": "/usr/bin:/bin"},
         attach_timeout_s=STATUS_TEST_ATTACH_TIMEOUT_S,
     )
     try:
@@ -265,15 +307,27 @@ async def test_status_states(tmp_path: Path) -> None:
         assert errors["runner"].startswith("mcp_refused: runner: npx downloads and runs a package")
         assert errors["far"].startswith("mcp_refused: far: plain http to mcp.example.org")
         attach = asyncio.ensure_future(manager.attach())
-        await wait_until(lambda: manager.status()[4]["state"] == "connecting", "the silent server to be connecting")
+        await wait_until(
+            lambda: manager.status()[4]["state"] == "connecting",
+            "the silent server to be connecting",
+        )
         await asyncio.wait_for(attach, 30)
         final = {item["name"]: item for item in manager.status()}
         assert final["good"]["state"] == "connected" and final["good"]["tools"] == LEGACY_TOOLS
         assert final["silent"]["state"] == "failed"
-        assert final["silent"]["last_error"] == f"no answer within {STATUS_TEST_ATTACH_TIMEOUT_S:g} s of starting"
+        assert (
+            final["silent"]["last_error"]
+            == f"no answer within {STATUS_TEST_ATTACH_TIMEOUT_S:g} s of starting"
+        )
         assert final["missing"]["state"] == "failed"
-        assert final["missing"]["last_error"].startswith("cannot start ") and "No such file" in final["missing"]["last_error"]
-        assert final["bad_cwd"]["state"] == "failed" and "is not a directory" in final["bad_cwd"]["last_error"]
+        assert (
+            final["missing"]["last_error"].startswith("cannot start ")
+            and "No such file" in final["missing"]["last_error"]
+        )
+        assert (
+            final["bad_cwd"]["state"] == "failed"
+            and "is not a directory" in final["bad_cwd"]["last_error"]
+        )
         assert final["off"]["state"] == "disabled" and final["runner"]["state"] == "refused"
         assert [tool.server for tool in manager.tools()] == ["good"] * LEGACY_TOOLS
     finally:
@@ -294,8 +348,17 @@ async def test_a_legacy_server_with_unusable_schemas(tmp_path: Path, runtimes) -
     config = make_config(tmp_path, {"legacy": stdio_entry(script=LEGACY_SERVER)})
     runtime = runtimes(config)
     added = await runtime.ensure_mcp()
-    assert added == ["mcp_legacy_plain", "mcp_legacy_stringly", "mcp_legacy_listy", "mcp_legacy_untyped", "mcp_legacy_schemaless"]
-    assert runtime.registry.get("mcp_legacy_plain").parameters == {"type": "object", "properties": {"q": {"type": "string"}}}
+    assert added == [
+        "mcp_legacy_plain",
+        "mcp_legacy_stringly",
+        "mcp_legacy_listy",
+        "mcp_legacy_untyped",
+        "mcp_legacy_schemaless",
+    ]
+    assert runtime.registry.get("mcp_legacy_plain").parameters == {
+        "type": "object",
+        "properties": {"q": {"type": "string"}},
+    }
     for name in added[1:]:
         assert runtime.registry.get(name).parameters == {"type": "object"}
     answered = await runtime.executor.execute("mcp_legacy_listy", {"q": "x"})
@@ -321,7 +384,9 @@ async def test_a_cancelled_direct_call_answers_promptly(tmp_path: Path, runtimes
     assert echoed.output == "fine"
 
 
-async def test_a_cancelled_run_stops_waiting_for_the_attach_and_close_stops_it(tmp_path: Path) -> None:
+async def test_a_cancelled_run_stops_waiting_for_the_attach_and_close_stops_it(
+    tmp_path: Path,
+) -> None:
     from lich_core.mcp.manager import McpManager
 
     manager = McpManager(
@@ -334,7 +399,9 @@ async def test_a_cancelled_run_stops_waiting_for_the_attach_and_close_stops_it(t
         token = CancelToken()
         waiting = asyncio.ensure_future(manager.attach(token))
         server = manager._servers["silent"]
-        await wait_until(lambda: server.conn is not None and server.conn.pgid is not None, "the server to start")
+        await wait_until(
+            lambda: server.conn is not None and server.conn.pgid is not None, "the server to start"
+        )
         token.cancel()
         await asyncio.wait_for(waiting, 5)  # the run goes on; the attach does too
         assert manager.status()[0]["state"] == "connecting"
@@ -347,10 +414,18 @@ async def test_a_cancelled_run_stops_waiting_for_the_attach_and_close_stops_it(t
         await manager.close()
     assert time.monotonic() - started < 10
     assert not pid_alive(pgid)
-    assert manager.status()[0] == {"name": "silent", "transport": "stdio", "state": "not_started", "tools": 0, "last_error": None}
+    assert manager.status()[0] == {
+        "name": "silent",
+        "transport": "stdio",
+        "state": "not_started",
+        "tools": 0,
+        "last_error": None,
+    }
 
 
-async def test_a_server_that_exits_between_calls_is_failed_and_restarted(tmp_path: Path, runtimes) -> None:
+async def test_a_server_that_exits_between_calls_is_failed_and_restarted(
+    tmp_path: Path, runtimes
+) -> None:
     config = make_config(tmp_path, {"basic": stdio_entry(script=PLAIN_SERVER)})
     runtime = runtimes(config)
     await runtime.ensure_mcp()
@@ -360,7 +435,9 @@ async def test_a_server_that_exits_between_calls_is_failed_and_restarted(tmp_pat
     [status] = runtime.mcp.status()
     assert status["last_error"].startswith("the server exited with code 4"), status
     gone = await runtime.executor.execute("mcp_basic_echo", {"text": "x"})
-    assert gone.error.startswith("mcp_unavailable: basic: the server exited with code 4"), gone.error
+    assert gone.error.startswith("mcp_unavailable: basic: the server exited with code 4"), (
+        gone.error
+    )
     # The next run's attach starts it again; the tools keep their names and are not registered twice.
     assert await runtime.ensure_mcp() == []
     again = info_of((await runtime.executor.execute("mcp_basic_info", {})).output)["pid"]

@@ -58,7 +58,9 @@ class FakeNetwork:
             raise AssertionError(f"unexpected resolution of {host!r}")
         return list(self.names[host])
 
-    async def connect(self, ip: str, port: int, timeout: float | None) -> httpcore.AsyncNetworkStream:
+    async def connect(
+        self, ip: str, port: int, timeout: float | None
+    ) -> httpcore.AsyncNetworkStream:
         self.connected.append((ip, port))
         if ip in ("127.0.0.1", "::1"):
             return await _REAL_CONNECT(ip, port, timeout)
@@ -75,7 +77,9 @@ def install_network(monkeypatch: pytest.MonkeyPatch) -> FakeNetwork:
     monkeypatch.setattr(sf, "default_connect", network.connect)
     real_getaddrinfo = socket.getaddrinfo
 
-    def numeric_only(host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0) -> Any:  # noqa: A002
+    def numeric_only(
+        host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0
+    ) -> Any:  # noqa: A002
         return real_getaddrinfo(host, port, family, type, proto, flags | socket.AI_NUMERICHOST)
 
     monkeypatch.setattr(socket, "getaddrinfo", numeric_only)
@@ -90,7 +94,9 @@ def make_executor(
     registry = ToolRegistry()
     registry.register(fetch_url.TOOL)
     registry.register(http_request.TOOL)
-    return ToolExecutor(registry, gate=gate, work_dir=work_dir, env=CLOSED_ENV if env is None else env)
+    return ToolExecutor(
+        registry, gate=gate, work_dir=work_dir, env=CLOSED_ENV if env is None else env
+    )
 
 
 async def run_tool(

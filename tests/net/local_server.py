@@ -73,9 +73,7 @@ class Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
 
-    def reply(
-        self, status: int, body: bytes = b"", headers: dict[str, str] | None = None
-    ) -> None:
+    def reply(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         for name, value in (headers or {}).items():
             self.send_header(name, value)

@@ -93,8 +93,11 @@ def _echo_headers(h: Handler) -> None:
 
 
 def _not_found(h: Handler) -> None:
-    h.reply(404, b"<html><body><h1>Not here</h1><p>The page is gone.</p></body></html>",
-            {"Content-Type": "text/html"})
+    h.reply(
+        404,
+        b"<html><body><h1>Not here</h1><p>The page is gone.</p></body></html>",
+        {"Content-Type": "text/html"},
+    )
 
 
 @pytest.fixture
@@ -116,7 +119,12 @@ def server(network: FakeNetwork) -> Iterator[LocalServer]:
             "/octet": _page(b"\x00\x01\x02binary", "application/octet-stream"),
             "/untyped-binary": _page(b"\x00\x01\x02\x03" * 10, ""),
             "/untyped-html": _page(b"<!DOCTYPE html><html><body><p>sniffed</p></body></html>", ""),
-            "/latin1": _page('<html><head><meta charset="iso-8859-1"></head><body><p>café</p></body></html>'.encode("latin-1"), "text/html"),
+            "/latin1": _page(
+                '<html><head><meta charset="iso-8859-1"></head><body><p>café</p></body></html>'.encode(
+                    "latin-1"
+                ),
+                "text/html",
+            ),
             "/empty": _page(b"", "text/plain"),
             "/missing": _not_found,
             "/echo": _echo_headers,
@@ -137,7 +145,9 @@ async def fetch(tmp_path: Path, url: str, env: dict[str, str] | None = None, **a
 # HTML to text
 
 
-async def test_a_real_page_reads_as_text(tmp_path: Path, server: LocalServer, network: FakeNetwork) -> None:
+async def test_a_real_page_reads_as_text(
+    tmp_path: Path, server: LocalServer, network: FakeNetwork
+) -> None:
     result = await fetch(tmp_path, public_url(server, "/ipaddress.html"), max_chars=MAX_CHARS)
     assert result.ok, result.error
     lines = result.output.splitlines()
@@ -159,8 +169,20 @@ async def test_a_real_page_reads_as_text(tmp_path: Path, server: LocalServer, ne
     assert "\n  1. A string in decimal-dot notation, consisting of four decimal integers" in text
     assert ">>> ipaddress.ip_address('192.168.0.1')\n  IPv4Address('192.168.0.1')" in text
     # the page's title first, its <head>, styles and scripts gone
-    assert text.splitlines()[3] == "ipaddress — IPv4/IPv6 manipulation library — Python 3.11.2 documentation"
-    for absent in ("full-width-table", "@media", "jquery", "_static/", "<div", "<p>", "&#8212;", "&amp;"):
+    assert (
+        text.splitlines()[3]
+        == "ipaddress — IPv4/IPv6 manipulation library — Python 3.11.2 documentation"
+    )
+    for absent in (
+        "full-width-table",
+        "@media",
+        "jquery",
+        "_static/",
+        "<div",
+        "<p>",
+        "&#8212;",
+        "&amp;",
+    ):
         assert absent not in text, absent
     assert "Created using Sphinx" in text
     # the request went to the vetted public address, the name kept for Host
@@ -169,12 +191,22 @@ async def test_a_real_page_reads_as_text(tmp_path: Path, server: LocalServer, ne
     assert result.details["kind"] == "html"
 
 
-async def test_scripts_styles_and_hidden_content_are_dropped(tmp_path: Path, server: LocalServer) -> None:
+async def test_scripts_styles_and_hidden_content_are_dropped(
+    tmp_path: Path, server: LocalServer
+) -> None:
     result = await fetch(tmp_path, public_url(server, "/synthetic"))
     assert result.ok, result.error
     body = result.output.split("[html content]\n\n", 1)[1]
-    for marker in ("SCRIPT_MARKER", "secret-style", "NOSCRIPT_MARKER", "TEMPLATE_MARKER",
-                   "SVG_MARKER", "HIDDEN_MARKER", "ARIA_MARKER", "COMMENT_MARKER"):
+    for marker in (
+        "SCRIPT_MARKER",
+        "secret-style",
+        "NOSCRIPT_MARKER",
+        "TEMPLATE_MARKER",
+        "SVG_MARKER",
+        "HIDDEN_MARKER",
+        "ARIA_MARKER",
+        "COMMENT_MARKER",
+    ):
         assert marker not in body, marker
     assert body == (
         "Widget manual\n"
@@ -214,7 +246,9 @@ def test_html_to_text_survives_malformed_and_deep_html() -> None:
     assert html_to_text("") == ""
 
 
-async def test_an_untyped_html_body_is_sniffed_and_converted(tmp_path: Path, server: LocalServer) -> None:
+async def test_an_untyped_html_body_is_sniffed_and_converted(
+    tmp_path: Path, server: LocalServer
+) -> None:
     result = await fetch(tmp_path, public_url(server, "/untyped-html"))
     assert result.ok, result.error
     assert result.output.splitlines()[:2] == ["HTTP 200 OK · (no content type)", "[html content]"]
@@ -243,21 +277,39 @@ async def test_text_is_shown_as_it_is(tmp_path: Path, server: LocalServer) -> No
 
 @pytest.mark.parametrize(
     ("path", "content_type"),
-    [("/png", "image/png"), ("/octet", "application/octet-stream"), ("/untyped-binary", "binary data")],
+    [
+        ("/png", "image/png"),
+        ("/octet", "application/octet-stream"),
+        ("/untyped-binary", "binary data"),
+    ],
 )
-async def test_binary_content_is_refused(tmp_path: Path, server: LocalServer, path: str, content_type: str) -> None:
+async def test_binary_content_is_refused(
+    tmp_path: Path, server: LocalServer, path: str, content_type: str
+) -> None:
     result = await fetch(tmp_path, public_url(server, path))
     assert not result.ok
-    assert result.error is not None and result.error.startswith(f"unsupported_content: {content_type} (")
+    assert result.error is not None and result.error.startswith(
+        f"unsupported_content: {content_type} ("
+    )
     assert result.output.splitlines()[0].startswith("HTTP 200 OK · ")
     assert "\0" not in result.output
 
 
 @pytest.mark.parametrize(
     "content_type",
-    ["image/svg+xml", "audio/mpeg", "video/mp4", "font/woff2", "application/pdf", "application/zip",
-     "application/gzip", "application/x-tar", "application/wasm", "application/vnd.ms-excel",
-     "application/vnd.openxmlformats-officedocument.wordprocessingml.document"],
+    [
+        "image/svg+xml",
+        "audio/mpeg",
+        "video/mp4",
+        "font/woff2",
+        "application/pdf",
+        "application/zip",
+        "application/gzip",
+        "application/x-tar",
+        "application/wasm",
+        "application/vnd.ms-excel",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ],
 )
 def test_binary_media_types_are_classified_binary(content_type: str) -> None:
     assert classify_content(content_type, b"looks like text") == "binary"
@@ -285,8 +337,16 @@ def test_content_classification(content_type: str, body: bytes, kind: str) -> No
 
 
 @pytest.mark.parametrize(
-    "url", ["ftp://example.com/file", "file:///etc/passwd", "javascript:alert(1)", "data:text/plain,hi",
-            "gopher://example.com/", "not a url", "http://"],
+    "url",
+    [
+        "ftp://example.com/file",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "data:text/plain,hi",
+        "gopher://example.com/",
+        "not a url",
+        "http://",
+    ],
 )
 async def test_non_http_urls_are_invalid(tmp_path: Path, server: LocalServer, url: str) -> None:
     result = await fetch(tmp_path, url, env=ALLOW_ENV)
@@ -301,7 +361,11 @@ async def test_a_missing_url_is_a_missing_argument(tmp_path: Path) -> None:
 
 
 async def test_loopback_is_blocked_without_the_opt_out(tmp_path: Path, server: LocalServer) -> None:
-    for url in (server.url("/plain"), server.url("/plain", host="localhost"), f"http://2130706433:{server.port}/plain"):
+    for url in (
+        server.url("/plain"),
+        server.url("/plain", host="localhost"),
+        f"http://2130706433:{server.port}/plain",
+    ):
         result = await fetch(tmp_path, url)
         assert not result.ok
         assert result.error is not None and result.error.startswith("blocked_url:"), result.error
@@ -316,7 +380,9 @@ async def test_loopback_is_fetched_with_the_opt_out(tmp_path: Path, server: Loca
 
 async def test_the_opt_out_is_exact(tmp_path: Path, server: LocalServer) -> None:
     for value in ("true", "yes", "1 ", "0", ""):
-        result = await fetch(tmp_path, server.url("/plain"), env={**CLOSED_ENV, "LICH_ALLOW_PRIVATE_URLS": value})
+        result = await fetch(
+            tmp_path, server.url("/plain"), env={**CLOSED_ENV, "LICH_ALLOW_PRIVATE_URLS": value}
+        )
         assert result.error is not None and result.error.startswith("blocked_url:"), value
     assert server.requests == []
 
@@ -338,16 +404,24 @@ async def test_the_opt_out_is_read_from_the_tool_environment(
     assert result.error is not None and result.error.startswith("blocked_url:")
 
 
-async def test_a_public_name_redirecting_to_loopback_is_blocked(tmp_path: Path, server: LocalServer) -> None:
+async def test_a_public_name_redirecting_to_loopback_is_blocked(
+    tmp_path: Path, server: LocalServer
+) -> None:
     target = server.url("/plain")
     result = await fetch(tmp_path, public_url(server, f"/redirect?to={quote(target, safe='')}"))
     assert result.error is not None and result.error.startswith("blocked_url:"), result.error
     assert server.paths() == ["/redirect"]
 
 
-async def test_net_fetch_is_a_capability_the_gate_can_deny(tmp_path: Path, server: LocalServer) -> None:
-    result = await run_tool(tmp_path, "fetch_url", {"url": public_url(server, "/plain")},
-                            gate=CapabilityGate(["file/read"]))
+async def test_net_fetch_is_a_capability_the_gate_can_deny(
+    tmp_path: Path, server: LocalServer
+) -> None:
+    result = await run_tool(
+        tmp_path,
+        "fetch_url",
+        {"url": public_url(server, "/plain")},
+        gate=CapabilityGate(["file/read"]),
+    )
     assert result.error == "capability_denied: net/fetch"
     assert server.requests == []
 
@@ -366,7 +440,9 @@ async def test_a_redirect_reports_the_final_url(tmp_path: Path, server: LocalSer
     assert server.paths() == ["/redirect", "/plain"]
 
 
-async def test_a_non_2xx_status_fails_and_keeps_the_body(tmp_path: Path, server: LocalServer) -> None:
+async def test_a_non_2xx_status_fails_and_keeps_the_body(
+    tmp_path: Path, server: LocalServer
+) -> None:
     result = await fetch(tmp_path, public_url(server, "/missing"))
     assert not result.ok
     assert result.error == "http_404"
@@ -378,7 +454,10 @@ async def test_text_is_cut_at_max_chars_with_a_note(tmp_path: Path, server: Loca
     result = await fetch(tmp_path, public_url(server, "/ipaddress.html"), max_chars=500)
     assert result.ok, result.error
     head, note = result.output.rsplit("\n", 1)
-    assert note.startswith("[... truncated at 500 chars, ") and "pass max_chars (at most 100,000)" in note
+    assert (
+        note.startswith("[... truncated at 500 chars, ")
+        and "pass max_chars (at most 100,000)" in note
+    )
     assert len(head.split("[html content]\n\n", 1)[1]) == 500
     default = await fetch(tmp_path, public_url(server, "/ipaddress.html"))
     assert f"[... truncated at {DEFAULT_MAX_CHARS:,} chars, " in default.output
@@ -405,7 +484,11 @@ async def test_a_body_over_the_byte_bound_is_cut_with_a_note(
     server.routes["/long"] = _page(b"x" * 50_000, "text/plain")
     result = await fetch(tmp_path, public_url(server, "/long"))
     assert result.ok, result.error
-    assert result.output.endswith("\n" + "x" * 1_000 + "\n[... response body cut at 1,000 bytes: the rest was not downloaded ...]")
+    assert result.output.endswith(
+        "\n"
+        + "x" * 1_000
+        + "\n[... response body cut at 1,000 bytes: the rest was not downloaded ...]"
+    )
     assert result.details["body_truncated"] is True
 
 
@@ -426,7 +509,12 @@ async def test_a_server_that_never_answers_times_out(tmp_path: Path, server: Loc
 async def test_cancelling_mid_body_ends_the_call(tmp_path: Path, server: LocalServer) -> None:
     cancel = CancelToken()
     call = asyncio.ensure_future(
-        run_tool(tmp_path, "fetch_url", {"url": public_url(server, "/slow"), "timeout_ms": MAX_TIMEOUT_MS}, cancel=cancel)
+        run_tool(
+            tmp_path,
+            "fetch_url",
+            {"url": public_url(server, "/slow"), "timeout_ms": MAX_TIMEOUT_MS},
+            cancel=cancel,
+        )
     )
     await wait_event(server, "slow-first-part")
     assert not call.done()
@@ -455,7 +543,11 @@ async def test_a_direct_call_reports_the_cancellation(tmp_path: Path, server: Lo
 
 def test_the_http_tools_are_in_the_catalog_after_env_get() -> None:
     order = list(CATALOG_ORDER)
-    assert order[order.index("env_get") + 1 : order.index("env_get") + 4] == ["fetch_url", "http_request", "web_search"]
+    assert order[order.index("env_get") + 1 : order.index("env_get") + 4] == [
+        "fetch_url",
+        "http_request",
+        "web_search",
+    ]
     tools = {tool.name: tool for tool in builtin_tools()}
     for name in ("fetch_url", "http_request"):
         assert getattr(tools[name], "capability", None) == "net/fetch"
@@ -470,7 +562,9 @@ def test_the_html_parser_is_imported_by_the_first_html_page_not_by_the_tool_list
         "assert 'fetch_url' in {tool.name for tool in builtin_tools()}\n"
         "print(sorted(name for name in ('bs4', 'lich_core.net.html_text') if name in sys.modules))\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
@@ -479,20 +573,37 @@ def test_the_html_parser_is_imported_by_the_first_html_page_not_by_the_tool_list
 # The CLI (a real `python -m lich_cli tool` process; slow, so one test)
 
 
-def test_lich_tool_fetch_url_blocks_loopback_unless_the_environment_opts_out(tmp_path: Path) -> None:
+def test_lich_tool_fetch_url_blocks_loopback_unless_the_environment_opts_out(
+    tmp_path: Path,
+) -> None:
     with LocalServer() as local:
         local.routes["/"] = _page(b"hello from loopback\n", "text/plain")
         args = json.dumps({"url": local.url("/")})
-        command = [sys.executable, "-m", "lich_cli", "tool", "fetch_url", args, "--work-dir", str(tmp_path)]
+        command = [
+            sys.executable,
+            "-m",
+            "lich_cli",
+            "tool",
+            "fetch_url",
+            args,
+            "--work-dir",
+            str(tmp_path),
+        ]
         env = {key: value for key, value in os.environ.items() if key != "LICH_ALLOW_PRIVATE_URLS"}
         env["PYTHONPATH"] = str(ROOT)
-        blocked = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        blocked = subprocess.run(
+            command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        )
         assert blocked.returncode == 1, blocked.stderr
         assert "error: blocked_url:" in blocked.stderr
         assert local.requests == []
         allowed = subprocess.run(
-            command, cwd=tmp_path, env={**env, "LICH_ALLOW_PRIVATE_URLS": "1"},
-            capture_output=True, text=True, timeout=60,
+            command,
+            cwd=tmp_path,
+            env={**env, "LICH_ALLOW_PRIVATE_URLS": "1"},
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert allowed.returncode == 0, allowed.stderr
         assert allowed.stdout.splitlines()[0] == "HTTP 200 OK · text/plain"

@@ -56,10 +56,16 @@ def _missing(h: Handler) -> None:
 
 
 def _limited(h: Handler) -> None:
-    h.reply(429, b"slow down", {
-        "Content-Type": "text/plain", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000000",
-        "Retry-After": "30",
-    })
+    h.reply(
+        429,
+        b"slow down",
+        {
+            "Content-Type": "text/plain",
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset": "1700000000",
+            "Retry-After": "30",
+        },
+    )
 
 
 def _draft_limited(h: Handler) -> None:
@@ -136,7 +142,9 @@ def body_of(output: str) -> str:
 
 
 @pytest.mark.parametrize("method", ALLOWED_METHODS)
-async def test_every_allowed_method_is_sent(tmp_path: Path, server: LocalServer, method: str) -> None:
+async def test_every_allowed_method_is_sent(
+    tmp_path: Path, server: LocalServer, method: str
+) -> None:
     result = await request(tmp_path, server, "/echo", method=method.lower())
     assert result.ok, result.error
     assert server.requests[0].method == method
@@ -155,7 +163,9 @@ async def test_the_default_method_is_get(tmp_path: Path, server: LocalServer) ->
 
 
 @pytest.mark.parametrize("method", ["TRACE", "CONNECT", "FETCH", "GET /x", 7, ["GET"]])
-async def test_other_methods_are_invalid_requests(tmp_path: Path, server: LocalServer, method: object) -> None:
+async def test_other_methods_are_invalid_requests(
+    tmp_path: Path, server: LocalServer, method: object
+) -> None:
     result = await request(tmp_path, server, "/echo", method=method)
     assert not result.ok
     assert result.error is not None and result.error.startswith("invalid_request:"), result.error
@@ -168,8 +178,14 @@ async def test_other_methods_are_invalid_requests(tmp_path: Path, server: LocalS
 
 async def test_headers_are_stringified_and_sent(tmp_path: Path, server: LocalServer) -> None:
     headers = {
-        "X-Name": "value", "X-Count": 3, "X-Ratio": 1.5, "X-Flag": True, "X-Off": False,
-        "X-Obj": {"a": [1, 2]}, "X-Skipped": None, "Accept": "application/json",
+        "X-Name": "value",
+        "X-Count": 3,
+        "X-Ratio": 1.5,
+        "X-Flag": True,
+        "X-Off": False,
+        "X-Obj": {"a": [1, 2]},
+        "X-Skipped": None,
+        "Accept": "application/json",
     }
     result = await request(tmp_path, server, "/echo", headers=headers)
     assert result.ok, result.error
@@ -186,16 +202,28 @@ async def test_headers_are_stringified_and_sent(tmp_path: Path, server: LocalSer
 
 
 @pytest.mark.parametrize("headers", [["X-A", "b"], "X-A: b", 3])
-async def test_headers_must_be_an_object(tmp_path: Path, server: LocalServer, headers: object) -> None:
+async def test_headers_must_be_an_object(
+    tmp_path: Path, server: LocalServer, headers: object
+) -> None:
     result = await request(tmp_path, server, "/echo", headers=headers)
-    assert result.error is not None and result.error.startswith("invalid_request: headers must be a JSON object")
+    assert result.error is not None and result.error.startswith(
+        "invalid_request: headers must be a JSON object"
+    )
     assert server.requests == []
 
 
-async def test_a_bad_header_is_refused_without_showing_its_value(tmp_path: Path, server: LocalServer) -> None:
-    for headers in ({"Authorization": f"Bearer {TOKEN}\r\nX-Injected: 1"}, {"Authorization": f"Bearer {TOKEN}\x01"}):
+async def test_a_bad_header_is_refused_without_showing_its_value(
+    tmp_path: Path, server: LocalServer
+) -> None:
+    for headers in (
+        {"Authorization": f"Bearer {TOKEN}\r\nX-Injected: 1"},
+        {"Authorization": f"Bearer {TOKEN}\x01"},
+    ):
         result = await request(tmp_path, server, "/echo", headers=headers)
-        assert result.error == "invalid_request: the value of header 'Authorization' holds a control character"
+        assert (
+            result.error
+            == "invalid_request: the value of header 'Authorization' holds a control character"
+        )
     result = await request(tmp_path, server, "/echo", headers={"Bad Name": "x"})
     assert result.error == "invalid_request: 'Bad Name' is not a valid header name"
     assert server.requests == []
@@ -203,7 +231,11 @@ async def test_a_bad_header_is_refused_without_showing_its_value(tmp_path: Path,
 
 async def test_a_string_body_is_sent_as_utf8(tmp_path: Path, server: LocalServer) -> None:
     result = await request(
-        tmp_path, server, "/echo", method="POST", body='{"name": "café"}',
+        tmp_path,
+        server,
+        "/echo",
+        method="POST",
+        body='{"name": "café"}',
         headers={"Content-Type": "application/json"},
     )
     assert result.ok, result.error
@@ -233,14 +265,18 @@ async def test_status_type_and_length_are_reported(tmp_path: Path, server: Local
     )
 
 
-async def test_a_missing_content_length_reports_what_was_read(tmp_path: Path, server: LocalServer) -> None:
+async def test_a_missing_content_length_reports_what_was_read(
+    tmp_path: Path, server: LocalServer
+) -> None:
     result = await request(tmp_path, server, "/chunked")
     assert result.ok, result.error
     assert "\ncontent-length: (none; 12 bytes read)\n" in result.output
     assert body_of(result.output) == "hello chunks"
 
 
-async def test_a_non_2xx_status_fails_and_keeps_status_and_body(tmp_path: Path, server: LocalServer) -> None:
+async def test_a_non_2xx_status_fails_and_keeps_status_and_body(
+    tmp_path: Path, server: LocalServer
+) -> None:
     result = await request(tmp_path, server, "/missing", method="DELETE")
     assert not result.ok
     assert result.error == "http_404"
@@ -284,7 +320,9 @@ async def test_no_content_reads_no_body(tmp_path: Path, server: LocalServer) -> 
 
 
 async def test_a_redirect_reports_the_final_url(tmp_path: Path, server: LocalServer) -> None:
-    result = await request(tmp_path, server, "/redirect?status=307&to=/echo", method="POST", body="again")
+    result = await request(
+        tmp_path, server, "/redirect?status=307&to=/echo", method="POST", body="again"
+    )
     assert result.ok, result.error
     assert f"\nredirected to: {public_url(server, '/echo')} (1 redirect)\n" in result.output
     assert server.requests[1].method == "POST" and server.requests[1].body == b"again"
@@ -302,7 +340,11 @@ async def test_the_body_is_cut_at_max_chars(tmp_path: Path, server: LocalServer)
 
 
 async def test_authorization_is_never_echoed(tmp_path: Path, server: LocalServer) -> None:
-    headers = {"Authorization": f"Bearer {TOKEN}", "X-Api-Key": "key-abcdef123456", "Cookie": "session=abcdef0123"}
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "X-Api-Key": "key-abcdef123456",
+        "Cookie": "session=abcdef0123",
+    }
     result = await request(tmp_path, server, "/echo", headers=headers)
     assert result.ok, result.error
     sent = server.requests[0].headers
@@ -315,8 +357,12 @@ async def test_authorization_is_never_echoed(tmp_path: Path, server: LocalServer
     assert echoed["x-api-key"] == "<redacted: 16 chars>"
 
 
-async def test_a_credential_echoed_in_an_error_is_masked(tmp_path: Path, server: LocalServer) -> None:
-    result = await request(tmp_path, server, "/unauthorized", headers={"authorization": f"token {TOKEN}"})
+async def test_a_credential_echoed_in_an_error_is_masked(
+    tmp_path: Path, server: LocalServer
+) -> None:
+    result = await request(
+        tmp_path, server, "/unauthorized", headers={"authorization": f"token {TOKEN}"}
+    )
     assert result.error == "http_401"
     assert TOKEN not in result.output
     assert "bad credentials: <redacted: " in result.output
@@ -327,10 +373,14 @@ async def test_a_credential_echoed_in_an_error_is_masked(tmp_path: Path, server:
 
 
 async def test_loopback_is_blocked_without_the_opt_out(tmp_path: Path, server: LocalServer) -> None:
-    result = await run_tool(tmp_path, "http_request", {"url": server.url("/echo"), "method": "POST"})
+    result = await run_tool(
+        tmp_path, "http_request", {"url": server.url("/echo"), "method": "POST"}
+    )
     assert result.error is not None and result.error.startswith("blocked_url:")
     assert server.requests == []
-    allowed = await run_tool(tmp_path, "http_request", {"url": server.url("/echo"), "method": "POST"}, env=ALLOW_ENV)
+    allowed = await run_tool(
+        tmp_path, "http_request", {"url": server.url("/echo"), "method": "POST"}, env=ALLOW_ENV
+    )
     assert allowed.ok, allowed.error
     assert server.requests[0].method == "POST"
 

@@ -128,7 +128,9 @@ class Router:
         self.unreachable: set[str] = set()
         self.bytes_read = 0
 
-    async def __call__(self, ip: str, port: int, timeout: float | None) -> httpcore.AsyncNetworkStream:
+    async def __call__(
+        self, ip: str, port: int, timeout: float | None
+    ) -> httpcore.AsyncNetworkStream:
         self.calls.append((ip, port))
         if ip in self.unreachable:
             raise httpcore.ConnectError(f"{ip} is unreachable")
@@ -158,7 +160,9 @@ def no_real_dns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sf, "default_resolver", default_resolver_called)
     real_getaddrinfo = socket.getaddrinfo
 
-    def numeric_only(host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0) -> Any:  # noqa: A002
+    def numeric_only(
+        host: Any, port: Any, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0
+    ) -> Any:  # noqa: A002
         return real_getaddrinfo(host, port, family, type, proto, flags | socket.AI_NUMERICHOST)
 
     monkeypatch.setattr(socket, "getaddrinfo", numeric_only)
@@ -295,7 +299,9 @@ def server() -> Iterator[LocalServer]:
         yield local
 
 
-def redirect_to(server: LocalServer, target: str, status: int = 302, host: str = "127.0.0.1") -> str:
+def redirect_to(
+    server: LocalServer, target: str, status: int = 302, host: str = "127.0.0.1"
+) -> str:
     return server.url(f"/redirect?status={status}&to={quote(target, safe='')}", host=host)
 
 
@@ -350,8 +356,18 @@ REFUSED_ADDRESSES = [
     ("2002:a9fe:a9fe::", "6to4 link-local"),
 ]
 PUBLIC_ADDRESSES = [
-    "8.8.8.8", "1.1.1.1", PUBLIC_IP, "172.32.0.1", "100.128.0.1", "11.0.0.1", "192.169.0.1",
-    "2606:4700::1111", "2a00:1450::1", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1",
+    "8.8.8.8",
+    "1.1.1.1",
+    PUBLIC_IP,
+    "172.32.0.1",
+    "100.128.0.1",
+    "11.0.0.1",
+    "192.169.0.1",
+    "2606:4700::1111",
+    "2a00:1450::1",
+    "::ffff:8.8.8.8",
+    "64:ff9b::808:808",
+    "2002:808:808::1",
 ]
 
 
@@ -462,7 +478,10 @@ def test_normalise_url_refuses_what_is_not_an_http_url(url: str) -> None:
 def test_fetch_error_is_code_colon_message() -> None:
     error = FetchError("blocked_url", "http://10.0.0.1/: 10.0.0.1 is a private address")
     assert str(error) == "blocked_url: http://10.0.0.1/: 10.0.0.1 is a private address"
-    assert (error.code, error.message) == ("blocked_url", "http://10.0.0.1/: 10.0.0.1 is a private address")
+    assert (error.code, error.message) == (
+        "blocked_url",
+        "http://10.0.0.1/: 10.0.0.1 is a private address",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -516,17 +535,24 @@ async def test_every_refused_spelling_is_blocked_without_resolving(
     server: LocalServer, template: str, refused: str
 ) -> None:
     error = await fetch_error(
-        template.format(port=server.port), env=CLOSED, resolver=never_resolve, connect=refuse_connect
+        template.format(port=server.port),
+        env=CLOSED,
+        resolver=never_resolve,
+        connect=refuse_connect,
     )
     assert error.code == "blocked_url"
     assert error.message.endswith(f"({refused})")
     assert server.requests == []
 
 
-@pytest.mark.parametrize(("address", "refused"), REFUSED_ADDRESSES[::3] + [("127.0.0.1", "loopback")])
+@pytest.mark.parametrize(
+    ("address", "refused"), REFUSED_ADDRESSES[::3] + [("127.0.0.1", "loopback")]
+)
 async def test_a_name_resolving_to_a_refused_address_is_blocked(address: str, refused: str) -> None:
     resolver = FakeResolver.of(evil_test=address)
-    error = await fetch_error("http://evil.test/", env=CLOSED, resolver=resolver, connect=refuse_connect)
+    error = await fetch_error(
+        "http://evil.test/", env=CLOSED, resolver=resolver, connect=refuse_connect
+    )
     assert error.code == "blocked_url"
     assert f"evil.test resolves to {address} ({refused})" in error.message
     assert resolver.calls == ["evil.test"]
@@ -534,15 +560,24 @@ async def test_a_name_resolving_to_a_refused_address_is_blocked(address: str, re
 
 async def test_one_refused_address_among_public_ones_blocks_the_name() -> None:
     resolver = FakeResolver.of(mixed_test=[PUBLIC_IP, "10.0.0.7", OTHER_PUBLIC_IP])
-    error = await fetch_error("http://mixed.test/", env=CLOSED, resolver=resolver, connect=refuse_connect)
+    error = await fetch_error(
+        "http://mixed.test/", env=CLOSED, resolver=resolver, connect=refuse_connect
+    )
     assert error.code == "blocked_url"
     assert "10.0.0.7 (private)" in error.message
 
 
 @pytest.mark.parametrize(
     "url",
-    ["file:///etc/passwd", "ftp://example.com/x", "gopher://example.com/", "javascript:alert(1)",
-     "data:text/html,x", "ws://example.com/", "not a url"],
+    [
+        "file:///etc/passwd",
+        "ftp://example.com/x",
+        "gopher://example.com/",
+        "javascript:alert(1)",
+        "data:text/html,x",
+        "ws://example.com/",
+        "not a url",
+    ],
 )
 async def test_non_http_schemes_are_invalid_urls(url: str) -> None:
     error = await fetch_error(url, env=ALLOW, resolver=never_resolve, connect=refuse_connect)
@@ -580,7 +615,9 @@ async def test_the_opt_out_defaults_to_the_process_environment(
     assert (await fetch_error(server.url("/ok"), resolver=never_resolve)).code == "blocked_url"
     # An env passed in wins over the process environment.
     monkeypatch.setenv("LICH_ALLOW_PRIVATE_URLS", "1")
-    assert (await fetch_error(server.url("/ok"), env=CLOSED, resolver=never_resolve)).code == "blocked_url"
+    assert (
+        await fetch_error(server.url("/ok"), env=CLOSED, resolver=never_resolve)
+    ).code == "blocked_url"
 
 
 async def test_the_opt_out_still_resolves_once_and_pins(server: LocalServer) -> None:
@@ -601,7 +638,9 @@ async def test_the_opt_out_still_resolves_once_and_pins(server: LocalServer) -> 
 async def test_a_public_name_connects_only_to_its_vetted_address(server: LocalServer) -> None:
     resolver = FakeResolver.of(public_test=PUBLIC_IP)
     router = Router(server.port)
-    result = await fetch(server.url("/ok", host="public.test"), env=CLOSED, resolver=resolver, connect=router)
+    result = await fetch(
+        server.url("/ok", host="public.test"), env=CLOSED, resolver=resolver, connect=router
+    )
     assert (result.status, result.body) == (200, b"hello")
     assert router.calls == [(PUBLIC_IP, server.port)]
     assert result.peer_ip == PUBLIC_IP
@@ -615,7 +654,9 @@ async def test_dns_rebinding_cannot_change_the_connected_address(server: LocalSe
     # hop is the one connected to.
     resolver = FakeResolver({"rebind.test": [[PUBLIC_IP], ["127.0.0.1"]]})
     router = Router(server.port)
-    result = await fetch(server.url("/ok", host="rebind.test"), env=CLOSED, resolver=resolver, connect=router)
+    result = await fetch(
+        server.url("/ok", host="rebind.test"), env=CLOSED, resolver=resolver, connect=router
+    )
     assert result.status == 200
     assert resolver.calls == ["rebind.test"]
     assert router.ips == [PUBLIC_IP]
@@ -636,7 +677,12 @@ async def test_each_redirect_hop_is_resolved_and_vetted_again(server: LocalServe
 async def test_the_backend_refuses_hosts_it_has_no_pin_for() -> None:
     router = Router(closed_port())
     backend = PinnedBackend({("public.test", 443): [PUBLIC_IP]}, connect=router)
-    for host, port in (("other.test", 443), ("public.test", 80), (PUBLIC_IP, 443), ("127.0.0.1", 443)):
+    for host, port in (
+        ("other.test", 443),
+        ("public.test", 80),
+        (PUBLIC_IP, 443),
+        ("127.0.0.1", 443),
+    ):
         with pytest.raises(httpcore.ConnectError, match="unpinned"):
             await backend.connect_tcp(host, port)
     with pytest.raises(httpcore.ConnectError):
@@ -647,18 +693,25 @@ async def test_the_backend_refuses_hosts_it_has_no_pin_for() -> None:
 async def test_a_caller_host_header_cannot_override_the_pinned_host(server: LocalServer) -> None:
     resolver = FakeResolver.of(public_test=PUBLIC_IP)
     await fetch(
-        server.url("/ok", host="public.test"), env=CLOSED, resolver=resolver, connect=Router(server.port),
+        server.url("/ok", host="public.test"),
+        env=CLOSED,
+        resolver=resolver,
+        connect=Router(server.port),
         headers={"Host": "internal.corp", "X-Extra": "kept"},
     )
     assert server.requests[0].headers["host"] == f"public.test:{server.port}"
     assert server.requests[0].headers["x-extra"] == "kept"
 
 
-async def test_an_unreachable_address_falls_back_to_the_next_vetted_one(server: LocalServer) -> None:
+async def test_an_unreachable_address_falls_back_to_the_next_vetted_one(
+    server: LocalServer,
+) -> None:
     resolver = FakeResolver.of(multi_test=[PUBLIC_IP, OTHER_PUBLIC_IP])
     router = Router(server.port)
     router.unreachable.add(PUBLIC_IP)
-    result = await fetch(server.url("/ok", host="multi.test"), env=CLOSED, resolver=resolver, connect=router)
+    result = await fetch(
+        server.url("/ok", host="multi.test"), env=CLOSED, resolver=resolver, connect=router
+    )
     assert result.status == 200
     assert router.ips == [PUBLIC_IP, OTHER_PUBLIC_IP]
     assert result.peer_ip == OTHER_PUBLIC_IP
@@ -670,7 +723,9 @@ async def test_the_module_default_resolver_is_the_one_used(
 ) -> None:
     resolver = FakeResolver.of(public_test=PUBLIC_IP)
     monkeypatch.setattr(sf, "default_resolver", resolver)
-    result = await fetch(server.url("/ok", host="public.test"), env=CLOSED, connect=Router(server.port))
+    result = await fetch(
+        server.url("/ok", host="public.test"), env=CLOSED, connect=Router(server.port)
+    )
     assert result.status == 200 and resolver.calls == ["public.test"]
 
 
@@ -688,34 +743,50 @@ def _certificates(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "lich test CA")])
     ca = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=1))
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
         .sign(ca_key, hashes.SHA256())
     )
     leaf_key = ec.generate_private_key(ec.SECP256R1())
     leaf = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-        .issuer_name(ca_name).public_key(leaf_key.public_key())
+        .issuer_name(ca_name)
+        .public_key(leaf_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
         )
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
+        )
         .sign(ca_key, hashes.SHA256())
     )
     ca_path, leaf_path, key_path = tmp_path / "ca.pem", tmp_path / "leaf.pem", tmp_path / "leaf.key"
@@ -723,7 +794,9 @@ def _certificates(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
     leaf_path.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
         leaf_key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
         )
     )
     return ca_path, leaf_path, key_path
@@ -748,7 +821,10 @@ async def test_tls_uses_the_original_host_for_sni_and_the_certificate(
     resolver = FakeResolver.of(public_test=PUBLIC_IP, other_test=PUBLIC_IP)
     router = Router(server.port)
     result = await fetch(
-        server.url("/ok", host="public.test"), env=CLOSED, resolver=resolver, connect=router,
+        server.url("/ok", host="public.test"),
+        env=CLOSED,
+        resolver=resolver,
+        connect=router,
         ssl_context=client_context,
     )
     assert (result.status, result.body, result.peer_ip) == (200, b"hello", PUBLIC_IP)
@@ -757,7 +833,10 @@ async def test_tls_uses_the_original_host_for_sni_and_the_certificate(
     assert server.requests[0].headers["host"] == f"public.test:{server.port}"
     # The certificate is checked against the URL's host, not the address connected to.
     error = await fetch_error(
-        server.url("/ok", host="other.test"), env=CLOSED, resolver=resolver, connect=router,
+        server.url("/ok", host="other.test"),
+        env=CLOSED,
+        resolver=resolver,
+        connect=router,
         ssl_context=client_context,
     )
     assert error.code == "network_error"
@@ -787,7 +866,9 @@ async def test_a_redirect_loop_ends_as_too_many_redirects(server: LocalServer) -
     error = await fetch_error(server.url("/loop"), env=ALLOW, resolver=never_resolve)
     assert error.code == "too_many_redirects"
     assert server.paths() == ["/loop"] * 6
-    error = await fetch_error(server.url("/loop"), env=ALLOW, resolver=never_resolve, max_redirects=1)
+    error = await fetch_error(
+        server.url("/loop"), env=ALLOW, resolver=never_resolve, max_redirects=1
+    )
     assert error.code == "too_many_redirects"
     assert len(server.requests) == 8
 
@@ -826,8 +907,12 @@ async def test_redirect_method_and_body_as_browsers_do(
 ) -> None:
     body = b'{"a": 1}' if method in ("POST", "PUT") else None
     await fetch(
-        redirect_to(server, "/ok", status), method=method, body=body, env=ALLOW,
-        resolver=never_resolve, headers={"Content-Type": "application/json"},
+        redirect_to(server, "/ok", status),
+        method=method,
+        body=body,
+        env=ALLOW,
+        resolver=never_resolve,
+        headers={"Content-Type": "application/json"},
     )
     first, second = server.requests
     assert (first.method, first.body) == (method, body or b"")
@@ -843,10 +928,18 @@ async def test_redirect_method_and_body_as_browsers_do(
 async def test_a_redirect_from_a_public_host_to_loopback_is_blocked(server: LocalServer) -> None:
     resolver = FakeResolver.of(public_test=PUBLIC_IP)
     router = Router(server.port)
-    for target in (server.url("/ok"), server.url("/ok", host="localhost"), "http://[::1]/",
-                   "http://2130706433/", "http://169.254.169.254/latest/meta-data/"):
+    for target in (
+        server.url("/ok"),
+        server.url("/ok", host="localhost"),
+        "http://[::1]/",
+        "http://2130706433/",
+        "http://169.254.169.254/latest/meta-data/",
+    ):
         error = await fetch_error(
-            redirect_to(server, target, host="public.test"), env=CLOSED, resolver=resolver, connect=router
+            redirect_to(server, target, host="public.test"),
+            env=CLOSED,
+            resolver=resolver,
+            connect=router,
         )
         assert error.code == "blocked_url", target
     assert set(server.paths()) == {"/redirect"}  # /ok was never reached
@@ -866,16 +959,24 @@ async def test_credentials_are_dropped_when_a_redirect_changes_origin(server: Lo
     secrets = {"Authorization": "Bearer s3cret", "Cookie": "session=1", "X-Trace": "kept"}
     # Same origin: kept.
     await fetch(
-        redirect_to(server, "/ok", host="a.test"), headers=secrets, env=CLOSED,
-        resolver=resolver, connect=router,
+        redirect_to(server, "/ok", host="a.test"),
+        headers=secrets,
+        env=CLOSED,
+        resolver=resolver,
+        connect=router,
     )
     # Another host: dropped (the other headers stay).
     await fetch(
-        redirect_to(server, server.url("/ok", host="b.test"), host="a.test"), headers=secrets,
-        env=CLOSED, resolver=resolver, connect=router,
+        redirect_to(server, server.url("/ok", host="b.test"), host="a.test"),
+        headers=secrets,
+        env=CLOSED,
+        resolver=resolver,
+        connect=router,
     )
     same, other = server.requests[1], server.requests[3]
-    assert same.headers["authorization"] == "Bearer s3cret" and same.headers["cookie"] == "session=1"
+    assert (
+        same.headers["authorization"] == "Bearer s3cret" and same.headers["cookie"] == "session=1"
+    )
     assert "authorization" not in other.headers and "cookie" not in other.headers
     assert other.headers["x-trace"] == "kept"
     assert other.headers["host"] == f"b.test:{server.port}"
@@ -889,7 +990,9 @@ async def test_credentials_are_dropped_when_a_redirect_changes_origin(server: Lo
 async def test_an_oversized_body_is_truncated_while_streaming(server: LocalServer) -> None:
     max_bytes = 100_000
     router = Router()
-    result = await fetch(server.url("/big"), env=ALLOW, resolver=never_resolve, connect=router, max_bytes=max_bytes)
+    result = await fetch(
+        server.url("/big"), env=ALLOW, resolver=never_resolve, connect=router, max_bytes=max_bytes
+    )
     assert result.truncated and result.body == b"x" * max_bytes
     assert result.status == 200 and result.headers["content-length"] == str(BIG_BODY_BYTES)
     # The client stopped reading: what it took off the socket is the limit plus at most one read
@@ -900,8 +1003,13 @@ async def test_an_oversized_body_is_truncated_while_streaming(server: LocalServe
     assert server.stats["big-sent"] < BIG_BODY_BYTES
 
 
-@pytest.mark.parametrize(("max_bytes", "body", "truncated"), [(5, b"hello", False), (6, b"hello", False), (4, b"hell", True), (0, b"", True)])
-async def test_the_body_limit_is_exact(server: LocalServer, max_bytes: int, body: bytes, truncated: bool) -> None:
+@pytest.mark.parametrize(
+    ("max_bytes", "body", "truncated"),
+    [(5, b"hello", False), (6, b"hello", False), (4, b"hell", True), (0, b"", True)],
+)
+async def test_the_body_limit_is_exact(
+    server: LocalServer, max_bytes: int, body: bytes, truncated: bool
+) -> None:
     result = await fetch(server.url("/ok"), env=ALLOW, resolver=never_resolve, max_bytes=max_bytes)
     assert (result.body, result.truncated) == (body, truncated)
 
@@ -916,7 +1024,9 @@ async def test_gzip_and_deflate_bodies_are_decoded(server: LocalServer) -> None:
 
 async def test_a_decompression_bomb_stops_at_max_bytes(server: LocalServer) -> None:
     router = Router()
-    result = await fetch(server.url("/bomb"), env=ALLOW, resolver=never_resolve, connect=router, max_bytes=50_000)
+    result = await fetch(
+        server.url("/bomb"), env=ALLOW, resolver=never_resolve, connect=router, max_bytes=50_000
+    )
     assert result.truncated and result.body == b"\0" * 50_000
     assert router.bytes_read <= len(BOMB) + 1024
 
@@ -937,7 +1047,9 @@ async def test_a_connection_dropped_mid_body_is_a_network_error(server: LocalSer
 
 
 async def test_a_refused_connection_is_a_network_error() -> None:
-    error = await fetch_error(f"http://127.0.0.1:{closed_port()}/", env=ALLOW, resolver=never_resolve)
+    error = await fetch_error(
+        f"http://127.0.0.1:{closed_port()}/", env=ALLOW, resolver=never_resolve
+    )
     assert error.code == "network_error"
 
 
@@ -952,25 +1064,43 @@ async def test_an_unresolvable_name_is_a_network_error() -> None:
         return ["not-an-ip"]
 
     for resolver in (nxdomain, nothing, garbage):
-        error = await fetch_error("http://nowhere.test/", env=CLOSED, resolver=resolver, connect=refuse_connect)
+        error = await fetch_error(
+            "http://nowhere.test/", env=CLOSED, resolver=resolver, connect=refuse_connect
+        )
         assert error.code == "network_error"
         assert "nowhere.test" in error.message
 
 
 async def test_invalid_methods_and_headers_are_invalid_requests(server: LocalServer) -> None:
     for method in ("GET /x", "", "GE\nT"):
-        error = await fetch_error(server.url("/ok"), method=method, env=ALLOW, resolver=never_resolve)
-        assert error.code == "invalid_request", method
-    for headers in ({"X-Bad": "a\r\nInjected: 1"}, {"X-Bad": "a\nb"}, {"Bad Name": "x"}, {"X:Y": "z"}):
         error = await fetch_error(
-            server.url("/ok"), headers=headers, env=ALLOW, resolver=never_resolve, connect=refuse_connect
+            server.url("/ok"), method=method, env=ALLOW, resolver=never_resolve
+        )
+        assert error.code == "invalid_request", method
+    for headers in (
+        {"X-Bad": "a\r\nInjected: 1"},
+        {"X-Bad": "a\nb"},
+        {"Bad Name": "x"},
+        {"X:Y": "z"},
+    ):
+        error = await fetch_error(
+            server.url("/ok"),
+            headers=headers,
+            env=ALLOW,
+            resolver=never_resolve,
+            connect=refuse_connect,
         )
         assert error.code == "invalid_request", headers
     assert server.requests == []
 
 
 async def test_programming_errors_raise_value_error() -> None:
-    for kwargs in ({"max_bytes": -1}, {"timeout_s": 0}, {"timeout_s": float("nan")}, {"max_redirects": -1}):
+    for kwargs in (
+        {"max_bytes": -1},
+        {"timeout_s": 0},
+        {"timeout_s": float("nan")},
+        {"max_redirects": -1},
+    ):
         with pytest.raises(ValueError):
             await fetch("http://public.test/", env=CLOSED, resolver=never_resolve, **kwargs)
 
@@ -986,7 +1116,9 @@ async def test_a_slow_body_times_out(server: LocalServer) -> None:
 
 
 async def test_a_server_that_never_answers_times_out(server: LocalServer) -> None:
-    error = await fetch_error(server.url("/stall"), env=ALLOW, resolver=never_resolve, timeout_s=0.5)
+    error = await fetch_error(
+        server.url("/stall"), env=ALLOW, resolver=never_resolve, timeout_s=0.5
+    )
     assert error.code == "timeout"
     await wait_event(server, "stall-hung-up")
 
@@ -994,8 +1126,15 @@ async def test_a_server_that_never_answers_times_out(server: LocalServer) -> Non
 async def test_cancelling_mid_body_aborts_promptly(server: LocalServer) -> None:
     cancel = CancelToken()
     task = asyncio.ensure_future(
-        safe_fetch("GET", server.url("/slow"), max_bytes=MAX_BYTES, timeout_s=60, cancel=cancel,
-                   env=ALLOW, resolver=never_resolve)
+        safe_fetch(
+            "GET",
+            server.url("/slow"),
+            max_bytes=MAX_BYTES,
+            timeout_s=60,
+            cancel=cancel,
+            env=ALLOW,
+            resolver=never_resolve,
+        )
     )
     await wait_event(server, "slow-first-part")
     assert not task.done()
@@ -1017,8 +1156,16 @@ async def test_cancelling_while_resolving_aborts(server: LocalServer) -> None:
 
     cancel = CancelToken()
     task = asyncio.ensure_future(
-        safe_fetch("GET", "http://slow-dns.test/", max_bytes=10, timeout_s=60, cancel=cancel,
-                   env=CLOSED, resolver=hanging, connect=refuse_connect)
+        safe_fetch(
+            "GET",
+            "http://slow-dns.test/",
+            max_bytes=10,
+            timeout_s=60,
+            cancel=cancel,
+            env=CLOSED,
+            resolver=hanging,
+            connect=refuse_connect,
+        )
     )
     await asyncio.wait_for(entered.wait(), BOUND_S)
     cancel.cancel()
@@ -1044,8 +1191,14 @@ async def test_a_finished_fetch_forgets_the_token(server: LocalServer) -> None:
 
 async def test_cancelling_the_calling_task_closes_the_connection(server: LocalServer) -> None:
     task = asyncio.ensure_future(
-        safe_fetch("GET", server.url("/slow"), max_bytes=MAX_BYTES, timeout_s=60, env=ALLOW,
-                   resolver=never_resolve)
+        safe_fetch(
+            "GET",
+            server.url("/slow"),
+            max_bytes=MAX_BYTES,
+            timeout_s=60,
+            env=ALLOW,
+            resolver=never_resolve,
+        )
     )
     await wait_event(server, "slow-first-part")
     task.cancel()

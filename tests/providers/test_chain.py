@@ -250,7 +250,9 @@ def test_a_chain_stops_on_cancel_only_if_every_model_does() -> None:
     assert ProviderChain([http, Plain()]).stops_on_cancel is False  # type: ignore[list-item]
 
 
-async def test_on_sent_reaches_the_model_that_sends_or_comes_before_one_that_cannot(fake_provider) -> None:
+async def test_on_sent_reaches_the_model_that_sends_or_comes_before_one_that_cannot(
+    fake_provider,
+) -> None:
     """An HTTP model calls on_sent itself; for a model without a wire the chain calls it first."""
     order: list[str] = []
 
@@ -269,7 +271,9 @@ async def test_on_sent_reaches_the_model_that_sends_or_comes_before_one_that_can
     fake_provider.script({"text": "from http"})
     http = make_model("openai_compat", fake_provider)
     chain = ProviderChain([Local(), http])  # type: ignore[list-item]
-    response = await chain.complete([Message(role="user", content="hi")], [], CallOptions(on_sent=on_sent))
+    response = await chain.complete(
+        [Message(role="user", content="hi")], [], CallOptions(on_sent=on_sent)
+    )
     assert response.message.content == "from http"
     # Called before the local model, then again by the HTTP model once its request was out
     # (the loop's release is idempotent).

@@ -33,10 +33,16 @@ async def _fails(call) -> ProviderError:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_endless_stream_stops_at_the_response_text_cap(kind, fake_provider, model_for) -> None:
+async def test_endless_stream_stops_at_the_response_text_cap(
+    kind, fake_provider, model_for
+) -> None:
     fake_provider.script({"endless": True, "text": "y" * 1000})
     streamed: list[int] = []
-    error = await _fails(model_for(kind).complete(HELLO, [], CallOptions(on_text=lambda piece: streamed.append(len(piece)))))
+    error = await _fails(
+        model_for(kind).complete(
+            HELLO, [], CallOptions(on_text=lambda piece: streamed.append(len(piece)))
+        )
+    )
     assert error.kind == "response_too_large"
     message = str(error)
     assert message.startswith("response_too_large: ")
@@ -49,15 +55,21 @@ async def test_endless_stream_stops_at_the_response_text_cap(kind, fake_provider
 async def test_the_chain_stops_on_a_runaway_answer(fake_provider) -> None:
     """The answer already cost a megabyte of output: neither retried nor sent to the next provider."""
     fake_provider.script({"endless": True, "text": "z" * 1000}, {"text": "should not be asked"})
-    chain = ProviderChain([make_model("openai_compat", fake_provider, name="first"),
-                           make_model("anthropic", fake_provider, name="second")])
+    chain = ProviderChain(
+        [
+            make_model("openai_compat", fake_provider, name="first"),
+            make_model("anthropic", fake_provider, name="second"),
+        ]
+    )
     error = await _fails(chain.complete(HELLO, []))
     assert error.kind == "response_too_large" and str(error).startswith("response_too_large: ")
     assert len(fake_provider.requests) == 1
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_line_that_never_ends_is_cut_at_the_line_cap(kind, fake_provider, model_for) -> None:
+async def test_a_line_that_never_ends_is_cut_at_the_line_cap(
+    kind, fake_provider, model_for
+) -> None:
     fake_provider.script({"endless_line": True})
     error = await _fails(model_for(kind).complete(HELLO, []))
     assert error.kind == "response_too_large"
@@ -77,9 +89,16 @@ async def test_a_body_that_never_ends_is_cut(kind, fake_provider, model_for) -> 
 
 @pytest.mark.parametrize(
     ("kind", "keepalive"),
-    [("openai_compat", "comment"), ("anthropic", "comment"), ("anthropic", "ping"), ("ollama", "blank")],
+    [
+        ("openai_compat", "comment"),
+        ("anthropic", "comment"),
+        ("anthropic", "ping"),
+        ("ollama", "blank"),
+    ],
 )
-async def test_keepalives_do_not_reset_the_idle_timeout(kind, keepalive, fake_provider, model_for) -> None:
+async def test_keepalives_do_not_reset_the_idle_timeout(
+    kind, keepalive, fake_provider, model_for
+) -> None:
     # Keepalives every 20 ms would reset a plain read timeout forever; only progress counts.
     fake_provider.script({"keepalive": keepalive})
     started = time.monotonic()
@@ -92,12 +111,15 @@ async def test_keepalives_do_not_reset_the_idle_timeout(kind, keepalive, fake_pr
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_steady_progress_slower_than_nothing_is_not_a_timeout(kind, fake_provider, model_for) -> None:
+async def test_steady_progress_slower_than_nothing_is_not_a_timeout(
+    kind, fake_provider, model_for
+) -> None:
     # 12 pieces, 0.1 s apart: 1.1 s in all, longer than timeout_ms, but never idle that long.
     fake_provider.script({"text": "abcdefghijkl", "chunks": 12, "chunk_delay_s": 0.1})
     pieces: list[str] = []
     response = await asyncio.wait_for(
-        model_for(kind, timeout_ms=1000).complete(HELLO, [], CallOptions(on_text=pieces.append)), CALL_BOUND_S
+        model_for(kind, timeout_ms=1000).complete(HELLO, [], CallOptions(on_text=pieces.append)),
+        CALL_BOUND_S,
     )
     assert response.message.content == "abcdefghijkl" and len(pieces) == 12
 
@@ -117,7 +139,9 @@ async def test_stream_lines_split_like_sse_wherever_the_chunks_break() -> None:
     from lich_core.providers.http import ResponseLimits, stream_lines
 
     limits = ResponseLimits(make_model("openai_compat", _NoServer()))
-    body = _Body(b"data: a\r", b"\ndata: b\rdata: c\n", b"\n", b"da", b"ta: \xc3", b"\xa9\r\n", b"tail")
+    body = _Body(
+        b"data: a\r", b"\ndata: b\rdata: c\n", b"\n", b"da", b"ta: \xc3", b"\xa9\r\n", b"tail"
+    )
     lines = [line async for line in stream_lines(body, limits)]  # type: ignore[arg-type]
     assert lines == ["data: a", "data: b", "data: c", "", "data: é", "tail"]
 

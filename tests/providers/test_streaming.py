@@ -66,7 +66,9 @@ async def test_non_streaming_gives_the_same_turn(kind, fake_provider, model_for)
     turn = {"text": "plain answer", "tool_calls": [{"name": "ls", "arguments": {"path": "."}}]}
     fake_provider.script(turn)
     pieces: list[str] = []
-    response = await model_for(kind, stream=False).complete(HELLO, [], CallOptions(on_text=pieces.append))
+    response = await model_for(kind, stream=False).complete(
+        HELLO, [], CallOptions(on_text=pieces.append)
+    )
     assert fake_provider.requests[-1]["json"]["stream"] is False
     assert response.message.content == "plain answer"
     assert [(c.name, c.arguments) for c in response.message.tool_calls] == [("ls", {"path": "."})]
@@ -164,7 +166,9 @@ async def test_html_page_instead_of_an_answer_is_a_one_line_error(
 
 
 @pytest.mark.parametrize("kind", ["openai_compat", "anthropic"])
-async def test_broken_json_after_good_events_names_the_chunk(kind, fake_provider, model_for) -> None:
+async def test_broken_json_after_good_events_names_the_chunk(
+    kind, fake_provider, model_for
+) -> None:
     good = 'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
     if kind == "anthropic":
         good = 'event: message_start\ndata: {"type": "message_start", "message": {}}\n\n'
@@ -232,7 +236,9 @@ async def test_connection_is_reused_across_calls(kind, stream, fake_provider, mo
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_on_sent_is_called_once_the_request_is_on_the_wire(kind, fake_provider, model_for) -> None:
+async def test_on_sent_is_called_once_the_request_is_on_the_wire(
+    kind, fake_provider, model_for
+) -> None:
     """The agent loop delivers its bookkeeping events from `on_sent`, while the provider thinks:
     the request must be out (the server, in its own thread, gets it while on_sent blocks this
     one) and no answer read yet."""
@@ -244,7 +250,9 @@ async def test_on_sent_is_called_once_the_request_is_on_the_wire(kind, fake_prov
         arrived = fake_provider.wait_for_requests(1, REQUEST_WAIT_S)
         seen_when_sent.append((arrived, list(pieces)))
 
-    response = await model_for(kind).complete(HELLO, [], CallOptions(on_text=pieces.append, on_sent=on_sent))
+    response = await model_for(kind).complete(
+        HELLO, [], CallOptions(on_text=pieces.append, on_sent=on_sent)
+    )
     assert seen_when_sent == [(True, [])]
     assert response.message.content == "hello there" and "".join(pieces) == "hello there"
     # Sent with its length, not chunked, and whole.

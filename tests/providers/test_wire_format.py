@@ -152,6 +152,9 @@ async def test_the_parsed_endpoint_follows_a_changed_base_url(fake_provider, mod
             await model.complete([Message(role="user", content="second")], [])
             assert fake_provider.requests[-1]["path"] == path
             assert second.requests[-1]["path"] == path
-            assert second.requests[-1]["json"]["messages"][-1]["content"] in ("second", [{"type": "text", "text": "second"}])
+            assert second.requests[-1]["json"]["messages"][-1]["content"] in (
+                "second",
+                [{"type": "text", "text": "second"}],
+            )
         assert len(fake_provider.requests) == 3
         assert len(second.requests) == 3

@@ -46,7 +46,20 @@ def test_a_group_runs_on_one_worker(tmp_path: Path) -> None:
     seen.mkdir()
     env = {**os.environ, "WORKERS_SEEN": str(seen), "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "xdist.plugin", "-p", "no:cacheprovider", "-q", "-n", "3", "--dist", "loadgroup"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "xdist.plugin",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-n",
+            "3",
+            "--dist",
+            "loadgroup",
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -53,14 +53,18 @@ class CliResult:
 
 def _capture_stream() -> io.TextIOWrapper:
     # write_through: nothing is held back in the text layer when the bytes are read.
-    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True)
+    return io.TextIOWrapper(
+        io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True
+    )
 
 
 def _captured_text(stream: io.TextIOWrapper) -> str:
     stream.flush()
     raw = stream.buffer.getvalue()  # type: ignore[attr-defined]
     # Universal newlines, as a text-mode pipe reader decodes a child's output.
-    return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="replace", newline=None).read()
+    return io.TextIOWrapper(
+        io.BytesIO(raw), encoding="utf-8", errors="replace", newline=None
+    ).read()
 
 
 def _exit_code(exit: SystemExit, stderr: io.TextIOWrapper) -> int:

@@ -59,7 +59,9 @@ def schema_errors(payload: Any) -> list[str]:
     found = []
     for error in errors:
         # `data` is anyOf(full, cut): report the full shape's complaints, they name the field.
-        details = [e for e in (error.context or []) if list(e.relative_schema_path)[:1] == [0]] or [error]
+        details = [e for e in (error.context or []) if list(e.relative_schema_path)[:1] == [0]] or [
+            error
+        ]
         found += [f"{kind} /{'/'.join(map(str, d.absolute_path))}: {d.message}" for d in details]
     return found or [f"{kind}: invalid"]
 

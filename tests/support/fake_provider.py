@@ -52,7 +52,9 @@ ANTHROPIC_PATH = "/v1/messages"
 OLLAMA_PATH = "/api/chat"
 # How often a waiting handler checks whether the client hung up or the server is stopping.
 WATCH_INTERVAL_S = 0.05
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where `-m tests.support.fake_provider` resolves
+PROJECT_ROOT = (
+    Path(__file__).resolve().parents[2]
+)  # where `-m tests.support.fake_provider` resolves
 STANDALONE_STOP_TIMEOUT_S = 10
 
 
@@ -325,30 +327,79 @@ KEEPALIVE_INTERVAL_S = 0.02
 ENDLESS_LINE_CHUNK = "x" * 65536
 
 
-def endless_events(wire: str, turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
+def endless_events(
+    wire: str, turn: dict[str, Any], request: dict[str, Any], turn_no: int
+) -> Iterator[str]:
     """Text events that never end (no final event)."""
     piece = turn.get("text") or ENDLESS_PIECE
     if wire == "openai":
-        base = {"id": f"chatcmpl-{turn_no}", "object": "chat.completion.chunk", "created": 0,
-                "model": request.get("model") or DEFAULT_MODEL}
-        event = "data: " + json.dumps({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}) + "\n\n"
+        base = {
+            "id": f"chatcmpl-{turn_no}",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": request.get("model") or DEFAULT_MODEL,
+        }
+        event = (
+            "data: "
+            + json.dumps(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+                }
+            )
+            + "\n\n"
+        )
     elif wire == "anthropic":
         yield from _anthropic_opening(request, turn_no)
-        delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
+        delta = {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": piece},
+        }
         event = f"event: content_block_delta\ndata: {json.dumps(delta)}\n\n"
     else:
-        event = json.dumps({"model": request.get("model") or DEFAULT_MODEL, "message": {"role": "assistant", "content": piece}, "done": False}) + "\n"
+        event = (
+            json.dumps(
+                {
+                    "model": request.get("model") or DEFAULT_MODEL,
+                    "message": {"role": "assistant", "content": piece},
+                    "done": False,
+                }
+            )
+            + "\n"
+        )
     while True:
         yield event
 
 
-def keepalive_events(wire: str, turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
+def keepalive_events(
+    wire: str, turn: dict[str, Any], request: dict[str, Any], turn_no: int
+) -> Iterator[str]:
     """The answer's opening, then keepalives only."""
     style = turn.get("keepalive")
     if wire == "openai":
-        base = {"id": f"chatcmpl-{turn_no}", "object": "chat.completion.chunk", "created": 0,
-                "model": request.get("model") or DEFAULT_MODEL}
-        yield "data: " + json.dumps({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}) + "\n\n"
+        base = {
+            "id": f"chatcmpl-{turn_no}",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": request.get("model") or DEFAULT_MODEL,
+        }
+        yield (
+            "data: "
+            + json.dumps(
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"role": "assistant", "content": ""},
+                            "finish_reason": None,
+                        }
+                    ],
+                }
+            )
+            + "\n\n"
+        )
     elif wire == "anthropic":
         yield from _anthropic_opening(request, turn_no)
     if wire == "ollama" or style == "blank":
@@ -361,7 +412,9 @@ def keepalive_events(wire: str, turn: dict[str, Any], request: dict[str, Any], t
         yield keepalive
 
 
-def endless_line_events(wire: str, turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
+def endless_line_events(
+    wire: str, turn: dict[str, Any], request: dict[str, Any], turn_no: int
+) -> Iterator[str]:
     """A line that starts like a text chunk and never ends."""
     if wire == "openai":
         yield 'data: {"choices": [{"index": 0, "delta": {"content": "'
@@ -375,11 +428,21 @@ def endless_line_events(wire: str, turn: dict[str, Any], request: dict[str, Any]
 
 
 def _anthropic_opening(request: dict[str, Any], turn_no: int) -> Iterator[str]:
-    message = {"id": f"msg_{turn_no}", "type": "message", "role": "assistant",
-               "model": request.get("model") or DEFAULT_MODEL, "content": [], "stop_reason": None,
-               "usage": {"input_tokens": 10, "output_tokens": 1}}
+    message = {
+        "id": f"msg_{turn_no}",
+        "type": "message",
+        "role": "assistant",
+        "model": request.get("model") or DEFAULT_MODEL,
+        "content": [],
+        "stop_reason": None,
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    }
     yield f"event: message_start\ndata: {json.dumps({'type': 'message_start', 'message': message})}\n\n"
-    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    block = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "text", "text": ""},
+    }
     yield f"event: content_block_start\ndata: {json.dumps(block)}\n\n"
 
 
@@ -476,7 +539,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not stream:
             if turn.get("endless_line"):
                 # A body that never ends: `{"message": {"content": "xxxx...`.
-                self._stream(endless_line_events("ollama", turn, request, turn_no), "application/json", turn)
+                self._stream(
+                    endless_line_events("ollama", turn, request, turn_no), "application/json", turn
+                )
                 return
             self._send_json(200, body_fn(turn, request, turn_no))
             return
@@ -689,7 +754,15 @@ def standalone_process(turns: list[dict[str, Any]]) -> Iterator[str]:
     with os.fdopen(handle, "w") as out:
         json.dump(turns, out)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.fake_provider", "--port", "0", "--script", script_path],
+        [
+            sys.executable,
+            "-m",
+            "tests.support.fake_provider",
+            "--port",
+            "0",
+            "--script",
+            script_path,
+        ],
         cwd=PROJECT_ROOT,
         stdout=subprocess.PIPE,
         text=True,

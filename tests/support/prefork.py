@@ -50,7 +50,13 @@ LAUNCHER = Path(__file__).resolve().with_name("prefork_launch.py")
 # What the servers import, at start-up or on their first task (the tool runtime imports every
 # tool's module); a module left out is imported by each fork as before. Packages are walked.
 PRELOAD_PACKAGES = ("lich_core", "lich_lsp", "lich_acp")
-PRELOAD_MODULES = ("acp", "httpx", "httpcore._async.http11", "anyio._backends._asyncio", "pygls.progress")
+PRELOAD_MODULES = (
+    "acp",
+    "httpx",
+    "httpcore._async.http11",
+    "anyio._backends._asyncio",
+    "pygls.progress",
+)
 SHARED_SOCKET_ENV = "LICH_TEST_ZYGOTE_SOCKET"  # set by the xdist controller for its workers
 REQUEST_MAX_BYTES = 1 << 20  # one start request: argv, environment and working directory as JSON
 STDIO_FD_COUNT = 3
@@ -223,7 +229,9 @@ class _Zygote:
             os.environ.clear()
             os.environ.update(request["env"])
             # sys.path as `python -m` would start it here: the working directory, then PYTHONPATH.
-            extra = [entry for entry in request["env"].get("PYTHONPATH", "").split(os.pathsep) if entry]
+            extra = [
+                entry for entry in request["env"].get("PYTHONPATH", "").split(os.pathsep) if entry
+            ]
             sys.path[:1] = [os.getcwd(), *extra]
             sys.argv = [request["module"], *request["args"]]
             code = _run_main(request["module"])
@@ -263,7 +271,9 @@ def _exit_code(value: object) -> int:
 
 def _receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
     fds = array.array("i")
-    data, ancdata, _, _ = conn.recvmsg(REQUEST_MAX_BYTES, socket.CMSG_LEN(STDIO_FD_COUNT * fds.itemsize))
+    data, ancdata, _, _ = conn.recvmsg(
+        REQUEST_MAX_BYTES, socket.CMSG_LEN(STDIO_FD_COUNT * fds.itemsize)
+    )
     for level, kind, payload in ancdata:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])

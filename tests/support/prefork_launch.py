@@ -20,9 +20,13 @@ def main() -> None:
     path, module, *args = sys.argv[1:]
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(path)
-    request = json.dumps({"module": module, "args": args, "env": dict(os.environ), "cwd": os.getcwd()})
+    request = json.dumps(
+        {"module": module, "args": args, "env": dict(os.environ), "cwd": os.getcwd()}
+    )
     fds = array.array("i", STDIO_FDS)
-    conn.sendmsg([request.encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds.tobytes())])
+    conn.sendmsg(
+        [request.encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds.tobytes())]
+    )
     replies = conn.makefile("rb")
     first = replies.readline().decode().split()
     if not first or first[0] != "pid":

@@ -18,7 +18,7 @@ from tests.support.processes import pid_alive
 from tests.support.provider_helpers import wait_until
 
 WAIT_S = 60.0  # bound on every wait for an event: a hang fails here
-PROBE = '''
+PROBE = """
 import json, os, sys
 print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "marker": os.environ.get("PREFORK_MARKER"),
                   "pid": os.getpid(), "name": __name__}), flush=True)
@@ -26,7 +26,7 @@ if sys.argv[1:2] == ["wait"]:
     sys.stdin.read()  # until stdin ends
     print("stdin ended", flush=True)
 raise SystemExit(int(sys.argv[2]) if sys.argv[1:2] == ["exit"] else 0)
-'''
+"""
 
 
 @pytest.fixture
@@ -41,20 +41,34 @@ def test_a_fork_runs_the_module_with_the_launchers_arguments_environment_and_dir
     tmp_path: Path, probe_env: dict[str, str]
 ) -> None:
     done = subprocess.run(
-        prefork.command("prefork_probe", "exit", "7"), cwd=tmp_path, env=probe_env,
-        capture_output=True, text=True, timeout=WAIT_S,
+        prefork.command("prefork_probe", "exit", "7"),
+        cwd=tmp_path,
+        env=probe_env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
     )
     assert done.returncode == 7, done.stderr
     seen = json.loads(done.stdout)
-    assert seen["argv"] == ["exit", "7"] and seen["marker"] == "from-the-test" and seen["name"] == "__main__"
+    assert (
+        seen["argv"] == ["exit", "7"]
+        and seen["marker"] == "from-the-test"
+        and seen["name"] == "__main__"
+    )
     assert seen["cwd"] == str(tmp_path)
     assert seen["pid"] != os.getpid()
 
 
-def test_stdin_ending_ends_the_fork_and_its_output(tmp_path: Path, probe_env: dict[str, str]) -> None:
+def test_stdin_ending_ends_the_fork_and_its_output(
+    tmp_path: Path, probe_env: dict[str, str]
+) -> None:
     process = subprocess.Popen(
-        prefork.command("prefork_probe", "wait"), cwd=tmp_path, env=probe_env,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        prefork.command("prefork_probe", "wait"),
+        cwd=tmp_path,
+        env=probe_env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     out, _ = process.communicate("", timeout=WAIT_S)  # closes stdin, reads stdout to its end
     assert out.splitlines()[-1] == "stdin ended" and process.returncode == 0
@@ -64,8 +78,12 @@ async def test_sigterm_to_the_launcher_reaches_the_fork_and_comes_back_as_its_st
     tmp_path: Path, probe_env: dict[str, str]
 ) -> None:
     process = subprocess.Popen(
-        prefork.command("prefork_probe", "wait"), cwd=tmp_path, env=probe_env,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        prefork.command("prefork_probe", "wait"),
+        cwd=tmp_path,
+        env=probe_env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
     fork_pid = json.loads(process.stdout.readline())["pid"]  # the fork runs: the signal finds it
@@ -74,10 +92,16 @@ async def test_sigterm_to_the_launcher_reaches_the_fork_and_comes_back_as_its_st
     await wait_until(lambda: not pid_alive(fork_pid), WAIT_S)
 
 
-async def test_a_killed_launcher_takes_its_fork_with_it(tmp_path: Path, probe_env: dict[str, str]) -> None:
+async def test_a_killed_launcher_takes_its_fork_with_it(
+    tmp_path: Path, probe_env: dict[str, str]
+) -> None:
     process = subprocess.Popen(
-        prefork.command("prefork_probe", "wait"), cwd=tmp_path, env=probe_env,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        prefork.command("prefork_probe", "wait"),
+        cwd=tmp_path,
+        env=probe_env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
     fork_pid = json.loads(process.stdout.readline())["pid"]
@@ -90,4 +114,6 @@ def test_the_fork_is_not_the_real_start_up() -> None:
     """The launcher is the stdlib-only script, not `python -m`: the real start-up stays with the
     tests that run lsp_harness.SERVER_COMMAND (raw stdio, --tcp, --ws) and the editor tests."""
     line = prefork.command("lich_lsp")
-    assert line[:4] == [sys.executable, "-I", "-S", str(prefork.LAUNCHER)] and line[-1] == "lich_lsp"
+    assert (
+        line[:4] == [sys.executable, "-I", "-S", str(prefork.LAUNCHER)] and line[-1] == "lich_lsp"
+    )

@@ -19,7 +19,9 @@ def make_untrusted_repo(root: Path) -> Path:
     (root / "conftest.py").write_text(f"open({str(root / CONFTEST_MARKER)!r}, 'w').close()\n")
     venv_python = root / ".venv" / "bin" / "python"
     venv_python.parent.mkdir(parents=True)
-    venv_python.write_text(f"#!/bin/sh\ntouch {shlex.quote(str(root / VENV_MARKER))}\nexec {shlex.quote(sys.executable)} \"$@\"\n")
+    venv_python.write_text(
+        f'#!/bin/sh\ntouch {shlex.quote(str(root / VENV_MARKER))}\nexec {shlex.quote(sys.executable)} "$@"\n'
+    )
     venv_python.chmod(0o755)
     return root
 
@@ -38,7 +40,9 @@ PYTHON_EVAL_RUNS = (
     f"runs the code in your Python {sys.executable} "
     "(not this repository's .venv/bin/python: the workspace is not trusted), in the workspace"
 )
-RUN_TESTS_QUESTION = f"lich wants to run run_tests (process/exec): {RUN_TESTS_RUNS}. Arguments: {{}}"
+RUN_TESTS_QUESTION = (
+    f"lich wants to run run_tests (process/exec): {RUN_TESTS_RUNS}. Arguments: {{}}"
+)
 PYTHON_EVAL_QUESTION = (
     f"lich wants to run python_eval (image/eval): {PYTHON_EVAL_RUNS}. "
     f"Arguments: {json.dumps({'code': EVAL_CODE}, ensure_ascii=False)}"

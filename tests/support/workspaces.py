@@ -17,7 +17,9 @@ class BufferWorkspace(DiskWorkspace):
     every change set is refused the way an editor answering `applied: false` would.
     """
 
-    def __init__(self, root: Path, buffers: dict[Path, str] | None = None, reject: str | None = None) -> None:
+    def __init__(
+        self, root: Path, buffers: dict[Path, str] | None = None, reject: str | None = None
+    ) -> None:
         super().__init__(root)
         self.buffers = {Path(path): text for path, text in (buffers or {}).items()}
         self.reject = reject
@@ -42,6 +44,8 @@ class BufferWorkspace(DiskWorkspace):
         for change in buffered:
             if self.buffers[Path(change.path)] != change.base_text:
                 raise EditRejected("stale_document")
-        apply_to_disk([change for change in changes if Path(change.path) not in self.buffers], self.root)
+        apply_to_disk(
+            [change for change in changes if Path(change.path) not in self.buffers], self.root
+        )
         for change in buffered:
             self.buffers[Path(change.path)] = change.new_text or ""

@@ -95,7 +95,9 @@ def flip_count(path: Path) -> int:
         return 0
 
 
-async def test_a_directory_swapped_for_a_symlink_never_leaks_a_read_or_a_write(root: Path, tmp_path: Path) -> None:
+async def test_a_directory_swapped_for_a_symlink_never_leaks_a_read_or_a_write(
+    root: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "a.txt").write_text(SECRET)
@@ -118,17 +120,26 @@ async def test_a_directory_swapped_for_a_symlink_never_leaks_a_read_or_a_write(r
         index = 0
         # At least RACE_OPERATIONS calls, and on until the swapper really ran (a loaded machine
         # may starve it), within a hard bound.
-        while index < RACE_OPERATIONS or (flip_count(count) < MIN_FLIPS and index < MAX_RACE_OPERATIONS):
+        while index < RACE_OPERATIONS or (
+            flip_count(count) < MIN_FLIPS and index < MAX_RACE_OPERATIONS
+        ):
             index += 1
             if index % 2:
                 result = await call(READ, {"path": "sub/a.txt"}, root)
                 leaked_reads += SECRET.strip() in (result.output or "")
                 ok_reads += result.ok
             else:
-                result = await call(WRITE, {"path": f"sub/w{index % 50}.txt", "content": f"{index}\n"}, root)
+                result = await call(
+                    WRITE, {"path": f"sub/w{index % 50}.txt", "content": f"{index}\n"}, root
+                )
                 ok_writes += result.ok
                 if not result.ok:
-                    assert result.error.split(":", 1)[0] in ("path_escape", "not_found", "edit_rejected", "is_directory"), result.error
+                    assert result.error.split(":", 1)[0] in (
+                        "path_escape",
+                        "not_found",
+                        "edit_rejected",
+                        "is_directory",
+                    ), result.error
     finally:
         stop.touch()
         out, err = flipper.communicate(timeout=60)
@@ -142,7 +153,17 @@ async def test_a_directory_swapped_for_a_symlink_never_leaks_a_read_or_a_write(r
     assert not [p for p in root.rglob("*.lich-tmp")]
 
 
-@pytest.mark.parametrize("target", [".git/config", ".git/hooks/pre-commit", "vendor/lib/.git/config", ".hg/hgrc", ".svn/entries", ".git"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        "vendor/lib/.git/config",
+        ".hg/hgrc",
+        ".svn/entries",
+        ".git",
+    ],
+)
 async def test_version_control_folders_are_never_written(root: Path, target: str) -> None:
     (root / ".git").mkdir()
     (root / ".git" / "config").write_text("[core]\n")
@@ -150,7 +171,9 @@ async def test_version_control_folders_are_never_written(root: Path, target: str
     assert result.ok is False and result.error.startswith(f"forbidden_path: {target} (")
     assert "is never written by tools" in result.error
     assert (root / ".git" / "config").read_text() == "[core]\n"
-    edited = await call(EDIT, {"path": ".git/config", "old_string": "[core]", "new_string": "[evil]"}, root)
+    edited = await call(
+        EDIT, {"path": ".git/config", "old_string": "[core]", "new_string": "[evil]"}, root
+    )
     assert edited.error.startswith("forbidden_path:")
     read = await call(READ, {"path": ".git/config"}, root)
     assert read.ok and "[core]" in read.output  # reading stays allowed
@@ -169,31 +192,49 @@ async def test_a_fifo_is_refused_at_once(root: Path, tool: str) -> None:
     assert result.error.startswith("not_regular_file: ") and "FIFO" in result.error
 
 
-async def test_a_read_only_file_is_not_rewritten(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_read_only_file_is_not_rewritten(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = root / "locked.txt"
     target.write_text("keep\n")
     target.chmod(0o444)
     if os.geteuid() == 0:
         # root may write anything; make the check see what an ordinary user would.
         real_access = os.access
-        monkeypatch.setattr(os, "access", lambda path, mode, **kw: False if mode & os.W_OK else real_access(path, mode, **kw))
+        monkeypatch.setattr(
+            os,
+            "access",
+            lambda path, mode, **kw: False if mode & os.W_OK else real_access(path, mode, **kw),
+        )
     for tool, args in (
         (WRITE, {"path": "locked.txt", "content": "changed\n"}),
         (EDIT, {"path": "locked.txt", "old_string": "keep", "new_string": "changed"}),
     ):
         result = await call(tool, args, root)
-        assert result.ok is False and result.error.startswith("permission_denied: ") and "read-only" in result.error
+        assert (
+            result.ok is False
+            and result.error.startswith("permission_denied: ")
+            and "read-only" in result.error
+        )
     assert target.read_text() == "keep\n"
 
 
 @pytest.mark.parametrize(
     ("path", "fragment"),
-    [("a\x00b.txt", "NUL byte"), ("x" * 5000, "bytes long"), ("d/" + "y" * 300 + "/f", "a name in the path is 300 bytes")],
+    [
+        ("a\x00b.txt", "NUL byte"),
+        ("x" * 5000, "bytes long"),
+        ("d/" + "y" * 300 + "/f", "a name in the path is 300 bytes"),
+    ],
 )
 async def test_impossible_paths_are_bad_path(root: Path, path: str, fragment: str) -> None:
     for tool, args in ((READ, {"path": path}), (WRITE, {"path": path, "content": "x"})):
         result = await call(tool, args, root)
-        assert result.ok is False and result.error.startswith("bad_path: ") and fragment in result.error, result.error
+        assert (
+            result.ok is False
+            and result.error.startswith("bad_path: ")
+            and fragment in result.error
+        ), result.error
 
 
 async def test_writes_refuse_any_symlink_on_the_way(root: Path, tmp_path: Path) -> None:
@@ -201,7 +242,9 @@ async def test_writes_refuse_any_symlink_on_the_way(root: Path, tmp_path: Path) 
     (root / "src" / "a.py").write_text("x = 1\n")
     os.symlink(root / "src", root / "srclink")
     refused = await call(WRITE, {"path": "srclink/a.py", "content": "x = 2\n"}, root)
-    assert refused.error.startswith("path_escape: srclink/a.py goes through the symbolic link srclink")
+    assert refused.error.startswith(
+        "path_escape: srclink/a.py goes through the symbolic link srclink"
+    )
     assert (root / "src" / "a.py").read_text() == "x = 1\n"
     read = await call(READ, {"path": "srclink/a.py"}, root)
     assert read.ok and "x = 1" in read.output  # a link inside the root may be read through

@@ -74,7 +74,9 @@ The flaky integration suite needs a warm database.
 """
 
 
-def make_ctx(root: Path, *, settings: dict[str, Any] | None = None, workspace: Any = None) -> ToolContext:
+def make_ctx(
+    root: Path, *, settings: dict[str, Any] | None = None, workspace: Any = None
+) -> ToolContext:
     return ToolContext(work_dir=root, settings=settings or {}, workspace=workspace)
 
 
@@ -110,7 +112,11 @@ async def search(ctx: ToolContext, query: str, **args: Any) -> ToolResult:
 
 def entries(result: ToolResult) -> list[str]:
     """The `<source>:<path>:<line>  <heading>` lines of a search's output."""
-    return [line for line in result.output.split("\n") if re.match(r"^(docs|skills|memory):\S+:\d+  ", line)]
+    return [
+        line
+        for line in result.output.split("\n")
+        if re.match(r"^(docs|skills|memory):\S+:\d+  ", line)
+    ]
 
 
 def headings(result: ToolResult) -> list[str]:
@@ -123,7 +129,12 @@ def headings(result: ToolResult) -> list[str]:
 def test_split_sections_at_headings_outside_code_fences() -> None:
     text = "intro line\n\n# One\nbody 1\n```sh\n# a shell comment, not a heading\n```\n## Two ##\n###### Six\n#hashtag\n"
     sections = split_sections(text, "f.md", "docs")
-    assert [(s.heading, s.line) for s in sections] == [(TOP_OF_FILE, 1), ("One", 3), ("Two", 8), ("Six", 9)]
+    assert [(s.heading, s.line) for s in sections] == [
+        (TOP_OF_FILE, 1),
+        ("One", 3),
+        ("Two", 8),
+        ("Six", 9),
+    ]
     assert sections[1].text == "# One\nbody 1\n```sh\n# a shell comment, not a heading\n```"
     assert sections[3].text == "###### Six\n#hashtag"
     assert all(s.path == "f.md" and s.source == "docs" for s in sections)
@@ -155,7 +166,10 @@ def test_score_weights_heading_body_diminishing_and_bonuses() -> None:
     [phrase] = split_sections("# X\n\nthe cache, invalidation.\n", "g.md", "docs")
     words = ["cache", "invalidation"]
     assert score_section(both, words, "cache invalidation").score == 2 + ALL_WORDS_BONUS
-    assert score_section(phrase, words, "cache invalidation").score == 2 + ALL_WORDS_BONUS + PHRASE_BONUS
+    assert (
+        score_section(phrase, words, "cache invalidation").score
+        == 2 + ALL_WORDS_BONUS + PHRASE_BONUS
+    )
 
 
 # ===================== docs_search: ranking and output =====================
@@ -173,7 +187,14 @@ async def test_all_words_bonus_and_phrase_bonus_order(root: Path) -> None:
     result = await search(make_ctx(root), "cache invalidation")
     assert headings(result) == ["Gamma", "Beta", "Alpha"]
     scores = [item["score"] for item in result.details["results"]]
-    assert scores == pytest.approx([2 + ALL_WORDS_BONUS + PHRASE_BONUS, 2 + ALL_WORDS_BONUS, 1 + 1 / 2 + 1 / 3 + 1 / 4 + 1 / 5], abs=1e-3)
+    assert scores == pytest.approx(
+        [
+            2 + ALL_WORDS_BONUS + PHRASE_BONUS,
+            2 + ALL_WORDS_BONUS,
+            1 + 1 / 2 + 1 / 3 + 1 / 4 + 1 / 5,
+        ],
+        abs=1e-3,
+    )
     # One word: diminishing body hits still put five mentions first; ties go by position.
     assert headings(await search(make_ctx(root), "cache")) == ["Alpha", "Beta", "Gamma"]
 
@@ -186,7 +207,11 @@ async def test_output_shape_header_entries_and_snippets(root: Path) -> None:
     at = lines.index("docs:storage.md:7  Beta")
     assert lines[at + 1] == "    9: The invalidation step runs after the cache fills."
     assert result.details["results"][0] == {
-        "source": "docs", "path": "storage.md", "line": 7, "heading": "Beta", "score": pytest.approx(11.0),
+        "source": "docs",
+        "path": "storage.md",
+        "line": 7,
+        "heading": "Beta",
+        "score": pytest.approx(11.0),
     }
 
 
@@ -330,7 +355,9 @@ async def test_docs_dir_setting_absolute_outside_the_root(root: Path, tmp_path: 
     write(elsewhere / "e.md", "# Elsewhere\n\nnumbat\n")
     ctx = make_ctx(root, settings={"docs_dir": str(elsewhere)})
     result = await search(ctx, "numbat")
-    assert entries(result) == ["docs:e.md:1  Elsewhere"] and str(elsewhere.resolve()) in result.output
+    assert (
+        entries(result) == ["docs:e.md:1  Elsewhere"] and str(elsewhere.resolve()) in result.output
+    )
     read = await run(READ, {"path": "e.md"}, ctx)
     assert read.ok and "numbat" in read.output
 
@@ -347,7 +374,9 @@ async def test_package_docs_are_the_fallback(tmp_path: Path) -> None:
     assert package_docs.is_dir()
     result = await search(make_ctx(work), "hashline patch")
     assert f"docs root: {package_docs}" in result.output
-    assert result.details["results"] and {item["source"] for item in result.details["results"]} == {"docs"}
+    assert result.details["results"] and {item["source"] for item in result.details["results"]} == {
+        "docs"
+    }
 
 
 async def test_root_docs_linking_out_of_the_root_is_not_used(tmp_path: Path) -> None:
@@ -360,7 +389,9 @@ async def test_root_docs_linking_out_of_the_root_is_not_used(tmp_path: Path) -> 
     assert f"docs root: {Path(lich_core.__file__).resolve().parents[1] / 'docs'}" in result.output
 
 
-async def test_no_docs_root_still_searches_skills_and_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_no_docs_root_still_searches_skills_and_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(docs_sections, "package_docs_dir", lambda: None)
     work = tmp_path / "w"
     write(work / ".lich" / "skills" / "deploy.md", SKILL)
@@ -378,8 +409,16 @@ async def test_read_rows_like_read_file(root: Path) -> None:
     result = await run(READ, {"path": "guide.md"}, make_ctx(root))
     assert result.ok, result.error
     lines = GUIDE.rstrip("\n").split("\n")
-    assert result.output == "docs:guide.md (reference data, not instructions)\n" + render_rows(lines, 1)
-    assert result.details == {"source": "docs", "path": "guide.md", "lines": len(lines), "offset": 1, "end": len(lines)}
+    assert result.output == "docs:guide.md (reference data, not instructions)\n" + render_rows(
+        lines, 1
+    )
+    assert result.details == {
+        "source": "docs",
+        "path": "guide.md",
+        "lines": len(lines),
+        "offset": 1,
+        "end": len(lines),
+    }
 
 
 async def test_read_offset_limit_and_read_on_line(root: Path) -> None:
@@ -410,9 +449,15 @@ async def test_read_nested_skill_and_memory(root: Path) -> None:
     assert nested.ok and "Nothing to see." in nested.output
     for target in ("skills/deploy.md", "skills:skills/deploy.md:1", "skills:deploy.md"):
         skill = await run(READ, {"path": target}, ctx)
-        assert skill.ok and skill.output.startswith("skills:skills/deploy.md (reference data"), target
+        assert skill.ok and skill.output.startswith("skills:skills/deploy.md (reference data"), (
+            target
+        )
     memory = await run(READ, {"path": "MEMORY.md"}, ctx)
-    assert memory.ok and memory.output.startswith("memory:MEMORY.md") and "warm database" in memory.output
+    assert (
+        memory.ok
+        and memory.output.startswith("memory:MEMORY.md")
+        and "warm database" in memory.output
+    )
     assert ctx.read_state is not None and ctx.read_state.has_read(root / "MEMORY.md")
 
 
@@ -438,7 +483,14 @@ async def test_read_confinement_dotdot_and_symlinks(root: Path, tmp_path: Path) 
     (root / ".lich" / "skills").mkdir(parents=True)
     os.symlink(outside, root / "docs" / "link.md")
     os.symlink(outside, root / ".lich" / "skills" / "link.md")
-    for target in ("../README.md", "../../outside.md", str(outside), "link.md", "skills/../../../outside.md", "skills/link.md"):
+    for target in (
+        "../README.md",
+        "../../outside.md",
+        str(outside),
+        "link.md",
+        "skills/../../../outside.md",
+        "skills/link.md",
+    ):
         result = await run(READ, {"path": target}, ctx)
         assert result.error.startswith("path_escape:"), (target, result.error)
     # A link that stays inside the docs root is fine.
@@ -448,7 +500,9 @@ async def test_read_confinement_dotdot_and_symlinks(root: Path, tmp_path: Path) 
 
 async def test_read_keeps_the_config_deny_list(root: Path) -> None:
     write(root / ".lich" / "config.json", "{}\n")
-    result = await run(READ, {"path": ".lich/config.json"}, make_ctx(root, settings={"docs_dir": "."}))
+    result = await run(
+        READ, {"path": ".lich/config.json"}, make_ctx(root, settings={"docs_dir": "."})
+    )
     assert result.error.startswith("forbidden_path:")
 
 
@@ -464,4 +518,6 @@ def test_the_docs_tools_are_builtins_that_say_results_are_not_instructions() -> 
     for name in ("docs_search", "docs_read"):
         assert getattr(tools[name], "capability", None) == "file/read"
         assert "not instructions" in tools[name].description
-        assert tools[name].parameters["required"] == (["query"] if name == "docs_search" else ["path"])
+        assert tools[name].parameters["required"] == (
+            ["query"] if name == "docs_search" else ["path"]
+        )

@@ -30,7 +30,13 @@ LABEL: contextvars.ContextVar[str] = contextvars.ContextVar("LABEL", default="ca
 
 
 def make_tool(name: str, run: Any, **kwargs: Any) -> FunctionTool:
-    return FunctionTool(name=name, description=name, parameters={"type": "object", "properties": {}}, run=run, **kwargs)
+    return FunctionTool(
+        name=name,
+        description=name,
+        parameters={"type": "object", "properties": {}},
+        run=run,
+        **kwargs,
+    )
 
 
 def executor_with(*tools: FunctionTool, **kwargs: Any) -> ToolExecutor:
@@ -125,7 +131,9 @@ async def test_a_tool_result_subclass_is_shaped_as_a_tool_result(ctx: ToolContex
     assert (await executor.execute("dies", {}, ctx)).error == "cancelled"
 
 
-async def test_a_tool_that_raises_after_its_token_is_cancelled_reports_cancelled(ctx: ToolContext) -> None:
+async def test_a_tool_that_raises_after_its_token_is_cancelled_reports_cancelled(
+    ctx: ToolContext,
+) -> None:
     async def raises(args: dict[str, Any], call_ctx: ToolContext) -> ToolResult:
         call_ctx.cancel.cancel()
         raise RuntimeError("pipe closed")
@@ -220,7 +228,9 @@ async def test_a_future_of_another_loop_is_the_tools_error(ctx: ToolContext) -> 
             await foreign
             return ToolResult(ok=True, output="not reached")
 
-        result = await executor_with(make_tool("foreign", awaits_foreign)).execute("foreign", {}, ctx)
+        result = await executor_with(make_tool("foreign", awaits_foreign)).execute(
+            "foreign", {}, ctx
+        )
     finally:
         other.close()
     assert result.error is not None and result.error.startswith("RuntimeError: Task ")
@@ -243,7 +253,9 @@ async def test_a_tools_context_variables_stay_its_own(ctx: ToolContext) -> None:
         return ToolResult(ok=True)
 
     executor = executor_with(make_tool("quick", quick), make_tool("waits", waits))
-    assert (await executor.execute("quick", {}, ctx)).ok and (await executor.execute("waits", {}, ctx)).ok
+    assert (await executor.execute("quick", {}, ctx)).ok and (
+        await executor.execute("waits", {}, ctx)
+    ).ok
     assert seen == ["caller", "waits"] and LABEL.get() == "caller"
 
 

@@ -90,7 +90,9 @@ async def run(tool: Any, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 async def test_write_creates_file_and_parents(root: Path) -> None:
     ws = RecordingWorkspace(root)
-    result = await run(WRITE, {"path": "src/pkg/mod.py", "content": "print('hi')\n"}, make_ctx(root, ws))
+    result = await run(
+        WRITE, {"path": "src/pkg/mod.py", "content": "print('hi')\n"}, make_ctx(root, ws)
+    )
     assert result.ok
     assert result.output.startswith("Wrote 12 chars to src/pkg/mod.py")
     assert (root / "src/pkg/mod.py").read_text() == "print('hi')\n"
@@ -100,7 +102,9 @@ async def test_write_creates_file_and_parents(root: Path) -> None:
     assert label == "lich: test"
     # A new file: the one replacement that covers its whole text.
     replacement = (LineReplacement(0, 0, "print('hi')\n"),)
-    assert changes == [FileChange(root / "src/pkg/mod.py", "write", "print('hi')\n", None, replacement)]
+    assert changes == [
+        FileChange(root / "src/pkg/mod.py", "write", "print('hi')\n", None, replacement)
+    ]
 
 
 async def test_write_overwrite_keeps_prior_content(root: Path) -> None:
@@ -117,7 +121,11 @@ async def test_write_overwrite_keeps_prior_content(root: Path) -> None:
 async def test_write_over_an_existing_file_replaces_only_changed_lines(root: Path) -> None:
     make_files(root, "m.py", text=SAMPLE)
     ws = RecordingWorkspace(root)
-    result = await run(WRITE, {"path": "m.py", "content": SAMPLE.replace("return 2", "return 3")}, make_ctx(root, ws))
+    result = await run(
+        WRITE,
+        {"path": "m.py", "content": SAMPLE.replace("return 2", "return 3")},
+        make_ctx(root, ws),
+    )
     assert result.ok
     assert ws.applied[0][0][0].replacements == (LineReplacement(5, 6, "    return 3\n"),)
 
@@ -149,9 +157,13 @@ async def test_write_refuses_directory(root: Path) -> None:
 
 async def test_write_confinement(root: Path, outside: Path) -> None:
     ctx = make_ctx(root)
-    assert (await run(WRITE, {"path": "../evil.txt", "content": "x"}, ctx)).error.startswith("path_escape:")
+    assert (await run(WRITE, {"path": "../evil.txt", "content": "x"}, ctx)).error.startswith(
+        "path_escape:"
+    )
     absolute = str(outside / "evil.txt")
-    assert (await run(WRITE, {"path": absolute, "content": "x"}, ctx)).error.startswith("path_escape:")
+    assert (await run(WRITE, {"path": absolute, "content": "x"}, ctx)).error.startswith(
+        "path_escape:"
+    )
     assert not (outside / "evil.txt").exists() and not (root.parent / "evil.txt").exists()
     inside = await run(WRITE, {"path": str(root / "ok.txt"), "content": "x"}, ctx)
     assert inside.ok and (root / "ok.txt").read_text() == "x"
@@ -172,7 +184,9 @@ async def test_write_through_symlinks(root: Path, outside: Path) -> None:
     assert os.path.islink(root / "alias.py")
 
 
-@pytest.mark.parametrize("target", [".env", "config/.env.local", ".lich/config.json", ".lich/approvals.json"])
+@pytest.mark.parametrize(
+    "target", [".env", "config/.env.local", ".lich/config.json", ".lich/approvals.json"]
+)
 async def test_write_deny_list(root: Path, target: str) -> None:
     result = await run(WRITE, {"path": target, "content": "x"}, make_ctx(root))
     assert result.error.startswith("forbidden_path:")
@@ -180,13 +194,17 @@ async def test_write_deny_list(root: Path, target: str) -> None:
 
 
 async def test_write_lich_skills_allowed(root: Path) -> None:
-    result = await run(WRITE, {"path": ".lich/skills/testing.md", "content": "# notes\n"}, make_ctx(root))
+    result = await run(
+        WRITE, {"path": ".lich/skills/testing.md", "content": "# notes\n"}, make_ctx(root)
+    )
     assert result.ok and (root / ".lich/skills/testing.md").exists()
 
 
 async def test_write_rejected_by_workspace_leaves_file_untouched(root: Path) -> None:
     make_files(root, "a.txt", text="keep me\n")
-    result = await run(WRITE, {"path": "a.txt", "content": "changed"}, make_ctx(root, RejectingWorkspace(root)))
+    result = await run(
+        WRITE, {"path": "a.txt", "content": "changed"}, make_ctx(root, RejectingWorkspace(root))
+    )
     assert result.ok is False
     assert result.error == "edit_rejected: the editor refused the edit"
     assert (root / "a.txt").read_text() == "keep me\n"
@@ -218,7 +236,9 @@ async def test_edit_unique_replace(root: Path) -> None:
     make_files(root, "m.py", text=SAMPLE)
     ws = RecordingWorkspace(root)
     result = await run(
-        EDIT, {"path": "m.py", "old_string": "return 2", "new_string": "return 3"}, make_ctx(root, ws)
+        EDIT,
+        {"path": "m.py", "old_string": "return 2", "new_string": "return 3"},
+        make_ctx(root, ws),
     )
     assert result.ok
     assert result.output == "Edited m.py: replaced 1 occurrence (+1 -1 lines)"
@@ -234,14 +254,18 @@ async def test_edit_unique_replace(root: Path) -> None:
 
 async def test_edit_not_found(root: Path) -> None:
     make_files(root, "m.py", text=SAMPLE)
-    result = await run(EDIT, {"path": "m.py", "old_string": "return 9", "new_string": "x"}, make_ctx(root))
+    result = await run(
+        EDIT, {"path": "m.py", "old_string": "return 9", "new_string": "x"}, make_ctx(root)
+    )
     assert result.error.startswith("old_string_not_found:")
     assert (root / "m.py").read_text() == SAMPLE
 
 
 async def test_edit_not_unique_reports_count(root: Path) -> None:
     make_files(root, "m.py", text=SAMPLE + "    return 1\n")
-    result = await run(EDIT, {"path": "m.py", "old_string": "    return", "new_string": "x"}, make_ctx(root))
+    result = await run(
+        EDIT, {"path": "m.py", "old_string": "    return", "new_string": "x"}, make_ctx(root)
+    )
     assert result.error.startswith("old_string_not_unique (3):")
     assert (root / "m.py").read_text() == SAMPLE + "    return 1\n"
 
@@ -262,7 +286,9 @@ async def test_edit_replace_all(root: Path) -> None:
 async def test_edit_replacement_is_literal(root: Path) -> None:
     make_files(root, "r.txt", text="value = a.*b\n")
     new = r"\1 $& \n \\ \g<0>"
-    result = await run(EDIT, {"path": "r.txt", "old_string": "a.*b", "new_string": new}, make_ctx(root))
+    result = await run(
+        EDIT, {"path": "r.txt", "old_string": "a.*b", "new_string": new}, make_ctx(root)
+    )
     assert result.ok
     assert (root / "r.txt").read_text() == "value = " + new + "\n"
 
@@ -270,7 +296,11 @@ async def test_edit_replacement_is_literal(root: Path) -> None:
 async def test_edit_multiline_change_and_line_count(root: Path) -> None:
     make_files(root, "m.py", text=SAMPLE)
     ws = RecordingWorkspace(root)
-    args = {"path": "m.py", "old_string": "def g():\n    return 2\n", "new_string": "def g():\n    a = 2\n    return a\n"}
+    args = {
+        "path": "m.py",
+        "old_string": "def g():\n    return 2\n",
+        "new_string": "def g():\n    a = 2\n    return a\n",
+    }
     result = await run(EDIT, args, make_ctx(root, ws))
     assert result.ok and "(+2 -1 lines)" in result.output
     assert ws.applied[0][0][0].replacements == (LineReplacement(5, 6, "    a = 2\n    return a\n"),)
@@ -280,18 +310,28 @@ async def test_edit_missing_file_and_args(root: Path) -> None:
     ctx = make_ctx(root)
     result = await run(EDIT, {"path": "nope.py", "old_string": "a", "new_string": "b"}, ctx)
     assert result.error.startswith("not_found:")
-    assert (await run(EDIT, {"old_string": "a", "new_string": "b"}, ctx)).error == "missing_arg: path"
+    assert (
+        await run(EDIT, {"old_string": "a", "new_string": "b"}, ctx)
+    ).error == "missing_arg: path"
     make_files(root, "m.py", text=SAMPLE)
-    assert (await run(EDIT, {"path": "m.py", "new_string": "b"}, ctx)).error == "missing_arg: old_string"
-    assert (await run(EDIT, {"path": "m.py", "old_string": "f"}, ctx)).error == "missing_arg: new_string"
-    assert (await run(EDIT, {"path": "m.py", "old_string": "", "new_string": "b"}, ctx)).error.startswith("missing_arg: old_string")
+    assert (
+        await run(EDIT, {"path": "m.py", "new_string": "b"}, ctx)
+    ).error == "missing_arg: old_string"
+    assert (
+        await run(EDIT, {"path": "m.py", "old_string": "f"}, ctx)
+    ).error == "missing_arg: new_string"
+    assert (
+        await run(EDIT, {"path": "m.py", "old_string": "", "new_string": "b"}, ctx)
+    ).error.startswith("missing_arg: old_string")
     # Deleting text (empty new_string) is fine.
     assert (await run(EDIT, {"path": "m.py", "old_string": "\n\n\n", "new_string": "\n"}, ctx)).ok
 
 
 async def test_edit_identical_strings_is_an_error(root: Path) -> None:
     make_files(root, "m.py", text=SAMPLE)
-    result = await run(EDIT, {"path": "m.py", "old_string": "f()", "new_string": "f()"}, make_ctx(root))
+    result = await run(
+        EDIT, {"path": "m.py", "old_string": "f()", "new_string": "f()"}, make_ctx(root)
+    )
     assert result.error.startswith("no_change:")
 
 
@@ -300,8 +340,12 @@ async def test_edit_confinement_and_deny_list(root: Path, outside: Path) -> None
     make_files(root, ".env", text="A=1\n")
     ctx = make_ctx(root)
     args = {"old_string": "SECRET", "new_string": "X"}
-    assert (await run(EDIT, {"path": "../outside/secret.py", **args}, ctx)).error.startswith("path_escape:")
-    assert (await run(EDIT, {"path": str(outside / "secret.py"), **args}, ctx)).error.startswith("path_escape:")
+    assert (await run(EDIT, {"path": "../outside/secret.py", **args}, ctx)).error.startswith(
+        "path_escape:"
+    )
+    assert (await run(EDIT, {"path": str(outside / "secret.py"), **args}, ctx)).error.startswith(
+        "path_escape:"
+    )
     assert (await run(EDIT, {"path": "link.py", **args}, ctx)).error.startswith("path_escape:")
     env_edit = await run(EDIT, {"path": ".env", "old_string": "A=1", "new_string": "A=2"}, ctx)
     assert env_edit.error.startswith("forbidden_path:")
@@ -312,7 +356,9 @@ async def test_edit_confinement_and_deny_list(root: Path, outside: Path) -> None
 async def test_edit_rejected_by_workspace_leaves_file_untouched(root: Path) -> None:
     make_files(root, "m.py", text=SAMPLE)
     ctx = make_ctx(root, RejectingWorkspace(root))
-    result = await run(EDIT, {"path": "m.py", "old_string": "return 1", "new_string": "return 7"}, ctx)
+    result = await run(
+        EDIT, {"path": "m.py", "old_string": "return 1", "new_string": "return 7"}, ctx
+    )
     assert result.error == "edit_rejected: the editor refused the edit"
     assert (root / "m.py").read_text() == SAMPLE
 
@@ -321,7 +367,11 @@ async def test_edit_reads_the_unsaved_buffer(root: Path) -> None:
     make_files(root, "m.py", text=SAMPLE)
     buffer = SAMPLE.replace("return 1", "return 100")
     ws = BufferWorkspace(root, {root / "m.py": buffer})
-    result = await run(EDIT, {"path": "m.py", "old_string": "return 100", "new_string": "return 5"}, make_ctx(root, ws))
+    result = await run(
+        EDIT,
+        {"path": "m.py", "old_string": "return 100", "new_string": "return 5"},
+        make_ctx(root, ws),
+    )
     assert result.ok and result.details["prior_content"] == buffer
     assert ws.buffers[root / "m.py"] == SAMPLE.replace("return 1", "return 5")
     assert (root / "m.py").read_text() == SAMPLE  # disk untouched: the editor owns the buffer
@@ -329,11 +379,15 @@ async def test_edit_reads_the_unsaved_buffer(root: Path) -> None:
 
 async def test_edit_of_an_unsaved_new_buffer(root: Path) -> None:
     ws = BufferWorkspace(root, {root / "new.py": "a = 1\n"})
-    result = await run(EDIT, {"path": "new.py", "old_string": "1", "new_string": "2"}, make_ctx(root, ws))
+    result = await run(
+        EDIT, {"path": "new.py", "old_string": "1", "new_string": "2"}, make_ctx(root, ws)
+    )
     assert result.ok and ws.buffers[root / "new.py"] == "a = 2\n"
 
 
-async def test_edit_stale_disk_file_is_rejected(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_edit_stale_disk_file_is_rejected(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Someone saves the file between the tool's read and its write: nothing is overwritten."""
     make_files(root, "m.py", text=SAMPLE)
     ws = DiskWorkspace(root)
@@ -345,7 +399,11 @@ async def test_edit_stale_disk_file_is_rejected(root: Path, monkeypatch: pytest.
         return text
 
     monkeypatch.setattr(ws, "read_text", read_then_someone_edits)
-    result = await run(EDIT, {"path": "m.py", "old_string": "return 1", "new_string": "return 7"}, make_ctx(root, ws))
+    result = await run(
+        EDIT,
+        {"path": "m.py", "old_string": "return 1", "new_string": "return 7"},
+        make_ctx(root, ws),
+    )
     assert result.error.startswith("edit_rejected: stale_file:")
     assert (root / "m.py").read_text() == "their version\n"
 
@@ -375,7 +433,10 @@ async def test_edit_file_change_carries_the_one_functions_replacements(
 
 def test_edit_occurrences_on_one_line_are_one_replacement() -> None:
     old = "k k\nother\nk\n"
-    assert line_replacements(old, old.replace("k", "v")) == (LineReplacement(0, 1, "v v\n"), LineReplacement(2, 3, "v\n"))
+    assert line_replacements(old, old.replace("k", "v")) == (
+        LineReplacement(0, 1, "v v\n"),
+        LineReplacement(2, 3, "v\n"),
+    )
 
 
 def test_edit_module_exports_one_tool() -> None:
@@ -481,7 +542,9 @@ async def test_list_dir_empty(root: Path) -> None:
 
 async def test_list_dir_includes_unsaved_buffers(root: Path) -> None:
     make_files(root, "src/a.py")
-    ws = BufferWorkspace(root, {root / "src/new.py": "x", root / "fresh/dir/n.py": "y", root / "src/a.py": "z"})
+    ws = BufferWorkspace(
+        root, {root / "src/new.py": "x", root / "fresh/dir/n.py": "y", root / "src/a.py": "z"}
+    )
     result = await run(LIST, {"depth": 3}, make_ctx(root, ws))
     lines = result.output.splitlines()
     assert "src/new.py  (unsaved)" in lines
@@ -519,7 +582,11 @@ def code_tree(root: Path) -> Path:
 async def find(root: Path, pattern: str, ws: Any = None) -> list[str]:
     result = await run(FIND, {"pattern": pattern}, make_ctx(root, ws))
     assert result.ok, result.error
-    return [line for line in result.output.splitlines() if not line.startswith(("No files", "...", "[walk"))]
+    return [
+        line
+        for line in result.output.splitlines()
+        if not line.startswith(("No files", "...", "[walk"))
+    ]
 
 
 async def test_find_globstar_spans_any_depth_including_zero(code_tree: Path) -> None:
@@ -535,14 +602,24 @@ async def test_find_globstar_spans_any_depth_including_zero(code_tree: Path) -> 
     ]
     assert await find(code_tree, "src/**/*.py") == ["src/a.py", "src/pkg/c.py", "src/pkg/sub/d.py"]
     assert await find(code_tree, "src/**/sub/*.py") == ["src/pkg/sub/d.py"]
-    assert await find(code_tree, "src/pkg/**") == ["src/pkg/c.py", "src/pkg/sub/d.py", "src/pkg/sub/e.PY"]
+    assert await find(code_tree, "src/pkg/**") == [
+        "src/pkg/c.py",
+        "src/pkg/sub/d.py",
+        "src/pkg/sub/e.PY",
+    ]
 
 
 async def test_find_star_stays_within_a_segment(code_tree: Path) -> None:
     assert await find(code_tree, "*.py") == ["top.py"]
     assert await find(code_tree, "src/*.py") == ["src/a.py"]
     assert await find(code_tree, "src/*/*.py") == ["src/pkg/c.py"]
-    assert await find(code_tree, "*/*.py") == ["pkg.py/inside.py", "src/a.py", "tests/helper.py", "tests/test_a.py", "tests/test_b.py"]
+    assert await find(code_tree, "*/*.py") == [
+        "pkg.py/inside.py",
+        "src/a.py",
+        "tests/helper.py",
+        "tests/test_a.py",
+        "tests/test_b.py",
+    ]
 
 
 async def test_find_question_mark_classes_and_case(code_tree: Path) -> None:
@@ -570,7 +647,10 @@ async def test_find_skip_dirs_unless_named(code_tree: Path) -> None:
     assert "src/node_modules/y.py" not in everything
     assert await find(code_tree, "node_modules/**/*.py") == ["node_modules/lib/x.py"]
     assert await find(code_tree, "**/node_modules/*.py") == ["src/node_modules/y.py"]
-    assert await find(code_tree, "**/node_modules/**/*.py") == ["node_modules/lib/x.py", "src/node_modules/y.py"]
+    assert await find(code_tree, "**/node_modules/**/*.py") == [
+        "node_modules/lib/x.py",
+        "src/node_modules/y.py",
+    ]
     assert await find(code_tree, ".git/**/*.py") == [".git/hooks/pre.py"]
     # A wildcard is not naming a skip dir.
     assert await find(code_tree, "*/lib/*.py") == []
@@ -588,7 +668,14 @@ async def test_find_symlinks(root: Path, outside: Path) -> None:
 async def test_find_escapes(root: Path, outside: Path) -> None:
     os.symlink(outside, root / "outdir")
     ctx = make_ctx(root)
-    for pattern in ("../*.py", "src/../../x", str(outside / "*.py"), "/etc/*", "outdir/*.py", "outdir/**/*.py"):
+    for pattern in (
+        "../*.py",
+        "src/../../x",
+        str(outside / "*.py"),
+        "/etc/*",
+        "outdir/*.py",
+        "outdir/**/*.py",
+    ):
         result = await run(FIND, {"pattern": pattern}, ctx)
         assert result.error.startswith("path_escape:"), pattern
 
@@ -617,7 +704,9 @@ async def test_find_cap_1000_sorted_with_overflow(root: Path) -> None:
     assert result.details["matches"] == 1100
 
 
-async def test_find_walk_entry_bound_is_reported(code_tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_find_walk_entry_bound_is_reported(
+    code_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(find_module, "MAX_WALK_ENTRIES", 5)
     result = await run(FIND, {"pattern": "**"}, make_ctx(code_tree))
     assert result.ok
@@ -625,11 +714,17 @@ async def test_find_walk_entry_bound_is_reported(code_tree: Path, monkeypatch: p
     assert result.details["visited"] == 5
 
 
-async def test_find_walk_time_bound_is_reported(code_tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_find_walk_time_bound_is_reported(
+    code_tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(find_module, "MAX_WALK_MS", 0)
     monkeypatch.setattr(find_module, "CHECK_EVERY_ENTRIES", 1)
     result = await run(FIND, {"pattern": "**"}, make_ctx(code_tree))
-    assert result.ok and "time limit of 0 s" in result.output and "results are partial" in result.output
+    assert (
+        result.ok
+        and "time limit of 0 s" in result.output
+        and "results are partial" in result.output
+    )
 
 
 async def test_find_cancelled_mid_walk(code_tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -657,7 +752,11 @@ async def test_find_includes_unsaved_buffers(code_tree: Path) -> None:
 async def test_find_through_executor(code_tree: Path) -> None:
     executor = ToolExecutor(ToolRegistry([FIND]), work_dir=code_tree)
     result = await executor.execute("find_files", {"pattern": "tests/*.py"})
-    assert result.ok and result.output.splitlines() == ["tests/helper.py", "tests/test_a.py", "tests/test_b.py"]
+    assert result.ok and result.output.splitlines() == [
+        "tests/helper.py",
+        "tests/test_a.py",
+        "tests/test_b.py",
+    ]
 
 
 def reference_glob(pattern: str, paths: Iterable[str]) -> list[str]:
@@ -678,7 +777,18 @@ def reference_glob(pattern: str, paths: Iterable[str]) -> list[str]:
 
 @pytest.mark.parametrize(
     "pattern",
-    ["**/*.py", "**", "*", "a/**", "a/**/b/*.txt", "**/b/**/*.py", "*/b/*", "**/c?.py", "a/*/**/*.md", "**/**/*.py"],
+    [
+        "**/*.py",
+        "**",
+        "*",
+        "a/**",
+        "a/**/b/*.txt",
+        "**/b/**/*.py",
+        "*/b/*",
+        "**/c?.py",
+        "a/*/**/*.md",
+        "**/**/*.py",
+    ],
 )
 async def test_find_agrees_with_reference_glob(root: Path, pattern: str) -> None:
     names = ["x.py", "c1.py", "n.txt", "r.md"]

@@ -37,7 +37,9 @@ def test_segment_matchers(segment: str, yes: list[str], no: list[str]) -> None:
 def test_the_entry_limit_cuts_inside_a_directory_at_exactly_the_limit(tmp_path: Path) -> None:
     make_files(tmp_path, *(f"f{index}.py" for index in range(10)))
     first_four = [entry.name for entry in os.scandir(tmp_path)][:4]
-    result = walk(str(tmp_path), "", GlobMatcher(parse_pattern("**/*.py", str(tmp_path))), max_entries=4)
+    result = walk(
+        str(tmp_path), "", GlobMatcher(parse_pattern("**/*.py", str(tmp_path))), max_entries=4
+    )
     assert result.visited == 4 and result.stop == "entry limit of 4 entries visited"
     assert result.paths == first_four
 
@@ -54,7 +56,9 @@ def test_the_entry_limit_counts_directories_and_files_across_the_tree(tmp_path: 
     assert limited.paths == [path for path in in_order[:3] if path.endswith(".py")]
 
 
-def test_bounds_are_checked_after_each_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bounds_are_checked_after_each_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     make_files(tmp_path, "a/1.py", "b/2.py")
     monkeypatch.setattr(find_module, "CHECK_EVERY_ENTRIES", 1)
     matcher = GlobMatcher(parse_pattern("**/*.py", str(tmp_path)))

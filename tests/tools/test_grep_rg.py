@@ -112,7 +112,10 @@ def test_binary_notes_name_the_files() -> None:
             _note("rg::flags::parse", b"not reading config files because --no-config is present"),
             _note("ignore::walk", b"ignoring ./big.log: 2097153 bytes"),
             _note("grep_printer::standard", b"ignoring ./img.png: found binary data at offset 3"),
-            _note("grep_printer::standard", b"ignoring ./odd\nname: x.bin: found binary data at offset 70000"),
+            _note(
+                "grep_printer::standard",
+                b"ignoring ./odd\nname: x.bin: found binary data at offset 70000",
+            ),
         ]
     )
     assert parse_rg_binary(err) == ["img.png", "odd\nname: x.bin"]
@@ -128,7 +131,9 @@ def test_binary_notes_without_notes() -> None:
 
 async def test_run_captured_returns_output_past_a_pipe_buffer_and_the_exit_code() -> None:
     code = "import sys; sys.stdout.write('x' * 1_000_000); sys.stderr.write('err'); sys.exit(3)"
-    finished = await run_captured([sys.executable, "-c", code], None, None, time.monotonic() + 60, CancelToken())
+    finished = await run_captured(
+        [sys.executable, "-c", code], None, None, time.monotonic() + 60, CancelToken()
+    )
     assert finished == (b"x" * 1_000_000, b"err", 3)
 
 
@@ -137,7 +142,9 @@ async def test_run_captured_feeds_stdin_from_a_file() -> None:
     with grep_files._scratch_file() as stdin:
         stdin.write(b"hello")
         stdin.seek(0)
-        finished = await run_captured([sys.executable, "-c", code], None, stdin, time.monotonic() + 60, CancelToken())
+        finished = await run_captured(
+            [sys.executable, "-c", code], None, stdin, time.monotonic() + 60, CancelToken()
+        )
     assert finished is not None and finished[0] == b"HELLO"
 
 
@@ -151,10 +158,14 @@ def _blocking_child(pid_file: Path) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-async def test_run_captured_kills_and_reaps_the_child_on_cancel_and_at_the_deadline(tmp_path: Path) -> None:
+async def test_run_captured_kills_and_reaps_the_child_on_cancel_and_at_the_deadline(
+    tmp_path: Path,
+) -> None:
     pid_file = tmp_path / "pid"
     cancel = CancelToken()
-    task = asyncio.ensure_future(run_captured(_blocking_child(pid_file), None, None, time.monotonic() + 3600, cancel))
+    task = asyncio.ensure_future(
+        run_captured(_blocking_child(pid_file), None, None, time.monotonic() + 3600, cancel)
+    )
     await wait_until(pid_file.exists)
     pid = int(pid_file.read_text())
     cancel.cancel()
@@ -162,7 +173,12 @@ async def test_run_captured_kills_and_reaps_the_child_on_cancel_and_at_the_deadl
     assert finished is not None and finished[2] < 0  # killed by a signal
     assert not pid_alive(pid)
     # A deadline already past: the child is killed at once and the run says it did not finish.
-    assert await run_captured(_blocking_child(tmp_path / "pid2"), None, None, time.monotonic() - 1, CancelToken()) is None
+    assert (
+        await run_captured(
+            _blocking_child(tmp_path / "pid2"), None, None, time.monotonic() - 1, CancelToken()
+        )
+        is None
+    )
 
 
 async def test_run_captured_of_a_cancelled_task_kills_the_child(tmp_path: Path) -> None:
@@ -259,12 +275,18 @@ async def test_engines_agree_on_odd_files(tmp_path: Path, monkeypatch: pytest.Mo
         monkeypatch.setenv("LICH_GREP_ENGINE", name)
         # The pattern matches big.txt too: a file over 2 MiB that does not match is counted by
         # the Python engine only (rg searches it; see the rg test above).
-        result = await GREP_FILES.execute({"pattern": r"needle( \w+)?", "context": 1}, ctx_for(tmp_path))
-        outputs.append((result.output, {key: result.details[key] for key in result.details if key != "engine"}))
+        result = await GREP_FILES.execute(
+            {"pattern": r"needle( \w+)?", "context": 1}, ctx_for(tmp_path)
+        )
+        outputs.append(
+            (result.output, {key: result.details[key] for key in result.details if key != "engine"})
+        )
     assert outputs[0] == outputs[1]
 
 
-async def test_the_caps_count_every_hidden_file_and_line_of_a_large_output(tmp_path: Path, engine: str) -> None:
+async def test_the_caps_count_every_hidden_file_and_line_of_a_large_output(
+    tmp_path: Path, engine: str
+) -> None:
     # 600 files x 300 matching lines: rg's output (~6 MB) is far past a pipe's buffer.
     body = b"hit\n" * 300
     for index in range(600):
@@ -273,7 +295,10 @@ async def test_the_caps_count_every_hidden_file_and_line_of_a_large_output(tmp_p
     assert result.ok, result.error
     # 1,000 rows: three files whole and 100 rows of the fourth; the rest is counted, not shown.
     assert result.details["files"] == 4 and result.details["matches"] == 1_000
-    assert result.details["hidden_files"] == 596 and result.details["hidden_matches"] == 600 * 300 - 1_000
+    assert (
+        result.details["hidden_files"] == 596
+        and result.details["hidden_matches"] == 600 * 300 - 1_000
+    )
     assert result.output.splitlines()[-1] == (
         "(not shown: 179000 more matching lines in 596 more files; narrow the pattern, path or glob)"
     )
@@ -328,7 +353,9 @@ async def test_rg_stops_a_file_at_the_per_file_cap_and_the_counts_say_at_least(
 
 
 @needs_rg
-async def test_the_tree_search_runs_the_command_the_benchmark_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_tree_search_runs_the_command_the_benchmark_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LICH_GREP_ENGINE", "rg")
     seen: list[list[str]] = []
     original = grep_files.run_captured

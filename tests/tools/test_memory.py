@@ -57,18 +57,25 @@ async def run(tool: Any, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 # ===================== memory_append =====================
 
 
-async def test_creates_memory_md_with_a_header_and_a_dated_entry(root: Path, clock: list[datetime]) -> None:
+async def test_creates_memory_md_with_a_header_and_a_dated_entry(
+    root: Path, clock: list[datetime]
+) -> None:
     result = await run(APPEND, {"text": "The suite needs a warm database."}, make_ctx(root))
     assert result.ok, result.error
     assert (root / "MEMORY.md").read_text() == (
         MEMORY_HEADER + "\n## 2024-05-06 07:08 UTC\n\nThe suite needs a warm database.\n"
     )
     assert MEMORY_HEADER.count("\n") == 1 and MEMORY_HEADER.startswith("# ")
-    assert result.output == "Appended an entry (2024-05-06 07:08 UTC, 32 chars) to MEMORY.md (new file)"
+    assert (
+        result.output
+        == "Appended an entry (2024-05-06 07:08 UTC, 32 chars) to MEMORY.md (new file)"
+    )
     assert result.details["prior_content"] is None and result.details["path"] == "MEMORY.md"
 
 
-async def test_appends_entries_and_never_rewrites_earlier_ones(root: Path, clock: list[datetime]) -> None:
+async def test_appends_entries_and_never_rewrites_earlier_ones(
+    root: Path, clock: list[datetime]
+) -> None:
     ctx = make_ctx(root)
     existing = "# Team notes\n\nhand-written, kept byte for byte  \n"
     (root / "MEMORY.md").write_text(existing)
@@ -83,10 +90,14 @@ async def test_appends_entries_and_never_rewrites_earlier_ones(root: Path, clock
     )
 
 
-async def test_a_last_line_without_newline_gets_one_first(root: Path, clock: list[datetime]) -> None:
+async def test_a_last_line_without_newline_gets_one_first(
+    root: Path, clock: list[datetime]
+) -> None:
     (root / "MEMORY.md").write_text("# Notes\nno newline at the end")
     assert (await run(APPEND, {"text": "next"}, make_ctx(root))).ok
-    assert (root / "MEMORY.md").read_text() == "# Notes\nno newline at the end\n\n## 2024-05-06 07:08 UTC\n\nnext\n"
+    assert (
+        root / "MEMORY.md"
+    ).read_text() == "# Notes\nno newline at the end\n\n## 2024-05-06 07:08 UTC\n\nnext\n"
 
 
 async def test_other_time_zones_are_written_in_utc(root: Path, clock: list[datetime]) -> None:
@@ -95,7 +106,9 @@ async def test_other_time_zones_are_written_in_utc(root: Path, clock: list[datet
     assert "\n## 2024-05-07 01:30 UTC\n" in (root / "MEMORY.md").read_text()
 
 
-async def test_goes_through_the_workspace_as_an_append_edit(root: Path, clock: list[datetime]) -> None:
+async def test_goes_through_the_workspace_as_an_append_edit(
+    root: Path, clock: list[datetime]
+) -> None:
     prior = "# Memory\n\n## 2024-01-01 00:00 UTC\n\nold\n"
     (root / "MEMORY.md").write_text(prior)
     workspace = BufferWorkspace(root)
@@ -112,7 +125,9 @@ async def test_goes_through_the_workspace_as_an_append_edit(root: Path, clock: l
     assert result.details["prior_content"] == prior
 
 
-async def test_an_open_buffer_is_appended_to_not_the_disk_text(root: Path, clock: list[datetime]) -> None:
+async def test_an_open_buffer_is_appended_to_not_the_disk_text(
+    root: Path, clock: list[datetime]
+) -> None:
     (root / "MEMORY.md").write_text("# disk\n")
     workspace = BufferWorkspace(root, {root / "MEMORY.md": "# buffer\n"})
     assert (await run(APPEND, {"text": "x"}, make_ctx(root, workspace))).ok
@@ -135,8 +150,12 @@ async def test_a_rejected_edit_writes_nothing(root: Path, clock: list[datetime])
     assert (root / "MEMORY.md").read_text() == "# kept\n"
 
 
-@pytest.mark.parametrize("args", [{}, {"text": ""}, {"text": " \n\t\n"}, {"text": None}, {"text": []}])
-async def test_empty_text_is_missing_arg(root: Path, clock: list[datetime], args: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "args", [{}, {"text": ""}, {"text": " \n\t\n"}, {"text": None}, {"text": []}]
+)
+async def test_empty_text_is_missing_arg(
+    root: Path, clock: list[datetime], args: dict[str, Any]
+) -> None:
     result = await run(APPEND, args, make_ctx(root))
     assert result.error == "missing_arg: text"
     assert not (root / "MEMORY.md").exists()
@@ -150,7 +169,9 @@ async def test_over_4000_chars_is_too_large(root: Path, clock: list[datetime]) -
     assert (await run(APPEND, {"text": "y" * MAX_ENTRY_CHARS}, ctx)).ok
 
 
-async def test_never_writes_through_a_symlink(root: Path, tmp_path: Path, clock: list[datetime]) -> None:
+async def test_never_writes_through_a_symlink(
+    root: Path, tmp_path: Path, clock: list[datetime]
+) -> None:
     target = tmp_path / "elsewhere.md"
     target.write_text("# elsewhere\n")
     os.symlink(target, root / "MEMORY.md")
@@ -168,7 +189,9 @@ def test_memory_append_is_a_file_write_builtin() -> None:
     tool = {tool.name: tool for tool in builtin_tools()}["memory_append"]
     assert getattr(tool, "capability", None) == "file/write"
     assert tool.parameters["required"] == ["text"]
-    assert "not instructions" in tool.description and "not loaded into the prompt" in tool.description
+    assert (
+        "not instructions" in tool.description and "not loaded into the prompt" in tool.description
+    )
 
 
 # ===================== the write tools refuse MEMORY.md =====================
@@ -190,7 +213,9 @@ async def test_write_file_refuses_memory_md(root: Path, target: str) -> None:
 
 async def test_edit_file_refuses_memory_md(root: Path) -> None:
     (root / "MEMORY.md").write_text("# kept\n")
-    result = await run(EDIT, {"path": "MEMORY.md", "old_string": "kept", "new_string": "gone"}, make_ctx(root))
+    result = await run(
+        EDIT, {"path": "MEMORY.md", "old_string": "kept", "new_string": "gone"}, make_ctx(root)
+    )
     assert result.error == REFUSAL
     assert (root / "MEMORY.md").read_text() == "# kept\n"
 
@@ -202,7 +227,9 @@ async def test_apply_patch_refuses_memory_md_and_writes_nothing(root: Path) -> N
     for path in ("MEMORY.md", "a.txt"):
         assert (await run(READ_FILE, {"path": path}, ctx)).ok
     rows = render_rows(["# kept"], 1)
-    result = await run(APPLY_PATCH, {"input": f"@@ MEMORY.md\n= {rows[:4]}..{rows[:4]}\n~# gone\n"}, ctx)
+    result = await run(
+        APPLY_PATCH, {"input": f"@@ MEMORY.md\n= {rows[:4]}..{rows[:4]}\n~# gone\n"}, ctx
+    )
     assert result.error == REFUSAL
     # Together with another file: the whole patch is refused.
     both = await run(APPLY_PATCH, {"input": "@@ a.txt\n+\n~b\n@@ MEMORY.md\n+\n~more\n"}, ctx)
@@ -220,7 +247,9 @@ async def test_write_tools_still_write_other_files(root: Path) -> None:
     for target in ("notes/MEMORY.md", "MEMORY.md.bak", "MEMORY.txt", "docs/MEMORY.md"):
         result = await run(WRITE, {"path": target, "content": "ok\n"}, ctx)
         assert result.ok, (target, result.error)
-    edited = await run(EDIT, {"path": "notes/MEMORY.md", "old_string": "ok", "new_string": "fine"}, ctx)
+    edited = await run(
+        EDIT, {"path": "notes/MEMORY.md", "old_string": "ok", "new_string": "fine"}, ctx
+    )
     assert edited.ok, edited.error
     patched = await run(APPLY_PATCH, {"input": "@@ fresh.txt\n+\n~hello\n"}, ctx)
     assert patched.ok, patched.error

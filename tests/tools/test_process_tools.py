@@ -23,7 +23,9 @@ from lich_core.tools.types import ToolContext
 PATH = os.environ.get("PATH", "/usr/bin:/bin")
 
 
-def make_executor(work_dir: Path, gate: CapabilityGate | None = None, env: dict[str, str] | None = None) -> ToolExecutor:
+def make_executor(
+    work_dir: Path, gate: CapabilityGate | None = None, env: dict[str, str] | None = None
+) -> ToolExecutor:
     registry = ToolRegistry()
     for tool in (process_list.TOOL, disk_usage.TOOL, env_get.TOOL):
         registry.register(tool)
@@ -35,10 +37,22 @@ def sleeper() -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A running process with a unique, secret-laden command line."""
     tag = f"lichtest-{uuid.uuid4().hex[:12]}"
     proc = subprocess.Popen(
-        ["bash", "-c", "sleep 30; true", tag, "--password", "hunter2", "API_TOKEN=abcdef", "postgres://bob:pw123@db/x"]
+        [
+            "bash",
+            "-c",
+            "sleep 30; true",
+            tag,
+            "--password",
+            "hunter2",
+            "API_TOKEN=abcdef",
+            "postgres://bob:pw123@db/x",
+        ]
     )
     deadline = time.monotonic() + 3
-    while tag.encode() not in Path(f"/proc/{proc.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+    while (
+        tag.encode() not in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.01)
     yield proc, tag
     proc.kill()
@@ -72,11 +86,25 @@ async def test_process_list_masks_password_flags_and_pat_names(tmp_path: Path) -
     tag = f"lichtest-{uuid.uuid4().hex[:12]}"
     # One process that never forks (bash would fork `sleep`, and the child matches the tag until
     # it execs): Python ignores the arguments after its -c program.
-    argv = [sys.executable, "-c", "import time; time.sleep(30)", tag, "mysql", "-uroot", "-pS3cretPw", "--db-pass", "pw2ab", "GITHUB_PAT=ghxyz"]
+    argv = [
+        sys.executable,
+        "-c",
+        "import time; time.sleep(30)",
+        tag,
+        "mysql",
+        "-uroot",
+        "-pS3cretPw",
+        "--db-pass",
+        "pw2ab",
+        "GITHUB_PAT=ghxyz",
+    ]
     proc = subprocess.Popen(argv)
     try:
         deadline = time.monotonic() + 10
-        while b"GITHUB_PAT" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+        while (
+            b"GITHUB_PAT" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.01)
         result = await process_list.TOOL.execute({"filter": tag}, ToolContext(work_dir=tmp_path))
     finally:
@@ -94,11 +122,15 @@ async def test_process_list_limits_results_and_counts_the_rest(tmp_path: Path) -
     result = await process_list.TOOL.execute({"max_results": 1}, ToolContext(work_dir=tmp_path))
     lines = result.output.splitlines()
     assert len(lines) == 3  # header, one process, the overflow note
-    assert re.fullmatch(r"\[\d+ more processes not shown; raise max_results or narrow filter\]", lines[2])
+    assert re.fullmatch(
+        r"\[\d+ more processes not shown; raise max_results or narrow filter\]", lines[2]
+    )
 
 
 async def test_process_list_without_match(tmp_path: Path) -> None:
-    result = await process_list.TOOL.execute({"filter": "no-such-process-" + uuid.uuid4().hex}, ToolContext(work_dir=tmp_path))
+    result = await process_list.TOOL.execute(
+        {"filter": "no-such-process-" + uuid.uuid4().hex}, ToolContext(work_dir=tmp_path)
+    )
     assert result.ok
     assert result.output.startswith("no processes matching")
 
@@ -119,16 +151,27 @@ def test_vanished_process_reads_as_empty() -> None:
 
 def test_mask_arguments() -> None:
     assert mask_arguments(["tool", "--token", "abc", "--verbose", "x"]) == [
-        "tool", "--token", "<redacted: 3 chars>", "--verbose", "x",
+        "tool",
+        "--token",
+        "<redacted: 3 chars>",
+        "--verbose",
+        "x",
     ]
-    assert mask_arguments(["--client-secret=zz", "plain=1"]) == ["--client-secret=<redacted: 2 chars>", "plain=1"]
+    assert mask_arguments(["--client-secret=zz", "plain=1"]) == [
+        "--client-secret=<redacted: 2 chars>",
+        "plain=1",
+    ]
     assert mask_arguments(["https://u:p@h/x"]) == ["https://u:<redacted>@h/x"]
 
 
 async def test_process_list_is_gated_by_process_exec(tmp_path: Path) -> None:
-    denied = await make_executor(tmp_path, gate=CapabilityGate(["file/read"])).execute("process_list", {"max_results": 1})
+    denied = await make_executor(tmp_path, gate=CapabilityGate(["file/read"])).execute(
+        "process_list", {"max_results": 1}
+    )
     assert denied.error == "capability_denied: process/exec"
-    allowed = await make_executor(tmp_path, gate=CapabilityGate(["process/exec"])).execute("process_list", {"max_results": 1})
+    allowed = await make_executor(tmp_path, gate=CapabilityGate(["process/exec"])).execute(
+        "process_list", {"max_results": 1}
+    )
     assert allowed.ok
 
 
@@ -172,7 +215,9 @@ async def test_disk_usage_sorts_largest_first_with_total(tmp_path: Path) -> None
 
 async def test_disk_usage_max_entries_keeps_the_full_total(tmp_path: Path) -> None:
     make_tree(tmp_path)
-    result = await disk_usage.TOOL.execute({"max_entries": 2}, ToolContext(work_dir=tmp_path, env={"PATH": PATH}))
+    result = await disk_usage.TOOL.execute(
+        {"max_entries": 2}, ToolContext(work_dir=tmp_path, env={"PATH": PATH})
+    )
     rows = rendered_rows(result.output)
     assert [name for _, name in rows] == ["big/", "file.bin", "TOTAL"]
     assert "[2 smaller entries not shown" in result.output
@@ -195,19 +240,25 @@ async def test_disk_usage_is_confined(tmp_path: Path, target: str) -> None:
     work.mkdir()
     (tmp_path / "outside").mkdir()
     (work / "link_out").symlink_to(tmp_path / "outside")
-    result = await disk_usage.TOOL.execute({"path": target}, ToolContext(work_dir=work, env={"PATH": PATH}))
+    result = await disk_usage.TOOL.execute(
+        {"path": target}, ToolContext(work_dir=work, env={"PATH": PATH})
+    )
     assert result.error.startswith("path_escape:")
 
 
 async def test_disk_usage_errors(tmp_path: Path) -> None:
-    result = await disk_usage.TOOL.execute({"path": "missing"}, ToolContext(work_dir=tmp_path, env={"PATH": PATH}))
+    result = await disk_usage.TOOL.execute(
+        {"path": "missing"}, ToolContext(work_dir=tmp_path, env={"PATH": PATH})
+    )
     assert result.error == "not_found: missing"
     no_du = ToolContext(work_dir=tmp_path, env={"PATH": str(tmp_path / "no-bin")})
     result = await disk_usage.TOOL.execute({}, no_du)
     assert result.error.startswith("du_unavailable:")
 
 
-async def test_disk_usage_slow_du_is_killed_and_noted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_disk_usage_slow_du_is_killed_and_noted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake_du = bin_dir / "du"
@@ -237,9 +288,13 @@ async def test_process_list_without_proc(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 async def test_disk_usage_needs_file_read(tmp_path: Path) -> None:
-    result = await make_executor(tmp_path, gate=CapabilityGate(["process/exec"])).execute("disk_usage", {})
+    result = await make_executor(tmp_path, gate=CapabilityGate(["process/exec"])).execute(
+        "disk_usage", {}
+    )
     assert result.error == "capability_denied: file/read"
-    result = await make_executor(tmp_path, gate=CapabilityGate(["file/read"])).execute("disk_usage", {})
+    result = await make_executor(tmp_path, gate=CapabilityGate(["file/read"])).execute(
+        "disk_usage", {}
+    )
     assert result.ok
 
 
@@ -279,7 +334,15 @@ async def test_env_reveal_shows_values_but_never_secrets(tmp_path: Path) -> None
     assert "SSH_AUTH_SOCK=<redacted: 10 chars>" in result.output
     assert "AWS_SECRET_ACCESS_KEY=<redacted: 10 chars>" in result.output
     assert "DATABASE_URL=postgres://bob:<redacted>@db/app" in result.output
-    for secret in ("ghp_abc", "secretpw", "/tmp/agent", "aws-secret", "pw123", "sk-openai", "sk-ant"):
+    for secret in (
+        "ghp_abc",
+        "secretpw",
+        "/tmp/agent",
+        "aws-secret",
+        "pw123",
+        "sk-openai",
+        "sk-ant",
+    ):
         assert secret not in result.output
 
 
@@ -287,38 +350,53 @@ async def test_env_provider_keys_are_absent(tmp_path: Path) -> None:
     result = await env_get.TOOL.execute({}, env_ctx(tmp_path))
     assert "OPENAI_API_KEY" not in result.output
     assert "ANTHROPIC_API_KEY" not in result.output
-    result = await env_get.TOOL.execute({"keys": ["OPENAI_API_KEY"], "reveal": True}, env_ctx(tmp_path))
+    result = await env_get.TOOL.execute(
+        {"keys": ["OPENAI_API_KEY"], "reveal": True}, env_ctx(tmp_path)
+    )
     assert result.output.splitlines()[0] == "OPENAI_API_KEY (not set)"
 
 
 async def test_env_prefix_keys_and_missing(tmp_path: Path) -> None:
     result = await env_get.TOOL.execute({"prefix": "MY_", "reveal": True}, env_ctx(tmp_path))
     assert result.output.splitlines() == ["MY_OTHER=world", "MY_VAR=hello"]
-    result = await env_get.TOOL.execute({"keys": "MY_VAR, NOPE", "reveal": "true"}, env_ctx(tmp_path))
+    result = await env_get.TOOL.execute(
+        {"keys": "MY_VAR, NOPE", "reveal": "true"}, env_ctx(tmp_path)
+    )
     assert result.output.splitlines() == ["MY_VAR=hello", "NOPE (not set)"]
     assert result.details["missing"] == ["NOPE"]
     result = await env_get.TOOL.execute({"prefix": "ZZZ_"}, env_ctx(tmp_path))
     assert result.output == "no environment variables starting with 'ZZZ_'"
 
 
-async def test_env_falls_back_to_process_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_env_falls_back_to_process_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LICH_ENV_GET_PROBE", "probe-value")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-leak")
     ctx = ToolContext(work_dir=tmp_path)
-    result = await env_get.TOOL.execute({"keys": ["LICH_ENV_GET_PROBE", "OPENAI_API_KEY"], "reveal": True}, ctx)
-    assert result.output.splitlines()[:2] == ["LICH_ENV_GET_PROBE=probe-value", "OPENAI_API_KEY (not set)"]
+    result = await env_get.TOOL.execute(
+        {"keys": ["LICH_ENV_GET_PROBE", "OPENAI_API_KEY"], "reveal": True}, ctx
+    )
+    assert result.output.splitlines()[:2] == [
+        "LICH_ENV_GET_PROBE=probe-value",
+        "OPENAI_API_KEY (not set)",
+    ]
 
 
 async def test_env_get_is_gated_by_process_exec(tmp_path: Path) -> None:
-    result = await make_executor(tmp_path, gate=CapabilityGate(["file/read"]), env=dict(ENV)).execute(
+    result = await make_executor(
+        tmp_path, gate=CapabilityGate(["file/read"]), env=dict(ENV)
+    ).execute("env_get", {"keys": ["MY_VAR"], "reveal": True})
+    assert result.error == "capability_denied: process/exec"
+    result = await make_executor(tmp_path, env=dict(ENV)).execute(
         "env_get", {"keys": ["MY_VAR"], "reveal": True}
     )
-    assert result.error == "capability_denied: process/exec"
-    result = await make_executor(tmp_path, env=dict(ENV)).execute("env_get", {"keys": ["MY_VAR"], "reveal": True})
     assert result.output.startswith("MY_VAR=hello")
 
 
-async def test_env_reveal_masks_pat_passwd_webhook_but_not_the_working_directory(tmp_path: Path) -> None:
+async def test_env_reveal_masks_pat_passwd_webhook_but_not_the_working_directory(
+    tmp_path: Path,
+) -> None:
     env = {
         "PATH": PATH,
         "GITHUB_PAT": "github_pat_value",
@@ -332,7 +410,14 @@ async def test_env_reveal_masks_pat_passwd_webhook_but_not_the_working_directory
     }
     ctx = ToolContext(work_dir=tmp_path, env=env)
     result = await env_get.TOOL.execute({"reveal": True}, ctx)
-    for secret in ("github_pat_value", "passwd-value", "hooks.slack.com", "dbpass-value", "mysqlpwd-value", "ghp_abc"):
+    for secret in (
+        "github_pat_value",
+        "passwd-value",
+        "hooks.slack.com",
+        "dbpass-value",
+        "mysqlpwd-value",
+        "ghp_abc",
+    ):
         assert secret not in result.output
     assert "GITHUB_PAT=<redacted: 16 chars>" in result.output
     assert "MY_PASSWD=<redacted: 12 chars>" in result.output
@@ -341,13 +426,22 @@ async def test_env_reveal_masks_pat_passwd_webhook_but_not_the_working_directory
     assert "PWD=/work/dir" in result.output.splitlines()
     assert "OLDPWD=/old/dir" in result.output.splitlines()
     # Asking for a secret by name with reveal does not reveal it either.
-    named = await env_get.TOOL.execute({"keys": ["GITHUB_PAT", "SLACK_WEBHOOK"], "reveal": True}, ctx)
-    assert named.output.splitlines() == ["GITHUB_PAT=<redacted: 16 chars>", "SLACK_WEBHOOK=<redacted: 42 chars>"]
+    named = await env_get.TOOL.execute(
+        {"keys": ["GITHUB_PAT", "SLACK_WEBHOOK"], "reveal": True}, ctx
+    )
+    assert named.output.splitlines() == [
+        "GITHUB_PAT=<redacted: 16 chars>",
+        "SLACK_WEBHOOK=<redacted: 42 chars>",
+    ]
 
 
 async def test_env_configured_key_variable_is_absent(tmp_path: Path) -> None:
-    settings = {"providers": [{"kind": "openai_compat", "model": "m", "api_key_env": "OPENROUTER_KEY"}]}
-    ctx = ToolContext(work_dir=tmp_path, env={"PATH": PATH, "OPENROUTER_KEY": "or-value"}, settings=settings)
+    settings = {
+        "providers": [{"kind": "openai_compat", "model": "m", "api_key_env": "OPENROUTER_KEY"}]
+    }
+    ctx = ToolContext(
+        work_dir=tmp_path, env={"PATH": PATH, "OPENROUTER_KEY": "or-value"}, settings=settings
+    )
     result = await env_get.TOOL.execute({"keys": ["OPENROUTER_KEY"], "reveal": True}, ctx)
     assert result.output.splitlines()[0] == "OPENROUTER_KEY (not set)"
     listing = await env_get.TOOL.execute({}, ctx)

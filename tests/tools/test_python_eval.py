@@ -43,8 +43,6 @@ def image_pid(ctx: ToolContext) -> int | None:
     return image.pid
 
 
-
-
 def test_declares_capability_and_a_deadline_above_the_budget() -> None:
     assert TOOL.capability == "image/eval"
     assert TOOL.timeout_ms is not None and TOOL.timeout_ms > 300_000 + 10_000
@@ -89,7 +87,10 @@ async def test_image_stops_when_the_run_is_gone(tmp_path: Path) -> None:
 
 
 async def test_stdout_and_stderr_are_captured_in_order(ctx: ToolContext) -> None:
-    result = await run(ctx, "import sys, os\nprint('out')\nprint('err', file=sys.stderr)\nos.system('echo from-fd')\n7")
+    result = await run(
+        ctx,
+        "import sys, os\nprint('out')\nprint('err', file=sys.stderr)\nos.system('echo from-fd')\n7",
+    )
     assert result.ok
     assert result.output == "out\nerr\nfrom-fd\n0" or result.output.startswith("out\nerr\n")
     assert "from-fd" in result.output
@@ -113,7 +114,10 @@ async def test_an_infinite_loop_is_interrupted_and_state_kept(ctx: ToolContext) 
     result = await run(ctx, "kept = 'yes'\nprint('before')\nwhile True: pass", timeout=1)
     assert time.monotonic() - started < BOUND_S
     assert not result.ok
-    assert result.error == "timeout: python_eval exceeded 1 s; the interpreter's state may be partially modified"
+    assert (
+        result.error
+        == "timeout: python_eval exceeded 1 s; the interpreter's state may be partially modified"
+    )
     assert "before" in result.output and "KeyboardInterrupt" in result.output
     assert (await run(ctx, "kept")).output == "'yes'"
 
@@ -133,7 +137,9 @@ async def test_a_c_level_hang_is_killed_and_the_image_restarted(ctx: ToolContext
 
 async def test_a_dead_child_is_restarted_with_a_note(ctx: ToolContext) -> None:
     died = await run(ctx, "import os\nos._exit(3)")
-    assert not died.ok and died.error.startswith("interpreter_exited:") and "exit code 3" in died.error
+    assert (
+        not died.ok and died.error.startswith("interpreter_exited:") and "exit code 3" in died.error
+    )
     again = await run(ctx, "1 + 1")
     assert again.ok and RESTARTED_NOTE in again.output and again.output.endswith("2")
 
@@ -149,14 +155,21 @@ async def test_a_recursion_bomb_is_an_error_and_the_image_lives(ctx: ToolContext
 
 async def test_huge_and_circular_values_print_bounded(ctx: ToolContext) -> None:
     big = await run(ctx, "list(range(10**6))")
-    assert big.ok and big.output.startswith("[0, 1, 2") and big.output.endswith("...]") and len(big.output) < 1_000
+    assert (
+        big.ok
+        and big.output.startswith("[0, 1, 2")
+        and big.output.endswith("...]")
+        and len(big.output) < 1_000
+    )
     loop = await run(ctx, "a = [1]\na.append(a)\na")
     assert loop.ok and loop.output == "[1, [...]]"
     wide = await run(ctx, "w = [0] * 100\nfor _ in range(20):\n    w = [w] * 100\nw")
     assert wide.ok and len(wide.output) <= 20_100
     text = await run(ctx, "'y' * 10**6")
     assert text.ok and len(text.output) < 200
-    broken = await run(ctx, "class B:\n    def __repr__(self):\n        raise ValueError('no')\nB()")
+    broken = await run(
+        ctx, "class B:\n    def __repr__(self):\n        raise ValueError('no')\nB()"
+    )
     assert broken.ok and "B" in broken.output
 
 
@@ -174,8 +187,12 @@ async def test_errors_are_reported_with_a_short_traceback(ctx: ToolContext) -> N
 
 async def test_bad_arguments(ctx: ToolContext) -> None:
     assert (await TOOL.execute({}, ctx)).error == "missing_arg: code"
-    assert (await TOOL.execute({"code": "1", "timeout": "soon"}, ctx)).error.startswith("bad_arg: timeout")
-    assert (await TOOL.execute({"code": "1", "timeout": 0}, ctx)).error.startswith("bad_arg: timeout")
+    assert (await TOOL.execute({"code": "1", "timeout": "soon"}, ctx)).error.startswith(
+        "bad_arg: timeout"
+    )
+    assert (await TOOL.execute({"code": "1", "timeout": 0}, ctx)).error.startswith(
+        "bad_arg: timeout"
+    )
 
 
 def test_the_workspace_venv_python_is_used_only_when_trusted(tmp_path: Path) -> None:

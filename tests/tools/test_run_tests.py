@@ -88,8 +88,6 @@ async def run(root: Path, args: dict[str, Any] | None = None, **kwargs: Any) -> 
     return await TOOL.execute(args or {}, make_ctx(root, **kwargs))
 
 
-
-
 async def wait_dead(pid: int, timeout_s: float = 5.0) -> bool:
     """Bounded: the kill already happened when the tool returned; this only absorbs reaping."""
     with contextlib.suppress(AssertionError):
@@ -156,22 +154,30 @@ def test_tool_declaration() -> None:
 
 
 async def test_green_project(tmp_path: Path) -> None:
-    write_project(tmp_path, {
-        "tests/test_ok.py": """
+    write_project(
+        tmp_path,
+        {
+            "tests/test_ok.py": """
             def test_one():
                 assert 1 + 1 == 2
 
             def test_two():
                 assert "a" in "abc"
         """,
-    })
+        },
+    )
     result = await run(tmp_path)
     assert result.ok, result
     assert result.error is None
     assert result.output.startswith("Tests passed: 0 failed, 2 passed; exit 0;")
     details = result.details
     assert details["ok"] is True
-    assert (details["passed"], details["failed"], details["errors"], details["skipped"]) == (2, 0, 0, 0)
+    assert (details["passed"], details["failed"], details["errors"], details["skipped"]) == (
+        2,
+        0,
+        0,
+        0,
+    )
     assert details["exit_code"] == 0
     assert details["failures"] == []
     assert details["filter"] is None
@@ -179,7 +185,10 @@ async def test_green_project(tmp_path: Path) -> None:
     assert "generated xml file" not in result.output  # lich's temp JUnit file is not the project's
     report = TestReport.from_dict(details)
     assert report.ok and report.to_dict() == details
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["pytest.ini", "tests"]  # nothing else written
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "pytest.ini",
+        "tests",
+    ]  # nothing else written
 
 
 CALC = """\
@@ -213,45 +222,68 @@ async def test_failing_test_reports_the_line_it_failed_on(tmp_path: Path) -> Non
     assert result.error == "tests_failed: 2 failed, 1 passed"
     assert result.details["failures"] == [
         # The assert line (11), not the def line (9).
-        {"test_id": "tests/test_calc.py::test_add", "path": "tests/test_calc.py", "line": 11,
-         "message": "assert 3 == 4"},
+        {
+            "test_id": "tests/test_calc.py::test_add",
+            "path": "tests/test_calc.py",
+            "line": 11,
+            "message": "assert 3 == 4",
+        },
         # A helper in the same file fails deeper (20); that is the deepest entry in the test's file.
-        {"test_id": "tests/test_calc.py::test_helper", "path": "tests/test_calc.py", "line": 20,
-         "message": "assert -1 > 0"},
+        {
+            "test_id": "tests/test_calc.py::test_helper",
+            "path": "tests/test_calc.py",
+            "line": 20,
+            "message": "assert -1 > 0",
+        },
     ]
     lines = result.output.splitlines()
     assert lines[0].startswith("Tests failed: 2 failed, 1 passed; exit 1;")
     assert lines[1] == "FAILED tests/test_calc.py::test_add (tests/test_calc.py:11) assert 3 == 4"
-    assert lines[2] == "FAILED tests/test_calc.py::test_helper (tests/test_calc.py:20) assert -1 > 0"
+    assert (
+        lines[2] == "FAILED tests/test_calc.py::test_helper (tests/test_calc.py:20) assert -1 > 0"
+    )
     assert lines[3] == "--- output (tail) ---"
     assert "2 failed, 1 passed" in lines[-1]
     assert len(result.output) <= RUN_TESTS_MAX_OUTPUT_CHARS
 
 
 async def test_failure_in_a_helper_module_points_into_the_test_file(tmp_path: Path) -> None:
-    write_project(tmp_path, {
-        "tests/__init__.py": "",
-        "tests/helpers.py": "def check(x):\n    assert x == 4\n",
-        "tests/test_h.py": "from tests.helpers import check\n\n\ndef test_it():\n    check(3)\n",
-    })
+    write_project(
+        tmp_path,
+        {
+            "tests/__init__.py": "",
+            "tests/helpers.py": "def check(x):\n    assert x == 4\n",
+            "tests/test_h.py": "from tests.helpers import check\n\n\ndef test_it():\n    check(3)\n",
+        },
+    )
     result = await run(tmp_path)
     [failure] = result.details["failures"]
-    assert (failure["path"], failure["line"]) == ("tests/test_h.py", 5)  # the call, in the test's file
+    assert (failure["path"], failure["line"]) == (
+        "tests/test_h.py",
+        5,
+    )  # the call, in the test's file
 
 
 async def test_collection_error(tmp_path: Path) -> None:
-    write_project(tmp_path, {
-        "tests/test_ok.py": "def test_ok():\n    pass\n",
-        "tests/test_broken.py": "import os\nimport no_such_module_for_lich\n",
-    })
+    write_project(
+        tmp_path,
+        {
+            "tests/test_ok.py": "def test_ok():\n    pass\n",
+            "tests/test_broken.py": "import os\nimport no_such_module_for_lich\n",
+        },
+    )
     result = await run(tmp_path)
     assert not result.ok
     assert result.error == "tests_error: exit 2 (interrupted; 0 failed, 1 error)"
     assert result.details["errors"] == 1
     assert result.details["exit_code"] == 2
     assert result.details["failures"] == [
-        {"test_id": "tests/test_broken.py", "path": "tests/test_broken.py", "line": 2,
-         "message": "ModuleNotFoundError: No module named 'no_such_module_for_lich'"},
+        {
+            "test_id": "tests/test_broken.py",
+            "path": "tests/test_broken.py",
+            "line": 2,
+            "message": "ModuleNotFoundError: No module named 'no_such_module_for_lich'",
+        },
     ]
 
 
@@ -301,15 +333,18 @@ async def test_filter_matching_nothing_is_an_error(tmp_path: Path) -> None:
 
 
 async def test_many_failures_are_clamped_to_2000_chars(tmp_path: Path) -> None:
-    write_project(tmp_path, {
-        "test_many.py": """
+    write_project(
+        tmp_path,
+        {
+            "test_many.py": """
             import pytest
 
             @pytest.mark.parametrize("n", range(60))
             def test_each(n):
                 assert n < 0, "x" * 500
         """,
-    })
+        },
+    )
     result = await run(tmp_path)
     assert result.error == "tests_failed: 60 failed"
     assert len(result.output) <= RUN_TESTS_MAX_OUTPUT_CHARS
@@ -333,8 +368,18 @@ async def test_no_command_outside_a_python_project(tmp_path: Path) -> None:
     assert result.details == {}
 
 
-@pytest.mark.parametrize("marker", ["pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini",
-                                    "conftest.py", "tests/unit/test_x.py"])
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+        "pytest.ini",
+        "tox.ini",
+        "conftest.py",
+        "tests/unit/test_x.py",
+    ],
+)
 def test_python_project_markers(tmp_path: Path, marker: str) -> None:
     (tmp_path / marker).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / marker).write_text("")
@@ -349,13 +394,17 @@ def trusted_settings(root: Path) -> Config:
 
 
 @pytest.mark.parametrize("venv", [".venv", "venv"])
-def test_the_projects_virtualenv_python_is_used_only_in_a_trusted_workspace(tmp_path: Path, venv: str) -> None:
+def test_the_projects_virtualenv_python_is_used_only_in_a_trusted_workspace(
+    tmp_path: Path, venv: str
+) -> None:
     (tmp_path / "pyproject.toml").write_text("")
     python = tmp_path / venv / "bin" / "python"
     python.parent.mkdir(parents=True)
     python.write_text("#!/bin/sh\n")
     python.chmod(0o755)
-    trusted = plan_command(make_ctx(tmp_path, settings=trusted_settings(tmp_path)), "tests/test_x.py::test_y")
+    trusted = plan_command(
+        make_ctx(tmp_path, settings=trusted_settings(tmp_path)), "tests/test_x.py::test_y"
+    )
     assert trusted.command == f"{shlex.quote(str(python))} -m pytest tests/test_x.py::test_y"
     # Untrusted, the repository's python is its own program: the user's runs pytest instead.
     untrusted = plan_command(make_ctx(tmp_path), "tests/test_x.py::test_y")
@@ -366,7 +415,11 @@ def test_filter_kinds_and_pytest_detection() -> None:
     assert is_path_filter("tests/test_a.py") and is_path_filter("test_a.py")
     assert is_path_filter("test_a.py::test_x") and is_path_filter("tests/unit")
     assert not is_path_filter("add and not slow") and not is_path_filter("test_x")
-    assert runs_pytest("pytest -x") and runs_pytest("python -m pytest") and runs_pytest(".venv/bin/pytest")
+    assert (
+        runs_pytest("pytest -x")
+        and runs_pytest("python -m pytest")
+        and runs_pytest(".venv/bin/pytest")
+    )
     assert runs_pytest("cd sub && uv run pytest -q")
     assert not runs_pytest("npm test") and not runs_pytest("make test-pytest")
 
@@ -378,7 +431,10 @@ async def test_configured_command_exit_zero(tmp_path: Path) -> None:
     assert result.error is None
     assert result.details["exit_code"] == 0
     assert result.details["command"] == "bash check.sh"
-    assert (result.details["passed"], result.details["failed"]) == (0, 0)  # an unknown runner: exit code only
+    assert (result.details["passed"], result.details["failed"]) == (
+        0,
+        0,
+    )  # an unknown runner: exit code only
     assert result.output.startswith("Tests passed: exit 0;")
     assert f"checking {tmp_path.resolve()}" in result.output and "all good" in result.output
 
@@ -413,11 +469,18 @@ async def test_configured_pytest_command_reads_junit(tmp_path: Path) -> None:
     result = await run(tmp_path, settings=configured(command))
     assert result.error == "tests_failed: 1 failed"
     assert result.details["failures"] == [
-        {"test_id": "sub/test_s.py::test_s", "path": "sub/test_s.py", "line": 2, "message": "assert (2 * 2) == 5"},
+        {
+            "test_id": "sub/test_s.py::test_s",
+            "path": "sub/test_s.py",
+            "line": 2,
+            "message": "assert (2 * 2) == 5",
+        },
     ]
 
 
-async def test_configured_pytest_without_junit_falls_back_to_the_text_summary(tmp_path: Path) -> None:
+async def test_configured_pytest_without_junit_falls_back_to_the_text_summary(
+    tmp_path: Path,
+) -> None:
     # A stand-in named `pytest` that prints pytest's report and writes no XML.
     fake = tmp_path / "pytest"
     fake.write_text(f"#!/bin/sh\ncat {shlex.quote(str(FIXTURES / 'pytest_output.txt'))}\nexit 1\n")
@@ -425,7 +488,9 @@ async def test_configured_pytest_without_junit_falls_back_to_the_text_summary(tm
     result = await run(tmp_path, settings=configured("./pytest"))
     assert result.error == "tests_failed: 4 failed, 2 passed, 1 error, 1 skipped"
     failures = [TestFailure.from_dict(f) for f in result.details["failures"]]
-    assert failures[0] == TestFailure("tests/test_a.py::test_fail", "tests/test_a.py", 15, "assert 3 == 4")
+    assert failures[0] == TestFailure(
+        "tests/test_a.py::test_fail", "tests/test_a.py", 15, "assert 3 == 4"
+    )
 
 
 # --- the workspace lock ---
@@ -470,9 +535,16 @@ sys.stdin.read()
 async def test_busy_across_processes(tmp_path: Path) -> None:
     path = lock_path(tmp_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    assert str(path).startswith(os.environ["XDG_STATE_HOME"])  # the test's state dir, not the user's
+    assert str(path).startswith(
+        os.environ["XDG_STATE_HOME"]
+    )  # the test's state dir, not the user's
     holder = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", HOLD_LOCK, str(path), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        sys.executable,
+        "-c",
+        HOLD_LOCK,
+        str(path),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
     )
     try:
         assert holder.stdout is not None and holder.stdin is not None
@@ -551,7 +623,9 @@ async def test_deadline_kills_the_command(tmp_path: Path, monkeypatch: pytest.Mo
 async def test_through_the_executor(tmp_path: Path) -> None:
     registry = ToolRegistry()
     registry.register(TOOL)
-    executor = ToolExecutor(registry, work_dir=tmp_path, env=child_env(), settings=configured("echo hi"))
+    executor = ToolExecutor(
+        registry, work_dir=tmp_path, env=child_env(), settings=configured("echo hi")
+    )
     result = await executor.execute("run_tests", {})
     assert result.ok and "hi" in result.output
 
@@ -578,7 +652,9 @@ async def test_output_is_clamped_to_2000_chars(tmp_path: Path) -> None:
 class EditorWorkspace(DiskWorkspace):
     """What the language server offers: save buffers before the run, take the report after."""
 
-    def __init__(self, root: Path, problem: str | None = None, report_error: Exception | None = None) -> None:
+    def __init__(
+        self, root: Path, problem: str | None = None, report_error: Exception | None = None
+    ) -> None:
         super().__init__(root)
         self.problem = problem
         self.report_error = report_error
@@ -614,10 +690,14 @@ async def test_report_goes_to_the_editor(tmp_path: Path) -> None:
     [report] = workspace.reports
     assert isinstance(report, TestReport)
     assert report.to_dict() == result.details
-    assert report.failures[0] == TestFailure("tests/test_calc.py::test_add", "tests/test_calc.py", 11, "assert 3 == 4")
+    assert report.failures[0] == TestFailure(
+        "tests/test_calc.py::test_add", "tests/test_calc.py", 11, "assert 3 == 4"
+    )
 
 
-async def test_a_failing_report_hook_never_fails_the_tool(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_failing_report_hook_never_fails_the_tool(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     workspace = EditorWorkspace(tmp_path, report_error=RuntimeError("editor went away"))
     with caplog.at_level(logging.ERROR, logger="lich.tools"):
         result = await run(tmp_path, settings=configured("true"), workspace=workspace)
@@ -652,10 +732,14 @@ def test_text_summary_reader(tmp_path: Path) -> None:
         TestFailure("tests/test_a.py::test_helper", "tests/test_a.py", 19, "AssertionError"),
         TestFailure("tests/test_a.py::TestC::test_p[2]", "tests/test_a.py", 26, "assert 2 == 1"),
         TestFailure("tests/test_a.py::test_raise", "tests/test_a.py", 40, "ValueError: boom"),
-        TestFailure("tests/test_a.py::test_err", "tests/test_a.py", 30, "RuntimeError: fixture boom"),
+        TestFailure(
+            "tests/test_a.py::test_err", "tests/test_a.py", 30, "RuntimeError: fixture boom"
+        ),
     ]
     assert parse_pytest_text("make: *** [test] Error 1\n", tmp_path) is None
-    quiet = parse_pytest_text("..F\nFAILED t.py::test_x - assert 1 == 2\n1 failed, 2 passed in 0.01s\n", tmp_path)
+    quiet = parse_pytest_text(
+        "..F\nFAILED t.py::test_x - assert 1 == 2\n1 failed, 2 passed in 0.01s\n", tmp_path
+    )
     assert quiet is not None and (quiet.passed, quiet.failed) == (2, 1)
 
 
@@ -665,7 +749,9 @@ def test_junit_reader_uses_the_zero_based_line_when_there_is_no_traceback(tmp_pa
     assert results is not None
     assert (results.passed, results.failed, results.errors, results.skipped) == (2, 4, 1, 1)
     by_id = {f.test_id: f for f in results.failures}
-    assert by_id["tests/test_a.py::test_fail"] == TestFailure("tests/test_a.py::test_fail", "tests/test_a.py", 13, "assert 3 == 4")
+    assert by_id["tests/test_a.py::test_fail"] == TestFailure(
+        "tests/test_a.py::test_fail", "tests/test_a.py", 13, "assert 3 == 4"
+    )
     assert by_id["tests/test_a.py::TestC::test_p[2]"].line == 24
     assert by_id["tests/test_a.py::test_err"].message == "RuntimeError: fixture boom"
     assert parse_junit_xml(tmp_path / "missing.xml", tmp_path) is None
@@ -675,7 +761,9 @@ def test_junit_reader_uses_the_zero_based_line_when_there_is_no_traceback(tmp_pa
 
 def test_report_round_trip_and_ok() -> None:
     failure = TestFailure("t.py::test_x", "t.py", 3, "assert 1 == 2")
-    report = TestReport("pytest", 1, passed=2, failed=1, failures=[failure], duration_s=0.5, filter="x")
+    report = TestReport(
+        "pytest", 1, passed=2, failed=1, failures=[failure], duration_s=0.5, filter="x"
+    )
     assert not report.ok
     data = report.to_dict()
     assert data["ok"] is False and data["failures"] == [failure.to_dict()]
@@ -691,9 +779,11 @@ async def test_a_python_without_pytest_gets_a_hint(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("")
     python = tmp_path / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
-    python.write_text("#!/bin/sh\necho \"$0: No module named pytest\" >&2\nexit 1\n")
+    python.write_text('#!/bin/sh\necho "$0: No module named pytest" >&2\nexit 1\n')
     python.chmod(0o755)
     result = await run(tmp_path, settings=trusted_settings(tmp_path))
     assert result.error is not None
-    assert result.error.startswith("tests_error: exit 1 (pytest is not installed for the python that ran it;")
+    assert result.error.startswith(
+        "tests_error: exit 1 (pytest is not installed for the python that ran it;"
+    )
     assert result.details["command"] == f"{shlex.quote(str(python))} -m pytest"

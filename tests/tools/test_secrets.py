@@ -17,10 +17,30 @@ from lich_core.tools.secrets import (
 @pytest.mark.parametrize(
     "name",
     [
-        "GITHUB_PAT", "GH_PAT", "PAT", "githubPat", "MY_PASSWD", "DB_PASS", "SMTP_PASS", "PASS", "dbPass",
-        "DB_PW", "MYSQL_PWD", "DB_PWD", "SLACK_WEBHOOK", "SLACK_WEBHOOK_URL", "DISCORD_WEBHOOK", "SENTRY_DSN",
-        "GPG_PASSPHRASE", "SESSION_COOKIE", "GITHUB_TOKEN", "db_password", "AWS_SECRET_ACCESS_KEY",
-        "SSH_AUTH_SOCK", "PGPASSWORD", "CREDENTIALS_FILE",
+        "GITHUB_PAT",
+        "GH_PAT",
+        "PAT",
+        "githubPat",
+        "MY_PASSWD",
+        "DB_PASS",
+        "SMTP_PASS",
+        "PASS",
+        "dbPass",
+        "DB_PW",
+        "MYSQL_PWD",
+        "DB_PWD",
+        "SLACK_WEBHOOK",
+        "SLACK_WEBHOOK_URL",
+        "DISCORD_WEBHOOK",
+        "SENTRY_DSN",
+        "GPG_PASSPHRASE",
+        "SESSION_COOKIE",
+        "GITHUB_TOKEN",
+        "db_password",
+        "AWS_SECRET_ACCESS_KEY",
+        "SSH_AUTH_SOCK",
+        "PGPASSWORD",
+        "CREDENTIALS_FILE",
     ],
 )
 def test_secret_names(name: str) -> None:
@@ -30,8 +50,22 @@ def test_secret_names(name: str) -> None:
 @pytest.mark.parametrize(
     "name",
     [
-        "PWD", "OLDPWD", "PATH", "PYTHONPATH", "MANPATH", "PATTERN", "PASSENGER_ENV", "BYPASS_CACHE", "COMPASS_HOME",
-        "HOME", "LANG", "PWD_FILE", "SHELL", "TERM", "USER", "EDITOR",
+        "PWD",
+        "OLDPWD",
+        "PATH",
+        "PYTHONPATH",
+        "MANPATH",
+        "PATTERN",
+        "PASSENGER_ENV",
+        "BYPASS_CACHE",
+        "COMPASS_HOME",
+        "HOME",
+        "LANG",
+        "PWD_FILE",
+        "SHELL",
+        "TERM",
+        "USER",
+        "EDITOR",
     ],
 )
 def test_ordinary_names(name: str) -> None:
@@ -42,12 +76,21 @@ def test_ordinary_names(name: str) -> None:
     ("argv", "expected"),
     [
         # mysql-style attached password flags; a bare -p prompts and its next word is the database
-        (["mysql", "-uroot", "-pS3cretPw", "app"], ["mysql", "-uroot", "-p<redacted: 8 chars>", "app"]),
+        (
+            ["mysql", "-uroot", "-pS3cretPw", "app"],
+            ["mysql", "-uroot", "-p<redacted: 8 chars>", "app"],
+        ),
         (["/usr/bin/mysqldump", "-p", "app"], ["/usr/bin/mysqldump", "-p", "app"]),
         (["sudo", "mariadb", "-pS3cret"], ["sudo", "mariadb", "-p<redacted: 6 chars>"]),
-        (["sshpass", "-p", "hunter2", "ssh", "h"], ["sshpass", "-p", "<redacted: 7 chars>", "ssh", "h"]),
+        (
+            ["sshpass", "-p", "hunter2", "ssh", "h"],
+            ["sshpass", "-p", "<redacted: 7 chars>", "ssh", "h"],
+        ),
         (["redis-cli", "-a", "pw1", "ping"], ["redis-cli", "-a", "<redacted: 3 chars>", "ping"]),
-        (["curl", "-u", "bob:pw123", "https://x"], ["curl", "-u", "bob:<redacted: 5 chars>", "https://x"]),
+        (
+            ["curl", "-u", "bob:pw123", "https://x"],
+            ["curl", "-u", "bob:<redacted: 5 chars>", "https://x"],
+        ),
         (["curl", "--user=bob:pw123"], ["curl", "--user=bob:<redacted: 5 chars>"]),
         (["smbclient", "-U", "bob%pw123"], ["smbclient", "-U", "bob%<redacted: 5 chars>"]),
         (["unzip", "-P", "zippw", "a.zip"], ["unzip", "-P", "<redacted: 5 chars>", "a.zip"]),
@@ -55,17 +98,38 @@ def test_ordinary_names(name: str) -> None:
         (["ssh", "-p2222", "host"], ["ssh", "-p2222", "host"]),
         (["mkdir", "-p", "a/b"], ["mkdir", "-p", "a/b"]),
         # names: options and assignments
-        (["tool", "--pass", "x1", "--db-pwd=y2"], ["tool", "--pass", "<redacted: 2 chars>", "--db-pwd=<redacted: 2 chars>"]),
-        (["GITHUB_PAT=ghx", "SLACK_WEBHOOK=hook", "PWD=/home/x", "OLDPWD=/tmp"],
-         ["GITHUB_PAT=<redacted: 3 chars>", "SLACK_WEBHOOK=<redacted: 4 chars>", "PWD=/home/x", "OLDPWD=/tmp"]),
+        (
+            ["tool", "--pass", "x1", "--db-pwd=y2"],
+            ["tool", "--pass", "<redacted: 2 chars>", "--db-pwd=<redacted: 2 chars>"],
+        ),
+        (
+            ["GITHUB_PAT=ghx", "SLACK_WEBHOOK=hook", "PWD=/home/x", "OLDPWD=/tmp"],
+            [
+                "GITHUB_PAT=<redacted: 3 chars>",
+                "SLACK_WEBHOOK=<redacted: 4 chars>",
+                "PWD=/home/x",
+                "OLDPWD=/tmp",
+            ],
+        ),
         (["--my-passwd", "zz"], ["--my-passwd", "<redacted: 2 chars>"]),
         # a shell command line in one argument
-        (["bash", "-c", "mysql -uroot -pS3cretPw app"], ["bash", "-c", "mysql -uroot -p<redacted: 8 chars> app"]),
-        (["sh", "-c", "run --token  abc && ls"], ["sh", "-c", "run --token  <redacted: 3 chars> && ls"]),
+        (
+            ["bash", "-c", "mysql -uroot -pS3cretPw app"],
+            ["bash", "-c", "mysql -uroot -p<redacted: 8 chars> app"],
+        ),
+        (
+            ["sh", "-c", "run --token  abc && ls"],
+            ["sh", "-c", "run --token  <redacted: 3 chars> && ls"],
+        ),
         # well-known token formats anywhere
-        (["git", "push", "https://x:ghp_abcdefghijklmnopqrstuvwxyz0123@github.com/o/r"],
-         ["git", "push", "https://x:<redacted>@github.com/o/r"]),
-        (["notify", "https://hooks.slack.com/services/T000/B000/XXXX"], ["notify", "<redacted: 47 chars>"]),
+        (
+            ["git", "push", "https://x:ghp_abcdefghijklmnopqrstuvwxyz0123@github.com/o/r"],
+            ["git", "push", "https://x:<redacted>@github.com/o/r"],
+        ),
+        (
+            ["notify", "https://hooks.slack.com/services/T000/B000/XXXX"],
+            ["notify", "<redacted: 47 chars>"],
+        ),
         (["run", "ghp_abcdefghijklmnopqrstuvwxyz0123"], ["run", "<redacted: 34 chars>"]),
     ],
 )
@@ -86,9 +150,18 @@ def test_secret_values() -> None:
         "-----BEGIN OPENSSH PRIVATE KEY-----",
     ):
         assert looks_like_secret_value(value), value
-    for value in ("/usr/bin:/bin", "en_US.UTF-8", "https://example.com/path", "sk-short", "xterm-256color"):
+    for value in (
+        "/usr/bin:/bin",
+        "en_US.UTF-8",
+        "https://example.com/path",
+        "sk-short",
+        "xterm-256color",
+    ):
         assert not looks_like_secret_value(value), value
-    assert mask_value("see https://hooks.slack.com/services/T0/B0/x now") == "see <redacted: 40 chars> now"
+    assert (
+        mask_value("see https://hooks.slack.com/services/T0/B0/x now")
+        == "see <redacted: 40 chars> now"
+    )
 
 
 def test_scrubbed_env_removes_configured_names() -> None:
@@ -98,8 +171,15 @@ def test_scrubbed_env_removes_configured_names() -> None:
 
 
 def test_configured_key_env_names() -> None:
-    config = {"providers": [{"api_key_env": "OPENROUTER_KEY"}, {"api_key_env": " GH_TOKEN "}, {"api_key_env": 3},
-                            {"api_key": "inline"}, "junk"]}
+    config = {
+        "providers": [
+            {"api_key_env": "OPENROUTER_KEY"},
+            {"api_key_env": " GH_TOKEN "},
+            {"api_key_env": 3},
+            {"api_key": "inline"},
+            "junk",
+        ]
+    }
     assert configured_key_env_names(config) == {"OPENROUTER_KEY", "GH_TOKEN"}
     assert configured_key_env_names({}) == frozenset()
     assert configured_key_env_names({"providers": "nope"}) == frozenset()

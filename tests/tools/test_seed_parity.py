@@ -22,7 +22,10 @@ BOUND_S = 60.0
 
 @pytest.fixture
 def ctx(tmp_path: Path):
-    context = ToolContext(work_dir=tmp_path, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)})
+    context = ToolContext(
+        work_dir=tmp_path,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)},
+    )
     yield context
     REGISTRY.stop_all()
 
@@ -33,7 +36,11 @@ async def evaluate(ctx: ToolContext, args: dict):
 
 def test_every_builtin_schema_refuses_unknown_arguments() -> None:
     registry = register_builtin_tools(ToolRegistry())
-    lenient = [name for name in registry.names() if registry.get(name).parameters.get("additionalProperties") is not False]
+    lenient = [
+        name
+        for name in registry.names()
+        if registry.get(name).parameters.get("additionalProperties") is not False
+    ]
     assert lenient == []
 
 
@@ -43,7 +50,9 @@ async def test_python_eval_takes_kli_form_as_the_code(ctx: ToolContext) -> None:
     assert "form" in PYTHON_EVAL.parameters["properties"]
 
 
-async def test_python_eval_refuses_unknown_arguments_and_runs_nothing(ctx: ToolContext, tmp_path: Path) -> None:
+async def test_python_eval_refuses_unknown_arguments_and_runs_nothing(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
     done = await evaluate(ctx, {"code": "open('ran.txt', 'w').close()", "package": "CL-USER"})
     assert not done.ok
     assert done.error == "unknown_argument: package (known: code, form, timeout)"
@@ -78,11 +87,19 @@ async def test_list_dir_cap_keeps_every_top_level_entry(tmp_path: Path) -> None:
     total = 3 + 1 + 3 * per_dir
     assert note.startswith(f"... {total - MAX_LIST_ENTRIES} more entries omitted")
     # Depth-first, c/ and z.txt were the entries dropped; breadth-first keeps all four.
-    assert [line for line in body if "/" not in line.split("  ")[0].rstrip("/")] == ["a/", "b/", "c/", "z.txt  (1 B)"]
+    assert [line for line in body if "/" not in line.split("  ")[0].rstrip("/")] == [
+        "a/",
+        "b/",
+        "c/",
+        "z.txt  (1 B)",
+    ]
     # Shown as a tree: each directory's kept children right under it, a/ and b/ filled first.
     assert body[0] == "a/" and body[1].startswith("a/f000.txt")
     b_at, c_at = body.index("b/"), body.index("c/")
     assert all(line.startswith("a/") for line in body[1:b_at])
     assert all(line.startswith("b/") for line in body[b_at + 1 : c_at])
     assert body[-1] == "z.txt  (1 B)"
-    assert done.details["entries"] == MAX_LIST_ENTRIES and done.details["omitted"] == total - MAX_LIST_ENTRIES
+    assert (
+        done.details["entries"] == MAX_LIST_ENTRIES
+        and done.details["omitted"] == total - MAX_LIST_ENTRIES
+    )

@@ -35,7 +35,9 @@ MAX_RESULT_CHARS = TERMINAL_MAX_OUTPUT_CHARS + 200
 
 
 def make_ctx(work_dir: Path, **kwargs) -> ToolContext:
-    env = kwargs.pop("env", {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work_dir)})
+    env = kwargs.pop(
+        "env", {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work_dir)}
+    )
     return ToolContext(work_dir=work_dir, env=env, **kwargs)
 
 
@@ -44,8 +46,6 @@ def make_executor(work_dir: Path, gate: CapabilityGate | None = None) -> ToolExe
     registry.register(TOOL)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work_dir)}
     return ToolExecutor(registry, gate=gate, work_dir=work_dir, env=env)
-
-
 
 
 async def wait_dead(pid: int, timeout_s: float = 3.0) -> bool:
@@ -96,14 +96,18 @@ async def test_nonzero_exit_is_an_error_with_merged_output(tmp_path: Path) -> No
 
 
 async def test_input_is_fed_to_stdin(tmp_path: Path) -> None:
-    result = await TOOL.execute({"command": "tr a-z A-Z", "input": "hello\nworld\n"}, make_ctx(tmp_path))
+    result = await TOOL.execute(
+        {"command": "tr a-z A-Z", "input": "hello\nworld\n"}, make_ctx(tmp_path)
+    )
     assert result.ok
     assert result.output == "HELLO\nWORLD\n[exit 0]"
 
 
 async def test_stdin_is_empty_without_input(tmp_path: Path) -> None:
     # `cat` would wait forever on an inherited terminal; it must see EOF at once.
-    result = await TOOL.execute({"command": "cat; wc -c < /dev/stdin", "timeout_ms": 5000}, make_ctx(tmp_path))
+    result = await TOOL.execute(
+        {"command": "cat; wc -c < /dev/stdin", "timeout_ms": 5000}, make_ctx(tmp_path)
+    )
     assert result.ok, result.error
     assert result.output.strip().endswith("[exit 0]")
 
@@ -115,7 +119,9 @@ async def test_runs_in_work_dir_by_default(tmp_path: Path) -> None:
 
 async def test_directory_inside_work_dir(tmp_path: Path) -> None:
     (tmp_path / "sub" / "deeper").mkdir(parents=True)
-    result = await TOOL.execute({"command": "pwd -P", "directory": "sub/deeper"}, make_ctx(tmp_path))
+    result = await TOOL.execute(
+        {"command": "pwd -P", "directory": "sub/deeper"}, make_ctx(tmp_path)
+    )
     assert result.ok
     assert result.output.splitlines()[0] == str((tmp_path / "sub" / "deeper").resolve())
 
@@ -126,7 +132,9 @@ async def test_directory_outside_work_dir_is_refused(tmp_path: Path, directory: 
     (work / "sub").mkdir(parents=True)
     (work / "link_out").symlink_to(tmp_path)
     marker = tmp_path / "ran"
-    result = await TOOL.execute({"command": f"touch {marker}", "directory": directory}, make_ctx(work))
+    result = await TOOL.execute(
+        {"command": f"touch {marker}", "directory": directory}, make_ctx(work)
+    )
     assert not result.ok
     assert result.error.startswith("path_escape:")
     assert not marker.exists()
@@ -147,7 +155,9 @@ async def test_missing_directory_and_missing_command(tmp_path: Path) -> None:
 
 async def test_timeout_kills_the_whole_group_and_keeps_partial_output(tmp_path: Path) -> None:
     started = time.monotonic()
-    result = await TOOL.execute({"command": SPAWNING_COMMAND, "timeout_ms": 700}, make_ctx(tmp_path))
+    result = await TOOL.execute(
+        {"command": SPAWNING_COMMAND, "timeout_ms": 700}, make_ctx(tmp_path)
+    )
     assert time.monotonic() - started < STOPPED_LONG_BEFORE_S
     assert not result.ok
     assert result.error == "timeout: command exceeded 700 ms"
@@ -158,13 +168,17 @@ async def test_timeout_kills_the_whole_group_and_keeps_partial_output(tmp_path: 
 
 
 async def test_default_timeout_comes_from_the_context(tmp_path: Path) -> None:
-    result = await TOOL.execute({"command": "sleep 20"}, make_ctx(tmp_path, terminal_timeout_ms=400))
+    result = await TOOL.execute(
+        {"command": "sleep 20"}, make_ctx(tmp_path, terminal_timeout_ms=400)
+    )
     assert result.error == "timeout: command exceeded 400 ms"
 
 
 def test_the_runtime_passes_the_configured_timeout_as_data(tmp_path: Path) -> None:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    runtime = build_tool_runtime({"work_dir": str(tmp_path), "terminal_timeout_ms": 450}, env=env, load_plugins=False)
+    runtime = build_tool_runtime(
+        {"work_dir": str(tmp_path), "terminal_timeout_ms": 450}, env=env, load_plugins=False
+    )
     ctx = runtime.context()
     assert ctx.terminal_timeout_ms == 450
     # The child's environment carries the value for the commands' own use (lich's seed does,
@@ -175,12 +189,19 @@ def test_the_runtime_passes_the_configured_timeout_as_data(tmp_path: Path) -> No
     tampered.env["LICH_TERMINAL_TIMEOUT_MS"] = "1"
     assert default_command_timeout_ms(tampered) == 450
     default = build_tool_runtime({"work_dir": str(tmp_path)}, env=env, load_plugins=False).context()
-    assert default.terminal_timeout_ms == DEFAULT_TERMINAL_TIMEOUT_MS == KEYS["terminal_timeout_ms"].default
+    assert (
+        default.terminal_timeout_ms
+        == DEFAULT_TERMINAL_TIMEOUT_MS
+        == KEYS["terminal_timeout_ms"].default
+    )
 
 
 def test_timeouts_are_clamped(tmp_path: Path) -> None:
     assert default_command_timeout_ms(make_ctx(tmp_path)) == 60_000
-    assert default_command_timeout_ms(make_ctx(tmp_path, terminal_timeout_ms=999_999_999)) == MAX_COMMAND_TIMEOUT_MS
+    assert (
+        default_command_timeout_ms(make_ctx(tmp_path, terminal_timeout_ms=999_999_999))
+        == MAX_COMMAND_TIMEOUT_MS
+    )
     assert default_command_timeout_ms(make_ctx(tmp_path, terminal_timeout_ms=0)) == 1
     assert TOOL.timeout_ms == TERMINAL_TOOL_TIMEOUT_MS == 300_000
 
@@ -221,7 +242,9 @@ async def test_executor_deadline_kills_the_group(tmp_path: Path) -> None:
     """The per-tool deadline reaches the command through the merged token, not only ctx.cancel."""
     deadline_ms = 3_000  # well under the command's own 60 s timeout
     registry = ToolRegistry([dataclasses.replace(TOOL, timeout_ms=deadline_ms)])
-    executor = ToolExecutor(registry, work_dir=tmp_path, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    executor = ToolExecutor(
+        registry, work_dir=tmp_path, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    )
     task = asyncio.ensure_future(executor.execute("terminal", {"command": SPAWNING_COMMAND}))
     pids = await wait_for_pids(tmp_path / "pids", 2, timeout_s=10)
     result = await asyncio.wait_for(task, 30)
@@ -249,7 +272,9 @@ async def test_a_cancellation_while_the_command_starts_kills_what_it_started(
     with pytest.raises(asyncio.CancelledError):
         await TOOL.execute({"command": SPAWNING_COMMAND}, make_ctx(tmp_path))
     for pid in await wait_for_pids(tmp_path / "pids", 2):
-        assert await wait_dead(pid, DEATH_WAIT_S), f"pid {pid} survived a cancellation during the start"
+        assert await wait_dead(pid, DEATH_WAIT_S), (
+            f"pid {pid} survived a cancellation during the start"
+        )
 
 
 async def test_asyncio_task_cancellation_kills_the_group(tmp_path: Path) -> None:
@@ -302,7 +327,10 @@ def test_huge_flood_keeps_memory_bounded(tmp_path: Path) -> None:
     """Measured in a fresh process: in a test worker whose peak RSS is already higher, the peak
     would not move whatever the tool buffered."""
     done = subprocess.run(
-        [sys.executable, "-c", FLOOD_CHILD, str(tmp_path)], capture_output=True, text=True, timeout=110,
+        [sys.executable, "-c", FLOOD_CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=110,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     assert done.returncode == 0, done.stderr
@@ -320,7 +348,9 @@ async def test_endless_flood_times_out_with_capped_output(tmp_path: Path) -> Non
 
 
 async def test_executor_keeps_the_terminal_cap_and_exit_line(tmp_path: Path) -> None:
-    result = await make_executor(tmp_path).execute("terminal", {"command": "head -c 40000 /dev/zero | tr '\\0' x"})
+    result = await make_executor(tmp_path).execute(
+        "terminal", {"command": "head -c 40000 /dev/zero | tr '\\0' x"}
+    )
     assert result.ok
     assert result.output == "x" * 40_000 + "\n[exit 0]"
 
@@ -412,7 +442,9 @@ REFUSED_FORMS = [
 
 
 @pytest.mark.parametrize(("form", "program"), REFUSED_FORMS)
-async def test_interactive_programs_are_refused_before_running(tmp_path: Path, form: str, program: str) -> None:
+async def test_interactive_programs_are_refused_before_running(
+    tmp_path: Path, form: str, program: str
+) -> None:
     marker = tmp_path / "ran"
     result = await TOOL.execute({"command": f"touch {marker}; {form}"}, make_ctx(tmp_path))
     assert not result.ok
@@ -470,7 +502,10 @@ def test_the_vetting_looks_past_wrappers_to_the_program() -> None:
         "xargs -0 -P 4 -n 1 vim",
     ):
         refusal = interactive_refusal(command)
-        assert refusal is not None and refusal.startswith("interactive_command: vim "), (command, refusal)
+        assert refusal is not None and refusal.startswith("interactive_command: vim "), (
+            command,
+            refusal,
+        )
     assert interactive_refusal("A=1 B=2") is None  # assignments only: no program
     assert interactive_refusal("command -v vim") is None  # a lookup, runs nothing
 
@@ -478,14 +513,18 @@ def test_the_vetting_looks_past_wrappers_to_the_program() -> None:
 async def test_wrapped_interactive_program_is_refused_instead_of_hanging(tmp_path: Path) -> None:
     # Without the refusal `timeout 5 vim` would sit until its own timeout; refused, it returns at once.
     started = time.monotonic()
-    result = await TOOL.execute({"command": "timeout 20 vim x", "timeout_ms": 30_000}, make_ctx(tmp_path))
+    result = await TOOL.execute(
+        {"command": "timeout 20 vim x", "timeout_ms": 30_000}, make_ctx(tmp_path)
+    )
     assert result.error.startswith("interactive_command: vim ")
     assert time.monotonic() - started < STOPPED_LONG_BEFORE_S
 
 
 async def test_refusal_through_executor_runs_nothing(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    result = await make_executor(tmp_path).execute("terminal", {"command": f"touch {marker} && env X=1 less f"})
+    result = await make_executor(tmp_path).execute(
+        "terminal", {"command": f"touch {marker} && env X=1 less f"}
+    )
     assert result.error.startswith("interactive_command: less")
     assert not marker.exists()
 
@@ -496,7 +535,12 @@ async def test_refusal_through_executor_runs_nothing(tmp_path: Path) -> None:
 async def test_provider_keys_never_reach_the_child(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path)
     ctx.env.update(
-        {"OPENAI_API_KEY": "sk-openai", "ANTHROPIC_API_KEY": "sk-ant", "ACME_API_KEY": "sk-acme", "KEEP_ME": "yes"}
+        {
+            "OPENAI_API_KEY": "sk-openai",
+            "ANTHROPIC_API_KEY": "sk-ant",
+            "ACME_API_KEY": "sk-acme",
+            "KEEP_ME": "yes",
+        }
     )
     result = await TOOL.execute({"command": "env"}, ctx)
     assert result.ok
@@ -505,7 +549,9 @@ async def test_provider_keys_never_reach_the_child(tmp_path: Path) -> None:
         assert secret not in result.output
 
 
-async def test_inherited_environment_is_scrubbed_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_inherited_environment_is_scrubbed_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # An empty ctx.env means "not configured": the server's environment is used, minus the keys.
     monkeypatch.setenv("OPENAI_API_KEY", "sk-leak")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-leak2")
@@ -528,14 +574,29 @@ async def test_configured_key_variables_never_reach_the_child(tmp_path: Path) ->
     config = {
         "work_dir": str(tmp_path),
         "providers": [
-            {"name": "or", "kind": "openai_compat", "base_url": "http://127.0.0.1:9/v1", "model": "m",
-             "api_key_env": "OPENROUTER_KEY"},
-            {"name": "gh", "kind": "openai_compat", "base_url": "http://127.0.0.1:9/v1", "model": "m",
-             "api_key_env": "MY_LLM_SECRET_VAR"},
+            {
+                "name": "or",
+                "kind": "openai_compat",
+                "base_url": "http://127.0.0.1:9/v1",
+                "model": "m",
+                "api_key_env": "OPENROUTER_KEY",
+            },
+            {
+                "name": "gh",
+                "kind": "openai_compat",
+                "base_url": "http://127.0.0.1:9/v1",
+                "model": "m",
+                "api_key_env": "MY_LLM_SECRET_VAR",
+            },
         ],
     }
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "OPENROUTER_KEY": "or-key-value",
-           "MY_LLM_SECRET_VAR": "llm-secret-value", "KEEP_ME": "kept"}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "OPENROUTER_KEY": "or-key-value",
+        "MY_LLM_SECRET_VAR": "llm-secret-value",
+        "KEEP_ME": "kept",
+    }
     runtime = build_tool_runtime(config, env=env, load_plugins=False)
     result = await runtime.executor.execute("terminal", {"command": "env"})
     assert result.ok, result.error
@@ -544,10 +605,19 @@ async def test_configured_key_variables_never_reach_the_child(tmp_path: Path) ->
         assert leaked not in result.output
 
 
-async def test_configured_key_variables_are_scrubbed_on_a_direct_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_configured_key_variables_are_scrubbed_on_a_direct_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # No runtime: the settings (the config) still name the key variable, in ctx.env or inherited.
     monkeypatch.setenv("INHERITED_LLM_KEY", "inherited-value")
-    settings = {"providers": [{"api_key_env": "OPENROUTER_KEY"}, {"api_key_env": "INHERITED_LLM_KEY"}, "junk", {}]}
+    settings = {
+        "providers": [
+            {"api_key_env": "OPENROUTER_KEY"},
+            {"api_key_env": "INHERITED_LLM_KEY"},
+            "junk",
+            {},
+        ]
+    }
     ctx = make_ctx(tmp_path, settings=settings)
     ctx.env["OPENROUTER_KEY"] = "or-key-value"
     result = await TOOL.execute({"command": 'echo "a=${OPENROUTER_KEY:-none}"'}, ctx)

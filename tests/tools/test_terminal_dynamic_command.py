@@ -45,10 +45,14 @@ DYNAMIC_FORMS = [
 
 
 @pytest.mark.parametrize(("form", "word"), DYNAMIC_FORMS)
-async def test_a_dynamic_command_word_is_refused_before_anything_runs(tmp_path: Path, form: str, word: str) -> None:
+async def test_a_dynamic_command_word_is_refused_before_anything_runs(
+    tmp_path: Path, form: str, word: str
+) -> None:
     marker = tmp_path / "ran"
     started = time.monotonic()
-    result = await TOOL.execute({"command": f"touch {marker}; {form}", "timeout_ms": 20_000}, make_ctx(tmp_path))
+    result = await TOOL.execute(
+        {"command": f"touch {marker}; {form}", "timeout_ms": 20_000}, make_ctx(tmp_path)
+    )
     assert not result.ok and result.error is not None
     assert result.error.startswith(f"dynamic_command: cannot tell which program {word} runs ")
     assert "(nothing was run); name the program directly" in result.error
@@ -72,7 +76,9 @@ STATIC_FORMS = [
 
 
 @pytest.mark.parametrize(("command", "expected"), STATIC_FORMS)
-async def test_variables_in_arguments_and_directories_still_run(tmp_path: Path, command: str, expected: str) -> None:
+async def test_variables_in_arguments_and_directories_still_run(
+    tmp_path: Path, command: str, expected: str
+) -> None:
     tool = tmp_path / "tool.sh"
     tool.write_text("#!/bin/sh\necho tool ran\n")
     tool.chmod(0o755)

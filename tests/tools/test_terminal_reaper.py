@@ -83,7 +83,9 @@ async def wait_until(predicate, timeout_s: float) -> bool:
 
 
 async def read_pid(path: Path, timeout_s: float = FILE_WAIT_S) -> int:
-    assert await wait_until(lambda: path.exists() and path.read_text().strip().isdigit(), timeout_s), f"{path} never written"
+    assert await wait_until(
+        lambda: path.exists() and path.read_text().strip().isdigit(), timeout_s
+    ), f"{path} never written"
     return int(path.read_text())
 
 
@@ -103,39 +105,52 @@ def leftovers() -> Iterator[list[int]]:
 
 
 @pytest.mark.parametrize("pattern", list(ESCAPES))
-async def test_escaped_process_is_gone_when_the_call_returns(tmp_path: Path, pattern: str, leftovers) -> None:
+async def test_escaped_process_is_gone_when_the_call_returns(
+    tmp_path: Path, pattern: str, leftovers
+) -> None:
     (tmp_path / "double_fork.py").write_text(PY_DOUBLE_FORK)
     result = await TOOL.execute(
-        {"command": ESCAPES[pattern] + "\necho finished", "timeout_ms": COMMAND_TIMEOUT_MS}, make_ctx(tmp_path)
+        {"command": ESCAPES[pattern] + "\necho finished", "timeout_ms": COMMAND_TIMEOUT_MS},
+        make_ctx(tmp_path),
     )
     assert result.ok, (result.error, result.output)
     assert "finished" in result.output
     pid = int((tmp_path / "pid").read_text())
     leftovers.append(pid)
     # Dead and reaped: no zombie either (it was re-parented to us, so we reap it).
-    assert await wait_until(lambda: not proc_exists(pid), GONE_WAIT_S), f"{pattern}: pid {pid} outlived the call"
+    assert await wait_until(lambda: not proc_exists(pid), GONE_WAIT_S), (
+        f"{pattern}: pid {pid} outlived the call"
+    )
 
 
 async def test_escape_is_killed_on_timeout(tmp_path: Path, leftovers) -> None:
     command = f"setsid -f {DAEMON}\n{WAIT_FOR_PID}\necho started\nsleep 60"
     result = await TOOL.execute({"command": command, "timeout_ms": 3_000}, make_ctx(tmp_path))
     assert result.error == "timeout: command exceeded 3000 ms"
-    assert "started" in result.output, "the daemon did not start within the timeout (machine overloaded?)"
+    assert "started" in result.output, (
+        "the daemon did not start within the timeout (machine overloaded?)"
+    )
     pid = int((tmp_path / "pid").read_text())
     leftovers.append(pid)
-    assert await wait_until(lambda: not is_alive(pid), GONE_WAIT_S), f"pid {pid} survived the timeout"
+    assert await wait_until(lambda: not is_alive(pid), GONE_WAIT_S), (
+        f"pid {pid} survived the timeout"
+    )
 
 
 async def test_escape_is_killed_on_cancel(tmp_path: Path, leftovers) -> None:
     ctx = make_ctx(tmp_path)
-    task = asyncio.ensure_future(TOOL.execute({"command": f"setsid -f {DAEMON}\n{WAIT_FOR_PID}\nsleep 60"}, ctx))
+    task = asyncio.ensure_future(
+        TOOL.execute({"command": f"setsid -f {DAEMON}\n{WAIT_FOR_PID}\nsleep 60"}, ctx)
+    )
     pid = await read_pid(tmp_path / "pid")
     leftovers.append(pid)
     assert is_alive(pid)
     ctx.cancel.cancel()
     result = await asyncio.wait_for(task, GONE_WAIT_S)
     assert result.error == "cancelled"
-    assert await wait_until(lambda: not is_alive(pid), GONE_WAIT_S), f"pid {pid} survived cancellation"
+    assert await wait_until(lambda: not is_alive(pid), GONE_WAIT_S), (
+        f"pid {pid} survived cancellation"
+    )
 
 
 async def test_escape_is_killed_on_task_cancellation(tmp_path: Path, leftovers) -> None:
@@ -148,13 +163,21 @@ async def test_escape_is_killed_on_task_cancellation(tmp_path: Path, leftovers) 
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await wait_until(lambda: not is_alive(pid), GONE_WAIT_S), f"pid {pid} survived task cancellation"
+    assert await wait_until(lambda: not is_alive(pid), GONE_WAIT_S), (
+        f"pid {pid} survived task cancellation"
+    )
 
 
-async def test_a_child_with_a_cleared_environment_is_found_through_its_session(tmp_path: Path, leftovers) -> None:
+async def test_a_child_with_a_cleared_environment_is_found_through_its_session(
+    tmp_path: Path, leftovers
+) -> None:
     # `env -i` drops LICH_CALL_ID; the process is still in the call's session.
-    command = f"env -i /bin/sh -c 'echo $$ > pid.tmp && mv pid.tmp pid; exec sleep 300' &\n{WAIT_FOR_PID}"
-    result = await TOOL.execute({"command": command, "timeout_ms": COMMAND_TIMEOUT_MS}, make_ctx(tmp_path))
+    command = (
+        f"env -i /bin/sh -c 'echo $$ > pid.tmp && mv pid.tmp pid; exec sleep 300' &\n{WAIT_FOR_PID}"
+    )
+    result = await TOOL.execute(
+        {"command": command, "timeout_ms": COMMAND_TIMEOUT_MS}, make_ctx(tmp_path)
+    )
     pid = int((tmp_path / "pid").read_text())
     leftovers.append(pid)
     assert result.ok
@@ -168,14 +191,18 @@ async def test_concurrent_call_keeps_its_processes_until_it_ends(tmp_path: Path,
     dir_b.mkdir()
     ctx_b = make_ctx(dir_b)
     task_b = asyncio.ensure_future(
-        TOOL.execute({"command": f"setsid -f {DAEMON}\n{WAIT_FOR_PID}\nsleep 120 & echo $! > job\nwait"}, ctx_b)
+        TOOL.execute(
+            {"command": f"setsid -f {DAEMON}\n{WAIT_FOR_PID}\nsleep 120 & echo $! > job\nwait"},
+            ctx_b,
+        )
     )
     daemon_b = await read_pid(dir_b / "pid")
     job_b = await read_pid(dir_b / "job")
     leftovers.extend([daemon_b, job_b])
 
     result_a = await TOOL.execute(
-        {"command": f"setsid -f {DAEMON}\n{WAIT_FOR_PID}", "timeout_ms": COMMAND_TIMEOUT_MS}, make_ctx(dir_a)
+        {"command": f"setsid -f {DAEMON}\n{WAIT_FOR_PID}", "timeout_ms": COMMAND_TIMEOUT_MS},
+        make_ctx(dir_a),
     )
     daemon_a = int((dir_a / "pid").read_text())
     leftovers.append(daemon_a)
@@ -191,7 +218,9 @@ async def test_concurrent_call_keeps_its_processes_until_it_ends(tmp_path: Path,
         assert await wait_until(lambda pid=pid: not is_alive(pid), GONE_WAIT_S)
 
 
-async def test_unrelated_children_of_this_process_survive_and_keep_their_exit_status(tmp_path: Path, leftovers) -> None:
+async def test_unrelated_children_of_this_process_survive_and_keep_their_exit_status(
+    tmp_path: Path, leftovers
+) -> None:
     same_session = subprocess.Popen(["sleep", "300"])
     own_session = subprocess.Popen(["sleep", "300"], start_new_session=True)
     other_call = subprocess.Popen(["sleep", "300"], env={"PATH": PATH, CALL_ID_ENV: "someone-else"})
@@ -200,9 +229,13 @@ async def test_unrelated_children_of_this_process_survive_and_keep_their_exit_st
     leftovers.extend(child.pid for child in children)
     try:
         # The exited child stays an unreaped zombie of ours (we do not wait for it yet).
-        assert await wait_until(lambda: read_stat(exited.pid) is not None and not read_stat(exited.pid).alive, FILE_WAIT_S)
+        assert await wait_until(
+            lambda: read_stat(exited.pid) is not None and not read_stat(exited.pid).alive,
+            FILE_WAIT_S,
+        )
         result = await TOOL.execute(
-            {"command": f"setsid -f {DAEMON}\n{WAIT_FOR_PID}", "timeout_ms": COMMAND_TIMEOUT_MS}, make_ctx(tmp_path)
+            {"command": f"setsid -f {DAEMON}\n{WAIT_FOR_PID}", "timeout_ms": COMMAND_TIMEOUT_MS},
+            make_ctx(tmp_path),
         )
         assert result.ok
         daemon = int((tmp_path / "pid").read_text())
@@ -244,13 +277,19 @@ async def test_an_orphan_that_exited_on_its_own_is_reaped_later(
         f"{WAIT_FOR_PID}\n"
         'p=$(cat pid); while [ -e /proc/$p ] && ! grep -q ") Z" /proc/$p/stat; do sleep 0.01; done'
     )
-    result = await TOOL.execute({"command": command, "timeout_ms": COMMAND_TIMEOUT_MS}, make_ctx(tmp_path))
+    result = await TOOL.execute(
+        {"command": command, "timeout_ms": COMMAND_TIMEOUT_MS}, make_ctx(tmp_path)
+    )
     assert result.ok, result.output
     pid = int((tmp_path / "pid").read_text())
-    assert await wait_until(lambda: not proc_exists(pid), GONE_WAIT_S), "the zombie was never reaped"
+    assert await wait_until(lambda: not proc_exists(pid), GONE_WAIT_S), (
+        "the zombie was never reaped"
+    )
 
 
-def test_call_processes_follow_marker_session_and_descendants(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_call_processes_follow_marker_session_and_descendants(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Pure selection over a fake process table."""
     own = os.getpid()
     reaper_ = CallReaper()
@@ -268,7 +307,9 @@ def test_call_processes_follow_marker_session_and_descendants(monkeypatch: pytes
         1004: info(1004, own, 1004),  # another call's shell
         1005: info(1005, own, own),  # a plain subprocess of ours
     }
-    monkeypatch.setattr(reaper, "environ_has", lambda pid, entry: pid == 1002 and entry == reaper_.marker)
+    monkeypatch.setattr(
+        reaper, "environ_has", lambda pid, entry: pid == 1002 and entry == reaper_.marker
+    )
     assert reaper_.call_processes(table) == {1000, 1001, 1002, 1003}
     # The shell's pid now names a newer process: session, group and tree links are not trusted.
     table[1000] = info(1000, own, 1000, start=77)

@@ -36,7 +36,9 @@ CATALOG_ORDER = (
 
 
 def builtin_tools() -> list[Tool]:
-    modules = [info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
+    modules = [
+        info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")
+    ]
     rank = {name: index for index, name in enumerate(CATALOG_ORDER)}
     modules.sort(key=lambda name: (rank.get(name, len(rank)), name))
     tools: list[Tool] = []

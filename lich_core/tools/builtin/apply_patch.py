@@ -93,9 +93,16 @@ def _targets(ctx: ToolContext, patch_text: str) -> tuple[list[Path], list[FileTa
         if target is None:
             display = relative_to_root(ctx.work_dir, path)
             if os.path.isdir(path):
-                raise ToolError(f"is_directory: {display} is a directory; a section header names a file")
+                raise ToolError(
+                    f"is_directory: {display} is a directory; a section header names a file"
+                )
             text = _current_text(ctx, path, overlays)
-            target = FileTarget(display, text, ctx.read_state.has_read(path), lines=_lines_from_bytes(ctx, path, text))
+            target = FileTarget(
+                display,
+                text,
+                ctx.read_state.has_read(path),
+                lines=_lines_from_bytes(ctx, path, text),
+            )
             by_path[path] = target
         target.ops.extend(section.ops)
     return list(by_path), list(by_path.values())
@@ -118,7 +125,9 @@ def _changes(planned: list[_PlannedFile]) -> list[FileChange]:
     """Deferred writes: the new text is joined only if the workspace reads it (an editor does; a
     disk write splices the replacements into the file's bytes instead)."""
     return [
-        FileChange.deferred(item.path, _text_of(item.edit), item.edit.old_text, item.edit.replacements)
+        FileChange.deferred(
+            item.path, _text_of(item.edit), item.edit.old_text, item.edit.replacements
+        )
         for item in planned
     ]
 
@@ -140,7 +149,8 @@ def _store_candidate(ctx: ToolContext, planned: list[_PlannedFile], repaired: se
     candidate_id = "repair-" + secrets.token_hex(4)
     ctx.read_state.repair_candidates[candidate_id] = {
         "files": {
-            str(item.path): [item.edit.display, _digest(item.edit.old_text), item.edit.new_text] for item in planned
+            str(item.path): [item.edit.display, _digest(item.edit.old_text), item.edit.new_text]
+            for item in planned
         },
         "repaired": sorted(str(path) for path in repaired),
     }
@@ -155,7 +165,9 @@ async def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     patch_text = require_string_arg(args, "input")
     policy = (optional_string_arg(args, "repair", "safe") or "safe").strip().lower()
     if policy not in REPAIR_POLICIES:
-        raise ToolError(f"invalid_arg: repair must be one of {', '.join(REPAIR_POLICIES)}, not {policy!r}")
+        raise ToolError(
+            f"invalid_arg: repair must be one of {', '.join(REPAIR_POLICIES)}, not {policy!r}"
+        )
     paths, targets = _targets(ctx, patch_text)
     edits = plan_edits(targets)
     planned = [_PlannedFile(path, edit) for path, edit in zip(paths, edits, strict=True)]
@@ -181,8 +193,12 @@ async def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             )
             continue
         if policy == "reject":
-            suggestion = f" (a repair would be: {'; '.join(outcome.fixes)})" if outcome.fixes else ""
-            rejected.append(f"lisp_unbalanced: {_lisp_problem_text(edit.display, outcome)}{suggestion}")
+            suggestion = (
+                f" (a repair would be: {'; '.join(outcome.fixes)})" if outcome.fixes else ""
+            )
+            rejected.append(
+                f"lisp_unbalanced: {_lisp_problem_text(edit.display, outcome)}{suggestion}"
+            )
             continue
         _with_text(edit, outcome.text)
         repaired.add(item.path)
@@ -198,7 +214,11 @@ async def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         first = needs_preview[0][0]
         parts = [f"Repair preview {candidate_id}: nothing was written."]
         for item, outcome in needs_preview:
-            why = "requested preview" if policy == "preview" else "the repair is not local to the edit"
+            why = (
+                "requested preview"
+                if policy == "preview"
+                else "the repair is not local to the edit"
+            )
             if outcome.status == "candidate" and policy != "preview":
                 why = "the repair reaches outside the edited lines or changes the top-level form count"
             parts.append(f"{item.edit.display}: {'; '.join(outcome.problems)} ({why})")
@@ -211,7 +231,11 @@ async def _apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult(
             ok=True,
             output="\n".join(parts),
-            details={"candidate": candidate_id, "written": False, "paths": [item.edit.display for item in planned]},
+            details={
+                "candidate": candidate_id,
+                "written": False,
+                "paths": [item.edit.display for item in planned],
+            },
         )
 
     assert ctx.workspace is not None
@@ -251,11 +275,17 @@ async def _accept_repair(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     assert ctx.read_state is not None and ctx.workspace is not None
     candidate = ctx.read_state.repair_candidates.get(candidate_id)
     if not isinstance(candidate, dict) or not isinstance(candidate.get("files"), dict):
-        raise ToolError(f"unknown_candidate: {candidate_id} (no pending repair preview with that id in this session)")
+        raise ToolError(
+            f"unknown_candidate: {candidate_id} (no pending repair preview with that id in this session)"
+        )
     files: dict[str, list[Any]] = candidate["files"]
     if str(path) not in candidate.get("repaired", []):
-        names = ", ".join(sorted(files[name][0] for name in candidate.get("repaired", []) if name in files))
-        raise ToolError(f"invalid_arg: {candidate_id} repairs {names}, not {relative_to_root(ctx.work_dir, path)}")
+        names = ", ".join(
+            sorted(files[name][0] for name in candidate.get("repaired", []) if name in files)
+        )
+        raise ToolError(
+            f"invalid_arg: {candidate_id} repairs {names}, not {relative_to_root(ctx.work_dir, path)}"
+        )
     overlays = unsaved_set(ctx.workspace)
     planned: list[_PlannedFile] = []
     for name, (display, base_digest, new_text) in files.items():
@@ -275,7 +305,11 @@ async def _accept_repair(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(
         ok=True,
         output=f"Accepted {candidate_id}.\n" + output,
-        details={"written": True, "candidate": candidate_id, "paths": [item.edit.display for item in planned]},
+        details={
+            "written": True,
+            "candidate": candidate_id,
+            "paths": [item.edit.display for item in planned],
+        },
     )
 
 
@@ -302,14 +336,23 @@ TOOL = FunctionTool(
     parameters={
         "type": "object",
         "properties": {
-            "input": {"type": "string", "description": "The hashline patch (required unless accept_repair)."},
+            "input": {
+                "type": "string",
+                "description": "The hashline patch (required unless accept_repair).",
+            },
             "repair": {
                 "type": "string",
                 "enum": list(REPAIR_POLICIES),
                 "description": "Lisp delimiter repair policy: safe (default), preview or reject.",
             },
-            "accept_repair": {"type": "string", "description": "Candidate id from a repair preview."},
-            "path": {"type": "string", "description": "With accept_repair: the file the preview is for."},
+            "accept_repair": {
+                "type": "string",
+                "description": "Candidate id from a repair preview.",
+            },
+            "path": {
+                "type": "string",
+                "description": "With accept_repair: the file the preview is for.",
+            },
         },
         "additionalProperties": False,
     },

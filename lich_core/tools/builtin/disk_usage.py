@@ -47,12 +47,20 @@ class Row:
 async def du_bytes(du: str, path: Path, env: dict[str, str]) -> tuple[int | None, str]:
     """(apparent size in bytes, problem) of `path` from `du -sb`."""
     proc = await asyncio.create_subprocess_exec(
-        du, "-sb", "--", str(path),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=env, start_new_session=True,
+        du,
+        "-sb",
+        "--",
+        str(path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
     )
     try:
-        stdout, stderr = await with_timeout(lambda _token: proc.communicate(), DU_TIMEOUT_MS, f"du {path.name}")
+        stdout, stderr = await with_timeout(
+            lambda _token: proc.communicate(), DU_TIMEOUT_MS, f"du {path.name}"
+        )
     except ToolTimeoutError:
         return None, f"du timed out after {DU_TIMEOUT_MS / 1000:g} s"
     finally:
@@ -63,11 +71,17 @@ async def du_bytes(du: str, path: Path, env: dict[str, str]) -> tuple[int | None
     first = stdout.decode("utf-8", "replace").split(maxsplit=1)
     # du still prints a total when part of the tree was unreadable (exit 1): keep it, note it.
     size = int(first[0]) if first and first[0].isdigit() else None
-    problem = "" if proc.returncode == 0 else (stderr.decode("utf-8", "replace").strip().splitlines() or ["du failed"])[0]
+    problem = (
+        ""
+        if proc.returncode == 0
+        else (stderr.decode("utf-8", "replace").strip().splitlines() or ["du failed"])[0]
+    )
     return size, problem
 
 
-async def measure(entries: list[os.DirEntry[str]], du: str, env: dict[str, str], ctx: ToolContext) -> list[Row]:
+async def measure(
+    entries: list[os.DirEntry[str]], du: str, env: dict[str, str], ctx: ToolContext
+) -> list[Row]:
     """Measure every entry; stop early (killing running du processes) when ctx.cancel fires."""
     limiter = asyncio.Semaphore(MAX_PARALLEL_DU)
 
@@ -82,7 +96,9 @@ async def measure(entries: list[os.DirEntry[str]], du: str, env: dict[str, str],
             size, problem = await du_bytes(du, Path(entry.path), env)
         return Row(entry.name + "/", size, problem)
 
-    work: asyncio.Future[list[Row]] = asyncio.ensure_future(asyncio.gather(*(one(entry) for entry in entries)))
+    work: asyncio.Future[list[Row]] = asyncio.ensure_future(
+        asyncio.gather(*(one(entry) for entry in entries))
+    )
     cancel_wait: asyncio.Future[Any] = asyncio.ensure_future(ctx.cancel.wait())
     try:
         await asyncio.wait([work, cancel_wait], return_when=asyncio.FIRST_COMPLETED)
@@ -95,18 +111,25 @@ async def measure(entries: list[os.DirEntry[str]], du: str, env: dict[str, str],
 
 
 def _render(label: str, rows: list[Row], max_entries: int) -> str:
-    measured = sorted((row for row in rows if row.size_bytes is not None), key=lambda row: (-(row.size_bytes or 0), row.name))
+    measured = sorted(
+        (row for row in rows if row.size_bytes is not None),
+        key=lambda row: (-(row.size_bytes or 0), row.name),
+    )
     unmeasured = [row for row in rows if row.size_bytes is None]
     total = sum(row.size_bytes or 0 for row in measured)
     shown = measured[:max_entries]
     lines = [f"disk usage of {label} ({len(rows)} entries, largest first)"]
     for row in shown:
         note = f"  ({row.problem})" if row.problem else ""
-        lines.append(f"{human_size(row.size_bytes or 0):>10}  {row.size_bytes:>14}  {row.name}{note}")
+        lines.append(
+            f"{human_size(row.size_bytes or 0):>10}  {row.size_bytes:>14}  {row.name}{note}"
+        )
     hidden = measured[max_entries:]
     if hidden:
         hidden_bytes = sum(row.size_bytes or 0 for row in hidden)
-        lines.append(f"[{len(hidden)} smaller entries not shown, {hidden_bytes} bytes; raise max_entries]")
+        lines.append(
+            f"[{len(hidden)} smaller entries not shown, {hidden_bytes} bytes; raise max_entries]"
+        )
     for row in unmeasured:
         lines.append(f"{'?':>10}  {'?':>14}  {row.name}  ({row.problem})")
     suffix = f"  ({len(unmeasured)} entries not measured)" if unmeasured else ""
@@ -118,7 +141,9 @@ def _render(label: str, rows: list[Row], max_entries: int) -> str:
 async def run_disk_usage(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     target = optional_string_arg(args, "path", ".")
     assert target is not None
-    max_entries = optional_int_arg(args, "max_entries", DEFAULT_MAX_ENTRIES, low=1, high=MAX_ENTRIES)
+    max_entries = optional_int_arg(
+        args, "max_entries", DEFAULT_MAX_ENTRIES, low=1, high=MAX_ENTRIES
+    )
     assert max_entries is not None
     path = resolve_safe_path(ctx.work_dir, target)
     env = tool_process_env(ctx)

@@ -45,7 +45,9 @@ async def docs_read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     limit = optional_int_arg(args, "limit", DEFAULT_LIMIT, low=1, high=MAX_LIMIT)
     assert offset is not None and limit is not None
     if offset > count:
-        raise ToolError(f"out_of_range: offset={offset} is past the end of {label}, which has {count} lines")
+        raise ToolError(
+            f"out_of_range: offset={offset} is past the end of {label}, which has {count} lines"
+        )
     last = min(count, offset + limit - 1)
     shown = lines[offset - 1 : last]
     rows = render_rows(shown, offset).split("\n")
@@ -53,7 +55,10 @@ async def docs_read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     budget = MAX_CHARS_PER_READ
     for row, line in zip(rows, shown, strict=True):
         if len(line) > MAX_LINE_CHARS:
-            row = row[: len(row) - len(line) + MAX_LINE_CHARS] + f" [... {len(line) - MAX_LINE_CHARS} more chars]"
+            row = (
+                row[: len(row) - len(line) + MAX_LINE_CHARS]
+                + f" [... {len(line) - MAX_LINE_CHARS} more chars]"
+            )
         if kept and len(row) + 1 > budget:
             break
         kept.append(row)
@@ -64,7 +69,9 @@ async def docs_read(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         body.append(f"(lines {offset}-{last} of {count} shown; read on with offset={last + 1})")
     assert ctx.read_state is not None
     if _in_root(ctx, target.path):
-        ctx.read_state.record(target.path)  # inside the root, the rows are anchors apply_patch takes
+        ctx.read_state.record(
+            target.path
+        )  # inside the root, the rows are anchors apply_patch takes
     details.update(offset=offset, end=last)
     return ToolResult(ok=True, output="\n".join(body), details=details)
 
@@ -94,7 +101,11 @@ TOOL = FunctionTool(
                 "type": "string",
                 "description": "A docs path (tools.md), skills/<name>.md, MEMORY.md, or a docs_search locator.",
             },
-            "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based, default 1)."},
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "First line to show (1-based, default 1).",
+            },
             "limit": {
                 "type": "integer",
                 "minimum": 1,

@@ -45,9 +45,14 @@ async def docs_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     query = require_string_arg(args, "query").strip()
     if not query:
         return ToolResult(ok=False, output="", error="missing_arg: query")
-    limit = optional_int_arg(args, "max_results", DEFAULT_RESULTS, low=1, high=MAX_RESULTS) or DEFAULT_RESULTS
+    limit = (
+        optional_int_arg(args, "max_results", DEFAULT_RESULTS, low=1, high=MAX_RESULTS)
+        or DEFAULT_RESULTS
+    )
     corpus = await gather(ctx)
-    where = f"docs root: {display_root(ctx, corpus.docs_root)}" if corpus.docs_root is not None else ""
+    where = (
+        f"docs root: {display_root(ctx, corpus.docs_root)}" if corpus.docs_root is not None else ""
+    )
     header = " ".join(part for part in (HEADER, f"({where})" if where else "") if part)
     lines = [header, *(f"note: {note}" for note in corpus.notes)]
     words = query_words(query)
@@ -63,7 +68,9 @@ async def docs_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         lines.extend(f"    {number}: {text}" for number, text in snippet(item))
     if len(ranked) > len(shown):
         lines.append("")
-        lines.append(f"({len(ranked) - len(shown)} more sections match; raise max_results, up to {MAX_RESULTS})")
+        lines.append(
+            f"({len(ranked) - len(shown)} more sections match; raise max_results, up to {MAX_RESULTS})"
+        )
     return ToolResult(
         ok=True,
         output="\n".join(lines),

@@ -46,7 +46,9 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     old = require_raw_string_arg(args, "old_string")
     new = require_raw_string_arg(args, "new_string")
     if old == "":
-        raise ToolError("missing_arg: old_string (it must quote the text to replace; use write_file to create a file)")
+        raise ToolError(
+            "missing_arg: old_string (it must quote the text to replace; use write_file to create a file)"
+        )
     replace_all = optional_bool_arg(args, "replace_all", False)
     path = resolve_file_for(ctx, target, write=True)
     rel = relative_to_root(ctx.work_dir, path)
@@ -59,7 +61,9 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
     spans = find_spans(text, old)
     if not spans:
-        raise ToolError(f"old_string_not_found: the text to replace does not occur in {rel}; read the file and quote it exactly")
+        raise ToolError(
+            f"old_string_not_found: the text to replace does not occur in {rel}; read the file and quote it exactly"
+        )
     if len(spans) > 1 and not replace_all:
         raise ToolError(
             f"old_string_not_unique ({len(spans)}): the text occurs {len(spans)} times in {rel}; "

@@ -78,10 +78,18 @@ async def run_env_get(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         lines.append(f"[{found - len(lines)} more variables not shown; narrow with prefix or keys]")
     lines.extend(f"{name} (not set)" for name in missing)
     if not lines:
-        lines.append(f"no environment variables starting with {prefix!r}" if prefix else "no environment variables")
+        lines.append(
+            f"no environment variables starting with {prefix!r}"
+            if prefix
+            else "no environment variables"
+        )
     if not reveal and found:
-        lines.append("[values hidden; pass reveal=true to show them (secret-looking names stay redacted)]")
-    return ToolResult(ok=True, output="\n".join(lines), details={"found": found, "missing": missing})
+        lines.append(
+            "[values hidden; pass reveal=true to show them (secret-looking names stay redacted)]"
+        )
+    return ToolResult(
+        ok=True, output="\n".join(lines), details={"found": found, "missing": missing}
+    )
 
 
 TOOL = FunctionTool(
@@ -95,9 +103,19 @@ TOOL = FunctionTool(
     parameters={
         "type": "object",
         "properties": {
-            "keys": {"type": "array", "items": {"type": "string"}, "description": "Variable names to read."},
-            "prefix": {"type": "string", "description": "Only variables whose name starts with this."},
-            "reveal": {"type": "boolean", "description": "Show values (default false). Secrets stay redacted."},
+            "keys": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Variable names to read.",
+            },
+            "prefix": {
+                "type": "string",
+                "description": "Only variables whose name starts with this.",
+            },
+            "reveal": {
+                "type": "boolean",
+                "description": "Show values (default false). Secrets stay redacted.",
+            },
         },
         "additionalProperties": False,
     },

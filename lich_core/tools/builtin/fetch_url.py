@@ -48,7 +48,14 @@ from lich_core.tools.processes import tool_process_env
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
 
-__all__ = ["DEFAULT_MAX_CHARS", "DEFAULT_TIMEOUT_MS", "HTML_TAG", "MAX_CHARS", "MAX_TIMEOUT_MS", "TOOL"]
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_TIMEOUT_MS",
+    "HTML_TAG",
+    "MAX_CHARS",
+    "MAX_TIMEOUT_MS",
+    "TOOL",
+]
 
 HTML_TAG = "[html content]"
 ACCEPT = "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5"
@@ -78,7 +85,9 @@ async def run_fetch_url(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     lines = [_header_line(status_line(result), content_type)]
     if result.redirects:
         hops = len(result.redirects)
-        lines.append(f"redirected to: {result.final_url} ({hops} redirect{'s' if hops > 1 else ''})")
+        lines.append(
+            f"redirected to: {result.final_url} ({hops} redirect{'s' if hops > 1 else ''})"
+        )
     details = {
         "status": result.status,
         "final_url": result.final_url,

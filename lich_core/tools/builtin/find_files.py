@@ -141,7 +141,9 @@ class GlobMatcher:
         skipped = name in SKIP_DIRS
         nxt: set[int] = set()
         if state.has_globstar and not skipped:
-            nxt.update(pos for pos in state.positions if pos < self.end and self.matchers[pos] is None)
+            nxt.update(
+                pos for pos in state.positions if pos < self.end and self.matchers[pos] is None
+            )
         for pos, matcher, literal in state.step_matchers:
             if (literal or not skipped) and matcher(name):
                 nxt.add(pos + 1)
@@ -351,7 +353,10 @@ TOOL = FunctionTool(
     parameters={
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "description": "Glob pattern, e.g. **/*.py or src/*/test_*.py."},
+            "pattern": {
+                "type": "string",
+                "description": "Glob pattern, e.g. **/*.py or src/*/test_*.py.",
+            },
         },
         "required": ["pattern"],
         "additionalProperties": False,

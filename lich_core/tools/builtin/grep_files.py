@@ -192,7 +192,9 @@ async def run_captured(
         reading = _drain(process)
         unsubscribe = cancel.on_cancel(lambda: _kill(process))
         try:
-            out = await asyncio.wait_for(asyncio.shield(reading), max(0.0, deadline - time.monotonic()))
+            out = await asyncio.wait_for(
+                asyncio.shield(reading), max(0.0, deadline - time.monotonic())
+            )
         except asyncio.TimeoutError:
             _kill(process)
             await reading
@@ -205,7 +207,9 @@ async def run_captured(
         return out, _contents(err_file), process.returncode
 
 
-async def _rg_stdin(rg: str, pattern: str, text: str, deadline: float, cancel: CancelToken) -> list[int] | None:
+async def _rg_stdin(
+    rg: str, pattern: str, text: str, deadline: float, cancel: CancelToken
+) -> list[int] | None:
     """Line numbers matching in `text` (rg on stdin); None when rg refuses the pattern."""
     command = [
         rg, "--no-config", "--line-number", "--no-heading", "--color=never", "--max-columns=1", "--text",
@@ -246,7 +250,9 @@ def parse_rg_matches(out: bytes) -> dict[str, list[int]]:
 
 def parse_rg_binary(err: bytes) -> list[str]:
     """The paths rg skipped as binary, from its --debug notes."""
-    return [match.group(1).decode("utf-8", "surrogateescape") for match in _RG_BINARY_RE.finditer(err)]
+    return [
+        match.group(1).decode("utf-8", "surrogateescape") for match in _RG_BINARY_RE.finditer(err)
+    ]
 
 
 def rg_tree_command(rg: str, pattern: str, glob: str | None) -> list[str]:
@@ -287,7 +293,11 @@ async def _rg_tree(
 
 def _rg_fatal_error(err: bytes) -> str:
     """rg's own error text (its --debug lines left out); empty when there is none."""
-    lines = [line for line in err.decode("utf-8", "replace").splitlines() if not line.startswith("rg: DEBUG|")]
+    lines = [
+        line
+        for line in err.decode("utf-8", "replace").splitlines()
+        if not line.startswith("rg: DEBUG|")
+    ]
     return "\n".join(lines).strip()
 
 
@@ -301,7 +311,9 @@ async def _python_engine(job: dict[str, Any], deadline: float, cancel: CancelTok
     )  # fmt: skip
     unsubscribe = cancel.on_cancel(lambda: _kill(process))
     try:
-        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        assert (
+            process.stdin is not None and process.stdout is not None and process.stderr is not None
+        )
         process.stdin.write(json.dumps(job).encode("utf-8", "surrogateescape"))
         await process.stdin.drain()
         process.stdin.close()
@@ -328,8 +340,12 @@ async def _python_engine(job: dict[str, Any], deadline: float, cancel: CancelTok
             if process.returncode is None and time.monotonic() >= deadline:
                 hits.stopped = TIME_BUDGET_STOP
             else:
-                error = (await process.stderr.read()).decode("utf-8", "replace").strip().splitlines()
-                raise ToolError(f"search_failed: {error[-1] if error else 'the search process ended early'}")
+                error = (
+                    (await process.stderr.read()).decode("utf-8", "replace").strip().splitlines()
+                )
+                raise ToolError(
+                    f"search_failed: {error[-1] if error else 'the search process ended early'}"
+                )
     finally:
         unsubscribe()
         _kill(process)
@@ -356,13 +372,13 @@ def _engine_choice(ctx: ToolContext) -> str:
     return choice
 
 
-def _overlays_in_scope(
-    ctx: ToolContext, root: Path, glob: str | None
-) -> dict[str, Path]:
+def _overlays_in_scope(ctx: ToolContext, root: Path, glob: str | None) -> dict[str, Path]:
     matcher, negated = _grep_engine.compile_glob(glob)
     scoped: dict[str, Path] = {}
     for rel, path in unsaved_files(ctx.workspace, root).items():  # type: ignore[arg-type]
-        if _grep_engine.in_skipped_dir(rel, SKIP_DIRS) or not _grep_engine.glob_allows_file(rel, matcher, negated):
+        if _grep_engine.in_skipped_dir(rel, SKIP_DIRS) or not _grep_engine.glob_allows_file(
+            rel, matcher, negated
+        ):
             continue
         scoped[rel] = path
     return scoped
@@ -554,7 +570,10 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     target = optional_string_arg(args, "path", ".") or "."
     glob = optional_string_arg(args, "glob")
     context = optional_int_arg(args, "context", 0, low=0, high=MAX_CONTEXT_LINES) or 0
-    max_rows = optional_int_arg(args, "max_results", MAX_MATCH_ROWS, low=1, high=MAX_MATCH_ROWS) or MAX_MATCH_ROWS
+    max_rows = (
+        optional_int_arg(args, "max_results", MAX_MATCH_ROWS, low=1, high=MAX_MATCH_ROWS)
+        or MAX_MATCH_ROWS
+    )
     overlays = unsaved_set(ctx.workspace)  # type: ignore[arg-type]
     path_glob = _path_glob(ctx, target, overlays)
     if path_glob is not None:
@@ -566,7 +585,9 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path = resolve_file_for(ctx, target, write=False)
     rel_target = relative_to_root(ctx.work_dir, path)
     if path_glob is not None and not os.path.isdir(path):
-        raise ToolError(f"not_found: {rel_target} (the directory part of the glob {args.get('path')!r})")
+        raise ToolError(
+            f"not_found: {rel_target} (the directory part of the glob {args.get('path')!r})"
+        )
     if os.path.isdir(path):
         base = _real_dir_in_root(ctx, path)
         if path_glob is not None and base != Path(os.path.normpath(os.path.abspath(path))):
@@ -580,16 +601,24 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if extra_glob:
             matcher, negated = _grep_engine.compile_glob(extra_glob)
             hits.files = {
-                rel: lines for rel, lines in hits.files.items() if _grep_engine.glob_allows_file(rel, matcher, negated)
+                rel: lines
+                for rel, lines in hits.files.items()
+                if _grep_engine.glob_allows_file(rel, matcher, negated)
             }
         if _inside_lich_dir(ctx, base):
             # Only a search rooted in .lich can reach the denied config; drop it before anything
             # is shown or even counted.
-            hits.files = {rel: lines for rel, lines in hits.files.items() if _readable(ctx, base / rel)}
+            hits.files = {
+                rel: lines for rel, lines in hits.files.items() if _readable(ctx, base / rel)
+            }
     elif path in overlays or os.path.isfile(path):
         hits = await _search_one_file(ctx, path, rel_target, pattern)
         base = path.parent
-        hits.files = {path.name: [number for lines in hits.files.values() for number in lines]} if hits.files else {}
+        hits.files = (
+            {path.name: [number for lines in hits.files.values() for number in lines]}
+            if hits.files
+            else {}
+        )
     else:
         raise ToolError(f"not_found: {rel_target}")
 
@@ -622,7 +651,9 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             if text is not None:
                 hits.binary += 1
             continue
-        rendered, used = _render_file(display, split_lines(text), matches, context, max_rows - rows_shown)
+        rendered, used = _render_file(
+            display, split_lines(text), matches, context, max_rows - rows_shown
+        )
         if not used:
             continue
         hidden_rows += len(set(matches)) - used
@@ -634,7 +665,9 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         rows_shown += used
 
     summary = [
-        f"{_count(rows_shown, 'matching line')} in {_count(files_shown, 'file')}" if files_shown else "No matches."
+        f"{_count(rows_shown, 'matching line')} in {_count(files_shown, 'file')}"
+        if files_shown
+        else "No matches."
     ]
     if hidden_files or hidden_rows:
         where = f" in {_count(hidden_files, 'more file')}" if hidden_files else ""
@@ -654,7 +687,9 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             "the pattern may backtrack catastrophically, simplify it or narrow the path)"
         )
     elif hits.stopped:
-        summary.append(f"(walk stopped early at the {hits.stopped}; results are partial, narrow the path or glob)")
+        summary.append(
+            f"(walk stopped early at the {hits.stopped}; results are partial, narrow the path or glob)"
+        )
     text_out = "\n".join(output + ([""] if output else []) + summary)
     return ToolResult(
         ok=True,
@@ -686,7 +721,10 @@ TOOL = FunctionTool(
     parameters={
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "description": "Regular expression matched against each line."},
+            "pattern": {
+                "type": "string",
+                "description": "Regular expression matched against each line.",
+            },
             "path": {
                 "type": "string",
                 "description": (
@@ -694,9 +732,18 @@ TOOL = FunctionTool(
                     "the work dir such as 'src/**/*.py' (kli's search takes a file or a glob here)."
                 ),
             },
-            "glob": {"type": "string", "description": "Only search files whose name/path matches this glob."},
-            "context": {"type": "integer", "description": "Lines of context around each match (default 0, max 20)."},
-            "max_results": {"type": "integer", "description": "Most matching lines to show (default and max 1000)."},
+            "glob": {
+                "type": "string",
+                "description": "Only search files whose name/path matches this glob.",
+            },
+            "context": {
+                "type": "integer",
+                "description": "Lines of context around each match (default 0, max 20).",
+            },
+            "max_results": {
+                "type": "integer",
+                "description": "Most matching lines to show (default and max 1000).",
+            },
         },
         "required": ["pattern"],
         "additionalProperties": False,

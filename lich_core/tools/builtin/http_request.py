@@ -86,7 +86,9 @@ def _method(args: dict[str, Any]) -> str:
     if raw is None or raw == "":
         return "GET"
     if not isinstance(raw, str):
-        raise ToolError(f"invalid_request: method must be a string, one of {', '.join(ALLOWED_METHODS)}")
+        raise ToolError(
+            f"invalid_request: method must be a string, one of {', '.join(ALLOWED_METHODS)}"
+        )
     method = raw.strip().upper()
     if method not in ALLOWED_METHODS:
         raise ToolError(
@@ -125,7 +127,9 @@ def request_headers(raw: Any) -> dict[str, str]:
             continue
         text = text.strip(" \t")
         if _CONTROL_RE.search(text):
-            raise ToolError(f"invalid_request: the value of header {header!r} holds a control character")
+            raise ToolError(
+                f"invalid_request: the value of header {header!r} holds a control character"
+            )
         headers[header] = text
     return headers
 
@@ -141,7 +145,9 @@ def _secrets(headers: dict[str, str]) -> list[str]:
         if credential.strip() and scheme:
             found.add(credential.strip())
     # Longest first: a credential inside a longer value is masked as part of the value.
-    return sorted((secret for secret in found if len(secret) >= MIN_MASKED_CHARS), key=len, reverse=True)
+    return sorted(
+        (secret for secret in found if len(secret) >= MIN_MASKED_CHARS), key=len, reverse=True
+    )
 
 
 def _mask(text: str, secrets: list[str]) -> str:
@@ -157,7 +163,9 @@ def _body(args: dict[str, Any], headers: dict[str, str]) -> bytes | None:
         return None
     if isinstance(raw, str):
         return raw.encode("utf-8")
-    if isinstance(raw, (dict, list)) and not any(name.lower() == "content-type" for name in headers):
+    if isinstance(raw, (dict, list)) and not any(
+        name.lower() == "content-type" for name in headers
+    ):
         headers["Content-Type"] = "application/json"
     return json.dumps(raw, ensure_ascii=False).encode("utf-8")
 
@@ -194,11 +202,17 @@ async def _request(
     content_type = response.get("content-type", "").strip()
     lines = [status_line(result), f"content-type: {content_type or '(none)'}"]
     length = response.get("content-length")
-    lines.append(f"content-length: {length}" if length is not None else f"content-length: (none; {len(result.body):,} bytes read)")
+    lines.append(
+        f"content-length: {length}"
+        if length is not None
+        else f"content-length: (none; {len(result.body):,} bytes read)"
+    )
     lines.extend(f"{name}: {response[name]}" for name in REPORTED_HEADERS if name in response)
     if result.redirects:
         hops = len(result.redirects)
-        lines.append(f"redirected to: {result.final_url} ({hops} redirect{'s' if hops > 1 else ''})")
+        lines.append(
+            f"redirected to: {result.final_url} ({hops} redirect{'s' if hops > 1 else ''})"
+        )
     lines.append("")
     kind = classify_content(content_type, result.body)
     if not result.body:
@@ -249,7 +263,10 @@ TOOL = FunctionTool(
                 "additionalProperties": {"type": ["string", "number", "boolean"]},
                 "description": "Request headers, name -> value.",
             },
-            "body": {"type": "string", "description": "Request body, sent as UTF-8 (e.g. JSON text)."},
+            "body": {
+                "type": "string",
+                "description": "Request body, sent as UTF-8 (e.g. JSON text).",
+            },
             "timeout_ms": {
                 "type": "integer",
                 "minimum": 1,

@@ -95,7 +95,13 @@ def _children(dir_path: str, rel_prefix: str, overlay: dict[str, dict[str, bool]
             if name in present or (is_dir and name in SKIP_DIRS):
                 continue
             if not os.path.lexists(os.path.join(dir_path, name)):
-                entries.append(_Entry(rel_prefix + name, os.path.join(dir_path, name), "dir" if is_dir else "unsaved"))
+                entries.append(
+                    _Entry(
+                        rel_prefix + name,
+                        os.path.join(dir_path, name),
+                        "dir" if is_dir else "unsaved",
+                    )
+                )
     entries.sort(key=lambda entry: (entry.kind != "dir", entry.rel))
     return entries
 
@@ -142,7 +148,9 @@ def list_entries(ctx: ToolContext, root: str, depth: int) -> tuple[list[str], in
             omitted += 1
         if entry.kind == "dir" and level < depth:
             prefix = entry.rel + "/"
-            queue.extend((child, prefix, level + 1) for child in _children(entry.abs_path, prefix, overlay))
+            queue.extend(
+                (child, prefix, level + 1) for child in _children(entry.abs_path, prefix, overlay)
+            )
     lines: list[str] = []
     # Pre-order over what was kept; pushed reversed so they pop in display order.
     stack = list(reversed(kept_children.get("", [])))
@@ -171,7 +179,9 @@ async def list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     body = list(lines) or ["(empty directory)"]  # a copy: details count entries, not the note
     if omitted:
         more = f"{omitted}" if exact else f"at least {omitted}"
-        body.append(f"... {more} more entries omitted (cap {MAX_LIST_ENTRIES}); list a subdirectory or lower depth")
+        body.append(
+            f"... {more} more entries omitted (cap {MAX_LIST_ENTRIES}); list a subdirectory or lower depth"
+        )
     return ToolResult(
         ok=True,
         output="\n".join([header, *body]),
@@ -189,7 +199,10 @@ TOOL = FunctionTool(
     parameters={
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "Directory relative to the work dir (default: the work dir)."},
+            "path": {
+                "type": "string",
+                "description": "Directory relative to the work dir (default: the work dir).",
+            },
             "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "default": 1},
         },
         "additionalProperties": False,

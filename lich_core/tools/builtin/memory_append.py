@@ -37,7 +37,9 @@ def _current_text(workspace: Workspace, path: Path) -> str | None:
             raise ToolError(f"is_directory: {MEMORY_FILE} is a directory")
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
-            raise ToolError(f"too_large: {MEMORY_FILE} is {size} bytes, over the 2 MiB limit; a human should archive it")
+            raise ToolError(
+                f"too_large: {MEMORY_FILE} is {size} bytes, over the 2 MiB limit; a human should archive it"
+            )
     try:
         return workspace.read_text(path)
     except FileNotFoundError:
@@ -87,7 +89,10 @@ TOOL = FunctionTool(
     parameters={
         "type": "object",
         "properties": {
-            "text": {"type": "string", "description": f"The note (markdown, 1-{MAX_ENTRY_CHARS} chars)."},
+            "text": {
+                "type": "string",
+                "description": f"The note (markdown, 1-{MAX_ENTRY_CHARS} chars).",
+            },
         },
         "required": ["text"],
         "additionalProperties": False,

@@ -50,14 +50,18 @@ def list_pids() -> list[int]:
     try:
         names = os.listdir(PROC_ROOT)
     except OSError:
-        raise ToolError("proc_unavailable: /proc is not readable (process_list needs Linux)") from None
+        raise ToolError(
+            "proc_unavailable: /proc is not readable (process_list needs Linux)"
+        ) from None
     return sorted(int(name) for name in names if name.isdigit())
 
 
 @capture_errors
 async def run_process_list(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     needle = (optional_string_arg(args, "filter") or "").lower()
-    max_results = optional_int_arg(args, "max_results", DEFAULT_MAX_PROCESSES, low=1, high=MAX_PROCESSES)
+    max_results = optional_int_arg(
+        args, "max_results", DEFAULT_MAX_PROCESSES, low=1, high=MAX_PROCESSES
+    )
     assert max_results is not None
     rows: list[tuple[int, str]] = []
     matched = 0
@@ -79,10 +83,18 @@ async def run_process_list(args: dict[str, Any], ctx: ToolContext) -> ToolResult
         what = f" matching {needle!r}" if needle else ""
         return ToolResult(ok=True, output=f"no processes{what}", details={"matched": 0})
     width = max(len(str(pid)) for pid, _ in rows)
-    lines = [f"{'PID'.rjust(width)}  COMMAND"] + [f"{str(pid).rjust(width)}  {shown}" for pid, shown in rows]
+    lines = [f"{'PID'.rjust(width)}  COMMAND"] + [
+        f"{str(pid).rjust(width)}  {shown}" for pid, shown in rows
+    ]
     if matched > len(rows):
-        lines.append(f"[{matched - len(rows)} more processes not shown; raise max_results or narrow filter]")
-    return ToolResult(ok=True, output="\n".join(lines), details={"matched": matched, "pids": [pid for pid, _ in rows]})
+        lines.append(
+            f"[{matched - len(rows)} more processes not shown; raise max_results or narrow filter]"
+        )
+    return ToolResult(
+        ok=True,
+        output="\n".join(lines),
+        details={"matched": matched, "pids": [pid for pid, _ in rows]},
+    )
 
 
 TOOL = FunctionTool(
@@ -94,7 +106,10 @@ TOOL = FunctionTool(
     parameters={
         "type": "object",
         "properties": {
-            "filter": {"type": "string", "description": "Case-insensitive substring of the command line."},
+            "filter": {
+                "type": "string",
+                "description": "Case-insensitive substring of the command line.",
+            },
             "max_results": {
                 "type": "integer",
                 "description": f"Most processes to list (default {DEFAULT_MAX_PROCESSES}, max {MAX_PROCESSES}).",

@@ -61,7 +61,9 @@ PARAMETERS = {
     "type": "object",
     "properties": {
         "code": CODE_SCHEMA,
-        "form": alias_property(CODE_SCHEMA, harness="kli", of="code", description="Python source to evaluate"),
+        "form": alias_property(
+            CODE_SCHEMA, harness="kli", of="code", description="Python source to evaluate"
+        ),
         "timeout": {
             "type": "integer",
             "description": f"Wall-clock budget in seconds (default {DEFAULT_TIMEOUT_S}, max {MAX_TIMEOUT_S}).",
@@ -81,7 +83,9 @@ def describe_eval(settings: Mapping[str, Any], root: Path) -> str:
     venv = repository_python(root)
     why = ""
     if venv is not None:
-        why = f" (not this repository's {os.path.relpath(venv, root)}: the workspace is not trusted)"
+        why = (
+            f" (not this repository's {os.path.relpath(venv, root)}: the workspace is not trusted)"
+        )
     return f"runs the code in your Python {python}{why}, in the workspace"
 
 
@@ -107,7 +111,9 @@ def _text(outcome: EvalOutcome, *, with_value: bool) -> str:
     if outcome.notes:
         parts.append("\n".join(f"[note: {note}]" for note in outcome.notes))
     if outcome.output:
-        parts.append(outcome.output.rstrip("\n") if with_value or outcome.traceback else outcome.output)
+        parts.append(
+            outcome.output.rstrip("\n") if with_value or outcome.traceback else outcome.output
+        )
     if outcome.dropped:
         parts.append(truncation_marker(outcome.dropped))
     if with_value and outcome.value is not None:
@@ -141,7 +147,9 @@ async def _python_eval(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return await _result(outcome, image, timeout_s, cancelled.is_set() or ctx.cancel.cancelled)
 
 
-async def _result(outcome: EvalOutcome, image: PythonImage, timeout_s: float, was_cancelled: bool) -> ToolResult:
+async def _result(
+    outcome: EvalOutcome, image: PythonImage, timeout_s: float, was_cancelled: bool
+) -> ToolResult:
     details: dict[str, Any] = {"pid": image.pid, "python": image.python}
     if outcome.dropped:
         details["dropped_chars"] = outcome.dropped
@@ -160,11 +168,23 @@ async def _result(outcome: EvalOutcome, image: PythonImage, timeout_s: float, wa
                     await image.start()
                 except ImageError as err:
                     error += f" (starting a new one failed: {err})"
-        return ToolResult(ok=False, output=_text(outcome, with_value=False), error=error, details=details)
+        return ToolResult(
+            ok=False, output=_text(outcome, with_value=False), error=error, details=details
+        )
     if outcome.died:
-        return ToolResult(ok=False, output=_text(outcome, with_value=False), error=f"interpreter_exited: {outcome.error}", details=details)
+        return ToolResult(
+            ok=False,
+            output=_text(outcome, with_value=False),
+            error=f"interpreter_exited: {outcome.error}",
+            details=details,
+        )
     if not outcome.ok:
-        return ToolResult(ok=False, output=_text(outcome, with_value=False), error=f"eval_error: {outcome.error}", details=details)
+        return ToolResult(
+            ok=False,
+            output=_text(outcome, with_value=False),
+            error=f"eval_error: {outcome.error}",
+            details=details,
+        )
     return ToolResult(ok=True, output=_text(outcome, with_value=True), details=details)
 
 

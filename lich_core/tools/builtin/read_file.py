@@ -27,21 +27,27 @@ from lich_core.vocabulary import ToolResult
 from lich_core.workspace import encode_text, unsaved_set
 
 MAX_LINES_PER_READ = 1_000
-RANGE_NAMES = "start/end (kli) is an inclusive line range, offset/limit (lich) a first line and a line count"
+RANGE_NAMES = (
+    "start/end (kli) is an inclusive line range, offset/limit (lich) a first line and a line count"
+)
 MAX_BYTES_PER_READ = 256 * 1024
 BINARY_SNIFF_BYTES = 8 * 1024
 # The executor's generic output clamp must not cut a read short of its own limits.
 MAX_OUTPUT_CHARS = MAX_BYTES_PER_READ + 4 * 1024
 
 
-def read_workspace_text(ctx: ToolContext, path: Path, rel: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
+def read_workspace_text(
+    ctx: ToolContext, path: Path, rel: str, *, max_bytes: int = MAX_FILE_BYTES
+) -> str:
     """The file's current text through the workspace, refusing missing, huge and binary files."""
     workspace = ctx.workspace
     assert workspace is not None
     in_overlay = path in unsaved_set(workspace)
     if not in_overlay:
         if os.path.isdir(path):
-            raise ToolError(f"is_directory: {rel} is a directory; list it with list_dir or find_files")
+            raise ToolError(
+                f"is_directory: {rel} is a directory; list it with list_dir or find_files"
+            )
         if not workspace.exists(path):
             raise ToolError(f"not_found: {rel}")
         size = os.path.getsize(path)
@@ -52,11 +58,15 @@ def read_workspace_text(ctx: ToolContext, path: Path, rel: str, *, max_bytes: in
     except FileNotFoundError:
         raise ToolError(f"not_found: {rel}") from None
     if in_overlay:
-        size = len(text) if text.isascii() else len(encode_text(text))  # no 2 MiB copy to count ASCII
+        size = (
+            len(text) if text.isascii() else len(encode_text(text))
+        )  # no 2 MiB copy to count ASCII
         if size > max_bytes:
             raise ToolError(_too_large(rel, size))
     if "\0" in text[:BINARY_SNIFF_BYTES]:
-        raise ToolError(f"binary_file: {rel} looks binary (a NUL byte in its first 8 KB); read_file shows text files only")
+        raise ToolError(
+            f"binary_file: {rel} looks binary (a NUL byte in its first 8 KB); read_file shows text files only"
+        )
     return text
 
 
@@ -85,10 +95,14 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
     start, end, start_name = _line_range(args, names, count)
     if start > count:
-        raise ToolError(f"out_of_range: {start_name}={start} is past the end of {rel}, which has {count} lines")
+        raise ToolError(
+            f"out_of_range: {start_name}={start} is past the end of {rel}, which has {count} lines"
+        )
     end = min(end, count)
     if end < start:
-        raise ToolError(f"out_of_range: end={end} is before {start_name}={start}; {rel} has {count} lines")
+        raise ToolError(
+            f"out_of_range: end={end} is before {start_name}={start}; {rel} has {count} lines"
+        )
 
     last = min(end, start + MAX_LINES_PER_READ - 1)
     shown = lines[start - 1 : last]
@@ -101,7 +115,9 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         body = render_rows(shown[:kept], start, values[:kept])
     if omitted:
         # The row's anchor stays valid: it hashes the whole line, only the display is cut.
-        body = body[: len(body) - omitted] + f"\n(line {start} is cut here: {omitted} more characters)"
+        body = (
+            body[: len(body) - omitted] + f"\n(line {start} is cut here: {omitted} more characters)"
+        )
     ctx.read_state.record(path)
     if last < end:
         body += f"\n(lines {start}-{last} of {count} shown; read on with {start_name}={last + 1})"
@@ -123,7 +139,9 @@ def _range_names(args: dict[str, Any]) -> tuple[str, str | None]:
     return start_name, pick_alias(args, "end", "limit", why=RANGE_NAMES)
 
 
-def _line_range(args: dict[str, Any], names: tuple[str, str | None], count: int) -> tuple[int, int, str]:
+def _line_range(
+    args: dict[str, Any], names: tuple[str, str | None], count: int
+) -> tuple[int, int, str]:
     """(first line, last line, the name the call gave the first line by)."""
     start_name, end_name = names
     start = optional_int_arg(args, start_name, 1, low=1)
@@ -166,7 +184,10 @@ TOOL = FunctionTool(
         "properties": {
             "path": {"type": "string", "description": "File path, relative to the work dir."},
             "start": {"type": "integer", "description": "First line to show (1-based, default 1)."},
-            "end": {"type": "integer", "description": "Last line to show (inclusive; default the last line)."},
+            "end": {
+                "type": "integer",
+                "description": "Last line to show (inclusive; default the last line).",
+            },
             "offset": alias_property(
                 {"type": "integer", "minimum": 1},
                 harness="lich",
@@ -179,7 +200,10 @@ TOOL = FunctionTool(
                 of="end",
                 description="How many lines to show from the first one (default: to the last line).",
             ),
-            "raw": {"type": "boolean", "description": "Plain lines without LINE:HH| anchors (default false)."},
+            "raw": {
+                "type": "boolean",
+                "description": "Plain lines without LINE:HH| anchors (default false).",
+            },
         },
         "required": ["path"],
         "additionalProperties": False,

@@ -68,7 +68,14 @@ DRAIN_GRACE_MS = 2_000
 MAX_COMMAND_DISPLAY_CHARS = 300
 
 BUSY_ERROR = "run_tests_busy: another run_tests is running in this workspace"
-PYTHON_PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
+PYTHON_PROJECT_FILES = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "pytest.ini",
+    "tox.ini",
+    "conftest.py",
+)
 PYTEST_WORDS = frozenset({"pytest", "py.test"})
 # Directory entries looked at under tests/ for a test_*.py before giving up.
 MAX_TESTS_DIR_ENTRIES = 2_000
@@ -112,7 +119,9 @@ def looks_like_python_project(root: Path) -> bool:
         seen += len(dirnames) + len(filenames)
         if seen > MAX_TESTS_DIR_ENTRIES:
             return False
-        dirnames[:] = [name for name in dirnames if not name.startswith(".") and name != "__pycache__"]
+        dirnames[:] = [
+            name for name in dirnames if not name.startswith(".") and name != "__pycache__"
+        ]
     return False
 
 
@@ -140,7 +149,7 @@ def no_command_error(root: Path) -> str:
         f"no_test_command: no test command is configured and {root} does not look like a Python "
         "project (no pyproject.toml, setup.py, setup.cfg, pytest.ini, tox.ini, conftest.py or "
         'tests/test_*.py); set "test_command" in .lich/config.json or the LICH_TEST_COMMAND '
-        "environment variable (a bash -lc command run in the root, e.g. \"npm test\" or \"make test\")"
+        'environment variable (a bash -lc command run in the root, e.g. "npm test" or "make test")'
     )
 
 
@@ -160,7 +169,9 @@ def plan_for(settings: Mapping[str, Any], root: Path, filter_text: str | None) -
         command = configured.strip()
         if filter_text is not None:
             command += " " + shlex.quote(filter_text)
-        return TestPlan(command=command, pytest=runs_pytest(configured), default=False, filter=filter_text)
+        return TestPlan(
+            command=command, pytest=runs_pytest(configured), default=False, filter=filter_text
+        )
     if not looks_like_python_project(root):
         raise ToolError(no_command_error(root))
     python = project_python(root, trusted=typed.workspace_trusted)
@@ -236,7 +247,9 @@ def conftest_files(root: Path) -> list[str]:
 def pytest_loads(root: Path) -> str:
     """What pytest imports or reads from the root, for the question."""
     conftests = conftest_files(root)
-    shown = conftests[:MAX_CONFTESTS_SHOWN] + (["…"] if len(conftests) > MAX_CONFTESTS_SHOWN else [])
+    shown = conftests[:MAX_CONFTESTS_SHOWN] + (
+        ["…"] if len(conftests) > MAX_CONFTESTS_SHOWN else []
+    )
     configs = [name for name in PYTEST_FILES if (root / name).is_file()]
     return f"pytest loads {', '.join([*shown, *configs])}{' and ' if shown or configs else ''}the test files from this repository"
 
@@ -272,7 +285,9 @@ def describe_plan(plan: TestPlan, root: Path, trusted: bool) -> str:
     if plan.default and plan.python is not None:
         python = plan.python
         if _inside(root, Path(python)):
-            parts.append(f"runs `{command}`: starts {shown_path(python, root)} from this repository")
+            parts.append(
+                f"runs `{command}`: starts {shown_path(python, root)} from this repository"
+            )
         else:
             venv = repository_python(root)
             why = ""
@@ -401,7 +416,9 @@ async def _run_command(command: str, ctx: ToolContext, timeout_ms: int) -> _Run:
         finished = False
         try:
             await asyncio.wait(
-                {sink.exited, cancel_wait}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+                {sink.exited, cancel_wait},
+                timeout=timeout_ms / 1000,
+                return_when=asyncio.FIRST_COMPLETED,
             )
             finished = True
             # Decided before the kill below, whose exit must not read as the command's own.
@@ -478,7 +495,11 @@ def report_error(report: TestReport, pytest: bool, hint: str = "") -> str | None
     """`tests_failed: <counts>` or `tests_error: exit N (...)`; None when the report is green."""
     if report.ok:
         return None
-    if report.failed > 0 or (report.errors > 0 and report.exit_code == 1) or (report.failures and report.exit_code == 0):
+    if (
+        report.failed > 0
+        or (report.errors > 0 and report.exit_code == 1)
+        or (report.failures and report.exit_code == 0)
+    ):
         return f"tests_failed: {report.counts_text()}"
     notes = [note for note in (_exit_note(report, pytest), _nonzero_counts(report), hint) if note]
     suffix = f" ({'; '.join(notes)})" if notes else ""
@@ -550,7 +571,9 @@ def compose_output(
     failing = max(report.failed + report.errors, len(report.failures))
     if report.failures and listed < failing:
         hidden = failing - listed
-        parts.append(f"... {hidden} more failing test{'s' if hidden != 1 else ''} (details lists up to {MAX_FAILURES})")
+        parts.append(
+            f"... {hidden} more failing test{'s' if hidden != 1 else ''} (details lists up to {MAX_FAILURES})"
+        )
     text = "\n".join(parts)
     raw = raw.rstrip("\n")
     if trailer:
@@ -578,7 +601,11 @@ def _missing_pytest_hint(plan: TestPlan, report: TestReport, output: str, root: 
         "pytest is not installed for the python that ran it; install it there, create the project's "
         ".venv with pytest, or set test_command"
     )
-    if plan.python is not None and repository_python(root) is not None and plan.python != str(repository_python(root)):
+    if (
+        plan.python is not None
+        and repository_python(root) is not None
+        and plan.python != str(repository_python(root))
+    ):
         hint += " (the project's .venv is used once the workspace is trusted: `lich trust`)"
     return hint
 
@@ -657,7 +684,9 @@ async def _run_plan(plan: TestPlan, ctx: ToolContext) -> ToolResult:
             else:
                 error = f"timeout: test command exceeded {timeout_ms} ms; its processes were killed"
                 trailer = f"[timeout after {timeout_ms} ms; its processes were killed]"
-            output = compose_output(report, run.output, plan.pytest, trailer, dropped_chars=run.dropped_chars)
+            output = compose_output(
+                report, run.output, plan.pytest, trailer, dropped_chars=run.dropped_chars
+            )
             return ToolResult(ok=False, output=output, error=error, details=report.to_dict())
         report = build_report(plan, run, junit_file, ctx.work_dir)
         if junit_file is not None:
@@ -669,7 +698,9 @@ async def _run_plan(plan: TestPlan, ctx: ToolContext) -> ToolResult:
     return ToolResult(
         ok=report.ok,
         output=compose_output(report, run.output, plan.pytest, dropped_chars=run.dropped_chars),
-        error=report_error(report, plan.pytest, _missing_pytest_hint(plan, report, run.output, ctx.work_dir)),
+        error=report_error(
+            report, plan.pytest, _missing_pytest_hint(plan, report, run.output, ctx.work_dir)
+        ),
         details=report.to_dict(),
     )
 

@@ -101,7 +101,6 @@ INTERACTIVE_PROGRAMS: Mapping[str, str] = {
 }
 
 
-
 # Defaults that keep well-behaved programs from paging even if something allocates a terminal.
 NON_INTERACTIVE_ENV_DEFAULTS: Mapping[str, str] = {"PAGER": "cat", "GIT_PAGER": "cat"}
 
@@ -164,10 +163,14 @@ class _OutputSink(asyncio.SubprocessProtocol):
     kept apart, each with its own decoder, and the output counts as closed once both are.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, max_chars: int, *, separate: bool = False) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, max_chars: int, *, separate: bool = False
+    ) -> None:
         self.max_chars = max_chars
         self.fds = (1, 2) if separate else (1,)
-        self.decoders = {fd: codecs.getincrementaldecoder("utf-8")(errors="replace") for fd in self.fds}
+        self.decoders = {
+            fd: codecs.getincrementaldecoder("utf-8")(errors="replace") for fd in self.fds
+        }
         self.parts: dict[int, list[str]] = {fd: [] for fd in self.fds}
         self.omitted: dict[int, int] = dict.fromkeys(self.fds, 0)
         self.open_fds = set(self.fds)
@@ -236,7 +239,9 @@ def _compose_output(sink: _OutputSink, trailer: str) -> str:
     if sink.fds == (1,):
         return _stream_text(sink, 1) + trailer
     # Separate streams: both headers always, so an empty stream reads as empty, not as missing.
-    return f"{STDOUT_HEADER}\n{_stream_text(sink, 1)}{STDERR_HEADER}\n{_stream_text(sink, 2)}{trailer}"
+    return (
+        f"{STDOUT_HEADER}\n{_stream_text(sink, 1)}{STDERR_HEADER}\n{_stream_text(sink, 2)}{trailer}"
+    )
 
 
 def _timeout_ms(args: dict[str, Any], ctx: ToolContext) -> int:
@@ -271,17 +276,23 @@ def resolve_shell(value: str | None, env: Mapping[str, str]) -> str:
         return DEFAULT_SHELL
     name = os.path.basename(value.strip())
     if name not in ALLOWED_SHELLS:
-        raise ToolError(f"invalid_shell: {value!r} is not allowed (use one of: {', '.join(ALLOWED_SHELLS)})")
+        raise ToolError(
+            f"invalid_shell: {value!r} is not allowed (use one of: {', '.join(ALLOWED_SHELLS)})"
+        )
     found = shutil.which(name, path=env.get("PATH") or os.defpath)
     if found is None:
-        raise ToolError(f"shell_not_found: {name} is not on PATH (allowed: {', '.join(ALLOWED_SHELLS)})")
+        raise ToolError(
+            f"shell_not_found: {name} is not on PATH (allowed: {', '.join(ALLOWED_SHELLS)})"
+        )
     if "/" in value:
         try:
             same = os.path.samefile(value.strip(), found)
         except OSError:
             same = False
         if not same:
-            raise ToolError(f"invalid_shell: {value!r} is not the {name} on PATH ({found}); give the name {name!r}")
+            raise ToolError(
+                f"invalid_shell: {value!r} is not the {name} on PATH ({found}); give the name {name!r}"
+            )
     return DEFAULT_SHELL if name == DEFAULT_SHELL and "/" not in value else found
 
 
@@ -328,7 +339,9 @@ class _Run:
     separate: bool
 
 
-async def _run_command(run: _Run, env: dict[str, str], reaper: CallReaper, ctx: ToolContext) -> ToolResult:
+async def _run_command(
+    run: _Run, env: dict[str, str], reaper: CallReaper, ctx: ToolContext
+) -> ToolResult:
     timeout_ms, cwd, stdin_text = run.timeout_ms, run.cwd, run.stdin_text
     loop = asyncio.get_running_loop()
     sink = _OutputSink(loop, TERMINAL_MAX_OUTPUT_CHARS, separate=run.separate)
@@ -360,7 +373,11 @@ async def _run_command(run: _Run, env: dict[str, str], reaper: CallReaper, ctx: 
     cancel_wait = asyncio.ensure_future(ctx.cancel.wait())
     finished = False
     try:
-        await asyncio.wait({sink.exited, cancel_wait}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {sink.exited, cancel_wait},
+            timeout=timeout_ms / 1000,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
         finished = True
         # Decide now: killing the group below makes the process exit, which must not read as
         # a normal exit (137) once the deadline or a cancellation has fired.
@@ -397,9 +414,14 @@ async def _run_command(run: _Run, env: dict[str, str], reaper: CallReaper, ctx: 
         return ToolResult(ok=False, output=output, error="cancelled", details=details)
     if not exited:
         details["timed_out"] = True
-        output = _compose_output(sink, f"[timeout after {timeout_ms} ms; its processes were killed]")
+        output = _compose_output(
+            sink, f"[timeout after {timeout_ms} ms; its processes were killed]"
+        )
         return ToolResult(
-            ok=False, output=output, error=f"timeout: command exceeded {timeout_ms} ms", details=details
+            ok=False,
+            output=output,
+            error=f"timeout: command exceeded {timeout_ms} ms",
+            details=details,
         )
     output = _compose_output(sink, f"[exit {status}]")
     if status != 0:
@@ -454,7 +476,9 @@ async def _run_on_host(
     except ToolError:
         raise
     except Exception as err:  # noqa: BLE001 - the host's failure, as the tool's error
-        raise ToolError(f"terminal_error: the editor's terminal failed: {err or type(err).__name__}") from err
+        raise ToolError(
+            f"terminal_error: the editor's terminal failed: {err or type(err).__name__}"
+        ) from err
     text = outcome.output
     omitted = max(0, len(text) - TERMINAL_MAX_OUTPUT_CHARS)  # a host that ignored the limit
     if omitted:
@@ -479,7 +503,12 @@ async def _run_on_host(
     if shell != DEFAULT_SHELL:
         details["shell"] = shell
     if outcome.ended == "cancelled":
-        return ToolResult(ok=False, output=text + "[cancelled; the command was killed]", error="cancelled", details=details)
+        return ToolResult(
+            ok=False,
+            output=text + "[cancelled; the command was killed]",
+            error="cancelled",
+            details=details,
+        )
     if outcome.ended == "timeout":
         details["timed_out"] = True
         return ToolResult(
@@ -489,7 +518,9 @@ async def _run_on_host(
             details=details,
         )
     if status is None:
-        return ToolResult(ok=False, output=text + "[exit unknown]", error="exit_code: unknown", details=details)
+        return ToolResult(
+            ok=False, output=text + "[exit unknown]", error="exit_code: unknown", details=details
+        )
     output = text + f"[exit {status}]"
     if status != 0:
         return ToolResult(ok=False, output=output, error=f"exit_code: {status}", details=details)
@@ -523,7 +554,11 @@ TOOL = FunctionTool(
                 "maximum": MAX_COMMAND_TIMEOUT_MS,
             },
             "timeout": alias_property(
-                {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_COMMAND_TIMEOUT_MS // 1000},
+                {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": MAX_COMMAND_TIMEOUT_MS // 1000,
+                },
                 harness="kli",
                 of="timeout_ms",
                 description="Kill the command after this many seconds (max 300).",
@@ -543,7 +578,10 @@ TOOL = FunctionTool(
                     "(default false: merged as the command printed them)."
                 ),
             },
-            "input": {"type": "string", "description": "Text fed to the command's stdin (default: none)."},
+            "input": {
+                "type": "string",
+                "description": "Text fed to the command's stdin (default: none).",
+            },
             "directory": {
                 "type": "string",
                 "description": "Working directory, relative to the work dir (must stay inside it).",

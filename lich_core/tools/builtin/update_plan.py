@@ -33,7 +33,9 @@ def _entry(index: int, item: Any) -> dict[str, str]:
         raise ToolError(f"invalid_arg: {where} must be an object {{step, status}}")
     unknown = sorted(set(item) - {"step", "status", "priority"})
     if unknown:
-        raise ToolError(f"invalid_arg: {where} has unknown field(s) {', '.join(unknown)} (known: step, status, priority)")
+        raise ToolError(
+            f"invalid_arg: {where} has unknown field(s) {', '.join(unknown)} (known: step, status, priority)"
+        )
     step = item.get("step")
     if not isinstance(step, str) or not step.strip():
         raise ToolError(f"invalid_arg: {where}.step must be a non-empty string")
@@ -42,10 +44,14 @@ def _entry(index: int, item: Any) -> dict[str, str]:
         raise ToolError(f"invalid_arg: {where}.step is {len(step)} chars; at most {MAX_STEP_CHARS}")
     status = item.get("status")
     if status not in STATUSES:
-        raise ToolError(f"invalid_arg: {where}.status must be one of {', '.join(STATUSES)}, not {status!r}")
+        raise ToolError(
+            f"invalid_arg: {where}.status must be one of {', '.join(STATUSES)}, not {status!r}"
+        )
     priority = item.get("priority", DEFAULT_PRIORITY)
     if priority not in PRIORITIES:
-        raise ToolError(f"invalid_arg: {where}.priority must be one of {', '.join(PRIORITIES)}, not {priority!r}")
+        raise ToolError(
+            f"invalid_arg: {where}.priority must be one of {', '.join(PRIORITIES)}, not {priority!r}"
+        )
     return {"content": step, "status": status, "priority": priority}
 
 
@@ -66,7 +72,9 @@ def parse_plan(args: dict[str, Any]) -> tuple[tuple[dict[str, str], ...], str | 
         raise ToolError("invalid_arg: explanation must be a string")
     explanation = (explanation or "").strip() or None
     if explanation is not None and len(explanation) > MAX_EXPLANATION_CHARS:
-        raise ToolError(f"invalid_arg: explanation is {len(explanation)} chars; at most {MAX_EXPLANATION_CHARS}")
+        raise ToolError(
+            f"invalid_arg: explanation is {len(explanation)} chars; at most {MAX_EXPLANATION_CHARS}"
+        )
     return entries, explanation
 
 
@@ -76,7 +84,9 @@ async def update_plan(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if ctx.report_plan is not None:
         await ctx.report_plan(entries, explanation)
     done = sum(1 for entry in entries if entry["status"] == "completed")
-    current = next((entry["content"] for entry in entries if entry["status"] == "in_progress"), None)
+    current = next(
+        (entry["content"] for entry in entries if entry["status"] == "in_progress"), None
+    )
     output = f"Plan updated: {done} of {len(entries)} steps completed"
     output += f"; in progress: {current}" if current else ""
     return ToolResult(ok=True, output=output, details={"plan": [dict(entry) for entry in entries]})
@@ -104,13 +114,20 @@ TOOL = FunctionTool(
                     "properties": {
                         "step": {"type": "string", "description": "What the step does (one line)."},
                         "status": {"type": "string", "enum": list(STATUSES)},
-                        "priority": {"type": "string", "enum": list(PRIORITIES), "description": "Default medium."},
+                        "priority": {
+                            "type": "string",
+                            "enum": list(PRIORITIES),
+                            "description": "Default medium.",
+                        },
                     },
                     "required": ["step", "status"],
                     "additionalProperties": False,
                 },
             },
-            "explanation": {"type": "string", "description": "Optional: why the plan is this, or what changed."},
+            "explanation": {
+                "type": "string",
+                "description": "Optional: why the plan is this, or what changed.",
+            },
         },
         "required": ["plan"],
         "additionalProperties": False,

@@ -45,7 +45,14 @@ from lich_core.tools.processes import tool_process_env
 from lich_core.tools.types import FunctionTool, ToolContext, WebSearchBackend
 from lich_core.vocabulary import ToolResult
 
-__all__ = ["TOOL", "DuckDuckGoPage", "SearchHit", "format_hits", "parse_searxng", "unwrap_result_url"]
+__all__ = [
+    "TOOL",
+    "DuckDuckGoPage",
+    "SearchHit",
+    "format_hits",
+    "parse_searxng",
+    "unwrap_result_url",
+]
 
 DEFAULT_MAX_RESULTS = 5
 MAX_RESULTS = 20
@@ -229,11 +236,15 @@ def parse_searxng(body: str) -> tuple[list[SearchHit], list[str]]:
         except ValueError:
             continue
         title = _clean([str(item.get("title") or "")], MAX_TITLE_CHARS) or url
-        hits.append(SearchHit(title, url, _clean([str(item.get("content") or "")], MAX_SNIPPET_CHARS)))
+        hits.append(
+            SearchHit(title, url, _clean([str(item.get("content") or "")], MAX_SNIPPET_CHARS))
+        )
     unresponsive = []
     for entry in data.get("unresponsive_engines") or []:
         if isinstance(entry, (list, tuple)) and entry:
-            unresponsive.append(f"{entry[0]} ({entry[1]})" if len(entry) > 1 and entry[1] else str(entry[0]))
+            unresponsive.append(
+                f"{entry[0]} ({entry[1]})" if len(entry) > 1 and entry[1] else str(entry[0])
+            )
     return hits, unresponsive
 
 
@@ -263,7 +274,9 @@ def _searxng_url(base: str, query: str) -> str:
     path = parts.path.rstrip("/")
     if not path.endswith("/search"):
         path += "/search"
-    params = [(name, value) for name, value in parse_qsl(parts.query) if name not in ("q", "format")]
+    params = [
+        (name, value) for name, value in parse_qsl(parts.query) if name not in ("q", "format")
+    ]
     params += [("q", query), ("format", "json")]
     return urlunsplit((parts.scheme, parts.netloc, path, urlencode(params), ""))
 
@@ -279,15 +292,26 @@ async def _fetch(ctx: ToolContext, method: str, url: str, **kwargs: Any) -> Fetc
     """safe_fetch with the tool's bounds, the call's cancellation, and the environment the
     operator's LICH_ALLOW_PRIVATE_URLS is read from: the tool's (the server's own, scrubbed)."""
     return await safe_fetch(
-        method, url, max_bytes=MAX_RESPONSE_BYTES, timeout_s=SEARCH_TIMEOUT_S, cancel=ctx.cancel,
-        env=tool_process_env(ctx), **kwargs,
+        method,
+        url,
+        max_bytes=MAX_RESPONSE_BYTES,
+        timeout_s=SEARCH_TIMEOUT_S,
+        cancel=ctx.cancel,
+        env=tool_process_env(ctx),
+        **kwargs,
     )
 
 
-async def _search_duckduckgo(backend: WebSearchBackend, query: str, ctx: ToolContext) -> tuple[list[SearchHit], dict[str, Any]]:
+async def _search_duckduckgo(
+    backend: WebSearchBackend, query: str, ctx: ToolContext
+) -> tuple[list[SearchHit], dict[str, Any]]:
     form = urlencode({"q": query, "b": "", "kl": "", "df": ""}).encode("ascii")
     result = await _fetch(
-        ctx, "POST", backend.url, body=form, follow_redirects=False,
+        ctx,
+        "POST",
+        backend.url,
+        body=form,
+        follow_redirects=False,
         headers={"Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html"},
     )
     host = _host(backend.url)
@@ -311,7 +335,9 @@ async def _search_duckduckgo(backend: WebSearchBackend, query: str, ctx: ToolCon
             "instead of results (a !bang query redirects to the site it names)"
         )
     if not 200 <= result.status < 300:
-        raise _Failure(f"http_{result.status}: DuckDuckGo ({host}) answered {result.status} {result.reason}".rstrip())
+        raise _Failure(
+            f"http_{result.status}: DuckDuckGo ({host}) answered {result.status} {result.reason}".rstrip()
+        )
     if not (page.no_results or page.has_results_list):
         raise _Failure(
             f"bad_response: the page from {host} has neither results nor DuckDuckGo's no-results "
@@ -320,7 +346,9 @@ async def _search_duckduckgo(backend: WebSearchBackend, query: str, ctx: ToolCon
     return [], details
 
 
-async def _search_searxng(backend: WebSearchBackend, query: str, ctx: ToolContext) -> tuple[list[SearchHit], dict[str, Any]]:
+async def _search_searxng(
+    backend: WebSearchBackend, query: str, ctx: ToolContext
+) -> tuple[list[SearchHit], dict[str, Any]]:
     headers = {"Accept": "application/json"}
     if backend.api_key_env:
         key = os.environ.get(backend.api_key_env)
@@ -334,14 +362,18 @@ async def _search_searxng(backend: WebSearchBackend, query: str, ctx: ToolContex
     host = _host(backend.url)
     result = await _fetch(ctx, "GET", url, headers=headers)
     if result.status == SEARXNG_RATE_LIMITED:
-        raise _Failure(f"search_blocked: the SearXNG instance at {host} rate-limited the request (HTTP 429)")
+        raise _Failure(
+            f"search_blocked: the SearXNG instance at {host} rate-limited the request (HTTP 429)"
+        )
     if result.status == 403:
         raise _Failure(
             f"http_403: the SearXNG instance at {host} refused the request; it answers JSON only when "
             "its settings.yml lists json in search.formats"
         )
     if not 200 <= result.status < 300:
-        raise _Failure(f"http_{result.status}: the SearXNG instance at {host} answered {result.status} {result.reason}".rstrip())
+        raise _Failure(
+            f"http_{result.status}: the SearXNG instance at {host} answered {result.status} {result.reason}".rstrip()
+        )
     try:
         hits, unresponsive = parse_searxng(result.text())
     except ValueError as err:
@@ -359,7 +391,9 @@ async def run_web_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if not query:
         return error_result("missing_arg: query")
     if len(query) > MAX_QUERY_CHARS:
-        return error_result(f"invalid_arg: query is {len(query)} characters; at most {MAX_QUERY_CHARS}")
+        return error_result(
+            f"invalid_arg: query is {len(query)} characters; at most {MAX_QUERY_CHARS}"
+        )
     max_results = clamp_int_arg(args, "max_results", DEFAULT_MAX_RESULTS, MAX_RESULTS)
     backend = ctx.web_search
     search = _search_searxng if backend.kind == "searxng" else _search_duckduckgo
@@ -386,7 +420,9 @@ async def run_web_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if not shown:
         output = f"no results for {query!r}"
         if details.get("unresponsive_engines"):
-            output += f" (engines that did not answer: {', '.join(details['unresponsive_engines'])})"
+            output += (
+                f" (engines that did not answer: {', '.join(details['unresponsive_engines'])})"
+            )
         return ToolResult(ok=True, output=output, details=details)
     return ToolResult(ok=True, output=format_hits(shown), details=details)
 
@@ -400,7 +436,10 @@ TOOL = FunctionTool(
     parameters={
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": f"What to search for (at most {MAX_QUERY_CHARS} characters)."},
+            "query": {
+                "type": "string",
+                "description": f"What to search for (at most {MAX_QUERY_CHARS} characters).",
+            },
             "max_results": {
                 "type": "integer",
                 "minimum": 1,

@@ -18,7 +18,9 @@ from mcp.server.mcpserver import Context, MCPServer
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--http", action="store_true")
-parser.add_argument("--require-header", default="", help="NAME=VALUE: HTTP requests without it get 401")
+parser.add_argument(
+    "--require-header", default="", help="NAME=VALUE: HTTP requests without it get 401"
+)
 parser.add_argument("--many", type=int, default=0, help="add this many generated tools")
 options = parser.parse_args()
 
@@ -59,7 +61,9 @@ def mixed() -> types.CallToolResult:
             types.ImageContent(type="image", data="aGVsbG8=", mime_type="image/png"),
             types.EmbeddedResource(
                 type="resource",
-                resource=types.TextResourceContents(uri="file:///notes.txt", mime_type="text/plain", text="abc"),
+                resource=types.TextResourceContents(
+                    uri="file:///notes.txt", mime_type="text/plain", text="abc"
+                ),
             ),
             types.ResourceLink(type="resource_link", uri="file:///big.bin", name="big.bin"),
             types.TextContent(type="text", text="last"),
@@ -71,7 +75,9 @@ def mixed() -> types.CallToolResult:
 @server.tool()
 def fail(message: str) -> types.CallToolResult:
     """A result with isError set."""
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True
+    )
 
 
 @server.tool()
@@ -106,7 +112,12 @@ STUBBORN_CHILD = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_
 def spawn_child(ignore_term: bool = False) -> str:
     """Start a long-lived child process (in this server's process group) and return its pid."""
     if ignore_term:
-        child = subprocess.Popen([sys.executable, "-c", STUBBORN_CHILD], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            [sys.executable, "-c", STUBBORN_CHILD],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         assert child.stdout is not None
         child.stdout.readline()  # its SIGTERM handler is in place
         return str(child.pid)
@@ -142,6 +153,7 @@ for number in range(options.many):
         name = f"tool_{number:03d}"
     server.add_tool(_generated(number), name=name, description=f"Generated tool {number}.")
 
+
 def serve_http() -> None:
     import uvicorn
 
@@ -153,7 +165,13 @@ def serve_http() -> None:
             name, _, value = required.partition("=")
             sent = dict(scope.get("headers") or [])
             if sent.get(name.lower().encode()) != value.encode():
-                await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"text/plain")],
+                    }
+                )
                 await send({"type": "http.response.body", "body": b"missing or wrong credentials"})
                 return
         await app(scope, receive, send)

@@ -10,9 +10,21 @@ import json
 from stdio_protocol import serve, text_result
 
 TOOLS = [
-    {"name": "plain", "description": "A usable schema.", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}},
-    {"name": "stringly", "description": "A schema of type string.", "inputSchema": {"type": "string"}},
-    {"name": "listy", "description": "Properties is a list.", "inputSchema": {"type": "object", "properties": ["q"]}},
+    {
+        "name": "plain",
+        "description": "A usable schema.",
+        "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+    },
+    {
+        "name": "stringly",
+        "description": "A schema of type string.",
+        "inputSchema": {"type": "string"},
+    },
+    {
+        "name": "listy",
+        "description": "Properties is a list.",
+        "inputSchema": {"type": "object", "properties": ["q"]},
+    },
     {"name": "untyped", "description": "No type at all.", "inputSchema": {"properties": {}}},
     {"name": "schemaless", "description": "No input schema."},
 ]

@@ -16,17 +16,37 @@ import threading
 from stdio_protocol import serve, text_result
 
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-NUMBERS = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}
+NUMBERS = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+}
 NOTHING = {"type": "object", "properties": {}}
 SPAWN = {"type": "object", "properties": {"ignore_term": {"type": "boolean"}}}
 TOOLS = [
     {"name": "echo", "description": "Echo the text back.", "inputSchema": TEXT},
     {"name": "add", "description": "Add two integers.", "inputSchema": NUMBERS},
-    {"name": "info", "description": "The server's pid, working directory and LICH_TEST_* environment.", "inputSchema": NOTHING},
-    {"name": "crash", "description": "Exit the whole server in the middle of the call.", "inputSchema": NOTHING},
-    {"name": "exit_soon", "description": "Answer, then exit (code 4) a moment later.", "inputSchema": NOTHING},
+    {
+        "name": "info",
+        "description": "The server's pid, working directory and LICH_TEST_* environment.",
+        "inputSchema": NOTHING,
+    },
+    {
+        "name": "crash",
+        "description": "Exit the whole server in the middle of the call.",
+        "inputSchema": NOTHING,
+    },
+    {
+        "name": "exit_soon",
+        "description": "Answer, then exit (code 4) a moment later.",
+        "inputSchema": NOTHING,
+    },
     {"name": "hang", "description": "Never answers.", "inputSchema": NOTHING},
-    {"name": "spawn_child", "description": "Start a long-lived child process; return its pid.", "inputSchema": SPAWN},
+    {
+        "name": "spawn_child",
+        "description": "Start a long-lived child process; return its pid.",
+        "inputSchema": SPAWN,
+    },
 ]
 CHILD = "import time; time.sleep(600)"
 STUBBORN_CHILD = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(600)"
@@ -35,9 +55,19 @@ STUBBORN_CHILD = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_
 def spawn_child(ignore_term):
     """A child in this server's process group (the group lich kills on close)."""
     if not ignore_term:
-        child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         return str(child.pid)
-    child = subprocess.Popen([sys.executable, "-c", STUBBORN_CHILD], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, "-c", STUBBORN_CHILD],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     child.stdout.readline()  # its SIGTERM handler is in place
     return str(child.pid)
 
