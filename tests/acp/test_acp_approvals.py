@@ -14,6 +14,7 @@ from lich_core.tools.builtin.terminal import TOOL as TERMINAL
 from lich_core.tools.types import ToolContext
 from lich_core.userstate import workspace_state_dir
 from lich_lsp.approvals import ApprovalCheck
+from lich_lsp.config import default_config
 from tests.acp.acp_client import ScriptedClient, acp_agent, write_user_config
 from tests.acp.test_acp_agent import ask, new_session, tool_messages
 
@@ -24,7 +25,9 @@ EVAL_CALL = {"tool_calls": [{"name": "python_eval", "arguments": {"code": "print
 async def test_always_answers_hold_in_later_sessions_and_processes(tmp_path, fake_provider):
     write_user_config(fake_provider.url)
     # Per prompt: the tool call, then an answer (the model's requests are 2 per prompt).
-    fake_provider.script(*[turn for call in [TERMINAL_CALL, EVAL_CALL] * 3 for turn in (call, {"text": "ok"})])
+    fake_provider.script(
+        *[turn for call in [TERMINAL_CALL, EVAL_CALL] * 3 for turn in (call, {"text": "ok"})]
+    )
     first = ScriptedClient()
     async with acp_agent(first) as conn:
         sid = await new_session(conn, tmp_path)
@@ -38,7 +41,9 @@ async def test_always_answers_hold_in_later_sessions_and_processes(tmp_path, fak
         await ask(conn, other, "run again")
         await ask(conn, other, "eval again")
         assert len(first.permission_requests) == 2
-    saved = json.loads((workspace_state_dir(tmp_path) / "approvals.json").read_text(encoding="utf-8"))
+    saved = json.loads(
+        (workspace_state_dir(tmp_path) / "approvals.json").read_text(encoding="utf-8")
+    )
     assert saved == {"always": ["terminal"], "never": ["python_eval"]}
     # A new agent process.
     second = ScriptedClient()
@@ -68,7 +73,7 @@ async def test_the_language_server_honours_an_acp_reject_always(tmp_path):
         return None
 
     check = ApprovalCheck(
-        SimpleNamespace(config={}),  # type: ignore[arg-type]
+        SimpleNamespace(config=default_config(tmp_path)),  # type: ignore[arg-type]
         ApprovalStore(tmp_path),  # a fresh reader of the file, as another process
         SimpleNamespace(show_message_request=True),  # type: ignore[arg-type]
         SimpleNamespace(ask=ask_user),  # type: ignore[arg-type]
