@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -187,16 +187,13 @@ class Workspace(Protocol):
         ...
 
 
-# --- listing: the files a workspace holds besides the disk ---
+# --- listing: the files under a folder as a workspace sees them ---
 
 
 def unsaved_files(workspace: Workspace, root: str | os.PathLike[str]) -> dict[str, Path]:
     """The workspace's files under `root` whose text may differ from disk (its `overlay_paths`:
     open editor buffers, a review's pending changes), by their "/"-separated path relative to
-    `root`: {rel: normalised absolute path}.
-
-    The file tools merge these with what they find on disk (find_files, list_dir, grep_files):
-    this is the one place the buffers are scoped to a directory.
+    `root`: {rel: normalised absolute path}. `WorkspaceListing` builds on it.
     """
     base = os.path.normpath(os.path.abspath(root))
     found: dict[str, Path] = {}
@@ -216,6 +213,92 @@ def unsaved_files(workspace: Workspace, root: str | os.PathLike[str]) -> dict[st
 def unsaved_set(workspace: Workspace) -> set[Path]:
     """The files whose workspace text may differ from disk, as normalised absolute paths."""
     return {Path(os.path.normpath(os.path.abspath(path))) for path in workspace.overlay_paths()}
+
+
+@dataclass(frozen=True, slots=True)
+class UnsavedFile:
+    """A file under a listing's root whose text is the workspace's, not the disk's."""
+
+    rel: str  # "/"-separated, relative to the listing's root
+    path: Path  # normalised absolute
+    # Something is at `path` on disk: the buffer shadows it (a disk walk meets it, and must take
+    # its text from the workspace); False: a new file only the workspace has.
+    on_disk: bool
+
+
+class WorkspaceListing:
+    """The files under `root` as `workspace` sees them: the disk, with its unsaved buffers merged in.
+
+    The file tools keep their own disk walks (rg for grep, find_files' pruned glob walk, list_dir's
+    breadth-first scan), fast where they must be; this is the one place that says which buffers
+    count under `root`, which of them shadow a disk file and which are new files the disk does
+    not have, and what their text is:
+
+    - `unsaved`: every buffer in scope, by relative path (a disk search leaves these out and
+      searches `texts()` instead);
+    - `new_files(under)`: the buffers with nothing on disk, which a disk walk cannot find;
+    - `new_children()`: the names a directory gains from them (their folders too), for a listing;
+    - `texts()`: the text of each buffer in scope.
+
+    `skip_dirs` leaves out buffers inside a folder of that name (a walk skips those folders);
+    `accept(rel)` narrows further (a glob).
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace | None,
+        root: str | os.PathLike[str],
+        *,
+        skip_dirs: Collection[str] = (),
+        accept: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.root = Path(os.path.normpath(os.path.abspath(root)))
+        self.unsaved: dict[str, UnsavedFile] = {}
+        if workspace is None:
+            return
+        for rel, path in unsaved_files(workspace, self.root).items():
+            if skip_dirs and any(part in skip_dirs for part in rel.split("/")[:-1]):
+                continue
+            if accept is not None and not accept(rel):
+                continue
+            self.unsaved[rel] = UnsavedFile(rel, path, os.path.lexists(path))
+
+    def __bool__(self) -> bool:
+        return bool(self.unsaved)
+
+    def new_files(self, under: str = "") -> dict[str, Path]:
+        """{rel: path} of the buffers under the "/"-ended relative folder `under` ("" the root)
+        that have nothing on disk."""
+        return {
+            rel: entry.path
+            for rel, entry in self.unsaved.items()
+            if not entry.on_disk and rel.startswith(under)
+        }
+
+    def new_children(self) -> dict[str, dict[str, bool]]:
+        """{folder's "/"-ended relative path ("" the root): {name: is_dir}} of what the new files
+        add to each folder: the file itself and every folder on its way, so `a/b/new.py` shows
+        under `a/` as `b/`. A name may also be on disk (the folder `a/`): the caller's scan wins."""
+        children: dict[str, dict[str, bool]] = {}
+        for rel in self.new_files():
+            parts = rel.split("/")
+            prefix = ""
+            for index, part in enumerate(parts):
+                children.setdefault(prefix, {})[part] = index < len(parts) - 1
+                prefix += part + "/"
+        return children
+
+    def texts(self) -> dict[str, str | None]:
+        """{rel: the workspace's text} of every buffer in scope; None when it cannot be read."""
+        assert self.workspace is not None or not self.unsaved
+        texts: dict[str, str | None] = {}
+        for rel, entry in self.unsaved.items():
+            try:
+                texts[rel] = self.workspace.read_text(entry.path)  # type: ignore[union-attr]
+            except (OSError, UnicodeError):
+                texts[rel] = None
+        return texts
 
 
 # --- the command seam ---

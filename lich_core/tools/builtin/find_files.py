@@ -36,7 +36,7 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
-from lich_core.workspace import unsaved_files
+from lich_core.workspace import WorkspaceListing
 
 MAX_FIND_RESULTS = 1000
 MAX_WALK_MS = 10_000
@@ -293,26 +293,17 @@ def find(ctx: ToolContext, pattern: str) -> tuple[list[str], WalkResult]:
             is_cancelled=lambda: ctx.cancel.cancelled,
         )
     paths = result.paths
-    extra = _overlay_matches(ctx, work_dir, start_rel, matcher, set(paths))
+    # The walk saw the disk; the workspace adds its new files (buffers not saved yet) that match.
+    found = set(paths)
+    new_files = WorkspaceListing(ctx.workspace, work_dir).new_files(under=start_rel)
+    extra = [
+        rel
+        for rel in new_files
+        if rel not in found and matcher.match_rel_path(rel[len(start_rel) :])
+    ]
     if extra:
         paths = paths + extra
     return paths, result
-
-
-def _overlay_matches(
-    ctx: ToolContext, work_dir: str, start_rel: str, matcher: GlobMatcher, found: set[str]
-) -> list[str]:
-    """Unsaved editor buffers that match but do not exist on disk yet."""
-    assert ctx.workspace is not None
-    extra: list[str] = []
-    for rel, path in unsaved_files(ctx.workspace, work_dir).items():
-        if not rel.startswith(start_rel) or rel in found:
-            continue
-        if os.path.lexists(path):
-            continue  # on disk: the walk already decided about it
-        if matcher.match_rel_path(rel[len(start_rel) :]):
-            extra.append(rel)
-    return extra
 
 
 def render(pattern: str, paths: list[str], result: WalkResult) -> str:

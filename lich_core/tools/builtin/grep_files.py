@@ -21,8 +21,9 @@ that would be shown is skipped and counted instead; the Python engine does not r
 and counts every one it meets. rg stops reading a file after MAX_RG_MATCHES_PER_FILE matching
 lines, so a huge log cannot flood the result: counts past that say "at least".
 
-Files whose text may differ from disk (open editor buffers: `workspace.overlay_paths()`) are
-searched from their workspace text, and every row is rendered from workspace text.
+Files whose text may differ from disk (open editor buffers) come from the Workspace seam's
+`WorkspaceListing`: rg or the walk searches the disk without them, and their workspace texts are
+searched on their own (new files included); every row is rendered from workspace text.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from lich_core.tools.guard import (
 )
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import CancelToken, ToolResult
-from lich_core.workspace import unsaved_files, unsaved_set
+from lich_core.workspace import WorkspaceListing, unsaved_set
 
 MAX_FILES = 100
 MAX_MATCH_ROWS = 1_000
@@ -372,16 +373,15 @@ def _engine_choice(ctx: ToolContext) -> str:
     return choice
 
 
-def _overlays_in_scope(ctx: ToolContext, root: Path, glob: str | None) -> dict[str, Path]:
+def _listing(ctx: ToolContext, root: Path, glob: str | None) -> WorkspaceListing:
+    """The workspace's view of the tree under `root`, scoped as the search is (SKIP_DIRS, glob)."""
     matcher, negated = _grep_engine.compile_glob(glob)
-    scoped: dict[str, Path] = {}
-    for rel, path in unsaved_files(ctx.workspace, root).items():  # type: ignore[arg-type]
-        if _grep_engine.in_skipped_dir(rel, SKIP_DIRS) or not _grep_engine.glob_allows_file(
-            rel, matcher, negated
-        ):
-            continue
-        scoped[rel] = path
-    return scoped
+    accept = (
+        None
+        if matcher is None
+        else (lambda rel: _grep_engine.glob_allows_file(rel, matcher, negated))
+    )
+    return WorkspaceListing(ctx.workspace, root, skip_dirs=SKIP_DIRS, accept=accept)
 
 
 def _workspace_text(ctx: ToolContext, path: Path) -> str | None:
@@ -393,11 +393,11 @@ def _workspace_text(ctx: ToolContext, path: Path) -> str | None:
 
 async def _search_tree(ctx: ToolContext, root: Path, pattern: str, glob: str | None) -> SearchHits:
     deadline = time.monotonic() + _time_budget_ms(ctx) / 1000
-    overlays = _overlays_in_scope(ctx, root, glob)
-    overlay_texts: dict[str, str] = {}
+    # Unsaved buffers are searched in their workspace text; the disk search leaves them out.
+    listing = _listing(ctx, root, glob)
+    unsaved_texts: dict[str, str] = {}
     too_large = binary = 0
-    for rel, path in overlays.items():
-        text = _workspace_text(ctx, path)
+    for rel, text in listing.texts().items():
         if text is None:
             continue
         if len(text.encode("utf-8", "surrogateescape")) > MAX_FILE_BYTES:
@@ -405,7 +405,7 @@ async def _search_tree(ctx: ToolContext, root: Path, pattern: str, glob: str | N
         elif "\0" in text:
             binary += 1
         else:
-            overlay_texts[rel] = text
+            unsaved_texts[rel] = text
     choice = _engine_choice(ctx)
     rg = find_rg() if choice != "python" else None
     if choice == "rg" and rg is None:
@@ -414,10 +414,10 @@ async def _search_tree(ctx: ToolContext, root: Path, pattern: str, glob: str | N
     if rg is not None:
         hits = await _rg_tree(rg, root, pattern, glob, deadline, ctx.cancel)
         if hits is not None:
-            for rel in overlays:
+            for rel in listing.unsaved:
                 hits.files.pop(rel, None)
             try:
-                for rel, text in overlay_texts.items():
+                for rel, text in unsaved_texts.items():
                     found = await _rg_stdin(rg, pattern, text, deadline, ctx.cancel)
                     if found:
                         hits.files[rel] = found
@@ -428,8 +428,8 @@ async def _search_tree(ctx: ToolContext, root: Path, pattern: str, glob: str | N
     if hits is None:
         job = {
             "pattern": pattern, "root": str(root), "glob": glob, "skip_dirs": sorted(SKIP_DIRS),
-            "max_bytes": MAX_FILE_BYTES, "max_entries": MAX_WALK_ENTRIES, "exclude": sorted(overlays),
-            "texts": overlay_texts, "walk": True,
+            "max_bytes": MAX_FILE_BYTES, "max_entries": MAX_WALK_ENTRIES, "exclude": sorted(listing.unsaved),
+            "texts": unsaved_texts, "walk": True,
         }  # fmt: skip
         hits = await _python_engine(job, deadline, ctx.cancel)
     hits.too_large += too_large
@@ -440,8 +440,7 @@ async def _search_tree(ctx: ToolContext, root: Path, pattern: str, glob: str | N
 async def _search_one_file(ctx: ToolContext, path: Path, rel: str, pattern: str) -> SearchHits:
     deadline = time.monotonic() + _time_budget_ms(ctx) / 1000
     hits = SearchHits()
-    overlays = unsaved_set(ctx.workspace)  # type: ignore[arg-type]
-    if path not in overlays and os.path.getsize(path) > MAX_FILE_BYTES:
+    if path not in unsaved_set(ctx.workspace) and os.path.getsize(path) > MAX_FILE_BYTES:  # type: ignore[arg-type]
         hits.too_large = 1
         return hits
     text = _workspace_text(ctx, path)
@@ -488,7 +487,7 @@ def _has_glob(text: str) -> bool:
     return any(char in GLOB_CHARS for char in text)
 
 
-def _path_glob(ctx: ToolContext, target: str, overlays: set[Path]) -> tuple[str, str] | None:
+def _path_glob(ctx: ToolContext, target: str, unsaved: set[Path]) -> tuple[str, str] | None:
     """(directory to walk, glob anchored to it) for a `path` that is a glob, else None.
 
     A path with glob characters is a glob only when it does not exist as a path (a file really
@@ -503,7 +502,7 @@ def _path_glob(ctx: ToolContext, target: str, overlays: set[Path]) -> tuple[str,
         candidate = resolve_file_for(ctx, target, write=False)
     except ToolError:
         candidate = None
-    if candidate is not None and (candidate in overlays or os.path.lexists(candidate)):
+    if candidate is not None and (candidate in unsaved or os.path.lexists(candidate)):
         return None
     parts = target.replace(os.sep, "/").split("/")
     index = next(number for number, part in enumerate(parts) if _has_glob(part))
@@ -574,8 +573,8 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         optional_int_arg(args, "max_results", MAX_MATCH_ROWS, low=1, high=MAX_MATCH_ROWS)
         or MAX_MATCH_ROWS
     )
-    overlays = unsaved_set(ctx.workspace)  # type: ignore[arg-type]
-    path_glob = _path_glob(ctx, target, overlays)
+    unsaved = unsaved_set(ctx.workspace)  # type: ignore[arg-type]
+    path_glob = _path_glob(ctx, target, unsaved)
     if path_glob is not None:
         target, tree_glob = path_glob
         # The path's glob picks the files; a `glob` argument as well narrows them further.
@@ -611,7 +610,7 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             hits.files = {
                 rel: lines for rel, lines in hits.files.items() if _readable(ctx, base / rel)
             }
-    elif path in overlays or os.path.isfile(path):
+    elif path in unsaved or os.path.isfile(path):
         hits = await _search_one_file(ctx, path, rel_target, pattern)
         base = path.parent
         hits.files = (
@@ -643,7 +642,7 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if read_denied(display) is not None:
             continue  # the deny list: never shown
         absolute = Path(base, rel)
-        if absolute not in overlays and _over_size_cap(absolute):
+        if absolute not in unsaved and _over_size_cap(absolute):
             hits.too_large += 1  # rg searched it; it is not shown
             continue
         text = _workspace_text(ctx, absolute)

@@ -19,7 +19,7 @@ from lich_core.tools.guard import (
 from lich_core.tools.sizes import human_size
 from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
-from lich_core.workspace import unsaved_files
+from lich_core.workspace import WorkspaceListing
 
 MAX_LIST_ENTRIES = 500
 MAX_DEPTH = 4
@@ -68,27 +68,17 @@ def _link_target(path: str) -> str:
         return "?"
 
 
-def _overlay_children(ctx: ToolContext, root: str) -> dict[str, dict[str, bool]]:
-    """Unsaved buffers under `root`: {parent rel prefix: {name: is_dir}} for names not on disk.
-
-    Intermediate directories of a new buffer are included, so `a/b/new.py` shows under `a/`.
-    """
-    children: dict[str, dict[str, bool]] = {}
-    assert ctx.workspace is not None
-    for rel in unsaved_files(ctx.workspace, root):
-        parts = rel.split("/")
-        prefix = ""
-        for index, part in enumerate(parts):
-            is_dir = index < len(parts) - 1
-            children.setdefault(prefix, {})[part] = is_dir
-            prefix += part + "/"
-    return children
+def _new_children(ctx: ToolContext, root: str) -> dict[str, dict[str, bool]]:
+    """What the workspace's new files (unsaved, not on disk) add under `root`, per folder."""
+    return WorkspaceListing(ctx.workspace, root).new_children()
 
 
-def _children(dir_path: str, rel_prefix: str, overlay: dict[str, dict[str, bool]]) -> list[_Entry]:
+def _children(
+    dir_path: str, rel_prefix: str, new_children: dict[str, dict[str, bool]]
+) -> list[_Entry]:
     """Entries of one directory (disk plus unsaved buffers), dirs first, each group by name."""
     entries = _scan(dir_path, rel_prefix)
-    extra = overlay.get(rel_prefix)
+    extra = new_children.get(rel_prefix)
     if extra:
         present = {entry.rel[len(rel_prefix) :] for entry in entries}
         for name, is_dir in extra.items():
@@ -127,12 +117,14 @@ def list_entries(ctx: ToolContext, root: str, depth: int) -> tuple[list[str], in
     directory's children right under it; a kept entry's parent is always kept, since it came
     earlier in the walk.
     """
-    overlay = _overlay_children(ctx, root)
+    new_children = _new_children(ctx, root)
     kept_children: dict[str, list[_Entry]] = {}  # parent rel prefix -> kept children, in order
     kept = 0
     omitted = 0
     visited = 0
-    queue: deque[tuple[_Entry, str, int]] = deque((e, "", 1) for e in _children(root, "", overlay))
+    queue: deque[tuple[_Entry, str, int]] = deque(
+        (e, "", 1) for e in _children(root, "", new_children)
+    )
     exact = True
     while queue:
         entry, parent, level = queue.popleft()
@@ -149,7 +141,8 @@ def list_entries(ctx: ToolContext, root: str, depth: int) -> tuple[list[str], in
         if entry.kind == "dir" and level < depth:
             prefix = entry.rel + "/"
             queue.extend(
-                (child, prefix, level + 1) for child in _children(entry.abs_path, prefix, overlay)
+                (child, prefix, level + 1)
+                for child in _children(entry.abs_path, prefix, new_children)
             )
     lines: list[str] = []
     # Pre-order over what was kept; pushed reversed so they pop in display order.
@@ -171,8 +164,7 @@ async def list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if not os.path.isdir(path):
         if os.path.lexists(path):
             raise ToolError(f"not_a_directory: {rel}")
-        overlay = _overlay_children(ctx, str(path))
-        if not overlay:
+        if not _new_children(ctx, str(path)):
             raise ToolError(f"not_found: {rel}")
     lines, omitted, exact = list_entries(ctx, str(path), depth)
     header = f"{rel}/ (depth {depth})" if rel != "." else f"./ (depth {depth})"
