@@ -30,7 +30,7 @@ from typing import Any
 from lich_core.errors import ToolError
 from lich_core.gatekeeper.commit import MAX_PATHS, check_message, check_paths, commit_paths
 from lich_core.gatekeeper.denylist import git_denylist_match
-from lich_core.plugins.types import Plugin, PluginContext
+from lich_core.plugins.types import Plugin, PluginContext, ToolCallInfo, ToolResultInfo
 from lich_core.tools.processes import tool_process_env
 from lich_core.tools.types import ToolContext
 from lich_core.vocabulary import ToolResult
@@ -106,13 +106,10 @@ class Gatekeeper:
 
     # --- hooks ---
 
-    def before_tool_call(
-        self, info: Mapping[str, Any], ctx: PluginContext
-    ) -> dict[str, Any] | None:
-        name = info.get("tool_name")
-        args = info.get("args")
+    def before_tool_call(self, info: ToolCallInfo, ctx: PluginContext) -> dict[str, Any] | None:
+        name, args = info.tool_name, info.args
         if name == TERMINAL_TOOL:
-            command = args.get("command") if isinstance(args, Mapping) else None
+            command = args.get("command")
             pattern = git_denylist_match(command) if isinstance(command, str) else None
             if pattern is not None:
                 return {"block": True, "reason": f"{DENYLIST_REASON_PREFIX}: {pattern}"}
@@ -124,9 +121,9 @@ class Gatekeeper:
             ctx.state[_ARMED] = self._arm(args)
         return None
 
-    def after_tool_call(self, info: Mapping[str, Any], ctx: PluginContext) -> None:
-        name = info.get("tool_name")
-        ok = info.get("ok") is True
+    def after_tool_call(self, info: ToolResultInfo, ctx: PluginContext) -> None:
+        name = info.tool_name
+        ok = info.ok is True
         state = ctx.state
         if name == TESTS_TOOL:
             state[_GREEN] = ok

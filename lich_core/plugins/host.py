@@ -1,4 +1,7 @@
-"""Running loaded plugins: tool registration and the five hooks, each failure isolated."""
+"""Running loaded plugins: tool registration and the five hooks, each failure isolated.
+
+Each hook gets its typed payload (types.HOOK_PAYLOADS), also a read-only dict view.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +18,15 @@ from typing import Any
 from lich_core.plugins.types import (
     NOTE_MAX_CHARS,
     RESULT_SUMMARY_MAX_CHARS,
+    HookInfo,
+    LlmCallInfo,
     Plugin,
     PluginContext,
     PluginModels,
+    RunEndInfo,
+    RunStartInfo,
+    ToolCallInfo,
+    ToolResultInfo,
 )
 from lich_core.tools.registry import is_enabled
 from lich_core.tools.types import Tool, ToolContext
@@ -168,9 +177,7 @@ class PluginRun:
                 found.append((loaded, hook))
         return found
 
-    async def _call(
-        self, loaded: LoadedPlugin, hook: Callable[..., Any], info: dict[str, Any]
-    ) -> Any:
+    async def _call(self, loaded: LoadedPlugin, hook: Callable[..., Any], info: HookInfo) -> Any:
         outcome = hook(info, self.contexts[loaded.name])
         if inspect.isawaitable(outcome):
             outcome = await outcome
@@ -182,7 +189,7 @@ class PluginRun:
         if self._warn is not None:
             await self._warn(loaded.name, message)
 
-    async def _observe(self, hook_name: str, info: dict[str, Any]) -> None:
+    async def _observe(self, hook_name: str, info: HookInfo) -> None:
         for loaded, hook in self._with_hook(hook_name):
             try:
                 await self._call(loaded, hook, copy.deepcopy(info))
@@ -192,11 +199,11 @@ class PluginRun:
                 await self._report(loaded, hook_name, err)
 
     async def on_run_start(self, input_chars: int) -> None:
-        await self._observe("on_run_start", {"input_chars": input_chars})
+        await self._observe("on_run_start", RunStartInfo(input_chars=input_chars))
 
     async def on_run_end(self, stopped_reason: str, turns_used: int) -> None:
         await self._observe(
-            "on_run_end", {"stopped_reason": stopped_reason, "turns_used": turns_used}
+            "on_run_end", RunEndInfo(stopped_reason=stopped_reason, turns_used=turns_used)
         )
 
     async def before_tool_call(self, tool_name: str, args: dict[str, Any]) -> str | None:
@@ -204,7 +211,7 @@ class PluginRun:
         for loaded, hook in self._with_hook("before_tool_call"):
             try:
                 verdict = await self._call(
-                    loaded, hook, {"tool_name": tool_name, "args": copy.deepcopy(args)}
+                    loaded, hook, ToolCallInfo(tool_name=tool_name, args=copy.deepcopy(args))
                 )
             except asyncio.CancelledError:
                 raise
@@ -220,13 +227,13 @@ class PluginRun:
         self, tool_name: str, args: dict[str, Any], result: ToolResult
     ) -> None:
         summary = result.output if result.ok else format_tool_result(result)
-        info = {
-            "tool_name": tool_name,
-            "args": args,
-            "result_summary": summary[:RESULT_SUMMARY_MAX_CHARS],
-            "ok": result.ok,
-            "error": result.error,
-        }
+        info = ToolResultInfo(
+            tool_name=tool_name,
+            args=args,
+            result_summary=summary[:RESULT_SUMMARY_MAX_CHARS],
+            ok=result.ok,
+            error=result.error,
+        )
         await self._observe("after_tool_call", info)
 
     async def before_llm_call(self, turn: int, messages: Sequence[Message]) -> list[Message]:
@@ -239,7 +246,7 @@ class PluginRun:
         for loaded, hook in hooks:
             try:
                 verdict = await self._call(
-                    loaded, hook, {"turn": turn, "messages": copy.deepcopy(plain)}
+                    loaded, hook, LlmCallInfo(turn=turn, messages=copy.deepcopy(plain))
                 )
             except asyncio.CancelledError:
                 raise

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,85 @@ MODEL_ROLES = ("chat", "compress")
 NOTE_MAX_CHARS = 2_000
 RESULT_SUMMARY_MAX_CHARS = 300
 
-# A hook is `hook(info: dict, ctx: PluginContext)`, sync or async.
-Hook = Callable[[dict[str, Any], "PluginContext"], Any]
+
+class HookInfo(Mapping[str, Any]):
+    """The read-only dict view every hook payload has over its fields.
+
+    Plugins written when hooks got a plain dict (`info["tool_name"]`, `info.get("ok")`,
+    `dict(info)`, `info == {...}`) keep working unchanged; new code reads attributes.
+    """
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._names():
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def _names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self))  # type: ignore[arg-type]
+
+
+# eq=False on each payload: Mapping's __eq__ compares like a dict, as the old payloads did.
+@dataclass(frozen=True, eq=False)
+class ToolCallInfo(HookInfo):
+    """`before_tool_call`: the call about to run (a copy of its arguments)."""
+
+    tool_name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
+class ToolResultInfo(HookInfo):
+    """`after_tool_call`: the call that ran, or was blocked, and how it ended."""
+
+    tool_name: str
+    args: dict[str, Any]
+    # The first RESULT_SUMMARY_MAX_CHARS of the output on success, of the JSON error otherwise.
+    result_summary: str
+    ok: bool
+    error: str | None
+
+
+@dataclass(frozen=True, eq=False)
+class LlmCallInfo(HookInfo):
+    """`before_llm_call`: the 1-based turn and a copy of the history as plain dicts."""
+
+    turn: int
+    messages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, eq=False)
+class RunStartInfo(HookInfo):
+    """`on_run_start`: the length of the prompt in characters."""
+
+    input_chars: int
+
+
+@dataclass(frozen=True, eq=False)
+class RunEndInfo(HookInfo):
+    """`on_run_end`: why the loop stopped and how many model turns it used."""
+
+    stopped_reason: str
+    turns_used: int
+
+
+# The payload type each hook receives.
+HOOK_PAYLOADS: Mapping[str, type[HookInfo]] = {
+    "before_tool_call": ToolCallInfo,
+    "after_tool_call": ToolResultInfo,
+    "before_llm_call": LlmCallInfo,
+    "on_run_start": RunStartInfo,
+    "on_run_end": RunEndInfo,
+}
+
+# A hook is `hook(info, ctx: PluginContext)`, sync or async; `info` is its hook's HOOK_PAYLOADS
+# type, so the first parameter is Any: a hook annotated with its own payload type fits.
+Hook = Callable[[Any, "PluginContext"], Any]
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 import types
@@ -14,7 +15,18 @@ from scripted_model import ScriptedModel, Turn, call, tools_turn
 from lich_core.agent.factory import build_agent
 from lich_core.agent.loop import Agent
 from lich_core.agent.sessions import SessionStore, session_dir_for
-from lich_core.plugins import PluginHost, load_plugins
+from lich_core.plugins import (
+    HOOK_NAMES,
+    HOOK_PAYLOADS,
+    LlmCallInfo,
+    PluginHost,
+    RunEndInfo,
+    RunStartInfo,
+    ToolCallInfo,
+    ToolResultInfo,
+    load_plugins,
+)
+from lich_core.vocabulary import ToolResult, format_tool_result
 
 GUARD_PLUGIN = """
 from lich_core.plugins import Plugin
@@ -118,6 +130,45 @@ async def before_llm_call(info, ctx):
     return {"note": "summary: " + reply.message.content + " | " + ctx.state.get("refused", "")}
 
 plugin = Plugin(name="lane", hooks={"before_llm_call": before_llm_call})
+"""
+
+RECORDING_PLUGIN = """
+from lich_core.plugins import HOOK_NAMES, Plugin
+
+SEEN = []
+
+def recorder(hook_name):
+    def hook(info, ctx):
+        SEEN.append((hook_name, info))
+    return hook
+
+plugin = Plugin(name="recorder", hooks={name: recorder(name) for name in HOOK_NAMES})
+"""
+
+# Written against the old `info: dict`: every dict idiom a reader of a dict would use.
+DICT_STYLE_PLUGIN = """
+import json
+
+from lich_core.plugins import Plugin
+
+SEEN = []
+
+def after_tool_call(info, ctx):
+    SEEN.append({
+        "index": (info["tool_name"], info["ok"], info["error"]),
+        "get": (info.get("result_summary"), info.get("missing", "default")),
+        "in": ("args" in info, "missing" in info),
+        "keys": list(info), "len": len(info),
+        "items": sorted(k for k, _ in info.items()),
+        "json": json.loads(json.dumps(dict(info))),
+        "equal": info == dict(info),
+    })
+    try:
+        info["missing"]
+    except KeyError as err:
+        SEEN.append(("KeyError", err.args))
+
+plugin = Plugin(name="dict-style", hooks={"after_tool_call": after_tool_call})
 """
 
 
@@ -328,3 +379,82 @@ async def test_build_agent_loads_plugins_from_config(tmp_path):
     result = await agent.run("go")
     assert [m.content for m in result.messages if m.role == "tool"] == ["HEY"]
     assert agent.compress_model is None and agent.model_for_role("compress") is model
+
+
+async def test_each_hook_gets_its_typed_payload_with_the_old_dict(tmp_path, tools):
+    assert tuple(HOOK_PAYLOADS) == HOOK_NAMES
+    model = ScriptedModel(tools_turn(call("echo", {"text": "hi"}, id="e")), Turn(text="done"))
+    agent, host = make_agent(
+        tmp_path, tools, model, [write_plugin(tmp_path, "recorder", RECORDING_PLUGIN)]
+    )
+    await agent.run("go")
+    seen = module_of(host, "recorder")["SEEN"]
+    assert [name for name, _ in seen] == [
+        "on_run_start",
+        "before_llm_call",
+        "before_tool_call",
+        "after_tool_call",
+        "before_llm_call",
+        "on_run_end",
+    ]
+    for name, info in seen:
+        assert type(info) is HOOK_PAYLOADS[name], name
+        assert dataclasses.is_dataclass(info)
+        # dict(info) is the dict hooks were given before: the same keys, in order, same values.
+        assert list(dict(info)) == [f.name for f in dataclasses.fields(info)], name
+        assert dict(info) == {f.name: getattr(info, f.name) for f in dataclasses.fields(info)}
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            info.turn = 99  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            info["turn"] = 99  # type: ignore[index]
+    start, llm1, before, after, llm2, end = (info for _, info in seen)
+    assert isinstance(start, RunStartInfo) and start.input_chars == len("go")
+    assert dict(start) == {"input_chars": 2}
+    assert isinstance(before, ToolCallInfo)
+    assert dict(before) == {"tool_name": "echo", "args": {"text": "hi"}}
+    assert isinstance(after, ToolResultInfo)
+    assert dict(after) == {
+        "tool_name": "echo",
+        "args": {"text": "hi"},
+        "result_summary": "hi",
+        "ok": True,
+        "error": None,
+    }
+    assert isinstance(llm1, LlmCallInfo) and isinstance(llm2, LlmCallInfo)
+    assert (llm1.turn, llm2.turn) == (1, 2)
+    assert llm1.messages[-1] == {"role": "user", "content": "go"}
+    assert list(dict(llm2)) == ["turn", "messages"] and llm2["messages"] is llm2.messages
+    assert isinstance(end, RunEndInfo)
+    assert dict(end) == {"stopped_reason": "final", "turns_used": 2}
+
+
+async def test_a_plugin_written_for_dict_payloads_works_unchanged(tmp_path, tools):
+    events = EventLog()
+    model = ScriptedModel(tools_turn(call("fail", {}, id="f")), Turn(text="done"))
+    agent, host = make_agent(
+        tmp_path, tools, model, [write_plugin(tmp_path, "dictstyle", DICT_STYLE_PLUGIN)]
+    )
+    await agent.run("go", on_event=events)
+    assert events.of("plugin_warning") == []
+    keys = ["tool_name", "args", "result_summary", "ok", "error"]
+    error = "not_found: nothing here"
+    summary = format_tool_result(ToolResult(ok=False, output="partial", error=error))
+    assert module_of(host, "dict-style")["SEEN"] == [
+        {
+            "index": ("fail", False, error),
+            "get": (summary, "default"),
+            "in": (True, False),
+            "keys": keys,
+            "len": 5,
+            "items": sorted(keys),
+            "json": {
+                "tool_name": "fail",
+                "args": {},
+                "result_summary": summary,
+                "ok": False,
+                "error": error,
+            },
+            "equal": True,
+        },
+        ("KeyError", ("missing",)),
+    ]

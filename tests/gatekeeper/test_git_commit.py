@@ -28,7 +28,7 @@ from lich_core.gatekeeper import (
     self_commit_allowed,
 )
 from lich_core.gatekeeper.commit import check_path, git_env
-from lich_core.plugins.types import PluginContext, PluginModels
+from lich_core.plugins.types import PluginContext, PluginModels, ToolCallInfo, ToolResultInfo
 from lich_core.runtime import build_tool_runtime
 from lich_core.tools.types import ToolContext
 from lich_core.vocabulary import ToolResult
@@ -55,6 +55,18 @@ def plugin_context(work_dir: Path) -> PluginContext:
     )
 
 
+def called(tool_name: str, args: dict[str, Any]) -> ToolCallInfo:
+    """The before_tool_call payload the agent loop builds for this call."""
+    return ToolCallInfo(tool_name=tool_name, args=args)
+
+
+def ran(tool_name: str, args: dict[str, Any], ok: bool) -> ToolResultInfo:
+    """The after_tool_call payload for this call (the gatekeeper reads only the name and ok)."""
+    return ToolResultInfo(
+        tool_name=tool_name, args=args, result_summary="", ok=ok, error=None if ok else "failed"
+    )
+
+
 def changed_files(repo: Path) -> set[Path]:
     """Every file with changes in the repository holding `repo` (as if this task wrote them all)."""
     if not (repo / ".git").exists() and not (repo.parent / ".git").exists():
@@ -75,12 +87,12 @@ async def commit(
     `written`: what the task wrote with its write tools (default: every changed file)."""
     gatekeeper = Gatekeeper(allow_self_commit=True)
     ctx = plugin_context(repo)
-    gatekeeper.after_tool_call({"tool_name": "run_tests", "args": {}, "ok": True}, ctx)
-    assert gatekeeper.before_tool_call({"tool_name": "git_commit", "args": args}, ctx) is None
+    gatekeeper.after_tool_call(ran("run_tests", {}, True), ctx)
+    assert gatekeeper.before_tool_call(called("git_commit", args), ctx) is None
     tool_ctx = ToolContext(work_dir=repo, env=env or {})
     tool_ctx.written.paths.update(changed_files(repo) if written is None else written)
     result = await gatekeeper.tool.execute(args, tool_ctx)
-    gatekeeper.after_tool_call({"tool_name": "git_commit", "args": args, "ok": result.ok}, ctx)
+    gatekeeper.after_tool_call(ran("git_commit", args, result.ok), ctx)
     return result
 
 
@@ -405,15 +417,15 @@ async def test_a_direct_call_is_refused(repo: Path) -> None:
 async def test_an_allowed_call_arms_exactly_that_call(repo: Path) -> None:
     gatekeeper = Gatekeeper(allow_self_commit=True)
     ctx = plugin_context(repo)
-    gatekeeper.after_tool_call({"tool_name": "run_tests", "args": {}, "ok": True}, ctx)
+    gatekeeper.after_tool_call(ran("run_tests", {}, True), ctx)
     allowed = {"message": "m", "paths": ["b.txt"]}
-    assert gatekeeper.before_tool_call({"tool_name": "git_commit", "args": allowed}, ctx) is None
+    assert gatekeeper.before_tool_call(called("git_commit", allowed), ctx) is None
     other = {"message": "m", "paths": ["README.md"]}
     assert (
         await gatekeeper.tool.execute(other, ToolContext(work_dir=repo))
     ).error == AGENT_ONLY_ERROR
     # The call was answered without running (another plugin vetoed it): the arming is gone.
-    gatekeeper.after_tool_call({"tool_name": "git_commit", "args": allowed, "ok": False}, ctx)
+    gatekeeper.after_tool_call(ran("git_commit", allowed, False), ctx)
     assert (
         await gatekeeper.tool.execute(allowed, ToolContext(work_dir=repo))
     ).error == AGENT_ONLY_ERROR
@@ -462,10 +474,10 @@ def test_allow_self_commit_is_exactly_1(
 async def test_cancelled_call_reports_cancelled(repo: Path) -> None:
     gatekeeper = Gatekeeper(allow_self_commit=True)
     ctx = plugin_context(repo)
-    gatekeeper.after_tool_call({"tool_name": "run_tests", "args": {}, "ok": True}, ctx)
+    gatekeeper.after_tool_call(ran("run_tests", {}, True), ctx)
     args = {"message": "m", "paths": ["b.txt"]}
     (repo / "b.txt").write_text("cancel\n", encoding="utf-8")
-    assert gatekeeper.before_tool_call({"tool_name": "git_commit", "args": args}, ctx) is None
+    assert gatekeeper.before_tool_call(called("git_commit", args), ctx) is None
     tool_ctx = ToolContext(work_dir=repo)
     tool_ctx.cancel.cancel()
     result = await asyncio.wait_for(gatekeeper.tool.execute(args, tool_ctx), 60)
