@@ -479,7 +479,7 @@ def _workspace_text(ctx: ToolContext, path: Path) -> str | None:
     return text
 
 
-def docs_overlays(ctx: ToolContext, root: Path) -> dict[str, Path]:
+def docs_unsaved(ctx: ToolContext, root: Path) -> dict[str, Path]:
     """Unsaved editor buffers of markdown files under the docs root: {rel: path}."""
     assert ctx.workspace is not None
     found: dict[str, Path] = {}
@@ -499,10 +499,10 @@ async def docs_sections(ctx: ToolContext, root: Path) -> list[Section]:
     here, on the caller's loop.
     """
     memory = Path(os.path.realpath(ctx.work_dir / MEMORY_FILE))
-    overlays = docs_overlays(ctx, root)
-    skip = frozenset({memory, *(root / rel for rel in overlays)})
+    unsaved = docs_unsaved(ctx, root)
+    skip = frozenset({memory, *(root / rel for rel in unsaved)})
     sections = await asyncio.to_thread(docs_index(root).refresh, skip)
-    for rel, path in sorted(overlays.items()):
+    for rel, path in sorted(unsaved.items()):
         if root / rel == memory:
             continue
         text = _workspace_text(ctx, path)
@@ -641,8 +641,8 @@ def read_target_text(ctx: ToolContext, target: ReadTarget) -> str:
     label = f"{target.source}:{target.display}"
     real_work = Path(os.path.realpath(ctx.work_dir))
     real = Path(os.path.realpath(path))
-    in_overlay = path in unsaved_set(workspace)
-    if not in_overlay:
+    is_unsaved = path in unsaved_set(workspace)
+    if not is_unsaved:
         if os.path.isdir(path):
             raise ToolError(f"is_directory: {label} is a directory")
         if not os.path.exists(path):
@@ -652,7 +652,7 @@ def read_target_text(ctx: ToolContext, target: ReadTarget) -> str:
             raise ToolError(
                 f"file_too_large: {label} is {size} bytes, over the {MAX_DOC_BYTES}-byte limit"
             )
-    if in_overlay or _inside(real_work, real):
+    if is_unsaved or _inside(real_work, real):
         check_file_access(real_work, real, write=False)
         try:
             text = workspace.read_text(path)

@@ -1,7 +1,7 @@
 """What the file tools share about a file's text (read_file, grep_files, apply_patch).
 
-A file's text comes through the workspace, whose overlay (open editor buffers) may differ from
-disk; past MAX_FILE_BYTES a file is neither read nor searched.
+A file's text comes through the workspace, whose unsaved buffers (open in the editor) may differ
+from disk; past MAX_FILE_BYTES a file is neither read nor searched.
 """
 
 from __future__ import annotations

@@ -71,10 +71,10 @@ def _digest(text: str | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _current_text(ctx: ToolContext, path: Path, overlays: set[Path]) -> str | None:
+def _current_text(ctx: ToolContext, path: Path, unsaved: set[Path]) -> str | None:
     workspace = ctx.workspace
     assert workspace is not None
-    if path not in overlays and not workspace.exists(path):
+    if path not in unsaved and not workspace.exists(path):
         return None
     try:
         return workspace.read_text(path)
@@ -85,7 +85,7 @@ def _current_text(ctx: ToolContext, path: Path, overlays: set[Path]) -> str | No
 def _targets(ctx: ToolContext, patch_text: str) -> tuple[list[Path], list[FileTarget]]:
     sections = parse_patch(patch_text)
     assert ctx.read_state is not None
-    overlays = unsaved_set(ctx.workspace)  # type: ignore[arg-type]
+    unsaved = unsaved_set(ctx.workspace)  # type: ignore[arg-type]
     by_path: dict[Path, FileTarget] = {}
     for section in sections:
         path = resolve_file_for(ctx, section.path, write=True)
@@ -96,7 +96,7 @@ def _targets(ctx: ToolContext, patch_text: str) -> tuple[list[Path], list[FileTa
                 raise ToolError(
                     f"is_directory: {display} is a directory; a section header names a file"
                 )
-            text = _current_text(ctx, path, overlays)
+            text = _current_text(ctx, path, unsaved)
             target = FileTarget(
                 display,
                 text,
@@ -286,12 +286,12 @@ async def _accept_repair(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(
             f"invalid_arg: {candidate_id} repairs {names}, not {relative_to_root(ctx.work_dir, path)}"
         )
-    overlays = unsaved_set(ctx.workspace)
+    unsaved = unsaved_set(ctx.workspace)
     planned: list[_PlannedFile] = []
     for name, (display, base_digest, new_text) in files.items():
         file_path = Path(name)
         resolve_file_for(ctx, display, write=True)  # the deny list may have changed since
-        current = _current_text(ctx, file_path, overlays)
+        current = _current_text(ctx, file_path, unsaved)
         if _digest(current) != base_digest:
             raise ToolError(
                 f"stale_candidate: {display} changed since the preview {candidate_id}; read it again and "

@@ -42,8 +42,8 @@ def read_workspace_text(
     """The file's current text through the workspace, refusing missing, huge and binary files."""
     workspace = ctx.workspace
     assert workspace is not None
-    in_overlay = path in unsaved_set(workspace)
-    if not in_overlay:
+    is_unsaved = path in unsaved_set(workspace)
+    if not is_unsaved:
         if os.path.isdir(path):
             raise ToolError(
                 f"is_directory: {rel} is a directory; list it with list_dir or find_files"
@@ -57,7 +57,7 @@ def read_workspace_text(
         text = workspace.read_text(path)
     except FileNotFoundError:
         raise ToolError(f"not_found: {rel}") from None
-    if in_overlay:
+    if is_unsaved:
         size = (
             len(text) if text.isascii() else len(encode_text(text))
         )  # no 2 MiB copy to count ASCII
