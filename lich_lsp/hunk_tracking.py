@@ -184,9 +184,3 @@ def line_edits_between(old_text: str, new_text: str) -> list[LineEdit]:
 def lines_of(text: str) -> list[str]:
     """`text` as lines with their `\\n` kept (the hashline split)."""
     return split_keep_newline(text)
-
-
-def replace_lines(text: str, start: int, end: int, new_lines: str) -> str:
-    """`text` with lines [start, end) replaced by `new_lines` (whole lines, terminators kept)."""
-    lines = split_keep_newline(text)
-    return "".join(lines[:start]) + new_lines + "".join(lines[end:])

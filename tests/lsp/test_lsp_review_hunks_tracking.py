@@ -15,7 +15,6 @@ from lich_lsp.hunk_tracking import (
     Span,
     line_edits_between,
     lines_of,
-    replace_lines,
     splice_line_edit,
     track_span,
     track_spans,
@@ -97,7 +96,8 @@ def test_splice_line_edit(
 
 def _apply(text: str, edit: LineEdit, new_lines: list[str]) -> str:
     assert len(new_lines) == edit.count
-    return replace_lines(text, edit.start, edit.end, "".join(new_lines))
+    lines = lines_of(text)
+    return "".join(lines[: edit.start] + new_lines + lines[edit.end :])
 
 
 def test_typing_above_keeps_a_span_on_its_own_lines_through_a_sequence() -> None:
