@@ -95,6 +95,12 @@ def v_str(key: str, value: Any) -> str:
     return value
 
 
+def v_bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true or false, got {_type_name(value)} {value!r}")
+    return value
+
+
 def v_choice(*choices: str) -> Validator:
     def check(key: str, value: Any) -> str:
         if value not in choices:
@@ -259,6 +265,13 @@ def narrow_rank(*order: str) -> Narrower:
         return trusted, f"set {key} to {workspace!r} (looser than {trusted!r})"
 
     return narrow
+
+
+def narrow_switch_off(key: str, trusted: Any, workspace: Any) -> tuple[Any, str | None]:
+    """A switch a workspace may turn off, never on."""
+    if trusted or not workspace:
+        return workspace, None
+    return trusted, f"turn {key} on"
 
 
 def narrow_capabilities(key: str, trusted: Any, workspace: Any) -> tuple[Any, str | None]:
@@ -537,6 +550,14 @@ KEYS: dict[str, KeySpec] = {
         None,
         "Prompts offered by lich.ask without a prompt.",
         SIDE_ANY,
+    ),
+    "project_rules": KeySpec(
+        True,
+        v_bool,
+        None,
+        "Give the model the repository's AGENTS.md (or CLAUDE.md, .github/copilot-instructions.md).",
+        SIDE_NARROW,
+        narrow_switch_off,
     ),
     "disk_write_policy": KeySpec(
         "auto",

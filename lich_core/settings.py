@@ -84,6 +84,7 @@ class Settings(Mapping[str, Any]):
     approval: Mapping[str, str] = field(default_factory=dict)
     code_actions: Sequence[Mapping[str, Any]] = field(default_factory=list)
     quick_prompts: Sequence[str] = field(default_factory=_default_quick_prompts)
+    project_rules: bool = True
     disk_write_policy: str = "auto"
     workspace_trust: str = "ask"
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from lich_core.errors import ToolError
+from lich_core.project_rules import RuleFile, load_project_rules, render_project_rules
 from lich_core.settings import settings_of
 from lich_core.tools.guard import resolve_file_for
 from lich_lsp.arguments import (
@@ -117,6 +118,8 @@ class AgentCommands:
         self._features = features
         self._port = port
         self._root = root
+        # What the last lich.ask gave the model (lich.status lists it); None before the first.
+        self._last_project_rules: list[RuleFile] | None = None
 
     def register(self, table: CommandTable) -> None:
         table.add(ASK, self.ask)
@@ -219,7 +222,31 @@ class AgentCommands:
         )
         # A question the task cannot ask as a request goes on this file (lich_lsp.pending_questions).
         ORIGIN_URI.set(uri)
-        return await self._tasks.ask(prompt, context=context, mode=mode, request_id=request_id)
+        return await self._tasks.ask(
+            prompt,
+            context=context,
+            mode=mode,
+            request_id=request_id,
+            project_rules=self.project_rules_for(path),
+        )
+
+    def project_rules_for(self, path: Path | None) -> str | None:
+        """The labelled rules section for a task on `path` (None: the root's rules only), or None
+        when the user turned project_rules off or the repository has none."""
+        if not self._holder.config.settings.project_rules:
+            self._last_project_rules = []
+            return None
+        self._last_project_rules = load_project_rules(self._root, path)
+        return render_project_rules(self._last_project_rules) or None
+
+    def project_rules_status(self) -> list[dict[str, Any]]:
+        """lich.status's `project_rules`: what the last task was given; before any task, what one
+        without a uri would be given now."""
+        if self._last_project_rules is not None:
+            return [rule.to_json() for rule in self._last_project_rules]
+        if not self._holder.config.settings.project_rules:
+            return []
+        return [rule.to_json() for rule in load_project_rules(self._root)]
 
     async def cancel(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
         obj = single_object(CANCEL, args, required=False)

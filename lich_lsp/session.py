@@ -282,6 +282,7 @@ class EditorSession:
             "trust": self.config.trust.to_json(),
             "mcp_servers": self.runtimes.mcp_status(),
             "undoable_tasks": self.undo.undoable_tasks(),
+            "project_rules": self.agent_commands.project_rules_status(),
         }
 
 

@@ -187,6 +187,8 @@ class LichTask:
     # The run is past the agent, handing its edits to the review: no tool is left to clean up, so
     # a cancel stops it at once (its edit, if sent, still gets EDIT_SETTLE_TIMEOUT_S to be answered).
     wrapping_up: bool = False
+    # The repository's rules for the first message (lich_core.project_rules), or None.
+    project_rules: str | None = None
 
     @property
     def label(self) -> str:
@@ -252,7 +254,13 @@ class TaskManager:
     # --- starting ---
 
     async def ask(
-        self, prompt: str, *, context: str | None, mode: str, request_id: Any = None
+        self,
+        prompt: str,
+        *,
+        context: str | None,
+        mode: str,
+        request_id: Any = None,
+        project_rules: str | None = None,
     ) -> dict[str, Any]:
         """Run one agent task to its end (the lich.ask request `request_id` waits for it)."""
         # Ids continue past the undo journal's, which outlive the server: lich.undoTask names one.
@@ -260,6 +268,7 @@ class TaskManager:
         title = task_title(prompt)
         workspace = self._new_workspace(mode, f"lich: {title}")
         task = LichTask(task_id, title, prompt, mode, CancelToken(), workspace)
+        task.project_rules = project_rules
         workspace.on_applied = self._journal.recorder(task_id, title, task.started)
         workspace.task_id = task_id
         self.tasks[task_id] = task
@@ -367,6 +376,7 @@ class TaskManager:
                 context=context,
                 workspace=task.workspace,
                 edit_label=task.label,
+                project_rules=task.project_rules,
             )
         except Exception as err:  # noqa: BLE001 - a bad provider/config is a result, not a crash
             task.workspace.discard_overlay()

@@ -214,8 +214,12 @@ class Agent:
         workspace: Workspace | None = None,
         read_state: ReadState | None = None,
         edit_label: str = "lich",
+        project_rules: str | None = None,
     ) -> RunResult:
-        """Run the agent on `prompt` until it answers, runs out of turns, is cancelled or fails."""
+        """Run the agent on `prompt` until it answers, runs out of turns, is cancelled or fails.
+
+        `project_rules` is the repository's rules as lich_core.project_rules renders them: they
+        go into the first user message, after the prompt (a resumed run has them already)."""
         run = _Run(
             self,
             on_event=on_event,
@@ -224,7 +228,9 @@ class Agent:
             read_state=read_state,
             edit_label=edit_label,
         )
-        return await run.execute(prompt, resume=resume, context=context)
+        return await run.execute(
+            prompt, resume=resume, context=context, project_rules=project_rules
+        )
 
 
 @dataclass
@@ -316,7 +322,14 @@ class _Run:
 
     # --- the run ---
 
-    async def execute(self, prompt: str, *, resume: str | None, context: str | None) -> RunResult:
+    async def execute(
+        self,
+        prompt: str,
+        *,
+        resume: str | None,
+        context: str | None,
+        project_rules: str | None = None,
+    ) -> RunResult:
         state = self.state
         externally_cancelled = False
         if self.agent.runtime.mcp is not None:
@@ -338,7 +351,9 @@ class _Run:
                 await self._emit(RunError(kind="session", message=session_problem))
             else:
                 self._start_plugins()
-                self._append(Message(role="user", content=user_prompt(prompt, context)))
+                self._append(
+                    Message(role="user", content=user_prompt(prompt, context, project_rules))
+                )
                 if self.plugin_run is not None and self.plugin_run.has_hook("on_run_start"):
                     await self._race(self.plugin_run.on_run_start(len(prompt)))
                 await self._loop()

@@ -49,7 +49,10 @@ def system_prompt_for(config: Mapping[str, Any]) -> str:
     return custom if isinstance(custom, str) and custom.strip() else DEFAULT_SYSTEM_PROMPT
 
 
-def user_prompt(prompt: str, context: str | None) -> str:
+def user_prompt(prompt: str, context: str | None, project_rules: str | None = None) -> str:
+    """The task's first user message: the prompt, the repository's rules (already labelled by
+    lich_core.project_rules), then the editor's context."""
+    text = f"{prompt}\n\n{project_rules}" if project_rules else prompt
     if not context or not context.strip():
-        return prompt
-    return f"{prompt}\n\n{CONTEXT_HEADER}\n{context}"
+        return text
+    return f"{text}\n\n{CONTEXT_HEADER}\n{context}"

@@ -298,6 +298,7 @@ BAD_VALUE_FOR_KEY: dict[str, Any] = {
     "quick_prompts": [1, 2],
     "disk_write_policy": "never",
     "workspace_trust": "sometimes",
+    "project_rules": "no",
 }
 
 
