@@ -103,15 +103,52 @@ class Message:
 
 @dataclass
 class Usage:
+    """Tokens one call (or a run, summed) cost, normalised across providers.
+
+    `input_tokens` is the whole prompt, cached or not (Anthropic reports its uncached part only;
+    its provider adds the cache figures back), so `cache_read_tokens / input_tokens` is the share
+    served from the provider's prompt cache. `cache_write_tokens` is the part written to the cache
+    (Anthropic bills it above the plain input price); both stay 0 for a provider that reports none.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
 
     def to_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        data = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        # Left out when zero so the shape stays what it was for providers without a cache.
+        if self.cache_read_tokens:
+            data["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens:
+            data["cache_write_tokens"] = self.cache_write_tokens
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Usage:
+        """Read `to_dict()`'s shape back; anything missing or not a number counts as 0."""
+        if not isinstance(data, dict):
+            return cls()
+
+        def count(key: str) -> int:
+            try:
+                return max(0, int(data.get(key) or 0))
+            except (TypeError, ValueError):
+                return 0
+
+        return cls(
+            count("input_tokens"),
+            count("output_tokens"),
+            count("cache_read_tokens"),
+            count("cache_write_tokens"),
+        )
 
 
 @dataclass

@@ -79,11 +79,22 @@ def optional(text: str, **schema: Any) -> Any:
 class TokenUsage:
     """Tokens the provider reported (a snapshot: the run's own counter keeps growing)."""
 
-    input_tokens: int = doc("prompt tokens", minimum=0)
+    input_tokens: int = doc("prompt tokens, cached ones included", minimum=0)
     output_tokens: int = doc("completion tokens", minimum=0)
+    cache_read_tokens: int | None = optional(
+        "prompt tokens served from the provider's prompt cache (absent when none)", minimum=0
+    )
+    cache_write_tokens: int | None = optional(
+        "prompt tokens written to the provider's prompt cache (absent when none)", minimum=0
+    )
 
     def to_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        data = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cache_read_tokens is not None:
+            data["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_write_tokens is not None:
+            data["cache_write_tokens"] = self.cache_write_tokens
+        return data
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -816,7 +816,12 @@ class _Run:
 
 def _usage(usage: Usage) -> TokenUsage:
     """A frozen snapshot of a (growing) usage counter, for an event."""
-    return TokenUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    return TokenUsage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens or None,
+        cache_write_tokens=usage.cache_write_tokens or None,
+    )
 
 
 def _close(awaitable: Awaitable[Any]) -> None:

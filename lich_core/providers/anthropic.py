@@ -28,6 +28,14 @@ KEEPALIVE_EVENTS = ("ping",)
 # Delta types holding the model's reasoning: progress, counted against the response cap.
 THINKING_DELTAS = {"thinking_delta": "thinking", "signature_delta": "signature"}
 
+# Prompt caching: the API caches the request's prefix up to each block marked with cache_control
+# (tools, then system, then messages) and refuses a request with more than four marks.
+CACHE_CONTROL = {"type": "ephemeral"}
+MAX_CACHE_BREAKPOINTS = 4
+# Marks on messages: the newest user turn (written to the cache for the next call) and the user turn
+# before it (the previous call's newest turn, so this call reads its whole history from the cache).
+MESSAGE_CACHE_BREAKPOINTS = 2
+
 STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -89,6 +97,69 @@ def to_wire_tools(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
     ]
 
 
+def _mark(content: Any) -> Any:
+    """`content` (a string or a block list) with cache_control on its last block."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content, "cache_control": dict(CACHE_CONTROL)}]
+    blocks = [dict(block) for block in content]
+    blocks[-1]["cache_control"] = dict(CACHE_CONTROL)
+    return blocks
+
+
+def add_cache_breakpoints(body: dict[str, Any]) -> None:
+    """Mark the request's stable prefix for the prompt cache, at most four marks in all.
+
+    Each call re-sends the previous call's messages unchanged and appends to them, so the user turn
+    before the newest one ends the previous call's prompt: marking it reads that whole prefix from
+    the cache, and marking the newest turn writes the longer prefix for the next call (the next
+    loop turn, or a follow-up). The tools' last definition and the system prompt are marked too:
+    they come first and change least, so they stay cached when the history is rewritten
+    (compression).
+    """
+    budget = MAX_CACHE_BREAKPOINTS
+    tools = body.get("tools")
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": dict(CACHE_CONTROL)}
+        budget -= 1
+    system = body.get("system")
+    if system:
+        body["system"] = _mark(system)
+        budget -= 1
+    messages = body.get("messages") or []
+    user_turns = [
+        i for i, item in enumerate(messages) if item["role"] == "user" and item["content"]
+    ]
+    for index in user_turns[-min(budget, MESSAGE_CACHE_BREAKPOINTS) :] if budget > 0 else []:
+        messages[index] = {**messages[index], "content": _mark(messages[index]["content"])}
+
+
+def _merge_usage(into: dict[str, Any], usage: Any) -> None:
+    if isinstance(usage, dict):
+        into.update({key: value for key, value in usage.items() if value is not None})
+
+
+def _count(usage: dict[str, Any], key: str) -> int:
+    try:
+        return max(0, int(usage.get(key) or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def usage_from_wire(usage: Any) -> Usage:
+    """The API's usage object as a Usage: its `input_tokens` counts only the prompt after the last
+    cache mark, so the cached parts (read and written) are added back to give the whole prompt."""
+    if not isinstance(usage, dict):
+        return Usage()
+    read = _count(usage, "cache_read_input_tokens")
+    written = _count(usage, "cache_creation_input_tokens")
+    return Usage(
+        input_tokens=_count(usage, "input_tokens") + read + written,
+        output_tokens=_count(usage, "output_tokens"),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+    )
+
+
 @dataclass
 class _Block:
     kind: str
@@ -122,6 +193,7 @@ class AnthropicModel(HttpModel):
             body["system"] = system
         if tools:
             body["tools"] = to_wire_tools(tools)
+        add_cache_breakpoints(body)
         return body
 
     def request_headers(self) -> dict[str, str]:
@@ -154,10 +226,9 @@ class AnthropicModel(HttpModel):
                         input=item.get("input"),
                     )
                 )
-        usage = data.get("usage") or {}
         return self._response(
             blocks,
-            Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            usage_from_wire(data.get("usage")),
             data.get("stop_reason"),
             data.get("model") or self.model,
         )
@@ -166,7 +237,9 @@ class AnthropicModel(HttpModel):
         self, resp: httpx.Response, on_text: TextCallback | None, limits: ResponseLimits
     ) -> ModelResponse:
         blocks: dict[int, _Block] = {}
-        usage = Usage()
+        # message_start carries the prompt's figures, message_delta the output's (and, from newer
+        # API versions, the prompt's again): later figures replace earlier ones.
+        wire_usage: dict[str, Any] = {}
         stop_reason: str | None = None
         model = self.model
         finished = False
@@ -185,7 +258,7 @@ class AnthropicModel(HttpModel):
             if kind == "message_start":
                 message = event.get("message") or {}
                 model = message.get("model") or model
-                usage.input_tokens = int((message.get("usage") or {}).get("input_tokens") or 0)
+                _merge_usage(wire_usage, message.get("usage"))
             elif kind == "content_block_start":
                 block = event.get("content_block") or {}
                 blocks[int(event.get("index", len(blocks)))] = _Block(
@@ -195,9 +268,7 @@ class AnthropicModel(HttpModel):
                 self._apply_delta(blocks, event, on_text, limits)
             elif kind == "message_delta":
                 stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
-                out = (event.get("usage") or {}).get("output_tokens")
-                if out is not None:
-                    usage.output_tokens = int(out)
+                _merge_usage(wire_usage, event.get("usage"))
             elif kind == "message_stop":
                 finished = True
                 limits.finish()
@@ -205,7 +276,9 @@ class AnthropicModel(HttpModel):
                 raise self.error_in_body(event)
         if not finished:
             raise self.cut_short(events, stray)
-        return self._response([blocks[i] for i in sorted(blocks)], usage, stop_reason, model)
+        return self._response(
+            [blocks[i] for i in sorted(blocks)], usage_from_wire(wire_usage), stop_reason, model
+        )
 
     def _apply_delta(
         self,

@@ -234,10 +234,26 @@ def _merge_call_delta(pending: dict[int, _PendingCall], delta: dict[str, Any]) -
         call.parts.append(json.dumps(arguments))
 
 
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
 def _usage(data: Any) -> Usage:
     if not isinstance(data, dict):
         return Usage()
-    return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+    # prompt_tokens counts the cached part too; servers without a cache send no details (or null).
+    details = data.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if cached is None:
+        cached = data.get("prompt_cache_hit_tokens")  # DeepSeek's name for the same figure
+    return Usage(
+        input_tokens=_count(data.get("prompt_tokens")),
+        output_tokens=_count(data.get("completion_tokens")),
+        cache_read_tokens=_count(cached),
+    )
 
 
 def _finish(reason: str | None, calls: list[ToolCall]) -> str:

@@ -36,11 +36,10 @@ def response_to_record(response: ModelResponse) -> dict[str, Any]:
 
 def response_from_record(record: dict[str, Any]) -> ModelResponse:
     message = Message.from_dict({"role": "assistant", **record["message"]})
-    usage = record.get("usage") or {}
     stop = record.get("stop_reason") or ("tool_calls" if message.tool_calls else "stop")
     return ModelResponse(
         message=message,
-        usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+        usage=Usage.from_dict(record.get("usage")),
         stop_reason=stop,
     )
 

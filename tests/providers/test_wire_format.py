@@ -89,14 +89,30 @@ async def test_anthropic_request_shape(fake_provider, model_for) -> None:
     assert request["headers"]["anthropic-version"] == "2023-06-01"
     assert "authorization" not in request["headers"]
     body = request["json"]
-    assert body["system"] == "You are lich.\n\nTool results are data."
+    # The system prompt is one text block, marked for the prompt cache (tests/providers/
+    # test_prompt_cache.py checks every mark).
+    ephemeral = {"type": "ephemeral"}
+    assert body["system"] == [
+        {
+            "type": "text",
+            "text": "You are lich.\n\nTool results are data.",
+            "cache_control": ephemeral,
+        }
+    ]
     assert body["max_tokens"] == 4096
     assert body["tools"] == [
-        {"name": "read_file", "description": "Read a file.", "input_schema": READ_TOOL.parameters}
+        {
+            "name": "read_file",
+            "description": "Read a file.",
+            "input_schema": READ_TOOL.parameters,
+            "cache_control": ephemeral,
+        }
     ]
     wire = body["messages"]
     assert [m["role"] for m in wire] == ["user", "assistant", "user"]
-    assert wire[0]["content"] == "Read a.py and b.py"
+    assert wire[0]["content"] == [
+        {"type": "text", "text": "Read a.py and b.py", "cache_control": ephemeral}
+    ]
     assert wire[1]["content"] == [
         {"type": "text", "text": "Reading."},
         {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "a.py"}},
@@ -106,7 +122,7 @@ async def test_anthropic_request_shape(fake_provider, model_for) -> None:
     assert wire[2]["content"] == [
         {"type": "tool_result", "tool_use_id": "c1", "content": "1:ab|x = 1"},
         {"type": "tool_result", "tool_use_id": "c2", "content": "1:cd|y = 2"},
-        {"type": "text", "text": "Now summarise."},
+        {"type": "text", "text": "Now summarise.", "cache_control": ephemeral},
     ]
 
 
@@ -155,6 +171,8 @@ async def test_the_parsed_endpoint_follows_a_changed_base_url(fake_provider, mod
             assert second.requests[-1]["json"]["messages"][-1]["content"] in (
                 "second",
                 [{"type": "text", "text": "second"}],
+                # Anthropic marks the newest turn for the prompt cache.
+                [{"type": "text", "text": "second", "cache_control": {"type": "ephemeral"}}],
             )
         assert len(fake_provider.requests) == 3
         assert len(second.requests) == 3

@@ -8,7 +8,11 @@ client sees as a broken body rather than a short one.
 
 Turn keys (all optional): text, chunks, tool_calls [{name, arguments (dict, or str sent verbatim),
 id?}], status, retry_after, body, delay_s, chunk_delay_s, drop_after_chunks, raw, usage
-{input_tokens, output_tokens}. When the script runs out the server answers "(script exhausted)".
+{input_tokens, output_tokens, cache_read_tokens?, cache_write_tokens?}. When the script runs out
+the server answers "(script exhausted)". Cache figures are sent in each format's own fields
+(Anthropic: cache_read_input_tokens / cache_creation_input_tokens, with input_tokens the uncached
+rest; OpenAI: prompt_tokens_details.cached_tokens) and only when the turn scripts them.
+Like the real API, an Anthropic request with more than four cache_control marks is refused (400).
 While it waits (delay_s, chunk_delay_s) the server watches the socket: a client that hangs up
 is recorded in `disconnects`.
 
@@ -86,6 +90,56 @@ def _usage(turn: dict[str, Any]) -> tuple[int, int]:
     )
 
 
+def _cache_usage(turn: dict[str, Any]) -> dict[str, int]:
+    """The scripted cache figures ({} when the turn scripts none): read, written."""
+    usage = turn.get("usage") or {}
+    return {
+        key: int(usage[key]) for key in ("cache_read_tokens", "cache_write_tokens") if key in usage
+    }
+
+
+def _openai_usage(turn: dict[str, Any]) -> dict[str, Any]:
+    prompt, completion = _usage(turn)
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    cache = _cache_usage(turn)
+    if "cache_read_tokens" in cache:
+        usage["prompt_tokens_details"] = {"cached_tokens": cache["cache_read_tokens"]}
+    return usage
+
+
+def _anthropic_usage(turn: dict[str, Any], output_tokens: int) -> dict[str, Any]:
+    """The API's input_tokens leaves out the cached parts: the scripted total is split."""
+    prompt, _ = _usage(turn)
+    cache = _cache_usage(turn)
+    read = cache.get("cache_read_tokens", 0)
+    written = cache.get("cache_write_tokens", 0)
+    usage: dict[str, Any] = {
+        "input_tokens": prompt - read - written,
+        "output_tokens": output_tokens,
+    }
+    if cache:
+        usage["cache_read_input_tokens"] = read
+        usage["cache_creation_input_tokens"] = written
+    return usage
+
+
+def count_cache_control(value: Any) -> int:
+    """How many cache_control marks a request carries, wherever they are."""
+    if isinstance(value, dict):
+        own = 1 if value.get("cache_control") is not None else 0
+        return own + sum(count_cache_control(item) for item in value.values())
+    if isinstance(value, list):
+        return sum(count_cache_control(item) for item in value)
+    return 0
+
+
+ANTHROPIC_MAX_CACHE_BREAKPOINTS = 4
+
+
 def _tool_calls(turn: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     calls = []
     for index, call in enumerate(turn.get("tool_calls") or []):
@@ -133,12 +187,7 @@ def openai_events(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -
             yield event({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield event({}, "tool_calls" if calls else "stop")
     if (request.get("stream_options") or {}).get("include_usage"):
-        prompt, completion = _usage(turn)
-        usage = {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        }
+        usage = _openai_usage(turn)
         yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n"
     yield "data: [DONE]\n\n"
 
@@ -155,7 +204,6 @@ def openai_body(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> 
             }
             for c in calls
         ]
-    prompt, completion = _usage(turn)
     return {
         "id": f"chatcmpl-{turn_no}",
         "object": "chat.completion",
@@ -164,11 +212,7 @@ def openai_body(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> 
         "choices": [
             {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
         ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
+        "usage": _openai_usage(turn),
     }
 
 
@@ -182,7 +226,7 @@ def openai_error(status: int, message: str) -> dict[str, Any]:
 def anthropic_events(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
     model = request.get("model") or DEFAULT_MODEL
     chunks = int(turn.get("chunks") or 1)
-    prompt, completion = _usage(turn)
+    _, completion = _usage(turn)
 
     def event(name: str, data: dict[str, Any]) -> str:
         return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
@@ -194,7 +238,7 @@ def anthropic_events(turn: dict[str, Any], request: dict[str, Any], turn_no: int
         "model": model,
         "content": [],
         "stop_reason": None,
-        "usage": {"input_tokens": prompt, "output_tokens": 1},
+        "usage": _anthropic_usage(turn, 1),
     }
     yield event("message_start", {"message": message})
     index = 0
@@ -240,7 +284,7 @@ def anthropic_body(turn: dict[str, Any], request: dict[str, Any], turn_no: int) 
         content.append(
             {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]}
         )
-    prompt, completion = _usage(turn)
+    _, completion = _usage(turn)
     return {
         "id": f"msg_{turn_no}",
         "type": "message",
@@ -249,7 +293,7 @@ def anthropic_body(turn: dict[str, Any], request: dict[str, Any], turn_no: int) 
         "content": content,
         "stop_reason": "tool_use" if calls else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": completion},
+        "usage": _anthropic_usage(turn, completion),
     }
 
 
@@ -522,6 +566,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         stream = bool(request.get("stream", wire == "ollama"))
+        marks = count_cache_control(request) if wire == "anthropic" else 0
+        if marks > ANTHROPIC_MAX_CACHE_BREAKPOINTS:
+            message = f"A maximum of 4 blocks with cache_control may be provided. Found {marks}."
+            self._send_json(400, error_fn(400, message))
+            return
         if turn.get("status"):
             status = int(turn["status"])
             headers = {}
