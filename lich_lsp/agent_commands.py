@@ -4,12 +4,14 @@ session's own, as it reports on every part)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from lich_core.agent.mentions import mention_candidates, resolve_mentions
 from lich_core.errors import ToolError
 from lich_core.project_rules import RuleFile, load_project_rules, render_project_rules
 from lich_core.settings import settings_of
@@ -22,7 +24,7 @@ from lich_lsp.arguments import (
     resolve_uri,
     single_object,
 )
-from lich_lsp.commands import APPLY_PATCH, ASK, CANCEL, READ, RUN_TOOL, TOOLS
+from lich_lsp.commands import APPLY_PATCH, ASK, CANCEL, MENTIONS, READ, RUN_TOOL, TOOLS
 from lich_lsp.paths import path_key, relative_path
 from lich_lsp.pending_questions import ORIGIN_URI
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 
 EDIT_MODES = ("apply", "review")
 READ_MAX_LINES = 2_000
+MENTION_CANDIDATES_MAX = 50
 SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 NO_APPLY_EDIT_REASON = (
     "the editor does not declare workspace.applyEdit, so the agent's edits wait as review hunks "
@@ -128,6 +131,7 @@ class AgentCommands:
         table.add(READ, self.read)
         table.add(APPLY_PATCH, self.apply_patch)
         table.add(RUN_TOOL, self.run_tool)
+        table.add(MENTIONS, self.mentions)
 
     def edit_mode(self) -> tuple[str, str | None]:
         config = self._holder.config
@@ -220,6 +224,8 @@ class AgentCommands:
             if path is not None and uri
             else None
         )
+        mentioned = resolve_mentions(prompt, self._root, self._documents)
+        context = "\n\n".join(part for part in (context, mentioned.text()) if part) or None
         # A question the task cannot ask as a request goes on this file (lich_lsp.pending_questions).
         ORIGIN_URI.set(uri)
         return await self._tasks.ask(
@@ -227,6 +233,7 @@ class AgentCommands:
             context=context,
             mode=mode,
             request_id=request_id,
+            read_paths=mentioned.paths,
             project_rules=self.project_rules_for(path),
         )
 
@@ -247,6 +254,15 @@ class AgentCommands:
         if not self._holder.config.settings.project_rules:
             return []
         return [rule.to_json() for rule in load_project_rules(self._root)]
+
+    async def mentions(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        """Candidate paths for a UI completing an `@` mention (the find_files walk, bounded)."""
+        obj = single_object(MENTIONS, args, required=False)
+        prefix = get_str(MENTIONS, obj, "prefix", required=False) or ""
+        candidates = await asyncio.to_thread(
+            mention_candidates, self._root, prefix, limit=MENTION_CANDIDATES_MAX
+        )
+        return {"candidates": candidates}
 
     async def cancel(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
         obj = single_object(CANCEL, args, required=False)

@@ -37,6 +37,7 @@ TOOLS = "lich.tools"
 READ = "lich.read"
 APPLY_PATCH = "lich.applyPatch"
 RUN_TOOL = "lich.runTool"
+MENTIONS = "lich.mentions"
 TRUST_WORKSPACE = "lich.trustWorkspace"
 RUN_TESTS = "lich.runTests"
 UNDO_TASK = "lich.undoTask"
@@ -57,6 +58,7 @@ COMMANDS = (
     READ,
     APPLY_PATCH,
     RUN_TOOL,
+    MENTIONS,
     TRUST_WORKSPACE,
     RUN_TESTS,
     UNDO_TASK,

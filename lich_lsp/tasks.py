@@ -48,6 +48,7 @@ from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, EditorWorkspace
 
 if TYPE_CHECKING:
     from lich_core.agent.events import AgentEvent, TextDelta
+    from lich_core.hashline.read_state import ReadState
     from lich_lsp.config import ConfigHolder
     from lich_lsp.edits import ClientFeatures
     from lich_lsp.journal import TaskJournal
@@ -187,6 +188,8 @@ class LichTask:
     # The run is past the agent, handing its edits to the review: no tool is left to clean up, so
     # a cancel stops it at once (its edit, if sent, still gets EDIT_SETTLE_TIMEOUT_S to be answered).
     wrapping_up: bool = False
+    # Files the context already shows the model (@-mentions): read before its first call.
+    read_paths: tuple[Path, ...] = ()
     # The repository's rules for the first message (lich_core.project_rules), or None.
     project_rules: str | None = None
 
@@ -260,14 +263,19 @@ class TaskManager:
         context: str | None,
         mode: str,
         request_id: Any = None,
+        read_paths: Sequence[Path] = (),
         project_rules: str | None = None,
     ) -> dict[str, Any]:
-        """Run one agent task to its end (the lich.ask request `request_id` waits for it)."""
+        """Run one agent task to its end (the lich.ask request `request_id` waits for it).
+
+        `read_paths`: files the context shows as anchored rows (@-mentions), recorded as read
+        so the model can patch them without a read_file first."""
         # Ids continue past the undo journal's, which outlive the server: lich.undoTask names one.
         task_id = self._journal.fresh_task_id(self._ids)
         title = task_title(prompt)
         workspace = self._new_workspace(mode, f"lich: {title}")
         task = LichTask(task_id, title, prompt, mode, CancelToken(), workspace)
+        task.read_paths = tuple(read_paths)
         task.project_rules = project_rules
         workspace.on_applied = self._journal.recorder(task_id, title, task.started)
         workspace.task_id = task_id
@@ -375,6 +383,7 @@ class TaskManager:
                 cancel=task.cancel,
                 context=context,
                 workspace=task.workspace,
+                read_state=_read_state(task.read_paths),
                 edit_label=task.label,
                 project_rules=task.project_rules,
             )
@@ -663,6 +672,15 @@ def _json(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError):
         return str(value)
+
+
+def _read_state(paths: tuple[Path, ...]) -> ReadState:
+    from lich_core.hashline.read_state import ReadState
+
+    state = ReadState()
+    for path in paths:
+        state.record(path)
+    return state
 
 
 def _error_text(err: BaseException) -> str:
