@@ -49,7 +49,12 @@ from lich_core.agent.events import (
     TurnEnd,
     TurnStart,
 )
-from lich_core.agent.prompts import INVALID_ARGUMENTS_ERROR, system_prompt_for, user_prompt
+from lich_core.agent.prompts import (
+    INVALID_ARGUMENTS_ERROR,
+    system_prompt_for,
+    user_prompt,
+    with_tool_rules,
+)
 from lich_core.agent.sessions import (
     SessionError,
     SessionStore,
@@ -186,7 +191,9 @@ class Agent:
         return None
 
     def tool_definitions(self) -> list[ToolDefinition]:
-        """Enabled tools the capability gate allows: denied ones are not offered to the model.
+        """Enabled tools the capability gate allows: denied ones are not offered to the model, nor
+        is a tool that says it cannot be used here (`offered` false: git_commit without
+        LICH_ALLOW_SELF_COMMIT=1), since every schema is re-sent with every request.
 
         Kept until the registry, its version or the gate changes (MCP and plugin tools register
         late): building them is on the way to every run's first request.
@@ -198,7 +205,7 @@ class Agent:
             self._tool_definitions = [
                 ToolDefinition(tool.name, tool.description, tool.parameters)
                 for tool in registry.list()
-                if gate.allows(tool_capability(tool))
+                if gate.allows(tool_capability(tool)) and getattr(tool, "offered", True)
             ]
             self._tool_definitions_key = key
         return list(self._tool_definitions)
@@ -401,7 +408,9 @@ class _Run:
         self.emitter.session_id = session_id
         self._recorded_messages = len(history)
         if not history or history[0].role != "system":
-            self._append(Message(role="system", content=self.agent.system_prompt))
+            names = [definition.name for definition in self.agent.tool_definitions()]
+            system = with_tool_rules(self.agent.system_prompt, names)
+            self._append(Message(role="system", content=system))
         return None
 
     def _announce(self, kind: Callable[..., EventData], **fields: Any) -> None:

@@ -207,6 +207,12 @@ class GitCommitTool:
     def __init__(self, gatekeeper: Gatekeeper) -> None:
         self.gatekeeper = gatekeeper
 
+    @property
+    def offered(self) -> bool:
+        """Offered to the model only when a commit can be allowed at all: a call is refused
+        (self_commit_disabled) otherwise, and its schema costs every request."""
+        return self.gatekeeper.allow_self_commit
+
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if not self.gatekeeper.consume(args):
             return ToolResult(ok=False, error=AGENT_ONLY_ERROR)

@@ -84,6 +84,11 @@ class PluginTool:
         # Runs only inside an agent task (git_commit): lich.runTool refuses it.
         self.agent_only = getattr(tool, "agent_only", False) is True
 
+    @property
+    def offered(self) -> bool:
+        # Asked at each tool-list build, not copied: the inner tool decides (git_commit).
+        return getattr(self.inner, "offered", True) is not False
+
     async def execute(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         plugin_ctx = copy.copy(ctx)
         # A plugin's tool reads its own entry's settings here (docs/plugins.md), not lich's:

@@ -83,5 +83,5 @@ def alias_property(
     schema: Mapping[str, Any], *, harness: str, of: str, description: str
 ) -> dict[str, Any]:
     """A schema property for an alias: `schema` plus a description naming its harness and primary."""
-    text = f"{description} (Alias from {harness}'s tools, the alternative to `{of}`: give one of the two.)"
+    text = f"{description} Alias of `{of}` ({harness}).".lstrip()
     return {**schema, "description": text}

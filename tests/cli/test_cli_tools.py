@@ -178,7 +178,7 @@ def test_tools_table_shows_enabled_denied_and_disabled(tmp_path: Path) -> None:
     assert rows["write_file"] == ["disabled", "file/write"]  # not in tools_enabled
     # One short line per tool: the summary is the description's first sentence, cut.
     assert all(len(line) <= 120 for line in lines), max(lines, key=len)
-    assert "Read a text file." in result.stdout
+    assert "Read a text file as LINE:HH|content rows." in result.stdout
     listed = {t["name"]: t for t in json.loads(lich("tools", "--json", cwd=tmp_path).stdout)}
     assert (
         listed["terminal"]["selected"],

@@ -323,35 +323,25 @@ async def apply_patch(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 TOOL = FunctionTool(
     name="apply_patch",
     description=(
-        "Edit files with a hashline patch, using LINE:HH anchors from read_file or grep_files. "
-        "Sections start with '@@ PATH'; ops (in column 1): '+ LINE:HH' insert after the line, bare '+' "
-        "append at end of file, '< LINE:HH' insert before, bare '<' insert at the beginning, "
-        "'- A:HH..B:HH' delete lines A-B, '= A:HH..B:HH' replace lines A-B with the payload. Payload "
-        "lines follow an op and start with '~' (the rest of the line is taken verbatim). Every anchor "
-        "is checked against the current file: a stale or unread anchor rejects the whole patch and "
-        "nothing is written. A new file can be created with a bare '+' section. The result shows "
-        "fresh anchors for the changed lines. For Lisp files, unbalanced delimiters are repaired per "
-        "'repair' (safe, preview or reject); accept a previewed repair with accept_repair and path."
+        "Edit files with a hashline patch (format in the system prompt). Lisp delimiters are repaired per repair; accept_repair + path apply a preview."
     ),
     parameters={
         "type": "object",
         "properties": {
             "input": {
                 "type": "string",
-                "description": "The hashline patch (required unless accept_repair).",
             },
             "repair": {
                 "type": "string",
                 "enum": list(REPAIR_POLICIES),
-                "description": "Lisp delimiter repair policy: safe (default), preview or reject.",
             },
             "accept_repair": {
                 "type": "string",
-                "description": "Candidate id from a repair preview.",
+                "description": "Preview id.",
             },
             "path": {
                 "type": "string",
-                "description": "With accept_repair: the file the preview is for.",
+                "description": "With accept_repair.",
             },
         },
         "additionalProperties": False,

@@ -172,17 +172,15 @@ async def run_disk_usage(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 TOOL = FunctionTool(
     name="disk_usage",
-    description=(
-        "Show how much disk space each file and directory directly under `path` (default: the work "
-        "dir) takes, largest first, with a TOTAL row. Sizes are apparent sizes in bytes."
-    ),
+    description=("Bytes per entry directly under path, largest first, with a TOTAL."),
     parameters={
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "Directory (or file) inside the work dir."},
+            "path": {
+                "type": "string",
+            },
             "max_entries": {
                 "type": "integer",
-                "description": f"Most entries to list (default {DEFAULT_MAX_ENTRIES}, max {MAX_ENTRIES}).",
                 "minimum": 1,
                 "maximum": MAX_ENTRIES,
             },

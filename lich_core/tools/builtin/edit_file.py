@@ -109,20 +109,21 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 TOOL = FunctionTool(
     name="edit_file",
-    description=(
-        "Replace an exact piece of text in a file. old_string must match the file exactly "
-        "(whitespace included) and occur once, unless replace_all is true; new_string is inserted "
-        "literally. Include enough surrounding lines to make old_string unique."
-    ),
+    description=("Replace old_string (exact, unique unless replace_all) with new_string."),
     parameters={
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "File path, relative to the work dir."},
-            "old_string": {"type": "string", "description": "Exact text to replace."},
-            "new_string": {"type": "string", "description": "Replacement text (taken literally)."},
+            "path": {
+                "type": "string",
+            },
+            "old_string": {
+                "type": "string",
+            },
+            "new_string": {
+                "type": "string",
+            },
             "replace_all": {
                 "type": "boolean",
-                "description": "Replace every occurrence instead of requiring a unique match.",
                 "default": False,
             },
         },

@@ -95,10 +95,7 @@ async def run_env_get(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 TOOL = FunctionTool(
     name="env_get",
     description=(
-        "Read environment variables as terminal commands see them: the named `keys`, those starting "
-        "with `prefix`, or all names. Values are hidden unless `reveal` is true; names that look like "
-        "secrets (secret, token, password, passwd, key, credential, auth, webhook, PAT, PASS, ...) "
-        "and values that look like tokens are always redacted."
+        "Environment variables (keys, prefix or all names); values only with reveal; secrets redacted."
     ),
     parameters={
         "type": "object",
@@ -106,15 +103,12 @@ TOOL = FunctionTool(
             "keys": {
                 "type": "array",
                 "items": {"type": "string"},
-                "description": "Variable names to read.",
             },
             "prefix": {
                 "type": "string",
-                "description": "Only variables whose name starts with this.",
             },
             "reveal": {
                 "type": "boolean",
-                "description": "Show values (default false). Secrets stay redacted.",
             },
         },
         "additionalProperties": False,

@@ -128,30 +128,22 @@ async def run_fetch_url(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 TOOL = FunctionTool(
     name="fetch_url",
-    description=(
-        "Fetch a web page or text document with GET and read it as text. HTML is converted to "
-        "readable text (headings, paragraphs, lists, link text; scripts and styles dropped) and "
-        "tagged [html content]; images and other binary content are refused. The first line is "
-        "the status and content type. Private and loopback addresses are blocked. A non-2xx "
-        f"status fails with http_<status> and keeps the body. max_chars defaults to "
-        f"{DEFAULT_MAX_CHARS:,} (at most {MAX_CHARS:,}); timeout_ms to {DEFAULT_TIMEOUT_MS:,} "
-        f"(at most {MAX_TIMEOUT_MS:,})."
-    ),
+    description=("GET a URL as readable text; a non-2xx status fails with http_<status>."),
     parameters={
         "type": "object",
         "properties": {
-            "url": {"type": "string", "description": "http:// or https:// URL to fetch."},
+            "url": {
+                "type": "string",
+            },
             "max_chars": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_CHARS,
-                "description": f"Most characters of text to return (default {DEFAULT_MAX_CHARS:,}).",
             },
             "timeout_ms": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_TIMEOUT_MS,
-                "description": f"Deadline for the whole request in ms (default {DEFAULT_TIMEOUT_MS:,}).",
             },
         },
         "required": ["url"],

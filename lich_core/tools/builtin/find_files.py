@@ -335,18 +335,12 @@ async def find_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 TOOL = FunctionTool(
     name="find_files",
-    description=(
-        "List file paths matching a glob pattern relative to the work dir, e.g. src/**/*.py. "
-        "* spans characters within one path segment; a ** segment spans any depth, including "
-        f"none. Returns paths only, sorted, at most {MAX_FIND_RESULTS}. Skips "
-        f"{', '.join(sorted(SKIP_DIRS))} unless the pattern names them."
-    ),
+    description=("Paths matching a glob (** spans any depth), sorted, at most 1000."),
     parameters={
         "type": "object",
         "properties": {
             "pattern": {
                 "type": "string",
-                "description": "Glob pattern, e.g. **/*.py or src/*/test_*.py.",
             },
         },
         "required": ["pattern"],

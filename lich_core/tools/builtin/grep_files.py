@@ -709,39 +709,27 @@ async def grep_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 TOOL = FunctionTool(
     name="grep_files",
     description=(
-        "Search file contents with a regular expression (Python syntax), in one file or a directory "
-        "tree (default: the work dir). Matching lines come back as *LINE:HH|content and context lines "
-        "as ' LINE:HH|content', grouped per file; matched files count as read, so apply_patch can use "
-        "these anchors directly. glob filters file names (e.g. '*.py', 'src/**/*.ts', '!*.min.js'); "
-        "path may itself be a glob ('src/**/*.py': * stays within a segment, ** spans any depth). "
-        "Skips node_modules, .git, dist, .lich, .cursor, __pycache__, .venv, symlinks, binary files "
-        "and files over 2 MiB. At most 100 files and 1000 matching lines are shown."
+        "Regex search (Python) of file contents; hits are anchored rows. At most 100 files, 1000 lines."
     ),
     parameters={
         "type": "object",
         "properties": {
             "pattern": {
                 "type": "string",
-                "description": "Regular expression matched against each line.",
             },
             "path": {
                 "type": "string",
-                "description": (
-                    "File or directory to search (default: the work dir), or a glob relative to "
-                    "the work dir such as 'src/**/*.py' (kli's search takes a file or a glob here)."
-                ),
+                "description": ("File, directory or glob (as kli takes)."),
             },
             "glob": {
                 "type": "string",
-                "description": "Only search files whose name/path matches this glob.",
+                "description": "e.g. *.py or !*.min.js",
             },
             "context": {
                 "type": "integer",
-                "description": "Lines of context around each match (default 0, max 20).",
             },
             "max_results": {
                 "type": "integer",
-                "description": "Most matching lines to show (default and max 1000).",
             },
         },
         "required": ["pattern"],

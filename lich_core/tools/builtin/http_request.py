@@ -241,43 +241,34 @@ async def _request(
 TOOL = FunctionTool(
     name="http_request",
     description=(
-        "Send one HTTP request (GET, POST, PUT, PATCH, DELETE, HEAD or OPTIONS) with optional "
-        "headers and a string body, e.g. to call a REST API. Reports the status, content-type, "
-        "content-length, rate-limit and retry-after headers, then the response body (binary "
-        "bodies summarised). A non-2xx status fails with http_<status> and keeps the body. "
-        "Private and loopback addresses are blocked; secret header values are never shown. "
-        f"max_chars defaults to {DEFAULT_MAX_CHARS:,} (at most {MAX_CHARS:,}); timeout_ms to "
-        f"{DEFAULT_TIMEOUT_MS:,} (at most {MAX_TIMEOUT_MS:,})."
+        "One HTTP request: status, main headers and body; non-2xx fails with http_<status>."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "url": {"type": "string", "description": "http:// or https:// URL."},
+            "url": {
+                "type": "string",
+            },
             "method": {
                 "type": "string",
                 "enum": list(ALLOWED_METHODS),
-                "description": "HTTP method (default GET).",
             },
             "headers": {
                 "type": "object",
                 "additionalProperties": {"type": ["string", "number", "boolean"]},
-                "description": "Request headers, name -> value.",
             },
             "body": {
                 "type": "string",
-                "description": "Request body, sent as UTF-8 (e.g. JSON text).",
             },
             "timeout_ms": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_TIMEOUT_MS,
-                "description": f"Deadline for the whole request in ms (default {DEFAULT_TIMEOUT_MS:,}).",
             },
             "max_chars": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_CHARS,
-                "description": f"Most characters of the body to return (default {DEFAULT_MAX_CHARS:,}).",
             },
         },
         "required": ["url"],

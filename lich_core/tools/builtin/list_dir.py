@@ -183,17 +183,12 @@ async def list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 TOOL = FunctionTool(
     name="list_dir",
-    description=(
-        "List a directory's entries, directories first (marked with a trailing /), files with sizes. "
-        f"depth 1-{MAX_DEPTH} descends into subdirectories. Skips {', '.join(sorted(SKIP_DIRS))}. "
-        f"At most {MAX_LIST_ENTRIES} entries."
-    ),
+    description=("Directory entries (directories end in /, files with sizes), at most 500."),
     parameters={
         "type": "object",
         "properties": {
             "path": {
                 "type": "string",
-                "description": "Directory relative to the work dir (default: the work dir).",
             },
             "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "default": 1},
         },

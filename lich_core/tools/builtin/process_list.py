@@ -99,20 +99,15 @@ async def run_process_list(args: dict[str, Any], ctx: ToolContext) -> ToolResult
 
 TOOL = FunctionTool(
     name="process_list",
-    description=(
-        "List running processes (pid and command line), optionally only those whose command line "
-        "contains `filter` (case-insensitive). Secret-looking arguments are masked."
-    ),
+    description=("Running processes (pid, command line); filter: a case-insensitive substring."),
     parameters={
         "type": "object",
         "properties": {
             "filter": {
                 "type": "string",
-                "description": "Case-insensitive substring of the command line.",
             },
             "max_results": {
                 "type": "integer",
-                "description": f"Most processes to list (default {DEFAULT_MAX_PROCESSES}, max {MAX_PROCESSES}).",
                 "minimum": 1,
                 "maximum": MAX_PROCESSES,
             },

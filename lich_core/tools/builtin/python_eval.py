@@ -45,15 +45,11 @@ TOOL_TIMEOUT_MS = (MAX_TIMEOUT_S + 30) * 1000
 RESULT_SLACK_CHARS = 6_000
 
 DESCRIPTION = (
-    "Evaluate Python code in a persistent interpreter for this session (a separate process in the "
-    "workspace, using its .venv when there is one and the workspace is trusted). Variables, imports and definitions persist "
-    "between calls. Statements run in order; the value of a final expression is shown like the "
-    "Python REPL (bounded repr). Printed output (stdout and stderr) is returned, capped at 1 MiB. "
-    f"`timeout` is in seconds (default {DEFAULT_TIMEOUT_S}, max {MAX_TIMEOUT_S}); past it the code "
-    "is interrupted with KeyboardInterrupt and state may be partially modified."
+    "Run Python in a persistent interpreter: output and the last expression's "
+    f"value. timeout in seconds (default {DEFAULT_TIMEOUT_S})."
 )
 
-CODE_SCHEMA = {"type": "string", "description": "Python source: one or more statements."}
+CODE_SCHEMA = {"type": "string"}
 CODE_NAMES = "code (lich) and form (kli) both name the source to evaluate"
 
 # No `required`: the source comes as `code` or as kli's `form`, and _source says which is missing.
@@ -61,13 +57,8 @@ PARAMETERS = {
     "type": "object",
     "properties": {
         "code": CODE_SCHEMA,
-        "form": alias_property(
-            CODE_SCHEMA, harness="kli", of="code", description="Python source to evaluate"
-        ),
-        "timeout": {
-            "type": "integer",
-            "description": f"Wall-clock budget in seconds (default {DEFAULT_TIMEOUT_S}, max {MAX_TIMEOUT_S}).",
-        },
+        "form": alias_property(CODE_SCHEMA, harness="kli", of="code", description=""),
+        "timeout": {"type": "integer"},
     },
     "additionalProperties": False,
 }

@@ -171,38 +171,34 @@ def _fit_bytes(lines: list[str], start: int, raw: bool) -> tuple[int, int]:
 
 TOOL = FunctionTool(
     name="read_file",
-    description=(
-        "Read a text file. Each line comes back as LINE:HH|content, where LINE is the 1-based line "
-        "number and HH a two-hex-digit hash of the line: these anchors are what apply_patch uses. "
-        "start/end select an inclusive 1-based range (end clamps to the last line); offset/limit "
-        "(first line, number of lines) are accepted instead. At most 1000 "
-        "lines or 256 KB per call; the closing line says where to read on. raw=true returns plain "
-        "lines without anchors. Files over 2 MiB cannot be read: search them with grep_files."
-    ),
+    description=("Read a text file as LINE:HH|content rows. At most 1000 lines or 256 KB a call."),
     parameters={
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "File path, relative to the work dir."},
-            "start": {"type": "integer", "description": "First line to show (1-based, default 1)."},
+            "path": {
+                "type": "string",
+            },
+            "start": {
+                "type": "integer",
+            },
             "end": {
                 "type": "integer",
-                "description": "Last line to show (inclusive; default the last line).",
             },
             "offset": alias_property(
                 {"type": "integer", "minimum": 1},
                 harness="lich",
                 of="start",
-                description="First line to show (1-based, default 1).",
+                description="",
             ),
             "limit": alias_property(
                 {"type": "integer", "minimum": 1},
                 harness="lich",
                 of="end",
-                description="How many lines to show from the first one (default: to the last line).",
+                description="Line count.",
             ),
             "raw": {
                 "type": "boolean",
-                "description": "Plain lines without LINE:HH| anchors (default false).",
+                "description": "No anchors.",
             },
         },
         "required": ["path"],

@@ -708,23 +708,14 @@ async def _run_plan(plan: TestPlan, ctx: ToolContext) -> ToolResult:
 TOOL = FunctionTool(
     name="run_tests",
     description=(
-        "Run the workspace's tests and report pass/fail, the failing tests with file:line and "
-        "message, and the end of the output (at most 2,000 chars). The command is the configured "
-        "test_command (LICH_TEST_COMMAND), else `python -m pytest` in a Python project (its .venv "
-        "when present and the workspace is trusted). `filter` narrows the run: for the default pytest command a path or node id "
-        "(`tests/test_a.py::test_x`) selects tests and anything else is a `-k` expression; for a "
-        "configured command it is appended as one argument. One run per workspace at a time "
-        "(run_tests_busy); the run is killed after ~10 minutes. Editor buffers are saved first."
+        "Run the project's tests (test_command or pytest): pass/fail, failures with file:line."
     ),
     parameters={
         "type": "object",
         "properties": {
             "filter": {
                 "type": "string",
-                "description": (
-                    "Which tests: a path or pytest node id (tests/test_x.py::test_y), a pytest -k "
-                    "expression, or for a configured command one extra argument."
-                ),
+                "description": ("Path, node id or -k expression."),
             },
         },
         "additionalProperties": False,

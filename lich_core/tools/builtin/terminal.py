@@ -62,7 +62,7 @@ from lich_core.tools.guard import (
 from lich_core.tools.processes import kill_process_group, tool_process_env
 from lich_core.tools.reaper import CallReaper
 from lich_core.tools.secrets import SCRUBBED_ENV_NAMES, configured_key_env_names, scrubbed_env
-from lich_core.tools.types import DEFAULT_TERMINAL_TIMEOUT_MS, FunctionTool, ToolContext
+from lich_core.tools.types import FunctionTool, ToolContext
 from lich_core.vocabulary import ToolResult
 from lich_core.workspace import CommandHost, CommandRequest, command_host
 
@@ -530,26 +530,16 @@ async def _run_on_host(
 TOOL = FunctionTool(
     name="terminal",
     description=(
-        "Run a shell command with `bash -lc` in the work dir (or `directory`, inside it) and return "
-        "its combined stdout and stderr followed by `[exit N]`. Succeeds only when the command exits "
-        "with 0. Output is capped at 50,000 characters. The command is killed with all its child "
-        f"processes when it runs past `timeout_ms` (default {DEFAULT_TERMINAL_TIMEOUT_MS}, max "
-        f"{MAX_COMMAND_TIMEOUT_MS}) or the call is "
-        "cancelled; background jobs and daemons do not outlive the call. Interactive programs "
-        "(editors, pagers, top, watch, ssh, tmux, ...) are refused, also behind wrappers such as "
-        "`nice`, `timeout 5` or `sh -c`: there is no terminal. So is a program named by a variable "
-        "or a substitution (`$x`, `$(...)`): name the program. Use `input` for stdin. kli's names "
-        "work too: `timeout` in seconds instead of `timeout_ms`, and `shell` (bash, sh, zsh or dash) "
-        "instead of bash. separate_streams=true returns stdout and stderr under [stdout] and "
-        "[stderr] headers instead of merged."
+        "Run a bash -lc command in the work dir: output (max 50,000 chars) and [exit N]; fails unless 0. No tty: interactive programs are refused."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "command": {"type": "string", "description": "Shell command, run with bash -lc."},
+            "command": {
+                "type": "string",
+            },
             "timeout_ms": {
                 "type": "integer",
-                "description": "Kill the command after this many milliseconds (max 300000).",
                 "minimum": 1,
                 "maximum": MAX_COMMAND_TIMEOUT_MS,
             },
@@ -561,30 +551,22 @@ TOOL = FunctionTool(
                 },
                 harness="kli",
                 of="timeout_ms",
-                description="Kill the command after this many seconds (max 300).",
+                description="In seconds.",
             ),
             "shell": {
                 "type": "string",
                 "enum": list(ALLOWED_SHELLS),
-                "description": (
-                    "Shell that runs the command as `SHELL -lc COMMAND` (default bash); it must be "
-                    "on PATH. (From kli's tools.)"
-                ),
+                "description": "kli's option.",
             },
             "separate_streams": {
                 "type": "boolean",
-                "description": (
-                    "Return stdout and stderr apart, under [stdout] and [stderr] headers "
-                    "(default false: merged as the command printed them)."
-                ),
             },
             "input": {
                 "type": "string",
-                "description": "Text fed to the command's stdin (default: none).",
+                "description": "Stdin.",
             },
             "directory": {
                 "type": "string",
-                "description": "Working directory, relative to the work dir (must stay inside it).",
             },
         },
         "required": ["command"],

@@ -95,11 +95,7 @@ async def update_plan(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 TOOL = FunctionTool(
     name="update_plan",
     description=(
-        "Show the user your plan for a task of several steps, and keep it current: call it with "
-        "the whole plan when you have one, and again whenever a step starts or is done (each call "
-        "replaces the plan). Each step has a short `step` text and a `status` (pending, "
-        "in_progress or completed; at most one in_progress), optionally a `priority` (high, "
-        "medium, low). It changes nothing else; skip it for a simple task."
+        "Show the user your plan for a multi-step task; resend it whole as steps start or finish."
     ),
     parameters={
         "type": "object",
@@ -108,16 +104,16 @@ TOOL = FunctionTool(
                 "type": "array",
                 "minItems": 1,
                 "maxItems": MAX_STEPS,
-                "description": "The steps, in order.",
                 "items": {
                     "type": "object",
                     "properties": {
-                        "step": {"type": "string", "description": "What the step does (one line)."},
+                        "step": {
+                            "type": "string",
+                        },
                         "status": {"type": "string", "enum": list(STATUSES)},
                         "priority": {
                             "type": "string",
                             "enum": list(PRIORITIES),
-                            "description": "Default medium.",
                         },
                     },
                     "required": ["step", "status"],
@@ -126,7 +122,6 @@ TOOL = FunctionTool(
             },
             "explanation": {
                 "type": "string",
-                "description": "Optional: why the plan is this, or what changed.",
             },
         },
         "required": ["plan"],

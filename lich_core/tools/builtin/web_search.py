@@ -429,22 +429,17 @@ async def run_web_search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 TOOL = FunctionTool(
     name="web_search",
-    description=(
-        "Search the web and return the top results, numbered: title, URL and snippet. Uses "
-        "DuckDuckGo, or the SearXNG instance the user configured. Read a result with fetch_url."
-    ),
+    description=("Search the web: numbered title, URL and snippet per result."),
     parameters={
         "type": "object",
         "properties": {
             "query": {
                 "type": "string",
-                "description": f"What to search for (at most {MAX_QUERY_CHARS} characters).",
             },
             "max_results": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_RESULTS,
-                "description": f"How many results to return (default {DEFAULT_MAX_RESULTS}, at most {MAX_RESULTS}).",
             },
         },
         "required": ["query"],

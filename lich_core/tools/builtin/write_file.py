@@ -55,14 +55,17 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 TOOL = FunctionTool(
     name="write_file",
     description=(
-        "Write the full content of a file, replacing it if it exists and creating it (and any "
-        "missing parent directories) if not. Prefer edit_file for small changes to existing files."
+        "Write a whole file (parent directories created). For small edits prefer apply_patch."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "File path, relative to the work dir."},
-            "content": {"type": "string", "description": "The complete new content of the file."},
+            "path": {
+                "type": "string",
+            },
+            "content": {
+                "type": "string",
+            },
         },
         "required": ["path", "content"],
         "additionalProperties": False,
