@@ -470,6 +470,9 @@ CONFIG_TEMPLATE = """\
   // "approval": {"process/exec": "ask", "net/fetch": "deny"},
   // Extra code actions offered on a selection.
   // "code_actions": [{"title": "Add docstrings", "prompt": "Add docstrings to the selection", "kind": "refactor.rewrite.lich"}],
+  // The repository's AGENTS.md (else CLAUDE.md, .github/copilot-instructions.md) in each task's
+  // context, labelled as repository text; false turns it off (see docs/agent.md).
+  // "project_rules": true,
   // Prompts lich.ask offers when invoked without one.
   // "quick_prompts": ["Explain this code", "Find bugs in this code", "Add tests for this code"],
   // Set to "never" to ignore settings that need trust and never be offered to trust them.
