@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shlex
 import shutil
 import subprocess
@@ -117,23 +118,43 @@ def test_the_plugin_comes_with_the_package() -> None:
 # --- as a person sees it: the real Neovim in a terminal (tmux) ---
 
 SCREEN_WAIT_S = 90.0
-SCREEN_POLL_S = 0.1
+QUIT_CHANNEL = "lich-demo-done"
 
 
-def tmux(socket: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=30)
+def tmux(socket: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
-def screen_shows(socket: str, predicate: Callable[[str], bool], what: str) -> str:
-    """The screen once `predicate` holds for it (polled; fails after SCREEN_WAIT_S)."""
-    deadline = time.monotonic() + SCREEN_WAIT_S
-    screen = ""
-    while time.monotonic() < deadline:
-        screen = tmux(socket, "capture-pane", "-p", "-t", "demo").stdout
-        if predicate(screen):
-            return screen
-        time.sleep(SCREEN_POLL_S)
-    raise AssertionError(f"the screen never showed {what}:\n{screen}")
+class Screen:
+    """The pane's screen, read again each time the pane writes: tmux copies its output into a
+    FIFO (pipe-pane), so a wait blocks on the terminal's output, never on a clock."""
+
+    def __init__(self, socket: str, fifo: Path) -> None:
+        self.socket = socket
+        os.mkfifo(fifo)
+        self.reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        # Our own writer keeps the FIFO open: no end-of-file before we are done with it.
+        self.keeper = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        piped = tmux(socket, "pipe-pane", "-t", "demo", "-O", f"cat > {shlex.quote(str(fifo))}")
+        assert piped.returncode == 0, piped.stderr
+
+    def shows(self, predicate: Callable[[str], bool], what: str) -> str:
+        """The screen once `predicate` holds for it; fails after SCREEN_WAIT_S without it."""
+        deadline = time.monotonic() + SCREEN_WAIT_S
+        while True:
+            screen = tmux(self.socket, "capture-pane", "-p", "-t", "demo").stdout
+            if predicate(screen):
+                return screen
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.reader], [], [], remaining)[0]:
+                raise AssertionError(f"the screen never showed {what}:\n{screen}")
+            os.read(self.reader, 65536)
+
+    def close(self) -> None:
+        os.close(self.keeper)
+        os.close(self.reader)
 
 
 def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(
@@ -149,9 +170,11 @@ def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = repo_env(TMPDIR=str(temp))
-    command = " ".join(
+    demo = " ".join(
         shlex.quote(word) for word in [sys.executable, "-m", "lich_cli", "demo", "--editor", "nvim"]
     )
+    # When the demo ends, the shell signals a tmux channel the test waits on.
+    command = f"{demo}; tmux -L {shlex.quote(socket)} wait-for -S {QUIT_CHANNEL}"
     environment = [
         f"-e{key}={value}"
         for key, value in env.items()
@@ -173,26 +196,23 @@ def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(
         command,
     )
     assert started.returncode == 0, started.stderr
+    screen = Screen(socket, tmp_path / "pane.fifo")
     try:
-        screen = screen_shows(
-            socket, lambda text: "Type number and <Enter>" in text, "the approval question"
+        shown = screen.shows(
+            lambda text: "Type number and <Enter>" in text, "the approval question"
         )
         assert (
             "lich demo: this question is yours to answer (1 = Allow once); the demo waits for you."
-            in screen
-        ), screen
-        assert "lich wants to run terminal" in screen, screen
+            in shown
+        ), shown
+        assert "lich wants to run terminal" in shown, shown
         tmux(socket, "send-keys", "-t", "demo", "1", "Enter")
-        screen = screen_shows(
-            socket, lambda text: "lich demo: done." in text, "the demo's last line"
-        )
-        assert "Press ENTER" not in screen, screen
+        shown = screen.shows(lambda text: "lich demo: done." in text, "the demo's last line")
+        assert "Press ENTER" not in shown, shown
         tmux(socket, "send-keys", "-t", "demo", ":qa!", "Enter")
-        screen_shows(
-            socket,
-            lambda text: tmux(socket, "has-session", "-t", "demo").returncode != 0,
-            "Neovim quit",
-        )
+        quit_signal = tmux(socket, "wait-for", QUIT_CHANNEL, timeout=SCREEN_WAIT_S)
+        assert quit_signal.returncode == 0, quit_signal.stderr
     finally:
+        screen.close()
         tmux(socket, "kill-server")
     assert list(elsewhere.iterdir()) == [] and list(temp.iterdir()) == []
