@@ -193,6 +193,8 @@ def _attach(mention: Mention, root: Path, source: MentionSource) -> tuple[Path, 
 def mention_candidates(root: Path, prefix: str, *, limit: int) -> list[str]:
     """Paths under `root` (relative, `/`-separated) whose path starts with `prefix` or whose file
     name contains it, for a UI's completion; the find_files walk, bounded in entries and time."""
+    # Imported here: the builtin tools package is not on the language server's start-up path,
+    # and only a completion request needs the walk (the layer test counts this import too).
     from lich_core.tools.builtin.find_files import GlobMatcher, walk
 
     needle = prefix.lstrip("@").lower()
