@@ -28,9 +28,12 @@ async def write_changes(
     target = workspace if workspace is not None else ctx.workspace
     assert target is not None
     paths = [Path(change.path) for change in changes]
-    if ctx.written.before_write is not None:
+    # A file the run already wrote (and so noted) is not noted again: the note is a read and a
+    # write of the trust store, and a task edits the same files many times.
+    unnoted = [path for path in paths if path not in ctx.written.paths]
+    if ctx.written.before_write is not None and unnoted:
         try:
-            ctx.written.before_write(paths)
+            ctx.written.before_write(unnoted)
         except OSError as err:  # fail closed: a write that cannot be recorded does not happen
             raise ToolError(
                 f"write_not_recorded: {err}; a task without process/exec records what it writes before "

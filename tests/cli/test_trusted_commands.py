@@ -8,6 +8,7 @@ The server's code writes a marker file when it runs, so "it ran" is a file on di
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -15,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from lich_core.tools.file_text import write_changes
+from lich_core.tools.types import ToolContext, WriteLedger
+from lich_core.workspace import FileChange
 from tests.support.cli_runner import run_lich as lich
 
 PYTHON = sys.executable
@@ -251,3 +255,19 @@ def test_a_write_that_cannot_be_recorded_does_not_happen(tmp_path: Path, work: P
         done.stderr.startswith("lich: error: cannot change workspace trust: ")
         and "Traceback" not in done.stderr
     )
+
+
+def test_a_run_notes_each_file_it_writes_once(tmp_path: Path, work: Path) -> None:
+    """The trust store is read and written once per file a run writes, not once per write."""
+    heard: list[list[Path]] = []
+    ctx = ToolContext(work_dir=work, written=WriteLedger(before_write=heard.append))
+    target = work / "a.txt"
+
+    async def write_three_times() -> None:
+        for text in ("1\n", "2\n", "3\n"):
+            prior = target.read_text(encoding="utf-8") if target.exists() else None
+            await write_changes(ctx, [FileChange.write(target, text, prior)])
+
+    asyncio.run(write_three_times())
+    assert target.read_text(encoding="utf-8") == "3\n"
+    assert heard == [[target]] and ctx.written.paths == {target}
