@@ -28,6 +28,7 @@ from lich_core.settings import (
     DEFAULT_MAX_TURNS,
     DEFAULT_QUICK_PROMPTS,
     DEFAULT_TERMINAL_TIMEOUT_MS,
+    DEFAULT_THREADS_MAX,
     DUCKDUCKGO_HTML_URL,
     Settings,
 )
@@ -479,6 +480,13 @@ KEYS: dict[str, KeySpec] = {
         "LICH_SESSION_DIR",
         "Session logs; default: the workspace's folder in the user state dir.",
         effects=one_effect("write session logs to {value}"),
+    ),
+    "threads_max": KeySpec(
+        DEFAULT_THREADS_MAX,
+        v_int(0, 100_000),
+        "LICH_THREADS_MAX",
+        "Threads (session logs) kept per workspace; older ones are deleted. 0 keeps every one.",
+        effects=one_effect("keep only the {value} most recent threads (older ones are deleted)"),
     ),
     "plugins": KeySpec(
         [],

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 # context's when nothing configures it (a direct call).
 DEFAULT_TERMINAL_TIMEOUT_MS = 60_000
 DEFAULT_MAX_TURNS = 25
+DEFAULT_THREADS_MAX = 100
 DEFAULT_CONTEXT_BUDGET_TOKENS = 100_000
 DEFAULT_COMPRESS_THRESHOLD = 0.8
 # DuckDuckGo's HTML endpoint: web_search's default backend.
@@ -74,6 +75,7 @@ class Settings(Mapping[str, Any]):
     context_budget_tokens: int = DEFAULT_CONTEXT_BUDGET_TOKENS
     compress_threshold: float = DEFAULT_COMPRESS_THRESHOLD
     session_dir: str | None = None
+    threads_max: int = DEFAULT_THREADS_MAX
     plugins: Sequence[Any] = field(default_factory=list)
     mcp_servers: Mapping[str, Any] = field(default_factory=dict)
     test_command: str | None = None

@@ -109,8 +109,11 @@ class AgentCommands:
         features: ClientFeatures,
         port: EditorPort,
         root: Path,
+        check_thread: Callable[[str, str], None],
     ) -> None:
         self._tasks = tasks
+        # (command, thread) -> None, or BadArguments: unknown thread, or one running a task.
+        self._check_thread = check_thread
         self._runtimes = runtimes
         self._new_workspace = new_workspace  # title -> an apply-mode EditorWorkspace
         # lich.read arms it; lich.applyPatch and lich.runTool use it (the user's own session).
@@ -210,6 +213,9 @@ class AgentCommands:
                 f"{ASK}: field 'mode' must be one of {', '.join(EDIT_MODES)}, got {mode!r}"
             )
         diagnostics = _diagnostics_arg(ASK, obj)
+        thread = get_str(ASK, obj, "thread", required=False)
+        if thread is not None:
+            self._check_thread(ASK, thread)  # before a quick prompt is offered for it
         if selection is not None and uri is None:
             raise BadArguments(f"{ASK}: field 'range' needs 'uri'")
         path = resolve_uri(ASK, self._root, uri) if uri is not None else None
@@ -218,7 +224,13 @@ class AgentCommands:
         if prompt is None:
             prompt = await self.pick_quick_prompt()
             if prompt is None:
-                return {"task_id": None, "stopped_reason": "dismissed", "final": "", "edited": []}
+                return {
+                    "task_id": None,
+                    "thread": thread,
+                    "stopped_reason": "dismissed",
+                    "final": "",
+                    "edited": [],
+                }
         context = (
             self.selection_context(path, uri, selection, diagnostics)
             if path is not None and uri
@@ -228,13 +240,19 @@ class AgentCommands:
         context = "\n\n".join(part for part in (context, mentioned.text()) if part) or None
         # A question the task cannot ask as a request goes on this file (lich_lsp.pending_questions).
         ORIGIN_URI.set(uri)
+        if thread is not None:
+            # Again, with nothing awaited between it and the task's start: the quick prompt was
+            # awaited, and another turn of this thread may have started meanwhile.
+            self._check_thread(ASK, thread)
         return await self._tasks.ask(
             prompt,
             context=context,
             mode=mode,
             request_id=request_id,
             read_paths=mentioned.paths,
-            project_rules=self.project_rules_for(path),
+            # A follow-up's history has them already (its thread's first turn).
+            project_rules=self.project_rules_for(path) if thread is None else None,
+            thread=thread,
         )
 
     def project_rules_for(self, path: Path | None) -> str | None:

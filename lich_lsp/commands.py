@@ -38,6 +38,9 @@ READ = "lich.read"
 APPLY_PATCH = "lich.applyPatch"
 RUN_TOOL = "lich.runTool"
 MENTIONS = "lich.mentions"
+THREADS = "lich.threads"
+THREAD = "lich.thread"
+REWIND = "lich.rewind"
 TRUST_WORKSPACE = "lich.trustWorkspace"
 RUN_TESTS = "lich.runTests"
 UNDO_TASK = "lich.undoTask"
@@ -59,6 +62,9 @@ COMMANDS = (
     APPLY_PATCH,
     RUN_TOOL,
     MENTIONS,
+    THREADS,
+    THREAD,
+    REWIND,
     TRUST_WORKSPACE,
     RUN_TESTS,
     UNDO_TASK,

@@ -40,6 +40,7 @@ from lich_lsp.review import ReviewStore, review_style
 from lich_lsp.run_tests import TestDiagnostics, TestRunner
 from lich_lsp.runtimes import ToolRuntimes
 from lich_lsp.tasks import TaskManager
+from lich_lsp.threads import ThreadCommands
 from lich_lsp.trust import WorkspaceTrust
 from lich_lsp.undo import TaskUndo
 from lich_lsp.workspace import EditorParts, EditorWorkspace, EditSender
@@ -106,7 +107,12 @@ class EditorSession:
         self.tasks = tasks = TaskManager(
             journal, new_workspace, runtimes, holder, features, port, messages, root
         )
-        self.undo = TaskUndo(documents, journal, sender, tasks, features, port, messages, root)
+        self.undo = TaskUndo(
+            documents, journal, sender, tasks, features, port, messages, root, review.notes
+        )
+        self.threads = ThreadCommands(
+            holder, tasks, journal, self.undo, review.notes, messages, root
+        )
         self.seen_diagnostics = code_actions.SeenDiagnostics(documents)
         # lich.read arms it; lich.applyPatch, lich.runTool and lich.runTests use it (the user's own session).
         read_state = ReadState()
@@ -121,6 +127,7 @@ class EditorSession:
             features,
             port,
             root,
+            self.threads.check_can_continue,
         )
         test_runner = TestRunner(
             lambda title: new_workspace("apply", title),
@@ -133,7 +140,15 @@ class EditorSession:
         )
         self.commands = table = CommandTable(messages)
         table.add(STATUS, self._status_command)
-        for feature in (self.agent_commands, self.trust, test_runner, self.undo, questions, review):
+        for feature in (
+            self.agent_commands,
+            self.threads,
+            self.trust,
+            test_runner,
+            self.undo,
+            questions,
+            review,
+        ):
             feature.register(table)
 
     @classmethod
@@ -283,6 +298,7 @@ class EditorSession:
             "mcp_servers": self.runtimes.mcp_status(),
             "undoable_tasks": self.undo.undoable_tasks(),
             "project_rules": self.agent_commands.project_rules_status(),
+            "threads": self.threads.status(),
         }
 
 

@@ -23,7 +23,7 @@ import json
 import logging
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,6 +138,7 @@ class TaskOutcome:
     stopped_reason: str
     final: str
     edited: list[str]
+    thread: str = ""
     error: str | None = None
     # In review mode: machine words (error prefixes) for clients and the log, and plain words.
     review: str | None = None
@@ -149,6 +150,7 @@ class TaskOutcome:
     def to_json(self) -> dict[str, Any]:
         answer: dict[str, Any] = {
             "task_id": self.task_id,
+            "thread": self.thread,
             "stopped_reason": self.stopped_reason,
             "final": self.final,
             "edited": list(self.edited),
@@ -192,6 +194,9 @@ class LichTask:
     read_paths: tuple[Path, ...] = ()
     # The repository's rules for the first message (lich_core.project_rules), or None.
     project_rules: str | None = None
+    # The conversation this task is a turn of (a session id), and whether it has earlier turns.
+    thread: str = ""
+    continues: bool = False
 
     @property
     def label(self) -> str:
@@ -200,6 +205,7 @@ class LichTask:
     def status(self) -> dict[str, Any]:
         return {
             "task_id": self.task_id,
+            "thread": self.thread,
             "title": self.title,
             "state": self.state,
             "mode": self.mode,
@@ -235,6 +241,10 @@ class TaskManager:
         self.by_progress_token: dict[str, LichTask] = {}
         self.by_request_id: dict[str, LichTask] = {}
         self._finished: deque[str] = deque()  # ids of finished tasks, oldest first
+        # thread -> the id of the task running a turn of it (one at a time: never interleaved).
+        self.running_threads: dict[str, str] = {}
+        # thread -> the lines its last task wrote: the next turn is told the user's edits to them.
+        self._thread_lines: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     def running(self) -> list[LichTask]:
         return [task for task in self.tasks.values() if task.state == "running"]
@@ -265,11 +275,13 @@ class TaskManager:
         request_id: Any = None,
         read_paths: Sequence[Path] = (),
         project_rules: str | None = None,
+        thread: str | None = None,
     ) -> dict[str, Any]:
         """Run one agent task to its end (the lich.ask request `request_id` waits for it).
 
         `read_paths`: files the context shows as anchored rows (@-mentions), recorded as read
-        so the model can patch them without a read_file first."""
+        so the model can patch them without a read_file first. `thread`: the conversation to
+        continue (the caller checked it exists and runs nothing); None starts a new one."""
         # Ids continue past the undo journal's, which outlive the server: lich.undoTask names one.
         task_id = self._journal.fresh_task_id(self._ids)
         title = task_title(prompt)
@@ -277,6 +289,14 @@ class TaskManager:
         task = LichTask(task_id, title, prompt, mode, CancelToken(), workspace)
         task.read_paths = tuple(read_paths)
         task.project_rules = project_rules
+        from lich_core.agent.sessions import new_session_id
+
+        # Registered before the first await: a second ask on this thread sees it running.
+        task.continues = thread is not None
+        task.thread = thread if thread is not None else new_session_id()
+        self.running_threads[task.thread] = task_id
+        if thread is not None:
+            workspace.agent_lines.update(self._thread_lines.pop(thread, {}))
         workspace.on_applied = self._journal.recorder(task_id, title, task.started)
         workspace.task_id = task_id
         self.tasks[task_id] = task
@@ -302,6 +322,12 @@ class TaskManager:
             return
         task.state = "done"
         task.finished = time.time()
+        if self.running_threads.get(task.thread) == task.task_id:
+            del self.running_threads[task.thread]
+        if task.workspace.agent_lines:
+            self._thread_lines[task.thread] = dict(task.workspace.agent_lines)
+            while len(self._thread_lines) > MAX_FINISHED_TASKS:
+                self._thread_lines.popitem(last=False)
         for key in [k for k, v in self.by_request_id.items() if v is task]:
             self.by_request_id.pop(key, None)
         # Keep the last MAX_FINISHED_TASKS finished tasks (lich.status would grow forever).
@@ -351,6 +377,7 @@ class TaskManager:
         refused = task.workspace.refused
         outcome = TaskOutcome(
             task_id=task.task_id,
+            thread=task.thread,
             stopped_reason=stopped_reason,
             final=final,
             edited=list(task.workspace.edited_uris),
@@ -386,6 +413,9 @@ class TaskManager:
                 read_state=_read_state(task.read_paths),
                 edit_label=task.label,
                 project_rules=task.project_rules,
+                resume=task.thread if task.continues else None,
+                session_id=None if task.continues else task.thread,
+                run_record={"face": "lsp", "task_id": task.task_id},
             )
         except Exception as err:  # noqa: BLE001 - a bad provider/config is a result, not a crash
             task.workspace.discard_overlay()
@@ -462,7 +492,9 @@ class TaskManager:
         self.by_progress_token[token] = task
         self._port.progress(
             token,
-            types.WorkDoneProgressBegin(title=task.label, cancellable=True, message="starting"),
+            types.WorkDoneProgressBegin(
+                title=f"{task.label} · thread {task.thread}", cancellable=True, message="starting"
+            ),
         )
 
     def _report(self, task: LichTask, message: str) -> None:
@@ -533,6 +565,7 @@ class TaskManager:
         joined = dataclasses.replace(delta, text="", coalesced=count if count > 1 else None)
         merged = dataclasses.replace(first, seq=last.seq, ts=last.ts, data=joined).to_dict()
         merged["task_id"] = task.task_id
+        merged["thread"] = task.thread
         merged["data"]["text"] = clip_text(text, MAX_EDITOR_MESSAGE_BYTES - json_size(merged), cut)
         task.text_sent_at = asyncio.get_running_loop().time()
         self._notify(merged)
@@ -557,6 +590,7 @@ class TaskManager:
         self._send_text(task)  # the text before this event goes first: the order is kept
         payload = event.to_dict()
         payload["task_id"] = task.task_id
+        payload["thread"] = task.thread
         self._notify(payload)
         if isinstance(data, TurnStart):
             task.turns = data.turn

@@ -31,7 +31,7 @@ from lich_lsp.arguments import BadArguments, get_str, single_object
 from lich_lsp.commands import UNDO_TASK
 from lich_lsp.journal import MAX_JOURNAL_TASKS, JournalEntry
 from lich_lsp.paths import uri_to_path
-from lich_lsp.undo_rebase import UndoPlan, plan_undo
+from lich_lsp.undo_rebase import Step, UndoPlan, plan_undo
 
 if TYPE_CHECKING:
     from lich_lsp.commands import CommandTable
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from lich_lsp.journal import TaskJournal
     from lich_lsp.messages import EditorMessages
     from lich_lsp.port import EditorPort
+    from lich_lsp.review import ModelNotes
     from lich_lsp.tasks import TaskManager
     from lich_lsp.workspace import EditSender
 
@@ -64,7 +65,10 @@ class TaskUndo:
         port: EditorPort,
         messages: EditorMessages,
         root: Path,
+        notes: ModelNotes,
     ) -> None:
+        # What the user took back is told to the model's next turn (it must not redo it).
+        self._notes = notes
         self._documents = documents
         self._journal = journal
         self._sender = sender
@@ -156,30 +160,65 @@ class TaskUndo:
         }
 
     async def _undo(self, entry: JournalEntry) -> dict[str, Any]:
+        task_running = self._running(entry.task_id)
+        if not entry.files:  # another undo of this task went first (checked again under the locks)
+            return self._nothing(
+                entry,
+                entry.title,
+                f"already_undone: task {entry.task_id} has no changes left to undo",
+            )
+        files, error = await self.undo_entries([entry], f"lich: undo {entry.title}")
+        if files is None:
+            return self._nothing(
+                entry,
+                entry.title,
+                f"already_undone: task {entry.task_id} has no changes left to undo",
+            )
+        problems = [report for report in files if report["outcome"] in ("refused", "failed")]
+        message, kind = _message(entry, files, task_running)
+        self._messages.show_message(message, kind)
+        result: dict[str, Any] = {
+            "task_id": entry.task_id,
+            "title": entry.title,
+            "ok": not problems,
+            "files": files,
+            "task_running": task_running,
+            "message": message,
+        }
+        if error is not None:
+            result["error"] = error
+        return result
+
+    async def undo_entries(
+        self, entries: Sequence[JournalEntry], label: str
+    ) -> tuple[list[dict[str, Any]] | None, str | None]:
+        """Undo the changes of `entries` (oldest first) as ONE editor edit labelled `label`:
+        (a report per file {uri, path, outcome, reason?, lines?}, the first problem's error or
+        None). A file several entries changed is undone through all their steps, newest first.
+        None for the reports when every entry's changes were undone meanwhile."""
         store = self._documents
         root = self._root
-        task_running = self._running(entry.task_id)
-        paths = {rel: root / rel for rel in entry.files}
+        steps_by_file: dict[str, list[Step]] = {}
+        for entry in entries:
+            for rel, record in entry.files.items():
+                steps_by_file.setdefault(rel, []).extend(step.as_step() for step in record.steps)
+        paths = {rel: root / rel for rel in steps_by_file}
         files: list[dict[str, Any]] = []
         changes: list[FileChange] = []
         sent: list[dict[str, Any]] = []
-        # The same per-file locks as the task's edits: an edit of a task still running goes first or after.
+        # The same per-file locks as the tasks' edits: an edit of a task still running goes first or after.
         async with store.locked(paths.values()):
-            if not entry.files:  # another undo of this task went first
-                return self._nothing(
-                    entry,
-                    entry.title,
-                    f"already_undone: task {entry.task_id} has no changes left to undo",
-                )
-            for rel, record in list(entry.files.items()):
+            if not any(entry.files for entry in entries):  # another undo went first
+                return None, None
+            for rel, steps in steps_by_file.items():
                 path = paths[rel]
                 report: dict[str, Any] = {"uri": store.uri_for(path), "path": rel}
                 files.append(report)
                 try:
                     current = await store.current_text_async(path)
-                    plan = plan_undo([step.as_step() for step in record.steps], current)
+                    plan = plan_undo(steps, current)
                 except Exception as err:  # noqa: BLE001 - this file cannot be undone; the others still are
-                    log.debug("undo of %s: reading %s failed", entry.task_id, rel, exc_info=True)
+                    log.debug("undo (%s): reading %s failed", label, rel, exc_info=True)
                     report.update(outcome="refused", reason=f"{FAILED}: {err}")
                     continue
                 report["outcome"] = plan.outcome
@@ -201,7 +240,7 @@ class TaskUndo:
             error = None
             if changes:
                 try:
-                    await self._sender.send(changes, f"lich: undo {entry.title}")
+                    await self._sender.send(changes, label)
                 except EditRejected as err:
                     error = str(err)  # edit_rejected: <why>
                     for report in sent:
@@ -211,25 +250,22 @@ class TaskUndo:
             for report in files
             if report["outcome"] in ("undone", "rebased", "unchanged")
         ]
-        self._journal.mark_undone(entry.task_id, done)
+        for entry in entries:
+            self._journal.mark_undone(entry.task_id, [rel for rel in done if rel in entry.files])
         problems = [report for report in files if report["outcome"] in ("refused", "failed")]
         if error is None and problems:
             # The first problem, its file named after the reason's prefix: "undo_conflict: c.py: ...".
             prefix, _, rest = problems[0]["reason"].partition(": ")
             error = f"{prefix}: {problems[0]['path']}: {rest}"
-        message, kind = _message(entry, files, task_running)
-        self._messages.show_message(message, kind)
-        result: dict[str, Any] = {
-            "task_id": entry.task_id,
-            "title": entry.title,
-            "ok": not problems,
-            "files": files,
-            "task_running": task_running,
-            "message": message,
-        }
-        if error is not None:
-            result["error"] = error
-        return result
+        restored = [
+            report["path"] for report in files if report["outcome"] in ("undone", "rebased")
+        ]
+        if restored:
+            self._notes.add(
+                f"The user took back your changes to {', '.join(restored)} ({label.removeprefix('lich: ')}); "
+                "those files are as they were before. Read them again before editing them."
+            )
+        return files, error
 
     def code_action_tasks(self, params: types.CodeActionParams) -> list[tuple[str, str]]:
         """(task_id, title) of the undoable tasks that changed a line of the request's range, newest

@@ -8,7 +8,7 @@ constructs them, so a field cannot be misspelt or left out without mypy saying s
 `X | None` without a default are always sent (null when there is nothing); fields made with
 `optional(...)` are left out of the wire data when None.
 
-The wire shape (`AgentEvent.to_dict()`, plus what the language server adds: `task_id`, and
+The wire shape (`AgentEvent.to_dict()`, plus what the language server adds: `task_id` and `thread`, and
 `data.coalesced` on merged text deltas, `data.cut` on an event too large to send whole) is
 described by one JSON Schema generated from these dataclasses:
 
@@ -599,6 +599,10 @@ SERVER_ENVELOPE_FIELDS: dict[str, dict[str, Any]] = {
         "type": "string",
         "description": "the language server's task id (t1, t2, ...); absent outside it",
     },
+    "thread": {
+        "type": "string",
+        "description": "the conversation the task is a turn of (its session_id); absent outside the language server",
+    },
 }
 CUT_DOC = (
     "set by the language server when the event did not fit in one message even with its strings cut: "
@@ -732,7 +736,7 @@ def event_schema() -> dict[str, Any]:
         "title": "lich/event",
         "description": (
             "One agent event as the language server sends it in a lich/event notification: "
-            "AgentEvent.to_dict() plus task_id. See docs/agent.md (Events) and docs/lsp.md."
+            "AgentEvent.to_dict() plus task_id and thread. See docs/agent.md (Events) and docs/lsp.md."
         ),
         "oneOf": [{"$ref": f"#/$defs/{type_name}"} for type_name in EVENT_TYPES],
         "$defs": {**events, **dict(sorted(defs.items()))},

@@ -61,6 +61,7 @@ from lich_core.agent.sessions import (
     SessionWriter,
     tool_error_message,
 )
+from lich_core.agent.thread_log import PROMPT_RECORD_MAX_CHARS
 from lich_core.hashline.read_state import ReadState
 from lich_core.plugins.loader import load_errors_summary
 from lich_core.providers.base import CallOptions, Model, ProviderError, RetryNotice
@@ -222,11 +223,15 @@ class Agent:
         read_state: ReadState | None = None,
         edit_label: str = "lich",
         project_rules: str | None = None,
+        session_id: str | None = None,
+        run_record: Mapping[str, Any] | None = None,
     ) -> RunResult:
         """Run the agent on `prompt` until it answers, runs out of turns, is cancelled or fails.
 
         `project_rules` is the repository's rules as lich_core.project_rules renders them: they
-        go into the first user message, after the prompt (a resumed run has them already)."""
+        go into the first user message, after the prompt (a resumed run has them already).
+        `session_id`: the id a new session gets (a face that names its thread before the run);
+        `run_record`: fields for the session's run start record (the face, its task id)."""
         run = _Run(
             self,
             on_event=on_event,
@@ -235,6 +240,8 @@ class Agent:
             read_state=read_state,
             edit_label=edit_label,
         )
+        run.new_session_id = session_id
+        run.run_record = dict(run_record or {})
         return await run.execute(
             prompt, resume=resume, context=context, project_rules=project_rules
         )
@@ -294,6 +301,8 @@ class _Run:
         )
         self._emit = self.emitter.emit
         self.plugin_run: Any | None = None
+        self.new_session_id: str | None = None
+        self.run_record: dict[str, Any] = {}
 
     @property
     def tool_ctx(self) -> ToolContext:
@@ -397,7 +406,9 @@ class _Run:
                 history.extend(loaded)
                 self._opened_writer = store.open_append(session_id)
             elif store is not None:
-                self._opened_writer = store.create(work_dir=str(self.work_dir), title=prompt)
+                self._opened_writer = store.create(
+                    work_dir=str(self.work_dir), title=prompt, session_id=self.new_session_id
+                )
                 session_id = self._opened_writer.session_id
             else:
                 # Nothing is stored, so there is no session to name apart from the run.
@@ -440,7 +451,14 @@ class _Run:
         if self.writer is None:
             return
         self._record(
-            lambda: {"type": "run", "event": "start", "run_id": self.run_id, "ts": time.time()}
+            lambda: {
+                "type": "run",
+                "event": "start",
+                "run_id": self.run_id,
+                "ts": time.time(),
+                "prompt": prompt[:PROMPT_RECORD_MAX_CHARS],
+                **self.run_record,
+            }
         )
         for message in self.state.history[self._recorded_messages :]:
             self._write_message(message)  # a no-op once a disk failure dropped the writer
@@ -701,6 +719,9 @@ class _Run:
                 "stopped_reason": state.stopped_reason,
                 "turns_used": state.turns,
                 "error": state.error,
+                "final": state.final,
+                "usage": state.usage.to_dict(),
+                "files": self._written_files(),
             }
         )
         if self.writer is not None:
@@ -728,6 +749,19 @@ class _Run:
         )
 
     # --- helpers ---
+
+    def _written_files(self) -> list[str]:
+        """What this run wrote with its write tools, relative to the work dir where inside it."""
+        ctx = self._tool_ctx
+        if ctx is None:
+            return []
+        names = []
+        for path in ctx.written.paths:
+            try:
+                names.append(path.relative_to(self.work_dir).as_posix())
+            except ValueError:
+                names.append(str(path))
+        return sorted(names)
 
     def _answer_pending_calls(self) -> None:
         """After an interruption inside _run_tools: answer every call that has no result yet."""

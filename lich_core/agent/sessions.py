@@ -3,14 +3,17 @@
 A session file is a sequence of records, one JSON object per line:
 
     {"type": "meta", "version": 1, "session_id": ..., "created": ts, "work_dir": ..., "title": ...}
-    {"type": "run", "event": "start", "run_id": ..., "ts": ...}
+    {"type": "run", "event": "start", "run_id": ..., "ts": ..., "prompt": ..., "face": ...}
     {"type": "message", "ts": ..., "message": {role, content, tool_calls?, tool_call_id?, name?}}
     {"type": "compaction", "ts": ..., "messages": [...]}   # the whole history after compression
-    {"type": "run", "event": "end", "run_id": ..., "stopped_reason": ..., "turns_used": ...}
+    {"type": "run", "event": "end", "run_id": ..., "stopped_reason": ..., "turns_used": ...,
+     "final": ..., "files": [...], "usage": {...}}
+    {"type": "rewind", "run_id": ..., "ts": ...}   # back to before that run (lich.rewind)
 
 Each record is flushed when written, so a crash loses nothing already said. Loading replays the
-records (a compaction replaces the history so far), skips a torn last line, and repairs a history
-that stopped between a tool call and its result.
+records (lich_core.agent.thread_log: a compaction replaces the history so far, a rewind takes it
+back), skips a torn last line, and repairs a history that stopped between a tool call and its
+result. A session is also a thread: the editor, the CLI and ACP continue the same files.
 """
 
 from __future__ import annotations
@@ -20,13 +23,13 @@ import json
 import os
 import random
 import re
-import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from lich_core.agent.thread_log import Replay, Turn, forget_replay, is_regular_file, replay_file
 from lich_core.settings import settings_of
 from lich_core.userstate import (
     UnsafeStateDir,
@@ -58,6 +61,7 @@ class SessionInfo:
     messages: int
     runs: int
     title: str
+    turns: int = 0  # live turns (runs not taken back by a rewind)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +71,7 @@ class SessionInfo:
             "modified": self.modified,
             "messages": self.messages,
             "runs": self.runs,
+            "turns": self.turns,
             "title": self.title,
         }
 
@@ -202,12 +207,18 @@ class SessionWriter:
 
 
 class SessionStore:
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    """The sessions (threads) of one workspace: one JSONL file each, at most `keep` of them.
+
+    `keep` (config `threads_max`): creating a session past it deletes the least recently
+    written ones; 0 keeps every one."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, keep: int = 0) -> None:
         self.directory = Path(directory)
+        self.keep = keep
 
     @classmethod
     def for_config(cls, config: Mapping[str, Any]) -> SessionStore:
-        return cls(session_dir_for(config))
+        return cls(session_dir_for(config), keep=settings_of(config).threads_max)
 
     def path_for(self, session_id: str) -> Path:
         if not _SESSION_ID_RE.match(session_id):
@@ -229,13 +240,20 @@ class SessionStore:
                 "title": _title(title),
             }
         )
+        if self.keep:
+            self.prune(self.keep, spare=session_id)
         return writer
 
     def open_append(self, session_id: str) -> SessionWriter:
         path = self.path_for(session_id)
-        if not _is_regular(path):
+        if not is_regular_file(path):
             raise SessionError(f"session_not_found: {session_id}")
         return SessionWriter(path, session_id)
+
+    def exists(self, session_id: str) -> bool:
+        return _SESSION_ID_RE.match(session_id) is not None and is_regular_file(
+            self.path_for(session_id)
+        )
 
     def resolve(self, ref: str) -> str:
         """A session id from an id or "latest" (the most recently written session)."""
@@ -245,23 +263,57 @@ class SessionStore:
                 raise SessionError(f"session_not_found: no sessions in {self.directory}")
             newest: Path = max(files, key=lambda p: (p.lstat().st_mtime, p.name))
             return newest.name[: -len(SESSION_SUFFIX)]
-        if not _is_regular(self.path_for(ref)):
-            raise SessionError(f"session_not_found: {ref} (see `lich sessions`)")
+        if not is_regular_file(self.path_for(ref)):
+            raise SessionError(f"session_not_found: {ref} (see `lich threads`)")
         return ref
 
-    def load(self, ref: str) -> tuple[str, list[Message]]:
+    def replay(self, ref: str) -> tuple[str, Replay]:
+        """(the session id, its thread as replayed: history, turns, rewinds)."""
         session_id = self.resolve(ref)
-        messages: list[Message] = []
-        for record in _read_records(self.path_for(session_id)):
-            kind = record.get("type")
+        path = self.path_for(session_id)
+        try:
+            return session_id, replay_file(path)
+        except OSError as err:
+            raise SessionError(f"session_unreadable: {path}: {err.strerror or err}") from err
+
+    def load(self, ref: str) -> tuple[str, list[Message]]:
+        session_id, replay = self.replay(ref)
+        return session_id, repair_history(replay.messages)
+
+    def turns(self, ref: str) -> list[Turn]:
+        return self.replay(ref)[1].turns
+
+    def rewind(self, session_id: str, run_id: str) -> None:
+        """Take the history back to before run `run_id` (its turn and the later ones stay
+        readable as a discarded branch)."""
+        writer = self.open_append(session_id)
+        try:
+            writer.append({"type": "rewind", "run_id": run_id, "ts": time.time()})
+        finally:
+            writer.close()
+
+    def prune(self, keep: int, *, spare: str = "") -> list[str]:
+        """Delete all but the `keep` most recently written sessions (never `spare`); returns
+        the ids deleted. A file that cannot be deleted is told once and kept; a dir that cannot
+        be listed was already told by the writer (housekeeping says nothing more)."""
+        try:
+            files = self._files()
+        except SessionError:
+            return []
+        files.sort(key=lambda p: (p.lstat().st_mtime, p.name), reverse=True)
+        deleted = []
+        for path in files[keep:]:
+            session_id = path.name[: -len(SESSION_SUFFIX)]
+            if session_id == spare:
+                continue
             try:
-                if kind == "message":
-                    messages.append(Message.from_dict(record["message"]))
-                elif kind == "compaction":
-                    messages = [Message.from_dict(item) for item in record["messages"]]
-            except (KeyError, TypeError, ValueError):
-                continue  # a damaged record; the rest of the session is still usable
-        return session_id, repair_history(messages)
+                path.unlink()
+            except OSError as err:
+                warn_once(f"could not prune session {path}: {err.strerror or err}")
+                continue
+            forget_replay(path)
+            deleted.append(session_id)
+        return deleted
 
     def list(self) -> list[SessionInfo]:
         """Every session, most recently written first; a refused dir or an unreadable file is
@@ -289,58 +341,35 @@ class SessionStore:
                 f"session_unreadable: {self.directory}: {err.strerror or err}"
             ) from err
         paths = (self.directory / name for name in names if name.endswith(SESSION_SUFFIX))
-        return [path for path in paths if _is_regular(path)]
+        return [path for path in paths if is_regular_file(path)]
 
     def _info(self, path: Path) -> SessionInfo:
         session_id = path.name[: -len(SESSION_SUFFIX)]
-        created = path.lstat().st_mtime
-        title = ""
-        messages = 0
-        runs = 0
-        for record in _read_records(path):
-            kind = record.get("type")
-            if kind == "meta" and not title:
-                created = float(record.get("created") or created)
-                title = str(record.get("title") or "")
-            elif kind == "message":
-                messages += 1
-            elif kind == "compaction":
-                messages = len(record.get("messages") or [])
-            elif kind == "run" and record.get("event") == "start":
-                runs += 1
-        return SessionInfo(session_id, path, created, path.lstat().st_mtime, messages, runs, title)
+        try:
+            modified = path.lstat().st_mtime
+            replay = replay_file(path)
+        except OSError as err:
+            raise SessionError(f"session_unreadable: {path}: {err.strerror or err}") from err
+        meta = replay.meta
+        if not meta and not replay.turns:
+            # Not one record of ours in it: damaged (or not a thread), left out of the listing.
+            raise SessionError(f"session_unreadable: {path}: no thread records in it; skipped")
+        first_prompt = replay.turns[0].prompt if replay.turns else ""
+        return SessionInfo(
+            session_id,
+            path,
+            float(meta.get("created") or modified),
+            modified,
+            len(replay.messages),
+            len(replay.turns),
+            str(meta.get("title") or "") or _title(first_prompt),
+            turns=len(replay.live_turns()),
+        )
 
 
 def _title(text: str) -> str:
     line = " ".join(text.split())
     return line if len(line) <= TITLE_MAX_CHARS else line[: TITLE_MAX_CHARS - 1] + "…"
-
-
-def _is_regular(path: Path) -> bool:
-    """A regular file itself, not a link to one (a session is never read through a link)."""
-    try:
-        return stat.S_ISREG(path.lstat().st_mode)
-    except OSError:
-        return False
-
-
-def _read_records(path: Path) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
-    try:
-        with open(open_state_file(path, os.O_RDONLY), encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    record = json.loads(line)
-                except (ValueError, RecursionError):
-                    continue  # a torn write at a crash, or a line nested too deep to be ours
-                if isinstance(record, dict):
-                    records.append(record)
-    except OSError as err:
-        raise SessionError(f"session_unreadable: {path}: {err.strerror or err}") from err
-    return records
 
 
 def tool_error_message(call_id: str, name: str, error: str) -> Message:

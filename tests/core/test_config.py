@@ -286,6 +286,7 @@ BAD_VALUE_FOR_KEY: dict[str, Any] = {
     "context_budget_tokens": 10,
     "compress_threshold": "most",
     "session_dir": False,
+    "threads_max": -1,
     "plugins": "a.py",
     "mcp_servers": {"files": {"command": 3}},
     "web_search": {"kind": "google"},

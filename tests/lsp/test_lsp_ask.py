@@ -66,7 +66,10 @@ async def test_ask_edits_an_open_and_a_closed_file(
     # Work-done progress (all four clients declare it): begin with the title, turns and tool calls, the outcome.
     (token,) = client.progress_reports
     reports = client.progress_reports[token]
-    assert reports[0].title == "lich: bump the numbers" and reports[0].cancellable is True
+    assert (
+        reports[0].title.startswith("lich: bump the numbers · thread ")
+        and reports[0].cancellable is True
+    )
     assert "turn 1: edit_file" in [r.message for r in reports[1:-1]]
     assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "final"
     (transcript,) = (workspace_state_dir(root) / "transcripts").glob("*.md")

@@ -76,5 +76,5 @@ async def test_cancel_with_the_progress_button(session, root: Path, fake_provide
     reports = client.progress_reports[token]
     kinds = [type(v).__name__ for v in reports]
     assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
-    assert reports[0].cancellable is True and reports[0].title == "lich: slow"
+    assert reports[0].cancellable is True and reports[0].title.startswith("lich: slow · thread ")
     assert reports[-1].message == "aborted"

@@ -67,7 +67,10 @@ async def test_ask_edits_an_open_and_a_closed_file(
     (token,) = {token for token, _ in fake.progress_reports}
     reports = [value for _, value in fake.progress_reports]
     assert isinstance(reports[0], types.WorkDoneProgressBegin)
-    assert reports[0].title == "lich: bump the numbers" and reports[0].cancellable is True
+    assert (
+        reports[0].title.startswith("lich: bump the numbers · thread ")
+        and reports[0].cancellable is True
+    )
     assert "turn 1: edit_file" in [r.message for r in reports[1:-1]]
     assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "final"
     assert fake.progress_created == [token]

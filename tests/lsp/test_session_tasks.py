@@ -207,7 +207,7 @@ def _assert_progress_begin_end(fake: FakeEditor) -> None:
     reports = [value for t, value in fake.progress_reports if t == token]
     kinds = [type(v).__name__ for v in reports]
     assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
-    assert reports[0].cancellable is True and reports[0].title == "lich: slow"
+    assert reports[0].cancellable is True and reports[0].title.startswith("lich: slow · thread ")
     assert reports[-1].message == "aborted"
     assert fake.progress_created == [token] and fake.progress_tokens == set()
 

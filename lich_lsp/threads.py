@@ -1,0 +1,250 @@
+"""Conversations: lich.threads, lich.thread and lich.rewind (docs/conversations.md).
+
+A thread is a session of lich_core.agent.sessions: the one store the CLI (`lich --thread`,
+`lich threads`) and ACP (`session/load`) use, in the user state dir per workspace. Each lich.ask
+is one turn of a thread; `lich.ask {thread}` continues it (lich_lsp.agent_commands checks the id
+here first). A rewind takes back the files the rewound turns changed, through the undo journal
+as lich.undoTask does (one versioned edit, a file refused where the user changed those lines
+since), then appends a rewind record: the next turn continues from before them, and they stay
+readable in lich.thread as a discarded branch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from lich_lsp.arguments import BadArguments, get_str, single_object
+from lich_lsp.commands import REWIND, THREAD, THREADS
+
+if TYPE_CHECKING:
+    from lich_core.agent.sessions import SessionStore
+    from lich_core.agent.thread_log import Replay, Turn
+    from lich_lsp.commands import CommandTable
+    from lich_lsp.config import ConfigHolder
+    from lich_lsp.journal import JournalEntry, TaskJournal
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.review import ModelNotes
+    from lich_lsp.tasks import TaskManager
+    from lich_lsp.undo import TaskUndo
+
+THREADS_LISTED_MAX = 100
+STATUS_THREADS_MAX = 10
+
+
+class ThreadCommands:
+    def __init__(
+        self,
+        holder: ConfigHolder,
+        tasks: TaskManager,
+        journal: TaskJournal,
+        undo: TaskUndo,
+        notes: ModelNotes,
+        messages: EditorMessages,
+        root: Path,
+    ) -> None:
+        self._holder = holder
+        self._tasks = tasks
+        self._journal = journal
+        self._undo = undo
+        self._notes = notes
+        self._messages = messages
+        self._root = root
+
+    def register(self, table: CommandTable) -> None:
+        table.add(THREADS, self.threads)
+        table.add(THREAD, self.thread)
+        table.add(REWIND, self.rewind)
+
+    def store(self) -> SessionStore:
+        from lich_core.agent.sessions import SessionStore
+
+        return SessionStore.for_config(self._holder.config)
+
+    def check_can_continue(self, command: str, thread: str) -> None:
+        """lich.ask {thread}: the thread exists and runs no task (turns are never interleaved)."""
+        self._replay(command, thread)
+        running = self._tasks.running_threads.get(thread)
+        if running is not None:
+            raise BadArguments(
+                f"{command}: thread_busy: thread {thread} is running task {running}; "
+                "wait for it to finish or cancel it (lich.cancel) first"
+            )
+
+    def _replay(self, command: str, thread: str) -> Replay:
+        from lich_core.agent.sessions import SessionError
+
+        store = self.store()
+        if not store.exists(thread):
+            raise BadArguments(
+                f"{command}: unknown_thread: {thread!r} is not a thread of this workspace "
+                f"(it may have been pruned: {store.keep or 'every'} are kept; lich.threads lists them)"
+            )
+        try:
+            return store.replay(thread)[1]
+        except SessionError as err:
+            raise BadArguments(f"{command}: {err}") from None
+
+    # --- lich.threads / lich.thread ---
+
+    async def threads(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        single_object(THREADS, args, required=False)
+        return {"threads": self.listing(THREADS_LISTED_MAX)}
+
+    def listing(self, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` threads: {thread, title, turns, updated, running}; a damaged file
+        is told once in the log and left out (the others are listed)."""
+        running = self._tasks.running_threads
+        return [
+            {
+                "thread": info.session_id,
+                "title": info.title,
+                "turns": info.turns,
+                "updated": info.modified,
+                "running": info.session_id in running,
+            }
+            for info in self.store().list()[:limit]
+        ]
+
+    def status(self) -> list[dict[str, Any]]:
+        """lich.status's `threads`: the newest few, with their tokens in/out/cached."""
+        from lich_core.agent.sessions import SessionError
+        from lich_core.agent.thread_log import usage_summary
+
+        store = self.store()
+        listed = []
+        for entry in self.listing(STATUS_THREADS_MAX):
+            try:
+                usage = store.replay(entry["thread"])[1].usage()
+            except SessionError:
+                continue
+            listed.append({**entry, "usage": usage_summary(usage)})
+        return listed
+
+    async def thread(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        from lich_core.agent.thread_log import usage_summary
+
+        obj = single_object(THREAD, args)
+        thread = _thread_arg(THREAD, obj)
+        replay = self._replay(THREAD, thread)
+        return {
+            "thread": thread,
+            "title": str(replay.meta.get("title") or ""),
+            "created": replay.meta.get("created"),
+            "running": thread in self._tasks.running_threads,
+            "turns": [turn.to_json() for turn in replay.turns],
+            "usage": usage_summary(replay.usage()),
+        }
+
+    # --- lich.rewind ---
+
+    async def rewind(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+        obj = single_object(REWIND, args)
+        thread = _thread_arg(REWIND, obj)
+        number = obj.get("turn")
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise BadArguments(f"{REWIND}: field 'turn' must be a turn number (1, 2, ...)")
+        self.check_can_continue(REWIND, thread)
+        replay = self._replay(REWIND, thread)
+        if number > len(replay.turns):
+            raise BadArguments(
+                f"{REWIND}: thread {thread} has {len(replay.turns)} turn(s), no turn {number}"
+            )
+        target = replay.turns[number - 1]
+        if target.discarded_by:
+            raise BadArguments(
+                f"{REWIND}: turn {number} of thread {thread} was already rewound "
+                f"(rewind {target.discarded_by})"
+            )
+        rewound = [turn for turn in replay.live_turns() if turn.number >= number]
+        entries, not_restored = self._journal_entries(rewound)
+        files: list[dict[str, Any]] = []
+        error = None
+        if entries:
+            label = f"lich: rewind thread to before turn {number}"
+            reports, error = await self._undo.undo_entries(entries, label)
+            files = reports or []
+        # The conversation goes back even where a file could not: the model is told what stayed.
+        self.store().rewind(thread, target.run_id)
+        kept = [f["path"] for f in files if f["outcome"] in ("refused", "failed")]
+        kept += [name for item in not_restored for name in item["files"]]
+        if kept:
+            self._notes.add(
+                "The user rewound the conversation to before their request "
+                f"{target.prompt[:80]!r}, but these files keep changes from the rewound turns: "
+                f"{', '.join(dict.fromkeys(kept))}. Read them before editing."
+            )
+        message = _rewind_message(thread, number, rewound, files, not_restored)
+        ok = not kept and error is None
+        self._messages.show_message(
+            message, types.MessageType.Info if ok else types.MessageType.Warning
+        )
+        result: dict[str, Any] = {
+            "thread": thread,
+            "turn": number,
+            "rewound": [turn.number for turn in rewound],
+            "ok": ok,
+            "files": files,
+            "not_restored": not_restored,
+            "message": message,
+        }
+        if error is not None:
+            result["error"] = error
+        return result
+
+    def _journal_entries(
+        self, turns: list[Turn]
+    ) -> tuple[list[JournalEntry], list[dict[str, Any]]]:
+        """The undo journal's entries for `turns` (oldest first), and the turns that changed
+        files the journal cannot restore: {turn, files, reason}."""
+        entries = []
+        missing: list[dict[str, Any]] = []
+        for turn in turns:
+            entry = self._journal.get(turn.task_id) if turn.task_id else None
+            if entry is not None:
+                if entry.files:
+                    entries.append(entry)
+                continue
+            if not turn.files:
+                continue
+            if turn.face != "lsp":
+                reason = (
+                    f"not_restorable: turn {turn.number} ran in {turn.face or 'another client'}, "
+                    "whose changes are not in the editor's undo journal"
+                )
+            else:
+                reason = (
+                    f"not_restorable: turn {turn.number}'s task {turn.task_id} is no longer in "
+                    "the undo journal (it keeps the last tasks that changed files)"
+                )
+            missing.append({"turn": turn.number, "files": list(turn.files), "reason": reason})
+        return entries, missing
+
+
+def _thread_arg(command: str, obj: dict[str, Any]) -> str:
+    thread = get_str(command, obj, "thread", required=True)
+    assert thread is not None
+    return thread
+
+
+def _rewind_message(
+    thread: str,
+    number: int,
+    rewound: list[Turn],
+    files: list[dict[str, Any]],
+    not_restored: list[dict[str, Any]],
+) -> str:
+    turns = "turn" if len(rewound) == 1 else "turns"
+    parts = [f"lich: thread {thread} rewound to before turn {number} ({len(rewound)} {turns})"]
+    restored = [f["path"] for f in files if f["outcome"] in ("undone", "rebased")]
+    if restored:
+        parts.append("restored " + ", ".join(restored))
+    for problem in files:
+        if problem["outcome"] in ("refused", "failed"):
+            reason = problem["reason"].partition(": ")[2] or problem["reason"]
+            parts.append(f"not restored: {problem['path']}: {reason}")
+    for item in not_restored:
+        parts.append(f"not restored: {', '.join(item['files'])}: {item['reason']}")
+    return "; ".join(parts)

@@ -1,0 +1,251 @@
+"""Conversations over the wire, every client profile: a follow-up's request carries the first
+turn, also after a server restart; lich.threads and lich.thread; lich.rewind restores the files
+and drops the rewound turns from the next request, or refuses a file the user changed since;
+bad thread ids, a busy thread and a damaged thread file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsp_harness import edit, provider_options, start_session, stop_session, uri_of
+from pygls.exceptions import JsonRpcInvalidParams
+
+from lich_core.agent.sessions import SESSIONS_DIR_NAME
+from lich_core.userstate import workspace_state_dir
+
+pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
+
+
+def request_text(fake_provider: Any, index: int) -> str:
+    return json.dumps(fake_provider.requests[index]["json"]["messages"], ensure_ascii=False)
+
+
+async def test_a_follow_up_continues_the_thread_also_after_a_restart(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    fake_provider.script(
+        {"text": "The answer is FORTY-TWO.", "usage": {"input_tokens": 10, "output_tokens": 5}},
+        {"text": "Renamed as you asked.", "usage": {"input_tokens": 10, "output_tokens": 5}},
+        {
+            "text": "Third answer.",
+            "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 4},
+        },
+    )
+    options = provider_options(fake_provider)
+    first = await start_session(root, client_name, init_options=options)
+    try:
+        one = await first.command("lich.ask", {"prompt": "what is the magic number?"})
+        assert one["stopped_reason"] == "final", one
+        thread = one["thread"]
+        assert thread
+        # Every lich/event of the task names its thread.
+        events = [e for e in first.editor.events if e.get("task_id") == one["task_id"]]
+        assert events and all(e["thread"] == thread for e in events)
+
+        two = await first.command("lich.ask", {"prompt": "now rename it", "thread": thread})
+        assert two["thread"] == thread and two["task_id"] != one["task_id"]
+        sent = request_text(fake_provider, 1)
+        assert "what is the magic number?" in sent and "The answer is FORTY-TWO." in sent
+        assert sent.index("FORTY-TWO") < sent.index("now rename it")
+    finally:
+        await stop_session(first)
+    assert not first.failures, first.failures
+
+    # A new server process: the thread is read back from the user state dir.
+    client = await session(client_name, init_options=options)
+    listed = await client.command("lich.threads", {})
+    assert listed["threads"][0] == {
+        "thread": thread,
+        "title": "what is the magic number?",
+        "turns": 2,
+        "updated": listed["threads"][0]["updated"],
+        "running": False,
+    }
+    three = await client.command("lich.ask", {"prompt": "and once more", "thread": thread})
+    assert three["stopped_reason"] == "final"
+    sent = request_text(fake_provider, 2)
+    assert "FORTY-TWO" in sent and "Renamed as you asked." in sent and "and once more" in sent
+    shown = await client.command("lich.thread", {"thread": thread})
+    assert [t["prompt"] for t in shown["turns"]] == [
+        "what is the magic number?",
+        "now rename it",
+        "and once more",
+    ]
+    assert [t["final"] for t in shown["turns"]] == [
+        "The answer is FORTY-TWO.",
+        "Renamed as you asked.",
+        "Third answer.",
+    ]
+    first_turn = shown["turns"][0]
+    assert first_turn["turn"] == 1 and first_turn["stopped_reason"] == "final"
+    assert first_turn["files"] == [] and first_turn["discarded"] is False
+    assert first_turn["face"] == "lsp" and first_turn["task_id"] == one["task_id"]
+    # What the provider reported per call, summed; the third was served partly from its cache.
+    assert shown["usage"] == {"input": 30, "output": 15, "cached": 4}
+    assert shown["turns"][2]["usage"] == {"input": 10, "output": 5, "cached": 4}
+    status = await client.command("lich.status", {})
+    assert status["threads"][0]["thread"] == thread
+    assert status["threads"][0]["usage"] == {"input": 30, "output": 15, "cached": 4}
+
+
+async def test_rewind_restores_the_files_and_the_history(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    (root / "a.py").write_text("value = 1\n", encoding="utf-8")
+    fake_provider.script(
+        {"text": "Looked: value is 1."},
+        {"tool_calls": [edit("a.py", "value = 1", "value = 2")]},
+        {"text": "Set it to 2."},
+        {"tool_calls": [edit("a.py", "value = 2", "value = 3")]},
+        {"text": "Set it to 3."},
+        {"text": "After the rewind."},
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    uri = client.open(root / "a.py")
+    one = await client.command("lich.ask", {"prompt": "look at a.py"})
+    thread = one["thread"]
+    await client.command("lich.ask", {"prompt": "make it TWO", "thread": thread})
+    await client.command("lich.ask", {"prompt": "make it THREE", "thread": thread})
+    assert client.text(uri) == "value = 3\n"
+
+    rewound = await client.command("lich.rewind", {"thread": thread, "turn": 2})
+    assert rewound["ok"] is True, rewound
+    assert rewound["rewound"] == [2, 3]
+    assert [(f["path"], f["outcome"]) for f in rewound["files"]] == [("a.py", "undone")]
+    assert client.text(uri) == "value = 1\n"  # one edit took back both turns
+
+    await client.command("lich.ask", {"prompt": "what now?", "thread": thread})
+    sent = request_text(fake_provider, len(fake_provider.requests) - 1)
+    assert "Looked: value is 1." in sent and "what now?" in sent
+    assert "make it TWO" not in sent and "Set it to 3." not in sent
+    shown = await client.command("lich.thread", {"thread": thread})
+    assert [(t["turn"], t["discarded"]) for t in shown["turns"]] == [
+        (1, False),
+        (2, True),
+        (3, True),
+        (4, False),
+    ]
+    assert shown["turns"][1]["files"] == ["a.py"] and shown["turns"][1]["branch"] == 1
+    with pytest.raises(JsonRpcInvalidParams, match="already rewound"):
+        await client.command("lich.rewind", {"thread": thread, "turn": 3})
+
+
+async def test_rewind_refuses_a_file_the_user_changed_on_those_lines(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    (root / "b.py").write_text("name = 'old'\nother = 0\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [edit("b.py", "name = 'old'", "name = 'new'")]},
+        {"text": "Renamed."},
+        {"text": "Told."},
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    uri = client.open(root / "b.py")
+    one = await client.command("lich.ask", {"prompt": "rename"})
+    assert client.text(uri) == "name = 'new'\nother = 0\n"
+    client.type_text(uri, "name = 'mine'\nother = 0\n")  # the user rewrote the agent's line
+
+    rewound = await client.command("lich.rewind", {"thread": one["thread"], "turn": 1})
+    assert rewound["ok"] is False
+    (report,) = rewound["files"]
+    assert report["outcome"] == "refused" and report["reason"].startswith("undo_conflict:")
+    assert rewound["error"].startswith("undo_conflict: b.py:")
+    assert client.text(uri) == "name = 'mine'\nother = 0\n"  # the user's text is kept
+    # The conversation went back all the same; the next turn hears what stayed.
+    await client.command("lich.ask", {"prompt": "again", "thread": one["thread"]})
+    sent = request_text(fake_provider, 2)
+    assert "Renamed." not in sent
+    assert "keep changes from the rewound turns: b.py" in sent
+
+
+async def test_bad_thread_ids_a_busy_thread_and_a_damaged_file(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    fake_provider.script({"text": "one"})
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    for command, args in (
+        ("lich.ask", {"prompt": "x", "thread": "20990101-000000-abcdef"}),
+        ("lich.thread", {"thread": "20990101-000000-abcdef"}),
+        ("lich.rewind", {"thread": "../../etc/passwd", "turn": 1}),
+    ):
+        with pytest.raises(JsonRpcInvalidParams, match="unknown_thread:") as caught:
+            await client.command(command, args)
+        assert args["thread"] in str(caught.value)
+    assert fake_provider.requests == []
+
+    one = await client.command("lich.ask", {"prompt": "first"})
+    thread = one["thread"]
+    # A damaged thread file beside it: skipped (told once in the log), the good one still listed.
+    sessions = workspace_state_dir(root) / SESSIONS_DIR_NAME
+    (sessions / "20200101-000000-000000.jsonl").write_bytes(b"\xff\x00[[[{not json\n")
+    listed = await client.command("lich.threads", {})
+    assert [t["thread"] for t in listed["threads"]] == [thread]
+    with pytest.raises(JsonRpcInvalidParams, match="field 'turn'"):
+        await client.command("lich.rewind", {"thread": thread, "turn": 0})
+    with pytest.raises(JsonRpcInvalidParams, match="no turn 5"):
+        await client.command("lich.rewind", {"thread": thread, "turn": 5})
+
+    # Two turns of one thread never interleave: the second is refused while the first runs.
+    (root / "c.py").write_text("c = 1\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [edit("c.py", "c = 1", "c = 2")]},
+        {"text": "edited"},
+    )
+    client.open(root / "c.py")
+    with client.holding_edits():
+        running = asyncio.ensure_future(
+            client.command("lich.ask", {"prompt": "edit c", "thread": thread})
+        )
+        await client.wait_until(lambda: bool(client.editor.applied), what="the held edit")
+        with pytest.raises(JsonRpcInvalidParams, match="thread_busy:"):
+            await client.command("lich.ask", {"prompt": "meanwhile", "thread": thread})
+        listed = await client.command("lich.threads", {})
+        assert next(t for t in listed["threads"] if t["thread"] == thread)["running"] is True
+    result = await running
+    assert result["stopped_reason"] == "final"
+    assert uri_of(root / "c.py") in result["edited"]
+
+
+async def test_anthropic_follow_up_marks_the_cached_prefix_and_reports_cached_tokens(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    """The fake Anthropic server refuses a request with more than four cache_control marks (400,
+    as the API does); the follow-up marks the system prompt and the history's newest turns, and
+    the cache figures it reports reach lich.thread."""
+    from tests.support.fake_provider import count_cache_control
+
+    fake_provider.script(
+        {"text": "First answer.", "usage": {"input_tokens": 900, "output_tokens": 20}},
+        {
+            "text": "Second answer.",
+            "usage": {"input_tokens": 1000, "output_tokens": 30, "cache_read_tokens": 880},
+        },
+    )
+    options = {
+        "providers": [
+            {"name": "claude", "kind": "anthropic", "base_url": fake_provider.url, "model": "m"}
+        ]
+    }
+    client = await session(client_name, init_options=options)
+    one = await client.command("lich.ask", {"prompt": "explain the module"})
+    assert one["stopped_reason"] == "final", one
+    two = await client.command("lich.ask", {"prompt": "and its tests?", "thread": one["thread"]})
+    assert two["stopped_reason"] == "final", two
+    body = fake_provider.requests[1]["json"]
+    assert 1 <= count_cache_control(body) <= 4
+    assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    # The previous turn's exchange is in the marked (cached) prefix of the follow-up.
+    marked = [
+        index
+        for index, item in enumerate(body["messages"])
+        if not isinstance(item["content"], str)
+        and any(block.get("cache_control") for block in item["content"])
+    ]
+    assert marked and "explain the module" in json.dumps(body["messages"][: marked[0] + 1])
+    shown = await client.command("lich.thread", {"thread": one["thread"]})
+    assert [t["usage"]["cached"] for t in shown["turns"]] == [0, 880]
+    assert shown["usage"] == {"input": 1900, "output": 50, "cached": 880}
