@@ -397,7 +397,7 @@ CONFIG_TEMPLATE = """\
 // This file belongs to the repository, so it is untrusted until you run `lich trust` (or trust it
 // from the editor): until then it may only narrow settings, and keys that load code, choose a
 // provider, run a program, send data or read and write elsewhere (plugins, providers, models,
-// session_dir, system_prompt, web_search, test_command, docs_dir, mcp_servers) are ignored. Any change to it, or to a plugin it names, needs
+// session_dir, threads_max, system_prompt, web_search, test_command, docs_dir, mcp_servers) are ignored. Any change to it, or to a plugin it names, needs
 // trusting again. See docs/trust.md.
 {
   // Model providers. With none configured, lich uses LICH_PROVIDER_KIND / LICH_BASE_URL /
@@ -438,6 +438,8 @@ CONFIG_TEMPLATE = """\
   // Session logs (JSONL, one file per session; `lich sessions`, --resume ID|latest).
   // Default: .lich/sessions in this workspace.
   // "session_dir": ".lich/sessions",
+  // Threads kept per workspace (older ones are deleted; 0 keeps all; needs trust here).
+  // "threads_max": 100,
 
   // Python plugins (trusted code, runs in-process): paths relative to this workspace, or
   // {"path": ..., "settings": {...}, "models": ["compress"]}. See docs/plugins.md.
