@@ -249,3 +249,85 @@ async def test_anthropic_follow_up_marks_the_cached_prefix_and_reports_cached_to
     shown = await client.command("lich.thread", {"thread": one["thread"]})
     assert [t["usage"]["cached"] for t in shown["turns"]] == [0, 880]
     assert shown["usage"] == {"input": 1900, "output": 50, "cached": 880}
+
+
+async def test_a_follow_up_hears_the_users_edits_and_undos_since_the_last_turn(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    (root / "n.py").write_text("alpha = 1\nbeta = 2\n", encoding="utf-8")
+    (root / "u.py").write_text("u = 1\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [edit("n.py", "alpha = 1", "alpha = 10")]},
+        {"text": "Set alpha."},
+        {"tool_calls": [edit("u.py", "u = 1", "u = 2")]},
+        {"text": "Set u."},
+        {"text": "Understood."},
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    uri = client.open(root / "n.py")
+    client.open(root / "u.py")
+    one = await client.command("lich.ask", {"prompt": "set alpha"})
+    thread = one["thread"]
+    two = await client.command("lich.ask", {"prompt": "set u", "thread": thread})
+    # Between the turns' requests and the next one: the user rewrites the agent's line in n.py
+    # and undoes the second turn's task.
+    client.type_text(uri, "alpha = 99  # mine\nbeta = 2\n")
+    undone = await client.command("lich.undoTask", {"task_id": two["task_id"]})
+    assert undone["ok"] is True, undone
+    await client.command("lich.ask", {"prompt": "carry on", "thread": thread})
+    request = fake_provider.requests[-1]["json"]["messages"]
+    said = json.dumps(request[-2:], ensure_ascii=False)  # the follow-up's prompt and notes
+    assert "carry on" in json.dumps(request, ensure_ascii=False)
+    assert "The user edited lines you had changed in n.py" in said
+    assert "alpha = 99  # mine" in said
+    assert "took back your changes to u.py" in said
+
+
+async def test_rewind_says_what_the_journal_cannot_restore(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    """A turn that ran in the CLI wrote to disk, not through the editor's undo journal: the
+    rewind takes the conversation back and names the files it could not restore."""
+    from lich_core.agent.sessions import SessionStore, session_dir_for
+    from lich_core.vocabulary import Message
+
+    store = SessionStore(session_dir_for({"work_dir": str(root)}))
+    writer = store.create(work_dir=str(root), title="from the shell")
+    thread = writer.session_id
+    writer.append({"type": "run", "event": "start", "run_id": "c1", "ts": 1.0, "prompt": "p1"})
+    writer.message(Message(role="user", content="p1"))
+    writer.message(Message(role="assistant", content="wrote x.py"))
+    writer.append(
+        {"type": "run", "event": "end", "run_id": "c1", "ts": 2.0, "stopped_reason": "final"}
+    )
+    writer.close()
+    writer = store.open_append(thread)
+    writer.append(
+        {"type": "run", "event": "start", "run_id": "c2", "ts": 3.0, "prompt": "p2", "face": "cli"}
+    )
+    writer.message(Message(role="user", content="p2"))
+    writer.message(Message(role="assistant", content="wrote y.py"))
+    writer.append(
+        {
+            "type": "run",
+            "event": "end",
+            "run_id": "c2",
+            "ts": 4.0,
+            "stopped_reason": "final",
+            "files": ["y.py"],
+        }
+    )
+    writer.close()
+    fake_provider.script({"text": "from before p2"})
+    client = await session(client_name, init_options=provider_options(fake_provider))
+
+    rewound = await client.command("lich.rewind", {"thread": thread, "turn": 2})
+    assert rewound["ok"] is False and rewound["files"] == []
+    (missing,) = rewound["not_restored"]
+    assert missing["turn"] == 2 and missing["files"] == ["y.py"]
+    assert missing["reason"].startswith("not_restorable: turn 2 ran in cli")
+    assert "not restored: y.py" in rewound["message"]
+    await client.command("lich.ask", {"prompt": "p3", "thread": thread})
+    sent = request_text(fake_provider, 0)
+    assert "wrote x.py" in sent and "wrote y.py" not in sent
+    assert "keep changes from the rewound turns: y.py" in sent
