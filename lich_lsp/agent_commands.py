@@ -44,6 +44,13 @@ EDIT_MODES = ("apply", "review")
 READ_MAX_LINES = 2_000
 MENTION_CANDIDATES_MAX = 50
 SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
+# `@problems` attaches at most this many diagnostics (a file with thousands would crowd out the
+# prompt); the context says how many were left out.
+PROBLEMS_MAX = 200
+NO_PROBLEMS_NOTE = (
+    "@problems: no diagnostics known for the open files; lich sees the editor's diagnostics "
+    "through code action requests"
+)
 NO_APPLY_EDIT_REASON = (
     "the editor does not declare workspace.applyEdit, so the agent's edits wait as review hunks "
     "(accept them with their code actions); set edit_mode to choose"
@@ -83,6 +90,37 @@ def patch_paths(patch: str) -> list[str]:
     except PatchSyntaxError:
         return []
     return list(dict.fromkeys(section.path for section in sections))
+
+
+def diagnostic_line(diagnostic: Mapping[str, Any]) -> str:
+    """One diagnostic (the JSON shape of code_actions.diagnostic_json) as a context line."""
+    start = (diagnostic.get("range") or {}).get("start") or {}
+    severity = SEVERITY_NAMES.get(diagnostic.get("severity") or 0, "problem")
+    source = f" [{diagnostic['source']}]" if diagnostic.get("source") else ""
+    return f"- line {int(start.get('line', 0)) + 1}: {severity}{source}: {diagnostic.get('message', '')}"
+
+
+def render_problems(by_file: Mapping[str, list[dict[str, Any]]], limit: int = PROBLEMS_MAX) -> str:
+    """`@problems`'s attachment: the diagnostics per file (root-relative paths, in path order),
+    at most `limit` of them, or the note saying none are known."""
+    parts: list[str] = []
+    shown = 0
+    total = sum(len(found) for found in by_file.values())
+    for rel in sorted(by_file):
+        found = by_file[rel][: max(limit - shown, 0)]
+        if not found:
+            continue
+        shown += len(found)
+        parts.append(f"Diagnostics in {rel}:\n" + "\n".join(diagnostic_line(d) for d in found))
+    if not parts:
+        return NO_PROBLEMS_NOTE
+    text = "Problems (@problems: the diagnostics the editor reported for the open files):\n\n"
+    text += "\n\n".join(parts)
+    if total > shown:
+        text += (
+            f"\n\n({total - shown} more diagnostics left out: @problems attaches at most {limit})"
+        )
+    return text
 
 
 def _diagnostics_arg(command: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -170,16 +208,21 @@ class AgentCommands:
                 )
         known = diagnostics or self._seen_diagnostics.for_uri(uri)
         if known:
-            lines = []
-            for diagnostic in known:
-                start = (diagnostic.get("range") or {}).get("start") or {}
-                severity = SEVERITY_NAMES.get(diagnostic.get("severity") or 0, "problem")
-                source = f" [{diagnostic['source']}]" if diagnostic.get("source") else ""
-                lines.append(
-                    f"- line {int(start.get('line', 0)) + 1}: {severity}{source}: {diagnostic.get('message', '')}"
-                )
+            lines = [diagnostic_line(diagnostic) for diagnostic in known]
             parts.append(f"Diagnostics in {rel}:\n" + "\n".join(lines))
         return "\n\n".join(parts)
+
+    def problems_context(self, path: Path | None, diagnostics: list[dict[str, Any]]) -> str:
+        """`@problems`: the diagnostics code action requests brought for each open file (the
+        current version's), and lich.ask's own `diagnostics` for its file, which are newer."""
+        by_file: dict[str, list[dict[str, Any]]] = {}
+        for open_path in self._documents.open_paths():
+            seen = self._seen_diagnostics.for_uri(self._documents.uri_for(open_path))
+            if seen:
+                by_file[relative_path(self._root, open_path)] = seen
+        if path is not None and diagnostics:
+            by_file[relative_path(self._root, path)] = diagnostics
+        return render_problems(by_file)
 
     async def pick_quick_prompt(self) -> str | None:
         """lich.ask without a prompt: offer the configured quick prompts (LSP has no free-text input)."""
@@ -236,7 +279,12 @@ class AgentCommands:
             if path is not None and uri
             else None
         )
-        mentioned = resolve_mentions(prompt, self._root, self._documents)
+        mentioned = resolve_mentions(
+            prompt,
+            self._root,
+            self._documents,
+            problems=lambda: self.problems_context(path, diagnostics),
+        )
         context = "\n\n".join(part for part in (context, mentioned.text()) if part) or None
         # A question the task cannot ask as a request goes on this file (lich_lsp.pending_questions).
         ORIGIN_URI.set(uri)

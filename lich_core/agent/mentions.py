@@ -1,4 +1,5 @@
-"""@-mentions in a prompt: `@path` attaches a file's anchored rows, `@path:12-40` a line range.
+"""@-mentions in a prompt: `@path` attaches a file's anchored rows, `@path:12-40` a line range,
+`@problems` the diagnostics the editor reported for the open files.
 
 The rows are the ones read_file shows (`LINE:HH|text`), taken from the editor's buffer when the
 file is open, and the file is recorded as read, so the model can patch it without reading it
@@ -34,6 +35,7 @@ _RANGE = re.compile(r":(\d+)(?:-(\d+))?$")
 # Prose punctuation after a mention ("see @a.py, then") is not part of the path.
 _TRAILING = ".,;:!?)]}>"
 ROWS_NOTE = "rows are LINE:HASH|content; the hashes are valid anchors for apply_patch"
+NO_EDITOR_PROBLEMS = "@problems: no diagnostics available outside the editor"
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,10 @@ def resolve_mentions(
     read_state: ReadState | None = None,
     problems: Callable[[], str] | None = None,
 ) -> MentionContext:
-    """Attach what the prompt's mentions name; record the attached files in `read_state`."""
+    """Attach what the prompt's mentions name; record the attached files in `read_state`.
+
+    `problems` renders the diagnostics known for the open files for `@problems` (the language
+    server's; without it, the context says none are available outside the editor)."""
     result = MentionContext()
     mentions = parse_mentions(prompt)
     for index, mention in enumerate(mentions):
@@ -128,8 +133,9 @@ def resolve_mentions(
                 f"{mention.text}: invalid_arg: more than {MENTIONS_MAX} mentions in one prompt"
             )
             continue
-        if mention.is_problems and problems is not None:
-            result.attachments.append(problems() or "Problems: the open files have no diagnostics.")
+        if mention.is_problems:
+            # Not a file: the editor's diagnostics, which only the language server knows.
+            result.attachments.append(problems() if problems is not None else NO_EDITOR_PROBLEMS)
             continue
         try:
             path, attachment = _attach(mention, root, source)

@@ -10,6 +10,7 @@ import pytest
 from lich_core.agent.mentions import (
     MENTION_MAX_LINES,
     MENTIONS_MAX,
+    NO_EDITOR_PROBLEMS,
     DiskSource,
     Mention,
     mention_candidates,
@@ -105,6 +106,14 @@ def test_too_many_mentions_are_noted(tmp_path: Path) -> None:
     assert result.notes == [
         f"@f{MENTIONS_MAX}.py: invalid_arg: more than {MENTIONS_MAX} mentions in one prompt"
     ]
+
+
+def test_problems_is_not_a_file_and_says_so_without_an_editor(tmp_path: Path) -> None:
+    (tmp_path / "problems").write_text("not diagnostics\n", encoding="utf-8")
+    result = resolve_mentions("fix @problems", tmp_path, DiskSource())
+    assert result.attachments == [NO_EDITOR_PROBLEMS] and result.paths == []
+    given = resolve_mentions("fix @problems", tmp_path, DiskSource(), problems=lambda: "P")
+    assert given.attachments == ["P"] and given.notes == []
 
 
 def test_candidates_prefix_first_then_name_matches_skipping_vcs(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
 """@-mentions over the wire, every client profile: `@file` and `@file:a-b` put the open buffer's
 anchored rows (its unsaved text, not the disk's) in the first request and arm the read state,
-`@../x` is refused with its note in the request, and lich.mentions lists candidate paths."""
+`@../x` is refused with its note in the request, `@problems` attaches the diagnostics code action
+requests and lich.ask brought for the open files (or says none are known), and lich.mentions lists
+candidate paths."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
-from lsp_harness import provider_options, tool_messages
+from lsp_harness import EditorClient, provider_options, tool_messages
+from lsprotocol import types
 
 from lich_core.hashline.anchors import line_hash
+from lich_lsp.agent_commands import NO_PROBLEMS_NOTE, PROBLEMS_MAX
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
@@ -91,3 +95,104 @@ async def test_mentions_command_lists_candidates(session, root: Path, client_nam
     assert listed == {"candidates": ["pkg/beta.py"]}
     everything = await client.command("lich.mentions", {})
     assert sorted(everything["candidates"]) == ["notes.md", "pkg/alpha.py", "pkg/beta.py"]
+
+
+def diagnostic(line: int, message: str, source: str | None = None) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=types.Range(
+            start=types.Position(line=line, character=0), end=types.Position(line=line, character=1)
+        ),
+        message=message,
+        severity=types.DiagnosticSeverity.Error if source else types.DiagnosticSeverity.Warning,
+        source=source,
+    )
+
+
+async def send_code_action(client: EditorClient, uri: str, found: list[types.Diagnostic]) -> None:
+    """What an editor does when the user opens the code action menu: lich remembers `found`."""
+    await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(
+                start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+            ),
+            context=types.CodeActionContext(diagnostics=found),
+        )
+    )
+
+
+async def test_problems_mention_attaches_the_open_files_diagnostics(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    (root / "pkg").mkdir()
+    fake_provider.script({"text": "fixed"}, {"text": "nothing"})
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    first = client.open(root / "pkg" / "a.py", "imp os\nx = y\n")
+    second = client.open(root / "b.py", "print(z)\n")
+    closed = client.open(root / "c.py", "w\n")
+    await send_code_action(
+        client,
+        first,
+        [
+            diagnostic(0, "invalid syntax", "python"),
+            diagnostic(1, "undefined name 'y'", "pyflakes"),
+        ],
+    )
+    await send_code_action(client, closed, [diagnostic(0, "closed file's problem", "pyflakes")])
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=closed))
+    )
+    # lich.ask's own diagnostics (a code action's arguments) count for its file.
+    result = await client.command(
+        "lich.ask",
+        {
+            "prompt": "fix @problems",
+            "uri": second,
+            "diagnostics": [{"range": {"start": {"line": 0}}, "message": "z is unbound"}],
+        },
+    )
+    assert result["stopped_reason"] == "final", result
+    sent = first_request_text(fake_provider)
+    assert (
+        "Diagnostics in b.py:\\n- line 1: problem: z is unbound\\n\\n"
+        "Diagnostics in pkg/a.py:\\n- line 1: error [python]: invalid syntax\\n"
+        "- line 2: error [pyflakes]: undefined name 'y'"
+    ) in sent
+    assert "closed file's problem" not in sent
+    assert "fix @problems" in sent
+    # An edit makes what the editor reported for the old text stale: nothing is known now.
+    client.type_text(first, "import os\nx = 1\n")
+    result = await client.command("lich.ask", {"prompt": "again @problems"})
+    assert result["stopped_reason"] == "final", result
+    later = json.dumps(fake_provider.requests[1]["json"]["messages"], ensure_ascii=False)
+    assert NO_PROBLEMS_NOTE in later and "invalid syntax" not in later
+
+
+async def test_problems_mention_without_diagnostics_says_so(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    fake_provider.script({"text": "no problems known"})
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    uri = client.open(root / "clean.py", "x = 1\n")
+    await send_code_action(client, uri, [])
+    result = await client.command("lich.ask", {"prompt": "fix @problems"})
+    assert result["stopped_reason"] == "final", result
+    sent = first_request_text(fake_provider)
+    assert NO_PROBLEMS_NOTE in sent
+    assert "Diagnostics in clean.py" not in sent and "@problems: not_found" not in sent
+
+
+async def test_problems_mention_is_bounded_with_a_note(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    fake_provider.script({"text": "too many"})
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    uri = client.open(root / "noisy.py", "x\n" * 10)
+    many = [diagnostic(n % 10, f"warning number {n}") for n in range(PROBLEMS_MAX + 7)]
+    await send_code_action(client, uri, many)
+    result = await client.command("lich.ask", {"prompt": "triage @problems"})
+    assert result["stopped_reason"] == "final", result
+    sent = first_request_text(fake_provider)
+    assert f"warning number {PROBLEMS_MAX - 1}" in sent
+    assert f"warning number {PROBLEMS_MAX}\\n" not in sent
+    assert f"7 more diagnostics left out: @problems attaches at most {PROBLEMS_MAX}" in sent
