@@ -45,6 +45,9 @@ SESSION_SUFFIX = ".jsonl"
 SESSIONS_DIR_NAME = "sessions"
 LATEST = "latest"
 TITLE_MAX_CHARS = 80
+# Listing summaries kept (per file, until it changes): a few workspaces' worth of threads.
+INFO_CACHE_MAX = 1_000
+_info_cache: dict[str, tuple[tuple[int, int, int, int], SessionInfo]] = {}
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -344,10 +347,26 @@ class SessionStore:
         return [path for path in paths if is_regular_file(path)]
 
     def _info(self, path: Path) -> SessionInfo:
+        """The listing's summary of one file, kept until the file changes (a listing of a
+        hundred threads must not replay a hundred histories each time)."""
+        try:
+            info = path.lstat()
+        except OSError as err:
+            raise SessionError(f"session_unreadable: {path}: {err.strerror or err}") from err
+        stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        cached = _info_cache.get(str(path))
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        summary = self._summarise(path, info.st_mtime)
+        _info_cache[str(path)] = (stamp, summary)
+        while len(_info_cache) > INFO_CACHE_MAX:
+            _info_cache.pop(next(iter(_info_cache)))
+        return summary
+
+    def _summarise(self, path: Path, modified: float) -> SessionInfo:
         session_id = path.name[: -len(SESSION_SUFFIX)]
         try:
-            modified = path.lstat().st_mtime
-            replay = replay_file(path)
+            replay = replay_file(path, keep=False)
         except OSError as err:
             raise SessionError(f"session_unreadable: {path}: {err.strerror or err}") from err
         meta = replay.meta

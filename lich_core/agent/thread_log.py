@@ -205,11 +205,13 @@ _cache: OrderedDict[str, _Cached] = OrderedDict()
 _cache_lock = threading.Lock()  # the ACP face replays on its worker thread too
 
 
-def replay_file(path: Path) -> Replay:
+def replay_file(path: Path, *, keep: bool = True) -> Replay:
     """The thread in `path`, read from where the last replay of it stopped (a snapshot).
 
-    Raises OSError (the file cannot be opened safely: lich_core.userstate) for the caller to
-    word. A torn last line (a write cut short by a crash) is left for the next read.
+    `keep`: hold the replay for the next read (a thread being followed up); a listing of every
+    thread passes False, so it does not push those out. Raises OSError (the file cannot be
+    opened safely: lich_core.userstate) for the caller to word. A torn last line (a write cut
+    short by a crash) is left for the next read.
     """
     key = str(path)
     fd = open_state_file(path, os.O_RDONLY)
@@ -217,6 +219,10 @@ def replay_file(path: Path) -> Replay:
         info = os.fstat(handle.fileno())
         with _cache_lock:
             cached = _cache.get(key)
+            if not keep and cached is None:
+                replay = Replay()
+                _feed_lines(replay, handle)
+                return replay
             if (
                 cached is None
                 or (cached.device, cached.inode) != (info.st_dev, info.st_ino)
