@@ -33,6 +33,9 @@ from lich_core.userstate import open_state_file
 from lich_core.vocabulary import Message
 
 PROMPT_RECORD_MAX_CHARS = 8_000
+# What lich.thread shows of each tool call of a turn (a chat renders it folded).
+STEP_ARGUMENTS_MAX_CHARS = 300
+STEP_RESULT_MAX_CHARS = 300
 # Replays kept in memory (a long-lived server follows up on a few threads at a time).
 CACHED_REPLAYS_MAX = 16
 READ_CHUNK_BYTES = 1 << 20
@@ -55,6 +58,8 @@ class Turn:
     usage: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     discarded_by: int = 0  # the rewind (1, 2, ...) that took it back; 0: live
+    # The turn's tool calls, in order: {id, name, arguments, ok, result} (clipped text).
+    tools: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +75,7 @@ class Turn:
             "started": self.started,
             "ended": self.ended,
             "usage": usage_summary(self.usage),
+            "tools": [dict(step) for step in self.tools],
             "discarded": self.discarded_by > 0,
             **({"branch": self.discarded_by} if self.discarded_by else {}),
         }
@@ -110,11 +116,8 @@ class Replay:
                 message = Message.from_dict(record["message"])
                 self.messages.append(message)
                 self.message_records += 1
-                if message.role == "assistant" and self.turns:
-                    # Files written before end records carried `final`: the last answer.
-                    last = self.turns[-1]
-                    if last.stopped_reason is None:
-                        last.final = message.content
+                if self.turns and self.turns[-1].stopped_reason is None:
+                    _note_step(self.turns[-1], message)
             elif kind == "compaction":
                 self.messages = [Message.from_dict(item) for item in record["messages"]]
             elif kind == "run":
@@ -187,7 +190,12 @@ class Replay:
         copy = Replay()
         copy.meta = dict(self.meta)
         copy.messages = list(self.messages)
-        copy.turns = [dataclasses.replace(turn, files=list(turn.files)) for turn in self.turns]
+        copy.turns = [
+            dataclasses.replace(
+                turn, files=list(turn.files), tools=[dict(step) for step in turn.tools]
+            )
+            for turn in self.turns
+        ]
         copy.rewinds = self.rewinds
         copy.message_records = self.message_records
         return copy
@@ -279,6 +287,50 @@ def is_regular_file(path: Path) -> bool:
         return stat.S_ISREG(path.lstat().st_mode)
     except OSError:
         return False
+
+
+def _note_step(turn: Turn, message: Message) -> None:
+    """What a running turn's message adds to its summary: its tool calls and their outcomes,
+    and the last answer (files written before end records carried `final`)."""
+    if message.role == "assistant":
+        turn.final = message.content
+        for call in message.tool_calls:
+            turn.tools.append(
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": _clipped(json_arguments(call.arguments), STEP_ARGUMENTS_MAX_CHARS),
+                    "ok": None,
+                    "result": "",
+                }
+            )
+    elif message.role == "tool":
+        for step in reversed(turn.tools):
+            if step["id"] == message.tool_call_id:
+                step["ok"], step["result"] = _outcome(message.content)
+                return
+
+
+def _outcome(content: str) -> tuple[bool, str]:
+    """(ok, a short result) of a tool message: an error is the JSON of a failed ToolResult."""
+    if content.startswith('{"ok": false'):
+        try:
+            error = json.loads(content).get("error") or ""
+        except (ValueError, AttributeError):
+            error = content
+        return False, _clipped(str(error), STEP_RESULT_MAX_CHARS)
+    return True, _clipped(content, STEP_RESULT_MAX_CHARS)
+
+
+def json_arguments(arguments: Any) -> str:
+    try:
+        return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(arguments)
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _optional_str(value: Any) -> str | None:

@@ -130,6 +130,9 @@ async def test_rewind_restores_the_files_and_the_history(
         (4, False),
     ]
     assert shown["turns"][1]["files"] == ["a.py"] and shown["turns"][1]["branch"] == 1
+    (step,) = shown["turns"][1]["tools"]
+    assert (step["name"], step["ok"]) == ("edit_file", True)
+    assert '"new_string": "value = 2"' in step["arguments"]
     with pytest.raises(JsonRpcInvalidParams, match="already rewound"):
         await client.command("lich.rewind", {"thread": thread, "turn": 3})
 
