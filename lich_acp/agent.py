@@ -1,9 +1,10 @@
-"""The ACP agent: initialize, session/new|load|prompt|cancel|set_mode over lich_core's agent.
+"""The ACP agent: initialize, session/new|load|list|prompt|cancel|set_mode over lich_core's agent.
 
 Threads: the SDK's connection runs on the caller's loop; every session's Agent runs on one
 worker thread (AgentThread) with its own loop, so a synchronous Workspace read that goes to the
 client (fs/read_text_file) blocks only the agent. One Agent and one tool runtime per session;
-lich_core's SessionStore keeps the history (the ACP session id is the store's session id).
+lich_core's SessionStore keeps the history (the ACP session id is the store's session id), so an
+ACP session is the same thread the editor's lich.ask and the CLI's --resume continue.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,6 +27,7 @@ from acp.schema import (
     HttpMcpServer,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
     McpServerStdio,
@@ -33,6 +36,9 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
     SessionMode,
     SessionModeState,
     SetSessionModeResponse,
@@ -63,6 +69,7 @@ from lich_core.approvals import ApprovalStore
 from lich_core.config import Config, load_config
 from lich_core.errors import ConfigError, EditRejected, ToolError
 from lich_core.mcp.spec import v_mcp_servers
+from lich_core.project_rules import load_project_rules, render_project_rules
 from lich_core.runtime import ToolRuntime
 from lich_core.tools.types import tool_capability
 from lich_core.vocabulary import CancelToken, Message, ToolResult
@@ -88,6 +95,10 @@ STOP_REASONS = {
     "error": "refusal",
 }
 MCP_NAME_MAX = 32
+# session/list answers this many threads a page (threads_max keeps 100 by default: two pages).
+SESSION_LIST_PAGE_SIZE = 50
+# What a thread's run start record says the run came from (`lich.thread` shows it).
+FACE = "acp"
 
 
 class AgentThread:
@@ -174,6 +185,17 @@ def _prompt_text(blocks: list[Any]) -> tuple[str, str | None]:
     return text or "See the attached context.", "\n\n".join(context) or None
 
 
+def _parse_cursor(cursor: str) -> tuple[float, str]:
+    """A session/list cursor back to its (modified time, session id) sort key."""
+    modified, _, session_id = cursor.rpartition("/")
+    try:
+        return float(modified), session_id
+    except ValueError:
+        raise RequestError.invalid_params(
+            {"cursor": f"invalid_arg: {cursor!r} is not a cursor lich gave"}
+        ) from None
+
+
 @dataclass
 class AcpSession:
     id: str
@@ -213,12 +235,28 @@ class AcpSession:
             context=context,
             workspace=workspace,
             edit_label=f"lich: {text[:60]}",
+            project_rules=self._project_rules(),
+            run_record={"face": FACE},
         )
         if result.stopped_reason == "error" and result.error:
             await self.bridge.update(text_update(f"\n\nlich: {result.error}"))
         if workspace.mode == REVIEW and not token.cancelled:
             await self._finish_review(workspace)
         return str(result.stopped_reason)
+
+    def _project_rules(self) -> str | None:
+        """The repository's rules for a prompt that starts the thread's history, as the editor's
+        lich.ask gives a new thread; None once the history has them (a later prompt, a loaded
+        thread that had prompts), or when the user turned them off."""
+        if not self.config.settings.project_rules:
+            return None
+        try:
+            _, replay = SessionStore.for_config(self.config).replay(self.id)
+        except SessionError:
+            return None  # the run itself reports the session it cannot open
+        if replay.messages:
+            return None
+        return render_project_rules(load_project_rules(self.root)) or None
 
     async def _finish_review(self, workspace: AcpWorkspace) -> None:
         changes = workspace.review_changes()
@@ -385,6 +423,7 @@ class LichAcpAgent:
                     image=False, audio=False, embedded_context=True
                 ),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             auth_methods=[],
             agent_info=Implementation(name="lich", title="lich", version=__version__),
@@ -515,6 +554,37 @@ class LichAcpAgent:
         for update in replay_updates(messages, root, capability_of):
             await self.conn.session_update(session_id=session_id, update=update)
         return LoadSessionResponse(modes=self._modes(session.mode))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """The threads of `cwd` (lich keeps threads per workspace; without a cwd, the agent's own
+        working directory's), most recently written first, a page at a time. The cursor is the
+        sort key of the last thread of the previous page, so a thread created meanwhile does not
+        shift the pages."""
+        root = self._root_for(cwd) if cwd is not None else (self.default_root or Path.cwd())
+        after = _parse_cursor(cursor) if cursor is not None else None
+        try:
+            infos = SessionStore.for_config(load_config(root)).list()
+        except ConfigError as err:
+            raise RequestError.invalid_params({"config": str(err)}) from err
+        if after is not None:
+            infos = [info for info in infos if (info.modified, info.session_id) < after]
+        page = infos[:SESSION_LIST_PAGE_SIZE]
+        more = len(infos) > len(page)
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=info.session_id,
+                    cwd=str(root),
+                    title=info.title or None,
+                    updated_at=datetime.fromtimestamp(info.modified, timezone.utc).isoformat(),
+                    field_meta={"lich": {"turns": info.turns}},
+                )
+                for info in page
+            ],
+            next_cursor=f"{page[-1].modified!r}/{page[-1].session_id}" if more else None,
+        )
 
     def _session(self, session_id: str) -> AcpSession:
         session = self.sessions.get(session_id)
