@@ -1,10 +1,11 @@
 """Agent commands of the `lich` CLI (dispatched from lich_cli/main.py through COMMANDS).
 
     lich "task" [--work-dir D] [--model M] [--provider-kind K] [--base-url U] [--max-turns N]
-                [--config FILE] [--resume ID|latest] [--record FILE] [--quiet]
+                [--config FILE] [--thread ID|latest] [--record FILE] [--quiet]
     lich init [--work-dir D]            write a commented .lich/config.json (never overwrites)
     lich config [--work-dir D] [--json] effective config, secrets masked, with each key's source
-    lich sessions [--work-dir D] [--json]
+    lich threads [--work-dir D] [--json] the workspace's threads, newest first (docs/conversations.md)
+    lich sessions [--work-dir D] [--json] the same threads, with run and message counts
     lich mcp list|add|enable|disable|remove   the MCP servers of the user config (docs/mcp.md)
 
 A run prints the model's text on stdout as it streams and progress lines on stderr; it exits 0
@@ -259,8 +260,18 @@ def run_parser(*, overview: bool = False) -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-turns", type=int, default=None, help="model calls allowed (default 25)"
     )
-    parser.add_argument(
-        "--resume", default=None, metavar="ID|latest", help="continue a saved session"
+    continuing = parser.add_mutually_exclusive_group()
+    continuing.add_argument(
+        "--thread",
+        default=None,
+        metavar="ID|latest",
+        help="continue a thread (see `lich threads`); an unknown one fails before any model call",
+    )
+    continuing.add_argument(
+        "--resume",
+        default=None,
+        metavar="ID|latest",
+        help="continue a saved session (as --thread; an unknown one ends the run in an error)",
     )
     parser.add_argument(
         "--record", default=None, metavar="FILE", help="record model turns as a replay JSONL file"
@@ -287,9 +298,34 @@ def cmd_run(argv: list[str]) -> int:
     overrides = {"max_turns": args.max_turns} if args.max_turns is not None else None
     config = _load(args, overrides)
     apply_provider_flags(config, model=args.model, kind=args.provider_kind, base_url=args.base_url)
-    return asyncio.run(
-        _run_task(config, task, resume=args.resume, record=args.record, quiet=args.quiet)
-    )
+    resume = args.resume
+    if args.thread is not None:
+        try:
+            resume = resolve_thread(config, args.thread)
+        except ThreadRefError as err:
+            print(f"lich: {err}", file=sys.stderr)
+            return EXIT_FAILED
+    return asyncio.run(_run_task(config, task, resume=resume, record=args.record, quiet=args.quiet))
+
+
+class ThreadRefError(Exception):
+    """A --thread that names no thread of this workspace; the message is one line."""
+
+
+def resolve_thread(config: Config, ref: str) -> str:
+    """The thread id `ref` (an id or "latest") names, checked before anything is built or sent:
+    a mistyped id must not cost a model call to find out."""
+    from lich_core.agent.sessions import LATEST, SessionError, SessionStore
+
+    store = SessionStore.for_config(config)
+    try:
+        return store.resolve(ref)
+    except SessionError as err:
+        message = str(err)
+        if not message.startswith("session_not_found:"):
+            raise ThreadRefError(message) from err  # the store itself is unreadable: say why
+        where = "no threads in this workspace; " if ref == LATEST else ""
+        raise ThreadRefError(f"unknown_thread: {ref} ({where}see `lich threads`)") from err
 
 
 async def _run_task(
@@ -322,7 +358,14 @@ async def _run_task(
         sys.stdout, sys.stderr, quiet=quiet, model_description=describe() if describe else ""
     )
     run_task = asyncio.ensure_future(
-        agent.run(task, on_event=printer, cancel=cancel, resume=resume)
+        agent.run(
+            task,
+            on_event=printer,
+            cancel=cancel,
+            resume=resume,
+            project_rules=None if resume is not None else _project_rules(config),
+            run_record={"face": "cli"},
+        )
     )
     remove_handler = _install_interrupt(cancel, run_task)
     try:
@@ -337,10 +380,23 @@ async def _run_task(
         await _close_http()
     if result.session_id and not quiet and worth_resuming(result.messages):
         print(
-            f"lich: session {result.session_id} (resume with --resume {result.session_id})",
+            f'lich: thread {result.session_id} (continue with: lich --thread {result.session_id} "...")',
             file=sys.stderr,
         )
     return EXIT_OK if result.stopped_reason == "final" else EXIT_FAILED
+
+
+def _project_rules(config: Config) -> str | None:
+    """The repository's rules for a new thread's first turn (the root's only: a CLI task names
+    no file), as the editor's lich.ask gives them; None when turned off or there are none."""
+    if not config.settings.project_rules:
+        return None
+    from pathlib import Path
+
+    from lich_core.project_rules import load_project_rules, render_project_rules
+
+    root = Path(config.settings.work_dir or os.getcwd())
+    return render_project_rules(load_project_rules(root)) or None
 
 
 def worth_resuming(messages: list[Any]) -> bool:
@@ -435,8 +491,8 @@ CONFIG_TEMPLATE = """\
   "context_budget_tokens": 100000,
   "compress_threshold": 0.8,
 
-  // Session logs (JSONL, one file per session; `lich sessions`, --resume ID|latest).
-  // Default: .lich/sessions in this workspace.
+  // Threads (JSONL, one file per thread; `lich threads`, lich --thread ID|latest "...").
+  // Default: this workspace's folder in your user state dir, never the repository (docs/trust.md).
   // "session_dir": ".lich/sessions",
   // Threads kept per workspace (older ones are deleted; 0 keeps all; needs trust here).
   // "threads_max": 100,
@@ -568,7 +624,44 @@ def cmd_config(argv: list[str]) -> int:
     return EXIT_OK
 
 
-# --- lich sessions ---
+# --- lich threads, lich sessions ---
+
+
+def cmd_threads(argv: list[str]) -> int:
+    from lich_core.agent.sessions import SessionStore
+
+    parser = argparse.ArgumentParser(
+        prog="lich threads",
+        description="List this workspace's threads (conversations), newest first; continue one "
+        'with lich --thread ID "follow-up".',
+    )
+    _add_common(parser)
+    parser.add_argument(
+        "--json", action="store_true", help="print [{thread, title, turns, updated}] as JSON"
+    )
+    args = parser.parse_args(argv)
+    store = SessionStore.for_config(_load(args))
+    infos = store.list()
+    if args.json:
+        rows = [
+            {
+                "thread": info.session_id,
+                "title": info.title,
+                "turns": info.turns,
+                "updated": info.modified,
+            }
+            for info in infos
+        ]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if not infos:
+        print(f"no threads in {store.directory}")
+        return EXIT_OK
+    for info in infos:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.modified))
+        turns = "turn " if info.turns == 1 else "turns"
+        print(f"{info.session_id}  {when}  {info.turns:>3} {turns}  {info.title}")
+    return EXIT_OK
 
 
 def cmd_sessions(argv: list[str]) -> int:
@@ -773,6 +866,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": cmd_run,
     "init": cmd_init,
     "config": cmd_config,
+    "threads": cmd_threads,
     "sessions": cmd_sessions,
     "mcp": cmd_mcp,
 }

@@ -5,8 +5,9 @@
     lich tools [--work-dir DIR] [--json]           list tools with capability and enabled state
     lich --version
 
-Agent commands (`lich "task"`, `lich init`, `lich config`, `lich sessions`, `lich mcp`) live in
-lich_cli/agent.py and are dispatched from here; `lich acp` and `lich demo` start their faces.
+Agent commands (`lich "task"`, `lich init`, `lich config`, `lich threads`, `lich sessions`,
+`lich mcp`) live in lich_cli/agent.py and are dispatched from here; `lich acp` and `lich demo`
+start their faces.
 """
 
 from __future__ import annotations
@@ -203,6 +204,8 @@ USAGE = """usage: lich demo [--editor nvim]      watch the agent fix a bug in a 
        lich trust [--revoke]          trust this workspace's .lich/config.json (docs/trust.md)
        lich mcp list|add|enable|disable|remove   the MCP servers in your user config (docs/mcp.md)
        lich acp [--work-dir D]        the agent over the Agent Client Protocol on stdio (for ACP editors)
+       lich --thread ID "follow-up"   continue a thread (conversation) with everything said so far
+       lich threads [--json]          this workspace's threads, newest first (docs/conversations.md)
        lich init | config | sessions
        lich --version"""
 

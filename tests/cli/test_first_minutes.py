@@ -224,7 +224,7 @@ def test_only_a_run_that_got_an_answer_offers_resume(
     )
     assert failed.returncode == 1
     assert len(error_lines(failed.stderr)) == 1
-    assert "--resume" not in failed.stderr
+    assert "--thread" not in failed.stderr and "--resume" not in failed.stderr
     fake_provider.script({"text": "Hello."})
     answered = lich(
         "say hello",
@@ -237,9 +237,9 @@ def test_only_a_run_that_got_an_answer_offers_resume(
         cwd=tmp_path,
     )
     assert answered.returncode == 0, answered.stderr
-    assert re.search(r"lich: session \S+ \(resume with --resume \S+\)", answered.stderr), (
-        answered.stderr
-    )
+    assert re.search(
+        r'lich: thread (\S+) \(continue with: lich --thread \1 "\.\.\."\)', answered.stderr
+    ), answered.stderr
 
 
 # --- connection errors say what happened ---
