@@ -74,5 +74,5 @@ async def test_a_cli_thread_continues_in_the_editor_and_then_over_acp(
 
     _, replay = store.replay(thread)
     assert [t.prompt for t in replay.turns] == ["prompt one", "prompt two", "prompt three"]
-    assert [t.face for t in replay.turns[1:]] == ["lsp", "acp"]
+    assert [t.face for t in replay.turns] == ["cli", "lsp", "acp"]
     assert [t.final for t in replay.turns] == list(ANSWERS)
