@@ -531,6 +531,8 @@ CONFIG_TEMPLATE = """\
   // The repository's AGENTS.md (else CLAUDE.md, .github/copilot-instructions.md) in each task's
   // context, labelled as repository text; false turns it off (see docs/agent.md).
   // "project_rules": true,
+  // Open each finished task's markdown transcript in the editor (the chat views show the answer).
+  // "show_transcript": false,
   // Prompts lich.ask offers when invoked without one.
   // "quick_prompts": ["Explain this code", "Find bugs in this code", "Add tests for this code"],
   // Set to "never" to ignore settings that need trust and never be offered to trust them.

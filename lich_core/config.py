@@ -552,6 +552,13 @@ KEYS: dict[str, KeySpec] = {
     "code_actions": KeySpec(
         [], v_code_actions, None, "Extra code actions: [{title, prompt, kind}].", side=SIDE_ANY
     ),
+    "show_transcript": KeySpec(
+        False,
+        v_bool,
+        None,
+        "Open each finished task's markdown transcript in the editor (window/showDocument).",
+        SIDE_ANY,
+    ),
     "quick_prompts": KeySpec(
         list(DEFAULT_QUICK_PROMPTS),
         v_str_list,

@@ -85,6 +85,7 @@ class Settings(Mapping[str, Any]):
     review_style: str = "auto"
     approval: Mapping[str, str] = field(default_factory=dict)
     code_actions: Sequence[Mapping[str, Any]] = field(default_factory=list)
+    show_transcript: bool = False
     quick_prompts: Sequence[str] = field(default_factory=_default_quick_prompts)
     project_rules: bool = True
     disk_write_policy: str = "auto"

@@ -639,7 +639,10 @@ class TaskManager:
             text = "\n".join(happened) + f"\nThe agent said: {text}"
         self._messages.show_message(f"{task.label}: {_clip(text, FINAL_MESSAGE_MAX_CHARS)}", kind)
         path = self._write_transcript(task, outcome)
-        if path is not None and self._features.show_document:
+        # Only where the user or the editor's integration asks: in front of the user's file it
+        # hides the file (in review mode, the one whose hunks wait for an answer).
+        wanted = self._holder.config.settings.show_transcript
+        if path is not None and wanted and self._features.show_document:
             try:
                 await self._port.show_document(
                     types.ShowDocumentParams(uri=path.as_uri(), take_focus=False)

@@ -287,6 +287,7 @@ BAD_VALUE_FOR_KEY: dict[str, Any] = {
     "compress_threshold": "most",
     "session_dir": False,
     "threads_max": -1,
+    "show_transcript": "yes",
     "plugins": "a.py",
     "mcp_servers": {"files": {"command": 3}},
     "web_search": {"kind": "google"},

@@ -76,6 +76,7 @@ def test_every_key_declares_its_side() -> None:
         "code_actions",
         "compress_threshold",
         "review_style",
+        "show_transcript",
     }
     for key in by_side[SIDE_USER]:
         assert KEYS[key].effects is not None, f"{key} must say what it would do"

@@ -32,7 +32,9 @@ async def test_ask_edits_an_open_and_a_closed_file(
         {"tool_calls": [edit("open.py", "y = 2", "y = 3"), edit("closed.py", "a = 1", "a = 10")]},
         {"text": "done: both edited"},
     )
-    client = await session(client_name, init_options=provider_options(fake_provider))
+    # An integration that asks for the transcript (show_transcript; off by default).
+    options = provider_options(fake_provider, show_transcript=True)
+    client = await session(client_name, init_options=options)
     open_uri = client.open(root / "open.py", "x = 1\ny = 2\n# unsaved note\n")
     result = await client.command("lich.ask", {"prompt": "bump the numbers"})
     assert result["stopped_reason"] == "final"
@@ -77,7 +79,7 @@ async def test_ask_edits_an_open_and_a_closed_file(
     assert (
         "bump the numbers" in written and "edit_file" in written and "done: both edited" in written
     )
-    # The transcript is shown (without taking focus) exactly when the client can show documents.
+    # Asked for, the transcript is shown (not focused) exactly when the client can show documents.
     window = client.declared.window
     if window is not None and window.show_document is not None and window.show_document.support:
         (shown,) = client.shown_documents
