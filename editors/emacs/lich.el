@@ -341,9 +341,24 @@ only its short fields and says so in `data.cut'."
        (setq lich--streaming nil))
       (_ nil))))
 
+(defvar lich-event-functions nil
+  "Functions called with each `lich/event' payload after the transcript showed it.
+`lich-chat' adds its handler here.  An error in one is shown, not raised.")
+
 (defun lich-handle-event (event)
   "The `lich/event' notification handler: render EVENT, never signal."
-  (ignore-errors (lich-render-event event)))
+  (ignore-errors (lich-render-event event))
+  (dolist (function lich-event-functions)
+    (condition-case err
+        (funcall function event)
+      (error (message "lich: %s failed on an event: %s" function (error-message-string err))))))
+
+;;;; The chat (lich-chat.el, loaded on first use)
+
+(autoload 'lich-chat "lich-chat" "Show the chat with lich-lsp and move to the input." t)
+(autoload 'lich-threads "lich-chat" "Pick one of the workspace's threads and show it in the chat." t)
+(autoload 'lich-new-thread "lich-chat" "Empty the chat: the next message starts a new thread." t)
+(autoload 'lich-rewind "lich-chat" "Rewind the chat's thread to before a turn." t)
 
 ;;;; Progress (`$/progress')
 

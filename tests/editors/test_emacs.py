@@ -36,6 +36,7 @@ from tests.support.event_schema import (
     load_fixture,
     schema_errors,
 )
+from tests.support.fake_provider import FakeProviderServer
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = Path(__file__).resolve().parent / "emacs" / "eglot_scenario.el"
@@ -43,7 +44,7 @@ TRUST_SCENARIO = SCENARIO.parent / "eglot_trust.el"
 RUN_TESTS_SCENARIO = SCENARIO.parent / "eglot_run_tests.el"
 PROCESS_TIMEOUT_S = 180
 EMACS_DIR = REPO / "editors" / "emacs"
-EMACS_FILES = ("lich.el", "lich-eglot.el", "lich-lsp-mode.el")
+EMACS_FILES = ("lich.el", "lich-chat.el", "lich-eglot.el", "lich-lsp-mode.el")
 # An Emacs Lisp symbol (no quote or `#'`), e.g. `eglot--uri-to-path`, `lich-eglot--servers`.
 SYMBOL = re.compile(r"[A-Za-z0-9_+*/<>=!?$%&:.~^-]+")
 
@@ -516,3 +517,84 @@ def test_emacs_files_use_public_client_api_only() -> None:
     assert not re.search(r"\(require '(eglot|lsp-mode|jsonrpc)\)", shared)
     for adapter in ("lich-eglot.el", "lich-lsp-mode.el"):
         assert "(require 'lich)" in (EMACS_DIR / adapter).read_text(encoding="utf-8"), adapter
+
+
+CHAT_SCENARIO = SCENARIO.parent / "chat_scenario.el"
+
+
+@pytest.mark.parametrize("client", ["eglot", "lsp-mode"])
+def test_chat_sends_a_message_and_a_follow_up(
+    emacs: str, tmp_path: Path, fake_provider: FakeProviderServer, client: str
+) -> None:
+    """M-x lich-chat through each client against the real lich-lsp and the fake provider:
+    `@hel` completes to `@hello.py` (lich.mentions); a two-line message (C-j) sent with RET
+    shows its tool call as one line and the streamed answer; a follow-up sent with RET lands on
+    the same thread without moving point out of the first answer, and the provider's request
+    for it carries the first prompt and answer; a provider error is said inline;
+    lich-new-thread empties the chat, lich-threads brings the thread back from lich.thread and
+    lich-rewind on the second turn marks turns 2 and 3 rewound (and the server agrees)."""
+    if client == "lsp-mode" and not _feature_available(emacs, "lsp-mode"):
+        pytest.skip("Emacs has no lsp-mode (Debian: apt-get install elpa-lsp-mode)")
+    from tests.editors.test_nvim import write_provider_config
+
+    fake_provider.script(
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "hello.py"}}]},
+        {"text": "The answer is 42."},
+        {"text": "Still 42, as I said."},
+        {"status": 401},
+    )
+    write_provider_config(tmp_path, fake_provider)
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    (tmp_path / "home").mkdir()
+    (workspace / "hello.py").write_text("def hello():\n    return 1\n", encoding="utf-8")
+    result = run_emacs_scenario(
+        emacs,
+        CHAT_SCENARIO,
+        workspace,
+        tmp_path,
+        {"LICH_TEST_CLIENT": client, "XDG_CONFIG_HOME": str(tmp_path / "config")},
+    )
+    thread = result["values"]["thread"]
+    assert thread
+    requests = [request["json"]["messages"] for request in fake_provider.requests]
+    first = json.dumps(requests[0])
+    assert "First question\\nabout hello.py" in first
+    follow_up = json.dumps(requests[2])
+    # The follow-up's request carries the whole first turn: prompt, tool call and answer.
+    assert "First question" in follow_up and "The answer is 42." in follow_up
+    assert "Follow-up question" in follow_up
+    assert "Follow-up question" not in first
+
+
+def test_chat_renders_events_without_a_server(emacs: str) -> None:
+    """ERT in batch Emacs, lich-chat.el over a fake adapter: lich.el autoloads the chat
+    commands; a first message takes the first new run no other chat continues as its thread,
+    text and tool lines stream in without moving point, a follow-up names the thread; a
+    cancelled turn, a refused request (thread_busy:) and a non-streamed answer are shown once,
+    in plain words."""
+    stderr = run_ert(emacs, CHAT_SCENARIO.parent / "chat_render.el")
+    for name in (
+        "lich-chat-commands-are-autoloaded",
+        "lich-chat-streams-without-moving-point",
+        "lich-chat-says-cancelled-and-errors-in-plain-words",
+    ):
+        assert re.search(rf"passed\s+\d+/\d+\s+{name}\b", stderr), (name, stderr[-4000:])
+
+
+def test_chat_byte_compiles(emacs: str, tmp_path: Path) -> None:
+    """lich-chat.el byte-compiles with warnings as errors next to lich.el, without any LSP
+    client loaded (tests/editors/test_editor_configs.py covers the other three files)."""
+    for name in ("lich.el", "lich-chat.el"):
+        shutil.copy(EMACS_DIR / name, tmp_path / name)
+    proc = subprocess.run(
+        [emacs, "--batch", "-L", str(tmp_path), "--eval", "(setq byte-compile-error-on-warn t)"]
+        + ["-f", "batch-byte-compile", "lich-chat.el"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert (tmp_path / "lich-chat.elc").exists()

@@ -1,0 +1,513 @@
+;;; lich-chat.el --- lich-lsp: a conversation with the agent in a buffer  -*- lexical-binding: t; -*-
+
+;; Version: 0.2
+;; Package-Requires: ((emacs "27.1"))
+;; Keywords: tools, languages
+
+;;; Commentary:
+
+;; `M-x lich-chat': the current thread of lich-lsp (docs/conversations.md) in a buffer of its
+;; own, `lich-chat-mode'.  The conversation is read-only; the input follows the prompt marker
+;; at the end.  RET at the input sends it (`lich.ask', with the buffer's `thread' once there is
+;; one, so every message continues the conversation), C-j inserts a newline, TAB (or C-M-i)
+;; completes an `@path' mention through `lich.mentions'.  The answer streams in as the
+;; server's `lich/event' notifications arrive, without moving point; each tool call is one
+;; line, and a provider error, a refused request or a cancelled turn is said in plain words.
+;;
+;; Like the other commands of lich.el it needs no particular LSP client: it talks to the lich
+;; server of the buffer the chat was opened from (else any running one) through the adapter of
+;; lich-eglot.el or lich-lsp-mode.el.  lich.el autoloads the commands `lich-chat',
+;; `lich-threads', `lich-new-thread' and `lich-rewind'.
+
+;;; Code:
+
+(require 'cl-lib)
+(require 'subr-x)
+(require 'lich)
+
+(defcustom lich-chat-buffer-name "*lich chat*"
+  "Name of the chat buffer."
+  :type 'string
+  :group 'lich)
+
+(defcustom lich-chat-prompt "» "
+  "The marker before the chat's input."
+  :type 'string
+  :group 'lich)
+
+(defconst lich-chat-title-chars 60
+  "At most this many characters of a thread's title in `lich-threads'.")
+
+(defface lich-chat-prompt-face '((t :inherit minibuffer-prompt))
+  "The chat's prompt marker." :group 'lich)
+(defface lich-chat-user-face '((t :inherit bold))
+  "Your messages in the chat." :group 'lich)
+(defface lich-chat-label-face '((t :inherit font-lock-keyword-face))
+  "The `lich:' label before an answer." :group 'lich)
+(defface lich-chat-tool-face '((t :inherit shadow))
+  "Tool call lines in the chat." :group 'lich)
+(defface lich-chat-problem-face '((t :inherit warning))
+  "Errors, refusals and cancellations in the chat." :group 'lich)
+(defface lich-chat-rewound-face '((t :inherit shadow))
+  "Turns a rewind took back." :group 'lich)
+
+;;;; Buffer state
+
+(defvar-local lich-chat-thread nil
+  "The id of the thread this chat continues, nil before its first message.")
+(defvar-local lich-chat--origin nil
+  "The buffer the chat was opened from: its lich server answers the chat.")
+(defvar-local lich-chat--output nil
+  "Marker where the conversation grows (before the prompt marker).")
+(defvar-local lich-chat--input nil
+  "Marker at the start of the input.")
+(defvar-local lich-chat--pending nil
+  "Non-nil while a `lich.ask' of this chat waits for its result.")
+(defvar-local lich-chat--task nil
+  "The task id of the running turn, once its first event named it.")
+(defvar-local lich-chat--turns 0
+  "How many turns the thread has (rewound ones too: they keep their numbers).")
+(defvar-local lich-chat--turn nil
+  "The number of the turn being rendered.")
+(defvar-local lich-chat--answered nil
+  "Non-nil once the running turn's answer text is in the buffer.")
+(defvar-local lich-chat--streaming nil
+  "Non-nil while the conversation ends inside streamed answer text.")
+(defvar-local lich-chat--tool-targets nil
+  "Alist call_id -> the file a running tool call names.")
+
+;;;; Requests (to the lich server of the origin buffer, else any)
+
+(defmacro lich-chat--from-origin (&rest body)
+  "Run BODY in the chat's origin buffer when it is live.
+So the lich server of that buffer answers the chat."
+  (declare (indent 0) (debug t))
+  `(let ((origin lich-chat--origin))
+     (if (buffer-live-p origin) (with-current-buffer origin ,@body) (progn ,@body))))
+
+(defun lich-chat--execute (command args)
+  "Run lich COMMAND with ARGS (a plist) and return its result."
+  (lich-chat--from-origin (lich-execute command args)))
+
+(defun lich-chat--execute-async (command args on-success on-error)
+  "Run lich COMMAND with ARGS without waiting.
+Call ON-SUCCESS with the result or ON-ERROR with the error."
+  (lich-chat--from-origin
+    (lich--request-async "workspace/executeCommand"
+                         (list :command command :arguments (vector (or args (lich--empty-object))))
+                         on-success on-error)))
+
+;;;; Writing the conversation
+
+(defun lich-chat--props (face)
+  "Text properties of conversation text in FACE: read-only, tagged with the turn."
+  (list 'read-only t 'front-sticky t 'rear-nonsticky t 'font-lock-face face
+        'lich-chat-turn lich-chat--turn))
+
+(defun lich-chat--insert (text &optional face stream)
+  "Append TEXT (in FACE) to the conversation.
+A line of its own unless STREAM: streamed text joins the text before it."
+  (let ((inhibit-read-only t)
+        (buffer-undo-list t))
+    (save-excursion
+      (goto-char lich-chat--output)
+      (when (and (not (bobp)) (not (bolp)) (not (and stream lich-chat--streaming)))
+        (insert (apply #'propertize "\n" (lich-chat--props nil))))
+      (insert (apply #'propertize text (lich-chat--props face)))
+      (unless stream (insert (apply #'propertize "\n" (lich-chat--props nil))))))
+  (setq lich-chat--streaming stream))
+
+(defun lich-chat--insert-user (prompt discarded)
+  "Start a turn: a blank line, then PROMPT (marked rewound when DISCARDED)."
+  (unless (= lich-chat--output (point-min)) (lich-chat--insert ""))
+  (lich-chat--insert (format "You%s: %s" (if discarded " (rewound)" "") prompt)
+                     (if discarded 'lich-chat-rewound-face 'lich-chat-user-face)))
+
+(defun lich-chat--insert-answer (text &optional stream)
+  "Append answer TEXT; the turn's first answer text gets the `lich:' label."
+  (unless lich-chat--answered
+    (lich-chat--insert "lich: " 'lich-chat-label-face t)
+    (setq lich-chat--answered t))
+  (lich-chat--insert text nil t)
+  (unless stream (lich-chat--end-line)))
+
+(defun lich-chat--end-line ()
+  "End the conversation's last line (streamed text) if it is open."
+  (when (and lich-chat--streaming (/= lich-chat--output (point-min)))
+    (let ((inhibit-read-only t)
+          (buffer-undo-list t))
+      (save-excursion
+        (goto-char lich-chat--output)
+        (unless (bolp) (insert (apply #'propertize "\n" (lich-chat--props nil)))))))
+  (setq lich-chat--streaming nil))
+
+(defun lich-chat--tool-target (args)
+  "The file a tool call's ARGS name: their `path'.
+ARGS is a JSON object (an event's) or its JSON text, possibly cut
+short (`lich.thread' clips it), so the text is searched, not parsed."
+  (cond ((lich--json-object-p args) (lich--string (lich-json-get args "path")))
+        ((and (stringp args) (string-match "\"path\": *\"\\([^\"]+\\)\"" args))
+         (match-string 1 args))))
+
+(defun lich-chat--tool-line (name target ok problem)
+  "The one line of a tool call.
+NAME, its TARGET file, OK or failed with PROBLEM."
+  (format "  %s%s: %s" (or name "?") (if target (concat " " target) "")
+          (if ok "ok" (concat "failed" (if problem (concat ": " (lich--one-line problem)) "")))))
+
+(defun lich-chat--outcome (reason error)
+  "What the chat says about a turn that ended with REASON and ERROR.
+Nil for an answer."
+  (let ((error (lich--string error)))
+    (pcase reason
+      ((or "final" 'nil) (and error (concat "Error: " (lich--one-line error))))
+      ("aborted" "Cancelled.")
+      ("budget" "Stopped: the agent used all its turns (max_turns) before answering.")
+      ("error" (concat "Error: " (if error (lich--one-line error) "the task failed")))
+      (_ (format "Stopped (%s)%s" reason (if error (concat ": " (lich--one-line error)) ""))))))
+
+;;;; Events of the running turn
+
+(defun lich-chat--owned-p (thread)
+  "Whether a chat buffer already continues THREAD."
+  (cl-some (lambda (buffer)
+             (equal (buffer-local-value 'lich-chat-thread buffer) thread))
+           (lich-chat--buffers)))
+
+(defun lich-chat--buffers ()
+  "The live chat buffers."
+  (cl-remove-if-not (lambda (buffer)
+                      (eq (buffer-local-value 'major-mode buffer) 'lich-chat-mode))
+                    (buffer-list)))
+
+(defun lich-chat--mine-p (event)
+  "Whether EVENT belongs to this chat's running turn.
+The first such event's task (and new thread) become the chat's."
+  (let ((task (lich-json-get event "task_id"))
+        (thread (lich-json-get event "thread")))
+    (cond
+     ((not lich-chat--pending) nil)
+     (lich-chat--task (equal task lich-chat--task))
+     ;; A follow-up: its thread runs one task at a time, so the thread names it.
+     (lich-chat-thread (when (equal thread lich-chat-thread) (setq lich-chat--task task) t))
+     ;; A first message: the result names its new thread only at the end, so take the first
+     ;; new (not resumed) run that no other chat continues.
+     ((and (equal (lich-json-get event "type") "run_start")
+           (stringp thread)
+           (not (eq (lich-json-get (lich-json-get event "data") "resumed") t))
+           (not (lich-chat--owned-p thread)))
+      (setq lich-chat--task task
+            lich-chat-thread thread)
+      t))))
+
+(defun lich-chat--render-event (event)
+  "Show EVENT of the running turn: answer text, tool calls, retries."
+  (let ((data (lich-json-get event "data")))
+    (pcase (lich-json-get event "type")
+      ("text_delta"
+       (let ((text (lich--string (lich-json-get data "text"))))
+         (when text (lich-chat--insert-answer text t))))
+      ("tool_call_start"
+       (let ((path (lich-chat--tool-target (lich-json-get data "arguments"))))
+         (when path
+           (push (cons (lich-json-get data "call_id") path) lich-chat--tool-targets))))
+      ("tool_call_end"
+       (let ((ok (eq (lich-json-get data "ok") t)))
+         (lich-chat--insert
+          (lich-chat--tool-line (lich-json-get data "name")
+                                (cdr (assoc (lich-json-get data "call_id") lich-chat--tool-targets))
+                                ok (lich-json-get data "error"))
+          (if ok 'lich-chat-tool-face 'lich-chat-problem-face))))
+      ("llm_retry"
+       (let ((discarded (lich-json-get data "discarded_chars")))
+         ;; The restarted answer is shown again, labelled, under the notice.
+         (when (and (numberp discarded) (> discarded 0)) (setq lich-chat--answered nil)))
+       (lich-chat--insert (lich--retry-notice data) 'lich-chat-problem-face))
+      ("final"
+       ;; A provider that does not stream sends the answer only here.
+       (let ((text (lich--string (lich-json-get data "text"))))
+         (when (and text (not lich-chat--answered)) (lich-chat--insert-answer text))))
+      ("compress_start" (lich-chat--insert "… compressing the conversation" 'lich-chat-tool-face))
+      ((or "llm_end" "turn_end") (setq lich-chat--streaming nil)))))
+
+(defun lich-chat--on-event (event)
+  "`lich-event-functions' member: route EVENT to the chat whose turn it belongs to."
+  (cl-loop for buffer in (lich-chat--buffers)
+           when (with-current-buffer buffer
+                  (when (lich-chat--mine-p event)
+                    (lich-chat--render-event event)
+                    t))
+           return t))
+
+(add-hook 'lich-event-functions #'lich-chat--on-event)
+
+(defun lich-chat--finish (result)
+  "The turn's `lich.ask' RESULT arrived: say how it ended."
+  (setq lich-chat--pending nil
+        lich-chat--task nil
+        lich-chat--tool-targets nil
+        lich-chat--turns (1+ lich-chat--turns))
+  (let ((thread (lich--string (lich-json-get result "thread"))))
+    (when thread (setq lich-chat-thread thread)))
+  (let ((final (lich--string (lich-json-get result "final")))
+        (reason (lich-json-get result "stopped_reason")))
+    (when (and final (equal reason "final") (not lich-chat--answered))
+      (lich-chat--insert-answer final))
+    (setq lich-chat--streaming nil)
+    (dolist (note (list (lich-chat--outcome reason (lich-json-get result "error"))
+                        (lich--string (lich-json-get result "refused_message"))
+                        (lich--string (lich-json-get result "review_message"))))
+      (when note (lich-chat--insert note 'lich-chat-problem-face))))
+  (force-mode-line-update))
+
+(defun lich-chat--failed (err)
+  "The turn's `lich.ask' request failed with ERR (e.g. thread_busy:)."
+  (setq lich-chat--pending nil
+        lich-chat--task nil
+        lich-chat--streaming nil)
+  (lich-chat--insert (concat "Error: " (lich--one-line (lich--error-text err)))
+                     'lich-chat-problem-face)
+  (force-mode-line-update))
+
+;;;; Sending
+
+(defun lich-chat-running-p ()
+  "Whether this chat's turn is running."
+  lich-chat--pending)
+
+(defun lich-chat--input-text ()
+  (buffer-substring-no-properties lich-chat--input (point-max)))
+
+(defun lich-chat-send ()
+  "Send the input as the next message of the thread.
+On the conversation, move to the input instead."
+  (interactive)
+  (if (< (point) lich-chat--input)
+      (goto-char (point-max))
+    (let ((prompt (string-trim (lich-chat--input-text))))
+      (cond ((string-empty-p prompt) (user-error "lich: type a message first"))
+            (lich-chat--pending
+             (user-error "lich: this thread is running a turn (C-c C-c cancels it)"))
+            (t (lich-chat--send prompt))))))
+
+(defun lich-chat--send (prompt)
+  "Send PROMPT on this chat's thread (a new thread when it has none)."
+  (let ((buffer (current-buffer))
+        (args (list :prompt prompt)))
+    (lich-chat--from-origin (lich--connection))  ; no server: say so and keep the input
+    (when lich-chat-thread (setq args (plist-put args :thread lich-chat-thread)))
+    (delete-region lich-chat--input (point-max))
+    (setq lich-chat--turn (1+ lich-chat--turns)
+          lich-chat--pending t
+          lich-chat--task nil
+          lich-chat--answered nil
+          lich-chat--tool-targets nil)
+    (lich-chat--insert-user prompt nil)
+    (lich-chat--execute-async
+     "lich.ask" args
+     (lambda (result)
+       (when (buffer-live-p buffer) (with-current-buffer buffer (lich-chat--finish result))))
+     (lambda (err)
+       (when (buffer-live-p buffer) (with-current-buffer buffer (lich-chat--failed err)))))
+    (force-mode-line-update)))
+
+(defun lich-chat-cancel ()
+  "Cancel this chat's running turn."
+  (interactive)
+  (unless lich-chat--pending (user-error "lich: no turn is running in this chat"))
+  (unless lich-chat--task (user-error "lich: the turn has not started yet"))
+  (lich-chat--execute "lich.cancel" (list :task_id lich-chat--task)))
+
+;;;; `@' mentions
+
+(defun lich-chat--mention-candidates (prefix)
+  "Workspace paths for an `@' mention starting with PREFIX (`lich.mentions')."
+  (let ((result (ignore-errors (lich-chat--execute "lich.mentions" (list :prefix prefix)))))
+    (cl-remove-if-not #'stringp (lich--json-array (lich-json-get result "candidates")))))
+
+(defun lich-chat-mention-capf ()
+  "`completion-at-point' for an `@path' mention in the input."
+  (when (and lich-chat--input (>= (point) lich-chat--input))
+    (let ((start (save-excursion
+                   (skip-chars-backward "^ \t\n@" lich-chat--input)
+                   (point))))
+      (when (and (> start lich-chat--input) (eq (char-before start) ?@)
+                 (or (= (1- start) lich-chat--input)
+                     (memq (char-before (1- start)) '(?\s ?\t ?\n ?\())))
+        (list start (point)
+              (completion-table-with-cache #'lich-chat--mention-candidates)
+              :exclusive 'no)))))
+
+;;;; The buffer
+
+(defvar lich-chat-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'lich-chat-send)
+    (define-key map (kbd "C-j") #'newline)
+    (define-key map (kbd "TAB") #'completion-at-point)
+    (define-key map (kbd "C-c C-c") #'lich-chat-cancel)
+    (define-key map (kbd "C-c C-t") #'lich-threads)
+    (define-key map (kbd "C-c C-n") #'lich-new-thread)
+    (define-key map (kbd "C-c C-r") #'lich-rewind)
+    (define-key map (kbd "C-c C-g") #'lich-chat-reload)
+    map)
+  "Keys of `lich-chat-mode'.")
+
+(defun lich-chat--header ()
+  (format "lich chat · %s%s · RET send · C-j newline · @ TAB path · C-c C-t threads · C-c C-n new · C-c C-r rewind"
+          (if lich-chat-thread (concat "thread " lich-chat-thread) "new thread")
+          (if lich-chat--pending " · running (C-c C-c cancels)" "")))
+
+(defun lich-chat--erase ()
+  "Empty the conversation and the input; put the prompt marker back."
+  (let ((inhibit-read-only t)
+        (buffer-undo-list t))
+    (erase-buffer)
+    (insert (propertize (concat "\n" lich-chat-prompt)
+                        'read-only t 'front-sticky t 'rear-nonsticky t
+                        'font-lock-face 'lich-chat-prompt-face))
+    (setq lich-chat--output (copy-marker (point-min) t)
+          lich-chat--input (copy-marker (point-max))
+          lich-chat--streaming nil)))
+
+(define-derived-mode lich-chat-mode text-mode "lich-chat"
+  "A conversation with lich-lsp (one thread; see docs/conversations.md).
+The conversation is read-only; type after the prompt marker at the end.
+
+\\{lich-chat-mode-map}"
+  (setq-local header-line-format '(:eval (lich-chat--header)))
+  (setq-local completion-at-point-functions (list #'lich-chat-mention-capf))
+  (lich-chat--erase))
+
+(defun lich-chat--buffer ()
+  "The chat buffer, made (in `lich-chat-mode') when there is none."
+  (let ((origin (current-buffer))
+        (buffer (get-buffer-create lich-chat-buffer-name)))
+    (with-current-buffer buffer
+      (unless (derived-mode-p 'lich-chat-mode) (lich-chat-mode))
+      (unless (eq origin buffer)
+        (setq lich-chat--origin origin
+              default-directory (buffer-local-value 'default-directory origin))))
+    buffer))
+
+;;;###autoload
+(defun lich-chat ()
+  "Show the chat with lich-lsp (its current thread) and move to the input."
+  (interactive)
+  (let ((buffer (lich-chat--buffer)))
+    (pop-to-buffer buffer)
+    (goto-char (point-max))
+    buffer))
+
+;;;###autoload
+(defun lich-new-thread ()
+  "Empty the chat: the next message starts a new thread."
+  (interactive)
+  (with-current-buffer (lich-chat--buffer)
+    (when lich-chat--pending (user-error "lich: wait for the running turn or cancel it first"))
+    (setq lich-chat-thread nil
+          lich-chat--turns 0)
+    (lich-chat--erase))
+  (lich-chat))
+
+(defun lich-chat--render-turn (turn)
+  "Append TURN (one of `lich.thread''s turns) to the conversation."
+  (let* ((discarded (eq (lich-json-get turn "discarded") t))
+         (tool-face (if discarded 'lich-chat-rewound-face 'lich-chat-tool-face))
+         (lich-chat--turn (lich-json-get turn "turn"))
+         (lich-chat--answered nil))
+    (lich-chat--insert-user (or (lich-json-get turn "prompt") "") discarded)
+    (dolist (tool (lich--json-array (lich-json-get turn "tools")))
+      (let ((path (lich-chat--tool-target (lich-json-get tool "arguments"))))
+        (lich-chat--insert
+         (lich-chat--tool-line (lich-json-get tool "name") path (eq (lich-json-get tool "ok") t)
+                               (lich-json-get tool "result"))
+         tool-face)))
+    (let ((final (lich--string (lich-json-get turn "final")))
+          (outcome (lich-chat--outcome (lich-json-get turn "stopped_reason")
+                                       (lich-json-get turn "error"))))
+      (when final (lich-chat--insert-answer final))
+      (when outcome (lich-chat--insert outcome 'lich-chat-problem-face)))))
+
+(defun lich-chat-load (thread)
+  "Show THREAD (its id) in the chat: every turn, rewound ones marked."
+  (with-current-buffer (lich-chat--buffer)
+    (when lich-chat--pending (user-error "lich: wait for the running turn or cancel it first"))
+    (let* ((result (lich-chat--execute "lich.thread" (list :thread thread)))
+           (turns (lich--json-array (lich-json-get result "turns")))
+           (input (lich-chat--input-text)))
+      (lich-chat--erase)
+      (setq lich-chat-thread thread
+            lich-chat--turns (length turns))
+      (mapc #'lich-chat--render-turn turns)
+      (when (eq (lich-json-get result "running") t)
+        (lich-chat--insert "(a turn of this thread is running elsewhere)" 'lich-chat-problem-face))
+      ;; A reload keeps what the user was typing.
+      (save-excursion (goto-char (point-max)) (insert input)))
+    (current-buffer)))
+
+(defun lich-chat-reload ()
+  "Read this chat's thread again from the server.
+After a server restart, or a turn run elsewhere."
+  (interactive)
+  (with-current-buffer (lich-chat--buffer)
+    (unless lich-chat-thread (user-error "lich: this chat has no thread yet"))
+    (lich-chat-load lich-chat-thread)))
+
+(defun lich-chat--thread-label (thread)
+  "The completion label of THREAD (an entry of `lich.threads')."
+  (let ((turns (lich-json-get thread "turns")))
+    (format "%s  (%s %s%s) %s"
+            (truncate-string-to-width (or (lich--string (lich-json-get thread "title")) "(untitled)")
+                                      lich-chat-title-chars nil nil "…")
+            (if (numberp turns) turns "?") (if (equal turns 1) "turn" "turns")
+            (if (eq (lich-json-get thread "running") t) ", running" "")
+            (lich-json-get thread "thread"))))
+
+;;;###autoload
+(defun lich-threads ()
+  "Pick one of the workspace's threads (newest first) and show it in the chat."
+  (interactive)
+  (let* ((threads (with-current-buffer (if (derived-mode-p 'lich-chat-mode)
+                                            (current-buffer)
+                                          (lich-chat--buffer))
+                    (lich--json-array
+                     (lich-json-get (lich-chat--execute "lich.threads" nil) "threads"))))
+         (choices (mapcar (lambda (thread) (cons (lich-chat--thread-label thread)
+                                                 (lich-json-get thread "thread")))
+                          threads)))
+    (unless choices (user-error "lich: this workspace has no threads yet"))
+    (let* ((table (lambda (string predicate action)
+                    (if (eq action 'metadata)
+                        '(metadata (display-sort-function . identity))  ; newest first
+                      (complete-with-action action choices string predicate))))
+           (choice (completing-read "lich thread: " table nil t)))
+      (lich-chat-load (cdr (assoc choice choices)))
+      (lich-chat))))
+
+(defun lich-chat-turn-at-point ()
+  "The number of the turn whose text is at point, or nil."
+  (get-text-property (point) 'lich-chat-turn))
+
+;;;###autoload
+(defun lich-rewind (turn)
+  "Rewind this chat's thread to before TURN: its file changes and the conversation.
+Interactively the turn at point, else asks for its number.  Turns
+TURN to the last are taken back (docs/conversations.md#rewind); the
+chat then shows them as rewound."
+  (interactive
+   (with-current-buffer (lich-chat--buffer)
+     (let ((turn (or (lich-chat-turn-at-point)
+                     (read-number "lich: rewind to before turn: " lich-chat--turns))))
+       (unless (y-or-n-p (format "Rewind turn %d and later (their edits too)? " turn))
+         (user-error "lich: not rewound"))
+       (list turn))))
+  (with-current-buffer (lich-chat--buffer)
+    (unless lich-chat-thread (user-error "lich: this chat has no thread yet"))
+    (let ((result (lich-chat--execute "lich.rewind" (list :thread lich-chat-thread :turn turn))))
+      (message "%s" (or (lich--string (lich-json-get result "message")) "lich: rewound"))
+      (lich-chat-load lich-chat-thread)
+      result)))
+
+(provide 'lich-chat)
+;;; lich-chat.el ends here

@@ -1,0 +1,118 @@
+;;; chat_render.el --- lich-chat.el without a server, in batch ERT  -*- lexical-binding: t; -*-
+
+;; Run by tests/editors/test_emacs.py:
+;;   emacs --batch -L editors/emacs -l tests/editors/emacs/chat_render.el \
+;;         -f ert-run-tests-batch-and-exit
+;; A fake adapter keeps each `lich.ask' callback; events go through `lich-handle-event' as an
+;; LSP client hands them over.  Checks: a new thread is taken from the first new run no other
+;; chat continues (not from another chat's run), text streams in without moving point, a
+;; cancelled turn and a refused request are said in plain words, and lich.el autoloads the
+;; commands.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'lich)
+
+(defconst lich-test-autoloaded
+  (mapcar (lambda (command) (cons command (and (commandp command)
+                                               (autoloadp (symbol-function command)))))
+          '(lich-chat lich-threads lich-new-thread lich-rewind))
+  "Whether lich.el alone made each chat command an autoloaded command.")
+
+(require 'lich-chat)
+
+(ert-deftest lich-chat-commands-are-autoloaded ()
+  (should (cl-every #'cdr lich-test-autoloaded)))
+
+(defvar lich-test-asks nil "(ARGS ON-SUCCESS ON-ERROR) of each `lich.ask', newest first.")
+
+(defun lich-test-chat-adapter ()
+  (lich-adapter-create
+   :name 'fake
+   :connection (lambda (_anywhere) 'conn)
+   :request (lambda (_conn _method _params) nil)
+   :async-request (lambda (_conn _method params on-success on-error)
+                    (push (list (aref (plist-get params :arguments) 0) on-success on-error)
+                          lich-test-asks))
+   :document-uri (lambda () "file:///x")
+   :position (lambda (_pos) '(:line 0 :character 0))
+   :start-hint "fake"))
+
+(defmacro lich-test-with-chat (&rest body)
+  "BODY in a fresh chat buffer, with the fake adapter."
+  (declare (indent 0))
+  `(let ((lich-adapters (list (lich-test-chat-adapter)))
+         (lich-test-asks nil)
+         (lich-chat-buffer-name (generate-new-buffer-name "*lich chat test*")))
+     (let ((buffer (lich-chat)))
+       (unwind-protect (with-current-buffer buffer ,@body)
+         (kill-buffer buffer)))))
+
+(defun lich-test-event (type task thread &rest data)
+  (lich-handle-event (list :type type :task_id task :thread thread :data data)))
+
+(defun lich-test-type-and-send (text)
+  (goto-char (point-max))
+  (insert text)
+  (lich-chat-send))
+
+(defun lich-test-text ()
+  (buffer-substring-no-properties (point-min) lich-chat--output))
+
+(ert-deftest lich-chat-streams-without-moving-point ()
+  (lich-test-with-chat
+    (lich-test-type-and-send "hello")
+    (should (equal (plist-get (car (car lich-test-asks)) :prompt) "hello"))
+    (should-not (plist-member (car (car lich-test-asks)) :thread))
+    ;; Another client's new run first: not this chat's (another chat continues that thread).
+    (with-temp-buffer
+      (lich-chat-mode)
+      (setq lich-chat-thread "other")
+      (lich-test-event "run_start" "t9" "other" :resumed :json-false)
+      (lich-test-event "run_start" "t1" "th1" :resumed :json-false)
+      (lich-test-event "text_delta" "t9" "other" :text "NOT MINE"))
+    (should (equal lich-chat-thread "th1"))
+    (goto-char (point-min))
+    (lich-test-event "text_delta" "t1" "th1" :text "Hi ")
+    (lich-test-event "tool_call_start" "t1" "th1" :name "read_file" :call_id "c1"
+                     :arguments '(:path "a.py"))
+    (lich-test-event "tool_call_end" "t1" "th1" :name "read_file" :call_id "c1" :ok t)
+    (lich-test-event "tool_call_end" "t1" "th1" :name "terminal" :call_id "c2" :ok :json-false
+                     :error "refused: the user denied it")
+    (lich-test-event "text_delta" "t1" "th1" :text "there.")
+    (should (= (point) (point-min)))
+    (funcall (nth 1 (car lich-test-asks))
+             '(:task_id "t1" :thread "th1" :stopped_reason "final" :final "Hi there."))
+    (should (equal (lich-test-text)
+                   (concat "You: hello\nlich: Hi \n  read_file a.py: ok\n"
+                           "  terminal: failed: refused: the user denied it\nthere.")))
+    (should-not (string-match-p "NOT MINE" (lich-test-text)))
+    ;; The follow-up names the thread.
+    (lich-test-type-and-send "more")
+    (should (equal (plist-get (car (car lich-test-asks)) :thread) "th1"))))
+
+(ert-deftest lich-chat-says-cancelled-and-errors-in-plain-words ()
+  (lich-test-with-chat
+    (lich-test-type-and-send "slow one")
+    (funcall (nth 1 (car lich-test-asks))
+             '(:task_id "t1" :thread "th1" :stopped_reason "aborted" :final ""))
+    (should (string-match-p "^Cancelled\\.$" (lich-test-text)))
+    (lich-test-type-and-send "again")
+    (funcall (nth 2 (car lich-test-asks))
+             '(:code -32602 :message "lich.ask: thread_busy: thread th1 is running task t2"))
+    (should (string-match-p "^Error: lich.ask: thread_busy: thread th1 is running task t2$"
+                            (lich-test-text)))
+    (should-not (lich-chat-running-p))
+    ;; The answer of a provider that did not stream comes from the final event.
+    (lich-test-type-and-send "third")
+    (lich-test-event "run_start" "t3" "th1" :resumed t)
+    (lich-test-event "final" "t3" "th1" :text "Not streamed.")
+    (funcall (nth 1 (car lich-test-asks))
+             '(:task_id "t3" :thread "th1" :stopped_reason "final" :final "Not streamed."))
+    (should (string-match-p "^lich: Not streamed\\.$" (lich-test-text)))
+    (should (= 1 (how-many "Not streamed" (point-min) (point-max))))))
+
+(provide 'chat_render)
+;;; chat_render.el ends here
