@@ -49,34 +49,55 @@ def identifiers(text: str) -> set[str]:
     return set(_IDENTIFIER.findall(text))
 
 
-def neighbour_snippets(
-    around_cursor: str, documents: Iterable[tuple[str, str]], *, limit: int = SNIPPETS_MAX
+Window = tuple[str, frozenset[str]]  # a snippet candidate and its identifiers
+
+
+def document_windows(text: str) -> list[Window]:
+    """A document's candidate snippets: windows of SNIPPET_LINES lines, half overlapping, each
+    with its identifiers (a caller keeps them per document version: they are the costly part)."""
+    lines = text[:NEIGHBOUR_MAX_CHARS].splitlines(keepends=True)
+    step = SNIPPET_LINES // 2
+    windows: list[Window] = []
+    for first in range(0, max(len(lines) - step, 1), step):
+        window = "".join(lines[first : first + SNIPPET_LINES])
+        found = identifiers(window)
+        if found:
+            windows.append((window[:SNIPPET_MAX_CHARS], frozenset(found)))
+    return windows
+
+
+def rank_snippets(
+    around_cursor: str,
+    windows_by_path: Iterable[tuple[str, list[Window]]],
+    *,
+    limit: int = SNIPPETS_MAX,
 ) -> tuple[Snippet, ...]:
-    """The `limit` windows of SNIPPET_LINES lines, from `documents` ((path, text) of the other
-    open files), sharing the most identifiers with `around_cursor` (Jaccard similarity), at
-    most one per document, best first; none below SNIPPET_MIN_SIMILARITY."""
+    """The `limit` windows sharing the most identifiers with `around_cursor` (Jaccard
+    similarity), at most one per document, best first; none below SNIPPET_MIN_SIMILARITY."""
     wanted = identifiers(around_cursor)
     if not wanted:
         return ()
     scored: list[tuple[float, str, str]] = []
-    for count, (path, text) in enumerate(documents):
+    for count, (path, windows) in enumerate(windows_by_path):
         if count >= NEIGHBOURS_MAX:
             break
         best: tuple[float, str] | None = None
-        lines = text[:NEIGHBOUR_MAX_CHARS].splitlines(keepends=True)
-        step = SNIPPET_LINES // 2
-        for first in range(0, max(len(lines) - step, 1), step):
-            window = "".join(lines[first : first + SNIPPET_LINES])
-            found = identifiers(window)
-            if not found:
-                continue
+        for window, found in windows:
             score = len(wanted & found) / len(wanted | found)
             if best is None or score > best[0]:
                 best = (score, window)
         if best is not None and best[0] >= SNIPPET_MIN_SIMILARITY:
-            scored.append((best[0], path, best[1][:SNIPPET_MAX_CHARS]))
+            scored.append((best[0], path, best[1]))
     scored.sort(key=lambda item: -item[0])
     return tuple(Snippet(path, text) for _, path, text in scored[:limit])
+
+
+def neighbour_snippets(
+    around_cursor: str, documents: Iterable[tuple[str, str]], *, limit: int = SNIPPETS_MAX
+) -> tuple[Snippet, ...]:
+    """rank_snippets over `documents` ((path, text) of the other open files)."""
+    windows = ((path, document_windows(text)) for path, text in documents)
+    return rank_snippets(around_cursor, windows, limit=limit)
 
 
 def _indent(line: str) -> int:
