@@ -20,6 +20,8 @@
 ;; `lich-trust-workspace', `lich-run-tests' and `lich-transcript' talk to the lich server only (never to the
 ;; buffer's other language servers): the one of the current buffer, else any running one.
 ;; The adapters' `lich-eglot-*' and `lich-lsp-mode-*' commands are aliases of these.
+;; `M-x lich-chat' (lich-chat.el, autoloaded) is a conversation on the server's threads; it
+;; gets the events through `lich-event-functions'.
 ;;
 ;; Setup: put this directory on the load path and require one adapter (see README.md):
 ;;   (add-to-list 'load-path "/path/to/lich-lsp/editors/emacs")

@@ -572,12 +572,13 @@ def test_chat_renders_events_without_a_server(emacs: str) -> None:
     commands; a first message takes the first new run no other chat continues as its thread,
     text and tool lines stream in without moving point, a follow-up names the thread; a
     cancelled turn, a refused request (thread_busy:) and a non-streamed answer are shown once,
-    in plain words."""
+    in plain words; a 200-turn thread opens in under a second, each turn findable at point."""
     stderr = run_ert(emacs, CHAT_SCENARIO.parent / "chat_render.el")
     for name in (
         "lich-chat-commands-are-autoloaded",
         "lich-chat-streams-without-moving-point",
         "lich-chat-says-cancelled-and-errors-in-plain-words",
+        "lich-chat-opens-a-200-turn-thread-quickly",
     ):
         assert re.search(rf"passed\s+\d+/\d+\s+{name}\b", stderr), (name, stderr[-4000:])
 

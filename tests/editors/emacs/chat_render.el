@@ -114,5 +114,37 @@
     (should (string-match-p "^lich: Not streamed\\.$" (lich-test-text)))
     (should (= 1 (how-many "Not streamed" (point-min) (point-max))))))
 
+(defconst lich-test-long-thread-turns 200)
+(defconst lich-test-long-thread-max-s 1.0
+  "A 200-turn thread must open within this many seconds (issue #36).")
+
+(ert-deftest lich-chat-opens-a-200-turn-thread-quickly ()
+  (let* ((turns (vconcat
+                 (cl-loop for n from 1 to lich-test-long-thread-turns
+                          collect (list :turn n :prompt (format "question %d" n)
+                                        :final (format "answer %d\n%s" n (make-string 400 ?x))
+                                        :stopped_reason "final" :discarded :json-false
+                                        :tools (vector (list :name "read_file" :ok t
+                                                             :arguments "{\"path\": \"a.py\"}"))))))
+         (adapter (lich-test-chat-adapter)))
+    (setf (lich-adapter-request adapter)
+          (lambda (_conn _method params)
+            (let ((command (plist-get params :command)))
+              (and (equal command "lich.thread") (list :thread "th1" :turns turns)))))
+    (let ((lich-adapters (list adapter))
+          (lich-chat-buffer-name (generate-new-buffer-name "*lich chat test*")))
+      (let ((started (float-time))
+            (buffer (lich-chat-load "th1")))
+        (unwind-protect
+            (with-current-buffer buffer
+              (should (< (- (float-time) started) lich-test-long-thread-max-s))
+              (should (equal lich-chat-thread "th1"))
+              (should (= (how-many "^You: question" (point-min) (point-max))
+                         lich-test-long-thread-turns))
+              (goto-char (point-min))
+              (search-forward "answer 200")
+              (should (equal (lich-chat-turn-at-point) 200)))
+          (kill-buffer buffer))))))
+
 (provide 'chat_render)
 ;;; chat_render.el ends here
