@@ -141,6 +141,7 @@ ERROR_CODES: dict[str, str] = {
     "undo_conflict": "lich.undoTask: the user edited the task's lines since; that file is left alone",
     "undo_failed": "lich.undoTask: that file's current text could not be read; it is left alone",
     "unknown_thread": "lich.ask/lich.thread/lich.rewind, lich --thread: no such thread in this workspace (or pruned)",
+    "thread_exists": "lich.ask: the new_thread id the client chose names a thread already",
     "thread_busy": "a turn of that thread is running; turns of one thread never interleave",
     "not_restorable": "lich.rewind: a rewound turn's file changes are not in the undo journal",
 }

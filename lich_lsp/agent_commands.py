@@ -148,10 +148,13 @@ class AgentCommands:
         port: EditorPort,
         root: Path,
         check_thread: Callable[[str, str], None],
+        check_new_thread: Callable[[str, str], None],
     ) -> None:
         self._tasks = tasks
         # (command, thread) -> None, or BadArguments: unknown thread, or one running a task.
         self._check_thread = check_thread
+        # (command, id) -> None, or BadArguments: not a thread id, or one already taken.
+        self._check_new_thread = check_new_thread
         self._runtimes = runtimes
         self._new_workspace = new_workspace  # title -> an apply-mode EditorWorkspace
         # lich.read arms it; lich.applyPatch and lich.runTool use it (the user's own session).
@@ -257,8 +260,15 @@ class AgentCommands:
             )
         diagnostics = _diagnostics_arg(ASK, obj)
         thread = get_str(ASK, obj, "thread", required=False)
+        new_thread = get_str(ASK, obj, "new_thread", required=False)
         if thread is not None:
             self._check_thread(ASK, thread)  # before a quick prompt is offered for it
+        if new_thread is not None:
+            if thread is not None:
+                raise BadArguments(
+                    f"{ASK}: give 'thread' (continue) or 'new_thread' (start), not both"
+                )
+            self._check_new_thread(ASK, new_thread)
         if selection is not None and uri is None:
             raise BadArguments(f"{ASK}: field 'range' needs 'uri'")
         path = resolve_uri(ASK, self._root, uri) if uri is not None else None
@@ -301,6 +311,7 @@ class AgentCommands:
             # A follow-up's history has them already (its thread's first turn).
             project_rules=self.project_rules_for(path) if thread is None else None,
             thread=thread,
+            new_thread=new_thread,
         )
 
     def project_rules_for(self, path: Path | None) -> str | None:

@@ -128,6 +128,7 @@ class EditorSession:
             port,
             root,
             self.threads.check_can_continue,
+            self.threads.check_new_thread,
         )
         test_runner = TestRunner(
             lambda title: new_workspace("apply", title),

@@ -276,12 +276,14 @@ class TaskManager:
         read_paths: Sequence[Path] = (),
         project_rules: str | None = None,
         thread: str | None = None,
+        new_thread: str | None = None,
     ) -> dict[str, Any]:
         """Run one agent task to its end (the lich.ask request `request_id` waits for it).
 
         `read_paths`: files the context shows as anchored rows (@-mentions), recorded as read
         so the model can patch them without a read_file first. `thread`: the conversation to
-        continue (the caller checked it exists and runs nothing); None starts a new one."""
+        continue (the caller checked it exists and runs nothing); None starts a new one, with
+        the id `new_thread` when the client chose one."""
         # Ids continue past the undo journal's, which outlive the server: lich.undoTask names one.
         task_id = self._journal.fresh_task_id(self._ids)
         title = task_title(prompt)
@@ -293,7 +295,7 @@ class TaskManager:
 
         # Registered before the first await: a second ask on this thread sees it running.
         task.continues = thread is not None
-        task.thread = thread if thread is not None else new_session_id()
+        task.thread = thread or new_thread or new_session_id()
         self.running_threads[task.thread] = task_id
         if thread is not None:
             workspace.agent_lines.update(self._thread_lines.pop(thread, {}))

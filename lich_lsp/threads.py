@@ -73,6 +73,24 @@ class ThreadCommands:
                 "wait for it to finish or cancel it (lich.cancel) first"
             )
 
+    def check_new_thread(self, command: str, thread: str) -> None:
+        """lich.ask {new_thread}: a client-chosen id (so it knows its task's events from the
+        first one) that is a valid thread id and names no thread yet."""
+        from lich_core.agent.sessions import SessionError
+
+        store = self.store()
+        try:
+            store.path_for(thread)
+        except SessionError:
+            raise BadArguments(
+                f"{command}: field 'new_thread' must be 1-128 letters, digits, '_', '.' or '-' "
+                f"(starting with a letter or digit), got {thread!r}"
+            ) from None
+        if store.exists(thread) or thread in self._tasks.running_threads:
+            raise BadArguments(
+                f"{command}: thread_exists: {thread} is already a thread; continue it with 'thread'"
+            )
+
     def _replay(self, command: str, thread: str) -> Replay:
         from lich_core.agent.sessions import SessionError
 

@@ -334,3 +334,23 @@ async def test_rewind_says_what_the_journal_cannot_restore(
     sent = request_text(fake_provider, 0)
     assert "wrote x.py" in sent and "wrote y.py" not in sent
     assert "keep changes from the rewound turns: y.py" in sent
+
+
+async def test_a_client_chosen_id_names_the_new_thread_from_its_first_event(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    fake_provider.script({"text": "hello"}, {"text": "again"})
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    chosen = "chat-7f3a"
+    result = await client.command("lich.ask", {"prompt": "hi", "new_thread": chosen})
+    assert result["thread"] == chosen
+    first = next(e for e in client.editor.events if e.get("task_id") == result["task_id"])
+    assert first["thread"] == chosen and first["type"] == "run_start"
+    await client.command("lich.ask", {"prompt": "more", "thread": chosen})
+    assert "hello" in request_text(fake_provider, 1)
+    with pytest.raises(JsonRpcInvalidParams, match="thread_exists:"):
+        await client.command("lich.ask", {"prompt": "x", "new_thread": chosen})
+    with pytest.raises(JsonRpcInvalidParams, match="field 'new_thread'"):
+        await client.command("lich.ask", {"prompt": "x", "new_thread": "../up"})
+    with pytest.raises(JsonRpcInvalidParams, match="not both"):
+        await client.command("lich.ask", {"prompt": "x", "thread": chosen, "new_thread": "n2"})
