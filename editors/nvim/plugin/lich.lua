@@ -47,5 +47,21 @@ vim.api.nvim_create_user_command("LichTranscript", function()
   lich().open_transcript()
 end, { nargs = 0, desc = "lich: open the transcript buffer" })
 
+vim.api.nvim_create_user_command("LichChat", function(cmd)
+  require("lich.chat").command_chat(cmd)
+end, { nargs = "*", desc = "lich: open the chat (and send the message given)" })
+
+vim.api.nvim_create_user_command("LichThreads", function()
+  require("lich.chat").pick_thread()
+end, { nargs = 0, desc = "lich: pick a thread of this workspace and show it in the chat" })
+
+vim.api.nvim_create_user_command("LichNewThread", function()
+  require("lich.chat").new_thread()
+end, { nargs = 0, desc = "lich: start a new thread in the chat" })
+
+vim.api.nvim_create_user_command("LichRewind", function(cmd)
+  require("lich.chat").command_rewind(cmd)
+end, { nargs = "?", desc = "lich: rewind the chat's thread to before the turn under the cursor (or the turn given)" })
+
 -- LspProgress (0.10+) is client-agnostic; 0.7-0.9 get a $/progress handler in the client config.
 require("lich.progress").attach_autocmd("lich")

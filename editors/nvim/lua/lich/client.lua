@@ -200,6 +200,7 @@ end
 
 function M.handle_event(_, params, _)
   pcall(transcript.on_event, params)
+  pcall(require("lich.chat").on_event, params)
 end
 
 -- Code actions carry `lich.ask`; prompting for the text is the editor's half of the command.
@@ -252,6 +253,17 @@ function M.base_config(opts)
     settings = { lich = opts.settings or {} },
     init_options = opts.init_options or {},
     on_attach = opts.on_attach,
+    -- A (re)started server: the chat draws its thread again; a stopped one ends its turn.
+    on_init = function()
+      vim.schedule(function()
+        pcall(require("lich.chat").on_client_init)
+      end)
+    end,
+    on_exit = function()
+      vim.schedule(function()
+        pcall(require("lich.chat").on_client_exit)
+      end)
+    end,
   }
   return config
 end

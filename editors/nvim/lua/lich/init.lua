@@ -202,6 +202,17 @@ function M.ask(opts)
     range = opts.range,
     mode = opts.mode,
   })
+  -- While the chat is shown, every ask (:LichAsk, the code actions, the chat's own input) is the
+  -- chat thread's next turn.
+  local chat = require("lich.chat")
+  local ok, in_chat, thread = pcall(chat.begin_turn, opts.prompt, args.uri, args.range)
+  if not ok then
+    notify(tostring(in_chat), vim.log.levels.WARN)
+    return nil
+  end
+  if in_chat and thread and args.thread == nil then
+    args.thread = thread
+  end
   local client = resolve_client({ client_id = opts.client_id, bufnr = bufnr })
   local started = vim.loop.now()
   -- The server's run_start event does not repeat the prompt: record it here.
@@ -212,6 +223,9 @@ function M.ask(opts)
       M.running[request_id] = nil
     end
     remember({ prompt = opts.prompt, result = result, err = err, elapsed_ms = vim.loop.now() - started })
+    if in_chat then
+      pcall(chat.end_turn, err, result)
+    end
     if err then
       notify_error("ask", err)
       transcript.append({ "! " .. (err.message or "ask failed") })
@@ -611,6 +625,12 @@ end
 
 function M.open_transcript()
   return transcript.open()
+end
+
+--- Open (or focus) the chat; see :help lich-chat.
+---@param message string|nil sent at once when given
+function M.chat(message)
+  return require("lich.chat").command_chat({ args = message or "" })
 end
 
 -- User command bodies (plugin/lich.lua wires them up).

@@ -1,0 +1,898 @@
+-- The chat: the current thread's conversation in a markdown buffer, with a small input buffer in
+-- a window below it. Messages go out as `lich.ask {prompt, thread}` (through require("lich").ask,
+-- so :LichAsk and the code actions land in the same thread while the chat is shown); the answer
+-- streams in from the server's `lich/event` notifications, and a thread is (re)drawn whole from
+-- `lich.thread` when it is picked, rewound, or the server restarts.
+--
+-- Streaming appends at the end of the buffer only, and moves a window's cursor only when it was
+-- on the last line: a user reading further up keeps their place. Tool calls are folded (a
+-- foldexpr over the line kinds recorded here), edits shown as ```diff blocks.
+local M = {}
+
+--- The thread the chat shows (nil: the next message starts one).
+M.thread = nil
+M.title = nil
+--- Turns the thread has, rewound ones included (the server numbers turns that way).
+M.turns = 0
+--- While a turn started through the chat (or while it is shown) runs: {thread?, prompt}.
+M.running = nil
+--- How many times the thread was drawn from lich.thread (tests wait on it).
+M.reloads = 0
+M.conv = nil
+M.input = nil
+
+local CONV_NAME = "lich://chat"
+local INPUT_NAME = "lich://chat-input"
+local INPUT_HEIGHT_LINES = 4
+local HEADER_LINES = 3
+local MENTION_WAIT_MS = 3000
+local ARGUMENT_CHARS = 300
+local DIFF_LINES_MAX = 200
+
+-- Fold level per conversation line (1-based): ">1" opens a tool call, "1" continues it.
+local kinds = {}
+-- The live turn: whether the tail line is streamed text, whether anything streamed in this run,
+-- and each tool call's arguments until its end event.
+local live = { streaming = false, streamed = false, args = {} }
+
+local function notify(message, level)
+  vim.notify("lich: " .. message, level or vim.log.levels.INFO)
+end
+
+local function valid(buf)
+  return buf ~= nil and vim.api.nvim_buf_is_valid(buf)
+end
+
+local function windows_of(buf)
+  local found = {}
+  if not valid(buf) then
+    return found
+  end
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_buf(win) == buf then
+      table.insert(found, win)
+    end
+  end
+  return found
+end
+
+--- Whether the chat is shown in some window: then :LichAsk and the code actions continue its
+--- thread.
+---@return boolean
+function M.is_open()
+  return #windows_of(M.conv) > 0
+end
+
+local function scratch(name, filetype)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, name)
+  vim.api.nvim_buf_set_option(buf, "buftype", "nofile")
+  vim.api.nvim_buf_set_option(buf, "bufhidden", "hide")
+  vim.api.nvim_buf_set_option(buf, "swapfile", false)
+  vim.api.nvim_buf_set_option(buf, "filetype", filetype)
+  return buf
+end
+
+local function header_lines()
+  local title
+  if M.thread then
+    title = "# lich · " .. ((M.title and M.title ~= "") and M.title or ("thread " .. M.thread))
+  else
+    title = "# lich · new thread"
+  end
+  local meta
+  if M.thread then
+    meta = string.format("_thread %s · %d turn%s_", M.thread, M.turns, M.turns == 1 and "" or "s")
+  else
+    meta = "_Type below: <CR> (normal mode) or <C-s> (insert mode) sends; :LichThreads picks an earlier thread._"
+  end
+  return { title, meta, "" }
+end
+
+--- Write to the conversation buffer: replace lines `first`..`last` (0-based, end exclusive, as
+--- nvim_buf_set_lines) with `lines`. A window whose cursor was on the last line follows the end;
+--- every other window keeps its cursor and its view.
+local function write(first, last, lines)
+  local buf = M.conv
+  local count = vim.api.nvim_buf_line_count(buf)
+  local followers = {}
+  for _, win in ipairs(windows_of(buf)) do
+    if vim.api.nvim_win_get_cursor(win)[1] >= count then
+      table.insert(followers, win)
+    end
+  end
+  vim.api.nvim_buf_set_option(buf, "modifiable", true)
+  local ok, err = pcall(vim.api.nvim_buf_set_lines, buf, first, last, false, lines)
+  vim.api.nvim_buf_set_option(buf, "modifiable", false)
+  if not ok then
+    error(err)
+  end
+  local new_count = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(followers) do
+    vim.api.nvim_win_set_cursor(win, { new_count, 0 })
+  end
+end
+
+local function ensure_conv()
+  if valid(M.conv) then
+    return M.conv
+  end
+  M.conv = scratch(CONV_NAME, "markdown")
+  vim.api.nvim_buf_set_option(M.conv, "modifiable", false)
+  kinds = {}
+  write(0, -1, header_lines())
+  return M.conv
+end
+
+local function refresh_header()
+  if valid(M.conv) then
+    write(0, HEADER_LINES, header_lines())
+  end
+end
+
+local function split_lines(text)
+  return vim.split(tostring(text or ""), "\n", true)
+end
+
+--- Append `lines` after a blank line (unless the buffer already ends in one); `fold` marks them
+--- as one folded block. Returns the 1-based line number of the first appended line.
+local function append_block(lines, fold)
+  local buf = ensure_conv()
+  local count = vim.api.nvim_buf_line_count(buf)
+  local last = vim.api.nvim_buf_get_lines(buf, count - 1, count, false)[1] or ""
+  local block = {}
+  if last ~= "" then
+    table.insert(block, "")
+  end
+  local first = count + #block + 1
+  for _, line in ipairs(lines) do
+    table.insert(block, line)
+  end
+  if fold then
+    for index = 0, #lines - 1 do
+      kinds[first + index] = index == 0 and ">1" or "1"
+    end
+  end
+  write(count, count, block)
+  live.streaming = false
+  return first
+end
+
+--- Glue streamed text onto the tail line (a new paragraph when the tail is something else).
+local function stream(text)
+  if not live.streaming then
+    append_block({ "" })
+  end
+  local buf = M.conv
+  local count = vim.api.nvim_buf_line_count(buf)
+  local last = vim.api.nvim_buf_get_lines(buf, count - 1, count, false)[1] or ""
+  write(count - 1, count, split_lines(last .. text))
+  live.streaming = true
+end
+
+function M.foldexpr(lnum)
+  return kinds[lnum] or "0"
+end
+
+-- 'foldexpr' and 'omnifunc' name a function reachable from Vimscript (v:lua works from 0.5).
+_G.lich_chat_foldexpr = M.foldexpr
+
+-- ---------------------------------------------------------------------------------------------
+-- Rendering pieces shared by the live stream and a thread drawn from lich.thread.
+
+local function one_line(value, limit)
+  local text = type(value) == "string" and value or vim.fn.json_encode(value)
+  text = text:gsub("%s+", " ")
+  if vim.fn.strchars(text) > limit then
+    text = vim.fn.strcharpart(text, 0, limit - 1) .. "…"
+  end
+  return text
+end
+
+--- lich.thread clips long arguments into a string: take them back as an object when they still
+--- parse.
+local function arguments_table(arguments)
+  if type(arguments) == "table" then
+    return arguments
+  end
+  if type(arguments) == "string" then
+    local ok, decoded = pcall(vim.fn.json_decode, arguments)
+    if ok and type(decoded) == "table" then
+      return decoded
+    end
+  end
+  return nil
+end
+
+local function patch_paths(patch)
+  local paths = {}
+  for _, line in ipairs(split_lines(patch)) do
+    local path = line:match("^@@%s+(.-)%s*$")
+    if path and path ~= "" then
+      table.insert(paths, path)
+    end
+  end
+  return paths
+end
+
+--- What a tool call is about, for its heading: the path(s) it names, else its first short string.
+local function tool_target(name, args)
+  if type(args) ~= "table" then
+    return ""
+  end
+  if name == "apply_patch" and type(args.input) == "string" then
+    return table.concat(patch_paths(args.input), ", ")
+  end
+  for _, key in ipairs({ "path", "file", "uri", "pattern", "query", "command", "url" }) do
+    if type(args[key]) == "string" and args[key] ~= "" then
+      return one_line(args[key], 60)
+    end
+  end
+  return ""
+end
+
+local function limited(lines)
+  if #lines > DIFF_LINES_MAX then
+    local kept = vim.list_slice(lines, 1, DIFF_LINES_MAX)
+    table.insert(kept, string.format("… %d more lines", #lines - DIFF_LINES_MAX))
+    return kept
+  end
+  return lines
+end
+
+--- A ```diff block for an edit, or nil: edit_file's old and new text, write_file's content,
+--- apply_patch's hashline patch (its `~` payload lines as additions, its ops as hunk headers).
+local function diff_lines(name, args)
+  if type(args) ~= "table" then
+    return nil
+  end
+  local body = {}
+  if name == "edit_file" and type(args.old_string) == "string" and type(args.new_string) == "string" then
+    table.insert(body, "--- " .. tostring(args.path or "?"))
+    table.insert(body, "+++ " .. tostring(args.path or "?"))
+    for _, line in ipairs(split_lines(args.old_string)) do
+      table.insert(body, "-" .. line)
+    end
+    for _, line in ipairs(split_lines(args.new_string)) do
+      table.insert(body, "+" .. line)
+    end
+  elseif name == "write_file" and type(args.content) == "string" then
+    table.insert(body, "+++ " .. tostring(args.path or "?"))
+    for _, line in ipairs(split_lines(args.content)) do
+      table.insert(body, "+" .. line)
+    end
+  elseif name == "apply_patch" and type(args.input) == "string" then
+    for _, line in ipairs(split_lines(args.input)) do
+      if line:sub(1, 1) == "~" then
+        table.insert(body, "+" .. line:sub(2))
+      elseif line:match("^@@") then
+        table.insert(body, "+++ " .. vim.trim(line:sub(3)))
+      elseif line ~= "" then
+        table.insert(body, "@@ " .. line .. " @@")
+      end
+    end
+  else
+    return nil
+  end
+  local lines = { "```diff" }
+  vim.list_extend(lines, limited(body))
+  table.insert(lines, "```")
+  return lines
+end
+
+--- A tool call as a folded block: the heading (name, target, ok or failed, duration), then the
+--- arguments, the result or error, and for an edit its diff.
+local function tool_block(name, arguments, ok, result, duration_ms)
+  local args = arguments_table(arguments)
+  local target = tool_target(name, args)
+  local heading = "▸ " .. name .. (target ~= "" and (" " .. target) or "") .. " · " .. (ok and "ok" or "failed")
+  if tonumber(duration_ms) then
+    heading = heading .. string.format(" (%d ms)", math.floor(tonumber(duration_ms) + 0.5))
+  end
+  local lines = { heading }
+  if arguments ~= nil and arguments ~= vim.NIL then
+    table.insert(lines, "  arguments: " .. one_line(arguments, ARGUMENT_CHARS))
+  end
+  if type(result) == "string" and result ~= "" then
+    table.insert(lines, "  " .. (ok and "result: " or "error: ") .. one_line(result, ARGUMENT_CHARS))
+  end
+  local diff = ok and diff_lines(name, args)
+  if diff then
+    vim.list_extend(lines, diff)
+  end
+  return lines
+end
+
+--- How a turn ended, in plain words; nil for a normal answer.
+---@param stopped_reason string|nil
+---@param error_text string|nil
+---@param running boolean|nil the turn is still running
+---@return string|nil
+function M.outcome_text(stopped_reason, error_text, running)
+  local reason = type(stopped_reason) == "string" and stopped_reason or ""
+  local problem = type(error_text) == "string" and vim.trim(error_text) or ""
+  if reason == "final" then
+    return nil
+  elseif reason == "aborted" then
+    return "**Cancelled.** The turn was stopped before it finished."
+  elseif reason == "error" then
+    return "**The turn failed:** " .. (problem ~= "" and one_line(problem, 500) or "the provider returned an error.")
+  elseif reason == "budget" then
+    return "**Stopped:** the turn used every model call it was allowed (max_turns)."
+  elseif reason == "" then
+    return (not running) and "**This turn did not finish** (the server stopped while it ran)." or nil
+  end
+  return "**Stopped:** " .. reason .. (problem ~= "" and (": " .. one_line(problem, 500)) or "")
+end
+
+local function turn_heading(number, discarded)
+  return "## You · turn " .. tostring(number) .. (discarded and " (rewound)" or "")
+end
+
+local function prompt_lines(number, prompt, about, discarded)
+  local lines = { turn_heading(number, discarded) }
+  if about then
+    table.insert(lines, "_" .. about .. "_")
+  end
+  vim.list_extend(lines, split_lines(prompt))
+  table.insert(lines, "")
+  table.insert(lines, "## lich")
+  return lines
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Drawing a whole thread (lich.thread's answer).
+
+--- Replace the conversation with `thread` (a lich.thread result) in one write; the cursor of a
+--- window that was at the end stays at the end, the others keep their line.
+---@param thread table
+function M.render_thread(thread)
+  ensure_conv()
+  M.thread = thread.thread or M.thread
+  M.title = type(thread.title) == "string" and thread.title or nil
+  local turns = type(thread.turns) == "table" and thread.turns or {}
+  M.turns = #turns
+  kinds = {}
+  local lines = header_lines()
+  local function add(block, fold)
+    if lines[#lines] ~= "" then
+      table.insert(lines, "")
+    end
+    local first = #lines + 1
+    vim.list_extend(lines, block)
+    if fold then
+      for index = 0, #block - 1 do
+        kinds[first + index] = index == 0 and ">1" or "1"
+      end
+    end
+  end
+  for index, turn in ipairs(turns) do
+    local discarded = turn.discarded == true
+    add(prompt_lines(turn.turn or index, turn.prompt or "", nil, discarded))
+    for _, tool in ipairs(type(turn.tools) == "table" and turn.tools or {}) do
+      add(tool_block(tool.name or "?", tool.arguments, tool.ok == true, tool.result), true)
+    end
+    if type(turn.final) == "string" and turn.final ~= "" then
+      add(split_lines(turn.final))
+    end
+    local last_running = thread.running == true and index == #turns
+    local outcome = M.outcome_text(turn.stopped_reason, turn.error, last_running)
+    if outcome then
+      add({ outcome })
+    end
+  end
+  -- Replacing every line would send the other windows' cursors to the top: keep their rows.
+  local count = vim.api.nvim_buf_line_count(M.conv)
+  local kept = {}
+  for _, win in ipairs(windows_of(M.conv)) do
+    local row = vim.api.nvim_win_get_cursor(win)[1]
+    if row < count then
+      kept[win] = row
+    end
+  end
+  write(0, -1, lines)
+  for win, row in pairs(kept) do
+    vim.api.nvim_win_set_cursor(win, { math.min(row, #lines), 0 })
+  end
+  live = { streaming = false, streamed = false, args = {} }
+  M.reloads = M.reloads + 1
+end
+
+--- Draw the current thread again from the server (after a pick, a rewind, a restart).
+---@param callback fun(err, result)|nil
+function M.reload(callback)
+  callback = callback or function() end
+  if not M.thread then
+    ensure_conv()
+    kinds = {}
+    M.turns = 0
+    write(0, -1, header_lines())
+    M.reloads = M.reloads + 1
+    return callback(nil, nil)
+  end
+  local thread = M.thread
+  require("lich").execute("lich.thread", { thread = thread }, function(err, result)
+    if err then
+      notify("loading thread " .. thread .. " failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    elseif type(result) == "table" and M.thread == thread then
+      if result.running ~= true and M.running and M.running.thread == thread then
+        M.running = nil
+      end
+      M.render_thread(result)
+    end
+    callback(err, result)
+  end)
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Turns: started by require("lich").ask, streamed from lich/event, closed by the ask's answer.
+
+local function relative(uri)
+  if type(uri) ~= "string" then
+    return nil
+  end
+  return vim.fn.fnamemodify(vim.uri_to_fname(uri), ":~:.")
+end
+
+--- Called by require("lich").ask before it sends: when the chat is shown, the ask becomes the
+--- chat's next turn. Returns whether it does, and the thread to continue (nil: a new one). An
+--- error when the chat's turn is still running (two turns of a thread never run at once).
+---@param prompt string
+---@param uri string|nil
+---@param range table|nil
+---@return boolean in_chat, string|nil thread
+function M.begin_turn(prompt, uri, range)
+  if not M.is_open() then
+    return false, nil
+  end
+  if M.running then
+    error("a turn of the chat's thread is running; wait for it or :LichCancel it", 0)
+  end
+  local about = nil
+  local path = relative(uri)
+  if path then
+    about = "about " .. path
+    if type(range) == "table" and type(range.start) == "table" and type(range["end"]) == "table" then
+      about = about .. string.format(", lines %d-%d", range.start.line + 1, range["end"].line + 1)
+    end
+  end
+  M.running = { thread = M.thread, prompt = prompt }
+  live = { streaming = false, streamed = false, args = {} }
+  append_block(prompt_lines(M.turns + 1, prompt, about, false))
+  return true, M.thread
+end
+
+--- Called with the ask's answer (or its request error).
+---@param err table|nil
+---@param result table|nil
+function M.end_turn(err, result)
+  M.running = nil
+  if not valid(M.conv) then
+    return
+  end
+  if err then
+    append_block({ "**Not sent:** " .. one_line(err.message or vim.inspect(err), 500) })
+    return
+  end
+  if type(result) ~= "table" then
+    return
+  end
+  if type(result.thread) == "string" and result.thread ~= "" then
+    if M.thread == nil then
+      M.thread = result.thread
+    end
+    if result.thread ~= M.thread then
+      return
+    end
+  end
+  M.turns = M.turns + 1
+  if not live.streamed and not live.final_shown and type(result.final) == "string" and result.final ~= "" then
+    append_block(split_lines(result.final))
+  end
+  if not live.outcome_shown then
+    local outcome = M.outcome_text(result.stopped_reason, result.error, false)
+    if outcome then
+      append_block({ outcome })
+    end
+  end
+  live.streaming = false
+  refresh_header()
+end
+
+--- Render one `lich/event` (docs/lich-event.schema.json) of the chat's thread.
+---@param event table
+function M.on_event(event)
+  if type(event) ~= "table" or not valid(M.conv) then
+    return
+  end
+  local thread = event.thread
+  if M.thread == nil and M.running and M.running.thread == nil and event.type == "run_start" and type(thread) == "string" then
+    -- The first event of the new thread this chat started names it.
+    M.thread = thread
+    M.running.thread = thread
+    refresh_header()
+  end
+  if thread == nil or thread ~= M.thread then
+    return
+  end
+  local kind = event.type
+  local data = type(event.data) == "table" and event.data or {}
+  if kind == "text_delta" then
+    live.streamed = true
+    if type(data.text) == "string" then
+      stream(data.text)
+    end
+  elseif kind == "tool_call_start" then
+    live.args[data.call_id or ""] = data.arguments
+    live.streaming = false
+  elseif kind == "tool_call_end" then
+    local ok = data.ok == true
+    local result = ok and data.summary or data.error
+    append_block(tool_block(data.name or "?", live.args[data.call_id or ""], ok, result, data.duration_ms), true)
+  elseif kind == "final" then
+    if not live.streamed and type(data.text) == "string" and data.text ~= "" then
+      append_block(split_lines(data.text))
+      live.final_shown = true
+    end
+  elseif kind == "llm_retry" then
+    local discarded = tonumber(data.discarded_chars) or 0
+    append_block({
+      "_The provider "
+        .. tostring(data.provider or "?")
+        .. " failed ("
+        .. tostring(data.kind or "error")
+        .. "); "
+        .. (data.action == "failover" and "trying the next provider" or "trying again")
+        .. (discarded > 0 and "; the answer starts again below" or "")
+        .. "._",
+    })
+  elseif kind == "run_end" then
+    local outcome = M.outcome_text(data.stopped_reason, data.error, false)
+    if outcome then
+      append_block({ outcome })
+    end
+    live.outcome_shown = true
+  elseif kind == "llm_start" or kind == "llm_end" or kind == "turn_start" or kind == "turn_end" then
+    live.streaming = false
+  end
+end
+
+--- The server exited: a turn that was running will not answer.
+function M.on_client_exit()
+  if M.running and valid(M.conv) then
+    append_block({ "**The language server stopped** while this turn ran; the chat reloads the thread when it is back." })
+  end
+  M.running = nil
+end
+
+--- A lich client finished initializing (a first start or a restart): draw the chat's thread from
+--- the server again, so the chat shows what the thread holds now.
+function M.on_client_init()
+  if valid(M.conv) and M.thread then
+    M.running = nil
+    M.reload()
+  end
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- The windows, the input, the commands.
+
+local function input_text()
+  if not valid(M.input) then
+    return ""
+  end
+  return vim.trim(table.concat(vim.api.nvim_buf_get_lines(M.input, 0, -1, false), "\n"))
+end
+
+--- Send `text` as the chat's next turn.
+---@param text string
+---@return integer|nil request_id
+function M.send(text)
+  text = vim.trim(text or "")
+  if text == "" then
+    return nil
+  end
+  if M.running then
+    notify("a turn of this thread is running; wait for it or :LichCancel it", vim.log.levels.WARN)
+    return nil
+  end
+  M.open({ focus = false })
+  return require("lich").ask({ prompt = text, bufnr = M.input })
+end
+
+--- Send what the input holds and empty it (kept when nothing could be sent).
+function M.send_input()
+  local text = input_text()
+  if text == "" then
+    return
+  end
+  if M.running then
+    notify("a turn of this thread is running; wait for it or :LichCancel it", vim.log.levels.WARN)
+    return
+  end
+  vim.api.nvim_buf_set_lines(M.input, 0, -1, false, { "" })
+  M.send(text)
+end
+
+--- `@` mention candidates from the server (lich.mentions), waited for: completion functions are
+--- synchronous.
+---@param prefix string
+---@return string[]
+function M.mention_candidates(prefix)
+  local done, candidates = false, {}
+  require("lich").execute("lich.mentions", { prefix = prefix or "" }, function(err, result)
+    if not err and type(result) == "table" and type(result.candidates) == "table" then
+      candidates = result.candidates
+    end
+    done = true
+  end)
+  vim.wait(MENTION_WAIT_MS, function()
+    return done
+  end, 10)
+  return candidates
+end
+
+--- 'omnifunc' / 'completefunc' of the input: completes the path after an `@` that starts a word.
+---@param findstart integer
+---@param base string
+---@return integer|table
+function M.omnifunc(findstart, base)
+  if findstart == 1 then
+    local line = vim.api.nvim_get_current_line()
+    local col = vim.api.nvim_win_get_cursor(0)[2]
+    local before = line:sub(1, col)
+    local at = before:match(".*()@[^%s@]*$")
+    if not at or (at > 1 and not before:sub(at - 1, at - 1):match("%s")) then
+      -- -3: no completion here, and leave completion mode quietly.
+      return -3
+    end
+    return at
+  end
+  local items = {}
+  for _, path in ipairs(M.mention_candidates(base)) do
+    table.insert(items, { word = path, menu = "[lich]" })
+  end
+  return items
+end
+
+_G.lich_chat_omnifunc = M.omnifunc
+
+local function ensure_input()
+  if valid(M.input) then
+    return M.input
+  end
+  local buf = scratch(INPUT_NAME, "lichchat")
+  vim.api.nvim_buf_set_option(buf, "omnifunc", "v:lua.lich_chat_omnifunc")
+  vim.api.nvim_buf_set_option(buf, "completefunc", "v:lua.lich_chat_omnifunc")
+  vim.keymap.set("n", "<CR>", M.send_input, { buffer = buf, desc = "lich: send the message" })
+  vim.keymap.set("i", "<C-s>", M.send_input, { buffer = buf, desc = "lich: send the message" })
+  vim.keymap.set("i", "@", function()
+    local col = vim.api.nvim_win_get_cursor(0)[2]
+    local previous = vim.api.nvim_get_current_line():sub(col, col)
+    if col == 0 or previous:match("%s") then
+      -- Already replaced here, so it reads the same whether or not the Neovim version replaces
+      -- an expr mapping's keycodes itself.
+      return "@" .. vim.api.nvim_replace_termcodes("<C-x><C-o>", true, false, true)
+    end
+    return "@"
+  end, { buffer = buf, expr = true, desc = "lich: complete a path to mention" })
+  M.input = buf
+  return buf
+end
+
+local function set_conv_window_options(win)
+  vim.api.nvim_win_set_option(win, "wrap", true)
+  vim.api.nvim_win_set_option(win, "linebreak", true)
+  vim.api.nvim_win_set_option(win, "number", false)
+  vim.api.nvim_win_set_option(win, "foldmethod", "expr")
+  vim.api.nvim_win_set_option(win, "foldexpr", "v:lua.lich_chat_foldexpr(v:lnum)")
+  vim.api.nvim_win_set_option(win, "foldlevel", 0)
+  vim.api.nvim_win_set_option(win, "foldenable", true)
+end
+
+--- Open the chat (or focus it): the conversation in a split, the input below it.
+---@param opts table|nil {focus? = true}: put the cursor in the input
+---@return integer conversation buffer
+function M.open(opts)
+  opts = opts or {}
+  ensure_conv()
+  ensure_input()
+  local tab_wins = vim.api.nvim_tabpage_list_wins(0)
+  local conv_win, input_win
+  for _, win in ipairs(tab_wins) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    if buf == M.conv then
+      conv_win = conv_win or win
+    elseif buf == M.input then
+      input_win = input_win or win
+    end
+  end
+  if not conv_win then
+    local previous = vim.api.nvim_get_current_win()
+    vim.cmd("botright split")
+    conv_win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(conv_win, M.conv)
+    set_conv_window_options(conv_win)
+    vim.api.nvim_win_set_cursor(conv_win, { vim.api.nvim_buf_line_count(M.conv), 0 })
+    if input_win == nil and opts.focus == false then
+      vim.api.nvim_set_current_win(previous)
+    end
+  end
+  if not input_win then
+    local previous = vim.api.nvim_get_current_win()
+    vim.api.nvim_set_current_win(conv_win)
+    vim.cmd("belowright " .. INPUT_HEIGHT_LINES .. "split")
+    input_win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(input_win, M.input)
+    vim.api.nvim_win_set_option(input_win, "winfixheight", true)
+    vim.api.nvim_win_set_option(input_win, "number", false)
+    if opts.focus == false then
+      vim.api.nvim_set_current_win(previous)
+    end
+  end
+  if opts.focus ~= false then
+    vim.api.nvim_set_current_win(input_win)
+  end
+  return M.conv
+end
+
+--- :LichChat [message]
+function M.command_chat(cmd)
+  M.open()
+  local text = vim.trim(cmd.args or "")
+  if text ~= "" then
+    M.send(text)
+  end
+end
+
+local function refuse_while_running(what)
+  if M.running then
+    notify("a turn is running; wait for it or :LichCancel it before " .. what, vim.log.levels.WARN)
+    return true
+  end
+  return false
+end
+
+--- :LichNewThread: the chat starts over; the next message starts a new thread.
+function M.new_thread()
+  if refuse_while_running("starting a new thread") then
+    return
+  end
+  M.thread, M.title, M.turns = nil, nil, 0
+  M.open()
+  M.reload()
+end
+
+--- Show thread `thread` in the chat (drawn from lich.thread).
+---@param thread string
+---@param callback fun(err, result)|nil
+function M.load(thread, callback)
+  if refuse_while_running("switching threads") then
+    return
+  end
+  M.thread, M.title = thread, nil
+  M.open()
+  M.reload(callback)
+end
+
+local function format_updated(value)
+  if type(value) == "number" then
+    return os.date("%Y-%m-%d %H:%M", math.floor(value))
+  end
+  return tostring(value or "")
+end
+
+--- One line of the :LichThreads picker for an entry of lich.threads.
+---@param entry table {thread, title, turns, updated, running}
+---@return string
+function M.thread_choice(entry)
+  local turns = tonumber(entry.turns) or 0
+  local title = (type(entry.title) == "string" and entry.title ~= "") and entry.title or tostring(entry.thread)
+  return string.format(
+    "%s · %d turn%s · %s%s",
+    one_line(title, 80),
+    turns,
+    turns == 1 and "" or "s",
+    format_updated(entry.updated),
+    entry.running == true and " · running" or ""
+  )
+end
+
+--- :LichThreads: pick a thread of this workspace (vim.ui.select) and show it in the chat.
+---@param callback fun(err, result)|nil called once the picked thread is drawn
+function M.pick_thread(callback)
+  callback = callback or function() end
+  require("lich").execute("lich.threads", vim.empty_dict(), function(err, result)
+    if err then
+      notify("listing threads failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      return callback(err, nil)
+    end
+    local threads = type(result) == "table" and type(result.threads) == "table" and result.threads or {}
+    if #threads == 0 then
+      notify("no threads in this workspace yet: :LichChat starts one")
+      return callback(nil, nil)
+    end
+    vim.ui.select(threads, { prompt = "Thread: ", format_item = M.thread_choice }, function(choice)
+      if not choice then
+        return callback(nil, nil)
+      end
+      M.load(choice.thread, callback)
+    end)
+  end)
+end
+
+--- The turn whose heading is at or above line `lnum` of the conversation.
+---@param lnum integer
+---@return integer|nil
+function M.turn_at(lnum)
+  if not valid(M.conv) then
+    return nil
+  end
+  local lines = vim.api.nvim_buf_get_lines(M.conv, 0, lnum, false)
+  for index = #lines, 1, -1 do
+    local number = lines[index]:match("^## You · turn (%d+)")
+    if number then
+      return tonumber(number)
+    end
+  end
+  return nil
+end
+
+--- :LichRewind [turn]: take back turn `turn` (default: the turn under the cursor in the chat)
+--- and every later one, files and conversation (lich.rewind), then draw the thread again.
+---@param turn integer|nil
+---@param callback fun(err, result)|nil
+function M.rewind(turn, callback)
+  callback = callback or function() end
+  if not M.thread then
+    notify("the chat has no thread to rewind yet", vim.log.levels.WARN)
+    return callback(nil, nil)
+  end
+  if refuse_while_running("rewinding") then
+    return callback(nil, nil)
+  end
+  if not turn then
+    local win = vim.api.nvim_get_current_win()
+    if vim.api.nvim_win_get_buf(win) == M.conv then
+      turn = M.turn_at(vim.api.nvim_win_get_cursor(win)[1])
+    end
+  end
+  if not turn then
+    notify("put the cursor on a turn in the chat, or give its number: :LichRewind 2", vim.log.levels.WARN)
+    return callback(nil, nil)
+  end
+  local thread = M.thread
+  require("lich").execute("lich.rewind", { thread = thread, turn = turn }, function(err, result)
+    if err then
+      notify("rewind failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      return callback(err, nil)
+    end
+    M.reload(function()
+      callback(nil, result)
+    end)
+  end, { flush_all = true })
+end
+
+function M.command_rewind(cmd)
+  local arg = vim.trim(cmd.args or "")
+  local turn = nil
+  if arg ~= "" then
+    turn = tonumber(arg)
+    if not turn or turn < 1 or turn ~= math.floor(turn) then
+      notify("usage: :LichRewind [turn number]", vim.log.levels.ERROR)
+      return
+    end
+  end
+  M.rewind(turn)
+end
+
+--- Lines of the conversation (for tests and for copying).
+---@return string[]
+function M.lines()
+  if not valid(M.conv) then
+    return {}
+  end
+  return vim.api.nvim_buf_get_lines(M.conv, 0, -1, false)
+end
+
+return M
