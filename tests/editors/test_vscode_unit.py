@@ -60,9 +60,11 @@ def test_vitest_suite_passes() -> None:
         "trust.test.ts",
         "runTests.test.ts",  # Run Tests / Run Tests Matching… and their notifications
         "transcript.test.ts",  # renders the shared event fixtures, validated against the schema
+        "chatWebview.test.ts",  # the chat view's script in a DOM: rendering, input, @ completion
+        "chatSession.test.ts",  # the chat's server commands, event routing, errors in words
     ):
         assert suite in files, f"{suite} did not run"
-    assert summary["numPassedTests"] >= 50
+    assert summary["numPassedTests"] >= 130
 
 
 def test_vsix_packages_only_the_bundle() -> None:
@@ -80,6 +82,8 @@ def test_vsix_packages_only_the_bundle() -> None:
     finally:
         out.unlink(missing_ok=True)
     assert "extension/dist/extension.js" in names
+    # The chat view's script and its side bar icon.
+    assert {"extension/dist/chat.js", "extension/media/lich.svg"} <= names
     assert not any("node_modules" in name or name.startswith("extension/src/") for name in names), (
         sorted(names)
     )

@@ -42,8 +42,13 @@ def node_binary() -> str | None:
 
 def newest_source_mtime() -> float:
     """Newest mtime among the files that go into the .vsix (stale-package check)."""
-    paths = [EXT_DIR / "package.json", EXT_DIR / "package-lock.json", EXT_DIR / "esbuild.mjs"]
-    worklist = [EXT_DIR / "src"]
+    paths = [
+        EXT_DIR / "package.json",
+        EXT_DIR / "package-lock.json",
+        EXT_DIR / "esbuild.mjs",
+        EXT_DIR / ".vscodeignore",
+    ]
+    worklist = [EXT_DIR / "src", EXT_DIR / "media"]
     while worklist:
         folder = worklist.pop()
         for entry in folder.iterdir():

@@ -16,6 +16,8 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
+import { CHAT_VIEW_ID, OPEN_CHAT_COMMAND } from "./chatProtocol";
+import { ChatSession, ChatViewProvider } from "./chatView";
 import { CONFIG_TEMPLATE } from "./configTemplate";
 import { ASK_COMMAND, createMiddleware, trackedAsk, type AskArgs } from "./middleware";
 import { canImportLichLsp, findOnPath, pythonExtensionInterpreter } from "./nodeResolveDeps";
@@ -58,6 +60,7 @@ export const COMMANDS = {
   runTests: "lichClient.runTests",
   runTestsMatching: "lichClient.runTestsMatching",
   undoTask: "lichClient.undoTask",
+  openChat: OPEN_CHAT_COMMAND,
 } as const;
 const ACTION_RESTART = "Restart Server";
 const ACTION_SETTINGS = "Open Settings";
@@ -85,12 +88,27 @@ export class LichController implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private crashes = 0;
   private readonly workspaceState: vscode.Memento;
+  readonly chat: ChatSession;
+  readonly chatView: ChatViewProvider;
 
   constructor(context: vscode.ExtensionContext) {
     this.workspaceState = context.workspaceState;
     this.transcript = vscode.window.createOutputChannel(TRANSCRIPT_CHANNEL);
     this.serverOutput = vscode.window.createOutputChannel(CLIENT_NAME);
     this.history = new PromptHistory(context.workspaceState);
+    this.chat = new ChatSession({
+      request: (command, args) => this.chatRequest(command, args),
+      history: this.history,
+      tasks: this.tasks,
+      state: context.workspaceState,
+      openFile: (file) => void this.openWorkspaceFile(file),
+      openLink: (href) => {
+        if (/^(https?:|mailto:)/i.test(href)) {
+          void vscode.env.openExternal(vscode.Uri.parse(href));
+        }
+      },
+    });
+    this.chatView = new ChatViewProvider(context.extensionUri, this.chat);
     this.statusItem = vscode.window.createStatusBarItem("lich.status", vscode.StatusBarAlignment.Left, 10);
     this.statusItem.name = "Lich";
     this.disposables.push(this.transcript, this.serverOutput, this.statusItem);
@@ -115,6 +133,11 @@ export class LichController implements vscode.Disposable {
     register(COMMANDS.revokeWorkspaceConfigTrust, () => this.trustWorkspaceConfig(true));
     register(COMMANDS.runTests, () => this.runTests(false));
     register(COMMANDS.runTestsMatching, () => this.runTests(true));
+    register(COMMANDS.openChat, () => this.chatView.open());
+    this.disposables.push(
+      this.chatView,
+      vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chatView, { webviewOptions: { retainContextWhenHidden: true } }),
+    );
     register(COMMANDS.undoTask, (taskId) => this.undoTask(typeof taskId === "string" ? taskId : undefined));
     // Review per hunk: the lenses' buttons and the palette's Accept All / Reject All (./review).
     register(REVIEW_COMMANDS.acceptHunk, (args) => this.reviewCommand(ACCEPT_HUNK_COMMAND, args));
@@ -209,6 +232,7 @@ export class LichController implements vscode.Disposable {
           return prompt;
         },
         tasks: this.tasks,
+        routeAsk: (args) => this.routeAskToChat(args),
         settings: () => this.currentSettings(),
         onAskResult: () => void this.refreshStatus(),
       }),
@@ -229,6 +253,13 @@ export class LichController implements vscode.Disposable {
     client.registerFeature(new SaveDocumentsCapability());
     client.registerFeature(new ReviewHunksCapability());
     client.onNotification(EVENT_METHOD, (event: LichEvent) => this.onEvent(event));
+    // Back after a crash (the client restarts the server by itself) or a restart: the chat
+    // reads its thread again, so it shows what the server has.
+    client.onDidChangeState((change) => {
+      if (change.newState === State.Running) {
+        void this.chat.reload().then(() => this.chat.listThreads());
+      }
+    });
     client.onRequest(SAVE_DOCUMENTS_METHOD, (params: SaveDocumentsParams) =>
       saveDocuments(params, vscode.workspace.textDocuments, (uri) => vscode.Uri.parse(uri).toString()),
     );
@@ -236,6 +267,7 @@ export class LichController implements vscode.Disposable {
   }
 
   private onEvent(event: LichEvent): void {
+    this.chat.onEvent(event);
     const text = this.renderer.render(event);
     if (text) {
       this.transcript.append(text);
@@ -305,6 +337,18 @@ export class LichController implements vscode.Disposable {
       void vscode.window.showWarningMessage("Lich: select the code to ask about first.");
       return undefined;
     }
+    if (this.chatView.visible) {
+      // The chat is open: the question goes there, on its thread, with the selection attached.
+      const attachment: AskArgs = {};
+      if (editor && !editor.document.isUntitled) {
+        attachment.uri = editor.document.uri.toString();
+        if (aboutSelection && this.client) {
+          attachment.range = this.client.code2ProtocolConverter.asRange(editor.selection);
+        }
+      }
+      await this.routeAskToChat(attachment);
+      return undefined;
+    }
     const prompt = await askForPrompt(vscode.window, this.history, {
       title: aboutSelection ? "Lich: Ask Agent About Selection" : "Lich: Ask Agent",
     });
@@ -333,6 +377,45 @@ export class LichController implements vscode.Disposable {
       return undefined;
     } finally {
       void this.refreshStatus();
+    }
+  }
+
+  /**
+   * A lich.ask for the chat when its view is open: without a prompt (Ask Agent, the "Ask agent…"
+   * code action) the view takes the question with the file or selection attached; with one (a
+   * code action's own prompt) it runs as the next turn of the view's thread. Undefined when the
+   * view is closed: the caller asks as before.
+   */
+  routeAskToChat(args: AskArgs): Promise<unknown> | undefined {
+    if (!this.chatView.visible) {
+      return undefined;
+    }
+    const { prompt, ...rest } = args;
+    if (typeof prompt === "string" && prompt.trim()) {
+      return this.chat.send(prompt, rest);
+    }
+    if (typeof args.uri === "string") {
+      this.chat.setAttachment({ uri: args.uri, range: args.range, label: attachmentLabel(args.uri, args.range) });
+    }
+    return this.chatView.open().then(() => undefined);
+  }
+
+  /** A server command for the chat: rejects (the chat says so inline) instead of a pop-up. */
+  private async chatRequest<T>(command: string, args: Record<string, unknown>): Promise<T> {
+    const client = this.client;
+    if (!client || client.state !== State.Running) {
+      throw new Error(this.state === "starting" ? "the language server is still starting" : "the language server is not running (Lich: Restart Server starts it)");
+    }
+    return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] })) as T;
+  }
+
+  private async openWorkspaceFile(file: string): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const uri = /^[a-z][a-z0-9+.-]*:/i.test(file) ? vscode.Uri.parse(file) : folder ? vscode.Uri.joinPath(folder.uri, file) : vscode.Uri.file(file);
+    try {
+      await vscode.window.showTextDocument(uri, { preview: false });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Lich: cannot open ${file}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 
@@ -538,6 +621,24 @@ export class LichController implements vscode.Disposable {
       disposable.dispose();
     }
   }
+}
+
+/** "hello.py" or "hello.py:3-7" (LSP lines are 0-based, people count from 1). */
+export function attachmentLabel(uri: string, range: unknown): string {
+  let name = uri;
+  try {
+    name = vscode.workspace.asRelativePath(vscode.Uri.parse(uri), false);
+  } catch {
+    // keep the URI
+  }
+  const r = range as { start?: { line?: unknown }; end?: { line?: unknown; character?: unknown } } | undefined;
+  if (r && typeof r.start?.line === "number" && typeof r.end?.line === "number") {
+    const first = r.start.line + 1;
+    // A selection ending at column 0 does not include that line.
+    const last = r.end.character === 0 && r.end.line > r.start.line ? r.end.line : r.end.line + 1;
+    return first === last ? `${name}:${first}` : `${name}:${first}-${last}`;
+  }
+  return name;
 }
 
 /** Whether `command` names an executable: a path that exists, or a bare name found on PATH. */

@@ -21,6 +21,11 @@ export interface AskArgs {
 export interface MiddlewareDeps {
   askPrompt(args: AskArgs): Promise<string | undefined>;
   tasks: TaskTracker;
+  /**
+   * The chat view's turn for this lich.ask, when the view takes it (it is open); undefined: ask
+   * and run here as before.
+   */
+  routeAsk?(args: AskArgs): Promise<unknown> | undefined;
   settings(): ServerSettings;
   /** Called with each finished lich.ask result (status bar, messages). */
   onAskResult?(result: unknown, args: AskArgs): void;
@@ -54,6 +59,10 @@ export function createMiddleware(deps: MiddlewareDeps): Middleware {
       }
       const first = (args[0] ?? {}) as AskArgs;
       let askArgs: AskArgs = typeof first === "object" && first !== null ? { ...first } : {};
+      const routed = deps.routeAsk?.(askArgs);
+      if (routed !== undefined) {
+        return routed;
+      }
       if (typeof askArgs.prompt !== "string" || askArgs.prompt.trim() === "") {
         const prompt = await deps.askPrompt(askArgs);
         if (prompt === undefined) {

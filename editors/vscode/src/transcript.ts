@@ -15,6 +15,8 @@ const SUMMARY_MAX_CHARS = 200;
 export interface LichEvent {
   type?: string;
   task_id?: string;
+  /** The conversation the task belongs to (lich.ask's `thread`). */
+  thread?: string;
   run_id?: string;
   session_id?: string;
   seq?: number;

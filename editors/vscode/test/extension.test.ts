@@ -197,3 +197,107 @@ describe("activate", () => {
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 });
+
+/** A webview view as VS Code hands it to the provider: records the page and the messages. */
+function fakeWebviewView() {
+  const listeners: ((message: unknown) => void)[] = [];
+  const view = {
+    visible: true,
+    shown: 0,
+    posted: [] as { type: string; [key: string]: unknown }[],
+    webview: {
+      options: {} as Record<string, unknown>,
+      html: "",
+      cspSource: "vscode-webview://fake",
+      asWebviewUri: (uri: { path: string }) => ({ toString: () => `vscode-webview://fake${uri.path}` }),
+      onDidReceiveMessage: (listener: (message: unknown) => void) => {
+        listeners.push(listener);
+        return { dispose: () => undefined };
+      },
+      postMessage: async (message: { type: string }) => {
+        view.posted.push(message);
+        return true;
+      },
+    },
+    show: () => void (view.shown += 1),
+    onDidDispose: () => ({ dispose: () => undefined }),
+    /** Test helper: the view's script posts a message. */
+    send: (message: unknown) => listeners.forEach((listener) => listener(message)),
+  };
+  return view;
+}
+
+describe("the Lich chat view", () => {
+  async function openChat() {
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.files.set("/opt/py/bin/python", "");
+    const ctx = { ...context(), extensionUri: { scheme: "file", path: "/ext" } };
+    await activate(ctx as never);
+    const registered = mock.webviewViewProviders.get("lichClient.chat")!;
+    expect(registered.options).toEqual({ webviewOptions: { retainContextWhenHidden: true } });
+    const view = fakeWebviewView();
+    (registered.provider as { resolveWebviewView(v: unknown): void }).resolveWebviewView(view);
+    clients[0].responses["lich.threads"] = { threads: [] };
+    view.send({ type: "ready" });
+    await vi.waitFor(() => expect(view.posted.map((m) => m.type)).toContain("threads"));
+    return { ctx, view };
+  }
+
+  it("serves its page from dist/chat.js under the CSP, and Lich: Open Chat focuses the view's input", async () => {
+    const { ctx, view } = await openChat();
+    expect(view.webview.options).toEqual({ enableScripts: true, localResourceRoots: [expect.objectContaining({ path: "/ext/dist" })] });
+    expect(view.webview.html).toContain('src="vscode-webview://fake/ext/dist/chat.js"');
+    expect(view.webview.html).toContain("default-src 'none'".replace(/'/g, "&#39;"));
+    await mock.commands.get("lichClient.openChat")!();
+    expect(mock.executed.map((e) => e.command)).toContain("lichClient.chat.focus");
+    expect(view.posted.at(-1)).toEqual({ type: "focusInput" });
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("with the view open, Ask About Selection attaches the selection there and the next message carries it", async () => {
+    const { ctx, view } = await openChat();
+    const selection = { isEmpty: false, start: { line: 1, character: 0 }, end: { line: 3, character: 0 } };
+    (window as { activeTextEditor: unknown }).activeTextEditor = {
+      selection,
+      document: { isUntitled: false, uri: { toString: () => "file:///ws/a.py" } },
+    };
+    clients[0].code2ProtocolConverter.asRange = (r: unknown) => r;
+    await mock.commands.get("lichClient.askAboutSelection")!();
+    expect(mock.quickPicks).toHaveLength(0); // no input box: the chat takes the question
+    expect(view.posted).toContainEqual({ type: "attachment", label: "a.py:2-3" });
+    clients[0].responses["lich.ask"] = { task_id: "t1", thread: "th1", stopped_reason: "final", final: "It adds." };
+    view.send({ type: "send", prompt: "what does this do?" });
+    await vi.waitFor(() => expect(view.posted.map((m) => m.type)).toContain("turnEnd"));
+    const ask = clients[0].sent.find((s) => s.command === "lich.ask")!;
+    expect(ask.arguments).toEqual([{ prompt: "what does this do?", uri: "file:///ws/a.py", range: selection }]);
+    // A code action's lich.ask with its own prompt continues the chat's thread.
+    const middleware = clients[0].clientOptions.middleware as { executeCommand(c: string, a: unknown[], n: unknown): Promise<unknown> };
+    const next = vi.fn();
+    await middleware.executeCommand("lich.ask", [{ prompt: "Fix this", uri: "file:///ws/a.py" }], next);
+    expect(next).not.toHaveBeenCalled();
+    expect(clients[0].sent.filter((s) => s.command === "lich.ask")[1].arguments).toEqual([{ prompt: "Fix this", uri: "file:///ws/a.py", thread: "th1" }]);
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("forwards its task's lich/event to the view and reloads the thread when the server is back", async () => {
+    const { ctx, view } = await openChat();
+    let finish: (value: unknown) => void = () => undefined;
+    const original = clients[0].sendRequest.bind(clients[0]);
+    clients[0].sendRequest = async (type: unknown, params: { command: string; arguments: unknown[] }) =>
+      params.command === "lich.ask" ? new Promise((resolve) => (finish = resolve)) : original(type, params);
+    view.send({ type: "send", prompt: "hi" });
+    await vi.waitFor(() => expect(view.posted.map((m) => m.type)).toContain("turnStart"));
+    const notify = clients[0].notifications.get("lich/event")!;
+    notify({ type: "run_start", task_id: "t3", thread: "th3", data: {} });
+    notify({ type: "text_delta", task_id: "t3", thread: "th3", data: { text: "Hello" } });
+    expect(view.posted.filter((m) => m.type === "event")).toHaveLength(2);
+    finish({ task_id: "t3", thread: "th3", stopped_reason: "final", final: "Hello" });
+    await vi.waitFor(() => expect(view.posted.map((m) => m.type)).toContain("turnEnd"));
+    clients[0].responses["lich.thread"] = { thread: "th3", turns: [{ turn: 1, prompt: "hi", final: "Hello" }] };
+    const before = view.posted.length;
+    await clients[0].stop();
+    await clients[0].start(); // the client's own restart after a crash fires the same state change
+    await vi.waitFor(() => expect(view.posted.slice(before).find((m) => m.type === "thread")).toMatchObject({ thread: "th3", turns: [{ turn: 1 }] }));
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+});

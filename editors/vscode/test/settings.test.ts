@@ -113,6 +113,15 @@ describe("package.json contributions", () => {
     expect(minimum && Number(minimum[1])).toBeLessThanOrEqual(100);
   });
 
+  it("contributes the Lich chat view in its own side bar container, with its icon packaged", () => {
+    expect(manifest.contributes.viewsContainers.activitybar).toEqual([{ id: "lich", title: "Lich", icon: "media/lich.svg" }]);
+    expect(manifest.contributes.views.lich).toEqual([expect.objectContaining({ type: "webview", id: "lichClient.chat" })]);
+    expect(manifest.activationEvents).toContain("onView:lichClient.chat");
+    const ignore = readFileSync(path.join(__dirname, "..", ".vscodeignore"), "utf8");
+    expect(ignore).toContain("!dist/chat.js");
+    expect(ignore).toContain("!media/lich.svg");
+  });
+
   it("puts every command in the Lich category without reusing server command ids", () => {
     const titles = (manifest.contributes.commands as { command: string; title: string; category: string }[]).map((c) => {
       expect(c.category).toBe("Lich");
@@ -121,6 +130,7 @@ describe("package.json contributions", () => {
     });
     expect(titles.sort()).toEqual(
       [
+        "Open Chat",
         "Ask Agent",
         "Ask Agent About Selection",
         "Cancel Task",

@@ -9,7 +9,7 @@ export class FakeClient {
   responses: Record<string, unknown> = {
     "lich.status": { provider: { name: "fake", kind: "openai_compat", model: "fake-model", describe: "openai_compat fake-model @ http://127.0.0.1:9/v1" }, tasks: [] },
   };
-  code2ProtocolConverter = { asRange: (r: unknown) => ({ converted: r }) };
+  code2ProtocolConverter: { asRange(r: unknown): unknown } = { asRange: (r: unknown) => ({ converted: r }) };
   constructor(
     readonly id: string,
     readonly name: string,
@@ -27,8 +27,16 @@ export class FakeClient {
   onRequest(method: string, handler: (params: unknown) => unknown) {
     this.requests.set(method, handler);
   }
+  stateListeners: ((change: { oldState: number; newState: number }) => void)[] = [];
+  onDidChangeState(listener: (change: { oldState: number; newState: number }) => void) {
+    this.stateListeners.push(listener);
+    return { dispose: () => undefined };
+  }
   async start() {
     this.state = 2;
+    for (const listener of this.stateListeners) {
+      listener({ oldState: 3, newState: 2 });
+    }
   }
   async stop() {
     this.state = 1;

@@ -157,6 +157,9 @@ export const mock = {
   /** vscode.languages: diagnostics per URI string, and the CodeLens providers registered. */
   diagnostics: new Map<string, unknown[]>(),
   codeLensProviders: [] as { selector: unknown; provider: unknown }[],
+  /** Webview view providers registered, by view id; and the URIs opened outside the editor. */
+  webviewViewProviders: new Map<string, { provider: unknown; options: unknown }>(),
+  external: [] as string[],
   /** Test helper: set a document's diagnostics and fire onDidChangeDiagnostics, as VS Code does. */
   setDiagnostics(uri: string, diagnostics: unknown[]): void {
     mock.diagnostics.set(uri, diagnostics);
@@ -186,6 +189,8 @@ export const mock = {
     mock.files = new Map();
     mock.diagnostics = new Map();
     mock.codeLensProviders = [];
+    mock.webviewViewProviders = new Map();
+    mock.external = [];
   },
 };
 
@@ -258,6 +263,11 @@ export const workspace = {
     return mock.textDocuments;
   },
   getWorkspaceFolder: () => mock.workspaceFolders?.[0],
+  asRelativePath: (uri: Uri | string) => {
+    const p = typeof uri === "string" ? uri : uri.path;
+    const root = mock.workspaceFolders?.[0]?.uri.path;
+    return root && p.startsWith(`${root}/`) ? p.slice(root.length + 1) : p;
+  },
   onDidChangeConfiguration: configChanged.event,
   onDidGrantWorkspaceTrust: trustGranted.event,
   fs: {
@@ -317,6 +327,10 @@ export const window = {
     return mock.inputBoxAnswer;
   },
   showQuickPick: async () => undefined,
+  registerWebviewViewProvider: (id: string, provider: unknown, options?: unknown) => {
+    mock.webviewViewProviders.set(id, { provider, options });
+    return new Disposable(() => mock.webviewViewProviders.delete(id));
+  },
   showTextDocument: async () => undefined,
 };
 
@@ -341,5 +355,9 @@ export const extensions = {
 export const env = {
   clipboard: {
     readText: async () => mock.clipboard,
+  },
+  openExternal: async (uri: Uri) => {
+    mock.external.push(uri.toString());
+    return true;
   },
 };

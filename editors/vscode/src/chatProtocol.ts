@@ -1,0 +1,113 @@
+/**
+ * The messages between the Lich chat view (a webview, src/webview/chat.ts) and the extension
+ * (src/chatView.ts). Both sides import these types, so a renamed field fails `tsc` on both.
+ * Everything crossing the boundary is plain JSON (webview postMessage clones it).
+ */
+import type { LichEvent } from "./transcript";
+
+/** One tool call of a turn: from `lich.thread` (reloaded) or from the live events. */
+export interface ToolView {
+  id?: string;
+  name: string;
+  arguments?: unknown;
+  ok?: boolean;
+  result?: string;
+  duration_ms?: number;
+}
+
+/** One turn as `lich.thread` lists it (the fields the view shows). */
+export interface TurnView {
+  turn: number;
+  prompt: string;
+  final?: string | null;
+  error?: string | null;
+  stopped_reason?: string | null;
+  files?: string[];
+  tools?: ToolView[];
+  discarded?: boolean;
+}
+
+export interface ThreadSummary {
+  thread: string;
+  title?: string;
+  turns?: number;
+  updated?: string | number;
+  running?: boolean;
+}
+
+/** What the finished `lich.ask` said, reduced to what the view shows. */
+export interface TurnOutcome {
+  stopped_reason?: string;
+  final?: string;
+  /** A plain-words failure: the request was refused, the provider failed, the server went away. */
+  error?: string;
+  edited?: string[];
+  /** The turn's number in the thread (for Rewind to here), when the thread could be read back. */
+  turn?: number;
+  review_message?: string;
+  refused_message?: string;
+}
+
+/** Extension → view. */
+export type ToView =
+  | { type: "thread"; thread?: string; title?: string; turns: TurnView[]; running: boolean; history: string[]; notice?: Notice }
+  | { type: "threads"; threads: ThreadSummary[]; current?: string }
+  | { type: "turnStart"; prompt: string; attachment?: string }
+  | { type: "event"; event: LichEvent }
+  | { type: "turnEnd"; outcome: TurnOutcome }
+  | { type: "notice"; notice: Notice }
+  | { type: "mentionsResult"; id: number; candidates: string[] }
+  | { type: "attachment"; label?: string }
+  | { type: "focusInput" };
+
+export interface Notice {
+  level: "info" | "error";
+  text: string;
+}
+
+/** View → extension. */
+export type ToExtension =
+  | { type: "ready" }
+  | { type: "send"; prompt: string }
+  | { type: "stop" }
+  | { type: "rewind"; turn: number }
+  | { type: "newThread" }
+  | { type: "pickThread"; thread: string }
+  | { type: "listThreads" }
+  | { type: "mentions"; id: number; prefix: string }
+  | { type: "openFile"; path: string }
+  | { type: "openLink"; href: string }
+  | { type: "dropAttachment" };
+
+export const CHAT_VIEW_ID = "lichClient.chat";
+export const OPEN_CHAT_COMMAND = "lichClient.openChat";
+
+/** Whether `value` is one of the view's messages (the webview is code we ship, but check anyway). */
+export function isToExtension(value: unknown): value is ToExtension {
+  if (!value || typeof value !== "object") {
+    return false;
+  }
+  const message = value as Record<string, unknown>;
+  switch (message.type) {
+    case "ready":
+    case "stop":
+    case "newThread":
+    case "listThreads":
+    case "dropAttachment":
+      return true;
+    case "send":
+      return typeof message.prompt === "string";
+    case "rewind":
+      return typeof message.turn === "number" && Number.isInteger(message.turn);
+    case "pickThread":
+      return typeof message.thread === "string";
+    case "mentions":
+      return typeof message.id === "number" && typeof message.prefix === "string";
+    case "openFile":
+      return typeof message.path === "string";
+    case "openLink":
+      return typeof message.href === "string";
+    default:
+      return false;
+  }
+}

@@ -1,0 +1,430 @@
+/**
+ * The extension's side of the Lich chat view: a conversation on one of the server's threads
+ * (docs/conversations.md). `ChatSession` holds the logic and talks to the server only through
+ * `ChatDeps.request` (tested without VS Code); `ChatViewProvider` is the webview view around it.
+ *
+ * Which events belong to the turn in the view: the server tags every `lich/event` with its
+ * `task_id` and `thread`; the view's turn adopts the first `run_start` of its thread (any thread
+ * while it starts a new one) after its `lich.ask` went out, then follows that task id only.
+ */
+import * as vscode from "vscode";
+import { chatHtml, makeNonce } from "./chatHtml";
+import { CHAT_VIEW_ID, isToExtension, type Notice, type ToExtension, type ToView, type TurnOutcome, type TurnView } from "./chatProtocol";
+import { ASK_COMMAND, trackedAsk, type AskArgs } from "./middleware";
+import type { PromptHistory } from "./prompt";
+import type { TaskTracker } from "./tasks";
+import { eventTaskId, type LichEvent } from "./transcript";
+
+export const THREAD_STATE_KEY = "lich.chatThread";
+export const THREADS_COMMAND = "lich.threads";
+export const THREAD_COMMAND = "lich.thread";
+export const REWIND_COMMAND = "lich.rewind";
+export const MENTIONS_COMMAND = "lich.mentions";
+export const CANCEL_COMMAND = "lich.cancel";
+
+export interface ChatDeps {
+  /** One server command; rejects when the server is not running or answers with an error. */
+  request<T>(command: string, args: Record<string, unknown>): Promise<T>;
+  history: PromptHistory;
+  tasks: TaskTracker;
+  state: { get<T>(key: string): T | undefined; update(key: string, value: unknown): Thenable<void> };
+  openFile(path: string): void;
+  openLink(href: string): void;
+}
+
+export interface Attachment {
+  label: string;
+  uri: string;
+  range?: unknown;
+}
+
+interface LiveAsk {
+  thread?: string;
+  taskId?: string;
+  stopRequested: boolean;
+}
+
+interface ThreadAnswer {
+  thread?: string;
+  title?: string;
+  running?: boolean;
+  turns?: TurnView[];
+}
+
+/** An error as the user should read it: the server's message without the JSON-RPC wrapping. */
+export function plainError(err: unknown): string {
+  const message = err instanceof Error ? err.message : typeof err === "string" ? err : JSON.stringify(err);
+  if (/connection (got disposed|is closed)|pending response rejected|client is not running/i.test(message)) {
+    return "The language server stopped before the turn ended; it restarts by itself and the thread is reloaded.";
+  }
+  return message.replace(/^Request \S+ failed with message: /, "");
+}
+
+/** The view's summary of a lich.ask result. */
+export function askOutcome(result: unknown): TurnOutcome {
+  if (!result || typeof result !== "object") {
+    return { error: "The server gave no answer (the request was dismissed)." };
+  }
+  const r = result as Record<string, unknown>;
+  const str = (value: unknown): string | undefined => (typeof value === "string" && value ? value : undefined);
+  return {
+    stopped_reason: str(r.stopped_reason),
+    final: str(r.final),
+    error: str(r.error),
+    edited: Array.isArray(r.edited) ? r.edited.filter((e): e is string => typeof e === "string").map(displayPath) : undefined,
+    review_message: str(r.review_message),
+    refused_message: str(r.refused_message),
+  };
+}
+
+/** A file URI from the server as the workspace-relative path the view shows (and opens). */
+export function displayPath(uri: string): string {
+  const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+  try {
+    const parsed = vscode.Uri.parse(uri);
+    if (root && parsed.scheme === "file" && parsed.path.startsWith(`${root.path}/`)) {
+      return parsed.path.slice(root.path.length + 1);
+    }
+    return parsed.scheme === "file" ? parsed.path : uri;
+  } catch {
+    return uri;
+  }
+}
+
+export class ChatSession {
+  thread: string | undefined;
+  private live: LiveAsk | undefined;
+  private attachment: Attachment | undefined;
+  private poster: ((message: ToView) => void) | undefined;
+  private focusWhenReady = false;
+
+  constructor(private readonly deps: ChatDeps) {
+    this.thread = deps.state.get<string>(THREAD_STATE_KEY) || undefined;
+  }
+
+  get running(): boolean {
+    return this.live !== undefined;
+  }
+
+  /** The view is up (its script said `ready`): `post` reaches it until `detach`. */
+  attach(post: (message: ToView) => void): void {
+    this.poster = post;
+  }
+
+  detach(): void {
+    this.poster = undefined;
+  }
+
+  private post(message: ToView): void {
+    this.poster?.(message);
+  }
+
+  async onMessage(message: unknown): Promise<void> {
+    if (!isToExtension(message)) {
+      return;
+    }
+    const m: ToExtension = message;
+    switch (m.type) {
+      case "ready":
+        await this.reload();
+        void this.listThreads();
+        if (this.attachment) {
+          this.post({ type: "attachment", label: this.attachment.label });
+        }
+        if (this.focusWhenReady) {
+          this.focusWhenReady = false;
+          this.post({ type: "focusInput" });
+        }
+        return;
+      case "send":
+        await this.send(m.prompt);
+        return;
+      case "stop":
+        await this.stop();
+        return;
+      case "rewind":
+        await this.rewind(m.turn);
+        return;
+      case "newThread":
+        await this.newThread();
+        return;
+      case "pickThread":
+        await this.pickThread(m.thread);
+        return;
+      case "listThreads":
+        await this.listThreads();
+        return;
+      case "mentions":
+        await this.mentions(m.id, m.prefix);
+        return;
+      case "openFile":
+        this.deps.openFile(m.path);
+        return;
+      case "openLink":
+        this.deps.openLink(m.href);
+        return;
+      case "dropAttachment":
+        this.attachment = undefined;
+        return;
+    }
+  }
+
+  /** Focus the input now, or as soon as the view's script is up. */
+  focusInput(): void {
+    if (this.poster) {
+      this.post({ type: "focusInput" });
+    } else {
+      this.focusWhenReady = true;
+    }
+  }
+
+  /** Attach a file or selection to the next message (Ask About Selection, code actions). */
+  setAttachment(attachment: Attachment | undefined): void {
+    this.attachment = attachment;
+    this.post({ type: "attachment", label: attachment?.label });
+  }
+
+  private async setThread(thread: string | undefined): Promise<void> {
+    this.thread = thread;
+    await this.deps.state.update(THREAD_STATE_KEY, thread ?? "");
+  }
+
+  /** One message of the conversation: a lich.ask on the current thread (a new one when none). */
+  async send(prompt: string, extra: AskArgs = {}): Promise<unknown> {
+    const text = prompt.trim();
+    if (!text) {
+      return undefined;
+    }
+    if (this.live) {
+      this.post({ type: "notice", notice: { level: "error", text: "A turn is still running: Stop it or wait for its answer." } });
+      return undefined;
+    }
+    const args: AskArgs = { ...extra, prompt: text };
+    const attachment = this.attachment;
+    this.attachment = undefined;
+    if (attachment && args.uri === undefined) {
+      args.uri = attachment.uri;
+      if (attachment.range !== undefined) {
+        args.range = attachment.range;
+      }
+    }
+    if (this.thread && args.thread === undefined) {
+      args.thread = this.thread;
+    }
+    const live: LiveAsk = { thread: typeof args.thread === "string" ? args.thread : undefined, stopRequested: false };
+    this.live = live;
+    void this.deps.history.add(text);
+    this.post({ type: "turnStart", prompt: text, attachment: attachment?.label });
+    this.post({ type: "attachment" });
+    let result: unknown;
+    let outcome: TurnOutcome;
+    try {
+      result = await trackedAsk(this.deps.tasks, args, (sent) => this.deps.request<unknown>(ASK_COMMAND, sent));
+      outcome = askOutcome(result);
+      const thread = (result as { thread?: unknown } | undefined)?.thread;
+      if (typeof thread === "string" && thread) {
+        await this.setThread(thread);
+      }
+    } catch (err) {
+      outcome = { error: plainError(err) };
+    } finally {
+      this.live = undefined;
+    }
+    if (this.thread && live.taskId !== undefined) {
+      outcome.turn = await this.lastTurn();
+    }
+    this.post({ type: "turnEnd", outcome });
+    void this.listThreads();
+    return result;
+  }
+
+  /** The newest turn of the thread still in the conversation (for its Rewind to here). */
+  private async lastTurn(): Promise<number | undefined> {
+    try {
+      const answer = await this.deps.request<ThreadAnswer>(THREAD_COMMAND, { thread: this.thread });
+      const turns = (answer?.turns ?? []).filter((turn) => !turn.discarded);
+      return turns.length > 0 ? turns[turns.length - 1].turn : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** A `lich/event` from the server: forwarded when it belongs to the view's running turn. */
+  onEvent(event: LichEvent): void {
+    const live = this.live;
+    const id = eventTaskId(event);
+    if (!live || !id) {
+      return;
+    }
+    if (live.taskId === undefined) {
+      if (event.type !== "run_start" || (live.thread !== undefined && event.thread !== undefined && event.thread !== live.thread)) {
+        return;
+      }
+      live.taskId = id;
+      if (!this.thread && event.thread) {
+        void this.setThread(event.thread);
+      }
+      if (live.stopRequested) {
+        void this.stop();
+      }
+    } else if (live.taskId !== id) {
+      return;
+    }
+    this.post({ type: "event", event });
+  }
+
+  async stop(): Promise<void> {
+    const live = this.live;
+    if (!live) {
+      return;
+    }
+    if (live.taskId === undefined) {
+      live.stopRequested = true; // cancelled as soon as the server names the task
+      return;
+    }
+    try {
+      await this.deps.request(CANCEL_COMMAND, { task_id: live.taskId });
+    } catch (err) {
+      this.post({ type: "notice", notice: { level: "error", text: `Could not stop the turn: ${plainError(err)}` } });
+    }
+  }
+
+  async rewind(turn: number): Promise<void> {
+    if (!this.thread || this.live) {
+      return;
+    }
+    let notice: Notice;
+    try {
+      const answer = await this.deps.request<{ ok?: boolean; message?: string; error?: string }>(REWIND_COMMAND, { thread: this.thread, turn });
+      const failed = answer?.ok === false || !!answer?.error;
+      notice = { level: failed ? "error" : "info", text: answer?.message || answer?.error || `Rewound to before turn ${turn}.` };
+    } catch (err) {
+      notice = { level: "error", text: `Rewind failed: ${plainError(err)}` };
+    }
+    await this.reload(notice);
+    void this.listThreads();
+  }
+
+  async newThread(): Promise<void> {
+    if (this.live) {
+      this.post({ type: "notice", notice: { level: "error", text: "A turn is still running: Stop it or wait before starting a new thread." } });
+      return;
+    }
+    await this.setThread(undefined);
+    await this.reload();
+    void this.listThreads();
+  }
+
+  async pickThread(thread: string): Promise<void> {
+    if (this.live) {
+      this.post({ type: "notice", notice: { level: "error", text: "A turn is still running: Stop it or wait before switching threads." } });
+      void this.listThreads();
+      return;
+    }
+    await this.setThread(thread);
+    await this.reload();
+  }
+
+  /** Show the current thread as the server has it (after opening, a rewind, a server restart). */
+  async reload(notice?: Notice): Promise<void> {
+    if (!this.poster) {
+      return;
+    }
+    const history = this.deps.history.list();
+    if (!this.thread) {
+      this.post({ type: "thread", turns: [], running: false, history, notice });
+      return;
+    }
+    try {
+      const answer = await this.deps.request<ThreadAnswer>(THREAD_COMMAND, { thread: this.thread });
+      this.post({ type: "thread", thread: this.thread, title: answer?.title, turns: answer?.turns ?? [], running: answer?.running === true && !this.live, history, notice });
+    } catch (err) {
+      const text = plainError(err);
+      if (/unknown_thread/.test(text)) {
+        const gone = this.thread;
+        await this.setThread(undefined);
+        this.post({ type: "thread", turns: [], running: false, history, notice: { level: "info", text: `Thread ${gone} is gone (pruned or deleted); your next message starts a new one.` } });
+      } else {
+        this.post({ type: "thread", thread: this.thread, turns: [], running: false, history, notice: { level: "error", text: `Could not load the thread: ${text}` } });
+      }
+    }
+  }
+
+  async listThreads(): Promise<void> {
+    if (!this.poster) {
+      return;
+    }
+    try {
+      const answer = await this.deps.request<{ threads?: unknown }>(THREADS_COMMAND, {});
+      const threads = Array.isArray(answer?.threads) ? answer.threads : [];
+      this.post({ type: "threads", threads, current: this.thread });
+    } catch {
+      this.post({ type: "threads", threads: [], current: this.thread });
+    }
+  }
+
+  async mentions(id: number, prefix: string): Promise<void> {
+    let candidates: string[] = [];
+    try {
+      const answer = await this.deps.request<{ candidates?: unknown }>(MENTIONS_COMMAND, { prefix });
+      candidates = Array.isArray(answer?.candidates) ? answer.candidates.filter((c): c is string => typeof c === "string") : [];
+    } catch {
+      // No completion is better than an error popup while typing.
+    }
+    if ("problems".startsWith(prefix) && !candidates.includes("problems")) {
+      candidates = [...candidates, "problems"];
+    }
+    this.post({ type: "mentionsResult", id, candidates });
+  }
+}
+
+/** The webview view "Lich" in the side bar around a ChatSession. */
+export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
+  private view: vscode.WebviewView | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    readonly session: ChatSession,
+  ) {}
+
+  get visible(): boolean {
+    return this.view?.visible === true;
+  }
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    const dist = vscode.Uri.joinPath(this.extensionUri, "dist");
+    view.webview.options = { enableScripts: true, localResourceRoots: [dist] };
+    view.webview.html = chatHtml({
+      cspSource: view.webview.cspSource,
+      scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(dist, "chat.js")).toString(),
+      nonce: makeNonce(),
+    });
+    this.disposables.push(
+      view.webview.onDidReceiveMessage((message: unknown) => {
+        if ((message as { type?: unknown })?.type === "ready") {
+          this.session.attach((out) => void view.webview.postMessage(out));
+        }
+        void this.session.onMessage(message);
+      }),
+      view.onDidDispose(() => {
+        this.session.detach();
+        this.view = undefined;
+      }),
+    );
+  }
+
+  /** Lich: Open Chat: reveal the view and put the cursor in its input. */
+  async open(): Promise<void> {
+    await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+    this.view?.show(false);
+    this.session.focusInput();
+  }
+
+  dispose(): void {
+    for (const disposable of this.disposables.splice(0)) {
+      disposable.dispose();
+    }
+  }
+}

@@ -1,0 +1,252 @@
+/**
+ * The extension's side of the chat (src/chatView.ts ChatSession): which server commands a view
+ * message sends, which `lich/event`s reach the view, and what the view is told when things fail.
+ */
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { chatHtml, makeNonce } from "../src/chatHtml";
+import { isToExtension, type ToView } from "../src/chatProtocol";
+import { askOutcome, ChatSession, plainError, THREAD_STATE_KEY } from "../src/chatView";
+import { PromptHistory } from "../src/prompt";
+import { TaskTracker } from "../src/tasks";
+import type { LichEvent } from "../src/transcript";
+import { mock } from "./mocks/vscode";
+
+interface Sent {
+  command: string;
+  args: Record<string, unknown>;
+}
+
+/** A scripted server: per command a value, a function of the args, or an Error to reject with. */
+class FakeServer {
+  sent: Sent[] = [];
+  answers: Record<string, unknown> = {};
+  /** lich.ask waits for the test to `finishAsk` (events arrive while it runs). */
+  private pendingAsk: ((value: unknown) => void) | undefined;
+  private pendingAskFail: ((err: Error) => void) | undefined;
+
+  request = async <T>(command: string, args: Record<string, unknown>): Promise<T> => {
+    this.sent.push({ command, args });
+    if (command === "lich.ask") {
+      return new Promise<T>((resolve, reject) => {
+        this.pendingAsk = resolve as (value: unknown) => void;
+        this.pendingAskFail = reject;
+      });
+    }
+    const answer = this.answers[command];
+    if (answer instanceof Error) {
+      throw answer;
+    }
+    return (typeof answer === "function" ? answer(args) : answer) as T;
+  };
+
+  finishAsk(result: unknown): void {
+    this.pendingAsk?.(result);
+  }
+
+  failAsk(err: Error): void {
+    this.pendingAskFail?.(err);
+  }
+
+  commands(): string[] {
+    return this.sent.map((s) => s.command);
+  }
+}
+
+function memento() {
+  const values = new Map<string, unknown>();
+  return {
+    values,
+    get: <T>(key: string, fallback?: T) => (values.has(key) ? (values.get(key) as T) : fallback) as T,
+    update: async (key: string, value: unknown) => void values.set(key, value),
+  };
+}
+
+let server: FakeServer;
+let posted: ToView[];
+let state: ReturnType<typeof memento>;
+let session: ChatSession;
+let opened: string[];
+
+function event(type: string, task: string, thread: string, data: Record<string, unknown> = {}): LichEvent {
+  return { type, task_id: task, thread, data };
+}
+
+function postedOf<K extends ToView["type"]>(kind: K): Extract<ToView, { type: K }>[] {
+  return posted.filter((m): m is Extract<ToView, { type: K }> => m.type === kind);
+}
+
+beforeEach(() => {
+  mock.reset();
+  server = new FakeServer();
+  server.answers["lich.threads"] = { threads: [{ thread: "th1", title: "Use an f-string", turns: 1 }] };
+  server.answers["lich.thread"] = { thread: "th1", title: "Use an f-string", running: false, turns: [{ turn: 1, prompt: "Use an f-string", final: "Done." }] };
+  server.answers["lich.mentions"] = { candidates: ["hello.py", "help.md"] };
+  posted = [];
+  opened = [];
+  state = memento();
+  session = new ChatSession({
+    request: server.request,
+    history: new PromptHistory(state),
+    tasks: new TaskTracker(),
+    state,
+    openFile: (p) => opened.push(p),
+    openLink: (h) => opened.push(h),
+  });
+  session.attach((m) => posted.push(m));
+});
+
+describe("ChatSession: a conversation", () => {
+  it("starts a thread, follows only its own task's events, then continues that thread", async () => {
+    const first = session.send("Use an f-string");
+    expect(server.sent[0]).toEqual({ command: "lich.ask", args: { prompt: "Use an f-string" } });
+    expect(posted[0]).toEqual({ type: "turnStart", prompt: "Use an f-string", attachment: undefined });
+    // Before the run starts nothing is forwarded; the first run_start is the view's task.
+    session.onEvent(event("text_delta", "other", "thX", { text: "not ours" }));
+    session.onEvent(event("run_start", "t1", "th1"));
+    session.onEvent(event("text_delta", "t1", "th1", { text: "Done." }));
+    session.onEvent(event("text_delta", "t9", "th9", { text: "a palette task" }));
+    expect(postedOf("event").map((m) => [m.event.type, m.event.task_id])).toEqual([
+      ["run_start", "t1"],
+      ["text_delta", "t1"],
+    ]);
+    server.finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final", final: "Done.", edited: ["file:///ws/hello.py"] });
+    await first;
+    expect(postedOf("turnEnd")).toEqual([{ type: "turnEnd", outcome: expect.objectContaining({ stopped_reason: "final", final: "Done.", edited: ["hello.py"], turn: 1 }) }]);
+    expect(state.values.get(THREAD_STATE_KEY)).toBe("th1");
+
+    const second = session.send("Now add a test");
+    expect(server.sent.filter((s) => s.command === "lich.ask")[1].args).toEqual({ prompt: "Now add a test", thread: "th1" });
+    // Events of another thread's run are not adopted for a follow-up.
+    session.onEvent(event("run_start", "t5", "th5"));
+    session.onEvent(event("run_start", "t2", "th1"));
+    expect(postedOf("event").slice(2).map((m) => m.event.task_id)).toEqual(["t2"]);
+    server.finishAsk({ task_id: "t2", thread: "th1", stopped_reason: "final", final: "Added." });
+    await second;
+    expect(new PromptHistory(state).list()).toEqual(["Now add a test", "Use an f-string"]);
+  });
+
+  it("refuses a second message while a turn runs, in words", async () => {
+    void session.send("one");
+    await session.send("two");
+    expect(server.commands().filter((c) => c === "lich.ask")).toHaveLength(1);
+    expect(postedOf("notice")[0].notice.text).toMatch(/still running/);
+  });
+
+  it("Stop cancels the view's task, also when pressed before the server named it", async () => {
+    const asked = session.send("slow");
+    await session.onMessage({ type: "stop" });
+    expect(server.commands()).not.toContain("lich.cancel");
+    session.onEvent(event("run_start", "t7", "th7"));
+    await vi.waitFor(() => expect(server.sent.find((s) => s.command === "lich.cancel")?.args).toEqual({ task_id: "t7" }));
+    server.finishAsk({ task_id: "t7", thread: "th7", stopped_reason: "aborted" });
+    await asked;
+    expect(postedOf("turnEnd")[0].outcome.stopped_reason).toBe("aborted");
+  });
+
+  it("a refused or failed lich.ask ends the turn with the reason, never a stack", async () => {
+    const asked = session.send("again");
+    server.failAsk(new Error("Request workspace/executeCommand failed with message: lich.ask: thread_busy: thread th1 is running a task"));
+    await asked;
+    expect(postedOf("turnEnd")[0].outcome).toEqual({ error: "lich.ask: thread_busy: thread th1 is running a task" });
+    expect(plainError(new Error("Connection got disposed."))).toMatch(/language server stopped/);
+    expect(askOutcome(undefined).error).toMatch(/no answer/);
+  });
+
+  it("sends the attached selection with the next message only", async () => {
+    session.setAttachment({ label: "hello.py:1-2", uri: "file:///ws/hello.py", range: { start: { line: 0, character: 0 }, end: { line: 1, character: 3 } } });
+    expect(postedOf("attachment")).toEqual([{ type: "attachment", label: "hello.py:1-2" }]);
+    const asked = session.send("Explain");
+    expect(server.sent[0].args).toMatchObject({ prompt: "Explain", uri: "file:///ws/hello.py", range: { start: { line: 0 } } });
+    expect(postedOf("turnStart")[0].attachment).toBe("hello.py:1-2");
+    server.finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final" });
+    await asked;
+    void session.send("More");
+    expect(server.sent.filter((s) => s.command === "lich.ask")[1].args).toEqual({ prompt: "More", thread: "th1" });
+  });
+});
+
+describe("ChatSession: threads", () => {
+  it("loads the remembered thread when the view is ready, and lists the threads", async () => {
+    state.values.set(THREAD_STATE_KEY, "th1");
+    session = new ChatSession({ request: server.request, history: new PromptHistory(state), tasks: new TaskTracker(), state, openFile: () => undefined, openLink: () => undefined });
+    session.attach((m) => posted.push(m));
+    await session.onMessage({ type: "ready" });
+    await vi.waitFor(() => expect(postedOf("threads")).toHaveLength(1));
+    expect(server.sent.find((s) => s.command === "lich.thread")?.args).toEqual({ thread: "th1" });
+    expect(postedOf("thread")[0]).toMatchObject({ thread: "th1", title: "Use an f-string", turns: [{ turn: 1 }], running: false });
+    expect(postedOf("threads")[0]).toEqual({ type: "threads", threads: [{ thread: "th1", title: "Use an f-string", turns: 1 }], current: "th1" });
+  });
+
+  it("Rewind to here sends lich.rewind and shows the thread as the server has it, with its message", async () => {
+    session.thread = "th1";
+    server.answers["lich.rewind"] = { ok: true, rewound: [2], message: "rewound turn 2: restored hello.py" };
+    await session.onMessage({ type: "rewind", turn: 2 });
+    expect(server.sent.find((s) => s.command === "lich.rewind")?.args).toEqual({ thread: "th1", turn: 2 });
+    expect(postedOf("thread")[0].notice).toEqual({ level: "info", text: "rewound turn 2: restored hello.py" });
+    server.answers["lich.rewind"] = new Error("lich.rewind: thread_busy: a turn is running");
+    await session.onMessage({ type: "rewind", turn: 1 });
+    expect(postedOf("thread")[1].notice).toEqual({ level: "error", text: "Rewind failed: lich.rewind: thread_busy: a turn is running" });
+  });
+
+  it("a pruned thread is dropped with a plain notice; New thread and the picker switch", async () => {
+    session.thread = "gone";
+    server.answers["lich.thread"] = new Error("lich.thread: unknown_thread: gone");
+    await session.reload();
+    expect(session.thread).toBeUndefined();
+    expect(postedOf("thread")[0].notice?.text).toBe("Thread gone is gone (pruned or deleted); your next message starts a new one.");
+    server.answers["lich.thread"] = { thread: "th2", turns: [{ turn: 1, prompt: "p" }] };
+    await session.onMessage({ type: "pickThread", thread: "th2" });
+    expect(session.thread).toBe("th2");
+    expect(state.values.get(THREAD_STATE_KEY)).toBe("th2");
+    await session.onMessage({ type: "newThread" });
+    expect(session.thread).toBeUndefined();
+    const fresh = postedOf("thread").at(-1)!;
+    expect([fresh.thread, fresh.turns]).toEqual([undefined, []]);
+  });
+
+  it("a server that is down shows as a notice in the view", async () => {
+    session.thread = "th1";
+    server.answers["lich.thread"] = new Error("the language server is not running (Lich: Restart Server starts it)");
+    await session.reload();
+    expect(postedOf("thread")[0].notice).toEqual({ level: "error", text: "Could not load the thread: the language server is not running (Lich: Restart Server starts it)" });
+  });
+});
+
+describe("ChatSession: @ completion and links", () => {
+  it("answers a mentions request with the server's candidates (and @problems) under the same id", async () => {
+    await session.onMessage({ type: "mentions", id: 7, prefix: "" });
+    expect(server.sent.at(-1)).toEqual({ command: "lich.mentions", args: { prefix: "" } });
+    expect(postedOf("mentionsResult")).toEqual([{ type: "mentionsResult", id: 7, candidates: ["hello.py", "help.md", "problems"] }]);
+    server.answers["lich.mentions"] = new Error("boom");
+    await session.onMessage({ type: "mentions", id: 8, prefix: "x" });
+    expect(postedOf("mentionsResult")[1]).toEqual({ type: "mentionsResult", id: 8, candidates: [] });
+  });
+
+  it("opens files and links the view asks for, and ignores malformed messages", async () => {
+    await session.onMessage({ type: "openFile", path: "hello.py" });
+    await session.onMessage({ type: "openLink", href: "https://example.com" });
+    await session.onMessage({ type: "send" });
+    await session.onMessage({ type: "rewind", turn: "1" });
+    await session.onMessage("ready");
+    expect(opened).toEqual(["hello.py", "https://example.com"]);
+    expect(server.sent).toEqual([]);
+    expect(isToExtension({ type: "mentions", id: 1, prefix: "a" })).toBe(true);
+    expect(isToExtension({ type: "nope" })).toBe(false);
+  });
+});
+
+describe("chatHtml", () => {
+  it("has a strict content security policy: nothing remote, scripts only by nonce", () => {
+    const nonce = makeNonce();
+    expect(nonce).toMatch(/^[A-Za-z0-9]{32}$/);
+    const html = chatHtml({ cspSource: "https://file+.vscode-resource.vscode-cdn.net", scriptUri: "https://file+.vscode-resource.vscode-cdn.net/ext/dist/chat.js", nonce });
+    const csp = /http-equiv="Content-Security-Policy" content="([^"]+)"/.exec(html)![1];
+    expect(csp).toContain("default-src &#39;none&#39;");
+    expect(csp).toContain(`script-src &#39;nonce-${nonce}&#39;`);
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|\*/);
+    expect(html).toContain(`<script nonce="${nonce}" src="https://file+.vscode-resource.vscode-cdn.net/ext/dist/chat.js">`);
+    // Colours come from the theme only.
+    expect(html).toMatch(/var\(--vscode-foreground\)/);
+    expect(html).not.toMatch(/#[0-9a-f]{6}\b|rgb\(/i);
+  });
+});

@@ -1,0 +1,289 @@
+// @vitest-environment happy-dom
+/**
+ * The chat view's script (src/webview/chat.ts) in a DOM: what it renders for the extension's
+ * messages, what it posts for the user's keys and clicks, and the `@` completion.
+ */
+import { beforeEach, describe, expect, it } from "vitest";
+import type { ToExtension, TurnView } from "../src/chatProtocol";
+import { renderMarkdown } from "../src/chatMarkdown";
+import { ChatView, outcomeText, toolTarget } from "../src/webview/chat";
+import type { LichEvent } from "../src/transcript";
+
+let posted: ToExtension[];
+let view: ChatView;
+
+function ev(type: string, data: Record<string, unknown> = {}, task = "t1"): LichEvent {
+  return { type, task_id: task, thread: "th1", data };
+}
+
+function key(target: HTMLElement, name: string, init: KeyboardEventInit = {}): KeyboardEvent {
+  const event = new KeyboardEvent("keydown", { key: name, bubbles: true, cancelable: true, ...init });
+  target.dispatchEvent(event);
+  return event;
+}
+
+function type(text: string): void {
+  view.input.value = text;
+  view.input.selectionStart = view.input.selectionEnd = text.length;
+  view.input.dispatchEvent(new Event("input", { bubbles: true }));
+}
+
+const TURNS: TurnView[] = [
+  {
+    turn: 1,
+    prompt: "Use an f-string",
+    final: "Done: **greet** uses `f\"...\"` now.",
+    stopped_reason: "final",
+    files: ["hello.py"],
+    tools: [
+      { id: "c1", name: "read_file", arguments: { path: "hello.py" }, ok: true, result: "1:ab|def greet" },
+      { id: "c2", name: "apply_patch", arguments: { input: "@@ hello.py\n= 2:9f..2:9f\n~x\n" }, ok: false, result: "approval_denied: the user said no" },
+    ],
+  },
+  { turn: 2, prompt: "Undo that", final: "ok", stopped_reason: "final", discarded: true },
+  { turn: 3, prompt: "Take your time", final: null, stopped_reason: "aborted" },
+];
+
+beforeEach(() => {
+  document.body.innerHTML = '<div id="app"></div>';
+  posted = [];
+  view = new ChatView(document, { post: (message) => posted.push(message) });
+});
+
+describe("ChatView: a thread from lich.thread", () => {
+  it("renders each turn with its tool calls collapsed, its answer as markdown and Rewind to here", () => {
+    view.handle({ type: "thread", thread: "th1", turns: TURNS, running: false, history: [] });
+    const sections = [...view.log.querySelectorAll("section.turn")];
+    expect(sections).toHaveLength(3);
+    const first = sections[0] as HTMLElement;
+    expect(first.querySelector(".prompt-text")!.textContent).toBe("Use an f-string");
+    const tools = [...first.querySelectorAll("details.tool")] as HTMLDetailsElement[];
+    expect(tools.map((t) => t.open)).toEqual([false, false]);
+    expect(tools[0].querySelector("summary")!.textContent).toBe("read_filehello.pyok");
+    expect(tools[0].querySelector(".tool-args")!.textContent).toContain('"path": "hello.py"');
+    expect(tools[0].querySelector(".tool-result")!.textContent).toBe("1:ab|def greet");
+    // The patch's target is the file it names; a denied call reads "refused", in plain words.
+    expect(tools[1].querySelector(".tool-target")!.textContent).toBe("hello.py");
+    expect(tools[1].classList.contains("failed")).toBe(true);
+    expect(tools[1].querySelector(".tool-outcome")!.textContent).toBe("refused");
+    expect(first.querySelector(".markdown")!.innerHTML).toBe('<p>Done: <strong>greet</strong> uses <code>f"..."</code> now.</p>');
+    expect(first.querySelector(".files a")!.getAttribute("data-path")).toBe("hello.py");
+    expect(first.querySelector<HTMLButtonElement>("button.rewind")!.dataset.turn).toBe("1");
+    // A rewound turn stays readable but cannot be rewound again.
+    expect(sections[1].classList.contains("discarded")).toBe(true);
+    expect(sections[1].querySelector("button.rewind")).toBeNull();
+    expect(sections[2].querySelector("p.notice")!.textContent).toBe("Stopped: the turn was cancelled.");
+  });
+
+  it("posts rewind, openFile and stop for the user's clicks", () => {
+    view.handle({ type: "thread", thread: "th1", turns: TURNS, running: false, history: [] });
+    view.log.querySelector<HTMLButtonElement>("section.turn button.rewind")!.click();
+    view.log.querySelector<HTMLAnchorElement>(".files a")!.click();
+    view.handle({ type: "turnStart", prompt: "more" });
+    expect(view.stopButton.hidden).toBe(false);
+    view.stopButton.click();
+    expect(posted).toEqual([{ type: "rewind", turn: 1 }, { type: "openFile", path: "hello.py" }, { type: "stop" }]);
+  });
+
+  it("opens a 200-turn thread in well under a second", () => {
+    const turns: TurnView[] = Array.from({ length: 200 }, (_, i) => ({
+      turn: i + 1,
+      prompt: `question ${i}`,
+      final: `answer ${i} with \`code\` and a list:\n- one\n- two`,
+      stopped_reason: "final",
+      tools: [{ id: `c${i}`, name: "read_file", arguments: { path: `f${i}.py` }, ok: true, result: "1:ab|x" }],
+    }));
+    const t0 = performance.now();
+    view.handle({ type: "thread", thread: "th1", turns, running: false, history: [] });
+    const elapsed = performance.now() - t0;
+    expect(view.log.querySelectorAll("section.turn")).toHaveLength(200);
+    expect(elapsed).toBeLessThan(1000);
+  });
+
+  it("lists the threads with the current one selected and posts the pick", () => {
+    view.handle({
+      type: "threads",
+      threads: [
+        { thread: "a", title: "Fix the parser", turns: 3 },
+        { thread: "b", title: "Add tests", turns: 1, running: true },
+      ],
+      current: "b",
+    });
+    const options = [...view.threadSelect.options].map((o) => o.textContent);
+    expect(options).toEqual(["Fix the parser (3 turns)", "Add tests (1 turn) · running"]);
+    expect(view.threadSelect.value).toBe("b");
+    view.threadSelect.value = "a";
+    view.threadSelect.dispatchEvent(new Event("change"));
+    view.newButton.click();
+    expect(posted).toEqual([{ type: "pickThread", thread: "a" }, { type: "newThread" }]);
+  });
+});
+
+describe("ChatView: a live turn", () => {
+  it("streams into its own turn only: earlier turns' nodes are never rebuilt", () => {
+    view.handle({ type: "thread", thread: "th1", turns: TURNS.slice(0, 1), running: false, history: [] });
+    const earlier = view.log.querySelector("section.turn")!;
+    const earlierAnswer = earlier.querySelector(".markdown")!;
+    view.handle({ type: "turnStart", prompt: "Now add a test", attachment: "hello.py:1-2" });
+    const live = view.log.querySelectorAll("section.turn")[1] as HTMLElement;
+    expect(live.querySelector(".prompt-attachment")!.textContent).toBe("Attached: hello.py:1-2");
+    view.handle({ type: "event", event: ev("run_start") });
+    view.handle({ type: "event", event: ev("text_delta", { text: "Let me **look" }) });
+    view.handle({ type: "event", event: ev("text_delta", { text: "** first." }) });
+    expect(live.querySelectorAll(".markdown")).toHaveLength(1);
+    expect(live.querySelector(".markdown")!.innerHTML).toBe("<p>Let me <strong>look</strong> first.</p>");
+    view.handle({ type: "event", event: ev("tool_call_start", { call_id: "k1", name: "write_file", arguments: { path: "test_hello.py", content: "x" } }) });
+    const tool = live.querySelector("details.tool")!;
+    expect(tool.querySelector(".tool-outcome")!.textContent).toBe("running…");
+    view.handle({ type: "event", event: ev("tool_call_end", { call_id: "k1", name: "write_file", ok: true, summary: "wrote test_hello.py", duration_ms: 1500 }) });
+    expect(tool.querySelector("summary")!.textContent).toBe("write_filetest_hello.pyok1.5 s");
+    view.handle({ type: "event", event: ev("text_delta", { text: "Added." }) });
+    view.handle({ type: "event", event: ev("final", { text: "Added `test_greet`." }) });
+    // Another task's events (a palette ask) are the extension's to filter; the view shows the
+    // ones it is sent in order, into the live turn.
+    const segments = [...live.querySelectorAll(".markdown")];
+    expect(segments.map((s) => s.textContent)).toEqual(["Let me look first.", "Added test_greet."]);
+    expect(view.log.querySelector("section.turn")).toBe(earlier);
+    expect(earlier.querySelector(".markdown")).toBe(earlierAnswer);
+    view.handle({ type: "turnEnd", outcome: { stopped_reason: "final", final: "Added `test_greet`.", edited: ["test_hello.py"], turn: 2 } });
+    expect(live.dataset.turn).toBe("2");
+    expect(live.querySelector<HTMLButtonElement>("button.rewind")!.dataset.turn).toBe("2");
+    expect(live.querySelector(".files")!.textContent).toBe("Changed: test_hello.py");
+    expect(view.stopButton.hidden).toBe(true);
+  });
+
+  it("takes a failed attempt's partial text back on a retry", () => {
+    view.handle({ type: "turnStart", prompt: "hi" });
+    view.handle({ type: "event", event: ev("text_delta", { text: "The answ" }) });
+    view.handle({ type: "event", event: ev("llm_retry", { provider: "fake", kind: "network", action: "retry", discarded_chars: 8 }) });
+    view.handle({ type: "event", event: ev("text_delta", { text: "The answer is 42." }) });
+    const live = view.log.querySelector("section.turn")!;
+    expect([...live.querySelectorAll(".markdown")].map((s) => s.textContent)).toEqual(["The answer is 42."]);
+    expect(live.querySelector("p.notice")!.textContent).toBe("fake failed (network): retrying.");
+  });
+
+  it("says in plain words why a turn ended without an answer", () => {
+    view.handle({ type: "turnStart", prompt: "hi" });
+    view.handle({ type: "event", event: ev("error", { kind: "provider", message: "HTTP 401: invalid API key" }) });
+    view.handle({ type: "turnEnd", outcome: { stopped_reason: "error", error: "provider_error: HTTP 401: invalid API key" } });
+    const texts = [...view.log.querySelectorAll("p.error")].map((p) => p.textContent);
+    expect(texts).toEqual(["Error: HTTP 401: invalid API key", "The turn failed: provider_error: HTTP 401: invalid API key."]);
+    view.handle({ type: "turnStart", prompt: "again" });
+    view.handle({ type: "turnEnd", outcome: { error: "lich.ask: thread_busy: thread th1 is running a task" } });
+    expect(view.log.querySelectorAll("p.error")[2].textContent).toBe("lich.ask: thread_busy: thread th1 is running a task");
+    expect(outcomeText("budget", null)).toBe("Stopped: the turn used all its model calls (max_turns).");
+    expect(view.log.textContent).not.toMatch(/Traceback|at Object\./);
+  });
+});
+
+describe("ChatView: the input", () => {
+  it("sends on Enter, keeps Shift+Enter for a new line, and refuses to send while a turn runs", () => {
+    type("first line");
+    const shifted = key(view.input, "Enter", { shiftKey: true });
+    expect(shifted.defaultPrevented).toBe(false);
+    expect(posted).toEqual([]);
+    const sent = key(view.input, "Enter");
+    expect(sent.defaultPrevented).toBe(true);
+    expect(posted).toEqual([{ type: "send", prompt: "first line" }]);
+    expect(view.input.value).toBe("");
+    view.handle({ type: "turnStart", prompt: "first line" });
+    type("second");
+    key(view.input, "Enter");
+    expect(posted).toHaveLength(1);
+  });
+
+  it("walks the history with Up and Down and gives back the draft", () => {
+    view.handle({ type: "thread", turns: [], running: false, history: ["older", "oldest"] });
+    type("draft");
+    key(view.input, "ArrowUp");
+    expect(view.input.value).toBe("older");
+    key(view.input, "ArrowUp");
+    expect(view.input.value).toBe("oldest");
+    key(view.input, "ArrowUp");
+    expect(view.input.value).toBe("oldest");
+    key(view.input, "ArrowDown");
+    expect(view.input.value).toBe("older");
+    key(view.input, "ArrowDown");
+    expect(view.input.value).toBe("draft");
+  });
+
+  it("completes @ mentions through the extension: newest answer only, arrows pick, Enter inserts", () => {
+    type("look at @he");
+    type("look at @hel");
+    expect(posted).toEqual([
+      { type: "mentions", id: 1, prefix: "he" },
+      { type: "mentions", id: 2, prefix: "hel" },
+    ]);
+    // The answer to the older keystroke arrives late: ignored.
+    view.handle({ type: "mentionsResult", id: 1, candidates: ["stale.py"] });
+    expect(view.mentionList.hidden).toBe(true);
+    view.handle({ type: "mentionsResult", id: 2, candidates: ["hello.py", "help/index.md"] });
+    expect(view.mentionList.hidden).toBe(false);
+    expect([...view.mentionList.querySelectorAll("li")].map((li) => li.textContent)).toEqual(["hello.py", "help/index.md"]);
+    key(view.input, "ArrowDown");
+    expect(view.mentionList.querySelector("li.active")!.textContent).toBe("help/index.md");
+    const enter = key(view.input, "Enter");
+    expect(enter.defaultPrevented).toBe(true);
+    expect(view.input.value).toBe("look at @help/index.md ");
+    expect(view.mentionList.hidden).toBe(true);
+    expect(posted.filter((m) => m.type === "send")).toEqual([]);
+    // Not after a word character: an e-mail address is not a mention.
+    posted = [];
+    type("mail me@example");
+    expect(posted).toEqual([]);
+  });
+
+  it("Escape closes the completion, and a mention in the middle of the text is completed in place", () => {
+    type("see @");
+    view.handle({ type: "mentionsResult", id: 1, candidates: ["a.py"] });
+    key(view.input, "Escape");
+    expect(view.mentionList.hidden).toBe(true);
+    view.input.value = "see @a and more";
+    view.input.selectionStart = view.input.selectionEnd = "see @a".length;
+    view.input.dispatchEvent(new Event("input"));
+    view.handle({ type: "mentionsResult", id: 2, candidates: ["app/main.py"] });
+    key(view.input, "Tab");
+    expect(view.input.value).toBe("see @app/main.py and more");
+  });
+
+  it("shows the attachment and lets the user drop it", () => {
+    view.handle({ type: "attachment", label: "hello.py:2-3" });
+    expect(view.attachmentEl.hidden).toBe(false);
+    expect(view.attachmentEl.textContent).toContain("Attached: hello.py:2-3");
+    view.attachmentEl.querySelector<HTMLButtonElement>("button.drop")!.click();
+    expect(view.attachmentEl.hidden).toBe(true);
+    expect(posted).toEqual([{ type: "dropAttachment" }]);
+  });
+});
+
+describe("toolTarget", () => {
+  it("names what a call works on", () => {
+    expect(toolTarget({ command: "pytest -q" })).toBe("pytest -q");
+    expect(toolTarget({ input: "@@ a.py\n= 1:ab..1:ab\n~x\n@@ b.py\n= 1:cd..1:cd\n~y\n" })).toBe("a.py, b.py");
+    expect(toolTarget({ other: 1 })).toBe("");
+  });
+});
+
+describe("renderMarkdown", () => {
+  it("escapes every piece of HTML in the model's text", () => {
+    const html = renderMarkdown('<script>alert(1)</script> <img src=x onerror="y"> **<b>x</b>**');
+    expect(html).not.toMatch(/<script|<img|<b>/);
+    expect(html).toContain("&lt;script&gt;");
+    const el = document.createElement("div");
+    el.innerHTML = html;
+    expect(el.querySelectorAll("script, img")).toHaveLength(0);
+  });
+
+  it("renders code blocks (also unterminated while streaming), lists, headings and safe links only", () => {
+    expect(renderMarkdown("```py\nx = '<a>'\n```\nafter")).toBe(`<pre data-lang="py"><code>x = &#39;&lt;a&gt;&#39;</code></pre><p>after</p>`);
+    expect(renderMarkdown("```\npartial")).toBe("<pre><code>partial</code></pre>");
+    expect(renderMarkdown("- one\n- `two`\n\n1. first")).toBe("<ul><li>one</li><li><code>two</code></li></ul><ol><li>first</li></ol>");
+    expect(renderMarkdown("## Plan")).toBe("<h4>Plan</h4>");
+    expect(renderMarkdown("[docs](https://example.com/a?b=1&c=2)")).toBe(
+      '<p><a href="#" data-href="https://example.com/a?b=1&amp;c=2" title="https://example.com/a?b=1&amp;c=2">docs</a></p>',
+    );
+    expect(renderMarkdown("[file](src/app.py)")).toContain('data-path="src/app.py"');
+    expect(renderMarkdown("[x](javascript:alert(1))")).not.toContain("<a");
+    expect(renderMarkdown('[x](command:workbench.action.quit)')).not.toContain("<a");
+  });
+});
