@@ -54,3 +54,15 @@ def test_chat_turns_streaming_input_threads_rewind_and_restart(
     assert "typed in the input" in _messages(fake_provider, 4)
     assert "sent with ctrl-s" in _messages(fake_provider, 5)
     assert "Answer five." in _messages(fake_provider, 6)
+
+
+def test_chat_draws_a_thread_with_diffs_folds_and_errors_and_a_long_one_quickly(
+    nvim: str,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+) -> None:
+    """lich.thread's answer drawn without a server: edits as ```diff blocks inside closed folds,
+    a refused tool and a provider error in plain words, a rewound turn marked; a 200-turn
+    thread in under a second."""
+    result = run_scenario(nvim, "chat_render", tmp_path, tmp_path)
+    assert_passed(result)
+    assert len(result["checks"]) >= 13

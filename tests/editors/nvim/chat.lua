@@ -161,6 +161,15 @@ return function(H)
   vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, { "mail@hel" })
   vim.api.nvim_win_set_cursor(0, { 1, #"mail@hel" })
   H.check("no completion for an @ inside a word", chat.omnifunc(1, "") == -3)
+  -- Typed: `@` opens the menu without putting a path into the text; <C-n> picks the first.
+  vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, { "" })
+  local completeopt = vim.o.completeopt
+  feed("ilook at @hel<Esc>")
+  H.check("typing after @ inserts nothing on its own", vim.api.nvim_buf_get_lines(chat.input, 0, -1, false)[1] == "look at @hel", vim.api.nvim_buf_get_lines(chat.input, 0, -1, false))
+  H.check("'completeopt' is restored", vim.o.completeopt == completeopt, vim.o.completeopt)
+  vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, { "" })
+  feed("ilook at @hel<C-n><Esc>")
+  H.check("<C-n> after @hel completes hello.py", vim.api.nvim_buf_get_lines(chat.input, 0, -1, false)[1] == "look at @hello.py", vim.api.nvim_buf_get_lines(chat.input, 0, -1, false))
   vim.api.nvim_buf_set_lines(chat.input, 0, -1, false, { "" })
 
   -- 7. A new thread, then the old one picked back from lich.threads.

@@ -670,6 +670,18 @@ local function ensure_input()
     local col = vim.api.nvim_win_get_cursor(0)[2]
     local previous = vim.api.nvim_get_current_line():sub(col, col)
     if col == 0 or previous:match("%s") then
+      -- The menu must not put the first path into the text before the user typed any of it:
+      -- until this completion ends, nothing is inserted or selected on its own ('completeopt'
+      -- is global before 0.10).
+      local saved = vim.o.completeopt
+      vim.o.completeopt = "menuone,noinsert,noselect"
+      vim.api.nvim_create_autocmd({ "CompleteDone", "InsertLeave" }, {
+        buffer = buf,
+        once = true,
+        callback = function()
+          vim.o.completeopt = saved
+        end,
+      })
       -- Already replaced here, so it reads the same whether or not the Neovim version replaces
       -- an expr mapping's keycodes itself.
       return "@" .. vim.api.nvim_replace_termcodes("<C-x><C-o>", true, false, true)

@@ -1,0 +1,82 @@
+-- The chat drawing a thread as lich.thread returns it (no server): an edit_file call and an
+-- apply_patch call as folded blocks with ```diff bodies, a refused tool in plain words, a
+-- provider error, a rewound turn; then a 200-turn thread opened in under a second.
+return function(H)
+  local chat = require("lich.chat")
+  vim.cmd("LichChat")
+  local function text()
+    return table.concat(chat.lines(), "\n")
+  end
+  local function has(needle)
+    return text():find(needle, 1, true) ~= nil
+  end
+  chat.render_thread({
+    thread = "20250101-000000-abcdef",
+    title = "make it return 42",
+    running = false,
+    turns = {
+      {
+        turn = 1,
+        prompt = "make it return 42",
+        final = "Changed it.",
+        stopped_reason = "final",
+        tools = {
+          { id = "c1", name = "edit_file", ok = true, result = "Edited hello.py (+1 -1)", arguments = vim.fn.json_encode({ path = "hello.py", old_string = "    return 1", new_string = "    return 42" }) },
+          { id = "c2", name = "apply_patch", ok = true, result = "Edited b.py (+1 -0)", arguments = { input = "@@ b.py\n+ 3:7c\n~x = 2\n" } },
+          { id = "c3", name = "run_command", ok = false, result = "denied: the user refused run_command", arguments = { command = "rm -rf build" } },
+        },
+      },
+      { turn = 2, prompt = "again", final = "", stopped_reason = "error", error = "provider 'fake': auth: HTTP 401: invalid API key", tools = {} },
+      { turn = 3, prompt = "undone", final = "Did it.", stopped_reason = "final", tools = {}, discarded = true, branch = 1 },
+    },
+  })
+  H.values.lines = chat.lines()
+  H.check("the title heads the chat", chat.lines()[1] == "# lich · make it return 42", chat.lines()[1])
+  H.check("the thread and its turns in the second line", chat.lines()[2] == "_thread 20250101-000000-abcdef · 3 turns_", chat.lines()[2])
+  H.check("edit_file as a diff block", has("▸ edit_file hello.py · ok\n  arguments: ") and has("```diff\n--- hello.py\n+++ hello.py\n-    return 1\n+    return 42\n```"), text())
+  H.check("apply_patch as a diff block", has("▸ apply_patch b.py · ok") and has("```diff\n+++ b.py\n@@ + 3:7c @@\n+x = 2\n```"), text())
+  H.check("a refused tool reads as failed with its reason", has("▸ run_command rm -rf build · failed\n  arguments: ") and has("  error: denied: the user refused run_command"), text())
+  H.check("the provider error in plain words", has("**The turn failed:** provider 'fake': auth: HTTP 401: invalid API key"), text())
+  H.check("the rewound turn is marked", has("## You · turn 3 (rewound)\nundone"), text())
+
+  local win = vim.fn.bufwinid(chat.conv)
+  local lines = chat.lines()
+  local folds = {}
+  for index, line in ipairs(lines) do
+    if line:find("^▸ ") then
+      local closed, last = unpack(vim.api.nvim_win_call(win, function()
+        return { vim.fn.foldclosed(index), vim.fn.foldclosedend(index) }
+      end))
+      table.insert(folds, { line = index, closed = closed, last = last })
+    end
+  end
+  H.values.folds = folds
+  H.check("three tool folds", #folds == 3, folds)
+  for _, fold in ipairs(folds) do
+    H.check("the tool at line " .. fold.line .. " is a closed fold", fold.closed == fold.line and fold.last > fold.line, fold)
+  end
+  local after = folds[1] and folds[1].last and lines[folds[1].last + 1]
+  H.check("a fold ends with its block", after ~= nil and after == "", { after = after })
+
+  -- A long thread: one write, under a second.
+  local turns = {}
+  for number = 1, 200 do
+    table.insert(turns, {
+      turn = number,
+      prompt = "question " .. number .. "\nwith a second line",
+      final = "answer " .. number .. "\n\n- a list\n- of points",
+      stopped_reason = "final",
+      tools = { { id = "c", name = "read_file", ok = true, result = "1:aa|x", arguments = { path = "f" .. number .. ".py" } } },
+    })
+  end
+  local started = vim.loop.hrtime()
+  chat.render_thread({ thread = "long", title = "long", running = false, turns = turns })
+  vim.api.nvim_win_call(win, function()
+    vim.cmd("normal! G")
+    vim.cmd("redraw")
+  end)
+  local elapsed_ms = (vim.loop.hrtime() - started) / 1e6
+  H.values.long_ms = elapsed_ms
+  H.check("a 200-turn thread is drawn", has("## You · turn 200\nquestion 200") and has("answer 200"), #chat.lines())
+  H.check("a 200-turn thread opens in under a second", elapsed_ms < 1000, elapsed_ms)
+end
