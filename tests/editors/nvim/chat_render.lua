@@ -55,6 +55,13 @@ return function(H)
   for _, fold in ipairs(folds) do
     H.check("the tool at line " .. fold.line .. " is a closed fold", fold.closed == fold.line and fold.last > fold.line, fold)
   end
+  if folds[1] then
+    local shown = vim.api.nvim_win_call(win, function()
+      vim.v.foldstart, vim.v.foldend = folds[1].line, folds[1].last
+      return vim.fn.eval(vim.api.nvim_win_get_option(win, "foldtext"))
+    end)
+    H.check("a closed tool call shows its heading", shown == lines[folds[1].line] .. string.format("  [+%d lines]", folds[1].last - folds[1].line), shown)
+  end
   local after = folds[1] and folds[1].last and lines[folds[1].last + 1]
   H.check("a fold ends with its block", after ~= nil and after == "", { after = after })
 

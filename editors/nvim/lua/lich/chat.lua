@@ -174,8 +174,17 @@ function M.foldexpr(lnum)
   return kinds[lnum] or "0"
 end
 
--- 'foldexpr' and 'omnifunc' name a function reachable from Vimscript (v:lua works from 0.5).
+--- A closed tool call reads as its heading and how much is folded under it.
+function M.foldtext()
+  local first = vim.v.foldstart
+  local heading = vim.fn.getline(first)
+  return heading .. string.format("  [+%d lines]", vim.v.foldend - first)
+end
+
+-- 'foldexpr', 'foldtext' and 'omnifunc' name a function reachable from Vimscript (v:lua works
+-- from 0.5).
 _G.lich_chat_foldexpr = M.foldexpr
+_G.lich_chat_foldtext = M.foldtext
 
 -- ---------------------------------------------------------------------------------------------
 -- Rendering pieces shared by the live stream and a thread drawn from lich.thread.
@@ -698,6 +707,7 @@ local function set_conv_window_options(win)
   vim.api.nvim_win_set_option(win, "number", false)
   vim.api.nvim_win_set_option(win, "foldmethod", "expr")
   vim.api.nvim_win_set_option(win, "foldexpr", "v:lua.lich_chat_foldexpr(v:lnum)")
+  vim.api.nvim_win_set_option(win, "foldtext", "v:lua.lich_chat_foldtext()")
   vim.api.nvim_win_set_option(win, "foldlevel", 0)
   vim.api.nvim_win_set_option(win, "foldenable", true)
 end
