@@ -453,7 +453,8 @@ CONFIG_TEMPLATE = """\
 // This file belongs to the repository, so it is untrusted until you run `lich trust` (or trust it
 // from the editor): until then it may only narrow settings, and keys that load code, choose a
 // provider, run a program, send data or read and write elsewhere (plugins, providers, models,
-// session_dir, threads_max, system_prompt, web_search, test_command, docs_dir, mcp_servers) are ignored. Any change to it, or to a plugin it names, needs
+// session_dir, threads_max, system_prompt, web_search, test_command, docs_dir, mcp_servers,
+// completion) are ignored. Any change to it, or to a plugin it names, needs
 // trusting again. See docs/trust.md.
 {
   // Model providers. With none configured, lich uses LICH_PROVIDER_KIND / LICH_BASE_URL /
@@ -537,6 +538,16 @@ CONFIG_TEMPLATE = """\
   // "quick_prompts": ["Explain this code", "Find bugs in this code", "Add tests for this code"],
   // Set to "never" to ignore settings that need trust and never be offered to trust them.
   // "workspace_trust": "never",
+  // Inline completions (ghost text) from a fill-in-the-middle model; off while unset (needs
+  // trust here). An entry like a provider's plus "format": "completions" (OpenAI-compatible
+  // /completions: llama.cpp, vLLM, DeepSeek, Mistral), "generate" (Ollama) or "chat" (a chat-only
+  // model, Anthropic's). See docs/completions.md.
+  // "completion": {"kind": "ollama", "model": "qwen2.5-coder:1.5b-base"},
+  // Quiet time after a keystroke before a completion is asked for, and the characters of the
+  // buffer before and after the cursor the model is given.
+  // "completion_debounce_ms": 75,
+  // "completion_prefix_chars": 6000,
+  // "completion_suffix_chars": 2000,
   // How files the editor does not have open are written: "auto", "editor" or "disk".
   "disk_write_policy": "auto"
 }

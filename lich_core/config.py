@@ -23,6 +23,9 @@ from typing import Any
 from lich_core.errors import ConfigError
 from lich_core.mcp.spec import mcp_effects, v_mcp_servers
 from lich_core.settings import (
+    DEFAULT_COMPLETION_DEBOUNCE_MS,
+    DEFAULT_COMPLETION_PREFIX_CHARS,
+    DEFAULT_COMPLETION_SUFFIX_CHARS,
     DEFAULT_COMPRESS_THRESHOLD,
     DEFAULT_CONTEXT_BUDGET_TOKENS,
     DEFAULT_MAX_TURNS,
@@ -216,6 +219,70 @@ def v_web_search(key: str, value: Any) -> dict[str, Any]:
     return checked
 
 
+# `completion`: one provider entry (the shape of a `providers` entry, without replay) and the wire
+# format to ask it in; each kind's first format is its default (docs/completions.md).
+COMPLETION_FORMATS_BY_KIND = {
+    "openai_compat": ("completions", "chat"),
+    "ollama": ("generate", "completions", "chat"),
+    "anthropic": ("chat",),
+}
+COMPLETION_ENTRY_KEYS = (
+    "name",
+    "kind",
+    "format",
+    "base_url",
+    "model",
+    "api_key",
+    "api_key_env",
+    "headers",
+    "timeout_ms",
+    "max_tokens",
+)
+
+
+def v_completion(key: str, value: Any) -> dict[str, Any]:
+    """The completion model's entry, its `format` filled in. Keys are checked here, where every
+    config source is validated; lich_core.completion.providers resolves the API key when it
+    builds the model (the environment may differ by then)."""
+    entry = v_object(key, value)
+    for name in entry:
+        if name not in COMPLETION_ENTRY_KEYS:
+            raise ConfigError(
+                f"{key}.{name}: unknown key (known: {', '.join(COMPLETION_ENTRY_KEYS)})"
+            )
+    kind = entry.get("kind")
+    if kind not in COMPLETION_FORMATS_BY_KIND:
+        raise ConfigError(
+            f"{key}.kind: expected one of {', '.join(COMPLETION_FORMATS_BY_KIND)}, got {kind!r}"
+        )
+    formats = COMPLETION_FORMATS_BY_KIND[kind]
+    wire = entry.get("format", formats[0])
+    if wire not in formats:
+        raise ConfigError(f"{key}.format: kind {kind} takes {', '.join(formats)}, got {wire!r}")
+    for name in ("name", "model", "base_url", "api_key", "api_key_env"):
+        if name in entry and not isinstance(entry[name], str):
+            raise ConfigError(
+                f"{key}.{name}: expected a string, got {_type_name(entry[name])} {entry[name]!r}"
+            )
+    if not entry.get("model"):
+        raise ConfigError(f"{key}.model: is required (the completion model's id)")
+    base_url = entry.get("base_url")
+    if base_url and not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"{key}.base_url: expected an http:// or https:// URL, got {base_url!r}")
+    headers = entry.get("headers", {})
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise ConfigError(f"{key}.headers: expected an object of string values")
+    for name in ("timeout_ms", "max_tokens"):
+        number = entry.get(name)
+        if number is not None and (
+            isinstance(number, bool) or not isinstance(number, int) or number <= 0
+        ):
+            raise ConfigError(f"{key}.{name}: expected a positive integer, got {number!r}")
+    return {**entry, "format": wire}
+
+
 def v_list(key: str, value: Any) -> list[Any]:
     if not isinstance(value, list):
         raise ConfigError(f"{key}: expected a list, got {_type_name(value)}")
@@ -326,37 +393,50 @@ def _host_of(url: str) -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
 
 
+# Default hosts and key variables per kind (providers/factory.py has the same table; importing
+# it here would load httpx on every config read).
+_DEFAULT_PROVIDER_HOSTS = {
+    "openai_compat": "api.openai.com",
+    "anthropic": "api.anthropic.com",
+    "ollama": "localhost",
+}
+_DEFAULT_KEY_ENVS = {"openai_compat": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def _provider_destination(entry: Mapping[str, Any]) -> str:
+    """ "HOST with the key in $VAR": where a provider entry sends what it is given."""
+    kind = entry.get("kind")
+    base_url = entry.get("base_url")
+    host = (
+        _host_of(base_url)
+        if isinstance(base_url, str) and base_url
+        else _DEFAULT_PROVIDER_HOSTS.get(str(kind), "?")
+    )
+    key_env = entry.get("api_key_env") or _DEFAULT_KEY_ENVS.get(str(kind))
+    if entry.get("api_key"):
+        return f"{host} with the API key written in the file"
+    if key_env:
+        return f"{host} with the key in ${key_env}"
+    return host
+
+
 def provider_effects(value: Any, root: Path) -> list[str]:
-    # Default hosts and key variables per kind (providers/factory.py has the same table; importing
-    # it here would load httpx on every config read).
-    default_hosts = {
-        "openai_compat": "api.openai.com",
-        "anthropic": "api.anthropic.com",
-        "ollama": "localhost",
-    }
-    default_key_env = {"openai_compat": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
     effects: list[str] = []
     for entry in value:
-        kind = entry.get("kind")
-        if kind == "replay":
+        if entry.get("kind") == "replay":
             effects.append(
                 f"let the file {entry.get('path')} play the model (it chooses every tool call)"
             )
             continue
-        base_url = entry.get("base_url")
-        host = (
-            _host_of(base_url)
-            if isinstance(base_url, str) and base_url
-            else default_hosts.get(kind, "?")
-        )
-        what = f"send your prompts and workspace content to {host}"
-        key_env = entry.get("api_key_env") or default_key_env.get(kind)
-        if entry.get("api_key"):
-            what += " with the API key written in the file"
-        elif key_env:
-            what += f" with the key in ${key_env}"
-        effects.append(what)
+        effects.append(f"send your prompts and workspace content to {_provider_destination(entry)}")
     return effects
+
+
+def completion_effects(value: Any, root: Path) -> list[str]:
+    return [
+        "send the text around your cursor and from your other open files, as you type, to "
+        + _provider_destination(value)
+    ]
 
 
 def web_search_effects(value: Any, root: Path) -> list[str]:
@@ -589,6 +669,35 @@ KEYS: dict[str, KeySpec] = {
         "ask: offer to trust a workspace config that asks for more; never: ignore such keys, never ask.",
         SIDE_NARROW,
         narrow_rank("ask", "never"),
+    ),
+    # inline completions (docs/completions.md)
+    "completion": KeySpec(
+        None,
+        v_completion,
+        None,
+        "The completion model: a provider entry plus format (completions | generate | chat); unset: no completions.",
+        effects=completion_effects,
+    ),
+    "completion_debounce_ms": KeySpec(
+        DEFAULT_COMPLETION_DEBOUNCE_MS,
+        v_int(0, 2000),
+        None,
+        "Quiet time after a keystroke before a completion is asked for.",
+        SIDE_ANY,
+    ),
+    "completion_prefix_chars": KeySpec(
+        DEFAULT_COMPLETION_PREFIX_CHARS,
+        v_int(0, 100_000),
+        None,
+        "Characters of the buffer before the cursor a completion is given.",
+        SIDE_ANY,
+    ),
+    "completion_suffix_chars": KeySpec(
+        DEFAULT_COMPLETION_SUFFIX_CHARS,
+        v_int(0, 100_000),
+        None,
+        "Characters of the buffer after the cursor a completion is given.",
+        SIDE_ANY,
     ),
 }
 

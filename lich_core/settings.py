@@ -29,6 +29,10 @@ DEFAULT_CONTEXT_BUDGET_TOKENS = 100_000
 DEFAULT_COMPRESS_THRESHOLD = 0.8
 # DuckDuckGo's HTML endpoint: web_search's default backend.
 DUCKDUCKGO_HTML_URL = "https://html.duckduckgo.com/html/"
+# Inline completions: the quiet time after a keystroke, and the buffer windows around the cursor.
+DEFAULT_COMPLETION_DEBOUNCE_MS = 75
+DEFAULT_COMPLETION_PREFIX_CHARS = 6000
+DEFAULT_COMPLETION_SUFFIX_CHARS = 2000
 DEFAULT_QUICK_PROMPTS = ("Explain this code", "Find bugs in this code", "Add tests for this code")
 
 
@@ -90,6 +94,10 @@ class Settings(Mapping[str, Any]):
     project_rules: bool = True
     disk_write_policy: str = "auto"
     workspace_trust: str = "ask"
+    completion: Mapping[str, Any] | None = None
+    completion_debounce_ms: int = DEFAULT_COMPLETION_DEBOUNCE_MS
+    completion_prefix_chars: int = DEFAULT_COMPLETION_PREFIX_CHARS
+    completion_suffix_chars: int = DEFAULT_COMPLETION_SUFFIX_CHARS
 
     extra: Mapping[str, Any] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)

@@ -301,6 +301,10 @@ BAD_VALUE_FOR_KEY: dict[str, Any] = {
     "disk_write_policy": "never",
     "workspace_trust": "sometimes",
     "project_rules": "no",
+    "completion": {"kind": "ollama", "model": "m", "base_url": "localhost:11434"},
+    "completion_debounce_ms": 5000,
+    "completion_prefix_chars": -1,
+    "completion_suffix_chars": "lots",
 }
 
 

@@ -67,9 +67,15 @@ def test_every_key_declares_its_side() -> None:
         "edit_mode",
         "terminal_timeout_ms",
     } <= set(by_side[SIDE_NARROW])
-    assert {"plugins", "providers", "models", "session_dir", "system_prompt", "web_search"} <= set(
-        by_side[SIDE_USER]
-    )
+    assert {
+        "plugins",
+        "providers",
+        "models",
+        "session_dir",
+        "system_prompt",
+        "web_search",
+        "completion",
+    } <= set(by_side[SIDE_USER])
     assert by_side[SIDE_NEVER] == ["work_dir"]
     assert set(by_side[SIDE_ANY]) == {
         "quick_prompts",
@@ -77,6 +83,9 @@ def test_every_key_declares_its_side() -> None:
         "compress_threshold",
         "review_style",
         "show_transcript",
+        "completion_debounce_ms",
+        "completion_prefix_chars",
+        "completion_suffix_chars",
     }
     for key in by_side[SIDE_USER]:
         assert KEYS[key].effects is not None, f"{key} must say what it would do"

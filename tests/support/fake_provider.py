@@ -26,6 +26,17 @@ Runaway answers, for the limits tests (each goes on until the client hangs up or
   line) that never ends; with `stream: false` in the request, a JSON body that never ends;
 - `stall_after_chunks: N` sends the first N events, then nothing, until the client hangs up.
 
+Fill-in-the-middle endpoints take the same turns: `POST /v1/completions` (or `/completions`;
+OpenAI legacy completions: SSE `{"choices": [{"text": ...}]}` events and `[DONE]`, or one body
+with `"stream": false`) and `POST /api/generate` (Ollama: NDJSON `{"response": ..., "done": ...}`
+lines unless `"stream": false`); their prompt and suffix are in each request's `json`. `endless`
+works there too; the other runaway answers are for the chat endpoints.
+
+Each request's record (`requests`) has `turn` (the turn it consumed), `stream_ended_at` (when its
+streamed answer was all sent) and `closed_early_at` (when the client hung up before that), both
+time.monotonic(); `wait_for_request` and `wait_closed_early` block on a condition until a record
+changes, so a test can tell which request's stream a client closed, and when.
+
 Standalone: `python -m tests.support.fake_provider --port 0 --script turns.json` prints
 "LISTENING http://127.0.0.1:PORT" and serves until killed.
 """
@@ -42,7 +53,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -54,6 +65,9 @@ DEFAULT_MODEL = "fake-model"
 OPENAI_PATHS = ("/v1/chat/completions", "/chat/completions")
 ANTHROPIC_PATH = "/v1/messages"
 OLLAMA_PATH = "/api/chat"
+# Fill-in-the-middle: OpenAI-compatible legacy completions and Ollama's generate.
+OPENAI_FIM_PATHS = ("/v1/completions", "/completions")
+OLLAMA_GENERATE_PATH = "/api/generate"
 # How often a waiting handler checks whether the client hung up or the server is stopping.
 WATCH_INTERVAL_S = 0.05
 PROJECT_ROOT = (
@@ -364,6 +378,74 @@ def ollama_error(status: int, message: str) -> dict[str, Any]:
     return {"error": message}
 
 
+# --- fill in the middle: OpenAI /v1/completions, Ollama /api/generate ---------------------------
+
+
+def openai_fim_events(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> Iterator[str]:
+    base = {
+        "id": f"cmpl-{turn_no}",
+        "object": "text_completion",
+        "created": 0,
+        "model": request.get("model") or DEFAULT_MODEL,
+    }
+
+    def event(text: str, finish: str | None = None) -> str:
+        body = {**base, "choices": [{"index": 0, "text": text, "finish_reason": finish}]}
+        return f"data: {json.dumps(body)}\n\n"
+
+    for piece in split_pieces(turn.get("text") or "", int(turn.get("chunks") or 1)):
+        yield event(piece)
+    yield event("", "stop")
+    yield "data: [DONE]\n\n"
+
+
+def openai_fim_body(turn: dict[str, Any], request: dict[str, Any], turn_no: int) -> dict[str, Any]:
+    return {
+        "id": f"cmpl-{turn_no}",
+        "object": "text_completion",
+        "created": 0,
+        "model": request.get("model") or DEFAULT_MODEL,
+        "choices": [{"index": 0, "text": turn.get("text") or "", "finish_reason": "stop"}],
+        "usage": _openai_usage(turn),
+    }
+
+
+def ollama_generate_events(
+    turn: dict[str, Any], request: dict[str, Any], turn_no: int
+) -> Iterator[str]:
+    model = request.get("model") or DEFAULT_MODEL
+
+    def line(text: str, done: bool = False, **extra: Any) -> str:
+        body = {
+            "model": model,
+            "created_at": "2024-01-01T00:00:00Z",
+            "response": text,
+            "done": done,
+            **extra,
+        }
+        return json.dumps(body) + "\n"
+
+    for piece in split_pieces(turn.get("text") or "", int(turn.get("chunks") or 1)):
+        yield line(piece)
+    prompt, completion = _usage(turn)
+    yield line("", True, done_reason="stop", prompt_eval_count=prompt, eval_count=completion)
+
+
+def ollama_generate_body(
+    turn: dict[str, Any], request: dict[str, Any], turn_no: int
+) -> dict[str, Any]:
+    prompt, completion = _usage(turn)
+    return {
+        "model": request.get("model") or DEFAULT_MODEL,
+        "created_at": "2024-01-01T00:00:00Z",
+        "response": turn.get("text") or "",
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": prompt,
+        "eval_count": completion,
+    }
+
+
 # --- runaway answers (the limits tests) ---------------------------------------------------------
 
 ENDLESS_PIECE = "endless "
@@ -393,6 +475,11 @@ def endless_events(
             )
             + "\n\n"
         )
+    elif wire == "openai_fim":
+        body = {"choices": [{"index": 0, "text": piece, "finish_reason": None}]}
+        event = f"data: {json.dumps(body)}\n\n"
+    elif wire == "ollama_generate":
+        event = json.dumps({"response": piece, "done": False}) + "\n"
     elif wire == "anthropic":
         yield from _anthropic_opening(request, turn_no)
         delta = {
@@ -494,7 +581,16 @@ FORMATS = {
     "openai": (openai_events, openai_body, openai_error, "text/event-stream"),
     "anthropic": (anthropic_events, anthropic_body, anthropic_error, "text/event-stream"),
     "ollama": (ollama_events, ollama_body, ollama_error, "application/x-ndjson"),
+    "openai_fim": (openai_fim_events, openai_fim_body, openai_error, "text/event-stream"),
+    "ollama_generate": (
+        ollama_generate_events,
+        ollama_generate_body,
+        ollama_error,
+        "application/x-ndjson",
+    ),
 }
+# Formats that stream unless the request says `"stream": false` (Ollama's default).
+STREAM_BY_DEFAULT = ("ollama", "ollama_generate")
 
 
 def format_for(path: str) -> str | None:
@@ -505,6 +601,10 @@ def format_for(path: str) -> str | None:
         return "anthropic"
     if path == OLLAMA_PATH:
         return "ollama"
+    if path in OPENAI_FIM_PATHS:
+        return "openai_fim"
+    if path == OLLAMA_GENERATE_PATH:
+        return "ollama_generate"
     return None
 
 
@@ -536,26 +636,32 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = {"_unparsed": raw.decode("utf-8", "replace")}
         fake = self.server.fake
-        fake._record(
-            {
-                "path": self.path,
-                "headers": {k.lower(): v for k, v in self.headers.items()},
-                "json": body,
-                # Which client socket sent it: tests check that connections are reused.
-                "peer": f"{self.client_address[0]}:{self.client_address[1]}",
-            }
-        )
+        self._request: dict[str, Any] = {
+            "path": self.path,
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "json": body,
+            # Which client socket sent it: tests check that connections are reused.
+            "peer": f"{self.client_address[0]}:{self.client_address[1]}",
+            # The scripted turn it consumed (1-based; None for an unknown path), and
+            # time.monotonic() when its streamed answer was all sent, or when the client
+            # hung up before that.
+            "turn": None,
+            "stream_ended_at": None,
+            "closed_early_at": None,
+        }
+        fake._record(self._request)
         wire = format_for(self.path)
         if wire is None:
             self._send_json(404, {"error": f"fake provider: unknown path {self.path}"})
             return
         turn, turn_no = fake._next_turn()
         self._turn_no = turn_no
+        fake._update(self._request, turn=turn_no)
         try:
             self._answer(wire, turn, turn_no, body if isinstance(body, dict) else {})
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             # The client went away (cancelled); nothing left to do for this request.
-            fake._record_disconnect(turn_no)
+            fake._record_disconnect(turn_no, self._request)
             self.close_connection = True
 
     def _answer(
@@ -565,7 +671,7 @@ class _Handler(BaseHTTPRequestHandler):
         if turn.get("delay_s") and self._pause(float(turn["delay_s"])):
             self.close_connection = True
             return
-        stream = bool(request.get("stream", wire == "ollama"))
+        stream = bool(request.get("stream", wire in STREAM_BY_DEFAULT))
         marks = count_cache_control(request) if wire == "anthropic" else 0
         if marks > ANTHROPIC_MAX_CACHE_BREAKPOINTS:
             message = f"A maximum of 4 blocks with cache_control may be provided. Found {marks}."
@@ -634,6 +740,7 @@ class _Handler(BaseHTTPRequestHandler):
             data = event.encode("utf-8")
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.write(b"0\r\n\r\n")
+        self.server.fake._update(self._request, stream_ended_at=time.monotonic())
 
     def _pause(self, seconds: float) -> bool:
         """Wait `seconds` while watching the socket. True: stop answering, because the server is
@@ -648,7 +755,7 @@ class _Handler(BaseHTTPRequestHandler):
                 [self.connection], [], [], min(remaining, WATCH_INTERVAL_S)
             )
             if readable and self._client_hung_up():
-                fake._record_disconnect(self._turn_no)
+                fake._record_disconnect(self._turn_no, self._request)
                 return True
         return fake._stopping.is_set()
 
@@ -700,6 +807,8 @@ class FakeProviderServer:
     def __init__(self, turns: list[dict[str, Any]] | None = None, *, port: int = 0) -> None:
         self._turns: list[dict[str, Any]] = list(turns or [])
         self._lock = threading.Lock()
+        # Notified on every change to `requests` and `disconnects` (wait_for_request).
+        self._changed = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._turn_count = 0
         self._port = port
@@ -764,13 +873,46 @@ class FakeProviderServer:
             time.sleep(0.01)
         return len(self.disconnects) >= count
 
-    def _record_disconnect(self, turn_no: int) -> None:
-        with self._lock:
+    def wait_for_request(
+        self, predicate: Callable[[dict[str, Any]], bool], index: int = -1, timeout_s: float = 10.0
+    ) -> bool:
+        """Block until request `index` (in arrival order) exists and `predicate` holds for its
+        record; woken by every change to the records (no polling). False on timeout."""
+
+        def ready() -> bool:
+            try:
+                return predicate(self.requests[index])
+            except IndexError:
+                return False
+
+        with self._changed:
+            return self._changed.wait_for(ready, timeout=timeout_s)
+
+    def wait_closed_early(self, index: int = -1, timeout_s: float = 10.0) -> float | None:
+        """When the client closed request `index`'s stream before its end (time.monotonic()),
+        waiting for it; None if it did not within `timeout_s`."""
+        self.wait_for_request(lambda r: r["closed_early_at"] is not None, index, timeout_s)
+        try:
+            return self.requests[index]["closed_early_at"]
+        except IndexError:
+            return None
+
+    def _record_disconnect(self, turn_no: int, request: dict[str, Any] | None = None) -> None:
+        with self._changed:
             self.disconnects.append(turn_no)
+            if request is not None and request["closed_early_at"] is None:
+                request["closed_early_at"] = time.monotonic()
+            self._changed.notify_all()
 
     def _record(self, request: dict[str, Any]) -> None:
-        with self._lock:
+        with self._changed:
             self.requests.append(request)
+            self._changed.notify_all()
+
+    def _update(self, request: dict[str, Any], **fields: Any) -> None:
+        with self._changed:
+            request.update(fields)
+            self._changed.notify_all()
 
     def _next_turn(self) -> tuple[dict[str, Any], int]:
         with self._lock:
