@@ -11,6 +11,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from lich_core.completion.model import FimRequest, Snippet
@@ -238,6 +239,34 @@ async def test_chat_shaped_deltas_count_as_completion_text(
     raw = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
     fake_provider.script({"raw": raw})
     assert await collect(model_for(fake_provider, "openai_compat", "completions")) == ["re", "turn"]
+
+
+@pytest.mark.parametrize(("kind", "wire", "path"), HTTP_FORMATS[:2])
+async def test_a_runaway_answer_is_cut_at_the_response_bound(
+    kind: str, wire: str, path: str, fake_provider: FakeProviderServer
+) -> None:
+    fake_provider.script({"endless": True, "text": "x" * 4096})
+    with pytest.raises(ProviderError) as info:
+        await collect(model_for(fake_provider, kind, wire))
+    assert info.value.kind == "response_too_large"
+    assert await asyncio.to_thread(fake_provider.wait_closed_early, 0, WAIT_S) is not None
+
+
+@pytest.mark.parametrize(
+    ("path", "answer"),
+    [
+        ("/v1/completions", lambda body: body["choices"][0]["text"]),
+        ("/api/generate", lambda body: body["response"]),
+    ],
+)
+def test_the_fake_answers_fim_requests_that_do_not_stream(
+    path: str, answer: Any, fake_provider: FakeProviderServer
+) -> None:
+    fake_provider.script({"text": "return a + b"})
+    sent = {"model": "m", "prompt": "def f():", "suffix": "\n", "stream": False}
+    reply = httpx.post(fake_provider.url + path, json=sent, timeout=WAIT_S)
+    assert reply.status_code == 200 and answer(reply.json()) == "return a + b"
+    assert fake_provider.requests[0]["json"] == sent and fake_provider.requests[0]["turn"] == 1
 
 
 async def test_a_stream_cut_short_is_a_network_error(fake_provider: FakeProviderServer) -> None:
