@@ -55,6 +55,10 @@
 
 (defvar-local lich-chat-thread nil
   "The id of the thread this chat continues, nil before its first message.")
+(defvar-local lich-chat--new-thread nil
+  "The id this chat chose for the new thread of its running first message.")
+(defvar-local lich-chat--ask-connection nil
+  "The connection the running turn's `lich.ask' went to.")
 (defvar-local lich-chat--origin nil
   "The buffer the chat was opened from: its lich server answers the chat.")
 (defvar-local lich-chat--output nil
@@ -168,12 +172,6 @@ Nil for an answer."
 
 ;;;; Events of the running turn
 
-(defun lich-chat--owned-p (thread)
-  "Whether a chat buffer already continues THREAD."
-  (cl-some (lambda (buffer)
-             (equal (buffer-local-value 'lich-chat-thread buffer) thread))
-           (lich-chat--buffers)))
-
 (defun lich-chat--buffers ()
   "The live chat buffers."
   (cl-remove-if-not (lambda (buffer)
@@ -182,23 +180,18 @@ Nil for an answer."
 
 (defun lich-chat--mine-p (event)
   "Whether EVENT belongs to this chat's running turn.
-The first such event's task (and new thread) become the chat's."
+Its thread says so: a thread runs one task at a time, and a first
+message named its new thread (`new_thread'), which every event of
+its task carries from the first one.  That first event's task
+becomes the chat's (for \\[lich-chat-cancel])."
   (let ((task (lich-json-get event "task_id"))
         (thread (lich-json-get event "thread")))
-    (cond
-     ((not lich-chat--pending) nil)
-     (lich-chat--task (equal task lich-chat--task))
-     ;; A follow-up: its thread runs one task at a time, so the thread names it.
-     (lich-chat-thread (when (equal thread lich-chat-thread) (setq lich-chat--task task) t))
-     ;; A first message: the result names its new thread only at the end, so take the first
-     ;; new (not resumed) run that no other chat continues.
-     ((and (equal (lich-json-get event "type") "run_start")
-           (stringp thread)
-           (not (eq (lich-json-get (lich-json-get event "data") "resumed") t))
-           (not (lich-chat--owned-p thread)))
-      (setq lich-chat--task task
-            lich-chat-thread thread)
-      t))))
+    (when (and lich-chat--pending
+               (stringp thread)
+               (equal thread (or lich-chat-thread lich-chat--new-thread))
+               (or (null lich-chat--task) (equal task lich-chat--task)))
+      (setq lich-chat--task task)
+      t)))
 
 (defun lich-chat--render-event (event)
   "Show EVENT of the running turn: answer text, tool calls, retries."
@@ -243,12 +236,14 @@ The first such event's task (and new thread) become the chat's."
 
 (defun lich-chat--finish (result)
   "The turn's `lich.ask' RESULT arrived: say how it ended."
-  (setq lich-chat--pending nil
+  (setq lich-chat-thread (or (lich--string (lich-json-get result "thread"))
+                              lich-chat-thread lich-chat--new-thread)
+        lich-chat--pending nil
+        lich-chat--new-thread nil
+        lich-chat--ask-connection nil
         lich-chat--task nil
         lich-chat--tool-targets nil
         lich-chat--turns (1+ lich-chat--turns))
-  (let ((thread (lich--string (lich-json-get result "thread"))))
-    (when thread (setq lich-chat-thread thread)))
   (let ((final (lich--string (lich-json-get result "final")))
         (reason (lich-json-get result "stopped_reason")))
     (when (and final (equal reason "final") (not lich-chat--answered))
@@ -263,6 +258,8 @@ The first such event's task (and new thread) become the chat's."
 (defun lich-chat--failed (err)
   "The turn's `lich.ask' request failed with ERR (e.g. thread_busy:)."
   (setq lich-chat--pending nil
+        lich-chat--new-thread nil
+        lich-chat--ask-connection nil
         lich-chat--task nil
         lich-chat--streaming nil)
   (lich-chat--insert (concat "Error: " (lich--one-line (lich--error-text err)))
@@ -290,14 +287,27 @@ On the conversation, move to the input instead."
              (user-error "lich: this thread is running a turn (C-c C-c cancels it)"))
             (t (lich-chat--send prompt))))))
 
+(defun lich-chat--new-thread-id ()
+  "A fresh id for a new thread: `chat-' and 16 hex digits.
+Random enough that two Emacs sessions on one workspace do not collide."
+  (concat "chat-" (substring (md5 (format "%s %s %s %s" (random) (float-time) (emacs-pid)
+                                          (buffer-name)))
+                             0 16)))
+
 (defun lich-chat--send (prompt)
   "Send PROMPT on this chat's thread (a new thread when it has none)."
   (let ((buffer (current-buffer))
-        (args (list :prompt prompt)))
-    (lich-chat--from-origin (lich--connection))  ; no server: say so and keep the input
-    (when lich-chat-thread (setq args (plist-put args :thread lich-chat-thread)))
+        (args (list :prompt prompt))
+        ;; No server: say so and keep the input.
+        (connection (cdr (lich-chat--from-origin (lich--connection)))))
+    (if lich-chat-thread
+        (setq args (plist-put args :thread lich-chat-thread))
+      ;; The chat names the new thread itself, so it knows its task's events from the first.
+      (setq lich-chat--new-thread (lich-chat--new-thread-id))
+      (setq args (plist-put args :new_thread lich-chat--new-thread)))
     (delete-region lich-chat--input (point-max))
     (setq lich-chat--turn (1+ lich-chat--turns)
+          lich-chat--ask-connection connection
           lich-chat--pending t
           lich-chat--task nil
           lich-chat--answered nil
@@ -406,6 +416,7 @@ The conversation is read-only; type after the prompt marker at the end.
   (with-current-buffer (lich-chat--buffer)
     (when lich-chat--pending (user-error "lich: wait for the running turn or cancel it first"))
     (setq lich-chat-thread nil
+          lich-chat--new-thread nil
           lich-chat--turns 0)
     (lich-chat--erase))
   (lich-chat))
@@ -429,21 +440,24 @@ The conversation is read-only; type after the prompt marker at the end.
       (when final (lich-chat--insert-answer final))
       (when outcome (lich-chat--insert outcome 'lich-chat-problem-face)))))
 
+(defun lich-chat--show (thread result)
+  "Show THREAD from its `lich.thread' RESULT: every turn, rewound ones marked.
+What the user was typing at the input stays."
+  (let ((turns (lich--json-array (lich-json-get result "turns")))
+        (input (lich-chat--input-text)))
+    (lich-chat--erase)
+    (setq lich-chat-thread thread
+          lich-chat--turns (length turns))
+    (mapc #'lich-chat--render-turn turns)
+    (when (eq (lich-json-get result "running") t)
+      (lich-chat--insert "(a turn of this thread is running elsewhere)" 'lich-chat-problem-face))
+    (save-excursion (goto-char (point-max)) (insert input))))
+
 (defun lich-chat-load (thread)
   "Show THREAD (its id) in the chat: every turn, rewound ones marked."
   (with-current-buffer (lich-chat--buffer)
     (when lich-chat--pending (user-error "lich: wait for the running turn or cancel it first"))
-    (let* ((result (lich-chat--execute "lich.thread" (list :thread thread)))
-           (turns (lich--json-array (lich-json-get result "turns")))
-           (input (lich-chat--input-text)))
-      (lich-chat--erase)
-      (setq lich-chat-thread thread
-            lich-chat--turns (length turns))
-      (mapc #'lich-chat--render-turn turns)
-      (when (eq (lich-json-get result "running") t)
-        (lich-chat--insert "(a turn of this thread is running elsewhere)" 'lich-chat-problem-face))
-      ;; A reload keeps what the user was typing.
-      (save-excursion (goto-char (point-max)) (insert input)))
+    (lich-chat--show thread (lich-chat--execute "lich.thread" (list :thread thread)))
     (current-buffer)))
 
 (defun lich-chat-reload ()
@@ -453,6 +467,58 @@ After a server restart, or a turn run elsewhere."
   (with-current-buffer (lich-chat--buffer)
     (unless lich-chat-thread (user-error "lich: this chat has no thread yet"))
     (lich-chat-load lich-chat-thread)))
+
+;;;; A server restart
+
+(defun lich-chat--on-connect (connection)
+  "`lich-connect-functions' member: CONNECTION (a lich server) is up.
+Every chat that server answers reloads its thread, after the
+client has finished its own setup (so the chat's buffer is
+managed by the new server)."
+  (run-at-time 0 nil #'lich-chat--reload-after-connect connection))
+
+(add-hook 'lich-connect-functions #'lich-chat--on-connect)
+
+(defun lich-chat--reload-after-connect (connection)
+  "Reload the thread of every chat that CONNECTION answers, saying so in one line."
+  (dolist (buffer (lich-chat--buffers))
+    (with-current-buffer buffer
+      (when (eq (cdr (ignore-errors (lich-chat--from-origin (lich--connection)))) connection)
+        (when (and lich-chat--pending (not (eq lich-chat--ask-connection connection)))
+          ;; Its `lich.ask' went to the server that stopped: no answer will come.
+          (setq lich-chat--pending nil
+                lich-chat--task nil
+                lich-chat--ask-connection nil
+                lich-chat-thread (or lich-chat-thread lich-chat--new-thread)
+                lich-chat--new-thread nil))
+        (when (and lich-chat-thread (not lich-chat--pending))
+          (lich-chat--reload-async))))))
+
+(defun lich-chat--reload-async ()
+  "Read this chat's thread again from the server without waiting, then say so."
+  (let ((buffer (current-buffer))
+        (thread lich-chat-thread))
+    (lich-chat--execute-async
+     "lich.thread" (list :thread thread)
+     (lambda (result)
+       (when (buffer-live-p buffer)
+         (with-current-buffer buffer
+           ;; Not over a turn the user started meanwhile, nor another thread picked meanwhile.
+           (when (and (equal thread lich-chat-thread) (not lich-chat--pending))
+             (lich-chat--show thread result)
+             (lich-chat--insert "(the lich server restarted: thread reloaded)"
+                                'lich-chat-tool-face)))))
+     (lambda (err)
+       (when (buffer-live-p buffer)
+         (with-current-buffer buffer
+           (unless lich-chat--pending
+             (let ((text (lich--one-line (lich--error-text err))))
+               ;; Pruned, or a first message the old server never began: nothing to continue.
+               (when (and (string-match-p "unknown_thread:" text) (equal thread lich-chat-thread))
+                 (setq lich-chat-thread nil))
+               (lich-chat--insert (concat "The lich server restarted; reloading the thread failed: "
+                                          text)
+                                  'lich-chat-problem-face)))))))))
 
 (defun lich-chat--thread-label (thread)
   "The completion label of THREAD (an entry of `lich.threads')."

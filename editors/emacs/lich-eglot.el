@@ -15,7 +15,8 @@
 ;;  - asks for the prompt when the "Ask agent…" code action runs `lich.ask' without one.
 ;; Only Eglot's and jsonrpc's public API: its generic functions (`eglot-handle-request',
 ;; `eglot-handle-notification', `eglot-execute-command', `eglot-client-capabilities',
-;; `eglot-initialization-options'), `eglot-current-server', `jsonrpc-request'.
+;; `eglot-initialization-options'), `eglot-current-server', `eglot-connect-hook',
+;; `jsonrpc-request'.
 ;;
 ;; The commands `lich-eglot-ask', `lich-eglot-cancel', `lich-eglot-apply-patch',
 ;; `lich-eglot-status', `lich-eglot-trust-workspace', `lich-eglot-run-tests',
@@ -106,6 +107,16 @@ For a project's own Python use e.g.
 ;; the task asynchronously (Eglot's default executeCommand would block Emacs until it ends).
 (cl-defmethod eglot-execute-command ((_server lich-eglot-server) (_command (eql lich.ask)) arguments)
   (lich-run-ask-command arguments))
+
+;;;; Connecting
+
+(defun lich-eglot--on-connect (server)
+  "`eglot-connect-hook' member: tell lich.el that SERVER, if lich, is up.
+So chats reload their thread after a restart."
+  (when (object-of-class-p server 'lich-eglot-server)
+    (lich-handle-connect server)))
+
+(add-hook 'eglot-connect-hook #'lich-eglot--on-connect)
 
 ;;;; The adapter
 

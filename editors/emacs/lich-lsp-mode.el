@@ -14,9 +14,9 @@
 ;;  - `lich/event' notifications: `lich-handle-event' renders them in *lich transcript*;
 ;;  - the "Ask agent…" code action (`lich.ask' without a prompt asks for one).
 ;; Only lsp-mode's public API: `lsp-register-client' with `make-lsp-client'
-;; (`:request-handlers', `:notification-handlers', `:action-handlers'), `lsp-find-workspace',
-;; `with-lsp-workspace', `lsp-request', `lsp-request-async', `lsp-text-document-identifier',
-;; `lsp-point-to-position'.
+;; (`:request-handlers', `:notification-handlers', `:action-handlers', `:initialized-fn', the
+;; last telling lich.el when the server (re)started), `lsp-find-workspace', `with-lsp-workspace',
+;; `lsp-request', `lsp-request-async', `lsp-text-document-identifier', `lsp-point-to-position'.
 ;;
 ;; Commands are sent to the lich workspace only (never broadcast): `lich-lsp-mode-ask',
 ;; `lich-lsp-mode-cancel', `lich-lsp-mode-apply-patch', `lich-lsp-mode-status',
@@ -118,6 +118,8 @@ With ANYWHERE non-nil, else any lich workspace."
   :server-id 'lich
   :custom-capabilities '((experimental . ((lich . ((saveDocuments . t))))))
   :initialization-options (lambda () lich-lsp-mode-initialization-options)
+  ;; On every start and restart of this client only (chats reload their thread).
+  :initialized-fn #'lich-handle-connect
   :request-handlers (lich-lsp-mode--handlers
                      "lich/saveDocuments"
                      (lambda (_workspace params) (lich-save-documents (lich-json-get params "uris"))))

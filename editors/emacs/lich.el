@@ -21,7 +21,8 @@
 ;; buffer's other language servers): the one of the current buffer, else any running one.
 ;; The adapters' `lich-eglot-*' and `lich-lsp-mode-*' commands are aliases of these.
 ;; `M-x lich-chat' (lich-chat.el, autoloaded) is a conversation on the server's threads; it
-;; gets the events through `lich-event-functions'.
+;; gets the events through `lich-event-functions' and hears of a server (re)start through
+;; `lich-connect-functions' (the adapters call `lich-handle-connect').
 ;;
 ;; Setup: put this directory on the load path and require one adapter (see README.md):
 ;;   (add-to-list 'load-path "/path/to/lich-lsp/editors/emacs")
@@ -354,6 +355,20 @@ only its short fields and says so in `data.cut'."
     (condition-case err
         (funcall function event)
       (error (message "lich: %s failed on an event: %s" function (error-message-string err))))))
+
+(defvar lich-connect-functions nil
+  "Functions called with the connection each time a lich server has connected.
+Also after a restart: the adapters call `lich-handle-connect' from
+their client's public hooks.  `lich-chat' reloads its thread here.
+An error in one is shown, not raised.")
+
+(defun lich-handle-connect (connection)
+  "A lich server's CONNECTION is up (started or restarted).
+Runs `lich-connect-functions'."
+  (dolist (function lich-connect-functions)
+    (condition-case err
+        (funcall function connection)
+      (error (message "lich: %s failed after a connect: %s" function (error-message-string err))))))
 
 ;;;; The chat (lich-chat.el, loaded on first use)
 

@@ -532,7 +532,10 @@ def test_chat_sends_a_message_and_a_follow_up(
     the same thread without moving point out of the first answer, and the provider's request
     for it carries the first prompt and answer; a provider error is said inline;
     lich-new-thread empties the chat, lich-threads brings the thread back from lich.thread and
-    lich-rewind on the second turn marks turns 2 and 3 rewound (and the server agrees)."""
+    lich-rewind on the second turn marks turns 2 and 3 rewound (and the server agrees); the
+    server restarts (eglot-reconnect / lsp-workspace-restart) and the chat reloads the thread
+    from the new server, says so in one line, keeps the draft input, and its next message
+    continues the thread there (the provider sees the first turn again)."""
     if client == "lsp-mode" and not _feature_available(emacs, "lsp-mode"):
         pytest.skip("Emacs has no lsp-mode (Debian: apt-get install elpa-lsp-mode)")
     from tests.editors.test_nvim import write_provider_config
@@ -542,6 +545,7 @@ def test_chat_sends_a_message_and_a_follow_up(
         {"text": "The answer is 42."},
         {"text": "Still 42, as I said."},
         {"status": 401},
+        {"text": "Back after the restart."},
     )
     write_provider_config(tmp_path, fake_provider)
     workspace = tmp_path / "ws"
@@ -556,7 +560,7 @@ def test_chat_sends_a_message_and_a_follow_up(
         {"LICH_TEST_CLIENT": client, "XDG_CONFIG_HOME": str(tmp_path / "config")},
     )
     thread = result["values"]["thread"]
-    assert thread
+    assert thread.startswith("chat-")
     requests = [request["json"]["messages"] for request in fake_provider.requests]
     first = json.dumps(requests[0])
     assert "First question\\nabout hello.py" in first
@@ -565,20 +569,28 @@ def test_chat_sends_a_message_and_a_follow_up(
     assert "First question" in follow_up and "The answer is 42." in follow_up
     assert "Follow-up question" in follow_up
     assert "Follow-up question" not in first
+    # After the restart: the new server continues the thread (rewound turns 2 and 3 are gone).
+    after_restart = json.dumps(requests[-1])
+    assert "After the restart" in after_restart and "The answer is 42." in after_restart
+    assert "Follow-up question" not in after_restart
 
 
 def test_chat_renders_events_without_a_server(emacs: str) -> None:
     """ERT in batch Emacs, lich-chat.el over a fake adapter: lich.el autoloads the chat
-    commands; a first message takes the first new run no other chat continues as its thread,
+    commands; a first message names its new thread (`new_thread: chat-…`) and the chat follows
+    only that thread's events (a run another client started at the same time is not adopted),
     text and tool lines stream in without moving point, a follow-up names the thread; a
     cancelled turn, a refused request (thread_busy:) and a non-streamed answer are shown once,
-    in plain words; a 200-turn thread opens in under a second, each turn findable at point."""
+    in plain words; a connect of the chat's server (not another's) ends a turn the old server
+    took with it and reloads the thread, keeping the draft input, saying so in one line; a
+    200-turn thread opens in under a second, each turn findable at point."""
     stderr = run_ert(emacs, CHAT_SCENARIO.parent / "chat_render.el")
     for name in (
         "lich-chat-commands-are-autoloaded",
         "lich-chat-streams-without-moving-point",
         "lich-chat-says-cancelled-and-errors-in-plain-words",
         "lich-chat-opens-a-200-turn-thread-quickly",
+        "lich-chat-reloads-its-thread-when-the-server-connects",
     ):
         assert re.search(rf"passed\s+\d+/\d+\s+{name}\b", stderr), (name, stderr[-4000:])
 

@@ -4,10 +4,10 @@
 ;;   emacs --batch -L editors/emacs -l tests/editors/emacs/chat_render.el \
 ;;         -f ert-run-tests-batch-and-exit
 ;; A fake adapter keeps each `lich.ask' callback; events go through `lich-handle-event' as an
-;; LSP client hands them over.  Checks: a new thread is taken from the first new run no other
-;; chat continues (not from another chat's run), text streams in without moving point, a
-;; cancelled turn and a refused request are said in plain words, and lich.el autoloads the
-;; commands.
+;; LSP client hands them over.  Checks: a first message names its new thread (`new_thread')
+;; and the chat follows only that thread's events (not a run started elsewhere at the same
+;; time), text streams in without moving point, a cancelled turn and a refused request are said
+;; in plain words, a server (re)connect reloads the thread, and lich.el autoloads the commands.
 
 ;;; Code:
 
@@ -26,15 +26,20 @@
 (ert-deftest lich-chat-commands-are-autoloaded ()
   (should (cl-every #'cdr lich-test-autoloaded)))
 
-(defvar lich-test-asks nil "(ARGS ON-SUCCESS ON-ERROR) of each `lich.ask', newest first.")
+(defvar lich-test-asks nil
+  "(ARGS ON-SUCCESS ON-ERROR COMMAND) of each asynchronous command, newest first.")
+
+(defvar lich-test-connection 'conn
+  "The fake adapter's connection: a restarted server is a new one.")
 
 (defun lich-test-chat-adapter ()
   (lich-adapter-create
    :name 'fake
-   :connection (lambda (_anywhere) 'conn)
+   :connection (lambda (_anywhere) lich-test-connection)
    :request (lambda (_conn _method _params) nil)
    :async-request (lambda (_conn _method params on-success on-error)
-                    (push (list (aref (plist-get params :arguments) 0) on-success on-error)
+                    (push (list (aref (plist-get params :arguments) 0) on-success on-error
+                                (plist-get params :command))
                           lich-test-asks))
    :document-uri (lambda () "file:///x")
    :position (lambda (_pos) '(:line 0 :character 0))
@@ -45,6 +50,7 @@
   (declare (indent 0))
   `(let ((lich-adapters (list (lich-test-chat-adapter)))
          (lich-test-asks nil)
+         (lich-test-connection 'conn)
          (lich-chat-buffer-name (generate-new-buffer-name "*lich chat test*")))
      (let ((buffer (lich-chat)))
        (unwind-protect (with-current-buffer buffer ,@body)
@@ -63,35 +69,46 @@
 
 (ert-deftest lich-chat-streams-without-moving-point ()
   (lich-test-with-chat
-    (lich-test-type-and-send "hello")
-    (should (equal (plist-get (car (car lich-test-asks)) :prompt) "hello"))
-    (should-not (plist-member (car (car lich-test-asks)) :thread))
-    ;; Another client's new run first: not this chat's (another chat continues that thread).
-    (with-temp-buffer
-      (lich-chat-mode)
-      (setq lich-chat-thread "other")
-      (lich-test-event "run_start" "t9" "other" :resumed :json-false)
-      (lich-test-event "run_start" "t1" "th1" :resumed :json-false)
-      (lich-test-event "text_delta" "t9" "other" :text "NOT MINE"))
-    (should (equal lich-chat-thread "th1"))
-    (goto-char (point-min))
-    (lich-test-event "text_delta" "t1" "th1" :text "Hi ")
-    (lich-test-event "tool_call_start" "t1" "th1" :name "read_file" :call_id "c1"
-                     :arguments '(:path "a.py"))
-    (lich-test-event "tool_call_end" "t1" "th1" :name "read_file" :call_id "c1" :ok t)
-    (lich-test-event "tool_call_end" "t1" "th1" :name "terminal" :call_id "c2" :ok :json-false
-                     :error "refused: the user denied it")
-    (lich-test-event "text_delta" "t1" "th1" :text "there.")
-    (should (= (point) (point-min)))
-    (funcall (nth 1 (car lich-test-asks))
-             '(:task_id "t1" :thread "th1" :stopped_reason "final" :final "Hi there."))
-    (should (equal (lich-test-text)
-                   (concat "You: hello\nlich: Hi \n  read_file a.py: ok\n"
-                           "  terminal: failed: refused: the user denied it\nthere.")))
-    (should-not (string-match-p "NOT MINE" (lich-test-text)))
-    ;; The follow-up names the thread.
-    (lich-test-type-and-send "more")
-    (should (equal (plist-get (car (car lich-test-asks)) :thread) "th1"))))
+    (let (th1)
+      (lich-test-type-and-send "hello")
+      (let ((args (car (car lich-test-asks))))
+        (should (equal (plist-get args :prompt) "hello"))
+        (should-not (plist-member args :thread))
+        ;; The chat names its new thread, so it knows the task's events from the first one.
+        (should (string-match-p "\\`chat-[0-9a-f]\\{16\\}\\'" (plist-get args :new_thread)))
+        (should (string-match-p "new thread" (lich-chat--header)))
+        ;; A new run another client started at the same moment, its events first: not adopted.
+        (lich-test-event "run_start" "t9" "th9" :resumed :json-false)
+        (lich-test-event "text_delta" "t9" "th9" :text "NOT MINE")
+        (should-not lich-chat-thread)
+        (should-not (string-match-p "NOT MINE" (lich-test-text)))
+        (setq th1 (plist-get args :new_thread)))
+      (lich-test-event "run_start" "t1" th1 :resumed :json-false)
+      (goto-char (point-min))
+      (lich-test-event "text_delta" "t1" th1 :text "Hi ")
+      (lich-test-event "tool_call_start" "t1" th1 :name "read_file" :call_id "c1"
+                       :arguments '(:path "a.py"))
+      (lich-test-event "tool_call_end" "t1" th1 :name "read_file" :call_id "c1" :ok t)
+      (lich-test-event "tool_call_end" "t1" th1 :name "terminal" :call_id "c2" :ok :json-false
+                       :error "refused: the user denied it")
+      (lich-test-event "text_delta" "t1" th1 :text "there.")
+      (should (= (point) (point-min)))
+      (funcall (nth 1 (car lich-test-asks))
+               (list :task_id "t1" :thread th1 :stopped_reason "final" :final "Hi there."))
+      (should (equal lich-chat-thread th1))
+      (should (equal (lich-test-text)
+                     (concat "You: hello\nlich: Hi \n  read_file a.py: ok\n"
+                             "  terminal: failed: refused: the user denied it\nthere.")))
+      (should-not (string-match-p "NOT MINE" (lich-test-text)))
+      ;; The follow-up names the thread (and no new one).
+      (lich-test-type-and-send "more")
+      (should (equal (plist-get (car (car lich-test-asks)) :thread) th1))
+      (should-not (plist-member (car (car lich-test-asks)) :new_thread))
+      ;; While it runs, another task's events on another thread stay out.
+      (lich-test-event "text_delta" "t9" "th9" :text "STILL NOT MINE")
+      (lich-test-event "text_delta" "t2" th1 :text "More.")
+      (should (string-match-p "More\\.\\'" (lich-test-text)))
+      (should-not (string-match-p "STILL NOT MINE" (lich-test-text))))))
 
 (ert-deftest lich-chat-says-cancelled-and-errors-in-plain-words ()
   (lich-test-with-chat
@@ -113,6 +130,48 @@
              '(:task_id "t3" :thread "th1" :stopped_reason "final" :final "Not streamed."))
     (should (string-match-p "^lich: Not streamed\\.$" (lich-test-text)))
     (should (= 1 (how-many "Not streamed" (point-min) (point-max))))))
+
+(defun lich-test-wait (what predicate)
+  "Process timers and events until PREDICATE holds; fail naming WHAT after a few seconds."
+  (let ((deadline (+ (float-time) 10)))
+    (while (and (not (funcall predicate)) (< (float-time) deadline))
+      (accept-process-output nil 0.01))
+    (unless (funcall predicate) (ert-fail (format "timed out waiting for %s" what)))))
+
+(ert-deftest lich-chat-reloads-its-thread-when-the-server-connects ()
+  (lich-test-with-chat
+    (lich-test-type-and-send "hello")
+    (funcall (nth 1 (car lich-test-asks))
+             '(:task_id "t1" :thread "th1" :stopped_reason "final" :final "Hi."))
+    ;; The server stops while this turn runs; its answer never comes.
+    (lich-test-type-and-send "lost")
+    (should (lich-chat-running-p))
+    (goto-char (point-max))
+    (insert "draft")
+    (setq lich-test-asks nil
+          lich-test-connection 'conn2)
+    ;; Another lich server connecting is none of this chat's business; its own server is.
+    (lich-handle-connect 'elsewhere)
+    (lich-handle-connect 'conn2)
+    (lich-test-wait "the reload" (lambda () lich-test-asks))
+    (should (= (length lich-test-asks) 1))
+    (should (equal (nth 3 (car lich-test-asks)) "lich.thread"))
+    (should (equal (car (car lich-test-asks)) '(:thread "th1")))
+    (should-not (lich-chat-running-p))
+    (funcall (nth 1 (car lich-test-asks))
+             (list :thread "th1"
+                   :turns (vector (list :turn 1 :prompt "hello" :final "Hi."
+                                        :stopped_reason "final" :tools [])
+                                  (list :turn 2 :prompt "lost" :tools []))))
+    (should (equal (lich-test-text)
+                   (concat "You: hello\nlich: Hi.\n\nYou: lost\n"
+                           "(the lich server restarted: thread reloaded)\n")))
+    (should (equal (lich-chat--input-text) "draft"))
+    (should (equal lich-chat-thread "th1"))
+    ;; The next message continues the thread on the new server.
+    (delete-region lich-chat--input (point-max))
+    (lich-test-type-and-send "again")
+    (should (equal (car (car lich-test-asks)) '(:prompt "again" :thread "th1")))))
 
 (defconst lich-test-long-thread-turns 200)
 (defconst lich-test-long-thread-max-s 1.0

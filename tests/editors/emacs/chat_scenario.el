@@ -6,7 +6,9 @@
 ;; a two-line first message (C-j) sent with RET, a follow-up sent with RET while point sits in
 ;; the first answer (it must stay there), a message the provider refuses (the error inline),
 ;; then `lich-new-thread', `lich-threads' back to the thread and `lich-rewind' on the second
-;; turn.  Writes {"error": ..., "checks": [...], "values": {...}} to LICH_TEST_RESULT.
+;; turn; then the lich server restarts (`eglot-reconnect', `lsp-workspace-restart'): the chat
+;; reloads the thread from the new server, says so, keeps the draft input, and its next message
+;; continues the thread there.  Writes {"error": ..., "checks": [...], "values": {...}} to LICH_TEST_RESULT.
 
 (require 'cl-lib)
 (require 'subr-x)
@@ -32,6 +34,7 @@
 (declare-function lsp "lsp-mode")
 (declare-function lsp-find-workspace "lsp-mode")
 (declare-function lsp-workspace-shutdown "lsp-mode")
+(declare-function lsp-workspace-restart "lsp-mode")
 
 (defun lich-test-start-lsp-mode (file)
   (setq lsp-auto-guess-root t
@@ -50,6 +53,21 @@
                       (and workspace
                            (eq (with-no-warnings (lsp--workspace-status workspace))
                                'initialized))))))
+
+(defun lich-test-lich-server (file)
+  "The lich server (Eglot) or workspace (lsp-mode) of FILE, or nil."
+  (with-current-buffer (find-buffer-visiting file)
+    (if (equal lich-test-client "lsp-mode")
+        (lsp-find-workspace 'lich file)
+      (eglot-current-server))))
+
+(defun lich-test-restart-server (file)
+  "Restart the lich server of FILE the way a user would."
+  (let ((server (lich-test-lich-server file)))
+    (with-current-buffer (find-buffer-visiting file)
+      (if (equal lich-test-client "lsp-mode")
+          (lsp-workspace-restart server)
+        (eglot-reconnect server)))))
 
 (defun lich-test-conversation ()
   "The chat's conversation text (before the prompt marker)."
@@ -110,7 +128,9 @@
                          (string-match-p "^lich: The answer is 42\\.$" text) text))
       (let ((thread lich-chat-thread))
         (lich-test-value 'thread thread)
-        (lich-test-check "the chat has a thread" (stringp thread))
+        (lich-test-check "the chat named its new thread (new_thread)"
+                         (and (stringp thread) (string-prefix-p "chat-" thread))
+                         thread)
         ;; The follow-up: RET, then the user moves into the first answer while it streams.
         (lich-test-send-with-ret "Follow-up question")
         (goto-char (point-min))
@@ -180,7 +200,41 @@
                            (equal (mapcar (lambda (turn) (eq (lich-json-get turn "discarded") t))
                                           (lich--json-array turns))
                                   '(nil t t))
-                           turns))))
+                           turns))
+        ;; The server restarts: the chat reloads the thread from the new one and says so.
+        (with-current-buffer chat
+          (goto-char (point-max))
+          (insert "draft")
+          (let ((old (lich-test-lich-server file)))
+            (lich-test-restart-server file)
+            (lich-test-wait "the chat reloaded the thread after the restart" 90
+                            (lambda ()
+                              (string-match-p "^(the lich server restarted: thread reloaded)$"
+                                              (lich-test-conversation))))
+            (let ((new (lich-test-lich-server file))
+                  (text (lich-test-conversation)))
+              (lich-test-value 'after_restart text)
+              (lich-test-check "a new lich server answers" (and new (not (eq new old))))
+              (lich-test-check "the chat re-rendered the thread after the restart"
+                               (and (equal lich-chat-thread thread)
+                                    (string-match-p "^lich: The answer is 42\\.$" text)
+                                    (string-match-p "^You (rewound): Follow-up question$" text)
+                                    (string-match-p
+                                     "^(the lich server restarted: thread reloaded)\n\\'" text))
+                               text)
+              (lich-test-check "the draft input survived the reload"
+                               (equal (lich-chat--input-text) "draft")
+                               (lich-chat--input-text))))
+          ;; The next message continues the thread on the new server.
+          (delete-region lich-chat--input (point-max))
+          (lich-test-send-with-ret "After the restart")
+          (lich-test-wait-turn "the answer after the restart")
+          (let ((text (lich-test-conversation)))
+            (lich-test-value 'after_restart_turn text)
+            (lich-test-check "the thread goes on after the restart"
+                             (and (equal lich-chat-thread thread)
+                                  (string-match-p "^lich: Back after the restart\\.$" text))
+                             text)))))
     (with-current-buffer (find-buffer-visiting file)
       (if (equal lich-test-client "lsp-mode")
           (lsp-workspace-shutdown (lsp-find-workspace 'lich file))
