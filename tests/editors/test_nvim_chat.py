@@ -44,6 +44,7 @@ def test_chat_turns_streaming_input_threads_rewind_and_restart(
         {"text": "Answer six."},
         {"status": 401},
         {"text": "too late", "delay_s": 60},
+        {"text": "never sent: the server is killed first", "delay_s": 60},
     )
     write_provider_config(tmp_path, fake_provider)
     result = run_scenario(nvim, "chat", workspace, tmp_path)

@@ -227,5 +227,32 @@ return function(H)
     return chat.reloads > reloads
   end)
   H.check("the thread survived the restart", chat.thread == thread and has("Answer one.") and has("turn 7 (rewound)"), text())
+
+  -- The server dies in the middle of a turn: the chat says so, and draws the thread again from
+  -- the restarted server.
+  local calling = false
+  chat.on_event = function(event)
+    original_on_event(event)
+    calling = calling or (event.type == "llm_start" and event.thread == thread)
+  end
+  vim.cmd("LichChat interrupted by a crash")
+  H.wait("the cut-short turn calls the model", 30000, function()
+    return calling
+  end)
+  chat.on_event = original_on_event
+  client = lich.get_client(file_buf)
+  require("lich.compat").stop(client, true)
+  H.wait("the chat told the server stopped", 30000, function()
+    return has("**The language server stopped** while this turn ran")
+  end, true)
+  H.check("no turn is running after the crash", chat.running == nil)
+  reloads = chat.reloads
+  lich.attach(file_buf)
+  H.wait("the chat reloaded after the crash", 60000, function()
+    return chat.reloads > reloads
+  end, true)
+  H.check("the cut-short turn is drawn", has("## You · turn 9\ninterrupted by a crash"), text())
+  H.check("it did not finish, in plain words", has("**This turn did not finish**"), text())
+  H.check("no stale error from the dead request", not has("**Not sent:**"), text())
   H.values.chat = chat.lines()
 end

@@ -449,10 +449,10 @@ end
 ---@param prompt string
 ---@param uri string|nil
 ---@param range table|nil
----@return boolean in_chat, string|nil thread
+---@return boolean in_chat, string|nil thread, table|nil turn (give it back to end_turn)
 function M.begin_turn(prompt, uri, range)
   if not M.is_open() then
-    return false, nil
+    return false, nil, nil
   end
   if M.running then
     error("a turn of the chat's thread is running; wait for it or :LichCancel it", 0)
@@ -465,16 +465,23 @@ function M.begin_turn(prompt, uri, range)
       about = about .. string.format(", lines %d-%d", range.start.line + 1, range["end"].line + 1)
     end
   end
-  M.running = { thread = M.thread, prompt = prompt }
+  local turn = { thread = M.thread, prompt = prompt }
+  M.running = turn
   live = { streaming = false, streamed = false, args = {} }
   append_block(prompt_lines(M.turns + 1, prompt, about, false))
-  return true, M.thread
+  return true, M.thread, turn
 end
 
---- Called with the ask's answer (or its request error).
+--- Called with the ask's answer (or its request error) for the turn begin_turn returned.
 ---@param err table|nil
 ---@param result table|nil
-function M.end_turn(err, result)
+---@param turn table|nil
+function M.end_turn(err, result, turn)
+  if turn ~= nil and M.running ~= turn then
+    -- The server stopped meanwhile and the chat was drawn again from the thread: this late
+    -- answer (or the error of the dead request) has nothing left to add.
+    return
+  end
   M.running = nil
   if not valid(M.conv) then
     return

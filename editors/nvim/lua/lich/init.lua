@@ -205,7 +205,7 @@ function M.ask(opts)
   -- While the chat is shown, every ask (:LichAsk, the code actions, the chat's own input) is the
   -- chat thread's next turn.
   local chat = require("lich.chat")
-  local ok, in_chat, thread = pcall(chat.begin_turn, opts.prompt, args.uri, args.range)
+  local ok, in_chat, thread, chat_turn = pcall(chat.begin_turn, opts.prompt, args.uri, args.range)
   if not ok then
     notify(tostring(in_chat), vim.log.levels.WARN)
     return nil
@@ -224,7 +224,7 @@ function M.ask(opts)
     end
     remember({ prompt = opts.prompt, result = result, err = err, elapsed_ms = vim.loop.now() - started })
     if in_chat then
-      pcall(chat.end_turn, err, result)
+      pcall(chat.end_turn, err, result, chat_turn)
     end
     if err then
       notify_error("ask", err)
