@@ -49,6 +49,9 @@ class ClientFeatures:
     # Kate 22.12 does not declare it and applies one only within ~2 s of its own command, so a
     # task's edit (sent after a model call) is refused: such clients get review mode by default.
     apply_edit: bool = False
+    # textDocument.inlineCompletion (LSP 3.18): the client shows ghost text, so completion
+    # requests get no duplicate item.
+    inline_completion: bool = False
     # A lich integration (any experimental.lich flag: the Emacs, Neovim and VS Code clients) asks
     # for the prompt itself when "Ask agent…" runs lich.ask without one.
     lich_client: bool = False
@@ -81,6 +84,9 @@ class ClientFeatures:
             change_annotations=annotations,
             save_documents=experimental_flag(caps, "saveDocuments"),
             show_message_request=bool(window and window.show_message is not None),
+            inline_completion=bool(
+                caps.text_document and caps.text_document.inline_completion is not None
+            ),
             work_done_progress=bool(window and window.work_done_progress),
             show_document=bool(
                 window and window.show_document is not None and window.show_document.support

@@ -125,6 +125,20 @@ def register_lifecycle(server: LichLanguageServer) -> None:
     ) -> list[types.CodeAction | types.Command]:
         return ls.session.code_actions(params)
 
+    # Ghost text (LSP 3.18) where the client asks for it; completion items for the others.
+    # Answered empty until a completion model is configured (docs/completions.md).
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(
+        ls: LichLanguageServer, params: types.InlineCompletionParams
+    ) -> types.InlineCompletionList | None:
+        return await ls.session.inline_completion(params)
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(resolve_provider=False))
+    async def completion(
+        ls: LichLanguageServer, params: types.CompletionParams
+    ) -> types.CompletionList | None:
+        return await ls.session.completion(params)
+
 
 def register_commands(server: LichLanguageServer) -> None:
     for name in COMMANDS:

@@ -30,6 +30,7 @@ from lich_lsp.agent_commands import AgentCommands
 from lich_lsp.approvals import ApprovalCheck
 from lich_lsp.arguments import single_object
 from lich_lsp.commands import STATUS, CommandTable
+from lich_lsp.completions import InlineCompletions
 from lich_lsp.documents import DocumentStore
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.journal import TaskJournal
@@ -139,6 +140,7 @@ class EditorSession:
             features,
             root,
         )
+        self.completions = InlineCompletions(documents, holder, features, messages, port, root)
         self.commands = table = CommandTable(messages)
         table.add(STATUS, self._status_command)
         for feature in (
@@ -190,6 +192,7 @@ class EditorSession:
 
     def did_close(self, uri: str) -> None:
         self.documents.did_close(uri)
+        self.completions.did_close(uri)
 
     def did_change(self, uri: str, content_changes: Sequence[Any]) -> None:
         """After the server's copy of the document took the change: move pending review hunks."""
@@ -227,6 +230,14 @@ class EditorSession:
             params, literal_support=self.features.code_action_literals
         )
         return questions + review + actions
+
+    async def inline_completion(
+        self, params: types.InlineCompletionParams
+    ) -> types.InlineCompletionList | None:
+        return await self.completions.inline_completion(params)
+
+    async def completion(self, params: types.CompletionParams) -> types.CompletionList | None:
+        return await self.completions.completion(params)
 
     def cancel_request(self, request_id: Any) -> None:
         self.tasks.cancel_for_request(request_id)
@@ -300,6 +311,7 @@ class EditorSession:
             "undoable_tasks": self.undo.undoable_tasks(),
             "project_rules": self.agent_commands.project_rules_status(),
             "threads": self.threads.status(),
+            "completion": self.completions.status(),
         }
 
 

@@ -496,8 +496,13 @@ def capabilities_for(
     encodings: list[str] | None = None,
     save_documents: bool = False,
     work_done_progress: bool = True,
+    inline_completion: bool = False,
 ) -> types.ClientCapabilities:
     caps = copy.deepcopy(_published_capabilities(name))
+    if inline_completion:
+        # LSP 3.18's ghost text; none of pytest-lsp's recorded clients declares it yet.
+        caps.text_document = caps.text_document or types.TextDocumentClientCapabilities()
+        caps.text_document.inline_completion = types.InlineCompletionClientCapabilities()
     if not work_done_progress and caps.window is not None:
         caps.window.work_done_progress = False
     if encodings is not None:
@@ -522,6 +527,7 @@ async def start_session(
     save_documents: bool = False,
     work_done_progress: bool = True,
     env: dict[str, str] | None = None,
+    inline_completion: bool = False,
 ) -> EditorClient:
     server_env = {**os.environ, **(env or {})}
     config = ClientServerConfig(
@@ -533,7 +539,14 @@ async def start_session(
     assert isinstance(client, EditorClient)
     try:
         await _initialize(
-            client, root, client_name, init_options, encodings, save_documents, work_done_progress
+            client,
+            root,
+            client_name,
+            init_options,
+            encodings,
+            save_documents,
+            work_done_progress,
+            inline_completion,
         )
     except BaseException:
         await _kill_server(client)
@@ -551,12 +564,14 @@ async def _initialize(
     encodings: list[str] | None,
     save_documents: bool,
     work_done_progress: bool,
+    inline_completion: bool = False,
 ) -> None:
     caps = capabilities_for(
         client_name,
         encodings=encodings,
         save_documents=save_documents,
         work_done_progress=work_done_progress,
+        inline_completion=inline_completion,
     )
     client.declared = caps
     # Editors without documentChanges (Neovim) load an edited file into a hidden buffer.

@@ -1,0 +1,321 @@
+"""Inline completions: `textDocument/inlineCompletion` (ghost text) and, for clients without it,
+`textDocument/completion` items carrying the same suggestion (docs/completions.md).
+
+Per document, one suggestion is in flight at a time: a newer request for the same document
+supersedes the older one, whose provider stream is closed at once (its CancelToken fires and the
+stream is closed as the iteration ends); `$/cancelRequest` cancels the handler's task, which
+closes the stream the same way. A request first waits `completion_debounce_ms`, so a burst of
+keystrokes asks the model once. Typing the first characters of the suggestion shown is answered
+from it, with no request. The model's text is cut to the block the cursor is in and stripped of
+what repeats the text after the cursor (lich_core.completion.context). A provider failure is an
+empty answer and one log line (not one per keystroke); nothing here ever shows a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from lich_lsp.paths import relative_path, uri_to_path
+
+if TYPE_CHECKING:
+    from lich_core.completion.context import Window
+    from lich_core.completion.model import FimModel
+    from lich_lsp.config import ConfigHolder
+    from lich_lsp.documents import DocumentStore
+    from lich_lsp.edits import ClientFeatures
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.port import EditorPort
+
+log = logging.getLogger("lich.lsp.completions")
+
+# Text around the cursor the neighbouring snippets are matched against.
+SNIPPET_QUERY_PREFIX_CHARS = 2_000
+SNIPPET_QUERY_SUFFIX_CHARS = 500
+COMPLETION_LABEL_MAX_CHARS = 80
+_WORD_BEFORE_CURSOR = re.compile(r"[A-Za-z0-9_]*$")
+
+
+@dataclass
+class _DocumentState:
+    """One document's suggestion in flight and the last one shown."""
+
+    in_flight: Any = None  # the CancelToken of the request being answered
+    shown_prefix: str = ""  # the text before the cursor the last suggestion was made for
+    shown_text: str = ""
+
+
+class InlineCompletions:
+    def __init__(
+        self,
+        documents: DocumentStore,
+        holder: ConfigHolder,
+        features: ClientFeatures,
+        messages: EditorMessages,
+        port: EditorPort,
+        root: Path,
+    ) -> None:
+        self._port = port
+        self._documents = documents
+        self._holder = holder
+        self._features = features
+        self._messages = messages
+        self._root = root
+        self._states: dict[str, _DocumentState] = {}
+        # (config generation, model or None, why there is none); rebuilt when the config changes.
+        self._model: tuple[int, FimModel | None, str] | None = None
+        # uri -> (document version, its snippet windows): computed once per version.
+        self._windows: dict[str, tuple[int, list[Window]]] = {}
+        self._last_failure = ""
+        self.requests = 0  # provider requests made (lich.status; the bench reads it)
+
+    # --- the model ---
+
+    def model(self) -> FimModel | None:
+        generation = self._holder.generation
+        if self._model is None or self._model[0] != generation:
+            from lich_core.completion.providers import build_fim_model
+            from lich_core.errors import ConfigError
+
+            try:
+                self._model = (generation, build_fim_model(self._holder.config), "")
+            except ConfigError as err:
+                self._model = (generation, None, str(err))
+                self._messages.log(f"lich: completions are off: {err}", types.MessageType.Warning)
+        return self._model[1]
+
+    def status(self) -> dict[str, Any]:
+        """lich.status's `completion`: which model completes (None: completions are off)."""
+        from lich_core.completion.providers import describe_fim_model
+
+        model = self.model()
+        assert self._model is not None
+        return {
+            "model": describe_fim_model(self._holder.config) if model is not None else None,
+            "error": self._model[2] or None,
+            "requests": self.requests,
+        }
+
+    # --- LSP requests ---
+
+    async def inline_completion(
+        self, params: types.InlineCompletionParams
+    ) -> types.InlineCompletionList | None:
+        position = params.position
+        text = await self.suggest(params.text_document.uri, position)
+        if not text:
+            return types.InlineCompletionList(items=[])
+        return types.InlineCompletionList(
+            items=[
+                types.InlineCompletionItem(
+                    insert_text=text, range=types.Range(start=position, end=position)
+                )
+            ]
+        )
+
+    async def completion(self, params: types.CompletionParams) -> types.CompletionList | None:
+        """The suggestion as one completion item, for clients that show no ghost text. The item
+        replaces the word before the cursor with itself plus the suggestion, so a client
+        filtering items by that word keeps it."""
+        if self._features.inline_completion:
+            return None  # the client asks textDocument/inlineCompletion for the same text
+        uri = params.text_document.uri
+        position = params.position
+        text = await self.suggest(uri, position)
+        if not text:
+            return types.CompletionList(is_incomplete=True, items=[])
+        doc = self._documents.document_for_uri(uri)
+        line = (
+            doc.lines[position.line] if doc is not None and position.line < len(doc.lines) else ""
+        )
+        before = line[: _code_points(line, position.character, self._encoding())]
+        word = _WORD_BEFORE_CURSOR.search(before)
+        typed = word.group(0) if word is not None else ""
+        # Identifier characters are one unit in every position encoding.
+        start = types.Position(line=position.line, character=position.character - len(typed))
+        insertion = typed + text
+        return types.CompletionList(
+            is_incomplete=True,
+            items=[
+                types.CompletionItem(
+                    label=_label(insertion),
+                    kind=types.CompletionItemKind.Text,
+                    detail="lich",
+                    filter_text=insertion,
+                    sort_text="0",
+                    insert_text_format=types.InsertTextFormat.PlainText,
+                    text_edit=types.TextEdit(
+                        range=types.Range(start=start, end=position), new_text=insertion
+                    ),
+                )
+            ],
+        )
+
+    # --- the suggestion ---
+
+    async def suggest(self, uri: str, position: types.Position) -> str:
+        """The text to insert at `position` of the open document `uri` ("" for none)."""
+        from lich_core.completion.context import cursor_windows, typed_through
+        from lich_core.vocabulary import CancelToken
+
+        model = self.model()
+        path = uri_to_path(uri)
+        doc = self._documents.document_for_uri(uri)
+        if model is None or doc is None or path is None or not self._inside_root(path):
+            return ""
+        text = doc.source
+        offset = doc.offset_at_position(position)
+        before_cursor = text[:offset]
+        state = self._states.setdefault(uri, _DocumentState())
+        left = typed_through(state.shown_prefix, state.shown_text, before_cursor)
+        if left is not None:
+            state.shown_prefix, state.shown_text = before_cursor, left
+            return left
+        if state.in_flight is not None:
+            state.in_flight.cancel("superseded")  # its stream closes now
+        token = CancelToken()
+        state.in_flight = token
+        try:
+            settings = self._holder.config.settings
+            debounce_s = settings.completion_debounce_ms / 1000
+            if debounce_s > 0:
+                # Keystrokes within the debounce supersede this one before it asks anything.
+                await asyncio.sleep(debounce_s)
+            if token.cancelled:
+                return ""
+            prefix, suffix = cursor_windows(
+                text, offset, settings.completion_prefix_chars, settings.completion_suffix_chars
+            )
+            suggestion = await self._ask(model, uri, path, doc, prefix, suffix, token)
+        finally:
+            if state.in_flight is token:
+                state.in_flight = None
+        if token.cancelled or not suggestion:
+            return ""
+        state.shown_prefix, state.shown_text = before_cursor, suggestion
+        return suggestion
+
+    async def _ask(
+        self,
+        model: FimModel,
+        uri: str,
+        path: Path,
+        doc: Any,
+        prefix: str,
+        suffix: str,
+        token: Any,
+    ) -> str:
+        from lich_core.completion.context import cut_to_block, rank_snippets, trim_suffix_overlap
+        from lich_core.completion.model import FimRequest
+        from lich_core.providers.base import ProviderError
+
+        query = prefix[-SNIPPET_QUERY_PREFIX_CHARS:] + suffix[:SNIPPET_QUERY_SUFFIX_CHARS]
+        request = FimRequest(
+            prefix=prefix,
+            suffix=suffix,
+            path=relative_path(self._root, path),
+            language=doc.language_id or "",
+            snippets=rank_snippets(query, self._neighbour_windows(uri)),
+        )
+        pieces: list[str] = []
+        self.requests += 1
+        stream = model.stream(request, token)
+        try:
+            async for piece in stream:
+                pieces.append(piece)
+                if token.cancelled:
+                    break
+                if "\n" in piece and cut_to_block("".join(pieces), prefix)[1]:
+                    break  # the block is complete: the rest is not wanted
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+            if token.cancelled and (cancelling is None or not cancelling()):
+                return ""  # superseded: the token stopped the stream, the newer request answers
+            raise  # $/cancelRequest: pygls answers the request as cancelled
+        except ProviderError as err:
+            self._failed(str(err))
+            return ""
+        except Exception as err:  # noqa: BLE001 - a completion never breaks the editor
+            log.debug("completion failed", exc_info=True)
+            self._failed(f"internal_error: {type(err).__name__}: {err}")
+            return ""
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()  # closes the provider's stream at once
+        self._last_failure = ""
+        kept, _ = cut_to_block("".join(pieces), prefix)
+        kept = trim_suffix_overlap(kept, suffix)
+        return kept if kept.strip() else ""
+
+    def _failed(self, message: str) -> None:
+        """One log line per distinct failure until a completion succeeds again."""
+        if message != self._last_failure:
+            self._last_failure = message
+            self._messages.log(f"lich: completion failed: {message}", types.MessageType.Warning)
+
+    # --- helpers ---
+
+    def _neighbour_windows(self, uri: str) -> list[tuple[str, list[Window]]]:
+        """The other open documents' snippet windows (inside the root), kept per version."""
+        from lich_core.completion.context import document_windows
+
+        found = []
+        for path in self._documents.open_paths():
+            other = self._documents.document(path)
+            if other is None or other.uri == uri or not self._inside_root(path):
+                continue
+            cached = self._windows.get(other.uri)
+            version = other.version or 0
+            if cached is None or cached[0] != version:
+                cached = (version, document_windows(other.source))
+                self._windows[other.uri] = cached
+            found.append((relative_path(self._root, path), cached[1]))
+        for gone in set(self._windows) - {
+            self._documents.uri_for(p) for p in self._documents.open_paths()
+        }:
+            del self._windows[gone]
+        return found
+
+    def _inside_root(self, path: Path) -> bool:
+        try:
+            path.resolve().relative_to(self._root)
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def _encoding(self) -> str:
+        return self._port.position_encoding
+
+    def did_close(self, uri: str) -> None:
+        state = self._states.pop(uri, None)
+        if state is not None and state.in_flight is not None:
+            state.in_flight.cancel("closed")
+        self._windows.pop(uri, None)
+
+
+def _label(insertion: str) -> str:
+    first = insertion.split("\n", 1)[0]
+    return first if len(first) <= COMPLETION_LABEL_MAX_CHARS else first[:79] + "…"
+
+
+def _code_points(line: str, character: int, encoding: str) -> int:
+    """The code point index of `character` (in the client's position units) on `line`."""
+    if encoding == "utf-32":
+        return min(character, len(line))
+    units = 0
+    for index, char in enumerate(line):
+        if units >= character:
+            return index
+        size = (
+            len(char.encode("utf-8")) if encoding == "utf-8" else (2 if ord(char) > 0xFFFF else 1)
+        )
+        units += size
+    return len(line)

@@ -1,0 +1,219 @@
+"""Inline completions over the wire: a real `python -m lich_lsp` under every client profile
+against the fake FIM server (OpenAI `/v1/completions`, Ollama `/api/generate`), which logs each
+request's prompt and suffix and when its stream was closed.
+
+The capability is read from the initialize result; ghost text where the client declares
+inlineCompletion, completion items where it does not; a newer request and `$/cancelRequest`
+close the older provider stream; typing through a suggestion asks nothing; the suffix overlap is
+trimmed; neighbouring documents' snippets reach the prompt; a provider error is an empty answer
+and one log line."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsp_harness import WAIT_S, EditorClient, start_session, stop_session
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
+
+SOURCE = "def add(a, b):\n    return \n\nprint(add(1, 2))\n"
+CURSOR = types.Position(line=1, character=len("    return "))
+
+
+def completion_options(fake: Any, wire: str = "completions", **extra: Any) -> dict[str, Any]:
+    kind = "ollama" if wire == "generate" else "openai_compat"
+    base_url = fake.url if kind == "ollama" else f"{fake.url}/v1"
+    return {
+        "completion": {"kind": kind, "format": wire, "base_url": base_url, "model": "fim"},
+        "completion_debounce_ms": 0,
+        **extra,
+    }
+
+
+async def inline(client: EditorClient, uri: str, position: types.Position) -> list[Any]:
+    result = await asyncio.wait_for(
+        client.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=position,
+                context=types.InlineCompletionContext(
+                    trigger_kind=types.InlineCompletionTriggerKind.Automatic
+                ),
+            )
+        ),
+        WAIT_S,
+    )
+    if result is None:
+        return []
+    return list(result.items if isinstance(result, types.InlineCompletionList) else result)
+
+
+async def complete(client: EditorClient, uri: str, position: types.Position) -> Any:
+    return await asyncio.wait_for(
+        client.text_document_completion_async(
+            types.CompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=position
+            )
+        ),
+        WAIT_S,
+    )
+
+
+async def open_session(
+    root: Path, client_name: str, options: dict[str, Any], *, ghost_text: bool
+) -> EditorClient:
+    return await start_session(
+        root, client_name, init_options=options, inline_completion=ghost_text
+    )
+
+
+@pytest.fixture
+async def sessions():
+    started: list[EditorClient] = []
+    yield started
+    for client in started:
+        await stop_session(client)
+        assert not client.failures, client.failures
+
+
+@pytest.mark.parametrize("wire", ["completions", "generate"])
+async def test_ghost_text_where_declared_and_the_prompt_it_was_made_from(
+    root: Path, client_name: str, fake_provider, sessions, wire: str
+) -> None:
+    (root / "helpers.py").write_text("def add_numbers(a, b):\n    return a + b\n")
+    fake_provider.script({"text": "a + b\n\ndef other():\n    pass", "chunks": 3})
+    client = await open_session(
+        root, client_name, completion_options(fake_provider, wire), ghost_text=True
+    )
+    sessions.append(client)
+    assert client.init_result.capabilities.inline_completion_provider is not None
+    uri = client.open(root / "calc.py", SOURCE)
+    client.open(root / "helpers.py")
+
+    (item,) = await inline(client, uri, CURSOR)
+    # The block ends where the function does; the rest of the model's text is not offered.
+    assert item.insert_text == "a + b"
+    body = fake_provider.requests[0]["json"]
+    prompt = body["prompt"]
+    assert prompt.endswith("def add(a, b):\n    return ")
+    assert "helpers.py" in prompt and "def add_numbers(a, b):" in prompt  # the neighbour snippet
+    assert body["suffix"].startswith("\n\nprint(add(1, 2))")
+    # A client that shows ghost text gets no duplicate completion item.
+    assert await complete(client, uri, CURSOR) is None
+
+
+async def test_completion_items_where_ghost_text_is_not_declared(
+    root: Path, client_name: str, fake_provider, sessions
+) -> None:
+    fake_provider.script({"text": "total)"})
+    client = await open_session(
+        root, client_name, completion_options(fake_provider), ghost_text=False
+    )
+    sessions.append(client)
+    uri = client.open(root / "m.py", "x = max(va)\n")
+    position = types.Position(line=0, character=len("x = max(va"))
+    result = await complete(client, uri, position)
+    (item,) = result.items
+    # The model re-typed the ")" already after the cursor: trimmed. The item replaces the word
+    # typed so far ("va") with itself plus the suggestion, so the client's filter keeps it.
+    assert item.text_edit.new_text == "vatotal"
+    assert item.text_edit.range.start.character == len("x = max(")
+    assert item.filter_text == "vatotal" and item.label == "vatotal"
+    assert result.is_incomplete is True
+    assert fake_provider.requests[0]["json"]["prompt"].endswith("x = max(va")
+
+
+async def test_typing_through_a_suggestion_asks_nothing(
+    root: Path, fake_provider, sessions
+) -> None:
+    fake_provider.script({"text": "print('hello')"})
+    client = await open_session(
+        root, "visual-studio-code", completion_options(fake_provider), ghost_text=True
+    )
+    sessions.append(client)
+    uri = client.open(root / "t.py", "\n")
+    (item,) = await inline(client, uri, types.Position(line=0, character=0))
+    assert item.insert_text == "print('hello')"
+    client.type_text(uri, "prin\n")
+    (item,) = await inline(client, uri, types.Position(line=0, character=4))
+    assert item.insert_text == "t('hello')"
+    assert len(fake_provider.requests) == 1
+    # Typing something else asks again.
+    fake_provider.script({"text": "x = 1"})
+    client.type_text(uri, "prix\n")
+    (item,) = await inline(client, uri, types.Position(line=0, character=4))
+    assert len(fake_provider.requests) == 2
+
+
+async def test_a_newer_request_supersedes_and_closes_the_older_stream(
+    root: Path, fake_provider, sessions
+) -> None:
+    fake_provider.script(
+        {"text": "slow answer", "chunks": 2, "stall_after_chunks": 1},
+        {"text": "fresh"},
+    )
+    client = await open_session(
+        root, "visual-studio-code", completion_options(fake_provider), ghost_text=True
+    )
+    sessions.append(client)
+    uri = client.open(root / "s.py", "a\nb\n")
+    older = asyncio.ensure_future(inline(client, uri, types.Position(line=0, character=1)))
+    assert await asyncio.to_thread(fake_provider.wait_for_request, lambda r: True, 0, WAIT_S)
+    newer = await inline(client, uri, types.Position(line=1, character=1))
+    assert [item.insert_text for item in newer] == ["fresh"]
+    assert await older == []  # superseded: an empty answer, not an error
+    assert await asyncio.to_thread(fake_provider.wait_closed_early, 0, WAIT_S) is not None
+
+
+async def test_cancel_request_closes_the_provider_stream(
+    root: Path, fake_provider, sessions
+) -> None:
+    fake_provider.script({"text": "never finished", "chunks": 2, "stall_after_chunks": 1})
+    client = await open_session(root, "neovim", completion_options(fake_provider), ghost_text=False)
+    sessions.append(client)
+    uri = client.open(root / "c.py", "value = \n")
+    params = types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=0, character=8),
+    )
+    pending = asyncio.ensure_future(
+        client.protocol.send_request_async("textDocument/completion", params, msg_id="fim-1")
+    )
+    assert await asyncio.to_thread(fake_provider.wait_for_request, lambda r: True, 0, WAIT_S)
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id="fim-1"))
+    with pytest.raises(JsonRpcException):
+        await asyncio.wait_for(pending, WAIT_S)
+    assert await asyncio.to_thread(fake_provider.wait_closed_early, 0, WAIT_S) is not None
+    # The server still answers; a code action meanwhile is not held up.
+    status = await client.command("lich.status", {})
+    assert status["completion"]["requests"] == 1
+
+
+async def test_a_provider_error_is_an_empty_answer_and_one_log_line(
+    root: Path, fake_provider, sessions
+) -> None:
+    fake_provider.script({"status": 500, "body": "boom"}, {"status": 500, "body": "boom"})
+    client = await open_session(root, "emacs", completion_options(fake_provider), ghost_text=False)
+    sessions.append(client)
+    uri = client.open(root / "e.py", "z = \n")
+    for _ in range(2):
+        result = await complete(client, uri, types.Position(line=0, character=4))
+        assert list(result.items) == []
+    failures = [m for m in client.log_messages if "completion failed" in m.message]
+    assert len(failures) == 1
+    assert client.messages == []  # no popup
+
+
+async def test_completions_are_off_without_a_model(root: Path, fake_provider, sessions) -> None:
+    client = await open_session(root, "visual-studio-code", {}, ghost_text=True)
+    sessions.append(client)
+    uri = client.open(root / "o.py", "x = \n")
+    assert await inline(client, uri, types.Position(line=0, character=4)) == []
+    status = await client.command("lich.status", {})
+    assert status["completion"]["model"] is None
+    assert fake_provider.requests == []
