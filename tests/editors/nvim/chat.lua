@@ -52,7 +52,13 @@ return function(H)
   vim.cmd("LichChat first")
   H.check("the chat buffer is markdown", vim.api.nvim_buf_get_option(chat.conv, "filetype") == "markdown")
   H.check("the input window has the cursor", vim.api.nvim_get_current_win() == input_win())
+  local notified = #H.messages
   local first = wait_answer("the first answer", 1)
+  local repeated = false
+  for index = notified + 1, #H.messages do
+    repeated = repeated or H.messages[index].msg:find("Answer one.", 1, true) ~= nil
+  end
+  H.check("the answer in the chat is not repeated by vim.notify", not repeated, H.messages)
   H.check("first ask answered", first.err == nil and first.result.stopped_reason == "final", first)
   H.check("the first answer is in the chat", has("Answer one."), text())
   H.check("the first prompt is in the chat", has("## You · turn 1\nfirst"), text())

@@ -229,7 +229,8 @@ function M.ask(opts)
     if err then
       notify_error("ask", err)
       transcript.append({ "! " .. (err.message or "ask failed") })
-    else
+    elseif not in_chat then
+      -- In the chat the answer is already on screen.
       notify(summarize_result(result))
     end
     if opts.on_done then
