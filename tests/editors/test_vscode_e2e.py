@@ -9,7 +9,9 @@ writes a marker file PWNED when imported (the server's question answered "Not no
 even when Show Tools builds the tool runtime; "Lich: Trust Workspace Config" or the question's
 "Trust" button loads it; "Lich: Revoke Workspace Config Trust" takes trust back); Lich: Run Tests
 (Matching…) on a small pytest project: the failure in the Problems view, cleared after an unsaved
-fix. Screenshots land in test-artifacts/.
+fix; the Lich chat view: Lich: Open Chat, a prompt, a follow-up that edits (its request carries
+the first answer), Rewind to here. Screenshots land in test-artifacts/; the chat view's light and
+dark ones in docs/editors/.
 
 Install with .ci/vscode/install.sh and .ci/vscode/build.sh. Skips when they have not run, except
 under CI=true where that is a failure.
@@ -227,6 +229,42 @@ def test_run_tests_warns_shows_problems_and_clears_them(e2e: dict[str, Any]) -> 
     assert "lich tests" not in run["problems_after"]
 
 
+def test_chat_view_answers_follows_up_with_the_history_and_rewinds_the_edit(
+    e2e: dict[str, Any],
+) -> None:
+    """The Lich chat view (a webview in the side bar): Lich: Open Chat focuses its input, Enter
+    sends, the answer shows in the view; the follow-up's request carries the first answer and its
+    edit shows in the editor; Rewind to here on the follow-up takes the edit back."""
+    chat = _scenario(e2e, "chat_view")
+    assert chat["input_focused_by_open_chat"] is True
+    first = chat["first_turns"]
+    assert [t["prompt"] for t in first] == ["How does greet() build its text?"]
+    assert first[0]["answer"] == "greet() joins the strings with +; an f-string would read better."
+    second = chat["second_turns"]
+    assert second[1]["prompt"] == "Use an f-string in greet()"
+    assert second[1]["answer"] == "Done: greet() uses an f-string now."
+    # Tool calls: name, target, outcome and duration on one collapsed line each.
+    assert [t.split("greet.py")[0] for t in second[1]["tools"]] == ["read_file", "apply_patch"]
+    assert all("greet.pyok" in t and t.endswith(" ms") for t in second[1]["tools"])
+    assert chat["tool_details_open"] is True
+    assert 'return f"Hello, {name}!"' in chat["editor_after_follow_up"]
+    # The scripted model saw the first answer (and prompt) in the follow-up's request only.
+    assert chat["first_request_has_answer"] is False
+    assert chat["second_request_has_answer"] is True
+    assert chat["second_request_has_first_prompt"] is True
+    # Rewind to here on turn 2: the editor has the old line back, the turn shows as rewound.
+    assert 'return "Hello, " + name' in chat["editor_after_rewind"]
+    assert 'f"Hello' not in chat["editor_after_rewind"]
+    assert [t["discarded"] for t in chat["turns_after_rewind"]] == [False, True]
+    assert chat["turns_after_rewind"][1]["rewind"] is None
+    assert "restored greet.py" in chat["rewind_notice"]
+    assert chat["light_background"] != "rgb(0, 0, 0)"
+    for shot in chat["screenshots"]:
+        path = Path(shot)
+        assert path.parent == REPO / "docs" / "editors"
+        assert path.stat().st_size > 20_000, f"{path} looks empty"
+
+
 def test_screenshots_are_saved(e2e: dict[str, Any]) -> None:
     shots = [Path(p) for p in e2e["screenshots"]]
     names = {p.name for p in shots}
@@ -235,6 +273,8 @@ def test_screenshots_are_saved(e2e: dict[str, Any]) -> None:
         "vscode-task-running.png",
         "vscode-final.png",
         "vscode-trust-question.png",
+        "vscode-chat-dark.png",
+        "vscode-chat-light.png",
     } <= names
     for shot in shots:
         assert shot.stat().st_size > 10_000, f"{shot} looks empty"

@@ -14,11 +14,18 @@
 // Tests warns about the failing one (Show Problems opens the Problems view, which lists it with
 // source "lich tests"), and after fixing the code in the editor (unsaved) Run Tests is green, the
 // file is saved and the problem is gone.
+// The Lich chat view, in its own folder with its own scripted model (chat_provider.py records the
+// requests): Lich: Open Chat, a prompt and Enter in the view (a webview: frames inside the
+// workbench), the answer in the view; a follow-up that edits greet.py (its request carries the
+// first answer); screenshots of the view in the dark and the light theme (docs/editors/); Rewind
+// to here on the second turn puts greet.py back in the editor.
 //
 // Environment: LICH_PYTHON (interpreter with lich_lsp importable; default python3),
 // LICH_VSCODE_CACHE (install.sh's cache, default <repo>/.ci/cache/vscode), LICH_VSIX (default
 // editors/vscode/dist/lich-lsp.vsix), LICH_ARTIFACTS_DIR (default <repo>/test-artifacts),
-// LICH_E2E_KEEP=1 keeps the scratch folder. Prints one line `E2E_RESULT {json}` and exits 0 when
+// LICH_E2E_KEEP=1 keeps the scratch folder, LICH_E2E_ONLY=a,b runs only those scenarios (while
+// working on one; the test runs them all), LICH_DOCS_DIR is where the chat screenshots go
+// (default <repo>/docs/editors). Prints one line `E2E_RESULT {json}` and exits 0 when
 // every scenario passed, 1 otherwise, 2 when the setup itself failed.
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -38,6 +45,8 @@ const PYTHON = process.env.LICH_PYTHON || "python3";
 const ARTIFACTS = process.env.LICH_ARTIFACTS_DIR || path.join(REPO, "test-artifacts");
 const CHROMIUM = process.env.LICH_CHROMIUM || "/usr/bin/chromium";
 const FAKE_KEY_ENV = "LICH_E2E_FAKE_KEY";
+const DOCS_DIR = process.env.LICH_DOCS_DIR || path.join(REPO, "docs", "editors");
+const ONLY = (process.env.LICH_E2E_ONLY || "").split(",").map((name) => name.trim()).filter(Boolean);
 
 const STEP_TIMEOUT_MS = 60_000;
 const SERVER_START_TIMEOUT_MS = 60_000;
@@ -61,7 +70,7 @@ from lich_core.plugins import Plugin
 
 plugin = Plugin(name="evil")
 `;
-const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "undo_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests"];
+const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "undo_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests", "chat_view"];
 // A small pytest project for Lich: Run Tests: test_add fails until calc.add is fixed.
 const TESTS_PROJECT = {
   "pyproject.toml": '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
@@ -147,8 +156,8 @@ function logTo(file, child) {
   child.stderr.pipe(out);
 }
 
-async function startFakeProvider(scriptFile, env, logFile) {
-  const child = startGroup(PYTHON, ["-m", "tests.support.fake_provider", "--port", "0", "--script", scriptFile], { cwd: REPO, env });
+async function startFakeProvider(scriptFile, env, logFile, args = ["-m", "tests.support.fake_provider", "--port", "0", "--script", scriptFile]) {
+  const child = startGroup(PYTHON, args, { cwd: REPO, env });
   const url = await new Promise((resolve, reject) => {
     let buffer = "";
     const timer = setTimeout(() => reject(new Error("fake provider did not print LISTENING")), 30_000);
@@ -386,6 +395,9 @@ function transcriptLog(userData) {
 
 /** Run one scenario; `pageOf` is the page (or a function returning it) to screenshot on failure. */
 async function scenario(name, fn, pageOf) {
+  if (ONLY.length > 0 && !ONLY.includes(name)) {
+    return;
+  }
   const t0 = Date.now();
   log(`scenario ${name}`);
   try {
@@ -400,6 +412,153 @@ async function scenario(name, fn, pageOf) {
     }
     log(`scenario ${name} FAILED: ${err instanceof Error ? err.stack : err}`);
   }
+}
+
+// --- the chat view ---------------------------------------------------------------------------
+
+/** The chat view's document: the webview is an iframe in the workbench with the page in an inner frame. */
+function chatFrame(page) {
+  return page.frameLocator("iframe.webview.ready").frameLocator("iframe#active-frame");
+}
+
+/** The turns the view shows: prompt, answer text, whether it is still running, its Rewind turn. */
+async function chatTurns(chat) {
+  return chat.locator("section.turn").evaluateAll((sections) =>
+    sections.map((s) => ({
+      prompt: s.querySelector(".prompt-text")?.textContent || "",
+      answer: [...s.querySelectorAll(".markdown")].map((m) => m.textContent).join("\n"),
+      tools: [...s.querySelectorAll("details.tool summary")].map((t) => t.textContent),
+      live: s.classList.contains("live"),
+      discarded: s.classList.contains("discarded"),
+      rewind: s.querySelector("button.rewind")?.dataset.turn || null,
+    })),
+  );
+}
+
+function chatRequestsSent(file) {
+  if (!fs.existsSync(file)) {
+    return [];
+  }
+  return fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line));
+}
+
+async function workbenchTheme(page) {
+  return page.evaluate(() => {
+    const bench = document.querySelector(".monaco-workbench");
+    return bench?.classList.contains("vs-dark") ? "dark" : bench?.classList.contains("vs") ? "light" : "other";
+  });
+}
+
+async function setColorTheme(page, label, wanted) {
+  await runCommand(page, "Preferences: Color Theme");
+  await waitFor("the color theme pick", () => quickInputVisible(page), 15_000);
+  await page.locator(".quick-input-widget input.input").first().fill(label);
+  await waitFor(`the theme "${label}" in the pick`, () =>
+    page.evaluate((wantedLabel) => {
+      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
+      const row = rows.find((r) => (r.querySelector(".label-name")?.textContent || "").replace(/\u00a0/g, " ").trim() === wantedLabel);
+      if (!row) {
+        return false;
+      }
+      row.click();
+      return true;
+    }, label),
+  );
+  await waitFor(`the ${wanted} theme`, async () => (await workbenchTheme(page)) === wanted, 15_000);
+}
+
+/** Screenshot for the docs page (and a copy among the artifacts). */
+async function docsScreenshot(page, name) {
+  fs.mkdirSync(DOCS_DIR, { recursive: true });
+  const file = path.join(DOCS_DIR, `${name}.png`);
+  await page.screenshot({ path: file });
+  fs.copyFileSync(file, path.join(ARTIFACTS, `vscode-${name}.png`));
+  result.screenshots.push(file);
+  return file;
+}
+
+async function chatScenario(context, base, folder, requestsFile, chatPlan, onPage) {
+  const page = await openWorkspacePage(context, base, folder, onPage);
+  await openFile(page, "greet.py");
+  await runCommand(page, "Lich: Open Chat");
+  const chat = chatFrame(page);
+  const input = chat.locator("textarea.input");
+  await input.waitFor({ state: "visible", timeout: STEP_TIMEOUT_MS });
+  // Lich: Open Chat puts the cursor in the view's input: type without clicking into it.
+  const focused = await waitFor("the chat input to have the focus", () => input.evaluate((el) => el === document.activeElement && document.hasFocus()), 15_000).catch(() => false);
+  if (!focused) {
+    await input.click();
+  }
+  const firstPrompt = "How does greet() build its text?";
+  await page.keyboard.type(firstPrompt, { delay: 5 });
+  await page.keyboard.press("Enter");
+  const first = await waitFor("the first answer in the chat", async () => {
+    const turns = await chatTurns(chat);
+    return turns.length === 1 && !turns[0].live && turns[0].answer.includes(chatPlan.first_answer) && turns[0].rewind === "1" ? turns : false;
+  });
+
+  // The follow-up edits greet.py, open in the editor.
+  const followUp = "Use an f-string in greet()";
+  await input.click();
+  await page.keyboard.type(followUp, { delay: 5 });
+  await page.keyboard.press("Enter");
+  const second = await waitFor("the follow-up's answer in the chat", async () => {
+    const turns = await chatTurns(chat);
+    return turns.length === 2 && !turns[1].live && turns[1].answer.includes(chatPlan.second_answer) && turns[1].rewind === "2" ? turns : false;
+  }, 90_000);
+  const edited = await waitFor("the follow-up's edit in the editor", async () => {
+    const text = await editorText(page);
+    return text.includes(chatPlan.new_line) ? text : false;
+  });
+  const requests = chatRequestsSent(requestsFile);
+  const sentText = (request) => JSON.stringify(request?.messages ?? request ?? "");
+
+  // The view in the dark theme, then in the light one, with the patch call opened to show its
+  // arguments and result.
+  await chat.locator("section.turn").nth(1).locator("details.tool summary").nth(1).click();
+  const toolOpened = await chat.locator("section.turn").nth(1).locator("details.tool").nth(1).evaluate((el) => el.open);
+  const startTheme = await workbenchTheme(page);
+  if (startTheme !== "dark") {
+    await setColorTheme(page, "Dark Modern", "dark");
+  }
+  await page.keyboard.press("Escape");
+  const darkShot = await docsScreenshot(page, "vscode-chat-dark");
+  await setColorTheme(page, "Light Modern", "light");
+  await page.keyboard.press("Escape");
+  const lightShot = await docsScreenshot(page, "vscode-chat-light");
+  const chatColors = await chat.locator("body").evaluate((body) => getComputedStyle(body).backgroundColor);
+
+  // Rewind to here on the second turn: its edit goes back in the editor.
+  const secondTurn = chat.locator("section.turn").nth(1);
+  await secondTurn.hover();
+  await secondTurn.locator("button.rewind").click();
+  const restored = await waitFor("greet.py restored in the editor after Rewind to here", async () => {
+    const text = await editorText(page);
+    return text.includes(chatPlan.old_line) && !text.includes(chatPlan.new_line) ? text : false;
+  });
+  const afterRewind = await waitFor("the view to show the rewound turn", async () => {
+    const turns = await chatTurns(chat);
+    return turns.length === 2 && turns[1].discarded ? turns : false;
+  });
+  const rewindNotice = await chat.locator("p.notice, p.error").last().textContent().catch(() => "");
+  await screenshot(page, "chat-rewound");
+  return {
+    input_focused_by_open_chat: focused,
+    tool_details_open: toolOpened,
+    first_turns: first,
+    second_turns: second,
+    editor_after_follow_up: edited,
+    requests: requests.length,
+    first_request_has_answer: sentText(requests[0]).includes(chatPlan.first_answer),
+    second_request_has_answer: sentText(requests[1]).includes(chatPlan.first_answer),
+    second_request_has_first_prompt: sentText(requests[1]).includes(firstPrompt),
+    start_theme: startTheme,
+    light_background: chatColors,
+    screenshots: [darkShot, lightShot],
+    editor_after_rewind: restored,
+    turns_after_rewind: afterRewind,
+    rewind_notice: rewindNotice,
+  };
 }
 
 async function main() {
@@ -434,7 +593,8 @@ async function main() {
 
   // The scripted model and the workspace files it expects.
   const turnsFile = path.join(scratch, "turns.json");
-  const planRun = spawnSync(PYTHON, [path.join(HERE, "script_turns.py"), "--out", turnsFile], { cwd: REPO, encoding: "utf8" });
+  const chatTurnsFile = path.join(scratch, "chat-turns.json");
+  const planRun = spawnSync(PYTHON, [path.join(HERE, "script_turns.py"), "--out", turnsFile, "--chat-out", chatTurnsFile], { cwd: REPO, encoding: "utf8" });
   if (planRun.status !== 0) {
     throw Object.assign(new Error(`script_turns.py failed: ${planRun.stderr}`), { setup: true });
   }
@@ -474,6 +634,22 @@ async function main() {
   delete env.ANTHROPIC_API_KEY;
 
   const providerUrl = await startFakeProvider(turnsFile, env, path.join(scratch, "fake-provider.log"));
+  // The chat folder has its own model, which records its requests; the folder's settings point
+  // the extension at it.
+  const chatFolder = path.join(scratch, "chat-project");
+  const chatRequests = path.join(scratch, "chat-requests.jsonl");
+  fs.mkdirSync(path.join(chatFolder, ".vscode"), { recursive: true });
+  for (const [name, text] of Object.entries(plan.chat.files)) {
+    fs.writeFileSync(path.join(chatFolder, name), text);
+  }
+  const chatProviderUrl = await startFakeProvider(chatTurnsFile, env, path.join(scratch, "chat-provider.log"), [
+    path.join(HERE, "chat_provider.py"),
+    "--script",
+    chatTurnsFile,
+    "--requests",
+    chatRequests,
+  ]);
+  fs.writeFileSync(path.join(chatFolder, ".vscode", "settings.json"), JSON.stringify({ "lich.baseUrl": `${chatProviderUrl}/v1` }, null, 2));
   log(`fake provider at ${providerUrl} (model uses ${plan.uses})`);
 
   const settings = {
@@ -863,10 +1039,15 @@ async function main() {
         problems_after: problemsAfter.slice(0, 300),
       };
     }, () => testsPage);
+    await testsPage?.close({ runBeforeUnload: false }).catch(() => undefined);
+
+    let chatPage;
+    await scenario("chat_view", async () => chatScenario(context, base, chatFolder, chatRequests, plan.chat, (p) => (chatPage = p)), () => chatPage);
+    await chatPage?.close({ runBeforeUnload: false }).catch(() => undefined);
   } finally {
     await browser.close().catch(() => undefined);
   }
-  result.ok = SCENARIOS.every((name) => result.scenarios[name]?.ok === true);
+  result.ok = SCENARIOS.filter((name) => ONLY.length === 0 || ONLY.includes(name)).every((name) => result.scenarios[name]?.ok === true);
 }
 
 let exitCode = 1;

@@ -22,6 +22,9 @@ PATCH_ME_NEW_LINE = "y = 42"
 PATCH_ME_CLIPBOARD_LINE = "z = 7"
 SLOW_TURN_DELAY_S = 120.0
 CODE_ACTION_ANSWER = "Explained: greet builds a greeting."
+# The chat scenario (its own folder and provider): an answer, then a follow-up that edits.
+CHAT_FIRST_ANSWER = "greet() joins the strings with +; an f-string would read better."
+CHAT_SECOND_ANSWER = "Done: greet() uses an f-string now."
 
 
 def builtin_tool_names() -> set[str]:
@@ -63,6 +66,21 @@ def read_arguments(path: str) -> dict[str, Any]:
     props = tool_properties("read_file")
     key = "path" if "path" in props or not props else next(iter(props))
     return {key: path}
+
+
+def chat_turns() -> list[dict[str, Any]]:
+    """Turn 1 answers in words; turn 2 (the follow-up) reads greet.py and patches line 2."""
+    patch = replace_line_patch("greet.py", HELLO_PY, 2, HELLO_NEW_LINE)
+    return [
+        {"text": CHAT_FIRST_ANSWER, "chunks": 3},
+        {
+            "tool_calls": [
+                {"name": "read_file", "arguments": read_arguments("greet.py"), "id": "c1"}
+            ]
+        },
+        {"tool_calls": [{"name": "apply_patch", "arguments": patch_arguments(patch), "id": "c2"}]},
+        {"text": CHAT_SECOND_ANSWER, "chunks": 2},
+    ]
 
 
 def build() -> dict[str, Any]:
@@ -122,6 +140,13 @@ def build() -> dict[str, Any]:
             "patch_me.py", PATCH_ME_PY, 3, PATCH_ME_CLIPBOARD_LINE
         ),
         "code_action_answer": CODE_ACTION_ANSWER,
+        "chat": {
+            "files": {"greet.py": HELLO_PY},
+            "first_answer": CHAT_FIRST_ANSWER,
+            "second_answer": CHAT_SECOND_ANSWER,
+            "old_line": HELLO_OLD_LINE,
+            "new_line": HELLO_NEW_LINE,
+        },
         "expected": {
             "hello.py": HELLO_NEW_LINE,
             "patch_me.py": PATCH_ME_NEW_LINE,
@@ -133,9 +158,12 @@ def build() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True, help="write the fake-provider turns here")
+    parser.add_argument("--chat-out", help="write the chat scenario's provider turns here")
     args = parser.parse_args(argv)
     plan = build()
     Path(args.out).write_text(json.dumps(plan["turns"], indent=1), encoding="utf-8")
+    if args.chat_out:
+        Path(args.chat_out).write_text(json.dumps(chat_turns(), indent=1), encoding="utf-8")
     json.dump({key: value for key, value in plan.items() if key != "turns"}, sys.stdout)
     return 0
 

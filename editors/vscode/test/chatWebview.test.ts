@@ -261,6 +261,10 @@ describe("toolTarget", () => {
     expect(toolTarget({ command: "pytest -q" })).toBe("pytest -q");
     expect(toolTarget({ input: "@@ a.py\n= 1:ab..1:ab\n~x\n@@ b.py\n= 1:cd..1:cd\n~y\n" })).toBe("a.py, b.py");
     expect(toolTarget({ other: 1 })).toBe("");
+    // lich.thread's clipped JSON text: whole, or cut off mid-way.
+    expect(toolTarget('{"path": "greet.py"}')).toBe("greet.py");
+    expect(toolTarget('{"input": "@@ greet.py\\n= 2:e7..2:e7\\n~    return f\\"Hello,…')).toBe("greet.py");
+    expect(toolTarget('{"command": "pytest -q tests/test_a.py", "timeout": 1…')).toBe("pytest -q tests/test_a.py");
   });
 });
 

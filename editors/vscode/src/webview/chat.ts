@@ -39,8 +39,19 @@ interface MentionState {
 
 /** A tool call's target in a few words: the path, command, pattern or URL it works on. */
 export function toolTarget(args: unknown): string {
+  if (typeof args === "string") {
+    // lich.thread sends the arguments as JSON text cut to 300 characters: parse it when whole,
+    // else pick the first path-like field out of the text.
+    try {
+      return toolTarget(JSON.parse(args));
+    } catch {
+      const field = /"(path|file|uri|command|cmd|pattern|query|url)":\s*"((?:[^"\\]|\\.)*)"/.exec(args);
+      const patched = /@@ ([^\s\\]+)/.exec(args);
+      return field ? clip(field[2], TARGET_MAX_CHARS) : patched ? clip(patched[1], TARGET_MAX_CHARS) : "";
+    }
+  }
   if (!args || typeof args !== "object") {
-    return typeof args === "string" ? clip(args, TARGET_MAX_CHARS) : "";
+    return "";
   }
   const record = args as Record<string, unknown>;
   for (const key of ["path", "file", "uri", "command", "cmd", "pattern", "query", "url", "name"]) {
