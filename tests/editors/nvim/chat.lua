@@ -65,6 +65,7 @@ return function(H)
   local thread = chat.thread
   H.values.thread = thread
   H.check("the chat took the new thread", type(thread) == "string" and thread == first.result.thread, { chat.thread, first.result })
+  H.check("the chat named the new thread itself (new_thread)", type(thread) == "string" and thread:find("^nvim%-") ~= nil, thread)
   H.check(
     "a window at the end followed the answer",
     vim.api.nvim_win_get_cursor(conv_win())[1] == vim.api.nvim_buf_line_count(chat.conv),

@@ -443,13 +443,22 @@ local function relative(uri)
   return vim.fn.fnamemodify(vim.uri_to_fname(uri), ":~:.")
 end
 
+--- A fresh thread id for `lich.ask {new_thread}`: the chat knows its new thread's events from
+--- the first one instead of guessing which run is its own.
+---@return string
+function M.new_thread_id()
+  local seed = table.concat({ tostring(vim.loop.hrtime()), tostring(vim.fn.getpid()), tostring(math.random()) }, " ")
+  return "nvim-" .. os.date("%Y%m%d-%H%M%S") .. "-" .. vim.fn.sha256(seed):sub(1, 8)
+end
+
 --- Called by require("lich").ask before it sends: when the chat is shown, the ask becomes the
---- chat's next turn. Returns whether it does, and the thread to continue (nil: a new one). An
+--- chat's next turn. Returns whether it does, the thread to continue (nil: a new one), and the
+--- turn (give it back to end_turn; `turn.new_thread` is the id a new thread is to take). An
 --- error when the chat's turn is still running (two turns of a thread never run at once).
 ---@param prompt string
 ---@param uri string|nil
 ---@param range table|nil
----@return boolean in_chat, string|nil thread, table|nil turn (give it back to end_turn)
+---@return boolean in_chat, string|nil thread, table|nil turn
 function M.begin_turn(prompt, uri, range)
   if not M.is_open() then
     return false, nil, nil
@@ -466,10 +475,17 @@ function M.begin_turn(prompt, uri, range)
     end
   end
   local turn = { thread = M.thread, prompt = prompt }
+  local thread = M.thread
+  if not thread then
+    turn.new_thread = M.new_thread_id()
+    turn.thread = turn.new_thread
+    M.thread = turn.new_thread
+    refresh_header()
+  end
   M.running = turn
   live = { streaming = false, streamed = false, args = {} }
   append_block(prompt_lines(M.turns + 1, prompt, about, false))
-  return true, M.thread, turn
+  return true, thread, turn
 end
 
 --- Called with the ask's answer (or its request error) for the turn begin_turn returned.
@@ -483,6 +499,11 @@ function M.end_turn(err, result, turn)
     return
   end
   M.running = nil
+  if err and turn and turn.new_thread and M.thread == turn.new_thread then
+    -- Refused before it started: no thread took the id.
+    M.thread = nil
+    refresh_header()
+  end
   if not valid(M.conv) then
     return
   end
@@ -522,12 +543,6 @@ function M.on_event(event)
     return
   end
   local thread = event.thread
-  if M.thread == nil and M.running and M.running.thread == nil and event.type == "run_start" and type(thread) == "string" then
-    -- The first event of the new thread this chat started names it.
-    M.thread = thread
-    M.running.thread = thread
-    refresh_header()
-  end
   if thread == nil or thread ~= M.thread then
     return
   end

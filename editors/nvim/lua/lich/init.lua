@@ -210,8 +210,9 @@ function M.ask(opts)
     notify(tostring(in_chat), vim.log.levels.WARN)
     return nil
   end
-  if in_chat and thread and args.thread == nil then
+  if in_chat and args.thread == nil and args.new_thread == nil then
     args.thread = thread
+    args.new_thread = chat_turn and chat_turn.new_thread
   end
   local client = resolve_client({ client_id = opts.client_id, bufnr = bufnr })
   local started = vim.loop.now()
