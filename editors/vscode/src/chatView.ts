@@ -4,8 +4,9 @@
  * `ChatDeps.request` (tested without VS Code); `ChatViewProvider` is the webview view around it.
  *
  * Which events belong to the turn in the view: the server tags every `lich/event` with its
- * `task_id` and `thread`; the view's turn adopts the first `run_start` of its thread (any thread
- * while it starts a new one) after its `lich.ask` went out, then follows that task id only.
+ * `task_id` and `thread`, and the view names its thread up front (`thread` to continue one,
+ * `new_thread` with an id it chose to start one), so its turn adopts the first `run_start` of that
+ * thread after its `lich.ask` went out, then follows that task id only.
  */
 import * as vscode from "vscode";
 import { chatHtml, makeNonce } from "./chatHtml";
@@ -49,6 +50,17 @@ interface ThreadAnswer {
   title?: string;
   running?: boolean;
   turns?: TurnView[];
+}
+
+/** A fresh thread id for `lich.ask {new_thread}`: sortable by time like the server's own ids. */
+export function newThreadId(now: Date = new Date(), random: () => number = Math.random): string {
+  const pad = (n: number): string => String(n).padStart(2, "0");
+  const day = `${now.getFullYear()}${pad(now.getMonth() + 1)}${pad(now.getDate())}`;
+  const time = `${pad(now.getHours())}${pad(now.getMinutes())}${pad(now.getSeconds())}`;
+  const suffix = Math.floor(random() * 0xffffff)
+    .toString(16)
+    .padStart(6, "0");
+  return `${day}-${time}-vs${suffix}`;
 }
 
 /** An error as the user should read it: the server's message without the JSON-RPC wrapping. */
@@ -208,10 +220,15 @@ export class ChatSession {
         args.range = attachment.range;
       }
     }
-    if (this.thread && args.thread === undefined) {
-      args.thread = this.thread;
+    if (args.thread === undefined && args.new_thread === undefined) {
+      if (this.thread) {
+        args.thread = this.thread;
+      } else {
+        args.new_thread = newThreadId();
+      }
     }
-    const live: LiveAsk = { thread: typeof args.thread === "string" ? args.thread : undefined, stopRequested: false };
+    const named = args.thread ?? args.new_thread;
+    const live: LiveAsk = { thread: typeof named === "string" ? named : undefined, stopRequested: false };
     this.live = live;
     void this.deps.history.add(text);
     this.post({ type: "turnStart", prompt: text, attachment: attachment?.label });

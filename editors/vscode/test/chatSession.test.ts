@@ -5,7 +5,7 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { chatHtml, makeNonce } from "../src/chatHtml";
 import { isToExtension, type ToView } from "../src/chatProtocol";
-import { askOutcome, ChatSession, plainError, THREAD_STATE_KEY } from "../src/chatView";
+import { askOutcome, ChatSession, newThreadId, plainError, THREAD_STATE_KEY } from "../src/chatView";
 import { PromptHistory } from "../src/prompt";
 import { TaskTracker } from "../src/tasks";
 import type { LichEvent } from "../src/transcript";
@@ -98,12 +98,17 @@ beforeEach(() => {
 describe("ChatSession: a conversation", () => {
   it("starts a thread, follows only its own task's events, then continues that thread", async () => {
     const first = session.send("Use an f-string");
-    expect(server.sent[0]).toEqual({ command: "lich.ask", args: { prompt: "Use an f-string" } });
+    // A new thread: the view names it, so it knows its task's events before the answer.
+    const chosen = server.sent[0].args.new_thread as string;
+    expect(chosen).toMatch(/^\d{8}-\d{6}-vs[0-9a-f]{6}$/);
+    expect(server.sent[0]).toEqual({ command: "lich.ask", args: { prompt: "Use an f-string", new_thread: chosen } });
     expect(posted[0]).toEqual({ type: "turnStart", prompt: "Use an f-string", attachment: undefined });
-    // Before the run starts nothing is forwarded; the first run_start is the view's task.
+    // Before the run starts nothing is forwarded; a palette task starting meanwhile is not
+    // adopted; the first run_start of the named thread is the view's task.
     session.onEvent(event("text_delta", "other", "thX", { text: "not ours" }));
-    session.onEvent(event("run_start", "t1", "th1"));
-    session.onEvent(event("text_delta", "t1", "th1", { text: "Done." }));
+    session.onEvent(event("run_start", "t9", "th9"));
+    session.onEvent(event("run_start", "t1", chosen));
+    session.onEvent(event("text_delta", "t1", chosen, { text: "Done." }));
     session.onEvent(event("text_delta", "t9", "th9", { text: "a palette task" }));
     expect(postedOf("event").map((m) => [m.event.type, m.event.task_id])).toEqual([
       ["run_start", "t1"],
@@ -112,6 +117,7 @@ describe("ChatSession: a conversation", () => {
     server.finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final", final: "Done.", edited: ["file:///ws/hello.py"] });
     await first;
     expect(postedOf("turnEnd")).toEqual([{ type: "turnEnd", outcome: expect.objectContaining({ stopped_reason: "final", final: "Done.", edited: ["hello.py"], turn: 1 }) }]);
+    // The result's thread is the one to continue (the server's word over the view's guess).
     expect(state.values.get(THREAD_STATE_KEY)).toBe("th1");
 
     const second = session.send("Now add a test");
@@ -136,7 +142,7 @@ describe("ChatSession: a conversation", () => {
     const asked = session.send("slow");
     await session.onMessage({ type: "stop" });
     expect(server.commands()).not.toContain("lich.cancel");
-    session.onEvent(event("run_start", "t7", "th7"));
+    session.onEvent(event("run_start", "t7", server.sent[0].args.new_thread as string));
     await vi.waitFor(() => expect(server.sent.find((s) => s.command === "lich.cancel")?.args).toEqual({ task_id: "t7" }));
     server.finishAsk({ task_id: "t7", thread: "th7", stopped_reason: "aborted" });
     await asked;
@@ -162,6 +168,13 @@ describe("ChatSession: a conversation", () => {
     await asked;
     void session.send("More");
     expect(server.sent.filter((s) => s.command === "lich.ask")[1].args).toEqual({ prompt: "More", thread: "th1" });
+  });
+
+  it("chooses thread ids the server accepts (letters, digits, '-'), different each time", () => {
+    const id = newThreadId(new Date(2026, 0, 2, 3, 4, 5), () => 0.5);
+    expect(id).toBe("20260102-030405-vs7fffff");
+    expect(id).toMatch(/^[A-Za-z0-9_.-]{1,128}$/);
+    expect(newThreadId()).not.toBe(newThreadId());
   });
 });
 

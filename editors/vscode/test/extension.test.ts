@@ -269,7 +269,7 @@ describe("the Lich chat view", () => {
     view.send({ type: "send", prompt: "what does this do?" });
     await vi.waitFor(() => expect(view.posted.map((m) => m.type)).toContain("turnEnd"));
     const ask = clients[0].sent.find((s) => s.command === "lich.ask")!;
-    expect(ask.arguments).toEqual([{ prompt: "what does this do?", uri: "file:///ws/a.py", range: selection }]);
+    expect(ask.arguments).toEqual([{ prompt: "what does this do?", uri: "file:///ws/a.py", range: selection, new_thread: expect.any(String) }]);
     // A code action's lich.ask with its own prompt continues the chat's thread.
     const middleware = clients[0].clientOptions.middleware as { executeCommand(c: string, a: unknown[], n: unknown): Promise<unknown> };
     const next = vi.fn();
@@ -283,13 +283,19 @@ describe("the Lich chat view", () => {
     const { ctx, view } = await openChat();
     let finish: (value: unknown) => void = () => undefined;
     const original = clients[0].sendRequest.bind(clients[0]);
-    clients[0].sendRequest = async (type: unknown, params: { command: string; arguments: unknown[] }) =>
-      params.command === "lich.ask" ? new Promise((resolve) => (finish = resolve)) : original(type, params);
+    let chosen = "";
+    clients[0].sendRequest = async (type: unknown, params: { command: string; arguments: unknown[] }) => {
+      if (params.command !== "lich.ask") {
+        return original(type, params);
+      }
+      chosen = (params.arguments[0] as { new_thread: string }).new_thread;
+      return new Promise((resolve) => (finish = resolve));
+    };
     view.send({ type: "send", prompt: "hi" });
     await vi.waitFor(() => expect(view.posted.map((m) => m.type)).toContain("turnStart"));
     const notify = clients[0].notifications.get("lich/event")!;
-    notify({ type: "run_start", task_id: "t3", thread: "th3", data: {} });
-    notify({ type: "text_delta", task_id: "t3", thread: "th3", data: { text: "Hello" } });
+    notify({ type: "run_start", task_id: "t3", thread: chosen, data: {} });
+    notify({ type: "text_delta", task_id: "t3", thread: chosen, data: { text: "Hello" } });
     expect(view.posted.filter((m) => m.type === "event")).toHaveLength(2);
     finish({ task_id: "t3", thread: "th3", stopped_reason: "final", final: "Hello" });
     await vi.waitFor(() => expect(view.posted.map((m) => m.type)).toContain("turnEnd"));
