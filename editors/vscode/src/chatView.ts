@@ -31,6 +31,8 @@ export interface ChatDeps {
   state: { get<T>(key: string): T | undefined; update(key: string, value: unknown): Thenable<void> };
   openFile(path: string): void;
   openLink(href: string): void;
+  /** Each finished lich.ask result (review mode: the extension shows the first pending hunk). */
+  onAskResult?(result: unknown): void;
 }
 
 export interface Attachment {
@@ -251,6 +253,7 @@ export class ChatSession {
       outcome.turn = await this.lastTurn();
     }
     this.post({ type: "turnEnd", outcome });
+    this.deps.onAskResult?.(result);
     void this.listThreads();
     return result;
   }

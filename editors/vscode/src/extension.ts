@@ -31,6 +31,7 @@ import {
   REJECT_ALL_COMMAND,
   REJECT_HUNK_COMMAND,
   REVIEW_COMMANDS,
+  REVIEW_SOURCE,
   ReviewCodeLensProvider,
   ReviewHunksCapability,
   reviewOutcome,
@@ -102,6 +103,7 @@ export class LichController implements vscode.Disposable {
       tasks: this.tasks,
       state: context.workspaceState,
       openFile: (file) => void this.openWorkspaceFile(file),
+      onAskResult: (result) => void this.revealFirstPendingHunk(result),
       openLink: (href) => {
         if (/^(https?:|mailto:)/i.test(href)) {
           void vscode.env.openExternal(vscode.Uri.parse(href));
@@ -234,7 +236,10 @@ export class LichController implements vscode.Disposable {
         tasks: this.tasks,
         routeAsk: (args) => this.routeAskToChat(args),
         settings: () => this.currentSettings(),
-        onAskResult: () => void this.refreshStatus(),
+        onAskResult: (result) => {
+          void this.refreshStatus();
+          void this.revealFirstPendingHunk(result);
+        },
       }),
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue }),
@@ -369,9 +374,11 @@ export class LichController implements vscode.Disposable {
     }
     this.transcript.appendLine(`» ${prompt}`);
     try {
-      return await trackedAsk(this.tasks, args, (sent) =>
+      const result = await trackedAsk(this.tasks, args, (sent) =>
         client.sendRequest(ExecuteCommandRequest.type, { command: ASK_COMMAND, arguments: [sent] }),
       );
+      void this.revealFirstPendingHunk(result);
+      return result;
     } catch (err) {
       void vscode.window.showErrorMessage(`Lich: the task failed: ${err instanceof Error ? err.message : String(err)}`);
       return undefined;
@@ -398,6 +405,23 @@ export class LichController implements vscode.Disposable {
       this.chat.setAttachment({ uri: args.uri, range: args.range, label: attachmentLabel(args.uri, args.range) });
     }
     return this.chatView.open().then(() => undefined);
+  }
+
+  /**
+   * After a task in review mode its answer is in the chat (or a notification), and the changes
+   * wait as hunks: show the first one, so the file whose Accept / Reject is pending is in front.
+   */
+  async revealFirstPendingHunk(result: unknown): Promise<void> {
+    if (!result || typeof result !== "object" || typeof (result as { task_id?: unknown }).task_id !== "string") {
+      return;
+    }
+    for (const [uri, diagnostics] of vscode.languages.getDiagnostics()) {
+      const hunk = diagnostics.find((diagnostic) => diagnostic.source === REVIEW_SOURCE);
+      if (hunk) {
+        await vscode.window.showTextDocument(uri, { selection: hunk.range, preview: false });
+        return;
+      }
+    }
   }
 
   /** A server command for the chat: rejects (the chat says so inline) instead of a pop-up. */

@@ -279,6 +279,18 @@ describe("the Lich chat view", () => {
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 
+  it("in review mode the end of a chat turn shows the first pending hunk, not a transcript", async () => {
+    const { ctx, view } = await openChat();
+    const range = { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } };
+    mock.setDiagnostics("file:///ws/other.py", [{ source: "lich tests", code: "x", range }]);
+    mock.setDiagnostics("file:///ws/greet.py", [{ source: "lich review", code: "h1", range, message: "replace line 2" }]);
+    clients[0].responses["lich.ask"] = { task_id: "t4", thread: "th4", stopped_reason: "final", final: "Proposed.", review: "pending" };
+    view.send({ type: "send", prompt: "use an f-string" });
+    await vi.waitFor(() => expect(mock.shownDocuments).toHaveLength(1));
+    expect(mock.shownDocuments[0]).toEqual({ uri: "file:///ws/greet.py", options: { selection: range, preview: false } });
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
   it("forwards its task's lich/event to the view and reloads the thread when the server is back", async () => {
     const { ctx, view } = await openChat();
     let finish: (value: unknown) => void = () => undefined;

@@ -160,6 +160,7 @@ export const mock = {
   /** Webview view providers registered, by view id; and the URIs opened outside the editor. */
   webviewViewProviders: new Map<string, { provider: unknown; options: unknown }>(),
   external: [] as string[],
+  shownDocuments: [] as { uri: string; options: unknown }[],
   /** Test helper: set a document's diagnostics and fire onDidChangeDiagnostics, as VS Code does. */
   setDiagnostics(uri: string, diagnostics: unknown[]): void {
     mock.diagnostics.set(uri, diagnostics);
@@ -191,6 +192,7 @@ export const mock = {
     mock.codeLensProviders = [];
     mock.webviewViewProviders = new Map();
     mock.external = [];
+    mock.shownDocuments = [];
   },
 };
 
@@ -218,7 +220,11 @@ export class CodeLens {
 }
 
 export const languages = {
-  getDiagnostics: (uri: Uri) => mock.diagnostics.get(uri.toString()) ?? [],
+  getDiagnostics: ((uri?: Uri) =>
+    uri === undefined ? [...mock.diagnostics.entries()].map(([key, list]) => [Uri.parse(key), list]) : (mock.diagnostics.get(uri.toString()) ?? [])) as {
+    (uri: Uri): unknown[];
+    (): [Uri, unknown[]][];
+  },
   onDidChangeDiagnostics: diagnosticsChanged.event,
   registerCodeLensProvider: (selector: unknown, provider: unknown) => {
     const entry = { selector, provider };
@@ -331,7 +337,10 @@ export const window = {
     mock.webviewViewProviders.set(id, { provider, options });
     return new Disposable(() => mock.webviewViewProviders.delete(id));
   },
-  showTextDocument: async () => undefined,
+  showTextDocument: async (uri: unknown, options?: unknown) => {
+    mock.shownDocuments.push({ uri: String(uri), options });
+    return undefined;
+  },
 };
 
 export const commands = {
