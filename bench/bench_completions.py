@@ -1,0 +1,634 @@
+"""Inline completions (#37): what the language server adds to the model's time, and how a burst of
+typing reaches the provider. A real `python -m lich_lsp` over stdio, the fake provider's
+`/v1/completions` (tests/support/fake_provider.py), temp HOME/XDG dirs:
+
+- the server's own time per `textDocument/inlineCompletion` (completion_debounce_ms 0): the
+  client's round trip minus the provider's part, the fake's record of the request arriving (its
+  headers and body read) to the last chunk of its stream written. What is left is the server's
+  time from the request to the provider request and from the stream's end to the answer, plus
+  what no client avoids: the JSON-RPC framing on both sides of the pipe, the client's decoding
+  and the fake's reading of the request line and headers (an upper bound, then). The same
+  request to a bare pygls server answering a fixed item is the reference (that floor alone);
+  targets p50 <= 1 ms, p99 <= 3 ms, judged on the upper bound;
+- a burst of 30 keystrokes 40 ms apart (an incremental didChange and an inlineCompletion each,
+  the default 75 ms debounce, an answer streamed over 150 ms): provider requests (target <= 3)
+  and the most streams open at once for the document, from the fake's records of each request's
+  [arrival, end or hang-up] (target <= 1);
+- supersede: keystrokes that each come while the previous keystroke's provider stream is open
+  (stalled after its first chunk): from the client sending the superseding inlineCompletion (an
+  upper bound of it reaching the server) to the fake seeing the old stream's socket closed,
+  worst of them (target <= 10 ms), and whether each closed before the next provider request;
+- textDocument/codeAction round trip p50/p99 while a completion's provider stream is open and
+  sending a chunk every 10 ms (target p99 <= 5 ms); the fake in a process of its own here, so
+  its chunks do not take this process's GIL from the client timing the round trips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.run import Figure, isolate_user_dirs
+
+OWN_P50_TARGET_MS = 1.0
+OWN_P99_TARGET_MS = 3.0
+OWN_SAMPLES = 300
+OWN_QUICK_SAMPLES = 100
+# Not counted: the first completions pay the lazy imports, the model's construction and the
+# HTTP connection.
+OWN_WARMUP = 20
+BURST_KEYSTROKES = 30
+BURST_INTERVAL_S = 0.040
+BURST_MAX_REQUESTS = 3
+MAX_IN_FLIGHT = 1
+# Longer than the keystrokes' spacing: a stream still open when the next keystroke comes.
+BURST_ANSWER = {"text": "compute(value, 1)", "chunks": 4, "chunk_delay_s": 0.05}
+SUPERSEDES = 15
+SUPERSEDE_QUICK = 6
+SUPERSEDE_CLOSE_TARGET_MS = 10.0
+CODE_ACTION_P99_TARGET_MS = 5.0
+CODE_ACTION_SAMPLES = 500
+CODE_ACTION_QUICK_SAMPLES = 200
+STREAM_CHUNK_DELAY_S = 0.01
+NEIGHBOUR_DOCUMENTS = 3
+DOCUMENT_LINES = 400
+LSP_TIMEOUT_S = 30  # a hang fails the bench instead of waiting for ever
+STATUS_POLL_S = 0.005
+USER_DIR_VARIABLES = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+)
+BARE_INLINE_SERVER = """
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+server = LanguageServer("bare", "0")
+
+
+@server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+def inline(params):
+    position = params.position
+    return types.InlineCompletionList(
+        items=[
+            types.InlineCompletionItem(
+                insert_text="compute(a, b)", range=types.Range(start=position, end=position)
+            )
+        ]
+    )
+
+
+server.start_io()
+"""
+
+
+class _StampedFake:
+    """The fake provider in a thread of this process; each request's record also has
+    `arrived_at` (time.monotonic(), as the fake's other stamps)."""
+
+    def __init__(self, turns: list[dict[str, Any]]) -> None:
+        from tests.support.fake_provider import FakeProviderServer
+
+        class Stamped(FakeProviderServer):
+            def _record(self, request: dict[str, Any]) -> None:
+                request["arrived_at"] = time.monotonic()
+                super()._record(request)
+
+        self.server = Stamped(turns).start()
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return self.server.requests
+
+    async def wait_for(self, index: int, predicate: Any = None) -> None:
+        """Until request `index` exists (and `predicate` holds for its record)."""
+        check = predicate or (lambda record: True)
+        found = await asyncio.to_thread(self.server.wait_for_request, check, index, LSP_TIMEOUT_S)
+        if not found:
+            raise TimeoutError(f"the fake provider's request {index} did not come (or change)")
+
+    async def wait_all_ended(self) -> None:
+        for index in range(len(self.requests)):
+            await self.wait_for(index, _ended)
+
+
+def _ended(record: dict[str, Any]) -> bool:
+    return record["stream_ended_at"] is not None or record["closed_early_at"] is not None
+
+
+def _end_of(record: dict[str, Any]) -> float:
+    return record["closed_early_at"] or record["stream_ended_at"]
+
+
+def _max_in_flight(records: list[dict[str, Any]]) -> int:
+    """The most provider streams open at one time, from [arrival, end or hang-up]."""
+    edges = sorted(
+        [(r["arrived_at"], 1) for r in records] + [(_end_of(r), -1) for r in records],
+        key=lambda edge: (edge[0], edge[1]),  # an end before an arrival at the same instant
+    )
+    most = current = 0
+    for _, step in edges:
+        current += step
+        most = max(most, current)
+    return most
+
+
+def _options(url: str, debounce_ms: int | None) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "completion": {
+            "kind": "openai_compat",
+            "format": "completions",
+            "base_url": url + "/v1",
+            "model": "fim",
+        }
+    }
+    if debounce_ms is not None:
+        options["completion_debounce_ms"] = debounce_ms
+    return options
+
+
+def _code(index: int, lines: int = DOCUMENT_LINES) -> str:
+    """Python-looking text; each line ends `= ` where a completion is asked for."""
+    return "".join(
+        f"    total_{index}_{line} = " + ("\n" if line % 4 else f"scale(item_{line}, {line})\n")
+        for line in range(lines)
+    )
+
+
+async def _start(
+    root: Path, options: dict[str, Any], command: list[str] | None = None
+) -> tuple[Any, str, list[str]]:
+    """A client with ghost text declared, initialized; the main document and its neighbours
+    open. Returns (client, main uri, main document's lines)."""
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    from bench.bench_lsp import LICH_SERVER
+
+    client = LanguageClient("bench", "0")
+    client.feature(types.WINDOW_LOG_MESSAGE)(lambda params: None)
+    client.feature(types.WINDOW_SHOW_MESSAGE)(lambda params: None)
+    client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)(lambda params: None)
+    client.feature("lich/event")(lambda params: None)
+    await client.start_io(*(command or LICH_SERVER))
+    capabilities = types.ClientCapabilities(
+        text_document=types.TextDocumentClientCapabilities(
+            inline_completion=types.InlineCompletionClientCapabilities()
+        )
+    )
+    await asyncio.wait_for(
+        client.initialize_async(
+            types.InitializeParams(
+                capabilities=capabilities,
+                root_uri=root.as_uri(),
+                initialization_options=options,
+            )
+        ),
+        LSP_TIMEOUT_S,
+    )
+    client.initialized(types.InitializedParams())
+    for index in range(NEIGHBOUR_DOCUMENTS + 1):
+        path = root / f"module_{index}.py"
+        text = _code(index)
+        path.write_text(text, encoding="utf-8")
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(path.as_uri(), "python", 1, text)
+            )
+        )
+    main = root / "module_0.py"
+    return client, main.as_uri(), _code(0).splitlines()
+
+
+async def _finish(client: Any) -> None:
+    from bench.bench_lsp import _stop
+
+    try:
+        await asyncio.wait_for(client.shutdown_async(None), LSP_TIMEOUT_S)
+        client.exit(None)
+    finally:
+        await _stop(client)
+
+
+def _inline_params(uri: str, line: int, character: int) -> Any:
+    from lsprotocol import types
+
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=line, character=character),
+        context=types.InlineCompletionContext(
+            trigger_kind=types.InlineCompletionTriggerKind.Automatic
+        ),
+    )
+
+
+def _items(result: Any) -> list[Any]:
+    if result is None:
+        return []
+    return list(getattr(result, "items", result))
+
+
+async def own_time(root: Path, count: int) -> tuple[list[float], list[float], int]:
+    """Per completion (s): the client's round trip and the provider's part of it; and how many
+    provider requests the server made (one per completion: none answered from a cache)."""
+    total = count + OWN_WARMUP
+    fake = _StampedFake([{"text": "scale(item, 3)", "chunks": 3} for _ in range(total)])
+    round_trips: list[float] = []
+    provider: list[float] = []
+    try:
+        client, uri, lines = await _start(root, _options(fake.server.url, 0))
+        try:
+            gc.collect()
+            gc.freeze()  # this process's collector pauses are not the server's time
+            for index in range(total):
+                # A line never asked at before: the prefix is new, so the provider is asked.
+                line = 1 + (index * 7) % (len(lines) - 2)
+                if line % 4 == 0:
+                    line += 1
+                params = _inline_params(uri, line, len(lines[line]))
+                started = time.monotonic()
+                result = await asyncio.wait_for(
+                    client.text_document_inline_completion_async(params), LSP_TIMEOUT_S
+                )
+                finished = time.monotonic()
+                if not _items(result):
+                    raise RuntimeError(f"completion {index} answered nothing: {result!r}")
+                record = fake.requests[index]
+                if record["stream_ended_at"] is None:
+                    raise RuntimeError(f"provider request {index} has no stream end")
+                if index >= OWN_WARMUP:
+                    round_trips.append(finished - started)
+                    provider.append(record["stream_ended_at"] - record["arrived_at"])
+            gc.unfreeze()
+            await _finish(client)
+        finally:
+            gc.unfreeze()
+        requests = len(fake.requests)
+    finally:
+        fake.server.stop()
+    return round_trips, provider, requests
+
+
+async def bare_round_trips(root: Path, count: int) -> list[float]:
+    """The same inlineCompletion requests to a bare pygls server answering a fixed item."""
+    from bench.bench_lsp import _stop
+
+    client, uri, lines = await _start(root, {}, [sys.executable, "-c", BARE_INLINE_SERVER])
+    seconds: list[float] = []
+    try:
+        gc.collect()
+        gc.freeze()
+        for index in range(count + OWN_WARMUP):
+            line = 1 + (index * 7) % (len(lines) - 2)
+            params = _inline_params(uri, line, len(lines[line]))
+            started = time.monotonic()
+            await asyncio.wait_for(
+                client.text_document_inline_completion_async(params), LSP_TIMEOUT_S
+            )
+            if index >= OWN_WARMUP:
+                seconds.append(time.monotonic() - started)
+    finally:
+        gc.unfreeze()
+        client._server.kill()  # it has no shutdown of note to wait for
+        await _stop(client)
+    return seconds
+
+
+def _typing_change(uri: str, version: int, line: int, character: int, char: str) -> Any:
+    from lsprotocol import types
+
+    position = types.Position(line=line, character=character)
+    return types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[
+            types.TextDocumentContentChangePartial(
+                range=types.Range(start=position, end=position), text=char
+            )
+        ],
+    )
+
+
+async def burst(root: Path) -> dict[str, Any]:
+    """30 keystrokes 40 ms apart on one line, each a didChange and an inlineCompletion, with
+    the default debounce."""
+    fake = _StampedFake([dict(BURST_ANSWER) for _ in range(BURST_KEYSTROKES)])
+    try:
+        client, uri, lines = await _start(root, _options(fake.server.url, None))
+        try:
+            line = 1
+            character = len(lines[line])
+            typed = "compute_the_total_of_this_row"[:BURST_KEYSTROKES].ljust(BURST_KEYSTROKES, "x")
+            pending = []
+            began = time.monotonic()
+            for index, char in enumerate(typed):
+                # On a schedule from the start: a slow send does not push the rest later.
+                delay = began + index * BURST_INTERVAL_S - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                client.text_document_did_change(
+                    _typing_change(uri, index + 2, line, character, char)
+                )
+                character += 1
+                pending.append(
+                    asyncio.ensure_future(
+                        client.text_document_inline_completion_async(
+                            _inline_params(uri, line, character)
+                        )
+                    )
+                )
+            spread = time.monotonic() - began
+            answers = await asyncio.wait_for(asyncio.gather(*pending), LSP_TIMEOUT_S)
+            await fake.wait_all_ended()
+            await _finish(client)
+        except BaseException:
+            await _finish(client)
+            raise
+        records = list(fake.requests)
+    finally:
+        fake.server.stop()
+    return {
+        "requests": len(records),
+        "in_flight": _max_in_flight(records),
+        "answered": sum(1 for answer in answers if _items(answer)),
+        "spread_s": spread,
+    }
+
+
+async def supersede(root: Path, count: int) -> dict[str, Any]:
+    """Keystrokes that each find the previous keystroke's provider stream open (stalled after
+    its first chunk): when each old stream closed, against the superseding request's send."""
+    stalled = {"text": "compute(value, 1) + other", "chunks": 4, "stall_after_chunks": 1}
+    fake = _StampedFake([dict(stalled) for _ in range(count + 1)])
+    sent_at: list[float] = []
+    try:
+        client, uri, lines = await _start(root, _options(fake.server.url, None))
+        try:
+            line = 1
+            character = len(lines[line])
+            pending = []
+            for index in range(count + 1):
+                if index:
+                    # The previous keystroke's stream is open: its request arrived and nothing
+                    # closed it yet.
+                    await fake.wait_for(index - 1, lambda record: "arrived_at" in record)
+                    if _ended(fake.requests[index - 1]):
+                        raise RuntimeError(f"stream {index - 1} ended before it was superseded")
+                client.text_document_did_change(
+                    _typing_change(uri, index + 2, line, character, "z")
+                )
+                character += 1
+                sent_at.append(time.monotonic())
+                pending.append(
+                    asyncio.ensure_future(
+                        client.text_document_inline_completion_async(
+                            _inline_params(uri, line, character)
+                        )
+                    )
+                )
+            # The last one is open too: closing the document ends it.
+            await fake.wait_for(count, lambda record: "arrived_at" in record)
+            from lsprotocol import types
+
+            client.text_document_did_close(
+                types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri))
+            )
+            await asyncio.wait_for(asyncio.gather(*pending), LSP_TIMEOUT_S)
+            await fake.wait_all_ended()
+            await _finish(client)
+        except BaseException:
+            await _finish(client)
+            raise
+        records = list(fake.requests)
+    finally:
+        fake.server.stop()
+    closes = []
+    before_next = 0
+    for index in range(count):
+        closed = records[index]["closed_early_at"]
+        if closed is None:
+            raise RuntimeError(f"superseded stream {index} was never closed early")
+        closes.append(closed - sent_at[index + 1])
+        if closed <= records[index + 1]["arrived_at"]:
+            before_next += 1
+    return {
+        "closes": closes,
+        "before_next": before_next,
+        "requests": len(records),
+        "in_flight": _max_in_flight(records),
+    }
+
+
+async def code_action_while_streaming(root: Path, count: int) -> tuple[list[float], bool]:
+    """codeAction round trips (s) while an inline completion's provider stream is open and
+    sending; and whether it stayed open through all of them."""
+    from lsprotocol import types
+
+    from tests.support.fake_provider import standalone_process
+
+    endless = {"endless": True, "text": "x ", "chunk_delay_s": STREAM_CHUNK_DELAY_S}
+    samples: list[float] = []
+    with standalone_process([endless]) as url:
+        client, uri, lines = await _start(root, _options(url, 0))
+        try:
+            line = 1
+            completion = asyncio.ensure_future(
+                client.text_document_inline_completion_async(
+                    _inline_params(uri, line, len(lines[line]))
+                )
+            )
+            # The fake is in another process: the server's own count says the request is out.
+            deadline = time.monotonic() + LSP_TIMEOUT_S
+            while (await _status(client))["completion"]["requests"] < 1:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the server made no provider request")
+                await asyncio.sleep(STATUS_POLL_S)
+            diagnostic = types.Diagnostic(
+                range=types.Range(types.Position(3, 0), types.Position(3, 5)),
+                message="undefined name",
+                source="lint",
+            )
+            gc.collect()
+            gc.freeze()
+            try:
+                for index in range(count):
+                    params = types.CodeActionParams(
+                        text_document=types.TextDocumentIdentifier(uri),
+                        range=types.Range(
+                            types.Position(index % 50, 0), types.Position(index % 50 + 2, 0)
+                        ),
+                        context=types.CodeActionContext(diagnostics=[diagnostic]),
+                    )
+                    started = time.perf_counter()
+                    await asyncio.wait_for(
+                        client.text_document_code_action_async(params), LSP_TIMEOUT_S
+                    )
+                    samples.append(time.perf_counter() - started)
+            finally:
+                gc.unfreeze()
+            still_open = not completion.done()
+            # Closing the document drops its completion and closes the stream.
+            client.text_document_did_close(
+                types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri))
+            )
+            await asyncio.wait_for(completion, LSP_TIMEOUT_S)
+            await _finish(client)
+        except BaseException:
+            await _finish(client)
+            raise
+    return samples, still_open
+
+
+async def _status(client: Any) -> dict[str, Any]:
+    from lsprotocol import types
+
+    result = await asyncio.wait_for(
+        client.workspace_execute_command_async(types.ExecuteCommandParams("lich.status", [])),
+        LSP_TIMEOUT_S,
+    )
+    return result if isinstance(result, dict) else dict(result)
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def _holds(ok: bool) -> str:
+    return "target holds" if ok else "TARGET MISSED"
+
+
+async def _measure(quick: bool, root: Path) -> dict[str, Any]:
+    count = OWN_QUICK_SAMPLES if quick else OWN_SAMPLES
+    round_trips, provider, own_requests = await own_time(root, count)
+    bare = await bare_round_trips(root, count)
+    burst_result = await burst(root)
+    supersede_result = await supersede(root, SUPERSEDE_QUICK if quick else SUPERSEDES)
+    actions, still_open = await code_action_while_streaming(
+        root, CODE_ACTION_QUICK_SAMPLES if quick else CODE_ACTION_SAMPLES
+    )
+    return {
+        "own": [trip - part for trip, part in zip(round_trips, provider, strict=True)],
+        "provider": provider,
+        "own_requests": own_requests,
+        "expected_requests": count + OWN_WARMUP,
+        "bare": bare,
+        "burst": burst_result,
+        "supersede": supersede_result,
+        "actions": actions,
+        "still_open": still_open,
+    }
+
+
+def run(quick: bool) -> list[Figure]:
+    saved = {name: os.environ.get(name) for name in USER_DIR_VARIABLES}
+    switch_interval = sys.getswitchinterval()
+    try:
+        with tempfile.TemporaryDirectory(prefix="lich-bench-completions-") as folder:
+            # Its own HOME/XDG dirs (also when run as a script), given back afterwards.
+            isolate_user_dirs(Path(folder) / "home")
+            root = Path(folder).resolve() / "work"
+            root.mkdir()
+            # The fake's thread hands the GIL back to the client at once rather than after 5 ms.
+            sys.setswitchinterval(0.0005)
+            m = asyncio.run(_measure(quick, root))
+    finally:
+        sys.setswitchinterval(switch_interval)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return _figures(m)
+
+
+def _figures(m: dict[str, Any]) -> list[Figure]:
+    own, bare = m["own"], m["bare"]
+    own_p50, own_p99 = statistics.median(own) * 1000, _percentile(own, 0.99) * 1000
+    bare_p50, bare_p99 = statistics.median(bare) * 1000, _percentile(bare, 0.99) * 1000
+    provider_p50 = statistics.median(m["provider"]) * 1000
+    what = (
+        f"round trip - provider (arrival -> stream end, p50 {provider_p50:.2f} ms); "
+        f"{len(own)} completions, debounce 0"
+    )
+    if m["own_requests"] != m["expected_requests"]:
+        what += f"; ONLY {m['own_requests']} PROVIDER REQUESTS FOR {m['expected_requests']}"
+    b = m["burst"]
+    s = m["supersede"]
+    closes_ms = [seconds * 1000 for seconds in s["closes"]]
+    worst_close = max(closes_ms)
+    actions = m["actions"]
+    action_p50 = statistics.median(actions) * 1000
+    action_p99 = _percentile(actions, 0.99) * 1000
+    return [
+        Figure(
+            name="inline completion, server's own time p50",
+            value=own_p50,
+            unit="ms",
+            reference_name="bare pygls round trip",
+            reference_value=bare_p50,
+            target=f"<= {OWN_P50_TARGET_MS:g} ms",
+            note=f"{_holds(own_p50 <= OWN_P50_TARGET_MS)}; {what}",
+        ),
+        Figure(
+            name="inline completion, server's own time p99",
+            value=own_p99,
+            unit="ms",
+            reference_name="bare pygls round trip",
+            reference_value=bare_p99,
+            target=f"<= {OWN_P99_TARGET_MS:g} ms",
+            note=f"{_holds(own_p99 <= OWN_P99_TARGET_MS)}; upper bound: pipe, JSON-RPC framing "
+            "and the client's decoding included",
+        ),
+        Figure(
+            name=f"burst of {BURST_KEYSTROKES} keys 40 ms apart: provider requests",
+            value=b["requests"],
+            unit="req",
+            target=f"<= {BURST_MAX_REQUESTS}",
+            note=f"{_holds(b['requests'] <= BURST_MAX_REQUESTS)}; debounce 75 ms; "
+            f"{b['answered']} keystroke(s) answered with text; typed over {b['spread_s']:.2f} s",
+        ),
+        Figure(
+            name="burst: provider streams open at once",
+            value=b["in_flight"],
+            unit="req",
+            target=f"<= {MAX_IN_FLIGHT}",
+            note=f"{_holds(b['in_flight'] <= MAX_IN_FLIGHT)}; from the fake's "
+            "[arrival, end or hang-up] of each request",
+        ),
+        Figure(
+            name="superseded stream closed, worst",
+            value=worst_close,
+            unit="ms",
+            target=f"<= {SUPERSEDE_CLOSE_TARGET_MS:g} ms",
+            note=f"{_holds(worst_close <= SUPERSEDE_CLOSE_TARGET_MS)}; "
+            f"median {statistics.median(closes_ms):.2f} ms over {len(closes_ms)}; from the "
+            "client sending the superseding request to the fake seeing the socket closed; "
+            f"{s['before_next']}/{len(closes_ms)} closed before the next provider request; "
+            f"streams open at once: {s['in_flight']}",
+        ),
+        Figure(
+            name="codeAction while a completion streams p99",
+            value=action_p99,
+            unit="ms",
+            target=f"<= {CODE_ACTION_P99_TARGET_MS:g} ms",
+            note=f"{_holds(action_p99 <= CODE_ACTION_P99_TARGET_MS)}; p50 {action_p50:.2f} ms "
+            f"over {len(actions)}; a chunk every {STREAM_CHUNK_DELAY_S * 1000:g} ms; "
+            + ("the stream stayed open" if m["still_open"] else "THE STREAM ENDED EARLY"),
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    from bench.run import format_figure
+
+    for figure in run(quick="--quick" in sys.argv):
+        print(format_figure(figure))
