@@ -22,6 +22,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from lich_cli import mcp as mcp_cli
@@ -328,6 +329,20 @@ def resolve_thread(config: Config, ref: str) -> str:
         raise ThreadRefError(f"unknown_thread: {ref} ({where}see `lich threads`)") from err
 
 
+def _mentions(config: Config, task: str) -> tuple[str | None, Any]:
+    """The files the task's `@path` / `@path:a-b` mentions attach (from disk: the CLI has no
+    buffers), as the editor's lich.ask does, and a read state that counts them as read."""
+    from lich_core.agent.mentions import DiskSource, resolve_mentions
+    from lich_core.hashline.read_state import ReadState
+
+    root = Path(config.settings.work_dir or os.getcwd()).resolve()
+    mentioned = resolve_mentions(task, root, DiskSource())
+    read_state = ReadState()
+    for path in mentioned.paths:
+        read_state.record(path)
+    return mentioned.text() or None, read_state
+
+
 async def _run_task(
     config: Config, task: str, *, resume: str | None, record: str | None, quiet: bool
 ) -> int:
@@ -357,12 +372,15 @@ async def _run_task(
     printer = ProgressPrinter(
         sys.stdout, sys.stderr, quiet=quiet, model_description=describe() if describe else ""
     )
+    context, read_state = _mentions(config, task)
     run_task = asyncio.ensure_future(
         agent.run(
             task,
             on_event=printer,
             cancel=cancel,
             resume=resume,
+            context=context,
+            read_state=read_state,
             project_rules=None if resume is not None else _project_rules(config),
             run_record={"face": "cli"},
         )
@@ -391,7 +409,6 @@ def _project_rules(config: Config) -> str | None:
     no file), as the editor's lich.ask gives them; None when turned off or there are none."""
     if not config.settings.project_rules:
         return None
-    from pathlib import Path
 
     from lich_core.project_rules import load_project_rules, render_project_rules
 
@@ -834,7 +851,6 @@ def cmd_mcp(argv: list[str]) -> int:
 
 
 def _mcp_list(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from lich_core.config import user_config_path
 

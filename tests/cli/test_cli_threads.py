@@ -174,3 +174,24 @@ def test_project_rules_off_in_the_user_config_sends_none(tmp_path: Path, fake_pr
 
     assert done.returncode == 0, done.stderr
     assert user_texts(fake_provider.requests[0]) == ["prompt one"]
+
+
+def test_a_file_mention_attaches_its_rows_in_the_cli(tmp_path: Path, fake_provider) -> None:
+    """`@path:a-b` in a CLI prompt attaches those lines from disk, as the editor's lich.ask does;
+    `@../x` stays text with its reason."""
+    work = tmp_path / "ws"
+    work.mkdir()
+    (work / "m.py").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("outside\n", encoding="utf-8")
+    fake_provider.script({"text": "seen"})
+    done = run_lich_subprocess(
+        "explain @m.py:2-3 and @../secret.txt",
+        "--work-dir",
+        str(work),
+        *provider_flags(fake_provider),
+        cwd=work,
+    )
+    assert done.returncode == 0, done.stderr
+    sent = json.dumps(messages_of(fake_provider.requests[0]), ensure_ascii=False)
+    assert "|two" in sent and "|three" in sent and "|one" not in sent
+    assert "outside" not in sent and "path_escape" in sent
