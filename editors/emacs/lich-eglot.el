@@ -16,7 +16,11 @@
 ;; Only Eglot's and jsonrpc's public API: its generic functions (`eglot-handle-request',
 ;; `eglot-handle-notification', `eglot-execute-command', `eglot-client-capabilities',
 ;; `eglot-initialization-options'), `eglot-current-server', `eglot-connect-hook',
-;; `jsonrpc-request'.
+;; `eglot-managed-mode-hook', `eglot-completion-at-point', `jsonrpc-request'.
+;;
+;; Completions: Eglot's own `completion-at-point' asks lich, which answers with the suggestion
+;; of its completion model (when the lich config names one); `lich-eglot-completions' nil
+;; turns that off.
 ;;
 ;; The commands `lich-eglot-ask', `lich-eglot-cancel', `lich-eglot-apply-patch',
 ;; `lich-eglot-status', `lich-eglot-trust-workspace', `lich-eglot-run-tests',
@@ -53,6 +57,16 @@ For a project's own Python use e.g.
 (defcustom lich-eglot-initialization-options nil
   "Plist sent as LSP initializationOptions (the keys of .lich/config.json), or nil."
   :type '(choice (const nil) plist))
+
+(defcustom lich-eglot-completions t
+  "Non-nil: `completion-at-point' in a lich buffer offers lich's completion.
+The server answers `textDocument/completion' with one item, the
+suggestion of the completion model the lich config names (its
+`completion' key); with none configured the answer is empty.
+nil: Eglot's `completion-at-point' function is taken out of the
+buffers lich manages, from the next time Eglot manages them
+\(\[eglot-reconnect] applies a change)."
+  :type 'boolean)
 
 (lich-define-legacy-variable 'lich-eglot-transcript-buffer 'lich-transcript-buffer)
 (lich-define-legacy-variable 'lich-eglot-ask-history 'lich-ask-history)
@@ -117,6 +131,15 @@ So chats reload their thread after a restart."
     (lich-handle-connect server)))
 
 (add-hook 'eglot-connect-hook #'lich-eglot--on-connect)
+
+(defun lich-eglot--on-managed ()
+  "`eglot-managed-mode-hook' member: honour `lich-eglot-completions'."
+  (when (and (not lich-eglot-completions)
+             (eglot-managed-p)
+             (object-of-class-p (eglot-current-server) 'lich-eglot-server))
+    (remove-hook 'completion-at-point-functions #'eglot-completion-at-point t)))
+
+(add-hook 'eglot-managed-mode-hook #'lich-eglot--on-managed)
 
 ;;;; The adapter
 

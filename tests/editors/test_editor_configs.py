@@ -70,6 +70,26 @@ def test_helix_attaches_lich_next_to_the_usual_server() -> None:
         assert language["language-servers"][-1] == "lich", language
 
 
+def test_helix_asks_lich_for_completions() -> None:
+    """Helix merges completion items from every listed server whose `completion` feature is on:
+    each language's lich entry leaves it on (a plain name, or features that keep it), and the
+    README says how to turn it off."""
+    helix = _toml(EDITORS / "helix" / "languages.toml")
+    for language in helix["language"]:
+        entries = [
+            entry
+            for entry in language["language-servers"]
+            if (entry if isinstance(entry, str) else entry["name"]) == "lich"
+        ]
+        assert len(entries) == 1, language
+        (entry,) = entries
+        if isinstance(entry, dict):
+            assert "completion" in entry.get("only-features", ["completion"]), language
+            assert "completion" not in entry.get("except-features", []), language
+    readme = (EDITORS / "helix" / "README.md").read_text(encoding="utf-8")
+    assert "## Completions" in readme and 'except-features = ["completion"]' in readme
+
+
 def test_zed_extension_manifest_names_its_server() -> None:
     manifest = _toml(EDITORS / "zed" / "extension.toml")
     cargo = _toml(EDITORS / "zed" / "Cargo.toml")

@@ -611,3 +611,52 @@ def test_chat_byte_compiles(emacs: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (tmp_path / "lich-chat.elc").exists()
+
+
+COMPLETION_SCENARIO = SCENARIO.parent / "completion_scenario.el"
+
+
+@pytest.mark.parametrize("client", ["eglot", "lsp-mode"])
+def test_completion_at_point_inserts_the_suggestion(
+    emacs: str, tmp_path: Path, fake_provider: FakeProviderServer, client: str
+) -> None:
+    """completion-at-point through each client against the real lich-lsp, the fake provider as
+    the user config's completion model: typing `x = max(va` then completion-at-point leaves
+    `x = max(value_a, value_b)` in the buffer (the item's textEdit replaced the typed `va`);
+    the capf alone offers that one candidate, as a completion UI would show it; the provider was
+    asked with the text before the cursor as the prompt. With `lich-eglot-completions` nil,
+    Eglot's capf is gone from the lich buffer after a reconnect."""
+    if client == "lsp-mode" and not _feature_available(emacs, "lsp-mode"):
+        pytest.skip("Emacs has no lsp-mode (Debian: apt-get install elpa-lsp-mode)")
+    # Two turns: the second capf call may ask again rather than answer from the last suggestion.
+    fake_provider.script({"text": "lue_a, value_b)"}, {"text": "lue_a, value_b)"})
+    config = {
+        "completion": {
+            "kind": "openai_compat",
+            "format": "completions",
+            "base_url": fake_provider.url + "/v1",
+            "model": "fim",
+        },
+        "completion_debounce_ms": 0,
+    }
+    user_config = tmp_path / "config" / "lich" / "config.json"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text(json.dumps(config), encoding="utf-8")
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    (tmp_path / "home").mkdir()
+    (workspace / "hello.py").write_text("def hello():\n    return 1\n", encoding="utf-8")
+    result = run_emacs_scenario(
+        emacs,
+        COMPLETION_SCENARIO,
+        workspace,
+        tmp_path,
+        {"LICH_TEST_CLIENT": client, "XDG_CONFIG_HOME": str(tmp_path / "config")},
+    )
+    assert result["values"]["after_completion_at_point"] == "x = max(value_a, value_b)"
+    assert result["values"][f"capf_candidates_{client}"] == ["value_a, value_b)"]
+    fim = [r for r in fake_provider.requests if r["path"].endswith("/completions")]
+    assert fim, fake_provider.requests
+    body = fim[0]["json"]
+    assert body["model"] == "fim"
+    assert body["prompt"].endswith("def hello():\n    return 1\nx = max(va"), body["prompt"]
