@@ -70,8 +70,11 @@ class InlineCompletions:
         self._states: dict[str, _DocumentState] = {}
         # (config generation, model or None, why there is none); rebuilt when the config changes.
         self._model: tuple[int, FimModel | None, str] | None = None
-        # uri -> (document version, its snippet windows): computed once per version.
-        self._windows: dict[str, tuple[int, list[Window]]] = {}
+        # uri -> (document version, its root-relative path or "" outside the root, its snippet
+        # windows): computed once per version.
+        self._windows: dict[str, tuple[int, str, list[Window]]] = {}
+        # uri -> its root-relative path ("" outside the root): resolved once per document.
+        self._paths: dict[str, str] = {}
         self._last_failure = ""
         self.requests = 0  # provider requests made (lich.status; the bench reads it)
 
@@ -165,9 +168,13 @@ class InlineCompletions:
         from lich_core.vocabulary import CancelToken
 
         model = self.model()
-        path = uri_to_path(uri)
-        doc = self._documents.document_for_uri(uri)
-        if model is None or doc is None or path is None or not self._inside_root(path):
+        if model is None:
+            return ""
+        doc = self._port.text_document(uri)
+        rel = self._paths.get(uri)
+        if rel is None:
+            rel = self._paths[uri] = self._relative(uri)
+        if doc is None or not rel:
             return ""
         text = doc.source
         offset = doc.offset_at_position(position)
@@ -192,7 +199,7 @@ class InlineCompletions:
             prefix, suffix = cursor_windows(
                 text, offset, settings.completion_prefix_chars, settings.completion_suffix_chars
             )
-            suggestion = await self._ask(model, uri, path, doc, prefix, suffix, token)
+            suggestion = await self._ask(model, uri, rel, doc, prefix, suffix, token)
         finally:
             if state.in_flight is token:
                 state.in_flight = None
@@ -205,7 +212,7 @@ class InlineCompletions:
         self,
         model: FimModel,
         uri: str,
-        path: Path,
+        rel: str,
         doc: Any,
         prefix: str,
         suffix: str,
@@ -219,7 +226,7 @@ class InlineCompletions:
         request = FimRequest(
             prefix=prefix,
             suffix=suffix,
-            path=relative_path(self._root, path),
+            path=rel,
             language=doc.language_id or "",
             snippets=rank_snippets(query, self._neighbour_windows(uri)),
         )
@@ -264,25 +271,34 @@ class InlineCompletions:
     # --- helpers ---
 
     def _neighbour_windows(self, uri: str) -> list[tuple[str, list[Window]]]:
-        """The other open documents' snippet windows (inside the root), kept per version."""
+        """The other open documents' snippet windows (inside the root), kept per version with
+        their root-relative paths (resolving a path costs file system calls: once per version)."""
         from lich_core.completion.context import document_windows
 
         found = []
-        for path in self._documents.open_paths():
-            other = self._documents.document(path)
-            if other is None or other.uri == uri or not self._inside_root(path):
+        open_uris = set()
+        for other in self._documents.open_documents():
+            open_uris.add(other.uri)
+            if other.uri == uri:
                 continue
-            cached = self._windows.get(other.uri)
             version = other.version or 0
+            cached = self._windows.get(other.uri)
             if cached is None or cached[0] != version:
-                cached = (version, document_windows(other.source))
+                rel = self._relative(other.uri)
+                cached = (version, rel, document_windows(other.source) if rel else [])
                 self._windows[other.uri] = cached
-            found.append((relative_path(self._root, path), cached[1]))
-        for gone in set(self._windows) - {
-            self._documents.uri_for(p) for p in self._documents.open_paths()
-        }:
+            if cached[1]:
+                found.append((cached[1], cached[2]))
+        for gone in set(self._windows) - open_uris:
             del self._windows[gone]
         return found
+
+    def _relative(self, uri: str) -> str:
+        """`uri`'s root-relative path, or "" for a document outside the root (never sent)."""
+        path = uri_to_path(uri)
+        if path is None or not self._inside_root(path):
+            return ""
+        return relative_path(self._root, path)
 
     def _inside_root(self, path: Path) -> bool:
         try:
@@ -299,6 +315,7 @@ class InlineCompletions:
         if state is not None and state.in_flight is not None:
             state.in_flight.cancel("closed")
         self._windows.pop(uri, None)
+        self._paths.pop(uri, None)
 
 
 def _label(insertion: str) -> str:

@@ -77,6 +77,15 @@ class DocumentStore:
         path = uri_to_path(uri)
         return self.document(path) if path is not None else None
 
+    def open_documents(self) -> list[TextDocument]:
+        """The open documents, without resolving their paths again (per keystroke callers)."""
+        found = []
+        for uri in self._uri_by_key.values():
+            doc = self._port.text_document(uri)
+            if doc is not None:
+                found.append(doc)
+        return found
+
     def open_paths(self) -> list[Path]:
         return [Path(key) for key in self._uri_by_key]
 

@@ -82,8 +82,11 @@ def rank_snippets(
         if count >= NEIGHBOURS_MAX:
             break
         best: tuple[float, str] | None = None
+        size = len(wanted)
         for window, found in windows:
-            score = len(wanted & found) / len(wanted | found)
+            shared = len(wanted & found)
+            # Jaccard similarity without building the union set (one per window).
+            score = shared / (size + len(found) - shared)
             if best is None or score > best[0]:
                 best = (score, window)
         if best is not None and best[0] >= SNIPPET_MIN_SIMILARITY:
