@@ -30,6 +30,9 @@ M.defaults = {
   on_attach = nil,
   progress = true,
   transcript_max_lines = 5000,
+  -- Ghost text from the server's completion model (on whenever the server has one); see
+  -- :help lich-completion.
+  completion = { enabled = true, accept_key = "<C-l>" },
 }
 
 --- `lich-lsp` on PATH, else the Python that has `lich_lsp` installed.
@@ -220,11 +223,18 @@ local function ask_command(command, ctx)
   })
 end
 
---- Client capabilities: Neovim's own plus the lich experimental flag.
+--- Client capabilities: Neovim's own plus the lich experimental flag, and inline completions
+--- while the plugin's ghost text is on (the server then answers textDocument/completion with
+--- nothing, so nvim-cmp or omnifunc do not ask the model a second time for the same text).
 ---@param extra table|nil
+---@param completion table|nil the `completion` option
 ---@return table
-function M.capabilities(extra)
+function M.capabilities(extra, completion)
   local base = vim.lsp.protocol.make_client_capabilities()
+  if not completion or completion.enabled ~= false then
+    base.textDocument = base.textDocument or {}
+    base.textDocument.inlineCompletion = { dynamicRegistration = false }
+  end
   base = vim.tbl_deep_extend("force", base, extra or {})
   base.experimental = base.experimental or {}
   base.experimental.lich = vim.tbl_deep_extend("force", base.experimental.lich or {}, { saveDocuments = true })
@@ -246,21 +256,27 @@ function M.base_config(opts)
     name = opts.name,
     cmd = opts.cmd or M.default_cmd(),
     cmd_env = opts.cmd_env,
-    capabilities = M.capabilities(opts.capabilities),
+    capabilities = M.capabilities(opts.capabilities, opts.completion),
     handlers = vim.tbl_extend("force", handlers, opts.handlers or {}),
     commands = { ["lich.ask"] = ask_command },
     -- workspace/configuration looks sections up in here, so nest ours under "lich".
     settings = { lich = opts.settings or {} },
     init_options = opts.init_options or {},
-    on_attach = opts.on_attach,
+    on_attach = function(client, bufnr)
+      require("lich.ghost").attach(client, bufnr, opts.completion)
+      if opts.on_attach then
+        opts.on_attach(client, bufnr)
+      end
+    end,
     -- A (re)started server: the chat draws its thread again; a stopped one ends its turn.
     on_init = function()
       vim.schedule(function()
         pcall(require("lich.chat").on_client_init)
       end)
     end,
-    on_exit = function()
+    on_exit = function(_, _, client_id)
       vim.schedule(function()
+        require("lich.ghost").forget(client_id)
         pcall(require("lich.chat").on_client_exit)
       end)
     end,

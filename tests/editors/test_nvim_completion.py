@@ -1,0 +1,95 @@
+"""Ghost text in the Neovim plugin (editors/nvim/lua/lich/ghost.lua) in a real headless Neovim
+(0.7.2 and 0.11, as tests/editors/test_nvim.py finds them) against the real lich-lsp server and
+the fake provider's fill-in-the-middle endpoint (`POST /v1/completions`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.editors.test_nvim import assert_passed, nvim, run_scenario, workspace  # noqa: F401
+from tests.support.fake_provider import FakeProviderServer
+
+pytestmark = pytest.mark.nvim
+
+SUGGESTION = "(a, b):\n    return a + b"
+
+
+def write_completion_config(tmp_path: Path, provider: FakeProviderServer | None) -> None:
+    """The user's config (run_scenario points XDG_CONFIG_HOME there): a completion model at the
+    fake provider, or none; no debounce, so each change asks at once."""
+    config: dict[str, Any] = {"completion_debounce_ms": 0}
+    if provider is not None:
+        config["completion"] = {
+            "kind": "openai_compat",
+            "format": "completions",
+            "base_url": provider.url + "/v1",
+            "model": "fim",
+        }
+    path = tmp_path / "config" / "lich" / "config.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config), encoding="utf-8")
+
+
+def test_ghost_text_appears_clears_and_is_accepted(
+    nvim: str,  # noqa: F811
+    workspace: Path,  # noqa: F811
+    tmp_path: Path,
+    fake_provider: FakeProviderServer,
+) -> None:
+    (workspace / "calc.py").write_text("", encoding="utf-8")
+    fake_provider.script(
+        {"text": SUGGESTION + "\n\n\nprint(add(1, 2))\n", "chunks": 3},
+        # Asked after typing "z" over the suggestion: still running when <BS>a supersedes it.
+        {"text": "never shown", "delay_s": 30},
+    )
+    write_completion_config(tmp_path, fake_provider)
+    result = run_scenario(nvim, "completion", workspace, tmp_path)
+    assert_passed(result)
+    assert result["values"]["model"].startswith("openai_compat fim")
+    # The model was asked for "def add", for "def add(z" (dropped when <BS>a superseded it) and
+    # after the accepted text; typing "(", then "a", through the suggestion was answered from
+    # the server's cache.
+    prompts = [r["json"]["prompt"] for r in fake_provider.requests]
+    assert len(prompts) == 3, prompts
+    assert prompts[0].endswith("def add") and prompts[1].endswith("def add(z")
+    assert prompts[2].endswith("def add(a, b):\n    return a + b")
+    # The dropped request's stream was closed, not left to run its 30 s.
+    assert fake_provider.wait_closed_early(1, timeout_s=10) is not None
+    assert fake_provider.requests[0]["json"]["model"] == "fim"
+
+
+@pytest.mark.parametrize("case", ["no_model", "turned_off"])
+def test_nothing_is_asked_without_a_model_or_when_turned_off(
+    nvim: str,  # noqa: F811
+    workspace: Path,  # noqa: F811
+    tmp_path: Path,
+    fake_provider: FakeProviderServer,
+    case: str,
+) -> None:
+    (workspace / "calc.py").write_text("", encoding="utf-8")
+    data: dict[str, Any]
+    if case == "no_model":
+        write_completion_config(tmp_path, None)
+        # With a suggestion <Tab> would accept it; with none it indents as usual.
+        data = {"completion": {"accept_key": "<Tab>"}, "expect_model_check": True}
+    else:
+        fake_provider.script({"text": SUGGESTION})
+        write_completion_config(tmp_path, fake_provider)
+        data = {"completion": {"enabled": False}, "ask_items": True}
+    result = run_scenario(nvim, "completion_off", workspace, tmp_path, data)
+    assert_passed(result)
+    values = result["values"]
+    assert values["requests"] == 0
+    if case == "no_model":
+        assert values["changes"] >= 1  # the plugin saw the typing and asked nothing
+        assert values["after_key"].rstrip(" \t") == "def add" != values["after_key"]
+        assert fake_provider.requests == []
+    else:
+        # No mapping: <C-l> is Insert mode's own (inserted as typed).
+        assert values["after_key"] == "def add\x0c"
+        # Only the completion items request reached the model.
+        assert len(fake_provider.requests) == 1
