@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from tests.editors.test_nvim import assert_passed, nvim, run_scenario, workspace  # noqa: F401
+from tests.editors.test_nvim import (  # noqa: F401 - nvim and workspace are fixtures
+    _version,
+    _version_tuple,
+    assert_passed,
+    nvim,
+    run_scenario,
+    workspace,
+)
 from tests.support.fake_provider import FakeProviderServer
 
 pytestmark = pytest.mark.nvim
@@ -34,12 +41,18 @@ def write_completion_config(tmp_path: Path, provider: FakeProviderServer | None)
     path.write_text(json.dumps(config), encoding="utf-8")
 
 
+@pytest.mark.parametrize("start", ["setup", "builtin"])
 def test_ghost_text_appears_clears_and_is_accepted(
     nvim: str,  # noqa: F811
     workspace: Path,  # noqa: F811
     tmp_path: Path,
     fake_provider: FakeProviderServer,
+    start: str,
 ) -> None:
+    """`start`: require("lich").setup{}, or (0.11+) vim.lsp.enable("lich") through lsp/lich.lua
+    with an on_attach of the user's own, which must not take the ghost text away."""
+    if start == "builtin" and _version_tuple(nvim) < (0, 11):
+        pytest.skip(f"vim.lsp.enable needs Neovim 0.11+ (this is {_version(nvim)})")
     (workspace / "calc.py").write_text("", encoding="utf-8")
     fake_provider.script(
         {"text": SUGGESTION + "\n\n\nprint(add(1, 2))\n", "chunks": 3},
@@ -47,7 +60,7 @@ def test_ghost_text_appears_clears_and_is_accepted(
         {"text": "never shown", "delay_s": 30},
     )
     write_completion_config(tmp_path, fake_provider)
-    result = run_scenario(nvim, "completion", workspace, tmp_path)
+    result = run_scenario(nvim, "completion", workspace, tmp_path, {"builtin": start == "builtin"})
     assert_passed(result)
     assert result["values"]["model"].startswith("openai_compat fim")
     # The model was asked for "def add", for "def add(z" (dropped when <BS>a superseded it) and

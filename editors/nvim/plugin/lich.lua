@@ -63,5 +63,19 @@ vim.api.nvim_create_user_command("LichRewind", function(cmd)
   require("lich.chat").command_rewind(cmd)
 end, { nargs = "?", desc = "lich: rewind the chat's thread to before the turn under the cursor (or the turn given)" })
 
+-- Ghost text for every buffer the lich client attaches to (0.7: the client's on_attach).
+if vim.fn.has("nvim-0.8") == 1 then
+  vim.api.nvim_create_autocmd("LspAttach", {
+    group = vim.api.nvim_create_augroup("lich_ghost_attach", { clear = true }),
+    callback = function(args)
+      local config = lich().config
+      local client = vim.lsp.get_client_by_id(args.data.client_id)
+      if client and client.name == config.name then
+        require("lich.ghost").attach(client, args.buf, config.completion)
+      end
+    end,
+  })
+end
+
 -- LspProgress (0.10+) is client-agnostic; 0.7-0.9 get a $/progress handler in the client config.
 require("lich.progress").attach_autocmd("lich")

@@ -263,7 +263,11 @@ function M.base_config(opts)
     settings = { lich = opts.settings or {} },
     init_options = opts.init_options or {},
     on_attach = function(client, bufnr)
-      require("lich.ghost").attach(client, bufnr, opts.completion)
+      if not compat.has_lsp_start then
+        -- 0.8+ wires ghost text on LspAttach (plugin/lich.lua), which an on_attach given to
+        -- vim.lsp.config cannot replace; 0.7 has no LspAttach.
+        require("lich.ghost").attach(client, bufnr, opts.completion)
+      end
       if opts.on_attach then
         opts.on_attach(client, bufnr)
       end
