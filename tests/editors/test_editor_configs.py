@@ -115,6 +115,8 @@ def test_every_named_lich_command_exists() -> None:
     }
     not_commands.add("plugins")
     not_commands.add("el")  # editors/emacs/lich.el, the shared Emacs file
+    # The Neovim plugin's Lua modules (`require("lich.ghost")`).
+    not_commands |= {module.stem for module in (EDITORS / "nvim" / "lua" / "lich").glob("*.lua")}
     known = {name.split(".", 1)[1] for name in COMMANDS} | not_commands
     quoted = re.compile(r"[`\"']lich\.([A-Za-z]+)[`\"'(]")
     files = [*DOCS.rglob("*.md"), *EDITORS.glob("*/README.md"), *EDITORS.glob("*/*.sublime-*")]
