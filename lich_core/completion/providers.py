@@ -312,12 +312,8 @@ class FimWire(HttpModel):
                     elif not done:
                         yield piece
         except asyncio.CancelledError:
-            if not limits.expired:
-                raise
-            task = asyncio.current_task()
-            if task is not None and hasattr(task, "uncancel"):
-                task.uncancel()
-            raise limits.idle_error() from None
+            limits.raise_if_idle()
+            raise
 
 
 class CompletionsWire(FimWire):

@@ -352,6 +352,16 @@ class ResponseLimits:
         model = self.model
         return ProviderError("response_too_large", what, provider=model.name, url=model.base_url)
 
+    def raise_if_idle(self) -> None:
+        """In an `except CancelledError`: when our own idle timer cancelled the read (not the
+        caller), raise the idle timeout instead, the timer's cancel taken back."""
+        if not self.expired:
+            return
+        task = asyncio.current_task()
+        if task is not None and hasattr(task, "uncancel"):
+            task.uncancel()
+        raise self.idle_error() from None
+
     def idle_error(self) -> ProviderError:
         model = self.model
         return ProviderError(
@@ -615,13 +625,8 @@ class HttpModel:
                     limits.arm()
                     return await self.read_stream(resp, on_text, limits)
             except asyncio.CancelledError:
-                if not limits.expired:
-                    raise
-                # Our own idle timer cancelled the read, not the caller: a timeout, not a cancel.
-                task = asyncio.current_task()
-                if task is not None and hasattr(task, "uncancel"):
-                    task.uncancel()
-                raise limits.idle_error() from None
+                limits.raise_if_idle()
+                raise
             finally:
                 limits.disarm()
 
