@@ -393,8 +393,12 @@ class TaskManager:
             refused_message=refused_message(self._root, refused) if refused else None,
         )
         self._end_progress(task, stopped_reason)
-        await self._announce(task, outcome)
-        return outcome.to_json()
+        transcript = await self._announce(task, outcome)
+        answer = outcome.to_json()
+        if transcript is not None:
+            # For a client that opens it when the user asks (it is not put in front of them).
+            answer["transcript"] = transcript.as_uri()
+        return answer
 
     async def _run(self, task: LichTask, context: str | None) -> tuple[str, str, str | None, str]:
         """The agent run and, in review mode, the reviewed edit: (stopped_reason, final, error, review_note)."""
@@ -623,7 +627,8 @@ class TaskManager:
             )
             self._log(task, f"provider {data.provider} failed ({data.kind}): {action}")
 
-    async def _announce(self, task: LichTask, outcome: TaskOutcome) -> None:
+    async def _announce(self, task: LichTask, outcome: TaskOutcome) -> Path | None:
+        """The final message, and the transcript written (its path; None if it could not be)."""
         reason = outcome.stopped_reason
         if reason == "final":
             kind, text = types.MessageType.Info, outcome.final or "(no answer)"
@@ -651,6 +656,7 @@ class TaskManager:
                 )
             except Exception as err:  # noqa: BLE001 - the transcript stays on disk regardless
                 log.warning("window/showDocument failed: %s", err)
+        return path
 
     def _write_transcript(self, task: LichTask, outcome: TaskOutcome) -> Path | None:
         from lich_core.userstate import workspace_state_dir, write_state_bytes

@@ -79,8 +79,10 @@ async def test_ask_edits_an_open_and_a_closed_file(
     assert (
         "bump the numbers" in written and "edit_file" in written and "done: both edited" in written
     )
-    # The transcript is not put in front of the user's file unless show_transcript asks for it.
+    # The transcript is not put in front of the user's file unless show_transcript asks for it;
+    # the answer says where it is, for a client that opens it on request.
     assert fake.shown_documents == []
+    assert result["transcript"] == transcript.as_uri()
 
 
 @pytest.mark.parametrize("client_name", ["visual-studio-code", "neovim"])
