@@ -10,7 +10,8 @@ even when Show Tools builds the tool runtime; "Lich: Trust Workspace Config" or 
 "Trust" button loads it; "Lich: Revoke Workspace Config Trust" takes trust back); Lich: Run Tests
 (Matching…) on a small pytest project: the failure in the Problems view, cleared after an unsaved
 fix; the Lich chat view: Lich: Open Chat, a prompt, a follow-up that edits (its request carries
-the first answer), Rewind to here. Screenshots land in test-artifacts/; the chat view's light and
+the first answer), Rewind to here; in review mode, an approval answered in the chat and a hunk
+accepted from it. Screenshots land in test-artifacts/; the chat view's light and
 dark ones in docs/editors/.
 
 Install with .ci/vscode/install.sh and .ci/vscode/build.sh. Skips when they have not run, except
@@ -263,6 +264,27 @@ def test_chat_view_answers_follows_up_with_the_history_and_rewinds_the_edit(
         path = Path(shot)
         assert path.parent == REPO / "docs" / "editors"
         assert path.stat().st_size > 20_000, f"{path} looks empty"
+
+
+def test_chat_asks_approval_inline_and_accepts_a_review_hunk(e2e: dict[str, Any]) -> None:
+    """Review mode, in the chat: the terminal call's approval shows in the turn and in the
+    notification; Allow once in the chat answers it (the toast goes); the patch is drawn as a diff
+    under its call and waits as a hunk with Accept / Reject; Accept in the chat puts it in the
+    editor."""
+    review = _scenario(e2e, "chat_review")
+    assert review["question"].startswith("lich wants to run terminal (process/exec)")
+    assert review["buttons"] == ["Allow once", "Allow always", "Deny"]
+    assert review["toast"]["buttons"] == ["Allow once", "Allow always", "Deny"]
+    assert review["answered"] == "Answered: Allow once."
+    assert review["toast_hidden_after_answer"] is True
+    assert review["terminal_tool"].startswith("terminalecho approved-in-chatok")
+    assert review["tool_diff"] == '@@ line 2 replaced by:\n+     return f"Hello, {name}!"\n'
+    assert review["hunk_diff"] == (
+        '-     return "Hello, " + name\n+     return f"Hello, {name}!"\n'
+    )
+    assert 'return "Hello, " + name' in review["editor_before_accept"]
+    assert 'return f"Hello, {name}!"' in review["editor_after_accept"]
+    assert review["hunk_after_accept"] == "Accepted"
 
 
 def test_screenshots_are_saved(e2e: dict[str, Any]) -> None:

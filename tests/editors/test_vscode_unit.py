@@ -62,9 +62,11 @@ def test_vitest_suite_passes() -> None:
         "transcript.test.ts",  # renders the shared event fixtures, validated against the schema
         "chatWebview.test.ts",  # the chat view's script in a DOM: rendering, input, @ completion
         "chatSession.test.ts",  # the chat's server commands, event routing, errors in words
+        "chatApprovals.test.ts",  # approval questions in the chat and the notification, raced
+        "chatDiff.test.ts",  # edits drawn as diffs from the tool calls' arguments
     ):
         assert suite in files, f"{suite} did not run"
-    assert summary["numPassedTests"] >= 130
+    assert summary["numPassedTests"] >= 150
 
 
 def test_vsix_packages_only_the_bundle() -> None:

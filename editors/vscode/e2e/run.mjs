@@ -18,7 +18,10 @@
 // requests): Lich: Open Chat, a prompt and Enter in the view (a webview: frames inside the
 // workbench), the answer in the view; a follow-up that edits greet.py (its request carries the
 // first answer); screenshots of the view in the dark and the light theme (docs/editors/); Rewind
-// to here on the second turn puts greet.py back in the editor.
+// to here on the second turn puts greet.py back in the editor. Then, in a review-mode folder:
+// a chat turn whose terminal call asks approval (answered with the chat's Allow once while the
+// notification shows it too) and whose patch waits as a hunk, drawn in the turn with its diff;
+// Accept in the chat puts the change in the editor.
 //
 // Environment: LICH_PYTHON (interpreter with lich_lsp importable; default python3),
 // LICH_VSCODE_CACHE (install.sh's cache, default <repo>/.ci/cache/vscode), LICH_VSIX (default
@@ -70,7 +73,7 @@ from lich_core.plugins import Plugin
 
 plugin = Plugin(name="evil")
 `;
-const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "undo_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests", "chat_view"];
+const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "undo_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests", "chat_view", "chat_review"];
 // A small pytest project for Lich: Run Tests: test_add fails until calc.add is fixed.
 const TESTS_PROJECT = {
   "pyproject.toml": '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
@@ -561,6 +564,70 @@ async function chatScenario(context, base, folder, requestsFile, chatPlan, onPag
   };
 }
 
+async function chatReviewScenario(context, base, folder, chatPlan, onPage) {
+  const page = await openWorkspacePage(context, base, folder, onPage);
+  await openFile(page, "greet.py");
+  await runCommand(page, "Lich: Open Chat");
+  const chat = chatFrame(page);
+  const input = chat.locator("textarea.input");
+  await input.waitFor({ state: "visible", timeout: STEP_TIMEOUT_MS });
+  await input.click();
+  await page.keyboard.type("Use an f-string in greet(), after a check", { delay: 5 });
+  await page.keyboard.press("Enter");
+
+  // The terminal call asks approval: in the chat's turn and in the notification.
+  const approval = chat.locator("section.turn .approval").first();
+  await approval.waitFor({ state: "visible", timeout: 90_000 });
+  const question = (await approval.locator(".approval-question").textContent()) || "";
+  const buttons = await approval.locator("button").allTextContents();
+  const toast = await waitFor("the approval notification", () => findNotification(page, "lich wants to run terminal"));
+  await approval.locator("button", { hasText: /^Allow once$/ }).click();
+  const answered = await waitFor("the chat's approval marked answered", async () => {
+    const text = await approval.locator(".approval-answer").textContent().catch(() => "");
+    return text || false;
+  });
+  // Answered in the chat: the notification's toast goes out of sight.
+  const toastHidden = await waitFor("the approval toast to hide", () =>
+    page.evaluate(() => ![...document.querySelectorAll(".notification-toast")].some((t) => (t.textContent || "").includes("lich wants to run terminal"))),
+    15_000,
+  ).catch(() => false);
+
+  // Review mode: the patch waits as a hunk in the turn, the editor still has the old line.
+  const turn = chat.locator("section.turn").first();
+  const hunk = turn.locator(".hunk").first();
+  await waitFor("the pending hunk in the chat", async () => {
+    const ended = await turn.evaluate((s) => !s.classList.contains("live"));
+    return ended && (await hunk.locator("button.hunk-accept").count()) === 1;
+  }, 90_000);
+  const terminalTool = await turn.locator("details.tool summary").first().textContent();
+  const toolDiff = await turn.locator(".answer > .diff .diff-body").first().textContent();
+  const hunkDiff = await hunk.locator(".diff-body").textContent();
+  const editorBefore = await editorText(page);
+  await screenshot(page, "chat-review");
+  await hunk.locator("button.hunk-accept").click();
+  const editorAfter = await waitFor("the accepted hunk in the editor", async () => {
+    const text = await editorText(page);
+    return text.includes(chatPlan.new_line) ? text : false;
+  });
+  const decided = await waitFor("the hunk marked accepted in the chat", async () => {
+    const summary = await hunk.locator(".hunk-summary").textContent();
+    return summary === "Accepted" ? summary : false;
+  });
+  return {
+    question,
+    buttons,
+    toast,
+    answered,
+    toast_hidden_after_answer: toastHidden,
+    terminal_tool: terminalTool,
+    tool_diff: toolDiff,
+    hunk_diff: hunkDiff,
+    editor_before_accept: editorBefore,
+    editor_after_accept: editorAfter,
+    hunk_after_accept: decided,
+  };
+}
+
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   // Screenshots of an earlier run (a failed-* one especially) must not pass for this run's.
@@ -594,7 +661,8 @@ async function main() {
   // The scripted model and the workspace files it expects.
   const turnsFile = path.join(scratch, "turns.json");
   const chatTurnsFile = path.join(scratch, "chat-turns.json");
-  const planRun = spawnSync(PYTHON, [path.join(HERE, "script_turns.py"), "--out", turnsFile, "--chat-out", chatTurnsFile], { cwd: REPO, encoding: "utf8" });
+  const chatReviewTurnsFile = path.join(scratch, "chat-review-turns.json");
+  const planRun = spawnSync(PYTHON, [path.join(HERE, "script_turns.py"), "--out", turnsFile, "--chat-out", chatTurnsFile, "--chat-review-out", chatReviewTurnsFile], { cwd: REPO, encoding: "utf8" });
   if (planRun.status !== 0) {
     throw Object.assign(new Error(`script_turns.py failed: ${planRun.stderr}`), { setup: true });
   }
@@ -650,6 +718,17 @@ async function main() {
     chatRequests,
   ]);
   fs.writeFileSync(path.join(chatFolder, ".vscode", "settings.json"), JSON.stringify({ "lich.baseUrl": `${chatProviderUrl}/v1` }, null, 2));
+  // The review-mode chat: its own folder and model, edits wait as hunks.
+  const chatReviewFolder = path.join(scratch, "chat-review-project");
+  fs.mkdirSync(path.join(chatReviewFolder, ".vscode"), { recursive: true });
+  for (const [name, text] of Object.entries(plan.chat.files)) {
+    fs.writeFileSync(path.join(chatReviewFolder, name), text);
+  }
+  const chatReviewUrl = await startFakeProvider(chatReviewTurnsFile, env, path.join(scratch, "chat-review-provider.log"));
+  fs.writeFileSync(
+    path.join(chatReviewFolder, ".vscode", "settings.json"),
+    JSON.stringify({ "lich.baseUrl": `${chatReviewUrl}/v1`, "lich.editMode": "review" }, null, 2),
+  );
   log(`fake provider at ${providerUrl} (model uses ${plan.uses})`);
 
   const settings = {
@@ -1044,6 +1123,9 @@ async function main() {
     let chatPage;
     await scenario("chat_view", async () => chatScenario(context, base, chatFolder, chatRequests, plan.chat, (p) => (chatPage = p)), () => chatPage);
     await chatPage?.close({ runBeforeUnload: false }).catch(() => undefined);
+    let reviewPage;
+    await scenario("chat_review", async () => chatReviewScenario(context, base, chatReviewFolder, plan.chat, (p) => (reviewPage = p)), () => reviewPage);
+    await reviewPage?.close({ runBeforeUnload: false }).catch(() => undefined);
   } finally {
     await browser.close().catch(() => undefined);
   }

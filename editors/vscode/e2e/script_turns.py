@@ -83,6 +83,30 @@ def chat_turns() -> list[dict[str, Any]]:
     ]
 
 
+CHAT_REVIEW_COMMAND = "echo approved-in-chat"
+CHAT_REVIEW_ANSWER = "Proposed: greet() uses an f-string; the change waits for your review."
+
+
+def chat_review_turns() -> list[dict[str, Any]]:
+    """The review-mode chat turn: a terminal call (asks approval), then read and patch greet.py
+    (a pending hunk in review mode), then the answer."""
+    patch = replace_line_patch("greet.py", HELLO_PY, 2, HELLO_NEW_LINE)
+    return [
+        {
+            "tool_calls": [
+                {"name": "terminal", "arguments": {"command": CHAT_REVIEW_COMMAND}, "id": "r1"}
+            ]
+        },
+        {
+            "tool_calls": [
+                {"name": "read_file", "arguments": read_arguments("greet.py"), "id": "r2"}
+            ]
+        },
+        {"tool_calls": [{"name": "apply_patch", "arguments": patch_arguments(patch), "id": "r3"}]},
+        {"text": CHAT_REVIEW_ANSWER, "chunks": 2},
+    ]
+
+
 def build() -> dict[str, Any]:
     names = builtin_tool_names()
     hashline = {"read_file", "apply_patch"} <= names
@@ -146,6 +170,8 @@ def build() -> dict[str, Any]:
             "second_answer": CHAT_SECOND_ANSWER,
             "old_line": HELLO_OLD_LINE,
             "new_line": HELLO_NEW_LINE,
+            "review_answer": CHAT_REVIEW_ANSWER,
+            "review_command": CHAT_REVIEW_COMMAND,
         },
         "expected": {
             "hello.py": HELLO_NEW_LINE,
@@ -159,11 +185,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True, help="write the fake-provider turns here")
     parser.add_argument("--chat-out", help="write the chat scenario's provider turns here")
+    parser.add_argument("--chat-review-out", help="write the review-mode chat turns here")
     args = parser.parse_args(argv)
     plan = build()
     Path(args.out).write_text(json.dumps(plan["turns"], indent=1), encoding="utf-8")
     if args.chat_out:
         Path(args.chat_out).write_text(json.dumps(chat_turns(), indent=1), encoding="utf-8")
+    if args.chat_review_out:
+        Path(args.chat_review_out).write_text(
+            json.dumps(chat_review_turns(), indent=1), encoding="utf-8"
+        )
     json.dump({key: value for key, value in plan.items() if key != "turns"}, sys.stdout)
     return 0
 

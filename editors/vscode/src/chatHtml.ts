@@ -51,6 +51,27 @@ a:hover { color: var(--vscode-textLink-activeForeground); }
 .error { color: var(--vscode-errorForeground); margin: 4px 0; }
 .empty { color: var(--vscode-descriptionForeground); }
 .files { font-size: 0.9em; color: var(--vscode-descriptionForeground); margin-top: 4px; }
+.approval { margin: 6px 0; padding: 6px 8px; border-radius: 4px; border: 1px solid var(--vscode-inputValidation-warningBorder, var(--vscode-focusBorder));
+  background: var(--vscode-inputValidation-warningBackground, transparent); }
+.approval p { margin: 2px 0 6px 0; white-space: pre-wrap; word-break: break-word; }
+.approval-buttons { display: flex; flex-wrap: wrap; gap: 6px; }
+.approval.answered { opacity: 0.6; }
+.approval button.chosen { outline: 1px solid var(--vscode-focusBorder); }
+button.deny, button.hunk-reject { color: var(--vscode-button-secondaryForeground); background: var(--vscode-button-secondaryBackground); }
+.approval-answer { font-style: italic; color: var(--vscode-descriptionForeground); }
+.diff { margin: 2px 0 6px 0; font-size: 0.92em; }
+.diff-head { display: flex; gap: 8px; align-items: baseline; color: var(--vscode-descriptionForeground); }
+.diff-path { font-family: var(--vscode-editor-font-family); overflow: hidden; text-overflow: ellipsis; white-space: nowrap; min-width: 0; }
+pre.diff-body { margin: 2px 0; padding: 4px 6px; overflow-x: auto; border-radius: 3px; background: var(--vscode-textCodeBlock-background);
+  font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); white-space: pre-wrap; word-break: break-word; }
+pre.diff-body span { display: block; }
+pre.diff-body .ins { background: var(--vscode-diffEditor-insertedLineBackground, var(--vscode-diffEditor-insertedTextBackground)); }
+pre.diff-body .del { background: var(--vscode-diffEditor-removedLineBackground, var(--vscode-diffEditor-removedTextBackground)); }
+pre.diff-body .note { color: var(--vscode-descriptionForeground); }
+.hunk { margin: 6px 0; padding: 4px 6px; border-left: 2px solid var(--vscode-editorGutter-modifiedBackground, var(--vscode-focusBorder)); }
+.hunk-head { display: flex; gap: 6px; align-items: baseline; }
+.hunk-summary { flex: 1; }
+.hunk.decided { opacity: 0.6; }
 .composer { position: relative; padding: 6px 8px 8px 8px; border-top: 1px solid var(--vscode-panel-border, transparent); }
 .attachment { display: flex; gap: 6px; align-items: center; font-size: 0.9em; color: var(--vscode-descriptionForeground); margin-bottom: 4px; }
 .attachment[hidden], .mentions[hidden], button[hidden] { display: none; }

@@ -25,6 +25,31 @@ export interface TurnView {
   files?: string[];
   tools?: ToolView[];
   discarded?: boolean;
+  /** The server's task id of the turn (its pending review hunks carry it). */
+  task_id?: string | null;
+}
+
+/** One pending review hunk (`lich.reviewList`), shown in the turn of the task that proposed it. */
+export interface HunkView {
+  hunk_id: string;
+  task_id: string;
+  uri: string;
+  /** Workspace-relative path (the extension fills it in from `uri`). */
+  path: string;
+  /** 0-based first old line. */
+  start_line: number;
+  old_text: string;
+  new_text: string;
+  summary: string;
+}
+
+/** An approval question of the server (window/showMessageRequest) shown in the chat. */
+export interface ApprovalView {
+  id: number;
+  message: string;
+  actions: string[];
+  /** In the running turn (its tool call waits for the answer), else at the end of the log. */
+  inTurn: boolean;
 }
 
 export interface ThreadSummary {
@@ -58,7 +83,13 @@ export type ToView =
   | { type: "notice"; notice: Notice }
   | { type: "mentionsResult"; id: number; candidates: string[] }
   | { type: "attachment"; label?: string }
-  | { type: "focusInput" };
+  | { type: "focusInput" }
+  | { type: "approval"; approval: ApprovalView }
+  /** The question was answered (here, in the dialog) or dropped (`answer` undefined). */
+  | { type: "approvalDone"; id: number; answer?: string; where: "chat" | "dialog" | "gone" }
+  /** Every pending hunk: the view adds new ones and marks the ones no longer listed as decided. */
+  | { type: "hunks"; hunks: HunkView[] }
+  | { type: "hunkDecided"; hunk_id: string; decision: "accepted" | "rejected" };
 
 export interface Notice {
   level: "info" | "error";
@@ -75,9 +106,11 @@ export type ToExtension =
   | { type: "pickThread"; thread: string }
   | { type: "listThreads" }
   | { type: "mentions"; id: number; prefix: string }
-  | { type: "openFile"; path: string }
+  | { type: "openFile"; path: string; line?: number }
   | { type: "openLink"; href: string }
-  | { type: "dropAttachment" };
+  | { type: "dropAttachment" }
+  | { type: "answerApproval"; id: number; answer: string }
+  | { type: "reviewHunk"; hunk_id: string; accept: boolean };
 
 export const CHAT_VIEW_ID = "lichClient.chat";
 export const OPEN_CHAT_COMMAND = "lichClient.openChat";
@@ -104,7 +137,11 @@ export function isToExtension(value: unknown): value is ToExtension {
     case "mentions":
       return typeof message.id === "number" && typeof message.prefix === "string";
     case "openFile":
-      return typeof message.path === "string";
+      return typeof message.path === "string" && (message.line === undefined || (typeof message.line === "number" && Number.isInteger(message.line)));
+    case "answerApproval":
+      return typeof message.id === "number" && typeof message.answer === "string";
+    case "reviewHunk":
+      return typeof message.hunk_id === "string" && typeof message.accept === "boolean";
     case "openLink":
       return typeof message.href === "string";
     default:

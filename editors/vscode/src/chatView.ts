@@ -10,7 +10,7 @@
  */
 import * as vscode from "vscode";
 import { chatHtml, makeNonce } from "./chatHtml";
-import { CHAT_VIEW_ID, isToExtension, type Notice, type ToExtension, type ToView, type TurnOutcome, type TurnView } from "./chatProtocol";
+import { CHAT_VIEW_ID, isToExtension, type HunkView, type Notice, type ToExtension, type ToView, type TurnOutcome, type TurnView } from "./chatProtocol";
 import { ASK_COMMAND, trackedAsk, type AskArgs } from "./middleware";
 import type { PromptHistory } from "./prompt";
 import type { TaskTracker } from "./tasks";
@@ -22,6 +22,9 @@ export const THREAD_COMMAND = "lich.thread";
 export const REWIND_COMMAND = "lich.rewind";
 export const MENTIONS_COMMAND = "lich.mentions";
 export const CANCEL_COMMAND = "lich.cancel";
+export const REVIEW_LIST_COMMAND = "lich.reviewList";
+export const ACCEPT_HUNK_COMMAND = "lich.acceptHunk";
+export const REJECT_HUNK_COMMAND = "lich.rejectHunk";
 
 export interface ChatDeps {
   /** One server command; rejects when the server is not running or answers with an error. */
@@ -29,7 +32,8 @@ export interface ChatDeps {
   history: PromptHistory;
   tasks: TaskTracker;
   state: { get<T>(key: string): T | undefined; update(key: string, value: unknown): Thenable<void> };
-  openFile(path: string): void;
+  /** Open a workspace file (a path or a URI), at a 0-based line when given. */
+  openFile(path: string, line?: number): void;
   openLink(href: string): void;
   /** Each finished lich.ask result (review mode: the extension shows the first pending hunk). */
   onAskResult?(result: unknown): void;
@@ -45,6 +49,24 @@ interface LiveAsk {
   thread?: string;
   taskId?: string;
   stopRequested: boolean;
+  /** Names of the turn's tool calls that started and have not ended (an approval waits in one). */
+  openTools: string[];
+}
+
+/** An approval question shown in the view: `answer` settles when the user answers it there. */
+export interface ChatApproval {
+  readonly id: number;
+  readonly answer: Promise<string>;
+  /** Whether a view showed it (else only the dialog can answer). */
+  readonly shown: boolean;
+  /** The question is answered (in the view or the dialog) or gone: the view greys it out. */
+  settle(answer: string | undefined, where: "chat" | "dialog" | "gone"): void;
+}
+
+interface PendingApproval {
+  message: string;
+  actions: string[];
+  resolve(answer: string): void;
 }
 
 interface ThreadAnswer {
@@ -111,6 +133,10 @@ export class ChatSession {
   private attachment: Attachment | undefined;
   private poster: ((message: ToView) => void) | undefined;
   private focusWhenReady = false;
+  private readonly approvals = new Map<number, PendingApproval>();
+  private nextApprovalId = 1;
+  /** The view was last sent pending hunks: an empty listing must reach it to grey them out. */
+  private hunksListed = false;
 
   constructor(private readonly deps: ChatDeps) {
     this.thread = deps.state.get<string>(THREAD_STATE_KEY) || undefined;
@@ -172,7 +198,7 @@ export class ChatSession {
         await this.mentions(m.id, m.prefix);
         return;
       case "openFile":
-        this.deps.openFile(m.path);
+        this.deps.openFile(m.path, m.line);
         return;
       case "openLink":
         this.deps.openLink(m.href);
@@ -180,7 +206,95 @@ export class ChatSession {
       case "dropAttachment":
         this.attachment = undefined;
         return;
+      case "answerApproval":
+        this.approvals.get(m.id)?.resolve(m.answer);
+        return;
+      case "reviewHunk":
+        await this.reviewHunk(m.hunk_id, m.accept);
+        return;
     }
+  }
+
+  /**
+   * Show an approval question of the server in the view: in the running turn when a tool call of
+   * its task is waiting (the question names the tool), else at the end of the log. The caller
+   * races `answer` with the dialog and calls `settle` with whichever answered.
+   */
+  askApproval(message: string, actions: string[]): ChatApproval {
+    const id = this.nextApprovalId++;
+    let resolve: (answer: string) => void = () => undefined;
+    const answer = new Promise<string>((done) => (resolve = done));
+    this.approvals.set(id, { message, actions, resolve });
+    const tool = /^lich wants to run (\S+)/.exec(message)?.[1];
+    const inTurn = !!this.live?.taskId && tool !== undefined && this.live.openTools.includes(tool);
+    const shown = this.poster !== undefined;
+    this.post({ type: "approval", approval: { id, message, actions, inTurn } });
+    return {
+      id,
+      answer,
+      shown,
+      settle: (given, where) => {
+        if (this.approvals.delete(id)) {
+          this.post({ type: "approvalDone", id, answer: given, where });
+        }
+      },
+    };
+  }
+
+  /** Accept or Reject one hunk from the view (lich.acceptHunk / lich.rejectHunk). */
+  async reviewHunk(hunkId: string, accept: boolean): Promise<void> {
+    try {
+      const answer = await this.deps.request<{ ok?: boolean; error?: string }>(accept ? ACCEPT_HUNK_COMMAND : REJECT_HUNK_COMMAND, { hunk_id: hunkId });
+      if (answer?.ok === false) {
+        this.post({ type: "notice", notice: { level: "error", text: answer.error || `Could not ${accept ? "accept" : "reject"} the change.` } });
+      } else {
+        this.post({ type: "hunkDecided", hunk_id: hunkId, decision: accept ? "accepted" : "rejected" });
+      }
+    } catch (err) {
+      this.post({ type: "notice", notice: { level: "error", text: `Could not ${accept ? "accept" : "reject"} the change: ${plainError(err)}` } });
+    }
+    await this.refreshHunks();
+  }
+
+  /**
+   * Send the view every pending review hunk (lich.reviewList): it shows each in the turn of the
+   * task that proposed it and greys out the ones that are no longer pending.
+   */
+  async refreshHunks(): Promise<void> {
+    if (!this.poster) {
+      return;
+    }
+    let listed: unknown[];
+    try {
+      const answer = await this.deps.request<{ hunks?: unknown }>(REVIEW_LIST_COMMAND, {});
+      listed = Array.isArray(answer?.hunks) ? answer.hunks : [];
+    } catch {
+      return; // the server is away: the hunks went with it, the next listing says so
+    }
+    const hunks = listed.flatMap((raw): HunkView[] => {
+      const h = raw as Record<string, unknown>;
+      if (typeof h.hunk_id !== "string" || typeof h.task_id !== "string" || typeof h.uri !== "string") {
+        return [];
+      }
+      const text = (value: unknown): string => (typeof value === "string" ? value : "");
+      return [
+        {
+          hunk_id: h.hunk_id,
+          task_id: h.task_id,
+          uri: h.uri,
+          path: displayPath(h.uri),
+          start_line: typeof h.start_line === "number" ? h.start_line : 0,
+          old_text: text(h.old_text),
+          new_text: text(h.new_text),
+          summary: text(h.summary),
+        },
+      ];
+    });
+    if (hunks.length === 0 && !this.hunksListed) {
+      return; // nothing pending and nothing shown: spare the view
+    }
+    this.hunksListed = hunks.length > 0;
+    this.post({ type: "hunks", hunks });
   }
 
   /** Focus the input now, or as soon as the view's script is up. */
@@ -230,7 +344,7 @@ export class ChatSession {
       }
     }
     const named = args.thread ?? args.new_thread;
-    const live: LiveAsk = { thread: typeof named === "string" ? named : undefined, stopRequested: false };
+    const live: LiveAsk = { thread: typeof named === "string" ? named : undefined, stopRequested: false, openTools: [] };
     this.live = live;
     void this.deps.history.add(text);
     this.post({ type: "turnStart", prompt: text, attachment: attachment?.label });
@@ -255,6 +369,7 @@ export class ChatSession {
     this.post({ type: "turnEnd", outcome });
     this.deps.onAskResult?.(result);
     void this.listThreads();
+    await this.refreshHunks();
     return result;
   }
 
@@ -289,6 +404,15 @@ export class ChatSession {
       }
     } else if (live.taskId !== id) {
       return;
+    }
+    const name = typeof event.data?.name === "string" ? event.data.name : undefined;
+    if (event.type === "tool_call_start" && name) {
+      live.openTools.push(name);
+    } else if (event.type === "tool_call_end" && name) {
+      const index = live.openTools.indexOf(name);
+      if (index >= 0) {
+        live.openTools.splice(index, 1);
+      }
     }
     this.post({ type: "event", event });
   }
@@ -350,6 +474,15 @@ export class ChatSession {
     if (!this.poster) {
       return;
     }
+    await this.loadThread(notice);
+    // The thread was drawn anew: questions still waiting and the pending hunks go back in.
+    for (const [id, pending] of this.approvals) {
+      this.post({ type: "approval", approval: { id, message: pending.message, actions: pending.actions, inTurn: false } });
+    }
+    await this.refreshHunks();
+  }
+
+  private async loadThread(notice?: Notice): Promise<void> {
     const history = this.deps.history.list();
     if (!this.thread) {
       this.post({ type: "thread", turns: [], running: false, history, notice });

@@ -16,6 +16,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
+import { showMessageRequest, SHOW_MESSAGE_REQUEST_METHOD, type MessageActionItem, type ShowMessageRequestParams } from "./approvalRequest";
 import { CHAT_VIEW_ID, OPEN_CHAT_COMMAND } from "./chatProtocol";
 import { ChatSession, ChatViewProvider } from "./chatView";
 import { CONFIG_TEMPLATE } from "./configTemplate";
@@ -34,6 +35,7 @@ import {
   REVIEW_SOURCE,
   ReviewCodeLensProvider,
   ReviewHunksCapability,
+  reviewHunkIds,
   reviewOutcome,
   type ReviewAnswer,
 } from "./review";
@@ -102,7 +104,7 @@ export class LichController implements vscode.Disposable {
       history: this.history,
       tasks: this.tasks,
       state: context.workspaceState,
-      openFile: (file) => void this.openWorkspaceFile(file),
+      openFile: (file, line) => void this.openWorkspaceFile(file, line),
       onAskResult: (result) => void this.revealFirstPendingHunk(result),
       openLink: (href) => {
         if (/^(https?:|mailto:)/i.test(href)) {
@@ -148,6 +150,18 @@ export class LichController implements vscode.Disposable {
     register(REVIEW_COMMANDS.rejectAll, () => this.reviewCommand(REJECT_ALL_COMMAND, {}));
     const lenses = new ReviewCodeLensProvider();
     this.disposables.push(lenses, vscode.languages.registerCodeLensProvider({ scheme: "file" }, lenses));
+    // The chat's Accept / Reject follow the server's hunks: a hunk decided in the editor (its
+    // lens, Accept All) or dropped by the user's typing greys out in the chat too.
+    let hunkIds = "";
+    this.disposables.push(
+      vscode.languages.onDidChangeDiagnostics(() => {
+        const ids = reviewHunkIds(vscode.languages.getDiagnostics());
+        if (ids !== hunkIds) {
+          hunkIds = ids;
+          void this.chat.refreshHunks();
+        }
+      }),
+    );
     this.disposables.push(
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
@@ -265,6 +279,14 @@ export class LichController implements vscode.Disposable {
         void this.chat.reload().then(() => this.chat.listThreads());
       }
     });
+    // Tool approvals show in the chat as well as in the notification (./approvalRequest).
+    client.onRequest(SHOW_MESSAGE_REQUEST_METHOD, (params: ShowMessageRequestParams, token?: vscode.CancellationToken) =>
+      showMessageRequest(params, token, {
+        dialog: (question) => showMessage(question),
+        chat: (message, actions) => this.chat.askApproval(message, actions),
+        hideDialog: () => void vscode.commands.executeCommand("notifications.hideToasts"),
+      }),
+    );
     client.onRequest(SAVE_DOCUMENTS_METHOD, (params: SaveDocumentsParams) =>
       saveDocuments(params, vscode.workspace.textDocuments, (uri) => vscode.Uri.parse(uri).toString()),
     );
@@ -433,11 +455,12 @@ export class LichController implements vscode.Disposable {
     return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] })) as T;
   }
 
-  private async openWorkspaceFile(file: string): Promise<void> {
+  private async openWorkspaceFile(file: string, line?: number): Promise<void> {
     const folder = vscode.workspace.workspaceFolders?.[0];
     const uri = /^[a-z][a-z0-9+.-]*:/i.test(file) ? vscode.Uri.parse(file) : folder ? vscode.Uri.joinPath(folder.uri, file) : vscode.Uri.file(file);
     try {
-      await vscode.window.showTextDocument(uri, { preview: false });
+      const at = line !== undefined ? new vscode.Position(Math.max(0, line), 0) : undefined;
+      await vscode.window.showTextDocument(uri, { preview: false, selection: at ? new vscode.Range(at, at) : undefined });
     } catch (err) {
       void vscode.window.showErrorMessage(`Lich: cannot open ${file}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -644,6 +667,19 @@ export class LichController implements vscode.Disposable {
     for (const disposable of this.disposables.splice(0)) {
       disposable.dispose();
     }
+  }
+}
+
+/** A server question shown as the language client would: a notification of its message type. */
+function showMessage(params: ShowMessageRequestParams): Thenable<MessageActionItem | undefined> {
+  const actions = params.actions ?? [];
+  switch (params.type) {
+    case 1:
+      return vscode.window.showErrorMessage(params.message, ...actions);
+    case 2:
+      return vscode.window.showWarningMessage(params.message, ...actions);
+    default:
+      return vscode.window.showInformationMessage(params.message, ...actions);
   }
 }
 

@@ -93,6 +93,20 @@ export function reviewOutcome(command: string, answer: ReviewAnswer | undefined)
   return undefined; // one hunk: its lens and diagnostic disappearing say it
 }
 
+/** The ids of every pending hunk among all documents' diagnostics, as one comparable string. */
+export function reviewHunkIds(entries: readonly (readonly [unknown, readonly HunkDiagnostic[]])[]): string {
+  const ids: string[] = [];
+  for (const [, diagnostics] of entries) {
+    for (const diagnostic of diagnostics) {
+      const id = diagnostic.source === REVIEW_SOURCE ? hunkId(diagnostic) : undefined;
+      if (id) {
+        ids.push(id);
+      }
+    }
+  }
+  return ids.sort().join(" ");
+}
+
 /** CodeLens over the `lich review` diagnostics of a document. */
 export class ReviewCodeLensProvider implements vscode.CodeLensProvider, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();

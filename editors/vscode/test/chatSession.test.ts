@@ -248,6 +248,53 @@ describe("ChatSession: @ completion and links", () => {
   });
 });
 
+describe("ChatSession: review hunks", () => {
+  const listed = (ids: string[]) => ({
+    hunks: ids.map((id) => ({ hunk_id: id, task_id: "t1", uri: "file:///ws/greet.py", range: {}, start_line: 1, end_line: 2, old_text: "a\n", new_text: "b\n", summary: "replace line 2 with 1 line" })),
+  });
+
+  it("after a turn, sends the view the pending hunks with workspace paths", async () => {
+    server.answers["lich.reviewList"] = listed(["t1-1"]);
+    const asked = session.send("use an f-string");
+    server.finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final", review_message: "1 change waits for review" });
+    await asked;
+    expect(server.sent.find((s) => s.command === "lich.reviewList")?.args).toEqual({});
+    expect(postedOf("hunks")).toEqual([
+      { type: "hunks", hunks: [{ hunk_id: "t1-1", task_id: "t1", uri: "file:///ws/greet.py", path: "greet.py", start_line: 1, old_text: "a\n", new_text: "b\n", summary: "replace line 2 with 1 line" }] },
+    ]);
+  });
+
+  it("Accept / Reject from the view run lich.acceptHunk / lich.rejectHunk and refresh the listing", async () => {
+    server.answers["lich.reviewList"] = listed(["t1-1", "t1-2"]);
+    await session.refreshHunks();
+    server.answers["lich.acceptHunk"] = { ok: true, accepted: ["t1-1"], pending: 1 };
+    server.answers["lich.reviewList"] = listed(["t1-2"]);
+    await session.onMessage({ type: "reviewHunk", hunk_id: "t1-1", accept: true });
+    expect(server.sent.find((s) => s.command === "lich.acceptHunk")?.args).toEqual({ hunk_id: "t1-1" });
+    expect(postedOf("hunkDecided")).toEqual([{ type: "hunkDecided", hunk_id: "t1-1", decision: "accepted" }]);
+    expect(postedOf("hunks").map((m) => m.hunks.map((h) => h.hunk_id))).toEqual([["t1-1", "t1-2"], ["t1-2"]]);
+    // A failed reject says why and leaves the hunk pending.
+    server.answers["lich.rejectHunk"] = { ok: false, error: "lich.rejectHunk: unknown_hunk: t1-2" };
+    await session.onMessage({ type: "reviewHunk", hunk_id: "t1-2", accept: false });
+    expect(server.sent.find((s) => s.command === "lich.rejectHunk")?.args).toEqual({ hunk_id: "t1-2" });
+    expect(postedOf("hunkDecided")).toHaveLength(1);
+    expect(postedOf("notice").at(-1)!.notice).toEqual({ level: "error", text: "lich.rejectHunk: unknown_hunk: t1-2" });
+    // Everything decided elsewhere: one empty listing greys the rest out, then nothing more.
+    server.answers["lich.reviewList"] = { hunks: [] };
+    await session.refreshHunks();
+    await session.refreshHunks();
+    expect(postedOf("hunks").map((m) => m.hunks.length)).toEqual([2, 1, 1, 0]);
+  });
+
+  it("opens a file at a hunk's line", async () => {
+    const lines: unknown[] = [];
+    session = new ChatSession({ request: server.request, history: new PromptHistory(state), tasks: new TaskTracker(), state, openFile: (p, line) => lines.push([p, line]), openLink: () => undefined });
+    await session.onMessage({ type: "openFile", path: "greet.py", line: 4 });
+    await session.onMessage({ type: "openFile", path: "greet.py", line: 1.5 });
+    expect(lines).toEqual([["greet.py", 4]]);
+  });
+});
+
 describe("chatHtml", () => {
   it("has a strict content security policy: nothing remote, scripts only by nonce", () => {
     const nonce = makeNonce();

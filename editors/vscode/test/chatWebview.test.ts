@@ -291,3 +291,103 @@ describe("renderMarkdown", () => {
     expect(renderMarkdown('[x](command:workbench.action.quit)')).not.toContain("<a");
   });
 });
+
+describe("ChatView: approvals, edits as diffs, review hunks", () => {
+  it("shows an approval question in the running turn; a click answers once and greys it out", () => {
+    view.handle({ type: "turnStart", prompt: "run the tests" });
+    view.handle({ type: "event", event: ev("run_start") });
+    view.handle({ type: "event", event: ev("tool_call_start", { call_id: "c1", name: "terminal", arguments: { command: "pytest -q" } }) });
+    view.handle({ type: "approval", approval: { id: 4, message: "lich wants to run terminal (process/exec): runs `pytest -q`", actions: ["Allow once", "Allow always", "Deny"], inTurn: true } });
+    const live = view.log.querySelector("section.turn")!;
+    const box = live.querySelector<HTMLElement>(".approval")!;
+    expect(box.querySelector(".approval-question")!.textContent).toBe("lich wants to run terminal (process/exec): runs `pytest -q`");
+    const buttons = [...box.querySelectorAll<HTMLButtonElement>("button")];
+    expect(buttons.map((b) => b.textContent)).toEqual(["Allow once", "Allow always", "Deny"]);
+    buttons[0].click();
+    buttons[2].click(); // already answered: nothing more is sent
+    expect(posted).toEqual([{ type: "answerApproval", id: 4, answer: "Allow once" }]);
+    expect(buttons.every((b) => b.disabled)).toBe(true);
+    view.handle({ type: "approvalDone", id: 4, answer: "Allow once", where: "chat" });
+    expect(box.classList.contains("answered")).toBe(true);
+    expect(box.querySelector(".approval-answer")!.textContent).toBe("Answered: Allow once.");
+    expect(box.querySelector("button.chosen")!.textContent).toBe("Allow once");
+  });
+
+  it("a question answered in the notification greys out with that answer; outside a turn it goes at the end", () => {
+    view.handle({ type: "approval", approval: { id: 5, message: "lich wants to run fetch_url on example.com (net/fetch): …", actions: ["Allow once", "Allow always", "Deny"], inTurn: false } });
+    const box = view.log.lastElementChild as HTMLElement;
+    expect(box.classList.contains("approval")).toBe(true);
+    view.handle({ type: "approvalDone", id: 5, answer: "Deny", where: "dialog" });
+    expect(box.querySelector(".approval-answer")!.textContent).toBe("Answered in the notification: Deny.");
+    expect([...box.querySelectorAll<HTMLButtonElement>("button")].every((b) => b.disabled)).toBe(true);
+  });
+
+  it("draws a successful edit's change as a diff with Open file; a failed edit has none", () => {
+    view.handle({ type: "turnStart", prompt: "use an f-string" });
+    view.handle({ type: "event", event: ev("run_start") });
+    const patch = "@@ greet.py\n= 2:9f..2:9f\n~    return f\"Hello, {name}!\"\n";
+    view.handle({ type: "event", event: ev("tool_call_start", { call_id: "c1", name: "apply_patch", arguments: { input: patch } }) });
+    view.handle({ type: "event", event: ev("tool_call_end", { call_id: "c1", name: "apply_patch", ok: true, error: null, summary: "Edited greet.py (+1 -1)", duration_ms: 12 }) });
+    view.handle({ type: "event", event: ev("tool_call_start", { call_id: "c2", name: "edit_file", arguments: { path: "b.py", old_string: "x = 1", new_string: "x = 2" } }) });
+    view.handle({ type: "event", event: ev("tool_call_end", { call_id: "c2", name: "edit_file", ok: false, error: "not_found: old_string", summary: "", duration_ms: 3 }) });
+    view.handle({ type: "event", event: ev("tool_call_start", { call_id: "c3", name: "edit_file", arguments: { path: "b.py", old_string: "x = 1\n", new_string: "x = 3\ny = 4\n" } }) });
+    view.handle({ type: "event", event: ev("tool_call_end", { call_id: "c3", name: "edit_file", ok: true, error: null, summary: "Edited b.py", duration_ms: 3 }) });
+    const diffs = [...view.log.querySelectorAll<HTMLElement>(".diff")];
+    expect(diffs).toHaveLength(2);
+    // The diff follows its own call's line, visible without opening it.
+    expect(diffs[0].previousElementSibling!.matches("details.tool")).toBe(true);
+    expect(diffs[0].querySelector(".diff-path")!.textContent).toBe("greet.py");
+    expect([...diffs[0].querySelectorAll(".diff-body span")].map((s) => [s.className, s.textContent])).toEqual([
+      ["note", "@@ line 2 replaced by:\n"],
+      ["ins", '+     return f"Hello, {name}!"\n'],
+    ]);
+    expect([...diffs[1].querySelectorAll(".diff-body span")].map((s) => s.textContent)).toEqual(["- x = 1\n", "+ x = 3\n", "+ y = 4\n"]);
+    diffs[1].querySelector<HTMLAnchorElement>("a.open-file")!.click();
+    expect(posted).toEqual([{ type: "openFile", path: "b.py" }]);
+  });
+
+  it("reloaded turns show their edits' diffs too (when lich.thread kept the arguments whole)", () => {
+    view.handle({
+      type: "thread",
+      thread: "th1",
+      history: [],
+      running: false,
+      turns: [{ turn: 1, prompt: "p", tools: [{ id: "c1", name: "write_file", arguments: JSON.stringify({ path: "new.py", content: "print(1)\n" }), ok: true, result: "wrote" }, { id: "c2", name: "write_file", arguments: '{"path": "cut.py", "content": "aaaa', ok: true }] }],
+    });
+    const diffs = [...view.log.querySelectorAll(".diff")];
+    expect(diffs.map((d) => d.querySelector(".diff-body")!.textContent)).toEqual(["+ print(1)\n"]);
+  });
+
+  it("shows each pending hunk in its task's turn with Accept / Reject, and greys it out once decided", () => {
+    view.handle({ type: "thread", thread: "th1", history: [], running: false, turns: [{ turn: 1, prompt: "older", task_id: "t1" }] });
+    view.handle({ type: "turnStart", prompt: "use an f-string" });
+    view.handle({ type: "event", event: ev("run_start", {}, "t2") });
+    view.handle({ type: "turnEnd", outcome: { stopped_reason: "final", review_message: "2 changes wait for review", turn: 2 } });
+    const hunk = (id: string, task: string, line: number) => ({ hunk_id: id, task_id: task, uri: "file:///ws/greet.py", path: "greet.py", start_line: line, old_text: "a\n", new_text: "b\n", summary: `replace line ${line + 1} with 1 line` });
+    view.handle({ type: "hunks", hunks: [hunk("t2-1", "t2", 1), hunk("t2-2", "t2", 4), hunk("t9-1", "t9", 0)] });
+    const sections = view.log.querySelectorAll("section.turn");
+    expect(sections[0].querySelectorAll(".hunk")).toHaveLength(0);
+    const hunks = [...sections[1].querySelectorAll<HTMLElement>(".hunk")];
+    expect(hunks.map((h) => h.querySelector(".hunk-summary")!.textContent)).toEqual(["Pending: replace line 2 with 1 line", "Pending: replace line 5 with 1 line"]);
+    expect(view.log.querySelectorAll(".hunk")).toHaveLength(2); // t9 is not in this view
+    expect([...hunks[0].querySelectorAll(".diff-body span")].map((s) => s.textContent)).toEqual(["- a\n", "+ b\n"]);
+    hunks[0].querySelector<HTMLAnchorElement>("a.open-file")!.click();
+    hunks[0].querySelector<HTMLButtonElement>("button.hunk-accept")!.click();
+    hunks[1].querySelector<HTMLButtonElement>("button.hunk-reject")!.click();
+    expect(posted).toEqual([
+      { type: "openFile", path: "greet.py", line: 1 },
+      { type: "reviewHunk", hunk_id: "t2-1", accept: true },
+      { type: "reviewHunk", hunk_id: "t2-2", accept: false },
+    ]);
+    view.handle({ type: "hunkDecided", hunk_id: "t2-1", decision: "accepted" });
+    // t2-2's reject failed on the server: still listed, its buttons work again.
+    view.handle({ type: "hunks", hunks: [hunk("t2-2", "t2", 4)] });
+    expect(hunks[0].classList.contains("decided")).toBe(true);
+    expect(hunks[0].querySelector(".hunk-summary")!.textContent).toBe("Accepted");
+    expect(hunks[0].querySelectorAll("button")).toHaveLength(0);
+    expect([...hunks[1].querySelectorAll<HTMLButtonElement>("button")].map((b) => b.disabled)).toEqual([false, false]);
+    // Accepted in the editor (its lens): the listing no longer has it.
+    view.handle({ type: "hunks", hunks: [] });
+    expect(hunks[1].querySelector(".hunk-summary")!.textContent).toMatch(/^No longer pending/);
+  });
+});

@@ -318,4 +318,39 @@ describe("the Lich chat view", () => {
     await vi.waitFor(() => expect(view.posted.slice(before).find((m) => m.type === "thread")).toMatchObject({ thread: "th3", turns: [{ turn: 1 }] }));
     ctx.subscriptions.forEach((d) => d.dispose());
   });
+
+  it("an approval question shows in the view and the notification; the view's answer answers the server", async () => {
+    const { ctx, view } = await openChat();
+    const handler = clients[0].requests.get("window/showMessageRequest")!;
+    const actions = [{ title: "Allow once" }, { title: "Allow always" }, { title: "Deny" }];
+    const answer = handler({ type: 2, message: "lich wants to run terminal (process/exec): runs `ls`", actions }) as Promise<unknown>;
+    expect(mock.warningPrompts).toEqual([{ message: "lich wants to run terminal (process/exec): runs `ls`", actions }]);
+    const question = view.posted.find((m) => m.type === "approval") as unknown as { approval: { id: number } };
+    view.send({ type: "answerApproval", id: question.approval.id, answer: "Allow once" });
+    expect(await answer).toEqual({ title: "Allow once" });
+    expect(view.posted.at(-1)).toEqual({ type: "approvalDone", id: question.approval.id, answer: "Allow once", where: "chat" });
+    // Any other question is the notification's alone.
+    mock.warningChoice = undefined;
+    expect(await handler({ type: 2, message: "lich: this workspace's .lich/config.json …", actions: [{ title: "Trust" }, { title: "Not now" }] })).toBeNull();
+    expect(view.posted.filter((m) => m.type === "approval")).toHaveLength(1);
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("a hunk accepted in the editor greys out in the view: review diagnostics changing re-list the hunks", async () => {
+    const { ctx, view } = await openChat();
+    const listedBefore = clients[0].sent.filter((s) => s.command === "lich.reviewList").length;
+    const hunk = { hunk_id: "t4-1", task_id: "t4", uri: "file:///ws/greet.py", start_line: 1, old_text: "a\n", new_text: "b\n", summary: "replace line 2" };
+    clients[0].responses["lich.reviewList"] = { hunks: [hunk] };
+    const range = { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } };
+    mock.setDiagnostics("file:///ws/greet.py", [{ source: "lich review", code: "t4-1", range }]);
+    await vi.waitFor(() => expect(view.posted.filter((m) => m.type === "hunks")).toHaveLength(1));
+    // Other diagnostics changing do not ask again.
+    mock.setDiagnostics("file:///ws/other.py", [{ source: "pyright", code: "x", range }]);
+    clients[0].responses["lich.reviewList"] = { hunks: [] };
+    mock.setDiagnostics("file:///ws/greet.py", []);
+    await vi.waitFor(() => expect(view.posted.filter((m) => m.type === "hunks")).toHaveLength(2));
+    expect(view.posted.filter((m) => m.type === "hunks").map((m) => (m as unknown as { hunks: unknown[] }).hunks.length)).toEqual([1, 0]);
+    expect(clients[0].sent.filter((s) => s.command === "lich.reviewList")).toHaveLength(listedBefore + 2);
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
 });

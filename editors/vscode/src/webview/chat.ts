@@ -7,8 +7,9 @@
  * a whole thread is built once, in a fragment.
  */
 import { renderMarkdown } from "../chatMarkdown";
+import { textDiff, toolDiffs, type FileDiff } from "../chatDiff";
 import type { LichEvent } from "../transcript";
-import type { Notice, ThreadSummary, ToExtension, ToolView, ToView, TurnOutcome, TurnView } from "../chatProtocol";
+import type { ApprovalView, HunkView, Notice, ThreadSummary, ToExtension, ToolView, ToView, TurnOutcome, TurnView } from "../chatProtocol";
 
 export interface ChatHost {
   post(message: ToExtension): void;
@@ -25,6 +26,8 @@ interface LiveTurn {
   /** The text segment being streamed into (undefined after a tool call). */
   segment?: { el: HTMLElement; text: string };
   tools: Map<string, HTMLDetailsElement>;
+  /** Each started call's name and arguments: an edit's diff is drawn from them when it ends ok. */
+  calls: Map<string, { name: string; args: unknown }>;
   taskId?: string;
   sawFinal: boolean;
 }
@@ -126,6 +129,9 @@ export class ChatView {
   private nextMentionId = 1;
   private mention: MentionState | undefined;
   private running = false;
+  private readonly approvals = new Map<number, HTMLElement>();
+  private readonly hunkEls = new Map<string, HTMLElement>();
+  private readonly hunkDecisions = new Map<string, "accepted" | "rejected">();
 
   constructor(
     doc: Document,
@@ -224,6 +230,144 @@ export class ChatView {
       case "focusInput":
         this.input.focus();
         break;
+      case "approval":
+        this.showApproval(message.approval);
+        break;
+      case "approvalDone":
+        this.approvalDone(message.id, message.answer, message.where);
+        break;
+      case "hunks":
+        this.showHunks(message.hunks);
+        break;
+      case "hunkDecided":
+        this.hunkDecisions.set(message.hunk_id, message.decision);
+        this.markHunkDecided(message.hunk_id);
+        break;
+    }
+  }
+
+  // --- approvals, diffs, review hunks ----------------------------------------------------------
+
+  private showApproval(approval: ApprovalView): void {
+    this.approvals.get(approval.id)?.remove();
+    const box = this.el("div", "approval");
+    box.dataset.approval = String(approval.id);
+    box.setAttribute("role", "alertdialog");
+    box.append(this.text("p", approval.message, "approval-question"));
+    const buttons = this.el("div", "approval-buttons");
+    for (const action of approval.actions) {
+      const button = this.button(action, action === "Deny" ? "approval-action deny" : "approval-action");
+      button.dataset.approval = String(approval.id);
+      button.dataset.answer = action;
+      buttons.append(button);
+    }
+    box.append(buttons);
+    this.approvals.set(approval.id, box);
+    (approval.inTurn && this.live ? this.live.body : this.log).append(box);
+    this.scrollToEnd();
+  }
+
+  private approvalDone(id: number, answer: string | undefined, where: "chat" | "dialog" | "gone"): void {
+    const box = this.approvals.get(id);
+    if (!box) {
+      return;
+    }
+    this.approvals.delete(id);
+    box.classList.add("answered");
+    for (const button of box.querySelectorAll("button")) {
+      (button as HTMLButtonElement).disabled = true;
+      button.classList.toggle("chosen", button.getAttribute("data-answer") === answer);
+    }
+    const said = answer === undefined ? "No longer asked: the request was withdrawn." : where === "dialog" ? `Answered in the notification: ${answer}.` : `Answered: ${answer}.`;
+    box.append(this.text("p", said, "approval-answer"));
+  }
+
+  private diffElement(diff: FileDiff, line?: number): HTMLElement {
+    const box = this.el("div", "diff");
+    const head = this.el("div", "diff-head");
+    head.append(this.text("span", diff.path, "diff-path"));
+    const open = this.text("a", "Open file", "open-file");
+    open.setAttribute("href", "#");
+    open.dataset.path = diff.path;
+    if (line !== undefined) {
+      open.dataset.line = String(line);
+    }
+    head.append(open);
+    const body = this.el("pre", "diff-body");
+    for (const diffLine of diff.lines) {
+      const kind = diffLine.kind === "-" ? "del" : diffLine.kind === "+" ? "ins" : "note";
+      body.append(this.text("span", `${diffLine.kind === "@" ? "@@" : diffLine.kind} ${diffLine.text}\n`, kind));
+    }
+    if (diff.omitted > 0) {
+      body.append(this.text("span", `… ${diff.omitted} more line${diff.omitted === 1 ? "" : "s"}\n`, "note"));
+    }
+    box.append(head, body);
+    return box;
+  }
+
+  /** The diffs of a successful editing call, right after its collapsed line. */
+  private appendToolDiffs(after: HTMLElement, name: string, args: unknown): void {
+    let anchor: Element = after;
+    for (const diff of toolDiffs(name, args)) {
+      const el = this.diffElement(diff);
+      anchor.after(el);
+      anchor = el;
+    }
+  }
+
+  private showHunks(hunks: HunkView[]): void {
+    const listed = new Set(hunks.map((hunk) => hunk.hunk_id));
+    for (const id of this.hunkEls.keys()) {
+      if (!listed.has(id)) {
+        this.markHunkDecided(id);
+      }
+    }
+    for (const hunk of hunks) {
+      const shown = this.hunkEls.get(hunk.hunk_id);
+      if (shown) {
+        // Still pending (an Accept that failed): its buttons work again.
+        shown.querySelectorAll("button").forEach((button) => ((button as HTMLButtonElement).disabled = false));
+        continue;
+      }
+      // Task ids restart with the server: the newest turn of that task is the one.
+      const sections = [...this.log.querySelectorAll<HTMLElement>("section.turn")].filter((s) => s.dataset.taskId === hunk.task_id);
+      const body = sections[sections.length - 1]?.querySelector(".answer");
+      if (!body) {
+        continue; // a task of another thread or face: its hunks are in the editor
+      }
+      const box = this.el("div", "hunk");
+      box.dataset.hunk = hunk.hunk_id;
+      const head = this.el("div", "hunk-head");
+      head.append(this.text("span", `Pending: ${hunk.summary || "change"}`, "hunk-summary"));
+      const accept = this.button("Accept", "hunk-accept");
+      const reject = this.button("Reject", "hunk-reject");
+      accept.dataset.hunk = reject.dataset.hunk = hunk.hunk_id;
+      head.append(accept, reject);
+      box.append(head, this.diffElement(textDiff(`${hunk.path}:${hunk.start_line + 1}`, hunk.old_text, hunk.new_text), hunk.start_line));
+      // The Open file link opens the file, not "path:line".
+      const open = box.querySelector<HTMLElement>("a.open-file");
+      if (open) {
+        open.dataset.path = hunk.path;
+      }
+      this.hunkEls.set(hunk.hunk_id, box);
+      body.append(box);
+    }
+    this.scrollToEnd();
+  }
+
+  private markHunkDecided(id: string): void {
+    const box = this.hunkEls.get(id);
+    if (!box || box.classList.contains("decided")) {
+      return;
+    }
+    box.classList.add("decided");
+    for (const button of box.querySelectorAll("button")) {
+      button.remove();
+    }
+    const decision = this.hunkDecisions.get(id);
+    const summary = box.querySelector(".hunk-summary");
+    if (summary) {
+      summary.textContent = decision === "accepted" ? "Accepted" : decision === "rejected" ? "Rejected" : "No longer pending (decided in the editor, or your edits replaced it)";
     }
   }
 
@@ -232,6 +376,8 @@ export class ChatView {
     this.history = [...history];
     this.historyIndex = -1;
     this.live = undefined;
+    this.approvals.clear();
+    this.hunkEls.clear();
     const fragment = this.doc.createDocumentFragment();
     for (const turn of turns) {
       fragment.append(this.turnSection(turn));
@@ -277,8 +423,15 @@ export class ChatView {
       section.classList.add("discarded");
       section.title = "Rewound: no longer part of the conversation";
     }
+    if (turn.task_id) {
+      section.dataset.taskId = turn.task_id;
+    }
     for (const tool of turn.tools ?? []) {
-      body.append(this.toolElement(tool));
+      const details = this.toolElement(tool);
+      body.append(details);
+      if (tool.ok === true) {
+        this.appendToolDiffs(details, tool.name, tool.arguments);
+      }
     }
     if (turn.final) {
       body.append(this.markdown(turn.final));
@@ -373,7 +526,7 @@ export class ChatView {
     const { section, body } = this.turnShell(prompt, attachment, undefined);
     section.classList.add("live");
     this.log.append(section);
-    this.live = { section, body, tools: new Map(), sawFinal: false };
+    this.live = { section, body, tools: new Map(), calls: new Map(), sawFinal: false };
     this.setRunning(true);
     this.scrollToEnd();
   }
@@ -388,6 +541,9 @@ export class ChatView {
     switch (event.type) {
       case "run_start":
         live.taskId = str(event.task_id);
+        if (live.taskId) {
+          live.section.dataset.taskId = live.taskId;
+        }
         break;
       case "text_delta": {
         const text = str(data.text) ?? "";
@@ -421,6 +577,7 @@ export class ChatView {
         const args = data.arguments !== undefined ? data.arguments : data.cut !== undefined ? "(arguments too large to show)" : undefined;
         const details = this.toolElement({ id, name: str(data.name) ?? "tool", arguments: args });
         live.tools.set(id, details);
+        live.calls.set(id, { name: str(data.name) ?? "tool", args: data.arguments });
         live.body.append(details);
         break;
       }
@@ -434,6 +591,10 @@ export class ChatView {
         const ok = data.ok === true;
         const duration = typeof data.duration_ms === "number" ? data.duration_ms : undefined;
         this.finishTool(details, ok, ok ? str(data.summary) : (str(data.error) ?? str(data.summary)), duration);
+        const call = live.calls.get(id);
+        if (ok && call) {
+          this.appendToolDiffs(details, call.name, call.args);
+        }
         break;
       }
       case "final": {
@@ -639,6 +800,27 @@ export class ChatView {
 
   private onLogClick(event: Event): void {
     const target = event.target as HTMLElement;
+    const approval = target.closest("button.approval-action") as HTMLButtonElement | null;
+    if (approval) {
+      if (!approval.disabled && approval.dataset.answer) {
+        // Greyed out at once; the extension's approvalDone says which answer counted.
+        for (const button of approval.parentElement?.querySelectorAll("button") ?? []) {
+          (button as HTMLButtonElement).disabled = true;
+        }
+        this.host.post({ type: "answerApproval", id: Number(approval.dataset.approval), answer: approval.dataset.answer });
+      }
+      return;
+    }
+    const hunkButton = target.closest("button.hunk-accept, button.hunk-reject") as HTMLButtonElement | null;
+    if (hunkButton) {
+      if (!hunkButton.disabled && hunkButton.dataset.hunk) {
+        for (const button of hunkButton.parentElement?.querySelectorAll("button") ?? []) {
+          (button as HTMLButtonElement).disabled = true;
+        }
+        this.host.post({ type: "reviewHunk", hunk_id: hunkButton.dataset.hunk, accept: hunkButton.classList.contains("hunk-accept") });
+      }
+      return;
+    }
     const rewind = target.closest("button.rewind") as HTMLButtonElement | null;
     if (rewind) {
       if (!this.running) {
@@ -650,7 +832,8 @@ export class ChatView {
     if (link) {
       event.preventDefault();
       if (link.dataset.path) {
-        this.host.post({ type: "openFile", path: link.dataset.path });
+        const line = link.dataset.line !== undefined ? Number(link.dataset.line) : undefined;
+        this.host.post(line !== undefined && Number.isInteger(line) ? { type: "openFile", path: link.dataset.path, line } : { type: "openFile", path: link.dataset.path });
       } else if (link.dataset.href) {
         this.host.post({ type: "openLink", href: link.dataset.href });
       }
