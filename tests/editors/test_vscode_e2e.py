@@ -11,7 +11,7 @@ even when Show Tools builds the tool runtime; "Lich: Trust Workspace Config" or 
 (Matching…) on a small pytest project: the failure in the Problems view, cleared after an unsaved
 fix; the Lich chat view: Lich: Open Chat, a prompt, a follow-up that edits (its request carries
 the first answer), Rewind to here; in review mode, an approval answered in the chat and a hunk
-accepted from it. Screenshots land in test-artifacts/; the chat view's light and
+accepted from it; ghost text from a fake fill-in-the-middle model accepted with Tab. Screenshots land in test-artifacts/; the chat view's light and
 dark ones in docs/editors/.
 
 Install with .ci/vscode/install.sh and .ci/vscode/build.sh. Skips when they have not run, except
@@ -285,6 +285,24 @@ def test_chat_asks_approval_inline_and_accepts_a_review_hunk(e2e: dict[str, Any]
     assert 'return "Hello, " + name' in review["editor_before_accept"]
     assert 'return f"Hello, {name}!"' in review["editor_after_accept"]
     assert review["hunk_after_accept"] == "Accepted"
+
+
+def test_inline_completion_ghost_text_is_accepted_with_tab(e2e: dict[str, Any]) -> None:
+    """A folder whose lich.completions.model is a fake FIM server: typing `    return ` in a
+    Python file shows the model's `a + b` as ghost text (the client declared inline completions,
+    so the server answered textDocument/inlineCompletion), Tab puts it in the buffer, saving
+    puts it on disk; the FIM request carried the text before the cursor, the path and a suffix."""
+    fim = _scenario(e2e, "inline_completion")
+    assert "a + b" in fim["ghost"]
+    assert Path(fim["screenshot"]) == REPO / "docs" / "editors" / "vscode-completion.png"
+    assert "    return a + b" in fim["editor_after_tab"]
+    assert fim["disk_text"].splitlines() == ["def add(a, b):", "    return a + b"]
+    assert fim["asked_prompt_tail"].endswith("def add(a, b):\n    return ")
+    assert fim["asked_prompt_has_path"] is True
+    assert fim["asked_suffix"] == ""
+    assert fim["asked_stream"] is True
+    # Debounced: typing 11 characters did not ask once per keystroke.
+    assert 1 <= fim["fim_requests"] <= 6, fim["fim_requests"]
 
 
 def test_screenshots_are_saved(e2e: dict[str, Any]) -> None:

@@ -22,6 +22,9 @@
 // a chat turn whose terminal call asks approval (answered with the chat's Allow once while the
 // notification shows it too) and whose patch waits as a hunk, drawn in the turn with its diff;
 // Accept in the chat puts the change in the editor.
+// Inline completions, in a folder whose lich.completions.model points at a fake FIM server
+// (chat_provider.py records its /v1/completions requests): typing in a Python file shows ghost
+// text, Tab accepts it, and the saved file has it.
 //
 // Environment: LICH_PYTHON (interpreter with lich_lsp importable; default python3),
 // LICH_VSCODE_CACHE (install.sh's cache, default <repo>/.ci/cache/vscode), LICH_VSIX (default
@@ -73,7 +76,7 @@ from lich_core.plugins import Plugin
 
 plugin = Plugin(name="evil")
 `;
-const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "undo_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests", "chat_view", "chat_review"];
+const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "undo_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests", "chat_view", "chat_review", "inline_completion"];
 // A small pytest project for Lich: Run Tests: test_add fails until calc.add is fixed.
 const TESTS_PROJECT = {
   "pyproject.toml": '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
@@ -628,6 +631,46 @@ async function chatReviewScenario(context, base, folder, chatPlan, onPage) {
   };
 }
 
+async function inlineCompletionScenario(context, base, folder, fim, requestsFile, onPage) {
+  const page = await openWorkspacePage(context, base, folder, onPage);
+  await openFile(page, fim.file);
+  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type(fim.typed, { delay: 20 });
+  const ghost = await waitFor("the ghost text in the editor", () =>
+    page.evaluate((wanted) => {
+      const shown = [...document.querySelectorAll(".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text")].map((el) => el.textContent.replace(/\u00a0/g, " ")).join("");
+      return shown.includes(wanted) ? shown : false;
+    }, fim.suggestion),
+  );
+  const shot = await docsScreenshot(page, "vscode-completion");
+  await page.keyboard.press("Tab");
+  const line = `${fim.typed}${fim.suggestion}`;
+  const accepted = await waitFor("the suggestion in the buffer after Tab", async () => {
+    const text = await editorText(page);
+    return text.includes(line) ? text : false;
+  });
+  await page.keyboard.press("Control+S");
+  const disk = await waitFor("the saved file", () => {
+    const text = fs.readFileSync(path.join(folder, fim.file), "utf8");
+    return text.includes(line) ? text : false;
+  });
+  const requests = chatRequestsSent(requestsFile);
+  // The request the ghost text answered: its prompt ends where the typing stopped.
+  const asked = requests.find((r) => typeof r.prompt === "string" && r.prompt.endsWith(`${fim.text}${fim.typed}`)) || {};
+  return {
+    ghost,
+    screenshot: shot,
+    editor_after_tab: accepted,
+    disk_text: disk,
+    fim_requests: requests.length,
+    asked_prompt_tail: typeof asked.prompt === "string" ? asked.prompt.slice(-40) : null,
+    asked_prompt_has_path: typeof asked.prompt === "string" && asked.prompt.includes(`Path: ${fim.file}`),
+    asked_suffix: asked.suffix ?? null,
+    asked_stream: asked.stream ?? null,
+  };
+}
+
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   // Screenshots of an earlier run (a failed-* one especially) must not pass for this run's.
@@ -662,7 +705,12 @@ async function main() {
   const turnsFile = path.join(scratch, "turns.json");
   const chatTurnsFile = path.join(scratch, "chat-turns.json");
   const chatReviewTurnsFile = path.join(scratch, "chat-review-turns.json");
-  const planRun = spawnSync(PYTHON, [path.join(HERE, "script_turns.py"), "--out", turnsFile, "--chat-out", chatTurnsFile, "--chat-review-out", chatReviewTurnsFile], { cwd: REPO, encoding: "utf8" });
+  const fimTurnsFile = path.join(scratch, "fim-turns.json");
+  const planRun = spawnSync(
+    PYTHON,
+    [path.join(HERE, "script_turns.py"), "--out", turnsFile, "--chat-out", chatTurnsFile, "--chat-review-out", chatReviewTurnsFile, "--fim-out", fimTurnsFile],
+    { cwd: REPO, encoding: "utf8" },
+  );
   if (planRun.status !== 0) {
     throw Object.assign(new Error(`script_turns.py failed: ${planRun.stderr}`), { setup: true });
   }
@@ -728,6 +776,22 @@ async function main() {
   fs.writeFileSync(
     path.join(chatReviewFolder, ".vscode", "settings.json"),
     JSON.stringify({ "lich.baseUrl": `${chatReviewUrl}/v1`, "lich.editMode": "review" }, null, 2),
+  );
+  // Inline completions: a folder whose completion model is a fake FIM server recording requests.
+  const fimFolder = path.join(scratch, "completion-project");
+  const fimRequests = path.join(scratch, "fim-requests.jsonl");
+  fs.mkdirSync(path.join(fimFolder, ".vscode"), { recursive: true });
+  fs.writeFileSync(path.join(fimFolder, plan.fim.file), plan.fim.text);
+  const fimUrl = await startFakeProvider(fimTurnsFile, env, path.join(scratch, "fim-provider.log"), [
+    path.join(HERE, "chat_provider.py"),
+    "--script",
+    fimTurnsFile,
+    "--requests",
+    fimRequests,
+  ]);
+  fs.writeFileSync(
+    path.join(fimFolder, ".vscode", "settings.json"),
+    JSON.stringify({ "lich.completions.model": { kind: "openai_compat", format: "completions", base_url: `${fimUrl}/v1`, model: "fim" } }, null, 2),
   );
   log(`fake provider at ${providerUrl} (model uses ${plan.uses})`);
 
@@ -1126,6 +1190,9 @@ async function main() {
     let reviewPage;
     await scenario("chat_review", async () => chatReviewScenario(context, base, chatReviewFolder, plan.chat, (p) => (reviewPage = p)), () => reviewPage);
     await reviewPage?.close({ runBeforeUnload: false }).catch(() => undefined);
+    let fimPage;
+    await scenario("inline_completion", async () => inlineCompletionScenario(context, base, fimFolder, plan.fim, fimRequests, (p) => (fimPage = p)), () => fimPage);
+    await fimPage?.close({ runBeforeUnload: false }).catch(() => undefined);
   } finally {
     await browser.close().catch(() => undefined);
   }

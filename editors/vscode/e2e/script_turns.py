@@ -107,6 +107,19 @@ def chat_review_turns() -> list[dict[str, Any]]:
     ]
 
 
+# The inline completion scenario: a FIM model that always completes `return ` with `a + b`.
+FIM_FILE = "calc.py"
+FIM_TEXT = "def add(a, b):\n"
+FIM_TYPED = "    return "
+FIM_SUGGESTION = "a + b"
+# Every keystroke VS Code asks for may reach the model; enough answers for a slow typist.
+FIM_ANSWERS = 200
+
+
+def fim_turns() -> list[dict[str, Any]]:
+    return [{"text": FIM_SUGGESTION} for _ in range(FIM_ANSWERS)]
+
+
 def build() -> dict[str, Any]:
     names = builtin_tool_names()
     hashline = {"read_file", "apply_patch"} <= names
@@ -173,6 +186,12 @@ def build() -> dict[str, Any]:
             "review_answer": CHAT_REVIEW_ANSWER,
             "review_command": CHAT_REVIEW_COMMAND,
         },
+        "fim": {
+            "file": FIM_FILE,
+            "text": FIM_TEXT,
+            "typed": FIM_TYPED,
+            "suggestion": FIM_SUGGESTION,
+        },
         "expected": {
             "hello.py": HELLO_NEW_LINE,
             "patch_me.py": PATCH_ME_NEW_LINE,
@@ -186,11 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="write the fake-provider turns here")
     parser.add_argument("--chat-out", help="write the chat scenario's provider turns here")
     parser.add_argument("--chat-review-out", help="write the review-mode chat turns here")
+    parser.add_argument("--fim-out", help="write the completion model's answers here")
     args = parser.parse_args(argv)
     plan = build()
     Path(args.out).write_text(json.dumps(plan["turns"], indent=1), encoding="utf-8")
     if args.chat_out:
         Path(args.chat_out).write_text(json.dumps(chat_turns(), indent=1), encoding="utf-8")
+    if args.fim_out:
+        Path(args.fim_out).write_text(json.dumps(fim_turns()), encoding="utf-8")
     if args.chat_review_out:
         Path(args.chat_review_out).write_text(
             json.dumps(chat_review_turns(), indent=1), encoding="utf-8"

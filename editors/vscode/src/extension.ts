@@ -18,6 +18,7 @@ import {
 } from "vscode-languageclient/node";
 import { showMessageRequest, SHOW_MESSAGE_REQUEST_METHOD, type MessageActionItem, type ShowMessageRequestParams } from "./approvalRequest";
 import { CHAT_VIEW_ID, OPEN_CHAT_COMMAND } from "./chatProtocol";
+import { COMPLETIONS_ENABLED_SETTING, completionModel } from "./completions";
 import { ChatSession, ChatViewProvider } from "./chatView";
 import { CONFIG_TEMPLATE } from "./configTemplate";
 import { ASK_COMMAND, createMiddleware, trackedAsk, type AskArgs } from "./middleware";
@@ -85,6 +86,8 @@ export class LichController implements vscode.Disposable {
   serverSpec: ServerSpec | undefined;
   private state: ServerState = "stopped";
   private provider: ProviderInfo = {};
+  /** lich.status's completion model: null when completions are off, undefined before it answered. */
+  private completionModel: string | null | undefined;
   private mcp: McpServerInfo[] = [];
   private readonly statusItem: vscode.StatusBarItem;
   private readonly renderer = new TranscriptRenderer();
@@ -250,6 +253,11 @@ export class LichController implements vscode.Disposable {
         tasks: this.tasks,
         routeAsk: (args) => this.routeAskToChat(args),
         settings: () => this.currentSettings(),
+        completions: {
+          enabled: () => vscode.workspace.getConfiguration(SECTION).get<boolean>(COMPLETIONS_ENABLED_SETTING, true) !== false,
+          model: () => this.completionModel,
+          recheck: () => void this.refreshStatus(),
+        },
         onAskResult: (result) => {
           void this.refreshStatus();
           void this.revealFirstPendingHunk(result);
@@ -269,6 +277,9 @@ export class LichController implements vscode.Disposable {
       },
     };
     const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+    // vscode-languageclient 9's proposed features are exactly its inline completion support:
+    // it declares textDocument.inlineCompletion and registers VS Code's ghost-text provider.
+    client.registerProposedFeatures();
     client.registerFeature(new SaveDocumentsCapability());
     client.registerFeature(new ReviewHunksCapability());
     client.onNotification(EVENT_METHOD, (event: LichEvent) => this.onEvent(event));
@@ -328,7 +339,7 @@ export class LichController implements vscode.Disposable {
   }
 
   private updateStatus(): void {
-    const view = statusView(this.state, this.tasks.list(), this.provider, this.mcp);
+    const view = statusView(this.state, this.tasks.list(), this.provider, this.mcp, this.completionModel);
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
     this.statusItem.command = view.command;
@@ -352,6 +363,7 @@ export class LichController implements vscode.Disposable {
       const status = await this.client.sendRequest(ExecuteCommandRequest.type, { command: "lich.status", arguments: [{}] });
       this.provider = providerInfo(status);
       this.mcp = mcpServers(status);
+      this.completionModel = completionModel(status);
       this.updateStatus();
     } catch (err) {
       this.serverOutput.appendLine(`lich.status failed: ${err instanceof Error ? err.message : String(err)}`);

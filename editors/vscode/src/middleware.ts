@@ -5,6 +5,7 @@
  * `lich` section answers with the server-side keys, not VS Code's setting names.
  */
 import type { Middleware } from "vscode-languageclient/node";
+import { inlineCompletionMiddleware, type CompletionGate } from "./completions";
 import { SECTION, type ServerSettings } from "./settings";
 import type { TaskTracker } from "./tasks";
 
@@ -29,6 +30,8 @@ export interface MiddlewareDeps {
   settings(): ServerSettings;
   /** Called with each finished lich.ask result (status bar, messages). */
   onAskResult?(result: unknown, args: AskArgs): void;
+  /** When ghost text is asked for (./completions); always, without it. */
+  completions?: CompletionGate;
 }
 
 export function taskTitle(prompt: string): string {
@@ -53,6 +56,7 @@ export async function trackedAsk<T>(tasks: TaskTracker, args: AskArgs, send: (ar
 
 export function createMiddleware(deps: MiddlewareDeps): Middleware {
   return {
+    ...(deps.completions ? { provideInlineCompletionItems: inlineCompletionMiddleware(deps.completions) } : {}),
     executeCommand: async (command, args, next) => {
       if (command !== ASK_COMMAND) {
         return next(command, args);

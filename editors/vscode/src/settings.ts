@@ -112,6 +112,18 @@ export function serverSettings(source: SettingsSource, trusted: boolean): Server
       out.approval = { ...approval };
     }
   }
+  if (isSet(source, "completions.model")) {
+    const model = source.get<Record<string, unknown>>("completions.model");
+    if (model && typeof model === "object" && !Array.isArray(model) && Object.keys(model).length > 0) {
+      out.completion = { ...model };
+    }
+  }
+  if (isSet(source, "completions.debounceMs")) {
+    const debounce = source.get<number | null>("completions.debounceMs");
+    if (typeof debounce === "number" && Number.isInteger(debounce) && debounce >= 0) {
+      out.completion_debounce_ms = debounce;
+    }
+  }
   if (!trusted) {
     out.capabilities = [...UNTRUSTED_CAPABILITIES];
     out.workspace_trust = UNTRUSTED_WORKSPACE_TRUST;

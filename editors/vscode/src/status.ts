@@ -116,6 +116,7 @@ export function statusView(
   tasks: readonly TaskInfo[],
   provider: ProviderInfo = {},
   mcp: readonly McpServerInfo[] = [],
+  completion?: string | null,
 ): StatusView {
   const where = [provider.kind, provider.model].filter(Boolean).join("/");
   const detail = provider.describe ?? where;
@@ -148,7 +149,7 @@ export function statusView(
   }
   return {
     text: `$(hubot) Lich${where ? `: ${where}` : ""}${mark}`,
-    tooltip: [`lich-lsp is ready${detail ? ` (model ${detail})` : ""}. Click for the transcript.`, ...mcpLines].join("\n"),
+    tooltip: [`lich-lsp is ready${detail ? ` (model ${detail})` : ""}. Click for the transcript.`, ...(completion ? [`Completions: ${completion}`] : []), ...mcpLines].join("\n"),
     command: TRANSCRIPT_COMMAND,
   };
 }

@@ -56,6 +56,16 @@ describe("settings → initializationOptions", () => {
     expect((settings.providers as { api_key_env: string }[])[0].api_key_env).toBe("ANTHROPIC_API_KEY");
   });
 
+  it("maps the completion model and debounce to completion and completion_debounce_ms; enabled stays in the editor", () => {
+    const model = { kind: "openai_compat", format: "completions", base_url: "http://127.0.0.1:8080/v1", model: "fim" };
+    expect(serverSettings(source({ "completions.model": { value: model }, "completions.debounceMs": { value: 40 }, "completions.enabled": { value: false } }), true)).toEqual({
+      completion: model,
+      completion_debounce_ms: 40,
+    });
+    // The defaults (an empty model, no debounce) leave the config files in charge.
+    expect(serverSettings(source({ "completions.model": { value: {} }, "completions.debounceMs": { value: null } }), true)).toEqual({});
+  });
+
   it("ignores model and base URL without a provider kind", () => {
     expect(serverSettings(source({ model: { value: "m" }, baseUrl: { value: "http://x" } }), true)).toEqual({});
   });
@@ -96,6 +106,9 @@ describe("package.json contributions", () => {
       "lich.reviewStyle",
       "lich.approval",
       "lich.maxTurns",
+      "lich.completions.enabled",
+      "lich.completions.model",
+      "lich.completions.debounceMs",
       "lich.trace.server",
     ];
     expect(Object.keys(properties).sort()).toEqual([...expected].sort());

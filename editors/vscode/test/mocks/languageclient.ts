@@ -1,5 +1,7 @@
 /** A fake LanguageClient that records what the extension configured and sent. */
 export const clients: FakeClient[] = [];
+/** Answers the next clients start with, on top of the defaults (e.g. a lich.status at start). */
+export const nextResponses: Record<string, unknown> = {};
 export class FakeClient {
   state = 1;
   features: { fillClientCapabilities(c: Record<string, unknown>): void }[] = [];
@@ -17,9 +19,14 @@ export class FakeClient {
     readonly clientOptions: { initializationOptions: unknown; middleware: unknown },
   ) {
     clients.push(this);
+    Object.assign(this.responses, nextResponses);
   }
   registerFeature(feature: FakeClient["features"][number]) {
     this.features.push(feature);
+  }
+  proposedFeatures = false;
+  registerProposedFeatures() {
+    this.proposedFeatures = true;
   }
   onNotification(method: string, handler: (params: unknown) => void) {
     this.notifications.set(method, handler);
