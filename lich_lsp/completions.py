@@ -16,6 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +42,7 @@ log = logging.getLogger("lich.lsp.completions")
 SNIPPET_QUERY_PREFIX_CHARS = 2_000
 SNIPPET_QUERY_SUFFIX_CHARS = 500
 COMPLETION_LABEL_MAX_CHARS = 80
+OWN_TIMES_KEPT = 1_000
 _WORD_BEFORE_CURSOR = re.compile(r"[A-Za-z0-9_]*$")
 
 
@@ -77,6 +81,8 @@ class InlineCompletions:
         self._paths: dict[str, str] = {}
         self._last_failure = ""
         self.requests = 0  # provider requests made (lich.status; the bench reads it)
+        # The server's own time per answered completion (the provider's excluded), newest last.
+        self.own_times_s: deque[float] = deque(maxlen=OWN_TIMES_KEPT)
 
     # --- the model ---
 
@@ -103,6 +109,7 @@ class InlineCompletions:
             "model": describe_fim_model(self._holder.config) if model is not None else None,
             "error": self._model[2] or None,
             "requests": self.requests,
+            "own_ms": own_time_summary(self.own_times_s),
         }
 
     # --- LSP requests ---
@@ -167,6 +174,7 @@ class InlineCompletions:
         from lich_core.completion.context import cursor_windows, typed_through
         from lich_core.vocabulary import CancelToken
 
+        started = time.perf_counter()  # the server's own time starts (debounce left out)
         model = self.model()
         if model is None:
             return ""
@@ -177,7 +185,7 @@ class InlineCompletions:
         if doc is None or not rel:
             return ""
         text = doc.source
-        offset = doc.offset_at_position(position)
+        offset = offset_at(text, position, self._encoding())
         before_cursor = text[:offset]
         state = self._states.setdefault(uri, _DocumentState())
         left = typed_through(state.shown_prefix, state.shown_text, before_cursor)
@@ -193,13 +201,15 @@ class InlineCompletions:
             debounce_s = settings.completion_debounce_ms / 1000
             if debounce_s > 0:
                 # Keystrokes within the debounce supersede this one before it asks anything.
+                slept_from = time.perf_counter()
                 await asyncio.sleep(debounce_s)
+                started += time.perf_counter() - slept_from
             if token.cancelled:
                 return ""
             prefix, suffix = cursor_windows(
                 text, offset, settings.completion_prefix_chars, settings.completion_suffix_chars
             )
-            suggestion = await self._ask(model, uri, rel, doc, prefix, suffix, token)
+            suggestion = await self._ask(model, uri, rel, doc, prefix, suffix, token, started)
         finally:
             if state.in_flight is token:
                 state.in_flight = None
@@ -217,6 +227,7 @@ class InlineCompletions:
         prefix: str,
         suffix: str,
         token: Any,
+        started: float,
     ) -> str:
         from lich_core.completion.context import cut_to_block, rank_snippets, trim_suffix_overlap
         from lich_core.completion.model import FimRequest
@@ -232,14 +243,20 @@ class InlineCompletions:
         )
         pieces: list[str] = []
         self.requests += 1
-        stream = model.stream(request, token)
+        sent: list[float] = []
+        stream = model.stream(request, token, on_sent=lambda: sent.append(time.perf_counter()))
+        between_pieces = 0.0  # the server's own time while the stream is open
         try:
             async for piece in stream:
+                got = time.perf_counter()
                 pieces.append(piece)
                 if token.cancelled:
                     break
-                if "\n" in piece and cut_to_block("".join(pieces), prefix)[1]:
+                block_done = "\n" in piece and cut_to_block("".join(pieces), prefix)[1]
+                between_pieces += time.perf_counter() - got
+                if block_done:
                     break  # the block is complete: the rest is not wanted
+            stream_done = time.perf_counter()
         except asyncio.CancelledError:
             task = asyncio.current_task()
             cancelling = getattr(task, "cancelling", None)  # Python 3.11+
@@ -260,6 +277,10 @@ class InlineCompletions:
         self._last_failure = ""
         kept, _ = cut_to_block("".join(pieces), prefix)
         kept = trim_suffix_overlap(kept, suffix)
+        if sent and not token.cancelled:
+            # Before the request was on the wire, between pieces, and after the stream ended.
+            before = sent[0] - started
+            self.own_times_s.append(before + between_pieces + time.perf_counter() - stream_done)
         return kept if kept.strip() else ""
 
     def _failed(self, message: str) -> None:
@@ -316,6 +337,31 @@ class InlineCompletions:
             state.in_flight.cancel("closed")
         self._windows.pop(uri, None)
         self._paths.pop(uri, None)
+
+
+def own_time_summary(times_s: Sequence[float]) -> dict[str, Any]:
+    """{count, p50, p99} in milliseconds of the server's own time per completion."""
+    if not times_s:
+        return {"count": 0, "p50": None, "p99": None}
+    ordered = sorted(times_s)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return {
+        "count": len(ordered),
+        "p50": round(ordered[len(ordered) // 2] * 1000, 3),
+        "p99": round(p99 * 1000, 3),
+    }
+
+
+def offset_at(text: str, position: types.Position, encoding: str) -> int:
+    """The code point offset of `position` in `text`, as pygls' TextDocument.offset_at_position
+    (its line split, its clamping), with the line lengths summed in C: it runs per keystroke."""
+    lines = text.splitlines(True)
+    row = min(position.line, len(lines))
+    column = 0
+    if row < len(lines):
+        content = lines[row].splitlines()[0] if lines[row] else ""  # a position past the end
+        column = _code_points(content, position.character, encoding)  # stops before the break
+    return sum(map(len, lines[:row])) + column
 
 
 def _label(insertion: str) -> str:

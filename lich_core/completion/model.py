@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,9 +37,12 @@ class FimRequest:
 class FimModel(Protocol):
     """A completion model. `stream` yields the generated text in pieces as the provider sends
     them; leaving the iteration early (or `cancel` firing) closes the provider's stream at once.
+    `on_sent` is called once the request is on the wire (the server times its own part with it).
     Failures raise lich_core.providers.base.ProviderError."""
 
     name: str
     model: str
 
-    def stream(self, request: FimRequest, cancel: CancelToken) -> AsyncIterator[str]: ...
+    def stream(
+        self, request: FimRequest, cancel: CancelToken, on_sent: Callable[[], None] | None = None
+    ) -> AsyncIterator[str]: ...

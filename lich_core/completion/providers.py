@@ -282,7 +282,9 @@ class FimWire(HttpModel):
     def describe(self) -> str:
         return f"{self.kind} {self.model} @ {self.base_url} ({self.wire_format})"
 
-    async def fim_stream(self, request: FimRequest, cancel: CancelToken) -> AsyncIterator[str]:
+    async def fim_stream(
+        self, request: FimRequest, cancel: CancelToken, on_sent: Callable[[], None] | None = None
+    ) -> AsyncIterator[str]:
         # The token cancels this task only while the generator awaits the server (never while
         # the caller runs between pieces), and each time that cancellation is taken back on the
         # way out (TokenCancelsTask), so the caller sees the CancelledError this raises.
@@ -293,7 +295,7 @@ class FimWire(HttpModel):
             async with contextlib.AsyncExitStack() as stack:
                 with TokenCancelsTask(cancel):
                     resp = await stack.enter_async_context(
-                        self._open(self.endpoint_url(), body, self.request_headers())
+                        self._open(self.endpoint_url(), body, self.request_headers(), on_sent)
                     )
                 pieces = self.pieces(resp, limits)
                 stack.push_async_callback(pieces.aclose)
@@ -422,8 +424,10 @@ class HttpFimModel:
     def describe(self) -> str:
         return self.wire.describe()
 
-    def stream(self, request: FimRequest, cancel: CancelToken) -> AsyncIterator[str]:
-        return self.wire.fim_stream(request, cancel)
+    def stream(
+        self, request: FimRequest, cancel: CancelToken, on_sent: Callable[[], None] | None = None
+    ) -> AsyncIterator[str]:
+        return self.wire.fim_stream(request, cancel, on_sent)
 
 
 # --- the chat fallback ---
@@ -454,10 +458,12 @@ class ChatFimModel:
     def describe(self) -> str:
         return f"{self.description} (chat)"
 
-    async def stream(self, request: FimRequest, cancel: CancelToken) -> AsyncIterator[str]:
+    async def stream(
+        self, request: FimRequest, cancel: CancelToken, on_sent: Callable[[], None] | None = None
+    ) -> AsyncIterator[str]:
         queue: asyncio.Queue[str | None] = asyncio.Queue()
         chat = self.chat_for(max_tokens_for(request, self.max_tokens_cap))
-        options = CallOptions(on_text=queue.put_nowait, cancel=cancel)
+        options = CallOptions(on_text=queue.put_nowait, cancel=cancel, on_sent=on_sent)
         messages = [Message(role="user", content=chat_prompt(request))]
         call = asyncio.ensure_future(chat.complete(messages, [], options))
         call.add_done_callback(lambda _: queue.put_nowait(None))

@@ -66,3 +66,31 @@ def test_typing_through_a_suggestion_uses_what_is_left() -> None:
     assert typed_through("print(", "'hello')", "print(x") is None  # typed something else
     assert typed_through("print(", "'hello')", "print") is None  # went back
     assert typed_through("print(", "'hello')", "print('hello')") is None  # typed all of it
+
+
+def test_offsets_agree_with_pygls_in_every_encoding() -> None:
+    from lsprotocol import types
+    from pygls.workspace import TextDocument
+    from pygls.workspace.position_codec import PositionCodec
+
+    from lich_lsp.completions import offset_at
+
+    text = "a = '😀x'\r\nb = 'é'\n\nlast"
+    contents = ["a = '😀x'", "b = 'é'", "", "last"]
+    for encoding in ("utf-16", "utf-8", "utf-32"):
+        kind = types.PositionEncodingKind(encoding)
+        doc = TextDocument("file:///t.py", text, position_codec=PositionCodec(kind))
+        for line, content in enumerate(contents):
+            units = 0
+            for char in [*content, ""]:  # every position on the line, its end included
+                position = types.Position(line=line, character=units)
+                assert offset_at(text, position, encoding) == doc.offset_at_position(position), (
+                    encoding,
+                    line,
+                    units,
+                )
+                if char:
+                    size = len(char.encode("utf-16-le")) // 2 if encoding == "utf-16" else 1
+                    units += len(char.encode("utf-8")) if encoding == "utf-8" else size
+    # Past the end of a line: its end, before the line break.
+    assert offset_at(text, types.Position(line=0, character=99), "utf-16") == len("a = '😀x'")

@@ -105,6 +105,9 @@ async def test_ghost_text_where_declared_and_the_prompt_it_was_made_from(
     assert body["suffix"].startswith("\n\nprint(add(1, 2))")
     # A client that shows ghost text gets no duplicate completion item.
     assert await complete(client, uri, CURSOR) is None
+    # lich.status times the server's own part of each answered completion.
+    own = (await client.command("lich.status", {}))["completion"]["own_ms"]
+    assert own["count"] == 1 and 0 <= own["p50"] <= own["p99"]
 
 
 async def test_completion_items_where_ghost_text_is_not_declared(
@@ -192,6 +195,7 @@ async def test_cancel_request_closes_the_provider_stream(
     # The server still answers; a code action meanwhile is not held up.
     status = await client.command("lich.status", {})
     assert status["completion"]["requests"] == 1
+    assert status["completion"]["own_ms"]["count"] == 0  # a cancelled completion is not timed
 
 
 async def test_a_provider_error_is_an_empty_answer_and_one_log_line(
