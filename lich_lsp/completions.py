@@ -28,8 +28,11 @@ from lsprotocol import types
 from lich_lsp.paths import relative_path, uri_to_path
 
 if TYPE_CHECKING:
+    from pygls.workspace import TextDocument
+
     from lich_core.completion.context import Window
     from lich_core.completion.model import FimModel
+    from lich_core.vocabulary import CancelToken
     from lich_lsp.config import ConfigHolder
     from lich_lsp.documents import DocumentStore
     from lich_lsp.edits import ClientFeatures
@@ -50,7 +53,7 @@ _WORD_BEFORE_CURSOR = re.compile(r"[A-Za-z0-9_]*$")
 class _DocumentState:
     """One document's suggestion in flight and the last one shown."""
 
-    in_flight: Any = None  # the CancelToken of the request being answered
+    in_flight: CancelToken | None = None  # the token of the request being answered
     shown_prefix: str = ""  # the text before the cursor the last suggestion was made for
     shown_text: str = ""
 
@@ -223,10 +226,10 @@ class InlineCompletions:
         model: FimModel,
         uri: str,
         rel: str,
-        doc: Any,
+        doc: TextDocument,
         prefix: str,
         suffix: str,
-        token: Any,
+        token: CancelToken,
         started: float,
     ) -> str:
         from lich_core.completion.context import cut_to_block, rank_snippets, trim_suffix_overlap
