@@ -51,6 +51,7 @@ a:hover { color: var(--vscode-textLink-activeForeground); }
 .error { color: var(--vscode-errorForeground); margin: 4px 0; }
 .empty { color: var(--vscode-descriptionForeground); }
 .files { font-size: 0.9em; color: var(--vscode-descriptionForeground); margin-top: 4px; }
+.turn-footer { font-size: 0.85em; margin-top: 4px; text-align: right; }
 .approval { margin: 6px 0; padding: 6px 8px; border-radius: 4px; border: 1px solid var(--vscode-inputValidation-warningBorder, var(--vscode-focusBorder));
   background: var(--vscode-inputValidation-warningBackground, transparent); }
 .approval p { margin: 2px 0 6px 0; white-space: pre-wrap; word-break: break-word; }

@@ -71,6 +71,8 @@ export interface TurnOutcome {
   turn?: number;
   review_message?: string;
   refused_message?: string;
+  /** The task's markdown transcript file (a file URI), for the turn's Transcript link. */
+  transcript?: string;
 }
 
 /** Extension → view. */
@@ -108,6 +110,8 @@ export type ToExtension =
   | { type: "mentions"; id: number; prefix: string }
   | { type: "openFile"; path: string; line?: number }
   | { type: "openLink"; href: string }
+  /** The turn's Transcript link: open that task's transcript file (a URI the extension sent). */
+  | { type: "openTranscript"; uri: string }
   | { type: "dropAttachment" }
   | { type: "answerApproval"; id: number; answer: string }
   | { type: "reviewHunk"; hunk_id: string; accept: boolean };
@@ -144,6 +148,8 @@ export function isToExtension(value: unknown): value is ToExtension {
       return typeof message.hunk_id === "string" && typeof message.accept === "boolean";
     case "openLink":
       return typeof message.href === "string";
+    case "openTranscript":
+      return typeof message.uri === "string";
     default:
       return false;
   }

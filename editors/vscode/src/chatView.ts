@@ -14,7 +14,7 @@ import { CHAT_VIEW_ID, isToExtension, type HunkView, type Notice, type ToExtensi
 import { ASK_COMMAND, trackedAsk, type AskArgs } from "./middleware";
 import type { PromptHistory } from "./prompt";
 import type { TaskTracker } from "./tasks";
-import { eventTaskId, type LichEvent } from "./transcript";
+import { askTranscript, eventTaskId, type LichEvent } from "./transcript";
 
 export const THREAD_STATE_KEY = "lich.chatThread";
 export const THREADS_COMMAND = "lich.threads";
@@ -35,6 +35,8 @@ export interface ChatDeps {
   /** Open a workspace file (a path or a URI), at a 0-based line when given. */
   openFile(path: string, line?: number): void;
   openLink(href: string): void;
+  /** Open a task's transcript file (Lich: Open Task Transcript with that file). */
+  openTranscript?(uri: string): void;
   /** Each finished lich.ask result (review mode: the extension shows the first pending hunk). */
   onAskResult?(result: unknown): void;
 }
@@ -110,6 +112,7 @@ export function askOutcome(result: unknown): TurnOutcome {
     edited: Array.isArray(r.edited) ? r.edited.filter((e): e is string => typeof e === "string").map(displayPath) : undefined,
     review_message: str(r.review_message),
     refused_message: str(r.refused_message),
+    transcript: askTranscript(result),
   };
 }
 
@@ -137,6 +140,8 @@ export class ChatSession {
   private nextApprovalId = 1;
   /** The view was last sent pending hunks: an empty listing must reach it to grey them out. */
   private hunksListed = false;
+  /** The transcript files this session's turns named: the only ones the view may ask to open. */
+  private readonly transcripts = new Set<string>();
 
   constructor(private readonly deps: ChatDeps) {
     this.thread = deps.state.get<string>(THREAD_STATE_KEY) || undefined;
@@ -202,6 +207,11 @@ export class ChatSession {
         return;
       case "openLink":
         this.deps.openLink(m.href);
+        return;
+      case "openTranscript":
+        if (this.transcripts.has(m.uri)) {
+          this.deps.openTranscript?.(m.uri);
+        }
         return;
       case "dropAttachment":
         this.attachment = undefined;
@@ -365,6 +375,9 @@ export class ChatSession {
     }
     if (this.thread && live.taskId !== undefined) {
       outcome.turn = await this.lastTurn();
+    }
+    if (outcome.transcript) {
+      this.transcripts.add(outcome.transcript);
     }
     this.post({ type: "turnEnd", outcome });
     this.deps.onAskResult?.(result);

@@ -46,7 +46,7 @@ import { mcpServers, providerInfo, statusView, type McpServerInfo, type Provider
 import { TaskTracker } from "./tasks";
 import { UNDO_COMMAND, undoTaskCommand, type UndoResult } from "./undo";
 import { MANAGE_TRUST_COMMAND, runTrustCommand, TRUST_COMMAND, type TrustArgs, type TrustResult } from "./trust";
-import { EVENT_METHOD, eventTaskId, TRANSCRIPT_CHANNEL, TranscriptRenderer, type LichEvent } from "./transcript";
+import { askTranscript, EVENT_METHOD, eventTaskId, OPEN_TRANSCRIPT_COMMAND, TRANSCRIPT_CHANNEL, TranscriptRenderer, type LichEvent } from "./transcript";
 
 export const CLIENT_ID = "lich";
 export const CLIENT_NAME = "Lich Language Server";
@@ -56,6 +56,7 @@ export const COMMANDS = {
   cancelTask: "lichClient.cancelTask",
   applyPatch: "lichClient.applyPatch",
   showTranscript: "lichClient.showTranscript",
+  openTranscript: OPEN_TRANSCRIPT_COMMAND,
   showTools: "lichClient.showTools",
   restartServer: "lichClient.restartServer",
   openConfig: "lichClient.openConfig",
@@ -96,6 +97,8 @@ export class LichController implements vscode.Disposable {
   private readonly workspaceState: vscode.Memento;
   readonly chat: ChatSession;
   readonly chatView: ChatViewProvider;
+  /** The transcript file of the last finished task this window asked for (lich.ask's `transcript`). */
+  private lastTranscript: string | undefined;
 
   constructor(context: vscode.ExtensionContext) {
     this.workspaceState = context.workspaceState;
@@ -108,7 +111,11 @@ export class LichController implements vscode.Disposable {
       tasks: this.tasks,
       state: context.workspaceState,
       openFile: (file, line) => void this.openWorkspaceFile(file, line),
-      onAskResult: (result) => void this.revealFirstPendingHunk(result),
+      onAskResult: (result) => {
+        this.rememberTranscript(result);
+        void this.revealFirstPendingHunk(result);
+      },
+      openTranscript: (uri) => void vscode.commands.executeCommand(COMMANDS.openTranscript, uri),
       openLink: (href) => {
         if (/^(https?:|mailto:)/i.test(href)) {
           void vscode.env.openExternal(vscode.Uri.parse(href));
@@ -133,6 +140,7 @@ export class LichController implements vscode.Disposable {
     register(COMMANDS.cancelTask, () => this.cancelTask());
     register(COMMANDS.applyPatch, () => this.applyPatch());
     register(COMMANDS.showTranscript, () => this.transcript.show(true));
+    register(COMMANDS.openTranscript, (uri) => this.openTranscript(typeof uri === "string" ? uri : undefined));
     register(COMMANDS.showTools, () => this.showTools());
     register(COMMANDS.restartServer, () => this.restart());
     register(COMMANDS.openConfig, () => this.openConfig());
@@ -259,6 +267,7 @@ export class LichController implements vscode.Disposable {
           recheck: () => void this.refreshStatus(),
         },
         onAskResult: (result) => {
+          this.rememberTranscript(result);
           void this.refreshStatus();
           void this.revealFirstPendingHunk(result);
         },
@@ -411,6 +420,7 @@ export class LichController implements vscode.Disposable {
       const result = await trackedAsk(this.tasks, args, (sent) =>
         client.sendRequest(ExecuteCommandRequest.type, { command: ASK_COMMAND, arguments: [sent] }),
       );
+      this.rememberTranscript(result);
       void this.revealFirstPendingHunk(result);
       return result;
     } catch (err) {
@@ -455,6 +465,29 @@ export class LichController implements vscode.Disposable {
         await vscode.window.showTextDocument(uri, { selection: hunk.range, preview: false });
         return;
       }
+    }
+  }
+
+  private rememberTranscript(result: unknown): void {
+    // A task whose transcript could not be written leaves the previous one openable.
+    this.lastTranscript = askTranscript(result) ?? this.lastTranscript;
+  }
+
+  /**
+   * Lich: Open Task Transcript: the markdown transcript of `uri` (a chat turn's link) or of the
+   * last task that finished in this window, in an editor tab. The server no longer puts it in
+   * front of the user's file by itself (its `show_transcript` is off by default).
+   */
+  async openTranscript(uri?: string): Promise<void> {
+    const target = uri ?? this.lastTranscript;
+    if (!target) {
+      void vscode.window.showInformationMessage("Lich: no task has finished in this session yet, so there is no transcript to open.");
+      return;
+    }
+    try {
+      await vscode.window.showTextDocument(vscode.Uri.parse(target), { preview: true });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Lich: cannot open the transcript ${target}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 

@@ -5,6 +5,8 @@
 
 export const EVENT_METHOD = "lich/event";
 export const TRANSCRIPT_CHANNEL = "Lich Transcript";
+/** Lich: Open Task Transcript: a finished task's markdown transcript file in an editor tab. */
+export const OPEN_TRANSCRIPT_COMMAND = "lichClient.openTranscript";
 const SUMMARY_MAX_CHARS = 200;
 
 /**
@@ -73,6 +75,15 @@ export function retryNotice(data: Record<string, unknown>, restartsBelow: boolea
     }
   }
   return `… provider ${provider} failed (${kind}): ${next}${restartsBelow ? "; the answer restarts below" : ""}`;
+}
+
+/**
+ * The transcript file of a finished `lich.ask` (its answer's `transcript`, a file URI:
+ * docs/lsp.md); undefined when the server could not write one or the ask gave no answer.
+ */
+export function askTranscript(result: unknown): string | undefined {
+  const uri = result && typeof result === "object" ? (result as { transcript?: unknown }).transcript : undefined;
+  return typeof uri === "string" && uri.startsWith("file:") ? uri : undefined;
 }
 
 /** The event's task id: the server's `task_id`, else the core's `run_id`. */

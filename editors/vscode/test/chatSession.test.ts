@@ -66,6 +66,7 @@ let posted: ToView[];
 let state: ReturnType<typeof memento>;
 let session: ChatSession;
 let opened: string[];
+let transcripts: string[];
 
 function event(type: string, task: string, thread: string, data: Record<string, unknown> = {}): LichEvent {
   return { type, task_id: task, thread, data };
@@ -83,6 +84,7 @@ beforeEach(() => {
   server.answers["lich.mentions"] = { candidates: ["hello.py", "help.md"] };
   posted = [];
   opened = [];
+  transcripts = [];
   state = memento();
   session = new ChatSession({
     request: server.request,
@@ -91,6 +93,7 @@ beforeEach(() => {
     state,
     openFile: (p) => opened.push(p),
     openLink: (h) => opened.push(h),
+    openTranscript: (uri) => transcripts.push(uri),
   });
   session.attach((m) => posted.push(m));
 });
@@ -245,6 +248,18 @@ describe("ChatSession: @ completion and links", () => {
     expect(server.sent).toEqual([]);
     expect(isToExtension({ type: "mentions", id: 1, prefix: "a" })).toBe(true);
     expect(isToExtension({ type: "nope" })).toBe(false);
+  });
+
+  it("gives the turn its transcript file and opens only transcripts its turns named", async () => {
+    const turn = session.send("hi");
+    server.finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final", final: "Hello.", transcript: "file:///state/transcripts/t1.md" });
+    await turn;
+    expect(postedOf("turnEnd")[0].outcome.transcript).toBe("file:///state/transcripts/t1.md");
+    expect(isToExtension({ type: "openTranscript", uri: 3 })).toBe(false);
+    await session.onMessage({ type: "openTranscript", uri: "file:///etc/passwd" });
+    await session.onMessage({ type: "openTranscript", uri: "file:///state/transcripts/t1.md" });
+    expect(transcripts).toEqual(["file:///state/transcripts/t1.md"]);
+    expect(askOutcome({ stopped_reason: "final", transcript: "https://example.com/t.md" }).transcript).toBeUndefined();
   });
 });
 

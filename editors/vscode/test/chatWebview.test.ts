@@ -174,6 +174,19 @@ describe("ChatView: a live turn", () => {
     expect(outcomeText("budget", null)).toBe("Stopped: the turn used all its model calls (max_turns).");
     expect(view.log.textContent).not.toMatch(/Traceback|at Object\./);
   });
+
+  it("ends a turn with a Transcript link that asks the extension to open that task's transcript", () => {
+    view.handle({ type: "turnStart", prompt: "hi" });
+    view.handle({ type: "turnEnd", outcome: { stopped_reason: "final", final: "Hello.", transcript: "file:///state/transcripts/t1.md" } });
+    const link = view.log.querySelector<HTMLAnchorElement>("section.turn .turn-footer a.transcript")!;
+    expect(link.textContent).toBe("Transcript");
+    link.click();
+    expect(posted).toEqual([{ type: "openTranscript", uri: "file:///state/transcripts/t1.md" }]);
+    // A task without a transcript file (the server could not write it) shows no link.
+    view.handle({ type: "turnStart", prompt: "again" });
+    view.handle({ type: "turnEnd", outcome: { stopped_reason: "final", final: "Hi." } });
+    expect(view.log.querySelectorAll("a.transcript")).toHaveLength(1);
+  });
 });
 
 describe("ChatView: the input", () => {

@@ -185,6 +185,35 @@ describe("activate", () => {
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 
+  it("Open Task Transcript says so when no task has finished, then opens the last task's transcript in a preview tab", async () => {
+    mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
+    mock.files.set("/opt/py/bin/python", "");
+    const ctx = context();
+    await activate(ctx as never);
+    await mock.commands.get("lichClient.openTranscript")!();
+    expect(mock.infos).toEqual(["Lich: no task has finished in this session yet, so there is no transcript to open."]);
+    expect(mock.shownDocuments).toEqual([]);
+    // Two tasks from the palette: the command opens the later one's file.
+    (window as { activeTextEditor: unknown }).activeTextEditor = undefined;
+    mock.onQuickPickShown = (pick) => {
+      pick.type("explain");
+      pick.accept();
+    };
+    clients[0].responses["lich.ask"] = { task_id: "t1", stopped_reason: "final", transcript: "file:///state/transcripts/t1.md" };
+    await mock.commands.get("lichClient.askAgent")!();
+    clients[0].responses["lich.ask"] = { task_id: "t2", stopped_reason: "final", transcript: "file:///state/transcripts/t2.md" };
+    await mock.commands.get("lichClient.askAgent")!();
+    await mock.commands.get("lichClient.openTranscript")!();
+    expect(mock.shownDocuments).toEqual([{ uri: "file:///state/transcripts/t2.md", options: { preview: true } }]);
+    // A code action's lich.ask (through the middleware) counts too.
+    const middleware = clients[0].clientOptions.middleware as { executeCommand(c: string, a: unknown[], n: unknown): Promise<unknown> };
+    await middleware.executeCommand("lich.ask", [{ prompt: "Fix this" }], async () => ({ task_id: "t3", transcript: "file:///state/transcripts/t3.md" }));
+    await mock.commands.get("lichClient.openTranscript")!();
+    expect(mock.shownDocuments.at(-1)).toEqual({ uri: "file:///state/transcripts/t3.md", options: { preview: true } });
+    expect(mock.infos).toHaveLength(1);
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
   it("Cancel Task with nothing running says so and sends nothing", async () => {
     mock.config["lich.server.command"] = { global: "/opt/py/bin/python" };
     mock.files.set("/opt/py/bin/python", "");
@@ -288,6 +317,25 @@ describe("the Lich chat view", () => {
     view.send({ type: "send", prompt: "use an f-string" });
     await vi.waitFor(() => expect(mock.shownDocuments).toHaveLength(1));
     expect(mock.shownDocuments[0]).toEqual({ uri: "file:///ws/greet.py", options: { selection: range, preview: false } });
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
+  it("a chat turn's Transcript link opens that task's transcript through Lich: Open Task Transcript", async () => {
+    const { ctx, view } = await openChat();
+    clients[0].responses["lich.ask"] = { task_id: "t5", thread: "th5", stopped_reason: "final", final: "Hi.", transcript: "file:///state/transcripts/t5.md" };
+    view.send({ type: "send", prompt: "hello" });
+    await vi.waitFor(() => expect(view.posted.map((m) => m.type)).toContain("turnEnd"));
+    const end = view.posted.find((m) => m.type === "turnEnd") as unknown as { outcome: { transcript?: string } };
+    expect(end.outcome.transcript).toBe("file:///state/transcripts/t5.md");
+    expect(mock.shownDocuments).toEqual([]); // nothing opens over the user's file by itself
+    view.send({ type: "openTranscript", uri: end.outcome.transcript });
+    expect(mock.executed).toContainEqual({ command: "lichClient.openTranscript", args: ["file:///state/transcripts/t5.md"] });
+    await mock.commands.get("lichClient.openTranscript")!("file:///state/transcripts/t5.md");
+    expect(mock.shownDocuments).toEqual([{ uri: "file:///state/transcripts/t5.md", options: { preview: true } }]);
+    // The chat's task is the last one finished: the palette command opens the same file.
+    await mock.commands.get("lichClient.openTranscript")!();
+    expect(mock.shownDocuments).toHaveLength(2);
+    expect(mock.shownDocuments[1].uri).toBe("file:///state/transcripts/t5.md");
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 

@@ -149,6 +149,7 @@ describe("package.json contributions", () => {
         "Cancel Task",
         "Apply Hashline Patch",
         "Show Transcript",
+        "Open Task Transcript",
         "Show Tools",
         "Restart Server",
         "Open Config",

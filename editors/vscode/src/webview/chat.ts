@@ -661,6 +661,15 @@ export class ChatView {
     if (outcome.edited && outcome.edited.length > 0) {
       live.body.append(this.filesLine(outcome.edited));
     }
+    if (outcome.transcript) {
+      const footer = this.el("div", "turn-footer");
+      const link = this.text("a", "Transcript", "transcript");
+      link.setAttribute("href", "#");
+      link.dataset.transcript = outcome.transcript;
+      link.title = "Open this task's transcript (markdown) in an editor tab";
+      footer.append(link);
+      live.body.append(footer);
+    }
     if (outcome.turn !== undefined) {
       this.setTurnNumber(live.section, outcome.turn);
     }
@@ -831,7 +840,9 @@ export class ChatView {
     const link = target.closest("a") as HTMLAnchorElement | null;
     if (link) {
       event.preventDefault();
-      if (link.dataset.path) {
+      if (link.dataset.transcript) {
+        this.host.post({ type: "openTranscript", uri: link.dataset.transcript });
+      } else if (link.dataset.path) {
         const line = link.dataset.line !== undefined ? Number(link.dataset.line) : undefined;
         this.host.post(line !== undefined && Number.isInteger(line) ? { type: "openFile", path: link.dataset.path, line } : { type: "openFile", path: link.dataset.path });
       } else if (link.dataset.href) {
