@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import statistics
 import sys
 import tempfile
@@ -37,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.run import Figure, isolate_user_dirs
+from bench.run import Figure, user_dirs_in
 
 OWN_P50_TARGET_MS = 1.0
 OWN_P99_TARGET_MS = 3.0
@@ -63,13 +62,6 @@ NEIGHBOUR_DOCUMENTS = 3
 DOCUMENT_LINES = 400
 LSP_TIMEOUT_S = 30  # a hang fails the bench instead of waiting for ever
 STATUS_POLL_S = 0.005
-USER_DIR_VARIABLES = (
-    "HOME",
-    "XDG_CONFIG_HOME",
-    "XDG_STATE_HOME",
-    "XDG_DATA_HOME",
-    "XDG_CACHE_HOME",
-)
 BARE_INLINE_SERVER = """
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -557,24 +549,18 @@ async def _measure(quick: bool, root: Path) -> dict[str, Any]:
 
 
 def run(quick: bool) -> list[Figure]:
-    saved = {name: os.environ.get(name) for name in USER_DIR_VARIABLES}
     switch_interval = sys.getswitchinterval()
     try:
         with tempfile.TemporaryDirectory(prefix="lich-bench-completions-") as folder:
             # Its own HOME/XDG dirs (also when run as a script), given back afterwards.
-            isolate_user_dirs(Path(folder) / "home")
-            root = Path(folder).resolve() / "work"
-            root.mkdir()
-            # The fake's thread hands the GIL back to the client at once rather than after 5 ms.
-            sys.setswitchinterval(0.0005)
-            m = asyncio.run(_measure(quick, root))
+            with user_dirs_in(Path(folder) / "home"):
+                root = Path(folder).resolve() / "work"
+                root.mkdir()
+                # The fake's thread hands the GIL back to the client at once, not after 5 ms.
+                sys.setswitchinterval(0.0005)
+                m = asyncio.run(_measure(quick, root))
     finally:
         sys.setswitchinterval(switch_interval)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     return _figures(m)
 
 

@@ -19,7 +19,6 @@ rows, the final answer, the run end record) in a SessionStore under a temp HOME/
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.run import Figure, isolate_user_dirs
+from bench.run import Figure, user_dirs_in
 from lich_core.agent.compress import CompressionPolicy
 from lich_core.agent.sessions import SessionStore, SessionWriter, session_dir_for
 from lich_core.agent.thread_log import _cache as replay_cache
@@ -49,13 +48,6 @@ LSP_FOLLOW_UP_CEILING_MS = 100.0
 LSP_TIMEOUT_S = 60  # a hang fails the bench instead of waiting for ever
 SAMPLES = 21
 QUICK_SAMPLES = 7
-USER_DIR_VARIABLES = (
-    "HOME",
-    "XDG_CONFIG_HOME",
-    "XDG_STATE_HOME",
-    "XDG_DATA_HOME",
-    "XDG_CACHE_HOME",
-)
 
 
 def _source_rows(turn: int) -> str:
@@ -283,24 +275,16 @@ def _holds(ok: bool) -> str:
 
 
 def run(quick: bool) -> list[Figure]:
-    saved = {name: os.environ.get(name) for name in USER_DIR_VARIABLES}
-    try:
-        with tempfile.TemporaryDirectory(prefix="lich-bench-threads-") as folder:
-            # Its own HOME/XDG dirs (also when run as a script), given back afterwards: the
-            # threads written here are gone with the temp dir.
-            isolate_user_dirs(Path(folder) / "home")
+    with tempfile.TemporaryDirectory(prefix="lich-bench-threads-") as folder:
+        # Its own HOME/XDG dirs (also when run as a script), given back afterwards: the threads
+        # written here are gone with the temp dir.
+        with user_dirs_in(Path(folder) / "home"):
             root = Path(folder).resolve() / "work"
             root.mkdir()
             figures = measure_store(quick, root)
             store = SessionStore(session_dir_for({"work_dir": str(root)}))
             thread = build_thread(store, THREAD_TURNS, str(root))
             follow_ups = asyncio.run(lsp_follow_ups(root, thread, 3 if quick else 5))
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     warm, cold = figures["warm_ms"], figures["cold_ms"]
     growth = figures["delta"] / figures["own"]
     growth_ok = abs(growth - GROWTH_TARGET_RATIO) <= GROWTH_TOLERANCE

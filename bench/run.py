@@ -14,6 +14,7 @@ smaller.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -21,7 +22,7 @@ import pkgutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -94,18 +95,38 @@ def main(argv: list[str] | None = None) -> int:
         return run_benchmarks(args)
 
 
+USER_DIRS = (
+    ("XDG_CONFIG_HOME", ".config"),
+    ("XDG_STATE_HOME", ".local/state"),
+    ("XDG_DATA_HOME", ".local/share"),
+    ("XDG_CACHE_HOME", ".cache"),
+)
+
+
 def isolate_user_dirs(home: Path) -> None:
     """HOME and the XDG dirs in a temp dir, for this process and the servers it starts: a
     benchmark never reads the user's config or trust records, nor writes transcripts there."""
     os.environ["HOME"] = str(home)
-    for variable, folder in (
-        ("XDG_CONFIG_HOME", ".config"),
-        ("XDG_STATE_HOME", ".local/state"),
-        ("XDG_DATA_HOME", ".local/share"),
-        ("XDG_CACHE_HOME", ".cache"),
-    ):
+    for variable, folder in USER_DIRS:
         (home / folder).mkdir(parents=True, exist_ok=True)
         os.environ[variable] = str(home / folder)
+
+
+@contextlib.contextmanager
+def user_dirs_in(home: Path) -> Iterator[None]:
+    """isolate_user_dirs for the block, the variables given back afterwards (a bench module
+    run as a script, or one that writes state it must not leave to the next)."""
+    names = ["HOME", *(variable for variable, _ in USER_DIRS)]
+    saved = {name: os.environ.get(name) for name in names}
+    try:
+        isolate_user_dirs(home)
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run_benchmarks(args: argparse.Namespace) -> int:
