@@ -147,7 +147,7 @@ class AgentCommands:
         features: ClientFeatures,
         port: EditorPort,
         root: Path,
-        check_thread: Callable[[str, str], None],
+        check_thread: Callable[[str, str], object],
         check_new_thread: Callable[[str, str], None],
     ) -> None:
         self._tasks = tasks

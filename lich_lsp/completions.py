@@ -25,14 +25,24 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from lich_core.completion.context import (
+    Window,
+    cursor_windows,
+    cut_to_block,
+    document_windows,
+    rank_snippets,
+    trim_suffix_overlap,
+    typed_through,
+)
+from lich_core.completion.model import FimModel, FimRequest
+from lich_core.errors import ConfigError
+from lich_core.providers.base import ProviderError
+from lich_core.vocabulary import CancelToken
 from lich_lsp.paths import relative_path, uri_to_path
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from lich_core.completion.context import Window
-    from lich_core.completion.model import FimModel
-    from lich_core.vocabulary import CancelToken
     from lich_lsp.config import ConfigHolder
     from lich_lsp.documents import DocumentStore
     from lich_lsp.edits import ClientFeatures
@@ -92,8 +102,12 @@ class InlineCompletions:
     def model(self) -> FimModel | None:
         generation = self._holder.generation
         if self._model is None or self._model[0] != generation:
+            if self._holder.config.settings.completion is None:
+                # Off: the providers (and httpx) are not imported for it.
+                self._model = (generation, None, "")
+                return None
+            # Imported when a completion model is configured: it loads the HTTP client.
             from lich_core.completion.providers import build_fim_model
-            from lich_core.errors import ConfigError
 
             try:
                 self._model = (generation, build_fim_model(self._holder.config), "")
@@ -104,12 +118,10 @@ class InlineCompletions:
 
     def status(self) -> dict[str, Any]:
         """lich.status's `completion`: which model completes (None: completions are off)."""
-        from lich_core.completion.providers import describe_fim_model
-
         model = self.model()
         assert self._model is not None
         return {
-            "model": describe_fim_model(self._holder.config) if model is not None else None,
+            "model": model.describe() if model is not None else None,
             "error": self._model[2] or None,
             "requests": self.requests,
             "own_ms": own_time_summary(self.own_times_s),
@@ -174,8 +186,6 @@ class InlineCompletions:
 
     async def suggest(self, uri: str, position: types.Position) -> str:
         """The text to insert at `position` of the open document `uri` ("" for none)."""
-        from lich_core.completion.context import cursor_windows, typed_through
-        from lich_core.vocabulary import CancelToken
 
         started = time.perf_counter()  # the server's own time starts (debounce left out)
         model = self.model()
@@ -232,9 +242,6 @@ class InlineCompletions:
         token: CancelToken,
         started: float,
     ) -> str:
-        from lich_core.completion.context import cut_to_block, rank_snippets, trim_suffix_overlap
-        from lich_core.completion.model import FimRequest
-        from lich_core.providers.base import ProviderError
 
         query = prefix[-SNIPPET_QUERY_PREFIX_CHARS:] + suffix[:SNIPPET_QUERY_SUFFIX_CHARS]
         request = FimRequest(
@@ -297,8 +304,6 @@ class InlineCompletions:
     def _neighbour_windows(self, uri: str) -> list[tuple[str, list[Window]]]:
         """The other open documents' snippet windows (inside the root), kept per version with
         their root-relative paths (resolving a path costs file system calls: once per version)."""
-        from lich_core.completion.context import document_windows
-
         found = []
         open_uris = set()
         for other in self._documents.open_documents():

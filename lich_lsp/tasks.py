@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from lich_core.agent.sessions import new_session_id
 from lich_core.errors import EditRejected
 from lich_core.tools.guard import CANCEL_GRACE_MS
 from lich_core.vocabulary import CancelToken
@@ -291,8 +292,6 @@ class TaskManager:
         task = LichTask(task_id, title, prompt, mode, CancelToken(), workspace)
         task.read_paths = tuple(read_paths)
         task.project_rules = project_rules
-        from lich_core.agent.sessions import new_session_id
-
         # Registered before the first await: a second ask on this thread sees it running.
         task.continues = thread is not None
         task.thread = thread or new_thread or new_session_id()

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from lich_core.agent.sessions import SessionError, SessionStore
+from lich_core.agent.thread_log import Replay, Turn, usage_summary
 from lich_lsp.arguments import BadArguments, get_str, single_object
 from lich_lsp.commands import REWIND, THREAD, THREADS
 
 if TYPE_CHECKING:
-    from lich_core.agent.sessions import SessionStore
-    from lich_core.agent.thread_log import Replay, Turn
     from lich_lsp.commands import CommandTable
     from lich_lsp.config import ConfigHolder
     from lich_lsp.journal import JournalEntry, TaskJournal
@@ -59,25 +59,23 @@ class ThreadCommands:
         table.add(REWIND, self.rewind)
 
     def store(self) -> SessionStore:
-        from lich_core.agent.sessions import SessionStore
-
         return SessionStore.for_config(self._holder.config)
 
-    def check_can_continue(self, command: str, thread: str) -> None:
-        """lich.ask {thread}: the thread exists and runs no task (turns are never interleaved)."""
-        self._replay(command, thread)
+    def check_can_continue(self, command: str, thread: str) -> Replay:
+        """lich.ask {thread}: the thread exists and runs no task (turns are never interleaved);
+        returns it as replayed."""
+        replay = self._replay(command, thread)
         running = self._tasks.running_threads.get(thread)
         if running is not None:
             raise BadArguments(
                 f"{command}: thread_busy: thread {thread} is running task {running}; "
                 "wait for it to finish or cancel it (lich.cancel) first"
             )
+        return replay
 
     def check_new_thread(self, command: str, thread: str) -> None:
         """lich.ask {new_thread}: a client-chosen id (so it knows its task's events from the
         first one) that is a valid thread id and names no thread yet."""
-        from lich_core.agent.sessions import SessionError
-
         store = self.store()
         try:
             store.path_for(thread)
@@ -92,8 +90,6 @@ class ThreadCommands:
             )
 
     def _replay(self, command: str, thread: str) -> Replay:
-        from lich_core.agent.sessions import SessionError
-
         store = self.store()
         if not store.exists(thread):
             raise BadArguments(
@@ -111,39 +107,30 @@ class ThreadCommands:
         single_object(THREADS, args, required=False)
         return {"threads": self.listing(THREADS_LISTED_MAX)}
 
-    def listing(self, limit: int) -> list[dict[str, Any]]:
-        """The newest `limit` threads: {thread, title, turns, updated, running}; a damaged file
-        is told once in the log and left out (the others are listed)."""
+    def listing(self, limit: int, *, usage: bool = False) -> list[dict[str, Any]]:
+        """The newest `limit` threads: {thread, title, turns, updated, running} (and `usage`,
+        tokens in/out/cached, when asked); a damaged file is told once in the log and left out
+        (the others are listed). From the store's per-file summaries: nothing is replayed."""
         running = self._tasks.running_threads
-        return [
-            {
+        listed = []
+        for info in self.store().list()[:limit]:
+            entry: dict[str, Any] = {
                 "thread": info.session_id,
                 "title": info.title,
                 "turns": info.turns,
                 "updated": info.modified,
                 "running": info.session_id in running,
             }
-            for info in self.store().list()[:limit]
-        ]
+            if usage:
+                entry["usage"] = usage_summary(info.usage)
+            listed.append(entry)
+        return listed
 
     def status(self) -> list[dict[str, Any]]:
         """lich.status's `threads`: the newest few, with their tokens in/out/cached."""
-        from lich_core.agent.sessions import SessionError
-        from lich_core.agent.thread_log import usage_summary
-
-        store = self.store()
-        listed = []
-        for entry in self.listing(STATUS_THREADS_MAX):
-            try:
-                usage = store.replay(entry["thread"])[1].usage()
-            except SessionError:
-                continue
-            listed.append({**entry, "usage": usage_summary(usage)})
-        return listed
+        return self.listing(STATUS_THREADS_MAX, usage=True)
 
     async def thread(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        from lich_core.agent.thread_log import usage_summary
-
         obj = single_object(THREAD, args)
         thread = _thread_arg(THREAD, obj)
         replay = self._replay(THREAD, thread)
@@ -164,8 +151,7 @@ class ThreadCommands:
         number = obj.get("turn")
         if not isinstance(number, int) or isinstance(number, bool) or number < 1:
             raise BadArguments(f"{REWIND}: field 'turn' must be a turn number (1, 2, ...)")
-        self.check_can_continue(REWIND, thread)
-        replay = self._replay(REWIND, thread)
+        replay = self.check_can_continue(REWIND, thread)
         if number > len(replay.turns):
             raise BadArguments(
                 f"{REWIND}: thread {thread} has {len(replay.turns)} turn(s), no turn {number}"

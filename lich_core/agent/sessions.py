@@ -25,7 +25,7 @@ import random
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,6 +65,7 @@ class SessionInfo:
     runs: int
     title: str
     turns: int = 0  # live turns (runs not taken back by a rewind)
+    usage: dict[str, int] = field(default_factory=dict)  # every turn's tokens, summed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -383,6 +384,7 @@ class SessionStore:
             len(replay.turns),
             str(meta.get("title") or "") or _title(first_prompt),
             turns=len(replay.live_turns()),
+            usage=replay.usage(),
         )
 
 

@@ -43,6 +43,10 @@ class FimModel(Protocol):
     name: str
     model: str
 
+    def describe(self) -> str:
+        """ "kind model @ url (format)", for lich.status."""
+        ...
+
     def stream(
         self, request: FimRequest, cancel: CancelToken, on_sent: Callable[[], None] | None = None
     ) -> AsyncIterator[str]: ...
