@@ -561,7 +561,8 @@ CONFIG_TEMPLATE = """\
   // model, Anthropic's). See docs/completions.md.
   // "completion": {"kind": "ollama", "model": "qwen2.5-coder:1.5b-base"},
   // Quiet time after a keystroke before a completion is asked for, and the characters of the
-  // buffer before and after the cursor the model is given.
+  // buffer before and after the cursor the model is given (this file may only raise the wait
+  // and lower the sizes until trusted).
   // "completion_debounce_ms": 75,
   // "completion_prefix_chars": 6000,
   // "completion_suffix_chars": 2000,

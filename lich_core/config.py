@@ -324,6 +324,13 @@ def narrow_min(key: str, trusted: Any, workspace: Any) -> tuple[Any, str | None]
     return trusted, f"raise {key} from {trusted} to {workspace}"
 
 
+def narrow_max(key: str, trusted: Any, workspace: Any) -> tuple[Any, str | None]:
+    """A value a workspace may raise, never lower (a wait before something is sent)."""
+    if workspace >= trusted:
+        return workspace, None
+    return trusted, f"lower {key} from {trusted} to {workspace}"
+
+
 def narrow_rank(*order: str) -> Narrower:
     """Values in `order` from loosest to strictest: a workspace may pick one at least as strict."""
 
@@ -683,21 +690,24 @@ KEYS: dict[str, KeySpec] = {
         v_int(0, 2000),
         None,
         "Quiet time after a keystroke before a completion is asked for.",
-        SIDE_ANY,
+        SIDE_NARROW,
+        narrow_max,
     ),
     "completion_prefix_chars": KeySpec(
         DEFAULT_COMPLETION_PREFIX_CHARS,
         v_int(0, 100_000),
         None,
         "Characters of the buffer before the cursor a completion is given.",
-        SIDE_ANY,
+        SIDE_NARROW,
+        narrow_min,
     ),
     "completion_suffix_chars": KeySpec(
         DEFAULT_COMPLETION_SUFFIX_CHARS,
         v_int(0, 100_000),
         None,
         "Characters of the buffer after the cursor a completion is given.",
-        SIDE_ANY,
+        SIDE_NARROW,
+        narrow_min,
     ),
 }
 

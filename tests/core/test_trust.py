@@ -66,6 +66,9 @@ def test_every_key_declares_its_side() -> None:
         "max_turns",
         "edit_mode",
         "terminal_timeout_ms",
+        "completion_debounce_ms",
+        "completion_prefix_chars",
+        "completion_suffix_chars",
     } <= set(by_side[SIDE_NARROW])
     assert {
         "plugins",
@@ -83,9 +86,6 @@ def test_every_key_declares_its_side() -> None:
         "compress_threshold",
         "review_style",
         "show_transcript",
-        "completion_debounce_ms",
-        "completion_prefix_chars",
-        "completion_suffix_chars",
     }
     for key in by_side[SIDE_USER]:
         assert KEYS[key].effects is not None, f"{key} must say what it would do"
@@ -155,6 +155,11 @@ def test_untrusted_keys_are_ignored_and_said(work: Path, env: dict[str, str]) ->
         ("disk_write_policy", "auto", "editor", "editor", False),
         ("disk_write_policy", "auto", "disk", "auto", True),
         ("workspace_trust", "ask", "never", "never", False),
+        # Completions: less text and less often may come from the repository, not more.
+        ("completion_prefix_chars", 6000, 1000, 1000, False),
+        ("completion_prefix_chars", 6000, 50_000, 6000, True),
+        ("completion_debounce_ms", 75, 300, 300, False),
+        ("completion_debounce_ms", 75, 0, 75, True),
     ],
 )
 def test_narrow_keys_only_narrow(

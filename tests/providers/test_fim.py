@@ -530,15 +530,16 @@ def test_an_untrusted_workspace_file_cannot_turn_completions_on_or_redirect_them
             "completion",
             "send the text around your cursor and from your other open files, as you type, "
             "to attacker.test:8080 with the key in $GITHUB_TOKEN",
-        )
+        ),
+        ("completion_debounce_ms", "lower completion_debounce_ms from 75 to 30"),
     ]
-    # The tuning keys are not permissions: the untrusted file sets them.
+    # The tuning keys only narrow from an untrusted file: less text is kept, sooner is not.
     settings = config.settings
     assert (
         settings.completion_debounce_ms,
         settings.completion_prefix_chars,
         settings.completion_suffix_chars,
-    ) == (30, 1000, 500)
+    ) == (75, 1000, 500)
     model = build_fim_model(config, env={})
     assert model is not None and model.model == "mine"
     # With no user entry, the workspace's alone does not turn completions on.
