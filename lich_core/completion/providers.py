@@ -266,6 +266,7 @@ class FimWire(HttpModel):
     completion endpoint takes no conversation."""
 
     wire_format = ""
+    client_lane = "completion"
 
     def request_body_for(self, request: FimRequest) -> dict[str, Any]:
         raise NotImplementedError

@@ -1,8 +1,11 @@
-"""The pooled HTTP client and the plumbing every HTTP provider shares.
+"""The pooled HTTP clients and the plumbing every HTTP provider shares.
 
-One httpx.AsyncClient per (process, event loop): connections are reused across model calls, and a
-client is never used from a loop it was not created on (pytest and the CLI may run several loops
-in one process), nor inherited across fork.
+One httpx.AsyncClient per (process, event loop, lane): connections are reused across model calls,
+and a client is never used from a loop it was not created on (pytest and the CLI may run several
+loops in one process), nor inherited across fork. Two lanes, built alike (timeouts, limits, TLS
+roots): `chat` over httpx's own transport, and `completion` for inline completions, over
+lich_core.providers.transport.StreamTransport, whose per-request CPU cost fits a keystroke's
+budget (that module says why).
 
 Limits (docs/providers.md "Limits"): a model that never stops, a line that never ends and a body
 that never ends are all cut (`response_too_large:`), and a stream that only sends keepalives
@@ -21,7 +24,7 @@ import ssl
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 
@@ -40,6 +43,7 @@ from lich_core.providers.errors import (
     malformed,
     stream_error,
 )
+from lich_core.providers.transport import StreamTransport
 from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition, json_text
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
@@ -74,9 +78,13 @@ _TIMER_SLACK_S = 0.001
 
 T = TypeVar("T")
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
-    weakref.WeakKeyDictionary()
-)
+ClientLane = Literal["chat", "completion"]
+_clients: dict[
+    ClientLane, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
+] = {
+    "chat": weakref.WeakKeyDictionary(),
+    "completion": weakref.WeakKeyDictionary(),
+}
 _clients_pid = os.getpid()
 
 
@@ -96,38 +104,41 @@ def _verifying_ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=False)
 
 
-def get_client() -> httpx.AsyncClient:
-    """The shared client for the running event loop (created on first use)."""
+def get_client(lane: ClientLane = "chat") -> httpx.AsyncClient:
+    """The shared client of `lane` for the running event loop (created on first use)."""
     global _clients_pid
     if os.getpid() != _clients_pid:
         # A forked child must not share the parent's sockets.
-        _clients.clear()
+        for clients in _clients.values():
+            clients.clear()
         _clients_pid = os.getpid()
     loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
+    client = _clients[lane].get(loop)
     if client is None or client.is_closed:
+        # Provider URLs are explicit; an environment proxy would send localhost traffic astray.
         client = httpx.AsyncClient(
             timeout=default_timeout(),
             limits=httpx.Limits(
                 max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
             ),
-            # Provider URLs are explicit; an environment proxy would send localhost traffic astray.
             trust_env=False,
             verify=_verifying_ssl_context(),
+            transport=StreamTransport(_verifying_ssl_context()) if lane == "completion" else None,
         )
-        _clients[loop] = client
+        _clients[lane][loop] = client
     return client
 
 
 async def aclose_client() -> None:
-    """Close the running loop's client (call before the loop ends)."""
+    """Close the running loop's clients (call before the loop ends)."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return
-    client = _clients.pop(loop, None)
-    if client is not None:
-        await client.aclose()
+    for clients in _clients.values():
+        client = clients.pop(loop, None)
+        if client is not None:
+            await client.aclose()
 
 
 async def run_cancellable(awaitable: Awaitable[T], cancel: CancelToken | None) -> T:
@@ -222,13 +233,14 @@ async def open_response(
     connect_hint: str = CONNECT_HINT,
     auth_hint: str = AUTH_HINT,
     on_sent: SentCallback | None = None,
+    lane: ClientLane = "chat",
 ) -> AsyncIterator[httpx.Response]:
     """POST `body` and yield the streaming response; HTTP and transport failures become ProviderError.
 
     Exceptions raised by the caller while reading the body (a dropped stream) are translated too.
     `on_sent` is called once the request is on the wire, before the response is read.
     """
-    client = get_client()
+    client = get_client(lane)
     # json_text: json.dumps(ensure_ascii=False) without making a new encoder per request.
     encoded = json_text(body).encode("utf-8")
     request_headers = {"content-type": "application/json", **headers}
@@ -537,6 +549,8 @@ class HttpModel:
 
     kind = "http"
     default_base_url = ""
+    # Which shared client carries its requests (get_client).
+    client_lane: ClientLane = "chat"
     # complete() stops soon after its `cancel` token fires (run_cancellable: the calling task is
     # cancelled once and the stream closed), so the agent loop need not race it a second time.
     stops_on_cancel = True
@@ -689,6 +703,7 @@ class HttpModel:
             connect_hint=self.connect_hint,
             auth_hint=self.auth_hint,
             on_sent=on_sent,
+            lane=self.client_lane,
         )
 
 

@@ -11,7 +11,6 @@ every await on the code under test is bounded.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import gzip
 import json
 import socket
@@ -37,6 +36,7 @@ from lich_core.net.safe_fetch import (
 )
 from lich_core.vocabulary import CancelToken
 from tests.net.local_server import Handler, LocalServer, closed_port, iter_chunks
+from tests.support.certificates import make_certificates
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -732,79 +732,9 @@ async def test_the_module_default_resolver_is_the_one_used(
 # --- TLS: SNI and the certificate are the original host's -----------------------------------
 
 
-def _certificates(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
-    """(CA certificate, leaf certificate, leaf key) for `name`, made with `cryptography`."""
-    x509 = pytest.importorskip("cryptography.x509")
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "lich test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(
-            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    leaf_key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-        .issuer_name(ca_name)
-        .public_key(leaf_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
-        .add_extension(
-            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    ca_path, leaf_path, key_path = tmp_path / "ca.pem", tmp_path / "leaf.pem", tmp_path / "leaf.key"
-    ca_path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    leaf_path.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        leaf_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return ca_path, leaf_path, key_path
-
-
 @pytest.fixture
 def tls_server(tmp_path: Path) -> Iterator[tuple[LocalServer, ssl.SSLContext]]:
-    ca_path, leaf_path, key_path = _certificates(tmp_path, "public.test")
+    ca_path, leaf_path, key_path = make_certificates(tmp_path, "public.test")
     server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_context.load_cert_chain(leaf_path, key_path)
     local = LocalServer(server_context)

@@ -43,7 +43,7 @@ from lich_core.tools.types import DUCKDUCKGO_HTML_URL, ToolContext, WebSearchBac
 from lich_core.trust import TRUSTED, UNTRUSTED
 from lich_core.vocabulary import CancelToken, ToolResult
 from tests.net.local_server import Handler, LocalServer
-from tests.net.test_safe_fetch import _certificates
+from tests.support.certificates import make_certificates
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -195,7 +195,7 @@ def ddg(
     net: Net, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Iterator[tuple[LocalServer, Page]]:
     """html.duckduckgo.com: a TLS server on 127.0.0.1 with a certificate for that name."""
-    ca_path, leaf_path, key_path = _certificates(tmp_path, DDG_HOST)
+    ca_path, leaf_path, key_path = make_certificates(tmp_path, DDG_HOST)
     server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_context.load_cert_chain(leaf_path, key_path)
     client_context = ssl.create_default_context(cafile=str(ca_path))
