@@ -56,7 +56,9 @@ SNIPPET_QUERY_PREFIX_CHARS = 2_000
 SNIPPET_QUERY_SUFFIX_CHARS = 500
 COMPLETION_LABEL_MAX_CHARS = 80
 OWN_TIMES_KEPT = 1_000
-_WORD_BEFORE_CURSOR = re.compile(r"[A-Za-z0-9_]*$")
+# Letters, digits and `_` of any script, as editors take a word when they filter items (Helix:
+# alphanumeric or `_`).
+_WORD_BEFORE_CURSOR = re.compile(r"\w*$")
 
 
 @dataclass
@@ -162,8 +164,10 @@ class InlineCompletions:
         before = line[: _code_points(line, position.character, self._encoding())]
         word = _WORD_BEFORE_CURSOR.search(before)
         typed = word.group(0) if word is not None else ""
-        # Identifier characters are one unit in every position encoding.
-        start = types.Position(line=position.line, character=position.character - len(typed))
+        start = types.Position(
+            line=position.line,
+            character=position.character - _units(typed, self._encoding()),
+        )
         insertion = typed + text
         return types.CompletionList(
             is_incomplete=True,
@@ -375,6 +379,15 @@ def offset_at(text: str, position: types.Position, encoding: str) -> int:
 def _label(insertion: str) -> str:
     first = insertion.split("\n", 1)[0]
     return first if len(first) <= COMPLETION_LABEL_MAX_CHARS else first[:79] + "…"
+
+
+def _units(text: str, encoding: str) -> int:
+    """The length of `text` in the client's position units."""
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    if encoding == "utf-16":
+        return len(text.encode("utf-16-le")) // 2
+    return len(text)
 
 
 def _code_points(line: str, character: int, encoding: str) -> int:

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_harness import WAIT_S, EditorClient, start_session, stop_session
+from lsp_harness import (
+    WAIT_S,
+    EditorClient,
+    apply_text_edits,
+    start_session,
+    stop_session,
+    units,
+)
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -129,6 +136,24 @@ async def test_completion_items_where_ghost_text_is_not_declared(
     assert item.filter_text == "vatotal" and item.label == "vatotal"
     assert result.is_incomplete is True
     assert fake_provider.requests[0]["json"]["prompt"].endswith("x = max(va")
+
+
+async def test_the_item_replaces_a_word_of_any_script_in_the_clients_units(
+    root: Path, client_name: str, fake_provider, sessions
+) -> None:
+    # "ï" is two UTF-8 units, "𝒳" (a letter outside the BMP) two UTF-16 units and four UTF-8.
+    fake_provider.script({"text": "lue)"})
+    client = await open_session(
+        root, client_name, completion_options(fake_provider), ghost_text=False
+    )
+    sessions.append(client)
+    text = "x = max(naïve_𝒳va)\n"
+    uri = client.open(root / "w.py", text)
+    position = types.Position(line=0, character=units("x = max(naïve_𝒳va", client.encoding))
+    (item,) = (await complete(client, uri, position)).items
+    assert item.filter_text == "naïve_𝒳value"
+    assert item.text_edit.range.start.character == units("x = max(", client.encoding)
+    assert apply_text_edits(text, [item.text_edit], client.encoding) == "x = max(naïve_𝒳value)\n"
 
 
 async def test_typing_through_a_suggestion_asks_nothing(

@@ -162,12 +162,6 @@ async def test_a_completion_item_as_helix_applies_it(
     assert helix_apply(typed, again, client.encoding) == SOURCE.replace("max(va)", "max(vatotal)")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lich_lsp/completions.py takes the word before the cursor as [A-Za-z0-9_]*, Helix as "
-    "alphanumeric or _ (chars::char_is_word): after `naïve_va` the item's filterText is "
-    "`ve_va…`, which Helix's filter `naïve_va` does not match, so Helix drops the item",
-)
 async def test_an_identifier_with_non_ascii_letters_keeps_its_item(
     session, root: Path, fake_provider, helix: str
 ) -> None:
@@ -179,7 +173,7 @@ async def test_an_identifier_with_non_ascii_letters_keeps_its_item(
     uri = client.open(root / "n.py", text)
     position = types.Position(line=0, character=units("naïve_va", client.encoding))
     (item,) = (await helix_complete(client, uri, position)).items
-    assert helix_apply(text, item, client.encoding) == "naïve_value\n"  # holds today
+    assert helix_apply(text, item, client.encoding) == "naïve_value\n"
     assert helix_keeps(item, helix_filter(text, len("naïve_va")))
 
 
