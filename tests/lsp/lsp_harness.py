@@ -32,7 +32,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
-from tests.support import prefork
+from tests.support import client_profiles, prefork
 
 CLIENTS = ("visual-studio-code", "neovim@v0.7.0", "neovim", "emacs")
 # The real start-up, for the tests of the process itself (raw stdio, --tcp, --ws, the parent's
@@ -487,6 +487,11 @@ def make_client() -> EditorClient:
 def _published_capabilities(name: str) -> types.ClientCapabilities:
     # pytest-lsp structures the editor's whole InitializeParams with a converter of its own each
     # time (~33 ms of CPU; a deep copy of the result takes 0.4 ms), and the suite asks ~600 times.
+    # Profiles pytest-lsp does not ship are ours: "helix@25.07.1" is
+    # tests/support/clients/helix_v25.07.1.json.
+    editor, _, version = name.partition("@")
+    if client_profiles.has_profile(editor, version):
+        return client_profiles.capabilities(editor, version)
     return client_capabilities(name)
 
 

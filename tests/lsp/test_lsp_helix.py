@@ -15,7 +15,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import lsp_harness
 import pytest
 from lsp_harness import WAIT_S, EditorClient, bounded, edit, offset_at, provider_options, units
 from lsprotocol import types
@@ -41,18 +40,10 @@ SOURCE = PREFIX + ")\nprint(x)\n"
 
 
 @pytest.fixture(params=HELIX_VERSIONS)
-def helix(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A client name that starts a session declaring that Helix version's capabilities."""
-    name = f"helix@{request.param}"
-    published = lsp_harness.capabilities_for
-
-    def capabilities_for(client_name: str, **options: Any) -> types.ClientCapabilities:
-        if client_name == name:
-            return helix_capabilities(request.param)
-        return published(client_name, **options)
-
-    monkeypatch.setattr(lsp_harness, "capabilities_for", capabilities_for)
-    return name
+def helix(request: pytest.FixtureRequest) -> str:
+    """A client name whose session declares that Helix version's capabilities (lsp_harness reads
+    them from tests/support/clients)."""
+    return f"helix@{request.param}"
 
 
 def helix_config() -> dict[str, Any]:

@@ -20,9 +20,17 @@ HELIX_MASTER = "25.07.1-079a789e"
 HELIX_VERSIONS = (HELIX_RELEASE, HELIX_MASTER)
 
 
+def _profile_path(name: str, version: str) -> Path:
+    return CLIENTS_DIR / f"{name}_v{version}.json"
+
+
+def has_profile(name: str, version: str) -> bool:
+    return bool(version) and _profile_path(name, version).is_file()
+
+
 def client_profile(name: str, version: str) -> dict[str, Any]:
     """The raw profile: {"clientInfo": {...}, "capabilities": {...}} as the client sends them."""
-    path = CLIENTS_DIR / f"{name}_v{version}.json"
+    path = _profile_path(name, version)
     profile: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return profile
 
