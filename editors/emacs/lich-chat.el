@@ -10,7 +10,8 @@
 ;; own, `lich-chat-mode'.  The conversation is read-only; the input follows the prompt marker
 ;; at the end.  RET at the input sends it (`lich.ask', with the buffer's `thread' once there is
 ;; one, so every message continues the conversation), C-j inserts a newline, TAB (or C-M-i)
-;; completes an `@path' mention through `lich.mentions'.  The answer streams in as the
+;; completes an `@path' mention through `lich.mentions', M-p / M-n walk the prompts sent
+;; before (`lich-chat-history-size').  The answer streams in as the
 ;; server's `lich/event' notifications arrive, without moving point; each tool call is one
 ;; line, and a provider error, a refused request or a cancelled turn is said in plain words.
 ;;
@@ -33,6 +34,18 @@
 (defcustom lich-chat-prompt "» "
   "The marker before the chat's input."
   :type 'string
+  :group 'lich)
+
+(defcustom lich-chat-history-size 100
+  "How many prompts M-p / M-n in the chat's input can bring back.
+The history holds the prompts sent from the chat buffer in this
+Emacs session and, once a thread is shown (`lich-threads',
+C-c C-g, a rewind or a server restart), that thread's
+turn prompts as the newest, oldest to newest; the same prompt twice
+in a row is kept once, and a prompt of the shown thread moves up
+rather than being listed twice.  The oldest prompts beyond this
+many are forgotten; 0 keeps none."
+  :type 'natnum
   :group 'lich)
 
 (defconst lich-chat-title-chars 60
@@ -79,6 +92,14 @@
   "Non-nil while the conversation ends inside streamed answer text.")
 (defvar-local lich-chat--tool-targets nil
   "Alist call_id -> the file a running tool call names.")
+(defvar-local lich-chat--history nil
+  "The prompts M-p brings back, newest first (see `lich-chat-history-size').")
+(defvar-local lich-chat--history-index nil
+  "Index in `lich-chat--history' of the prompt at the input.
+Nil when the input is not one of the history's.")
+(defvar-local lich-chat--history-draft nil
+  "What the input held when M-p started walking the history.
+M-n past the newest prompt brings it back.")
 
 ;;;; Requests (to the lich server of the origin buffer, else any)
 
@@ -275,6 +296,89 @@ becomes the chat's (for \\[lich-chat-cancel])."
 (defun lich-chat--input-text ()
   (buffer-substring-no-properties lich-chat--input (point-max)))
 
+;;;; Input history
+
+(defun lich-chat--history-trim ()
+  "Forget the prompts beyond `lich-chat-history-size', the oldest first."
+  (let ((size (max 0 lich-chat-history-size)))
+    (if (zerop size)
+        (setq lich-chat--history nil)
+      (let ((last (nthcdr (1- size) lich-chat--history)))
+        (when last (setcdr last nil))))))
+
+(defun lich-chat--history-push (prompt)
+  "Make PROMPT the newest of the history, unless it already is or is blank."
+  (unless (or (string-empty-p (string-trim prompt))
+              (equal prompt (car lich-chat--history)))
+    (push prompt lich-chat--history)))
+
+(defun lich-chat--history-add (prompt)
+  "Remember PROMPT, just sent, as the newest of the history."
+  (lich-chat--history-push prompt)
+  (lich-chat--history-trim)
+  (setq lich-chat--history-index nil
+        lich-chat--history-draft nil))
+
+(defun lich-chat--history-add-thread (turns)
+  "Make the prompts of TURNS the newest of the history.
+TURNS are `lich.thread''s, oldest first.  A prompt sent earlier
+that the thread holds moves up rather than appearing twice, so
+reloading the chat's own thread changes nothing."
+  (let ((prompts (delq nil (mapcar (lambda (turn) (lich--string (lich-json-get turn "prompt")))
+                                   turns)))
+        (in-thread (make-hash-table :test #'equal)))
+    (dolist (prompt prompts) (puthash prompt t in-thread))
+    (setq lich-chat--history (cl-remove-if (lambda (prompt) (gethash prompt in-thread))
+                                           lich-chat--history))
+    (mapc #'lich-chat--history-push prompts)
+    (lich-chat--history-trim)
+    (setq lich-chat--history-index nil
+          lich-chat--history-draft nil)))
+
+(defun lich-chat--replace-input (text)
+  "Put TEXT at the input in place of what is there; point to its end.
+The conversation above is not touched."
+  (delete-region lich-chat--input (point-max))
+  (goto-char (point-max))
+  (insert text))
+
+(defun lich-chat--history-walk (step)
+  "Show the prompt STEP places older (positive) or newer (negative) at the input."
+  (let ((index (+ (or lich-chat--history-index -1) step))
+        (count (length lich-chat--history)))
+    (cond ((null lich-chat--history)
+           (goto-char (point-max))
+           (message "lich: no prompt sent yet in this chat"))
+          ((>= index count)
+           (goto-char (point-max))
+           (message "lich: no older prompt (the oldest of %d is shown)" count))
+          ((< index 0)
+           (goto-char (point-max))
+           (if (null lich-chat--history-index)
+               (message "lich: no newer prompt")
+             ;; Past the newest: what was typed before walking comes back.
+             (lich-chat--replace-input (or lich-chat--history-draft ""))
+             (setq lich-chat--history-index nil
+                   lich-chat--history-draft nil)))
+          (t
+           (unless lich-chat--history-index
+             (setq lich-chat--history-draft (lich-chat--input-text)))
+           (setq lich-chat--history-index index)
+           (lich-chat--replace-input (nth index lich-chat--history))))))
+
+(defun lich-chat-previous-input ()
+  "Replace the input with the previous prompt sent from this chat.
+The first press keeps what you typed: M-n past the newest prompt
+brings it back.  See `lich-chat-history-size'."
+  (interactive)
+  (lich-chat--history-walk 1))
+
+(defun lich-chat-next-input ()
+  "Replace the input with the next (newer) prompt of the history.
+Past the newest, the input you had typed before the first M-p."
+  (interactive)
+  (lich-chat--history-walk -1))
+
 (defun lich-chat-send ()
   "Send the input as the next message of the thread.
 On the conversation, move to the input instead."
@@ -306,6 +410,7 @@ Random enough that two Emacs sessions on one workspace do not collide."
       (setq lich-chat--new-thread (lich-chat--new-thread-id))
       (setq args (plist-put args :new_thread lich-chat--new-thread)))
     (delete-region lich-chat--input (point-max))
+    (lich-chat--history-add prompt)
     (setq lich-chat--turn (1+ lich-chat--turns)
           lich-chat--ask-connection connection
           lich-chat--pending t
@@ -354,6 +459,8 @@ Random enough that two Emacs sessions on one workspace do not collide."
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "RET") #'lich-chat-send)
     (define-key map (kbd "C-j") #'newline)
+    (define-key map (kbd "M-p") #'lich-chat-previous-input)
+    (define-key map (kbd "M-n") #'lich-chat-next-input)
     (define-key map (kbd "TAB") #'completion-at-point)
     (define-key map (kbd "C-c C-c") #'lich-chat-cancel)
     (define-key map (kbd "C-c C-t") #'lich-threads)
@@ -378,7 +485,9 @@ Random enough that two Emacs sessions on one workspace do not collide."
                         'font-lock-face 'lich-chat-prompt-face))
     (setq lich-chat--output (copy-marker (point-min) t)
           lich-chat--input (copy-marker (point-max))
-          lich-chat--streaming nil)))
+          lich-chat--streaming nil
+          lich-chat--history-index nil
+          lich-chat--history-draft nil)))
 
 (define-derived-mode lich-chat-mode text-mode "lich-chat"
   "A conversation with lich-lsp (one thread; see docs/conversations.md).
@@ -449,6 +558,7 @@ What the user was typing at the input stays."
     (setq lich-chat-thread thread
           lich-chat--turns (length turns))
     (mapc #'lich-chat--render-turn turns)
+    (lich-chat--history-add-thread turns)
     (when (eq (lich-json-get result "running") t)
       (lich-chat--insert "(a turn of this thread is running elsewhere)" 'lich-chat-problem-face))
     (save-excursion (goto-char (point-max)) (insert input))))

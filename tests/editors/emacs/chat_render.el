@@ -205,5 +205,112 @@
               (should (equal (lich-chat-turn-at-point) 200)))
           (kill-buffer buffer))))))
 
+;;;; Input history (M-p / M-n), through the chat's own key bindings
+
+(defun lich-test-press (keys)
+  "Press KEYS in the chat through the command loop; return what it said in the echo area."
+  (should (memq (key-binding (kbd keys)) '(lich-chat-previous-input lich-chat-next-input)))
+  ;; Emptied first: a message like the last one would only add " [2 times]" to its line.
+  (with-current-buffer (messages-buffer)
+    (let ((inhibit-read-only t)) (erase-buffer)))
+  (execute-kbd-macro (kbd keys))
+  (with-current-buffer (messages-buffer) (buffer-substring-no-properties (point-min) (point-max))))
+
+(defun lich-test-input-after (keys)
+  "The input after pressing KEYS; point must be at its end."
+  (lich-test-press keys)
+  (should (= (point) (point-max)))
+  (lich-chat--input-text))
+
+(defun lich-test-answer (prompt thread)
+  "Send PROMPT and let its turn end with an answer on THREAD."
+  (lich-test-type-and-send prompt)
+  (funcall (nth 1 (car lich-test-asks))
+           (list :task_id "t" :thread thread :stopped_reason "final" :final "ok")))
+
+(ert-deftest lich-chat-input-history-walks-the-prompts-sent ()
+  (lich-test-with-chat
+    ;; Nothing sent yet: M-p says so and leaves the input alone.
+    (insert "typing")
+    (should (string-match-p "no prompt sent yet" (lich-test-press "M-p")))
+    (should (equal (lich-chat--input-text) "typing"))
+    (delete-region lich-chat--input (point-max))
+    (lich-test-answer "first question" "th1")
+    (lich-test-answer "second\nquestion" "th1")
+    (goto-char (point-max))
+    (insert "my draft")
+    ;; From the conversation too: the input changes, point goes to its end.
+    (goto-char (point-min))
+    (let ((conversation (lich-test-text)))
+      (should (equal (lich-test-input-after "M-p") "second\nquestion"))
+      (should (equal (lich-test-input-after "M-p") "first question"))
+      (let ((said (lich-test-press "M-p")))
+        (should (string-match-p "no older prompt" said)))
+      (should (equal (lich-chat--input-text) "first question"))
+      (should (= (point) (point-max)))
+      (should (equal (lich-test-input-after "M-n") "second\nquestion"))
+      (should (equal (lich-test-input-after "M-n") "my draft"))
+      (should (string-match-p "no newer prompt" (lich-test-press "M-n")))
+      (should (equal (lich-chat--input-text) "my draft"))
+      ;; Only the input changed.
+      (should (equal (lich-test-text) conversation)))
+    ;; The other keys are still there.
+    (should (eq (key-binding (kbd "RET")) #'lich-chat-send))
+    (should (eq (key-binding (kbd "C-j")) #'newline))
+    (should (eq (key-binding (kbd "TAB")) #'completion-at-point))
+    (should (eq (key-binding (kbd "C-c C-g")) #'lich-chat-reload))
+    ;; Sending a recalled prompt again does not list it twice in a row.
+    (delete-region lich-chat--input (point-max))
+    (lich-test-input-after "M-p")
+    (lich-chat-send)
+    (should (equal (plist-get (car (car lich-test-asks)) :prompt) "second\nquestion"))
+    (should (equal (lich-chat--input-text) ""))
+    (should (equal (lich-test-input-after "M-p") "second\nquestion"))
+    (should (equal (lich-test-input-after "M-p") "first question"))))
+
+(ert-deftest lich-chat-input-history-holds-a-loaded-threads-prompts ()
+  (let* ((turns (vector (list :turn 1 :prompt "mine" :final "a" :stopped_reason "final" :tools [])
+                        (list :turn 2 :prompt "alpha" :final "b" :stopped_reason "final" :tools [])
+                        (list :turn 3 :prompt "beta" :final "c" :stopped_reason "final" :tools [])
+                        (list :turn 4 :prompt "beta" :discarded t :tools [])
+                        (list :turn 5 :prompt "gamma" :discarded t :tools [])))
+         (adapter (lich-test-chat-adapter)))
+    (setf (lich-adapter-request adapter)
+          (lambda (_conn _method params)
+            (and (equal (plist-get params :command) "lich.thread")
+                 (list :thread "th2" :turns turns))))
+    (let ((lich-adapters (list adapter))
+          (lich-test-asks nil)
+          (lich-chat-buffer-name (generate-new-buffer-name "*lich chat test*")))
+      (let ((buffer (lich-chat)))
+        (unwind-protect
+            (with-current-buffer buffer
+              (lich-test-answer "earlier" "th1")
+              (lich-test-answer "mine" "th1")
+              (lich-chat-load "th2")
+              (let ((walk (lambda ()
+                            "The prompts M-p shows, newest first, until it says there is none."
+                            (delete-region lich-chat--input (point-max))
+                            (cl-loop repeat 10
+                                     until (string-match-p "no older prompt"
+                                                           (lich-test-press "M-p"))
+                                     collect (lich-chat--input-text)))))
+                ;; The thread's prompts (rewound ones too) are the newest, oldest to newest;
+                ;; "beta" twice in a row is once; "mine", sent before, is not listed twice.
+                (should (equal (funcall walk) '("gamma" "beta" "alpha" "mine" "earlier")))
+                ;; Reloading the same thread (C-c C-g) changes nothing.
+                (execute-kbd-macro (kbd "C-c C-g"))
+                (should (equal (funcall walk) '("gamma" "beta" "alpha" "mine" "earlier")))
+                ;; Bounded by `lich-chat-history-size': the oldest go.
+                (let ((lich-chat-history-size 3))
+                  (lich-chat-load "th2")
+                  (delete-region lich-chat--input (point-max))
+                  (should (equal (lich-test-input-after "M-p") "gamma"))
+                  (should (equal (lich-test-input-after "M-p") "beta"))
+                  (should (equal (lich-test-input-after "M-p") "alpha"))
+                  (should (string-match-p "no older prompt" (lich-test-press "M-p")))
+                  (should (equal (lich-chat--input-text) "alpha")))))
+          (kill-buffer buffer))))))
+
 (provide 'chat_render)
 ;;; chat_render.el ends here
