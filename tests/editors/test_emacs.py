@@ -583,7 +583,8 @@ def test_chat_renders_events_without_a_server(emacs: str) -> None:
     cancelled turn, a refused request (thread_busy:) and a non-streamed answer are shown once,
     in plain words; a connect of the chat's server (not another's) ends a turn the old server
     took with it and reloads the thread, keeping the draft input, saying so in one line; a
-    200-turn thread opens in under a second, each turn findable at point."""
+    200-turn thread opens in under a second, each turn findable at point; M-p/M-n walk the
+    prompts sent and a shown thread's prompts, M-n past the newest gives the draft back."""
     stderr = run_ert(emacs, CHAT_SCENARIO.parent / "chat_render.el")
     for name in (
         "lich-chat-commands-are-autoloaded",
@@ -591,6 +592,8 @@ def test_chat_renders_events_without_a_server(emacs: str) -> None:
         "lich-chat-says-cancelled-and-errors-in-plain-words",
         "lich-chat-opens-a-200-turn-thread-quickly",
         "lich-chat-reloads-its-thread-when-the-server-connects",
+        "lich-chat-input-history-walks-the-prompts-sent",
+        "lich-chat-input-history-holds-a-loaded-threads-prompts",
     ):
         assert re.search(rf"passed\s+\d+/\d+\s+{name}\b", stderr), (name, stderr[-4000:])
 
