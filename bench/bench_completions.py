@@ -255,12 +255,8 @@ async def own_time(root: Path, count: int) -> tuple[list[float], list[float], in
         try:
             gc.collect()
             gc.freeze()  # this process's collector pauses are not the server's time
-            for index in range(total):
-                # A line never asked at before: the prefix is new, so the provider is asked.
-                line = 1 + (index * 7) % (len(lines) - 2)
-                if line % 4 == 0:
-                    line += 1
-                params = _inline_params(uri, line, len(lines[line]))
+            for index, (line, character) in enumerate(_fresh_positions(lines, total)):
+                params = _inline_params(uri, line, character)
                 started = time.monotonic()
                 result = await asyncio.wait_for(
                     client.text_document_inline_completion_async(params), LSP_TIMEOUT_S
@@ -282,6 +278,21 @@ async def own_time(root: Path, count: int) -> tuple[list[float], list[float], in
     finally:
         fake.server.stop()
     return round_trips, provider, requests, status["completion"]["own_ms"]
+
+
+def _fresh_positions(lines: list[str], count: int) -> list[tuple[int, int]]:
+    """`count` cursor positions, none asked twice (the server answers text around the cursor it
+    has seen before from its cache, without the provider): the ends of the lines that end `= `,
+    spread over the document, then the same lines one character earlier, and so on."""
+    positions: list[tuple[int, int]] = []
+    for back in range(count):
+        for step in range(len(lines) - 2):
+            line = 1 + (step * 7) % (len(lines) - 2)  # 7 is prime to the count: each line once
+            if line % 4 and (line, len(lines[line]) - back) not in positions:
+                positions.append((line, len(lines[line]) - back))
+            if len(positions) == count:
+                return positions
+    raise ValueError(f"{count} positions do not fit in {len(lines)} lines")
 
 
 async def bare_round_trips(root: Path, count: int) -> list[float]:

@@ -6,9 +6,11 @@ supersedes the older one, whose provider stream is closed at once (its CancelTok
 stream is closed as the iteration ends); `$/cancelRequest` cancels the handler's task, which
 closes the stream the same way. A request first waits `completion_debounce_ms`, so a burst of
 keystrokes asks the model once. Typing the first characters of the suggestion shown is answered
-from it, with no request. The model's text is cut to the block the cursor is in and stripped of
-what repeats the text after the cursor (lich_core.completion.context). A provider failure is an
-empty answer and one log line (not one per keystroke); nothing here ever shows a message.
+from it, with no request, and so is text around the cursor a suggestion was made for before (the
+user deleted a character and typed it again). The model's text is cut to the block the cursor
+is in and stripped of what repeats the text after the cursor (lich_core.completion.context). A
+provider failure is an empty answer and one log line (not one per keystroke); nothing here ever
+shows a message.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import asyncio
 import logging
 import re
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +58,9 @@ SNIPPET_QUERY_PREFIX_CHARS = 2_000
 SNIPPET_QUERY_SUFFIX_CHARS = 500
 COMPLETION_LABEL_MAX_CHARS = 80
 OWN_TIMES_KEPT = 1_000
+# Suggestions kept for the exact text around the cursor they were made for (all documents): a
+# user who deletes a character and types it again sees the suggestion again, with no request.
+RECENT_SUGGESTIONS_KEPT = 64
 # Letters, digits and `_` of any script, as editors take a word when they filter items (Helix:
 # alphanumeric or `_`).
 _WORD_BEFORE_CURSOR = re.compile(r"\w*$")
@@ -94,6 +99,8 @@ class InlineCompletions:
         self._windows: dict[str, tuple[int, str, list[Window]]] = {}
         # uri -> its root-relative path ("" outside the root): resolved once per document.
         self._paths: dict[str, str] = {}
+        # (uri, prefix window, suffix window) -> the suggestion made for them, oldest first.
+        self._recent: OrderedDict[tuple[str, str, str], str] = OrderedDict()
         self._last_failure = ""
         self.requests = 0  # provider requests made (lich.status; the bench reads it)
         # The server's own time per answered completion (the provider's excluded), newest last.
@@ -205,16 +212,21 @@ class InlineCompletions:
         offset = offset_at(text, position, self._encoding())
         before_cursor = text[:offset]
         state = self._states.setdefault(uri, _DocumentState())
-        left = typed_through(state.shown_prefix, state.shown_text, before_cursor)
-        if left is not None:
-            state.shown_prefix, state.shown_text = before_cursor, left
-            return left
+        settings = self._holder.config.settings
+        prefix, suffix = cursor_windows(
+            text, offset, settings.completion_prefix_chars, settings.completion_suffix_chars
+        )
         if state.in_flight is not None:
             state.in_flight.cancel("superseded")  # its stream closes now
+        known = typed_through(state.shown_prefix, state.shown_text, before_cursor)
+        if known is None:
+            known = self._recent.get((uri, prefix, suffix))
+        if known is not None:
+            state.shown_prefix, state.shown_text = before_cursor, known
+            return known
         token = CancelToken()
         state.in_flight = token
         try:
-            settings = self._holder.config.settings
             debounce_s = settings.completion_debounce_ms / 1000
             if debounce_s > 0:
                 # Keystrokes within the debounce supersede this one before it asks anything.
@@ -223,15 +235,13 @@ class InlineCompletions:
                 started += time.perf_counter() - slept_from
             if token.cancelled:
                 return ""
-            prefix, suffix = cursor_windows(
-                text, offset, settings.completion_prefix_chars, settings.completion_suffix_chars
-            )
             suggestion = await self._ask(model, uri, rel, doc, prefix, suffix, token, started)
         finally:
             if state.in_flight is token:
                 state.in_flight = None
         if token.cancelled or not suggestion:
             return ""
+        self._remember((uri, prefix, suffix), suggestion)
         state.shown_prefix, state.shown_text = before_cursor, suggestion
         return suggestion
 
@@ -297,6 +307,12 @@ class InlineCompletions:
             self.own_times_s.append(before + between_pieces + time.perf_counter() - stream_done)
         return kept if kept.strip() else ""
 
+    def _remember(self, key: tuple[str, str, str], suggestion: str) -> None:
+        self._recent[key] = suggestion
+        self._recent.move_to_end(key)
+        if len(self._recent) > RECENT_SUGGESTIONS_KEPT:
+            self._recent.popitem(last=False)
+
     def _failed(self, message: str) -> None:
         """One log line per distinct failure until a completion succeeds again."""
         if message != self._last_failure:
@@ -349,6 +365,8 @@ class InlineCompletions:
             state.in_flight.cancel("closed")
         self._windows.pop(uri, None)
         self._paths.pop(uri, None)
+        for key in [key for key in self._recent if key[0] == uri]:
+            del self._recent[key]
 
 
 def own_time_summary(times_s: Sequence[float]) -> dict[str, Any]:

@@ -178,6 +178,35 @@ async def test_typing_through_a_suggestion_asks_nothing(
     assert len(fake_provider.requests) == 2
 
 
+async def test_text_seen_before_is_answered_with_its_suggestion_again(
+    root: Path, fake_provider, sessions
+) -> None:
+    fake_provider.script({"text": "(a, b)"}, {"text": " = 2"})
+    client = await open_session(
+        root, "visual-studio-code", completion_options(fake_provider), ghost_text=True
+    )
+    sessions.append(client)
+    uri = client.open(root / "s.py", "total = add\n")
+    at_add = types.Position(line=0, character=len("total = add"))
+    (item,) = await inline(client, uri, at_add)
+    assert item.insert_text == "(a, b)"
+    # A typo: the suggestion does not start with "x", so the model is asked again...
+    client.type_text(uri, "total = addx\n")
+    (item,) = await inline(client, uri, types.Position(line=0, character=len("total = addx")))
+    assert item.insert_text == " = 2"
+    # ...and deleting it brings the first suggestion back without a request.
+    client.type_text(uri, "total = add\n")
+    (item,) = await inline(client, uri, at_add)
+    assert item.insert_text == "(a, b)"
+    assert len(fake_provider.requests) == 2
+    # The same text with something else after the cursor is another question.
+    fake_provider.script({"text": "(c)"})
+    client.type_text(uri, "total = add\nmore\n")
+    (item,) = await inline(client, uri, at_add)
+    assert item.insert_text == "(c)"
+    assert len(fake_provider.requests) == 3
+
+
 async def test_a_newer_request_supersedes_and_closes_the_older_stream(
     root: Path, fake_provider, sessions
 ) -> None:
