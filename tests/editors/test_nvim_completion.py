@@ -23,6 +23,7 @@ from tests.support.fake_provider import FakeProviderServer
 pytestmark = pytest.mark.nvim
 
 SUGGESTION = "(a, b):\n    return a + b"
+PARTIAL_KEYS = ["<M-Right>", "<M-C-Right>"]  # the word and line keys' defaults
 
 
 def write_completion_config(tmp_path: Path, provider: FakeProviderServer | None) -> None:
@@ -88,7 +89,12 @@ def test_nothing_is_asked_without_a_model_or_when_turned_off(
     if case == "no_model":
         write_completion_config(tmp_path, None)
         # With a suggestion <Tab> would accept it; with none it indents as usual.
-        data = {"completion": {"accept_key": "<Tab>"}, "expect_model_check": True}
+        data = {
+            "completion": {"accept_key": "<Tab>"},
+            "expect_model_check": True,
+            "map_keys": ["<Tab>", *PARTIAL_KEYS],
+            "fallthrough_keys": PARTIAL_KEYS,
+        }
     else:
         fake_provider.script({"text": SUGGESTION})
         write_completion_config(tmp_path, fake_provider)
@@ -101,8 +107,62 @@ def test_nothing_is_asked_without_a_model_or_when_turned_off(
         assert values["changes"] >= 1  # the plugin saw the typing and asked nothing
         assert values["after_key"].rstrip(" \t") == "def add" != values["after_key"]
         assert fake_provider.requests == []
+        assert all(values["maps"][key].startswith("lich: accept") for key in values["maps"])
+        # The partial keys do what they do unmapped (<M-Right> leaves Insert mode and moves
+        # right), not nothing.
+        for key in PARTIAL_KEYS:
+            assert values["fallthrough"][key] == values["unmapped"][key], (key, values)
+            assert values["unmapped"][key] != {"mode": "i", "line": "abc def", "cursor": [1, 2]}
     else:
         # No mapping: <C-l> is Insert mode's own (inserted as typed).
         assert values["after_key"] == "def add\x0c"
         # Only the completion items request reached the model.
         assert len(fake_provider.requests) == 1
+
+
+def test_partial_accept_inserts_a_word_or_a_line_and_shows_the_rest(
+    nvim: str,  # noqa: F811
+    workspace: Path,  # noqa: F811
+    tmp_path: Path,
+    fake_provider: FakeProviderServer,
+) -> None:
+    """<M-Right> (word), <M-C-Right> (line), <M-Right> across the line break, then <C-l>: each
+    partial key leaves the rest on screen and the server answers it from the suggestion."""
+    (workspace / "calc.py").write_text("", encoding="utf-8")
+    fake_provider.script(
+        {"text": "add" + SUGGESTION + "\n\n\nprint(add(1, 2))\n", "chunks": 3},
+        {"text": ""},  # asked once the whole suggestion is in: nothing more to suggest
+    )
+    write_completion_config(tmp_path, fake_provider)
+    result = run_scenario(nvim, "completion_partial", workspace, tmp_path)
+    assert_passed(result)
+    kept = result["values"]["kept"]
+    assert [k["text"] for k in kept] == ["def add", "def add(a, b):", "def add(a, b):\n    return"]
+    assert all(k["marks"] == 1 for k in kept), kept
+    # The model was asked for "def " and after the whole suggestion, never for what a partial
+    # key left (the server answered those from the suggestion shown).
+    prompts = [r["json"]["prompt"] for r in fake_provider.requests]
+    assert len(prompts) == 2, prompts
+    assert prompts[0].endswith("def ")
+    assert prompts[1].endswith("def add(a, b):\n    return a + b")
+
+
+def test_partial_keys_set_to_false_or_empty_are_not_mapped(
+    nvim: str,  # noqa: F811
+    workspace: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    (workspace / "calc.py").write_text("", encoding="utf-8")
+    write_completion_config(tmp_path, None)
+    data = {
+        "completion": {"accept_word_key": False, "accept_line_key": ""},
+        "expect_model_check": True,
+        "map_keys": ["<C-l>", *PARTIAL_KEYS],
+    }
+    result = run_scenario(nvim, "completion_off", workspace, tmp_path, data)
+    assert_passed(result)
+    assert result["values"]["maps"] == {
+        "<C-l>": "lich: accept the inline suggestion",
+        "<M-Right>": "",
+        "<M-C-Right>": "",
+    }

@@ -38,6 +38,36 @@ return function(H)
   H.values.requests = ghost.stats.requests
   H.check("no inline completion was requested", ghost.stats.requests == 0, ghost.stats)
   H.check("no ghost text", #vim.api.nvim_buf_get_extmarks(buf, ghost.ns, 0, -1, {}) == 0)
+  -- Which of these keys the buffer maps in Insert mode (the mapping's description).
+  H.values.maps = {}
+  for _, map_key in ipairs(H.data.map_keys or {}) do
+    local found = vim.fn.maparg(map_key, "i", false, true)
+    H.values.maps[map_key] = (type(found) == "table" and found.buffer == 1 and found.desc) or ""
+  end
+  -- With no suggestion a key does what it does unmapped: the same mode, line and cursor after it
+  -- as in a buffer without the plugin's mappings.
+  local function press(fed)
+    vim.api.nvim_buf_set_lines(0, 0, -1, false, { "abc def" })
+    vim.api.nvim_win_set_cursor(0, { 1, 2 })
+    local seen = nil
+    _G.lich_test_seen = function()
+      seen = { mode = vim.api.nvim_get_mode().mode, line = vim.api.nvim_get_current_line(), cursor = vim.api.nvim_win_get_cursor(0) }
+    end
+    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("i" .. fed .. "<Cmd>lua lich_test_seen()<CR>", true, false, true), "tx", false)
+    return seen
+  end
+  local fallthrough = H.data.fallthrough_keys or {}
+  if #fallthrough > 0 then
+    H.values.fallthrough, H.values.unmapped = {}, {}
+    for _, fed in ipairs(fallthrough) do
+      H.values.fallthrough[fed] = press(fed)
+    end
+    vim.cmd("enew")
+    for _, fed in ipairs(fallthrough) do
+      H.values.unmapped[fed] = press(fed)
+    end
+    vim.cmd("buffer " .. buf)
+  end
   if H.data.ask_items then
     -- Ghost text off: the client declares no inline completions, so the server answers
     -- textDocument/completion with the suggestion (what nvim-cmp and omnifunc show).

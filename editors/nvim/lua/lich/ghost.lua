@@ -1,15 +1,22 @@
 -- Ghost text: inline completions from the lich server shown as extmarks in Insert mode.
 -- Core Neovim (0.7-0.11) does not ask textDocument/inlineCompletion, so this module does: after
 -- each change in Insert mode it asks the lich client (cancelling the request it asked before),
--- shows the answer as virtual text at the cursor, and inserts it on the accept key. The server
--- debounces and supersedes per document (docs/completions.md), so no timer is needed here.
+-- shows the answer as virtual text at the cursor, and inserts it on the accept key (or its next
+-- word or line on the partial keys). The server debounces and supersedes per document
+-- (docs/completions.md), so no timer is needed here.
 local compat = require("lich.compat")
 
 local M = {}
 
 M.ns = vim.api.nvim_create_namespace("lich_ghost")
 M.hl_group = "LichGhostText"
-M.defaults = { enabled = true, accept_key = "<C-l>" }
+M.defaults = {
+  enabled = true,
+  accept_key = "<C-l>",
+  -- copilot.vim's keys for the same (VS Code: Ctrl+Right).
+  accept_word_key = "<M-Right>",
+  accept_line_key = "<M-C-Right>",
+}
 
 -- lich.status is read again on InsertEnter when older than this, so a completion model added to
 -- (or removed from) the config is picked up without restarting the server.
@@ -18,6 +25,25 @@ local STATUS_REFRESH_MS = 5000
 -- ghost's first line is an overlay that repeats the rest of the line after itself.
 local HAS_INLINE = vim.fn.has("nvim-0.10") == 1
 local TRIGGER_AUTOMATIC = 2
+
+-- Non-ASCII code points that are not identifier characters for the word rule (next_word): the
+-- Latin-1 signs, general punctuation, symbols and arrows, CJK and fullwidth punctuation, emoji.
+-- Every other non-ASCII character counts as a letter, so words of any script stay whole without a
+-- Unicode table (charclass() is not in 0.7, and it reads 'iskeyword' for ASCII).
+local NOT_WORD_RANGES = {
+  { 0x00A0, 0x00BF },
+  { 0x00D7, 0x00D7 },
+  { 0x00F7, 0x00F7 },
+  { 0x2000, 0x2BFF },
+  { 0x3000, 0x303F },
+  { 0xFE30, 0xFE4F },
+  { 0xFF00, 0xFF0F },
+  { 0xFF1A, 0xFF20 },
+  { 0xFF3B, 0xFF40 },
+  { 0xFF5B, 0xFF65 },
+  { 0x1F000, 0x1FAFF },
+}
+local SPACE, WORD, OTHER = 0, 1, 2
 
 ---@type table<integer, {model: string|nil, known: boolean, checked: number, asking: boolean}>
 local models = {}
@@ -153,26 +179,116 @@ local function suggestion_text(result)
   return type(text) == "string" and text or nil, item.range
 end
 
+--- The code point at byte `i` of `text` and its length in bytes (a stray byte stands alone).
+local function decode(text, i)
+  local byte = text:byte(i)
+  local size = byte >= 0xF0 and 4 or byte >= 0xE0 and 3 or byte >= 0xC0 and 2 or 1
+  if size == 1 then
+    return byte, 1
+  end
+  local code = byte % (2 ^ (7 - size))
+  for k = 1, size - 1 do
+    local next_byte = text:byte(i + k)
+    if not next_byte or next_byte < 0x80 or next_byte > 0xBF then
+      return byte, 1
+    end
+    code = code * 64 + next_byte % 64
+  end
+  return code, size
+end
+
+local function class(code)
+  if code == 32 or code == 9 or code == 10 or code == 13 then
+    return SPACE
+  end
+  if code < 128 then
+    local char = string.char(code)
+    return (char:match("[%w_]") and WORD) or OTHER
+  end
+  for _, range in ipairs(NOT_WORD_RANGES) do
+    if code >= range[1] and code <= range[2] then
+      return OTHER
+    end
+  end
+  return WORD
+end
+
+-- Byte index just past the whitespace (spaces, tabs, line breaks) that starts text at `i`.
+local function skip_space(text, i)
+  while i <= #text do
+    local code, size = decode(text, i)
+    if class(code) ~= SPACE then
+      break
+    end
+    i = i + size
+  end
+  return i
+end
+
+--- How many bytes of `text` the word key inserts: the leading whitespace (spaces, tabs and line
+--- breaks), then one run of identifier characters (ASCII letters, digits and `_`, and every
+--- non-ASCII character outside NOT_WORD_RANGES: letters of any script) or, when the next
+--- character is not one of those, one run of the other non-whitespace characters. So
+--- "add(a, b)" goes "add", "(", "a", ",", " b", ")"; "\n    return" goes whole.
+---@param text string
+---@return integer
+function M.next_word(text)
+  local i = skip_space(text, 1)
+  if i > #text then
+    return #text
+  end
+  local first = class((decode(text, i)))
+  while i <= #text do
+    local code, size = decode(text, i)
+    if class(code) ~= first then
+      break
+    end
+    i = i + size
+  end
+  return i - 1
+end
+
+--- How many bytes of `text` the line key inserts: up to the end of its first line, without the
+--- line break; whitespace and line breaks it starts with are taken along with the next line, so
+--- a suggestion that starts a new line inserts the break, the indentation and that line's text.
+---@param text string
+---@return integer
+function M.next_line(text)
+  local i = skip_space(text, 1)
+  local newline = text:find("\n", i, true)
+  return newline and newline - 1 or #text
+end
+
 --- Ask for a suggestion at the cursor of `bufnr` (Insert mode, after a change).
 ---@param bufnr integer
 ---@param opts table the completion options
 ---@param name string the lich client's name
 function M.request(bufnr, opts, name)
-  M.clear()
+  local row, col = cursor()
+  local tick = vim.api.nvim_buf_get_changedtick(bufnr)
+  -- The rest of a suggestion after a partial accept is drawn for this very change: it stays up
+  -- until the answer (the server's, from that suggestion, without the model) replaces it, so
+  -- it does not blink off for the round trip.
+  local ghost = shown
+  if ghost and ghost.bufnr == bufnr and ghost.row == row and ghost.col == col and ghost.tick == tick then
+    cancel_pending()
+  else
+    M.clear()
+  end
   local client = lich_client(bufnr, name)
   if not client or not client.initialized or vim.fn.pumvisible() == 1 then
+    M.clear()
     return
   end
   local model = models[client.id]
   if not model or not model.known or not model.model then
+    M.clear()
     return
   end
-  local row, col = cursor()
   local character = col
   if col > 0 then
     character = vim.lsp.util.character_offset(bufnr, row, col, client.offset_encoding or "utf-16")
   end
-  local tick = vim.api.nvim_buf_get_changedtick(bufnr)
   local params = {
     textDocument = { uri = vim.uri_from_bufnr(bufnr) },
     position = { line = row, character = character },
@@ -185,24 +301,26 @@ function M.request(bufnr, opts, name)
     end
     pending = nil
     M.stats.answers = M.stats.answers + 1
+    -- Whatever is not shown from this answer leaves nothing shown (a ghost kept for the
+    -- request included): nothing newer was asked, so the server's word is the last.
     if err or not vim.api.nvim_buf_is_valid(bufnr) or vim.api.nvim_get_current_buf() ~= bufnr then
-      return
+      return M.clear()
     end
     local now_row, now_col = cursor()
     local mode = vim.api.nvim_get_mode().mode
     if mode:sub(1, 1) ~= "i" or now_row ~= row or now_col ~= col then
-      return
+      return M.clear()
     end
     if vim.api.nvim_buf_get_changedtick(bufnr) ~= tick then
-      return
+      return M.clear()
     end
     local text, range = suggestion_text(result)
     if not text or text == "" then
-      return
+      return M.clear()
     end
     -- Only an insertion at the cursor is shown (what the lich server answers).
     if type(range) == "table" and range.start and (range.start.line ~= row or range.start.character ~= character) then
-      return
+      return M.clear()
     end
     local lines = vim.split((text:gsub("\r\n", "\n")), "\n", true)
     shown = { bufnr = bufnr, row = row, col = col, tick = tick, lines = lines }
@@ -215,9 +333,10 @@ function M.request(bufnr, opts, name)
   end
 end
 
---- Insert the suggestion shown (all its lines) at the cursor; false when none is shown here.
----@return boolean
-function M.accept()
+-- Insert the first `take(text)` bytes of the suggestion shown (all of it without `take`) and
+-- show the rest at once: the change's TextChangedI asks again and the server answers the rest
+-- from the suggestion (the user typed its first characters), with no model request.
+local function accept(take)
   local ghost = shown
   if not ghost then
     return false
@@ -229,12 +348,53 @@ function M.accept()
     return false
   end
   M.clear()
-  local lines = ghost.lines
+  local text = table.concat(ghost.lines, "\n")
+  local part = take and text:sub(1, take(text)) or text
+  local lines = vim.split(part, "\n", true)
   vim.api.nvim_buf_set_text(bufnr, row, col, row, col, lines)
   local last_row = row + #lines - 1
   local last_col = #lines == 1 and col + #lines[1] or #lines[#lines]
   vim.api.nvim_win_set_cursor(0, { last_row + 1, last_col })
+  local rest = text:sub(#part + 1)
+  if rest ~= "" then
+    local rest_lines = vim.split(rest, "\n", true)
+    local tick = vim.api.nvim_buf_get_changedtick(bufnr)
+    shown = { bufnr = bufnr, row = last_row, col = last_col, tick = tick, lines = rest_lines }
+    render(bufnr, last_row, last_col, rest_lines)
+  end
   return true
+end
+
+--- Insert the suggestion shown (all its lines) at the cursor; false when none is shown here.
+---@return boolean
+function M.accept()
+  return accept(nil)
+end
+
+--- Insert the suggestion's next word (M.next_word) and show the rest; false when none is shown.
+---@return boolean
+function M.accept_word()
+  return accept(M.next_word)
+end
+
+--- Insert the rest of the suggestion's line (M.next_line) and show the rest; false when none is
+--- shown.
+---@return boolean
+function M.accept_line()
+  return accept(M.next_line)
+end
+
+-- The keys that do what typing `key` does when it is not mapped. Core Neovim reads a typed Alt
+-- key that no mapping takes (<M-Right>, <M-C-Right>) as <Esc> and the key, but only when typed:
+-- fed back it would be the key without Alt. Fed with the "t" flag it would be typed, but then a
+-- macro being recorded would get it twice.
+local ALT_PREFIX = "\128\252\008" -- K_SPECIAL KS_MODIFIER MOD_MASK_ALT
+local function unmapped_keys(key)
+  local keys = vim.api.nvim_replace_termcodes(key, true, false, true)
+  if keys:sub(1, #ALT_PREFIX) == ALT_PREFIX and #keys > #ALT_PREFIX then
+    return "\027" .. keys:sub(#ALT_PREFIX + 1)
+  end
+  return keys
 end
 
 local group = vim.api.nvim_create_augroup("lich_ghost", { clear = true })
@@ -244,7 +404,7 @@ vim.api.nvim_create_autocmd("ColorScheme", { group = group, callback = define_hi
 --- Wire ghost text into `bufnr` for `client` (the lich client's on_attach).
 ---@param client table
 ---@param bufnr integer
----@param opts table|nil {enabled, accept_key}
+---@param opts table|nil {enabled, accept_key, accept_word_key, accept_line_key}
 function M.attach(client, bufnr, opts)
   opts = vim.tbl_extend("force", M.defaults, opts or {})
   if opts.enabled == false then
@@ -291,15 +451,20 @@ function M.attach(client, bufnr, opts)
       end
     end,
   })
-  local key = opts.accept_key
-  if type(key) == "string" and key ~= "" then
+  local function map(key, fn, desc)
+    if type(key) ~= "string" or key == "" then
+      return -- false or "": the user keeps the key
+    end
     vim.keymap.set("i", key, function()
-      if not M.accept() then
+      if not fn() then
         -- No suggestion here: the key does what it does without this mapping.
-        vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(key, true, false, true), "ni", false)
+        vim.api.nvim_feedkeys(unmapped_keys(key), "ni", false)
       end
-    end, { buffer = bufnr, desc = "lich: accept the inline suggestion" })
+    end, { buffer = bufnr, desc = desc })
   end
+  map(opts.accept_key, M.accept, "lich: accept the inline suggestion")
+  map(opts.accept_word_key, M.accept_word, "lich: accept the inline suggestion's next word")
+  map(opts.accept_line_key, M.accept_line, "lich: accept the inline suggestion's line")
 end
 
 --- Forget a stopped client's model (a restarted server is asked again).
