@@ -32,7 +32,12 @@ M.defaults = {
   transcript_max_lines = 5000,
   -- Ghost text from the server's completion model (on whenever the server has one); see
   -- :help lich-completion.
-  completion = { enabled = true, accept_key = "<C-l>" },
+  completion = {
+    enabled = true,
+    accept_key = "<C-l>",
+    accept_word_key = "<M-Right>",
+    accept_line_key = "<M-C-Right>",
+  },
 }
 
 --- `lich-lsp` on PATH, else the Python that has `lich_lsp` installed.
