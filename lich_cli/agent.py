@@ -43,7 +43,10 @@ from lich_core.agent.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from lich_core.agent.sessions import LATEST, SessionError, SessionStore
 from lich_core.config import Config, mask_secrets, workspace_config_path
+from lich_core.hashline.read_state import ReadState
+from lich_core.project_rules import load_project_rules, render_project_rules
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -316,8 +319,6 @@ class ThreadRefError(Exception):
 def resolve_thread(config: Config, ref: str) -> str:
     """The thread id `ref` (an id or "latest") names, checked before anything is built or sent:
     a mistyped id must not cost a model call to find out."""
-    from lich_core.agent.sessions import LATEST, SessionError, SessionStore
-
     store = SessionStore.for_config(config)
     try:
         return store.resolve(ref)
@@ -332,8 +333,9 @@ def resolve_thread(config: Config, ref: str) -> str:
 def _mentions(config: Config, task: str) -> tuple[str | None, Any]:
     """The files the task's `@path` / `@path:a-b` mentions attach (from disk: the CLI has no
     buffers), as the editor's lich.ask does, and a read state that counts them as read."""
+    # Here, not at the top: it loads the tools' file reading (~13 ms), which only a prompt with
+    # mentions needs (`lich threads`, `lich config` start without it).
     from lich_core.agent.mentions import DiskSource, resolve_mentions
-    from lich_core.hashline.read_state import ReadState
 
     root = Path(config.settings.work_dir or os.getcwd()).resolve()
     mentioned = resolve_mentions(task, root, DiskSource())
@@ -409,9 +411,6 @@ def _project_rules(config: Config) -> str | None:
     no file), as the editor's lich.ask gives them; None when turned off or there are none."""
     if not config.settings.project_rules:
         return None
-
-    from lich_core.project_rules import load_project_rules, render_project_rules
-
     root = Path(config.settings.work_dir or os.getcwd())
     return render_project_rules(load_project_rules(root)) or None
 
@@ -659,8 +658,6 @@ def cmd_config(argv: list[str]) -> int:
 
 
 def cmd_threads(argv: list[str]) -> int:
-    from lich_core.agent.sessions import SessionStore
-
     parser = argparse.ArgumentParser(
         prog="lich threads",
         description="List this workspace's threads (conversations), newest first; continue one "
@@ -696,8 +693,6 @@ def cmd_threads(argv: list[str]) -> int:
 
 
 def cmd_sessions(argv: list[str]) -> int:
-    from lich_core.agent.sessions import SessionStore
-
     parser = argparse.ArgumentParser(
         prog="lich sessions", description="List saved sessions, newest first."
     )

@@ -3,6 +3,10 @@ policy, suffix overlap and typing through a suggestion."""
 
 from __future__ import annotations
 
+from lsprotocol import types
+from pygls.workspace import TextDocument
+from pygls.workspace.position_codec import PositionCodec
+
 from lich_core.completion.context import (
     COMPLETION_MAX_LINES,
     cursor_windows,
@@ -11,6 +15,7 @@ from lich_core.completion.context import (
     trim_suffix_overlap,
     typed_through,
 )
+from lich_lsp.completions import offset_at
 
 
 def test_windows_cut_at_line_boundaries() -> None:
@@ -69,12 +74,6 @@ def test_typing_through_a_suggestion_uses_what_is_left() -> None:
 
 
 def test_offsets_agree_with_pygls_in_every_encoding() -> None:
-    from lsprotocol import types
-    from pygls.workspace import TextDocument
-    from pygls.workspace.position_codec import PositionCodec
-
-    from lich_lsp.completions import offset_at
-
     text = "a = '😀x'\r\nb = 'é'\n\nlast"
     contents = ["a = '😀x'", "b = 'é'", "", "last"]
     for encoding in ("utf-16", "utf-8", "utf-32"):

@@ -14,8 +14,9 @@ import pytest
 from lsp_harness import edit, provider_options, start_session, stop_session, uri_of
 from pygls.exceptions import JsonRpcInvalidParams
 
-from lich_core.agent.sessions import SESSIONS_DIR_NAME
+from lich_core.agent.sessions import SESSIONS_DIR_NAME, SessionStore, session_dir_for
 from lich_core.userstate import workspace_state_dir
+from lich_core.vocabulary import Message
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
@@ -291,9 +292,6 @@ async def test_rewind_says_what_the_journal_cannot_restore(
 ) -> None:
     """A turn that ran in the CLI wrote to disk, not through the editor's undo journal: the
     rewind takes the conversation back and names the files it could not restore."""
-    from lich_core.agent.sessions import SessionStore, session_dir_for
-    from lich_core.vocabulary import Message
-
     store = SessionStore(session_dir_for({"work_dir": str(root)}))
     writer = store.create(work_dir=str(root), title="from the shell")
     thread = writer.session_id
