@@ -177,7 +177,7 @@ async def _start(
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
-    from bench.bench_lsp import LICH_SERVER
+    from bench.bench_lsp import LICH_SERVER, initialize
 
     client = LanguageClient("bench", "0")
     client.feature(types.WINDOW_LOG_MESSAGE)(lambda params: None)
@@ -190,17 +190,7 @@ async def _start(
             inline_completion=types.InlineCompletionClientCapabilities()
         )
     )
-    await asyncio.wait_for(
-        client.initialize_async(
-            types.InitializeParams(
-                capabilities=capabilities,
-                root_uri=root.as_uri(),
-                initialization_options=options,
-            )
-        ),
-        LSP_TIMEOUT_S,
-    )
-    client.initialized(types.InitializedParams())
+    await asyncio.wait_for(initialize(client, root, options, capabilities), LSP_TIMEOUT_S)
     for index in range(NEIGHBOUR_DOCUMENTS + 1):
         path = root / f"module_{index}.py"
         text = _code(index)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.bench_lsp import chat_options, initialize
 from bench.run import Figure
 
 LICH_SERVER = [sys.executable, "-m", "lich_lsp"]
@@ -66,24 +67,7 @@ async def _stream(root: Path, piece: str, delay_s: float, seconds: float) -> dic
     server = client._server  # the subprocess
     assert server is not None
     try:
-        options = {
-            "providers": [
-                {
-                    "name": "fake",
-                    "kind": "openai_compat",
-                    "base_url": fake.url + "/v1",
-                    "model": "m",
-                }
-            ]
-        }
-        await client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(),
-                root_uri=root.as_uri(),
-                initialization_options=options,
-            )
-        )
-        client.initialized(types.InitializedParams())
+        await initialize(client, root, chat_options(fake.url))
         await client.workspace_execute_command_async(
             types.ExecuteCommandParams("lich.status", [{}])
         )

@@ -48,6 +48,28 @@ RSS_TARGET_RATIO = 1.5
 STREAM_START_TIMEOUT_S = 30  # a hang fails the bench instead of waiting for ever
 
 
+def chat_options(url: str, **settings: Any) -> dict[str, Any]:
+    """The server's config: the fake provider at `url` as its one chat model, and `settings`."""
+    provider = {"name": "fake", "kind": "openai_compat", "base_url": url + "/v1", "model": "m"}
+    return {"providers": [provider], **settings}
+
+
+async def initialize(
+    client: Any, root: Path, options: dict[str, Any] | None = None, capabilities: Any = None
+) -> None:
+    """`initialize` (no capabilities unless given) and `initialized`, for workspace `root`."""
+    from lsprotocol import types
+
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=capabilities or types.ClientCapabilities(),
+            root_uri=root.as_uri(),
+            initialization_options=options,
+        )
+    )
+    client.initialized(types.InitializedParams())
+
+
 def _frame(payload: dict[str, Any]) -> bytes:
     body = json.dumps(payload).encode()
     return f"Content-Length: {len(body)}\r\n\r\n".encode() + body
@@ -136,19 +158,7 @@ async def _code_action_rounds(quick: bool, root: Path, url: str) -> tuple[float,
     client.feature("lich/event")(on_event)
     await client.start_io(*LICH_SERVER)
     try:
-        options = {
-            "providers": [
-                {"name": "fake", "kind": "openai_compat", "base_url": url + "/v1", "model": "m"}
-            ]
-        }
-        await client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(),
-                root_uri=root.as_uri(),
-                initialization_options=options,
-            )
-        )
-        client.initialized(types.InitializedParams())
+        await initialize(client, root, chat_options(url))
         uris = []
         for index in range(OPEN_DOCUMENTS):
             path = root / f"doc_{index}.py"
@@ -241,10 +251,7 @@ async def documents_rss(quick: bool, root: Path) -> tuple[int, int, int]:
     await client.start_io(*LICH_SERVER)
     try:
         pid = client._server.pid  # type: ignore[attr-defined]  # pygls keeps the subprocess there
-        await client.initialize_async(
-            types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=root.as_uri())
-        )
-        client.initialized(types.InitializedParams())
+        await initialize(client, root)
         status = types.ExecuteCommandParams("lich.status", [{}])
         await client.workspace_execute_command_async(status)  # the server is up and idle
         idle = _rss_bytes(pid)
@@ -302,10 +309,7 @@ async def workspace_edit_bytes(root: Path) -> tuple[int, int, int]:
                 workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)
             )
         )
-        await client.initialize_async(
-            types.InitializeParams(capabilities=capabilities, root_uri=root.as_uri())
-        )
-        client.initialized(types.InitializedParams())
+        await initialize(client, root, capabilities=capabilities)
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(
                 types.TextDocumentItem(path.as_uri(), "python", 1, text)
@@ -433,26 +437,9 @@ async def review_hunk_latency(quick: bool, root: Path) -> dict[str, float]:
     await client.start_io(*LICH_SERVER)
     timings: dict[str, float] = {}
     try:
-        options: dict[str, Any] = {
-            "providers": [
-                {
-                    "name": "fake",
-                    "kind": "openai_compat",
-                    "base_url": fake.url + "/v1",
-                    "model": "m",
-                }
-            ],
-            "edit_mode": "review",
-            "review_style": "hunks",
-        }
-        await client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(),
-                root_uri=root.as_uri(),
-                initialization_options=options,
-            )
+        await initialize(
+            client, root, chat_options(fake.url, edit_mode="review", review_style="hunks")
         )
-        client.initialized(types.InitializedParams())
         uri = path.as_uri()
         plain = root / "plain.py"  # the same text without hunks: the reference
         plain.write_text(old, encoding="utf-8")
@@ -548,25 +535,7 @@ async def plugin_executions(root: Path) -> int:
     await client.start_io(*LICH_SERVER)
     try:
         # The editor's settings are the user's own (trusted): the plugin loads without a question.
-        options = {
-            "providers": [
-                {
-                    "name": "fake",
-                    "kind": "openai_compat",
-                    "base_url": fake.url + "/v1",
-                    "model": "m",
-                }
-            ],
-            "plugins": [str(plugin)],
-        }
-        await client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(),
-                root_uri=root.as_uri(),
-                initialization_options=options,
-            )
-        )
-        client.initialized(types.InitializedParams())
+        await initialize(client, root, chat_options(fake.url, plugins=[str(plugin)]))
         await client.workspace_execute_command_async(types.ExecuteCommandParams("lich.tools", [{}]))
         for _ in range(PLUGIN_ASKS):
             await client.workspace_execute_command_async(

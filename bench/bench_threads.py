@@ -214,7 +214,7 @@ async def lsp_follow_ups(root: Path, thread: str, count: int) -> list[float]:
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
 
-    from bench.bench_lsp import LICH_SERVER, _stop
+    from bench.bench_lsp import LICH_SERVER, _stop, chat_options, initialize
 
     provider = _StampedProvider([{"text": "noted"} for _ in range(count + 1)])
     client = LanguageClient("bench", "0")
@@ -224,24 +224,7 @@ async def lsp_follow_ups(root: Path, thread: str, count: int) -> list[float]:
     await client.start_io(*LICH_SERVER)
     seconds: list[float] = []
     try:
-        options = {
-            "providers": [
-                {
-                    "name": "fake",
-                    "kind": "openai_compat",
-                    "base_url": provider.server.url + "/v1",
-                    "model": "m",
-                }
-            ]
-        }
-        await client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(),
-                root_uri=root.as_uri(),
-                initialization_options=options,
-            )
-        )
-        client.initialized(types.InitializedParams())
+        await initialize(client, root, chat_options(provider.server.url))
         # Not counted: a new thread's task, so the server's first-task costs (imports, the tool
         # runtime, the HTTP connection) are not taken for the thread's.
         started = await asyncio.wait_for(
