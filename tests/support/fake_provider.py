@@ -38,7 +38,8 @@ time.monotonic(); `wait_for_request` and `wait_closed_early` block on a conditio
 changes, so a test can tell which request's stream a client closed, and when.
 
 Standalone: `python -m tests.support.fake_provider --port 0 --script turns.json` prints
-"LISTENING http://127.0.0.1:PORT" and serves until killed.
+"LISTENING http://127.0.0.1:PORT" and serves until killed; `--requests FILE` appends each
+request's JSON body to FILE as one line (`requests_file=` in code).
 """
 
 from __future__ import annotations
@@ -804,8 +805,17 @@ class _Server(ThreadingHTTPServer):
 class FakeProviderServer:
     """Real HTTP on 127.0.0.1 in a background thread; each request consumes the next scripted turn."""
 
-    def __init__(self, turns: list[dict[str, Any]] | None = None, *, port: int = 0) -> None:
+    def __init__(
+        self,
+        turns: list[dict[str, Any]] | None = None,
+        *,
+        port: int = 0,
+        requests_file: Path | None = None,
+    ) -> None:
         self._turns: list[dict[str, Any]] = list(turns or [])
+        # Each request's JSON body is appended here as one line, at once (a driver in another
+        # process reads it while the server runs: the VS Code e2e).
+        self._requests_file = requests_file
         self._lock = threading.Lock()
         # Notified on every change to `requests` and `disconnects` (wait_for_request).
         self._changed = threading.Condition(self._lock)
@@ -907,6 +917,9 @@ class FakeProviderServer:
     def _record(self, request: dict[str, Any]) -> None:
         with self._changed:
             self.requests.append(request)
+            if self._requests_file is not None:
+                with self._requests_file.open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(request.get("json"), ensure_ascii=False) + "\n")
             self._changed.notify_all()
 
     def _update(self, request: dict[str, Any], **fields: Any) -> None:
@@ -974,8 +987,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.support.fake_provider")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--script", help='JSON file: a list of turns (or {"turns": [...]})')
+    parser.add_argument("--requests", help="JSONL file: each request's body is appended to it")
     args = parser.parse_args(argv)
-    server = FakeProviderServer(load_script(args.script) if args.script else [], port=args.port)
+    server = FakeProviderServer(
+        load_script(args.script) if args.script else [],
+        port=args.port,
+        requests_file=Path(args.requests) if args.requests else None,
+    )
     server.start()
     print(f"LISTENING {server.url}", flush=True)
     try:

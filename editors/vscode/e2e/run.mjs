@@ -14,8 +14,8 @@
 // Tests warns about the failing one (Show Problems opens the Problems view, which lists it with
 // source "lich tests"), and after fixing the code in the editor (unsaved) Run Tests is green, the
 // file is saved and the problem is gone.
-// The Lich chat view, in its own folder with its own scripted model (chat_provider.py records the
-// requests): Lich: Open Chat, a prompt and Enter in the view (a webview: frames inside the
+// The Lich chat view, in its own folder with its own scripted model (the fake provider's --requests
+// file records the requests): Lich: Open Chat, a prompt and Enter in the view (a webview: frames inside the
 // workbench), the answer in the view; a follow-up that edits greet.py (its request carries the
 // first answer); screenshots of the view in the dark and the light theme (docs/editors/); Rewind
 // to here on the second turn puts greet.py back in the editor. Then, in a review-mode folder:
@@ -23,7 +23,7 @@
 // notification shows it too) and whose patch waits as a hunk, drawn in the turn with its diff;
 // Accept in the chat puts the change in the editor.
 // Inline completions, in a folder whose lich.completions.model points at a fake FIM server
-// (chat_provider.py records its /v1/completions requests): typing in a Python file shows ghost
+// (the fake provider records its /v1/completions requests): typing in a Python file shows ghost
 // text, Tab accepts it, and the saved file has it.
 //
 // Environment: LICH_PYTHON (interpreter with lich_lsp importable; default python3),
@@ -759,7 +759,10 @@ async function main() {
     fs.writeFileSync(path.join(chatFolder, name), text);
   }
   const chatProviderUrl = await startFakeProvider(chatTurnsFile, env, path.join(scratch, "chat-provider.log"), [
-    path.join(HERE, "chat_provider.py"),
+    "-m",
+    "tests.support.fake_provider",
+    "--port",
+    "0",
     "--script",
     chatTurnsFile,
     "--requests",
@@ -783,7 +786,10 @@ async function main() {
   fs.mkdirSync(path.join(fimFolder, ".vscode"), { recursive: true });
   fs.writeFileSync(path.join(fimFolder, plan.fim.file), plan.fim.text);
   const fimUrl = await startFakeProvider(fimTurnsFile, env, path.join(scratch, "fim-provider.log"), [
-    path.join(HERE, "chat_provider.py"),
+    "-m",
+    "tests.support.fake_provider",
+    "--port",
+    "0",
     "--script",
     fimTurnsFile,
     "--requests",
