@@ -173,7 +173,7 @@ class InlineCompletions:
         typed = word.group(0) if word is not None else ""
         start = types.Position(
             line=position.line,
-            character=position.character - _units(typed, self._encoding()),
+            character=position.character - self._port.position_codec.client_num_units(typed),
         )
         insertion = typed + text
         return types.CompletionList(
@@ -397,15 +397,6 @@ def offset_at(text: str, position: types.Position, encoding: str) -> int:
 def _label(insertion: str) -> str:
     first = insertion.split("\n", 1)[0]
     return first if len(first) <= COMPLETION_LABEL_MAX_CHARS else first[:79] + "…"
-
-
-def _units(text: str, encoding: str) -> int:
-    """The length of `text` in the client's position units."""
-    if encoding == "utf-8":
-        return len(text.encode("utf-8"))
-    if encoding == "utf-16":
-        return len(text.encode("utf-16-le")) // 2
-    return len(text)
 
 
 def _code_points(line: str, character: int, encoding: str) -> int:
