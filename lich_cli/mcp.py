@@ -30,7 +30,7 @@ from typing import Any
 from lich_core.config import (
     KEYS,
     Config,
-    _strip_json_comments,
+    strip_json_comments,
     mask_secrets,
     read_config_file,
 )
@@ -191,7 +191,7 @@ class UserConfig:
 
     @property
     def has_comments(self) -> bool:
-        return self.text is not None and _strip_json_comments(self.text) != self.text
+        return self.text is not None and strip_json_comments(self.text) != self.text
 
     def save(self, servers: dict[str, Any], *, refusal_hint: str) -> None:
         """Write the file with `servers` as its mcp_servers (every other key as it was)."""

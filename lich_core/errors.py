@@ -6,6 +6,9 @@ Tools raise these internally; `capture_errors` and the executor turn them into
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class ToolError(Exception):
     """A tool failure whose message already starts with a stable prefix (`not_found: ...`)."""
@@ -37,3 +40,23 @@ class EditRejected(ToolError):
 
 class ConfigError(Exception):
     """A bad configuration value; the message names the key."""
+
+
+# How alike a wrong word must be to a known one to be offered as what was meant ("provider" and
+# "providers" score 0.94, "baseurl" and "base_url" 0.93, "tools" and "tools_enabled" 0.56).
+CLOSE_MATCH_CUTOFF = 0.75
+
+
+def close_match(word: object, known: Iterable[str]) -> str | None:
+    """The known word `word` most likely misspells (case aside), or None."""
+    if not isinstance(word, str):
+        return None
+    by_lower = {name.lower(): name for name in known}
+    found = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=CLOSE_MATCH_CUTOFF)
+    return by_lower[found[0]] if found else None
+
+
+def did_you_mean(word: object, known: Iterable[str]) -> str:
+    """`; did you mean 'x'?`, or nothing: the end of a message about a wrong word."""
+    match = close_match(word, known)
+    return f"; did you mean {match!r}?" if match else ""

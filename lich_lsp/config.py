@@ -3,22 +3,23 @@ editor's `initializationOptions` and the `workspace/configuration` section `lich
 settings are trusted; the workspace file counts only as far as trust allows (lich_lsp.trust, which
 the session asks after each rebuild).
 
-The effective config is rebuilt on `workspace/didChangeConfiguration`. A bad value is reported once
-as a `window/showMessage` error naming the key, and the server keeps its last good config.
+The effective config is rebuilt on `workspace/didChangeConfiguration`. A bad value is dropped
+alone by lich_core.config and named once as a `window/showMessage` warning; nothing falls back to
+defaults. A user config that cannot be parsed is one error message, and the agent may only read
+files until it parses.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from lich_core.config import KEYS, Config, load_config
-from lich_core.errors import ConfigError
-from lich_core.settings import settings_of
+from lich_core.config import EDITOR_SOURCE, KEYS, Config, load_config
 
 if TYPE_CHECKING:
     from lich_lsp.edits import ClientFeatures
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("lich.lsp.config")
 
 CONFIG_SECTION = "lich"
-APPROVAL_CHOICES = ("allow", "ask", "deny")
 DEFAULT_CODE_ACTION_KIND = "refactor.rewrite.lich"
 
 
@@ -42,27 +42,9 @@ def settings_from_client(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def check_lsp_values(config: Mapping[str, Any]) -> None:
-    """Checks on the LSP keys beyond lich_core's type checks (the value shapes the server relies on)."""
-    settings = settings_of(config)
-    for name, value in settings.approval.items():
-        if value not in APPROVAL_CHOICES:
-            raise ConfigError(
-                f"approval.{name}: expected one of {', '.join(APPROVAL_CHOICES)}, got {value!r}"
-            )
-    for index, action in enumerate(settings.code_actions):
-        for key in ("title", "prompt"):
-            if not isinstance(action.get(key), str) or not action.get(key):
-                raise ConfigError(f"code_actions[{index}].{key}: expected a non-empty string")
-        kind = action.get("kind", DEFAULT_CODE_ACTION_KIND)
-        if not isinstance(kind, str) or not kind:
-            raise ConfigError(
-                f"code_actions[{index}].kind: expected a code action kind string, got {kind!r}"
-            )
-
-
 def default_config(root: Path) -> Config:
-    """Built-in defaults only: the fallback when the very first load already fails."""
+    """Built-in defaults only, with the tools confined to `root`: a session's config before its
+    first read (and a test's)."""
     values = {key: spec.default for key, spec in KEYS.items()}
     values["work_dir"] = str(root)
     return Config(values, {key: "default" for key in values})
@@ -76,45 +58,46 @@ class ConfigHolder:
         self.init_options: dict[str, Any] = {}
         self.client_settings: dict[str, Any] = {}
         self.config: Config = default_config(root)
-        self.last_error: str | None = None
         self.generation = 0
         self.reported_warnings: set[str] = set()
+
+    def status(self) -> dict[str, Any]:
+        """Which settings are in use: their generation, when they were read, what was dropped."""
+        return {
+            "generation": self.generation,
+            "read_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(self.config.read_at)),
+            "problems": [problem.to_json() for problem in self.config.problems],
+            "broken_files": [problem.to_json() for problem in self.config.broken_files],
+        }
 
     def overrides(self) -> dict[str, Any]:
         """The editor's settings (trusted): initializationOptions, then workspace/configuration on top."""
         return {**self.init_options, **self.client_settings}
 
-    def rebuild(self) -> str | None:
-        """Reload every layer; keep the old config and return the error text on a bad value."""
-        try:
-            config = load_config(self.root, overrides=self.overrides())
-            check_lsp_values(config)
-        except ConfigError as err:
-            self.last_error = str(err)
-            return self.last_error
+    def rebuild(self) -> None:
+        """Reload every layer (bad values are dropped alone and listed in the config's problems)."""
+        config = load_config(self.root, overrides=self.overrides(), overrides_source=EDITOR_SOURCE)
         changed = (
             dict(config) != dict(self.config)
             or config.trust.to_json() != self.config.trust.to_json()
         )
         self.config = config
-        self.last_error = None
         if changed:  # the same settings re-read keep their runtime (plugins are not loaded again)
             self.generation += 1
-        return None
-
-
-def report_config_error(messages: EditorMessages, error: str) -> None:
-    messages.show_message(
-        f"lich: bad configuration, keeping the previous settings: {error}", types.MessageType.Error
-    )
 
 
 def report_config_warnings(holder: ConfigHolder, messages: EditorMessages) -> None:
-    """A likely typo of a key ("provider" for providers), once per text for this server's life."""
-    for warning in holder.config.warnings:
-        if warning not in holder.reported_warnings:
-            holder.reported_warnings.add(warning)
-            messages.show_message(warning, types.MessageType.Warning)
+    """What this read dropped or could not parse, once per text for this server's life: a broken
+    config file as an error, the dropped values and unknown keys together as one warning."""
+    for problem in holder.config.broken_files:
+        text = problem.text()
+        if text not in holder.reported_warnings:
+            holder.reported_warnings.add(text)
+            messages.show_message(text, types.MessageType.Error)
+    fresh = [p.text() for p in holder.config.problems if p.text() not in holder.reported_warnings]
+    if fresh:
+        holder.reported_warnings.update(fresh)
+        messages.show_message("\n".join(fresh), types.MessageType.Warning)
 
 
 async def pull_client_settings(port: EditorPort, features: ClientFeatures) -> dict[str, Any] | None:
@@ -141,8 +124,8 @@ async def refresh_config(
     messages: EditorMessages,
     pushed: Any = None,
 ) -> bool:
-    """Re-read the client layer (pushed settings win, else pull) and rebuild; report errors once.
-    True when the config was rebuilt (the caller then offers trust for it)."""
+    """Re-read the client layer (pushed settings win, else pull) and rebuild; report problems
+    once. True when the config was rebuilt (the caller then offers trust for it)."""
     pushed_settings = (
         settings_from_client(pushed) if isinstance(pushed, Mapping) and pushed else None
     )
@@ -152,11 +135,6 @@ async def refresh_config(
         pulled = await pull_client_settings(port, features)
         if pulled is not None:
             holder.client_settings = pulled
-    previous = holder.last_error
-    error = holder.rebuild()
-    if error is not None:
-        if error != previous:  # the same mistake re-read is not worth a second popup
-            report_config_error(messages, error)
-        return False
+    holder.rebuild()
     report_config_warnings(holder, messages)
     return True

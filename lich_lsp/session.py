@@ -156,18 +156,15 @@ class EditorSession:
 
     @classmethod
     def from_initialize(cls, port: EditorPort, params: types.InitializeParams) -> EditorSession:
-        """The session for an `initialize` request; a bad config is reported (defaults stay)."""
+        """The session for an `initialize` request; each dropped config value is named."""
         session = cls(
             port,
             workspace_root(params),
             ClientFeatures.from_client(params.capabilities),
             config.settings_from_client(params.initialization_options),
         )
-        error = session.config_holder.rebuild()
-        if error is not None:
-            config.report_config_error(session.messages, error)
-        else:
-            config.report_config_warnings(session.config_holder, session.messages)
+        session.config_holder.rebuild()
+        config.report_config_warnings(session.config_holder, session.messages)
         return session
 
     # --- the editor's messages ---
@@ -304,7 +301,9 @@ class EditorSession:
                 "save_documents": caps.save_documents,
                 "show_message_request": caps.show_message_request,
             },
-            "config_error": self.config_holder.last_error,
+            # The broken config file's message, if any (the first status field clients showed).
+            "config_error": next(iter(self.config.warnings[: len(self.config.broken_files)]), None),
+            "config": self.config_holder.status(),
             "work_dir": self.config.settings.work_dir,
             "trust": self.config.trust.to_json(),
             "mcp_servers": self.runtimes.mcp_status(),

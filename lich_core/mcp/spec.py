@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from lich_core.errors import ConfigError
+from lich_core.errors import ConfigError, did_you_mean
 
 REFUSED_PREFIX = "mcp_refused"
 STDIO = "stdio"
@@ -131,7 +131,10 @@ def validate_entry(path: str, value: Any) -> dict[str, Any]:
         raise ConfigError(f"{path}: expected an object, got {_type_name(value)}")
     for name in value:
         if name not in KNOWN_FIELDS:
-            raise ConfigError(f"{path}.{name}: unknown entry (known: {', '.join(KNOWN_FIELDS)})")
+            raise ConfigError(
+                f"{path}.{name}: unknown field{did_you_mean(name, KNOWN_FIELDS)} "
+                f"(known: {', '.join(KNOWN_FIELDS)})"
+            )
     has_command = "command" in value
     has_url = "url" in value
     if has_command == has_url:
@@ -176,20 +179,24 @@ def validate_entry(path: str, value: Any) -> dict[str, Any]:
     return checked
 
 
+def validate_server_name(key: str, name: Any) -> None:
+    """A server's name becomes part of its tools' names: snake_case, short."""
+    if not isinstance(name, str) or not SERVER_NAME_RE.match(name):
+        raise ConfigError(f"{key}: server name {name!r} must be snake_case ([a-z0-9_]+)")
+    if len(name) > MAX_SERVER_NAME:
+        raise ConfigError(f"{key}: server name {name!r} is longer than {MAX_SERVER_NAME} characters")
+
+
 def v_mcp_servers(key: str, value: Any) -> dict[str, dict[str, Any]]:
-    """The `mcp_servers` validator (lich_core.config.KEYS): {name: entry}, each entry normalised."""
+    """A whole `mcp_servers` value, every entry valid or a ConfigError (the config loader checks
+    entries one by one instead, with validate_server_name and validate_entry)."""
     if not isinstance(value, dict):
         raise ConfigError(
             f"{key}: expected an object of server entries ({{name: {{command, args}} | {{url}}}}), got {_type_name(value)}"
         )
     checked: dict[str, dict[str, Any]] = {}
     for name, entry in value.items():
-        if not isinstance(name, str) or not SERVER_NAME_RE.match(name):
-            raise ConfigError(f"{key}: server name {name!r} must be snake_case ([a-z0-9_]+)")
-        if len(name) > MAX_SERVER_NAME:
-            raise ConfigError(
-                f"{key}: server name {name!r} is longer than {MAX_SERVER_NAME} characters"
-            )
+        validate_server_name(key, name)
         checked[name] = validate_entry(f"{key}.{name}", entry)
     return checked
 

@@ -52,14 +52,15 @@ def test_unknown_name_is_a_config_error_naming_the_entry() -> None:
     assert "capabilities[1]" in message and "file/delete" in message
 
 
-def test_config_loader_rejects_unknown_capability_naming_entry_and_file(tmp_path) -> None:
+def test_config_loader_drops_an_unknown_capability_alone_naming_entry_and_file(tmp_path) -> None:
     (tmp_path / ".lich").mkdir()
     config_file = tmp_path / ".lich" / "config.json"
     config_file.write_text('{"capabilities": ["file/read", "shell"]}')
-    with pytest.raises(ConfigError) as info:
-        load_config(tmp_path, env={})
-    message = str(info.value)
-    assert "capabilities[1]" in message and "shell" in message and str(config_file) in message
+    config = load_config(tmp_path, env={"XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    assert config["capabilities"] == ["file/read"]  # the rest of the list still narrows
+    [problem] = config.problems
+    assert problem.path == "capabilities[1]" and problem.source == str(config_file)
+    assert "shell" in problem.text() and "entry is dropped" in problem.text()
 
 
 def test_config_absent_capabilities_means_none_key(tmp_path) -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from lich_core.config import load_config
-from lich_core.errors import ConfigError
 from lich_core.project_rules import (
     PROJECT_RULES_MAX_BYTES,
     load_project_rules,
@@ -115,5 +114,7 @@ def test_project_rules_setting_is_a_boolean_a_workspace_may_only_turn_off(
     assert load_config(ws).settings.project_rules is False
     write(ws / ".lich" / "config.json", '{"project_rules": true}')
     assert load_config(ws, overrides={"project_rules": False}).settings.project_rules is False
-    with pytest.raises(ConfigError, match="project_rules: expected true or false"):
-        load_config(ws, overrides={"project_rules": "no"})
+    config = load_config(ws, overrides={"project_rules": "no"})
+    assert [(p.path, p.detail) for p in config.problems] == [
+        ("project_rules", "expected true or false, got str 'no'")
+    ]

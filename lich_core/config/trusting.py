@@ -1,0 +1,147 @@
+"""Trusting a workspace config (`lich trust`, lich.trustWorkspace) and saying exactly what that
+changes: each key whose effective value differs once the file counts in full."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lich_core.config.display import mask_secrets
+from lich_core.config.keys import KEYS
+from lich_core.config.loader import WHOLE_FILE, Config, load_config
+from lich_core.config.sides import SIDE_USER
+from lich_core.trust import (
+    NO_CONFIG,
+    REFUSED,
+    TRUSTED,
+    UNTRUSTED,
+    IgnoredKey,
+    TrustStatus,
+    TrustStore,
+    agent_writes_text,
+)
+
+# How long a value may be in a change line before it is cut.
+MAX_SHOWN_VALUE_CHARS = 120
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(mask_secrets(value), ensure_ascii=False)
+    return text if len(text) <= MAX_SHOWN_VALUE_CHARS else text[: MAX_SHOWN_VALUE_CHARS - 1] + "…"
+
+
+def config_changes(before: Config, after: Config, root: Path) -> list[IgnoredKey]:
+    """What differs between two effective configs, one line per effect: for a key that runs or
+    sends something, what it would do; for an emptied one, what it takes away; else old → new."""
+    changes: list[IgnoredKey] = []
+    for key, spec in KEYS.items():
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        if not new and old:
+            changes.append(
+                IgnoredKey(key, f"replaces {_shown(old)} from {before.sources.get(key)} with {_shown(new)}")
+            )
+        elif spec.side == SIDE_USER and spec.effects is not None:
+            # As the workspace file wrote it (relative paths), when that is where it comes from.
+            if after.sources.get(key) == str(after.trust.config_path):
+                new = after.trust.workspace.get(key, new)
+            changes.extend(IgnoredKey(key, what) for what in spec.effects(new, root))
+        else:
+            changes.append(IgnoredKey(key, f"{_shown(old)} → {_shown(new)}"))
+    return changes
+
+
+@dataclass(frozen=True)
+class TrustChange:
+    """What `lich trust` / lich.trustWorkspace did: the status before and after, one line for the
+    user, and `changes`: each setting that differs because of it."""
+
+    before: TrustStatus
+    after: TrustStatus
+    message: str
+    changes: list[IgnoredKey] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        # `keys`: what trusting changed (or, after a revoke or refusal, what is ignored now).
+        keys = self.changes if self.after.state == TRUSTED else self.after.ignored
+        return {
+            **self.after.to_json(),
+            "keys": [item.to_json() for item in keys],
+            "message": self.message,
+        }
+
+
+def set_workspace_trust(
+    root: str | os.PathLike[str],
+    *,
+    trust: bool,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+    trust_store: TrustStore | None = None,
+) -> TrustChange:
+    """Trust the workspace config's current content (and the files it runs), or revoke trust."""
+    env = os.environ if env is None else env
+    store = trust_store or TrustStore.for_env(env)
+    root_path = Path(root).resolve()
+
+    def load() -> Config:
+        return load_config(
+            root_path, overrides=overrides, env=env, config_file=config_file, trust_store=store
+        )
+
+    before_config = load()
+    before = before_config.trust
+    if not trust:
+        had = store.revoke(root_path)
+        after = load().trust
+        what = "revoked trust in" if had else "did not trust"
+        return TrustChange(
+            before,
+            after,
+            f"lich: {what} {before.config_path}; its settings that need trust are ignored",
+        )
+    # Trusting is also the user's yes to what agent runs without process/exec wrote here.
+    confirmed = store.agent_writes(root_path)
+    confirmed_note = (
+        f"; MCP servers and test commands may start here again after the agent's changes "
+        f"({agent_writes_text(confirmed)})"
+    )
+    if before.state in (NO_CONFIG, REFUSED) and store.confirm_agent_writes(root_path):
+        before_config = load()
+        before = before_config.trust
+    else:
+        confirmed_note = ""
+    if before.state == NO_CONFIG:
+        return TrustChange(
+            before,
+            before,
+            f"lich: nothing to trust: {before.config_path} does not exist{confirmed_note}",
+        )
+    if before.state == REFUSED:
+        return TrustChange(
+            before,
+            before,
+            'lich: not trusted: your settings say never to trust workspace configs here (workspace_trust: "never")'
+            + confirmed_note,
+        )
+    if before.state == UNTRUSTED and before.fingerprint is None:
+        broken = next((item.what for item in before.ignored if item.key == WHOLE_FILE), "")
+        return TrustChange(
+            before, before, f"lich: not trusted: {before.config_path} cannot be parsed ({broken})"
+        )
+    if before.state == UNTRUSTED:
+        assert before.fingerprint is not None
+        store.trust(root_path, before.fingerprint)
+    after_config = load()
+    changes = config_changes(before_config, after_config, root_path)
+    effects = "; ".join(f"{item.key}: {item.what}" for item in changes)
+    what = f"it now changes: {effects}" if effects else "it changes nothing beyond what it already narrowed"
+    return TrustChange(
+        before, after_config.trust, f"lich: trusted {before.config_path}; {what}", changes
+    )
