@@ -213,6 +213,8 @@ class AcpSession:
     cancel_requested: asyncio.Event = field(default_factory=asyncio.Event)
     current_call: str | None = None
     last_result: ToolResult | None = None
+    # The config problems (dropped values, a broken user config) not yet said in this session.
+    unsaid_config_problems: list[str] = field(default_factory=list)
     workspace: AcpWorkspace | None = None
     # The terminals the current tool call ran its commands in.
     call_terminals: list[str] = field(default_factory=list)
@@ -450,6 +452,8 @@ class LichAcpAgent:
         root = self._root_for(cwd)
         try:
             config = load_config(root)
+            for warning in config.warnings:
+                log.warning("%s", warning)
             configured = dict(config.settings.mcp_servers)
             entries, header_env = client_mcp_servers(mcp_servers, configured)
             if entries:
@@ -493,6 +497,7 @@ class LichAcpAgent:
                 agent,
                 mode=mode if mode in (APPLY, REVIEW) else APPLY,
             )
+            session.unsaid_config_problems = list(config.warnings)
             if self.client_capabilities.terminal:
                 session.terminals = ClientTerminals(bridge, session._terminal_created)
             holder["s"] = session
@@ -613,6 +618,12 @@ class LichAcpAgent:
                 )
             await asyncio.wait({session.running})  # the cancelled one winds down first
         session.cancel_requested = asyncio.Event()
+        if session.unsaid_config_problems:
+            # ACP has no message channel besides the session's own updates: the first answer
+            # starts with what the config dropped, so the user sees it once, where they look.
+            said = "\n".join(session.unsaid_config_problems)
+            session.unsaid_config_problems = []
+            await self.conn.session_update(session_id=session_id, update=text_update(said + "\n\n"))
         running = session.running = self.thread.submit(session.run_prompt(text, context))
         cancelled = asyncio.ensure_future(session.cancel_requested.wait())
         try:

@@ -28,5 +28,3 @@ def mask_secrets(value: Any) -> Any:
     if isinstance(value, list):
         return [mask_secrets(item) for item in value]
     return value
-
-

@@ -130,7 +130,9 @@ def ignored_settings(
             continue
         if spec.side == SIDE_NEVER:
             ignored.append(
-                IgnoredKey(key, f"set the tools' root to {value} (never read from a workspace file)")
+                IgnoredKey(
+                    key, f"set the tools' root to {value} (never read from a workspace file)"
+                )
             )
         elif spec.side == SIDE_USER:
             effects = spec.effects(value, root) if spec.effects else [f"set {key}"]
@@ -259,7 +261,9 @@ def load_config(
         return result
 
     if overrides:
-        trusted_layers.append((overrides_source, checked(overrides, overrides_source, trusted=True)))
+        trusted_layers.append(
+            (overrides_source, checked(overrides, overrides_source, trusted=True))
+        )
     if config_file is not None:
         explicit_path = Path(config_file)
         explicit = checked(
@@ -274,7 +278,9 @@ def load_config(
     )
     if workspace_broken is not None:
         problems.append(workspace_broken)
-    workspace = _without_empty_containers(checked(workspace_raw, str(workspace_file), trusted=False))
+    workspace = _without_empty_containers(
+        checked(workspace_raw, str(workspace_file), trusted=False)
+    )
     user_file = user_config_path(env)
     user_raw, user_broken = _read_or_problem(
         user_file,

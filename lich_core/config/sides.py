@@ -182,5 +182,3 @@ def plugin_effects(value: Any, root: Path) -> list[str]:
 
 def one_effect(text: str) -> Effects:
     return lambda value, root: [text.format(value=value)]
-
-

@@ -156,7 +156,9 @@ def check_source(
             message = entry_problems[0][2]
             if trusted and spec.closed is not JUST_DROP:
                 checked[key] = spec.closed
-                outcome = f"it restricts the agent, so lich uses {_closed_text(spec.closed)} instead"
+                outcome = (
+                    f"it restricts the agent, so lich uses {_closed_text(spec.closed)} instead"
+                )
             else:
                 outcome = f"the value is dropped; the rest of {source} applies"
             problems.append(problem_of(source, message, outcome))
@@ -164,7 +166,9 @@ def check_source(
         for name, _path, message in entry_problems:
             if trusted and spec.closed_entry is not JUST_DROP and isinstance(result, dict):
                 result[name] = spec.closed_entry
-                outcome = f"it restricts the agent, so lich uses {_closed_text(spec.closed_entry)} for it"
+                outcome = (
+                    f"it restricts the agent, so lich uses {_closed_text(spec.closed_entry)} for it"
+                )
             else:
                 outcome = "the entry is dropped; the others apply"
             problems.append(problem_of(source, message, outcome))

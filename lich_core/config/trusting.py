@@ -44,7 +44,9 @@ def config_changes(before: Config, after: Config, root: Path) -> list[IgnoredKey
             continue
         if not new and old:
             changes.append(
-                IgnoredKey(key, f"replaces {_shown(old)} from {before.sources.get(key)} with {_shown(new)}")
+                IgnoredKey(
+                    key, f"replaces {_shown(old)} from {before.sources.get(key)} with {_shown(new)}"
+                )
             )
         elif spec.side == SIDE_USER and spec.effects is not None:
             # As the workspace file wrote it (relative paths), when that is where it comes from.
@@ -141,7 +143,11 @@ def set_workspace_trust(
     after_config = load()
     changes = config_changes(before_config, after_config, root_path)
     effects = "; ".join(f"{item.key}: {item.what}" for item in changes)
-    what = f"it now changes: {effects}" if effects else "it changes nothing beyond what it already narrowed"
+    what = (
+        f"it now changes: {effects}"
+        if effects
+        else "it changes nothing beyond what it already narrowed"
+    )
     return TrustChange(
         before, after_config.trust, f"lich: trusted {before.config_path}; {what}", changes
     )

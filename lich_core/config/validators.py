@@ -18,6 +18,7 @@ from lich_core.tools.types import CAPABILITIES, WEB_SEARCH_KINDS
 
 Validator = Callable[[str, Any], Any]
 
+
 def type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
@@ -169,7 +170,9 @@ def v_code_action(path: str, value: Any) -> dict[str, Any]:
         if not isinstance(action.get(name), str) or not action[name]:
             raise ConfigError(f"{path}.{name}: expected a non-empty string")
     if "kind" in action and (not isinstance(action["kind"], str) or not action["kind"]):
-        raise ConfigError(f"{path}.kind: expected a code action kind string, got {action['kind']!r}")
+        raise ConfigError(
+            f"{path}.kind: expected a code action kind string, got {action['kind']!r}"
+        )
     return action
 
 
@@ -191,7 +194,9 @@ def v_plugin(path: str, value: Any) -> str | dict[str, Any]:
     if not isinstance(value.get("path"), str) or not value["path"]:
         raise ConfigError(f"{path}.path: expected a plugin module path, got {value.get('path')!r}")
     if "settings" in value and not isinstance(value["settings"], dict):
-        raise ConfigError(f"{path}.settings: expected an object, got {type_name(value['settings'])}")
+        raise ConfigError(
+            f"{path}.settings: expected an object, got {type_name(value['settings'])}"
+        )
     roles = value.get("models", [])
     if not isinstance(roles, list):
         raise ConfigError(f"{path}.models: expected a list of role names, got {type_name(roles)}")
@@ -337,7 +342,9 @@ def v_web_search(key: str, value: Any) -> dict[str, Any]:
     if url is None and kind == "duckduckgo":
         url = DUCKDUCKGO_HTML_URL
     if not isinstance(url, str) or not url.strip():
-        raise ConfigError(f"{key}.url: expected the http(s) URL of the {kind} instance, got {url!r}")
+        raise ConfigError(
+            f"{key}.url: expected the http(s) URL of the {kind} instance, got {url!r}"
+        )
     try:
         parts = urlsplit(url.strip())
         valid = parts.scheme in ("http", "https") and bool(parts.hostname)

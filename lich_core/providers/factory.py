@@ -276,6 +276,14 @@ def role_specs(
     if not isinstance(roles, Mapping):
         raise ConfigError('models: expected an object like {"chat": [names], "compress": [names]}')
     if not specs:
+        dropped = _dropped_provider_entries(config)
+        if dropped:
+            # The user configured providers and every one was broken: the default provider
+            # would send their prompts somewhere they did not choose.
+            raise ConfigError(
+                f"providers: every configured provider entry was dropped ({dropped}); fix the "
+                "entry or remove it to use the default provider"
+            )
         if any(roles.get(r) for r in roles):
             raise ConfigError(
                 f"models: names providers but no providers are configured (roles: {', '.join(roles)})"
@@ -301,6 +309,23 @@ def role_specs(
             )
         chain.append(by_name[name])
     return chain
+
+
+def _dropped_provider_entries(config: Mapping[str, Any]) -> str:
+    """The config problems (lich_core.config.ConfigProblem) of provider entries from a source
+    that counts (not an untrusted workspace file, whose providers are ignored anyway)."""
+    trust = getattr(config, "trust", None)
+    ignored_source = (
+        str(trust.config_path)
+        if trust is not None and not getattr(trust, "trusted", False)
+        else None
+    )
+    texts = [
+        problem.text()
+        for problem in getattr(config, "problems", ())
+        if problem.path.startswith("providers") and problem.source != ignored_source
+    ]
+    return "; ".join(texts)
 
 
 def build_provider(spec: ProviderSpec) -> Model:

@@ -180,13 +180,17 @@ def test_bad_value_in_user_file_and_env_name_their_source(work: Path, xdg: Path)
     assert config["max_turns"] == 9 and config.sources["max_turns"] == "environment"
     assert config["terminal_timeout_ms"] == 2000
     user_file.unlink()
-    config = load_config(work, env={"XDG_CONFIG_HOME": str(xdg), "LICH_TERMINAL_TIMEOUT_MS": "fast"})
+    config = load_config(
+        work, env={"XDG_CONFIG_HOME": str(xdg), "LICH_TERMINAL_TIMEOUT_MS": "fast"}
+    )
     [problem] = config.problems
     assert (problem.source, problem.path) == ("environment", "terminal_timeout_ms")
     assert config["terminal_timeout_ms"] == KEYS["terminal_timeout_ms"].default
 
 
-def test_invalid_workspace_json_is_ignored_whole_naming_file_and_line(work: Path, xdg: Path) -> None:
+def test_invalid_workspace_json_is_ignored_whole_naming_file_and_line(
+    work: Path, xdg: Path
+) -> None:
     path = write_workspace_config(work, '{\n  "max_turns": 3,\n  oops\n}')
     config = load_config(work, env={"XDG_CONFIG_HOME": str(xdg)})
     [problem] = config.problems
@@ -344,8 +348,12 @@ def test_nested_typos_are_named_with_a_close_match(work: Path, xdg: Path) -> Non
 def test_empty_lists_in_a_workspace_file_never_shadow_the_users(work: Path, xdg: Path) -> None:
     env = {"XDG_CONFIG_HOME": str(xdg)}
     provider = {"name": "mine", "kind": "ollama", "model": "m"}
-    write_user_config(xdg, {"providers": [provider], "code_actions": [{"title": "T", "prompt": "P"}]})
-    write_workspace_config(work, {"providers": [], "plugins": [], "code_actions": [], "capabilities": []})
+    write_user_config(
+        xdg, {"providers": [provider], "code_actions": [{"title": "T", "prompt": "P"}]}
+    )
+    write_workspace_config(
+        work, {"providers": [], "plugins": [], "code_actions": [], "capabilities": []}
+    )
     set_workspace_trust(work, trust=True, env=env)
     config = load_config(work, env=env)
     assert config.trust.state == "trusted"
@@ -402,7 +410,9 @@ def test_every_key_names_itself_and_drops_only_its_value(work: Path, xdg: Path, 
     other = "terminal_timeout_ms" if key != "terminal_timeout_ms" else "max_turns"
     rest = {other: 12}
     env = {"XDG_CONFIG_HOME": str(xdg)}
-    write_workspace_config(work, {**rest, **({key: LEFT_OF_BAD_VALUE[key]} if key in LEFT_OF_BAD_VALUE else {})})
+    write_workspace_config(
+        work, {**rest, **({key: LEFT_OF_BAD_VALUE[key]} if key in LEFT_OF_BAD_VALUE else {})}
+    )
     expected = load_config(work, env=env)
     path = write_workspace_config(work, {key: BAD_VALUE_FOR_KEY[key], **rest})
     config = load_config(work, env=env)
@@ -410,3 +420,22 @@ def test_every_key_names_itself_and_drops_only_its_value(work: Path, xdg: Path, 
     assert problems and all(p.source == str(path) for p in problems), config.problems
     assert config[other] == 12
     assert dict(config) == dict(expected)
+
+
+def test_a_user_whose_every_provider_was_dropped_gets_an_error_not_the_default(
+    work: Path, xdg: Path
+) -> None:
+    from lich_core.providers.factory import role_specs
+
+    env = {"XDG_CONFIG_HOME": str(xdg), "OPENAI_API_KEY": "sk-test"}
+    write_user_config(
+        xdg, {"providers": [{"kind": "openai_compat", "baseurl": "http://h/v1", "model": "m"}]}
+    )
+    config = load_config(work, env=env)
+    with pytest.raises(ConfigError, match=r"every configured provider entry was dropped .*baseurl"):
+        role_specs(config, "chat", env)
+    # An untrusted workspace file's providers never count, broken or not: the default stays.
+    (xdg / "lich" / "config.json").unlink()
+    write_workspace_config(work, {"providers": [{"kind": "nope"}]})
+    config = load_config(work, env=env)
+    assert config.problems and role_specs(config, "chat", env)[0].from_env
