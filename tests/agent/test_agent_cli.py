@@ -164,7 +164,7 @@ def test_configured_providers_and_record_then_replay(tmp_path, fake_provider, no
     )
     assert "lich trust" in untrusted.stderr and fake_provider.requests == []
     trusted = lich("trust", "--work-dir", str(tmp_path), cwd=tmp_path)
-    assert trusted.returncode == 0 and "now applied: providers: send your prompts" in trusted.stdout
+    assert trusted.returncode == 0 and "it now changes: providers: send your prompts" in trusted.stdout
     fake_provider.script({"text": "recorded answer"})
     record = tmp_path / "run.jsonl"
     done = lich("run", "hi", "--record", str(record), "--work-dir", str(tmp_path), cwd=tmp_path)

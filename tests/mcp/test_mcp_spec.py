@@ -209,7 +209,7 @@ BAD_ENTRIES: list[tuple[Any, str]] = [
         {"files": {"command": "x", "headers_env": {}}},
         "mcp_servers.files.headers_env: only for an HTTP server",
     ),
-    ({"files": {"command": "x", "shell": True}}, "mcp_servers.files.shell: unknown entry"),
+    ({"files": {"command": "x", "shell": True}}, "mcp_servers.files.shell: unknown field"),
     ({"web": {"url": "ftp://a.example/x"}}, "mcp_servers.web.url: expected an http(s) URL"),
     ({"web": {"url": "https://"}}, "mcp_servers.web.url: expected an http(s) URL"),
     (

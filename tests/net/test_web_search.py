@@ -817,12 +817,15 @@ def test_the_config_key_is_user_side_and_validated(tmp_path: Path) -> None:
             {"url": "https://"},
             "web_search.url: expected an http(s) URL with a host, got 'https://'",
         ),
-        ({"api_key": "k"}, "web_search.api_key: unknown entry (known: kind, url, api_key_env)"),
+        (
+            {"api_key": "k"},
+            "web_search.api_key: unknown field; did you mean 'api_key_env'? (known: kind, url, api_key_env)",
+        ),
         (
             {"api_key_env": ""},
             "web_search.api_key_env: expected an environment variable name, got ''",
         ),
-        ("searxng", "web_search: expected an object, got str"),
+        ("searxng", "web_search: expected an object, got str 'searxng'"),
     ]
     for value, message in bad:
         with pytest.raises(ConfigError) as caught:

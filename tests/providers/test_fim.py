@@ -444,7 +444,11 @@ def test_the_status_line_names_the_model_and_format() -> None:
         ({"kind": "ollama", "model": "m", "headers": {"a": 1}}, "completion.headers:"),
         ({"kind": "ollama", "model": "m", "timeout_ms": 0}, "completion.timeout_ms:"),
         ({"kind": "ollama", "model": "m", "max_tokens": "9"}, "completion.max_tokens:"),
-        ({"kind": "ollama", "model": "m", "stream": False}, "completion.stream: unknown key"),
+        ({"kind": "ollama", "model": "m", "stream": False}, "completion.stream: unknown field"),
+        (
+            {"kind": "ollama", "modle": "m"},
+            "completion.modle: unknown field; did you mean 'model'?",
+        ),
     ],
 )
 def test_a_bad_entry_names_the_field(entry: Any, message: str, tmp_path: Path) -> None:
@@ -459,9 +463,11 @@ def test_a_bad_entry_names_the_field(entry: Any, message: str, tmp_path: Path) -
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "HOME": str(tmp_path),
     }
-    with pytest.raises(ConfigError) as info:
-        load_config(work, env=env)
-    assert str(info.value).startswith(message) and str(user_file) in str(info.value)
+    config = load_config(work, env=env)
+    [problem] = config.problems
+    assert f"{problem.path}: {problem.detail}".startswith(message)
+    assert problem.source == str(user_file)
+    assert config["completion"] is None  # a broken completion entry turns completions off
     # Built from a plain mapping (not loaded), the entry is checked the same way.
     with pytest.raises(ConfigError) as built:
         build_fim_model({"completion": entry}, env={})
