@@ -8,7 +8,7 @@ same folder (a reader sees the old file or the new one, never half of one), keep
 permissions (0600 for a new file), follows a symlinked config (dotfile managers) and refuses to
 rewrite a file with `//` comments, which a JSON rewrite would drop.
 
-Entries are checked with the loader's own rule (KEYS["mcp_servers"].validate, i.e.
+Entries are checked with the loader's own rule (lich_core.config.validate_value("mcp_servers", ...), i.e.
 lich_core/mcp/spec.py's v_mcp_servers), and `add` refuses what the core would refuse to start
 (spec.refusal: package runners, shell commands, plain http off loopback) instead of writing a
 server that never runs.
@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.config import (
-    KEYS,
     Config,
-    strip_json_comments,
     mask_secrets,
     read_config_file,
+    strip_json_comments,
+    validate_value,
 )
 from lich_core.errors import ConfigError
 
@@ -138,21 +138,10 @@ def target_of(entry: Mapping[str, Any]) -> str:
 # --- validation: the loader's rule, and the refusal rule the core applies before starting a server ---
 
 
-def _validator() -> Any:
-    """KEYS["mcp_servers"].validate once lich_core/config.py declares the key, else the same
-    function from lich_core/mcp/spec.py (what the loader will call)."""
-    spec = KEYS.get(MCP_KEY)
-    if spec is not None:
-        return spec.validate
-    from lich_core.mcp.spec import v_mcp_servers
-
-    return v_mcp_servers
-
-
 def validate_entry(name: str, entry: Any, source: str) -> None:
     """Raise ConfigError when the loader would refuse `{name: entry}` (the message names the key)."""
     try:
-        _validator()(MCP_KEY, {name: entry})
+        validate_value(MCP_KEY, {name: entry})
     except ConfigError as err:
         raise ConfigError(f"{err} (in {source})") from None
 
