@@ -83,3 +83,24 @@ async def test_a_broken_user_config_is_one_error_and_the_agent_only_reads(
     assert result["final"] == "read only"
     offered = offered_tools(fake_provider.requests[0])
     assert "read_file" in offered and not offered & GATED_TOOLS
+
+
+async def test_a_typo_in_the_users_completion_entry_leaves_the_providers_alone(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    path = user_config(
+        {
+            **provider_options(fake_provider),
+            "completion": {"kind": "ollama", "modle": "qwen2.5-coder"},
+        }
+    )
+    client = await session(client_name)
+    await client.wait_until(
+        lambda: any("completion.modle" in m.message for m in client.messages),
+        what="the typo named",
+    )
+    [named] = [m for m in client.messages if "completion.modle" in m.message]
+    assert str(path) in named.message and "did you mean 'model'?" in named.message
+    status = await client.command("lich.status", {})
+    assert status["provider"]["name"] == "fake"
+    assert status["completion"]["model"] is None  # completions off, nothing else
