@@ -324,6 +324,7 @@ class CompletionsWire(FimWire):
 
     kind = "openai_compat"
     wire_format = "completions"
+    suggest_v1_on_404 = True
 
     def endpoint(self) -> str:
         return f"{self.base_url}/completions"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition
 
@@ -14,6 +15,9 @@ ErrorKind = Literal[
 # Kinds whose message starts with the kind itself, a stable prefix callers may match on
 # (`response_too_large: provider 'x' at URL: ...`); the others start with the provider.
 PREFIXED_KINDS = ("response_too_large",)
+
+# What an error message shows instead of a query value (a key may travel there).
+HIDDEN = "***"
 
 # Called with each piece of streamed assistant text as it arrives.
 TextCallback = Callable[[str], None]
@@ -79,6 +83,29 @@ class CallOptions:
 NO_CALL_OPTIONS = CallOptions()
 
 
+def display_url(url: str) -> str:
+    """`url` as an error message may show it: without userinfo, and with each query value
+    replaced by *** (`?key=***`), since a key may travel in either. Text that does not parse
+    as a URL is shown as it is (it came from the config, not from a secret)."""
+    if not any(mark in url for mark in "@?#"):
+        return url  # nothing to hide: shown exactly as configured
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return url
+    if not host:
+        return url
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    query = "&".join(
+        f"{quote(name, safe='')}={HIDDEN}"
+        for name, _ in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
 class ProviderError(Exception):
     """A classified failure. `str()` is one line: which provider, which URL, what to do."""
 
@@ -91,6 +118,7 @@ class ProviderError(Exception):
         url: str = "",
         status: int | None = None,
         retry_after_s: float | None = None,
+        request: str = "",
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -98,11 +126,14 @@ class ProviderError(Exception):
         self.url = url
         self.status = status
         self.retry_after_s = retry_after_s
+        # "METHOD URL" of the request an HTTP status answered (query values hidden), so a
+        # summary of several failures (ProviderChain) can still say where each one went.
+        self.request = request
 
     def __str__(self) -> str:
         where = f"provider {self.provider!r}" if self.provider else "provider"
         if self.url:
-            where += f" at {self.url}"
+            where += f" at {display_url(self.url)}"
         if self.kind in PREFIXED_KINDS:
             return f"{self.kind}: {where}: {self.args[0]}"
         return f"{where}: {self.kind}: {self.args[0]}"

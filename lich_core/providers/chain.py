@@ -192,7 +192,11 @@ class _CharCounter:
 
 def _brief(error: ProviderError) -> str:
     text = f"{error.provider or 'provider'}: {error.kind}"
-    return text + (f" (HTTP {error.status})" if error.status else "")
+    if not error.status:
+        return text
+    # The request too: with several providers failing, which URL answered what is the clue.
+    sent = f" from {error.request}" if error.request else ""
+    return text + f" (HTTP {error.status}{sent})"
 
 
 def _combined(failed: list[ProviderError]) -> ProviderError:
@@ -207,6 +211,7 @@ def _combined(failed: list[ProviderError]) -> ProviderError:
         url=last.url,
         status=last.status,
         retry_after_s=last.retry_after_s,
+        request=last.request,
     )
     combined.failures = failed  # type: ignore[attr-defined]
     return combined

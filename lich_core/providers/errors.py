@@ -8,6 +8,13 @@ Policy (docs/providers.md):
 - connection errors, timeouts, streams that break or end early -> network;
 - a body that is not the JSON we expect -> unknown, with "malformed response" in the message.
 
+An HTTP error names the request (`HTTP 404 from POST http://host/v1/chat/completions: ...`):
+the base URL alone does not say which path the provider added to it, and a wrong path is the
+usual cause of a 404. The URL shown has no userinfo and no query values, since a key may travel
+in either. A 404 from an OpenAI-compatible server whose base_url has no version segment also
+says to try `/v1`: those servers serve under it, and a base_url written without it is the most
+common misconfiguration.
+
 A connection that never got going says which step failed, since each has its own remedy: the
 host name did not resolve (DNS: offline, or a wrong host), nothing listens at the address
 (refused: the server is not running, or the port is wrong), the TLS handshake failed, or the
@@ -18,17 +25,18 @@ server running? set ..."): for a DNS or TLS failure it would point at the wrong 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 import time
 from collections.abc import Iterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx
 
-from lich_core.providers.base import ErrorKind, ProviderError
+from lich_core.providers.base import HIDDEN, ErrorKind, ProviderError, display_url
 
 MAX_ERROR_DETAIL_CHARS = 200
 
@@ -45,6 +53,12 @@ OVERFLOW_MARKERS = (
 
 CONNECT_HINT = "is the server running? set providers[].base_url or LICH_BASE_URL"
 AUTH_HINT = "check the API key (providers[].api_key_env, OPENAI_API_KEY or ANTHROPIC_API_KEY)"
+# Shorter query values (`?stream=1`) are not worth hiding in a server's error text, and
+# replacing them there would garble it.
+MIN_SECRET_CHARS = 6
+# A path segment naming an API version (v1, v1beta, v4): a base_url with one already chose its
+# version, so suggesting /v1 on top of it (Gemini's /v1beta/openai, Zhipu's /v4) would mislead.
+_VERSION_SEGMENT = re.compile(r"v\d+[a-z0-9]*", re.IGNORECASE)
 
 
 def parse_retry_after(value: str | None, now_s: float | None = None) -> float | None:
@@ -69,14 +83,15 @@ def parse_retry_after(value: str | None, now_s: float | None = None) -> float | 
 
 
 def error_detail(body: str) -> str:
-    """The human part of an error body: OpenAI, Anthropic and Ollama shapes, else the raw text."""
+    """The human part of an error body: OpenAI, Anthropic and Ollama shapes, FastAPI's
+    `{"detail": ...}` (vLLM's 404 for a path it does not serve), else the raw text."""
     text = body.strip()
     try:
         data: Any = json.loads(text)
     except (json.JSONDecodeError, ValueError):
         data = None
     if isinstance(data, dict):
-        err = data.get("error", data.get("message"))
+        err = data.get("error", data.get("message", data.get("detail")))
         if isinstance(err, dict):
             err = err.get("message") or err.get("type") or json.dumps(err)
         if isinstance(err, str) and err:
@@ -108,6 +123,38 @@ def classify_status(status: int, detail: str = "") -> ErrorKind:
     return "unknown"
 
 
+def _url_secrets(url: str) -> list[str]:
+    """What display_url hides of `url` that is long enough to be a secret: query values and
+    the userinfo password."""
+    if not any(mark in url for mark in "@?"):
+        return []
+    try:
+        parts = urlsplit(url)
+        found = [value for _, value in parse_qsl(parts.query)]
+        found.append(parts.password or "")
+    except ValueError:
+        return []
+    return [value for value in found if len(value) >= MIN_SECRET_CHARS]
+
+
+def missing_v1_hint(base_url: str) -> str:
+    """What to try when an OpenAI-compatible server answered 404 and `base_url` has no /v1 (nor
+    any other version segment); "" when it has one, or does not parse."""
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return ""
+    segments = [segment for segment in parts.path.split("/") if segment]
+    if any(_VERSION_SEGMENT.fullmatch(segment) for segment in segments):
+        return ""
+    shown = display_url(base_url)
+    suggested = display_url(urlunsplit(parts._replace(path="/".join(["", *segments, "v1"]))))
+    return (
+        f"the base_url {shown} has no /v1: OpenAI-compatible servers usually serve under /v1, "
+        f"try {suggested}"
+    )
+
+
 def error_from_response(
     status: int,
     body: str,
@@ -116,17 +163,41 @@ def error_from_response(
     provider: str = "",
     url: str = "",
     auth_hint: str = AUTH_HINT,
+    method: str = "POST",
+    request_url: str = "",
+    suggest_v1: bool = False,
 ) -> ProviderError:
+    """An HTTP error status as a classified ProviderError.
+
+    `url` is the provider's base_url (the error's `at URL`); `request_url` the URL requested,
+    named in the message with `method`. `suggest_v1`: the provider speaks the OpenAI wire, so a
+    404 with no version in `url` gets the missing_v1_hint.
+    """
+    for secret in _url_secrets(request_url):
+        # A server may echo the request line in its error page (`unknown path /v1?key=...`);
+        # hidden before the detail is cut short, which could leave a piece of it.
+        body = body.replace(secret, HIDDEN)
     detail = error_detail(body) or "(empty body)"
     kind = classify_status(status, detail)
     retry_after = (
         parse_retry_after((headers or {}).get("retry-after")) if headers is not None else None
     )
-    message = f"HTTP {status}: {detail}"
+    request = f"{method} {display_url(request_url)}" if request_url else ""
+    message = f"HTTP {status} from {request}: {detail}" if request else f"HTTP {status}: {detail}"
     if kind == "auth":
         message += f"; {auth_hint}"
+    if status == 404 and suggest_v1:
+        hint = missing_v1_hint(url)
+        if hint:
+            message += f" ({hint})"
     return ProviderError(
-        kind, message, provider=provider, url=url, status=status, retry_after_s=retry_after
+        kind,
+        message,
+        provider=provider,
+        url=url,
+        status=status,
+        retry_after_s=retry_after,
+        request=request,
     )
 
 

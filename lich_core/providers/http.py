@@ -234,11 +234,14 @@ async def open_response(
     auth_hint: str = AUTH_HINT,
     on_sent: SentCallback | None = None,
     lane: ClientLane = "chat",
+    suggest_v1: bool = False,
 ) -> AsyncIterator[httpx.Response]:
     """POST `body` and yield the streaming response; HTTP and transport failures become ProviderError.
 
     Exceptions raised by the caller while reading the body (a dropped stream) are translated too.
-    `on_sent` is called once the request is on the wire, before the response is read.
+    `on_sent` is called once the request is on the wire, before the response is read. An HTTP
+    error names the URL requested; `suggest_v1` (an OpenAI-compatible wire) adds the /v1 hint to
+    a 404 when `base_url` has no version (errors.missing_v1_hint).
     """
     client = get_client(lane)
     # json_text: json.dumps(ensure_ascii=False) without making a new encoder per request.
@@ -263,6 +266,8 @@ async def open_response(
                     provider=provider,
                     url=base_url,
                     auth_hint=auth_hint,
+                    request_url=str(url),
+                    suggest_v1=suggest_v1,
                 )
             yield resp
     except httpx.HTTPError as exc:
@@ -556,6 +561,8 @@ class HttpModel:
     stops_on_cancel = True
     # The request's body tells when it is on the wire (_BodyThenNotify).
     reports_sent = True
+    # Speaks the OpenAI wire, served under /v1: a 404 from a base_url without it says so.
+    suggest_v1_on_404 = False
 
     def __init__(
         self,
@@ -704,6 +711,7 @@ class HttpModel:
             auth_hint=self.auth_hint,
             on_sent=on_sent,
             lane=self.client_lane,
+            suggest_v1=self.suggest_v1_on_404,
         )
 
 

@@ -73,6 +73,7 @@ class _PendingCall:
 class OpenAICompatModel(HttpModel):
     kind = "openai_compat"
     default_base_url = OPENAI_BASE_URL
+    suggest_v1_on_404 = True
 
     def request_body(self, messages: list[Message], tools: list[ToolDefinition]) -> dict[str, Any]:
         body: dict[str, Any] = {

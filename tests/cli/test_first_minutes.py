@@ -312,6 +312,28 @@ def test_no_key_and_no_provider_says_the_key_is_missing(
     )
 
 
+def test_a_404_from_a_base_url_without_v1_names_the_url_and_suggests_v1(
+    tmp_path: Path, fake_provider
+) -> None:
+    # A user config (the conftest's temp XDG_CONFIG_HOME) pointing at a local server by its
+    # address alone; it answers 404, as vLLM does for a path it does not serve.
+    url = fake_provider.url
+    fake_provider.script({"status": 404, "body": '{"detail": "Not Found"}'})
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "lich" / "config.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    provider = {"name": "local", "kind": "openai_compat", "base_url": url, "model": "m"}
+    config.write_text(json.dumps({"providers": [provider]}), encoding="utf-8")
+    done = lich("say hello", "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 1
+    (error,) = error_lines(done.stderr)
+    assert f"bad_request: HTTP 404 from POST {url}/chat/completions: Not Found" in error
+    assert error.endswith(
+        f"(the base_url {url} has no /v1: OpenAI-compatible servers usually serve under /v1, "
+        f"try {url}/v1)"
+    )
+    assert [sent["path"] for sent in fake_provider.requests] == ["/chat/completions"]
+
+
 def test_tls_and_timeout_failures_name_the_step() -> None:
     tls = httpx.ConnectError("handshake failed")
     # As the ssl module raises it for a server with a self-signed certificate.

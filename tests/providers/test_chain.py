@@ -133,7 +133,7 @@ async def test_all_failed_raises_last_error_listing_each(sleeps) -> None:
     assert "\n" not in text
     assert "http://127.0.0.1:9/v1" in text
     assert "cannot connect" in text and "base_url" in text
-    assert "a: auth (HTTP 401)" in text
+    assert f"a: auth (HTTP 401 from POST {first.url}/v1/chat/completions)" in text
     assert sleeps.delays == [0.5, 1.25]  # the connection failures were retried in place
 
 
@@ -143,9 +143,10 @@ async def test_single_provider_failure_is_raised_unchanged(fake_provider, sleeps
     with pytest.raises(ProviderError) as info:
         await chain.complete(HELLO, [])
     assert info.value.kind == "bad_request"
+    url = f"{fake_provider.url}/v1"
     assert (
-        str(info.value)
-        == f"provider 'only' at {fake_provider.url}/v1: bad_request: HTTP 400: bad tool schema"
+        str(info.value) == f"provider 'only' at {url}: bad_request: "
+        f"HTTP 400 from POST {url}/chat/completions: bad tool schema"
     )
 
 

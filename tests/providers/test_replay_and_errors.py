@@ -133,5 +133,6 @@ def test_error_detail_reads_every_shape() -> None:
         == "anthropic says"
     )
     assert error_detail('{"error": "ollama says"}') == "ollama says"
+    assert error_detail('{"detail": "Not Found"}') == "Not Found"  # FastAPI: vLLM
     assert error_detail("<html>\n  Bad Gateway\n</html>") == "<html> Bad Gateway </html>"
     assert len(error_detail("x" * 1000)) == 200
