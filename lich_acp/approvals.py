@@ -27,6 +27,7 @@ from lich_core.approvals import (
     ApprovalStore,
     approval_key,
     policy_for,
+    refusal_before_asking,
     url_host,
     what_will_run,
 )
@@ -78,6 +79,9 @@ class AcpApprovalCheck:
                 return f"approval_denied: the user rejected {tool.name} always for this workspace"
             if self.store.is_always(key):
                 return None
+            refusal = refusal_before_asking(tool, args, ctx)
+            if refusal is not None:  # refused whatever the answer: not worth a question
+                return refusal
             answer = await self._ask(tool, args, capability, ctx)
         if answer == ALLOW_ONCE:
             return None

@@ -8,7 +8,8 @@ repository cannot ship answers; for a `net/fetch` tool only for that tool on tha
 "Reject always" (the ACP face's option) is remembered the same way and refuses without asking.
 How the question is asked is each face's business (lich_lsp.approvals, lich_acp.approvals); what
 it says will run is `what_will_run`, the same text in every face (and in the CLI's refusal,
-`CliApprovalCheck`, where nothing can ask).
+`CliApprovalCheck`, where nothing can ask). A call refused whatever the answer (run_tests after
+the agent wrote files: `refusal_before_asking`) is refused without a question, saying why.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lich_core.config import default_approval
 from lich_core.errors import ToolError
 from lich_core.settings import settings_of
 from lich_core.tools.types import Tool, ToolContext, tool_capability
+from lich_core.trust import WORKSPACE_CHANGED
 from lich_core.userstate import read_json, workspace_state_dir, write_json_atomic
 
 log = logging.getLogger("lich.approvals")
@@ -93,11 +95,11 @@ def _what_will_run(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str
         files = run_tests.repository_files_run(command, root)
         return text + (f"; runs {', '.join(files)} from this repository" if files else "")
     if tool.name == "run_tests":
-        raw_filter = args.get("filter")
-        filter_text = raw_filter if isinstance(raw_filter, str) and raw_filter.strip() else None
         try:
-            plan = run_tests.plan_for(settings, root, filter_text)
-        except ToolError:
+            plan = run_tests.plan_for(settings, root, _test_filter(args))
+        except ToolError as err:
+            if str(err).startswith(WORKSPACE_CHANGED):
+                return f"runs nothing: {err}"
             return "runs nothing: no test command is configured and this is not a Python project"
         return run_tests.describe_plan(plan, root, workspace_trusted(settings))
     if tool.name == "python_eval":
@@ -106,6 +108,29 @@ def _what_will_run(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str
     if tool_capability(tool) == MCP_CAPABILITY and isinstance(server, str):
         return _describe_mcp(tool, server, settings)
     return None
+
+
+def refusal_before_asking(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str | None:
+    """The refusal the call will get whatever the user answers, so the faces refuse it at once
+    instead of asking: run_tests while the test command may not run (`workspace_changed:`, the
+    agent wrote files since the user's last yes; lich_core.tools.builtin.run_tests.plan_for).
+    The same text as the tool's own error. None when the question is worth asking."""
+    if tool.name != "run_tests":
+        return None
+    from lich_core.tools.builtin import run_tests  # the tool module, only when a question needs it
+
+    try:
+        run_tests.plan_for(ctx.settings, ctx.work_dir, _test_filter(args))
+    except ToolError as err:
+        return str(err) if str(err).startswith(WORKSPACE_CHANGED) else None
+    except Exception:  # noqa: BLE001 - then ask; the tool itself checks again before it runs
+        log.exception("refusal_before_asking failed for %s", tool.name)
+    return None
+
+
+def _test_filter(args: Mapping[str, Any]) -> str | None:
+    raw = args.get("filter")
+    return raw if isinstance(raw, str) and raw.strip() else None
 
 
 def _describe_mcp(tool: Tool, server: str, settings: Mapping[str, Any]) -> str:
@@ -216,6 +241,9 @@ class CliApprovalCheck:
             return f"approval_denied: {tool.name} is denied by the approval policy"
         if policy != "ask":
             return None
+        refusal = refusal_before_asking(tool, args, ctx)
+        if refusal is not None:
+            return refusal
         running = what_will_run(tool, args, ctx)
         would = f"; the call {running}" if running else ""
         return (

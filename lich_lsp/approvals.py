@@ -29,6 +29,7 @@ from lich_core.approvals import (  # the policy and the store live in the core, 
     approval_key,
     policy_for,
     question_text,
+    refusal_before_asking,
     url_host,
     what_will_run,
 )
@@ -92,6 +93,9 @@ class ApprovalCheck:
         async with self._prompt_lock:
             if store.is_always(key):
                 return None
+            refusal = refusal_before_asking(tool, args, ctx)
+            if refusal is not None:  # refused whatever the answer: not worth a question
+                return refusal
             if self._features.show_message_request:
                 answer = await self._ask(tool, args, capability, ctx)
             else:

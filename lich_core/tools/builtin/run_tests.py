@@ -3,8 +3,10 @@
 The command is config's `test_command` (LICH_TEST_COMMAND); without one, a root that looks like a
 Python project runs `<python> -m pytest`: with the root's virtualenv Python when the workspace is
 trusted and has one, else with the user's (sys.executable), since an untrusted repository's
-`.venv/bin/python` is a program of the repository's. `describe_plan` says what a call will run,
-for the approval question (lich_core.approvals.what_will_run). The command
+`.venv/bin/python` is a program of the repository's. No command runs, whichever it is, while an
+agent run without `process/exec` has written files near the root since the user last trusted it
+(`workspace_changed:`, command_refusal; docs/trust.md). `describe_plan` says what a call
+will run, for the approval question (lich_core.approvals.what_will_run). The command
 runs with `bash -lc` in the root, in its own process group, and everything it started is killed
 when it ends, on cancellation and at the deadline (lich_core/tools/processes.py, reaper.py). pytest
 runs (the default, or a configured command with a `pytest` word) get `--junitxml` to a temp file
@@ -47,6 +49,7 @@ from lich_core.tools.processes import kill_process_group, tool_process_env
 from lich_core.tools.python_image import interpreter_for, repository_python
 from lich_core.tools.reaper import CallReaper
 from lich_core.tools.types import FunctionTool, ToolContext
+from lich_core.trust import TrustStore, agent_writes_refusal
 from lich_core.userstate import ensure_private_dir, workspace_state_dir
 from lich_core.vocabulary import ToolResult
 
@@ -154,18 +157,44 @@ def no_command_error(root: Path) -> str:
 
 
 def plan_command(ctx: ToolContext, filter_text: str | None) -> TestPlan:
-    """The command for this call; raises `no_test_command:` when there is none."""
+    """The command for this call; raises `no_test_command:` when there is none, `workspace_changed:`
+    when none may run now."""
     return plan_for(ctx.settings, ctx.work_dir, filter_text)
 
 
 def plan_for(settings: Mapping[str, Any], root: Path, filter_text: str | None) -> TestPlan:
-    """The command run_tests runs in `root` with these settings; raises `no_test_command:`."""
+    """The command run_tests runs in `root` with these settings; raises `no_test_command:`, and
+    `workspace_changed:` when no test command may run now (command_refusal). The one place
+    both the tool and its approval question (lich_core.approvals) get the command from."""
+    plan = _plan(settings, root, filter_text)
+    refusal = command_refusal(settings, root, plan)
+    if refusal is not None:
+        raise ToolError(refusal)
+    return plan
+
+
+def command_refusal(settings: Mapping[str, Any], root: Path, plan: TestPlan) -> str | None:
+    """Why `plan` must not run now, or None. Whatever the command and wherever it came from
+    (the workspace config, the user's, the environment, or the default pytest), tests run the
+    workspace's code (conftest.py, the Makefile, the test files), so none runs while the trust
+    store holds files an agent run without `process/exec` wrote near the root since the user's
+    last yes: the store is read at each call, so this holds after a restart or a settings push
+    (which read the workspace config as untrusted and drop its test_command). A test_command
+    from the trusted workspace config is also checked against the files trusted then."""
+    refusal = agent_writes_refusal(
+        TrustStore.for_env(),
+        root,
+        f"the test command `{_short(plan.command, MAX_SHOWN_COMMAND_CHARS)}`",
+    )
+    if refusal is None and not plan.default:
+        refusal = workspace_command_lapse(settings, "test_command")
+    return refusal
+
+
+def _plan(settings: Mapping[str, Any], root: Path, filter_text: str | None) -> TestPlan:
     typed = settings_of(settings)
     configured = typed.test_command
     if isinstance(configured, str) and configured.strip():
-        lapse = workspace_command_lapse(settings, "test_command")
-        if lapse is not None:
-            raise ToolError(lapse)
         command = configured.strip()
         if filter_text is not None:
             command += " " + shlex.quote(filter_text)
