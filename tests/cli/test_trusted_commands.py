@@ -190,7 +190,7 @@ def test_a_server_from_the_users_own_config_does_not_start_after_such_a_write(
     assert ran(work) is None
     assert "workspace_changed: the agent wrote srv.py" in log
     done = lich("trust", "--work-dir", str(work), cwd=work)
-    assert "MCP servers may start here again" in done.stdout + done.stderr
+    assert "MCP servers and test commands may start here again" in done.stdout + done.stderr
     ask(work, question)
     assert ran(work) == "the model's code"
 
