@@ -184,7 +184,9 @@ def validate_server_name(key: str, name: Any) -> None:
     if not isinstance(name, str) or not SERVER_NAME_RE.match(name):
         raise ConfigError(f"{key}: server name {name!r} must be snake_case ([a-z0-9_]+)")
     if len(name) > MAX_SERVER_NAME:
-        raise ConfigError(f"{key}: server name {name!r} is longer than {MAX_SERVER_NAME} characters")
+        raise ConfigError(
+            f"{key}: server name {name!r} is longer than {MAX_SERVER_NAME} characters"
+        )
 
 
 def v_mcp_servers(key: str, value: Any) -> dict[str, dict[str, Any]]:
