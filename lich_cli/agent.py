@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from lich_cli import mcp as mcp_cli
-from lich_cli.common import cli_root, load_cli_config
+from lich_cli.common import CLI_FLAGS_SOURCE, cli_root, load_cli_config, warn_problems
 from lich_core.agent.events import (
     AgentEvent,
     BudgetExhausted,
@@ -113,7 +113,7 @@ def apply_provider_flags(
     entry["name"] = "cli"
     config["providers"] = [entry]
     config["models"] = {}
-    config.sources["providers"] = "command line"
+    config.sources["providers"] = CLI_FLAGS_SOURCE
 
 
 # --- lich "task" ---
@@ -462,111 +462,114 @@ async def _close_http() -> None:
 
 CONFIG_TEMPLATE = """\
 // lich configuration for this workspace (JSON with // comments).
-// Keys not set here come from your user config ($XDG_CONFIG_HOME/lich/config.json, by default
-// ~/.config/lich/config.json), then LICH_* environment variables, then built-in defaults. `lich config` shows the effective value of every key and its source.
-// A commented-out "key": line shows an example; remove the // to use it.
+// Every setting below is commented out: as written, this file changes nothing. Keys not set here
+// come from your user config ($XDG_CONFIG_HOME/lich/config.json, by default
+// ~/.config/lich/config.json), then LICH_* environment variables, then built-in defaults, so set
+// here only what this repository needs to differ. `lich config` shows the effective value of every
+// key and its source.
+// To use an example, remove the // before its "key": line; put a comma after each setting but
+// the last (plain JSON: no comma after the last one).
 // "work_dir" is never read from this file: the root is the folder holding .lich/ (or --work-dir).
 // This file belongs to the repository, so it is untrusted until you run `lich trust` (or trust it
 // from the editor): until then it may only narrow settings, and keys that load code, choose a
 // provider, run a program, send data or read and write elsewhere (plugins, providers, models,
 // session_dir, threads_max, system_prompt, web_search, test_command, docs_dir, mcp_servers,
-// completion) are ignored. Any change to it, or to a plugin it names, needs
-// trusting again. See docs/trust.md.
+// completion) are ignored. Any change to it, or to a plugin it names, needs trusting again, and
+// `lich trust` lists what it changes from your own settings. See docs/trust.md.
 {
   // Model providers. With none configured, lich uses LICH_PROVIDER_KIND / LICH_BASE_URL /
   // LICH_MODEL, else OpenAI when OPENAI_API_KEY is set, Anthropic when ANTHROPIC_API_KEY is
   // set, else Ollama on localhost. Listed providers form a chain: rate limits and network errors
   // are retried, anything else fails over to the next one. Prefer api_key_env to api_key.
   // Entry keys: name, kind, base_url, model, api_key, api_key_env, path (replay), timeout_ms,
-  // headers, stream, max_tokens. See docs/providers.md.
-  "providers": [
-    // {"name": "openai", "kind": "openai_compat", "base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"},
-    // {"name": "claude", "kind": "anthropic", "model": "claude-sonnet-4-0", "api_key_env": "ANTHROPIC_API_KEY"},
-    // {"name": "local", "kind": "ollama", "base_url": "http://localhost:11434", "model": "llama3.1"}
-  ],
+  // headers, stream, max_tokens. Other entries, for example:
+  //   {"name": "claude", "kind": "anthropic", "model": "claude-sonnet-4-0", "api_key_env": "ANTHROPIC_API_KEY"}
+  //   {"name": "local", "kind": "ollama", "base_url": "http://localhost:11434", "model": "llama3.1"}
+  // See docs/providers.md.
+  // "providers": [{"name": "openai", "kind": "openai_compat", "base_url": "https://api.openai.com/v1", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"}]
 
   // Which providers serve each role, by name; "compress" falls back to the chat chain.
-  // "models": {"chat": ["claude", "openai"], "compress": ["local"]},
+  // "models": {"chat": ["claude", "openai"], "compress": ["local"]}
 
-  // Model calls per task; tool calls asked for on the last turn are not run.
-  "max_turns": 25,
+  // Model calls per task (default 25); tool calls asked for on the last turn are not run.
+  // "max_turns": 25
 
   // Replaces the default system prompt:
-  // "system_prompt": "You are a careful engineer working in this repository.",
+  // "system_prompt": "You are a careful engineer working in this repository."
 
-  // "all", or a list of tool names (see `lich tools`).
-  "tools_enabled": "all",
+  // "all" (the default), or a list of tool names (see `lich tools`).
+  // "tools_enabled": ["read_file", "grep_files", "find_files", "list_dir"]
 
   // Granted capabilities; leave out to grant all of:
   // file/read, file/write, file/edit, process/exec, image/eval, net/fetch, mcp/call
-  // "capabilities": ["file/read", "file/edit"],
+  // "capabilities": ["file/read", "file/edit"]
 
-  // Default timeout of one `terminal` command, in ms (at most 300000).
-  "terminal_timeout_ms": 60000,
+  // Default timeout of one `terminal` command, in ms (default 60000, at most 300000).
+  // "terminal_timeout_ms": 60000
 
   // Summarise older turns when the estimated context reaches this share of the budget.
-  "context_budget_tokens": 100000,
-  "compress_threshold": 0.8,
+  // "context_budget_tokens": 100000
+  // "compress_threshold": 0.8
 
   // Threads (JSONL, one file per thread; `lich threads`, lich --thread ID|latest "...").
   // Default: this workspace's folder in your user state dir, never the repository (docs/trust.md).
-  // "session_dir": ".lich/sessions",
+  // "session_dir": ".lich/sessions"
   // Threads kept per workspace (older ones are deleted; 0 keeps all; needs trust here).
-  // "threads_max": 100,
+  // "threads_max": 100
 
   // Python plugins (trusted code, runs in-process): paths relative to this workspace, or
   // {"path": ..., "settings": {...}, "models": ["compress"]}. See docs/plugins.md.
-  "plugins": [],
+  // "plugins": ["./.lich/plugins/my_plugin.py"]
 
   // Where web_search sends queries: DuckDuckGo's HTML endpoint (the default), or a SearXNG
   // instance's JSON API (needs trust here; a SearXNG on a private address also needs
   // LICH_ALLOW_PRIVATE_URLS=1). See docs/tools.md.
-  // "web_search": {"kind": "searxng", "url": "https://searx.example.org", "api_key_env": "SEARXNG_TOKEN"},
+  // "web_search": {"kind": "searxng", "url": "https://searx.example.org", "api_key_env": "SEARXNG_TOKEN"}
 
   // The command run_tests runs (bash -lc, in the root; needs trust here). Default: pytest when
   // this looks like a Python project. See docs/tools.md.
-  // "test_command": "npm test --",
+  // "test_command": "npm test --"
 
   // Where docs_search and docs_read look (needs trust here). Default: docs/ in this workspace.
-  // "docs_dir": "documentation",
+  // "docs_dir": "documentation"
 
   // MCP servers whose tools the agent may call (as mcp_<server>_<tool>; needs trust here). stdio:
   // {command, args, env, cwd}, started without a shell; HTTP: {url, headers_env}, https or
   // loopback only. Package runners (npx, uvx, ...) need "allow_runner": true. See docs/mcp.md.
-  // "mcp_servers": {"files": {"command": "python", "args": ["-m", "my_files_server"]}, "search": {"url": "https://mcp.example.org/mcp", "headers_env": {"Authorization": "SEARCH_MCP_AUTH"}}},
+  // "mcp_servers": {"files": {"command": "python", "args": ["-m", "my_files_server"]}, "search": {"url": "https://mcp.example.org/mcp", "headers_env": {"Authorization": "SEARCH_MCP_AUTH"}}}
 
-  // Language server (see docs/lsp.md). "apply": each edit at once; "review": one edit to
-  // confirm at the end of a task.
-  "edit_mode": "apply",
+  // Language server (see docs/lsp.md). "apply" (the default): each edit at once; "review": one
+  // edit to confirm at the end of a task.
+  // "edit_mode": "review"
   // How review mode shows the changes: "hunks" (each change a diagnostic to accept or reject),
   // "batch" (one edit to confirm at the end of the task), or "auto".
-  // "review_style": "auto",
+  // "review_style": "auto"
   // Per tool name or capability: "allow", "ask" or "deny".
-  // "approval": {"process/exec": "ask", "net/fetch": "deny"},
+  // "approval": {"process/exec": "ask", "net/fetch": "deny"}
   // Extra code actions offered on a selection.
-  // "code_actions": [{"title": "Add docstrings", "prompt": "Add docstrings to the selection", "kind": "refactor.rewrite.lich"}],
+  // "code_actions": [{"title": "Add docstrings", "prompt": "Add docstrings to the selection", "kind": "refactor.rewrite.lich"}]
   // The repository's AGENTS.md (else CLAUDE.md, .github/copilot-instructions.md) in each task's
   // context, labelled as repository text; false turns it off (see docs/agent.md).
-  // "project_rules": true,
+  // "project_rules": false
   // Open each finished task's markdown transcript in the editor (the chat views show the answer).
-  // "show_transcript": false,
+  // "show_transcript": true
   // Prompts lich.ask offers when invoked without one.
-  // "quick_prompts": ["Explain this code", "Find bugs in this code", "Add tests for this code"],
+  // "quick_prompts": ["Explain this code", "Find bugs in this code", "Add tests for this code"]
   // Set to "never" to ignore settings that need trust and never be offered to trust them.
-  // "workspace_trust": "never",
+  // "workspace_trust": "never"
   // Inline completions (ghost text) from a fill-in-the-middle model; off while unset (needs
   // trust here). An entry like a provider's plus "format": "completions" (OpenAI-compatible
   // /completions: llama.cpp, vLLM, DeepSeek, Mistral), "generate" (Ollama) or "chat" (a chat-only
   // model, Anthropic's). See docs/completions.md.
-  // "completion": {"kind": "ollama", "model": "qwen2.5-coder:1.5b-base"},
+  // "completion": {"kind": "ollama", "model": "qwen2.5-coder:1.5b-base"}
   // Quiet time after a keystroke before a completion is asked for, and the characters of the
   // buffer before and after the cursor the model is given (this file may only raise the wait
   // and lower the sizes until trusted).
-  // "completion_debounce_ms": 75,
-  // "completion_prefix_chars": 6000,
-  // "completion_suffix_chars": 2000,
-  // How files the editor does not have open are written: "auto", "editor" or "disk".
-  "disk_write_policy": "auto"
+  // "completion_debounce_ms": 75
+  // "completion_prefix_chars": 6000
+  // "completion_suffix_chars": 2000
+  // How files the editor does not have open are written: "auto" (the default), "editor" or "disk".
+  // "disk_write_policy": "editor"
 }
 """
 
@@ -607,10 +610,15 @@ def cmd_config(argv: list[str]) -> int:
         prog="lich config", description="Show the effective configuration."
     )
     _add_common(parser)
-    parser.add_argument("--json", action="store_true", help="print {config, sources} as JSON")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print {config, sources, problems, broken_files, trust, user_config} as JSON",
+    )
     args = parser.parse_args(argv)
     from lich_core.config import KEYS, user_config_path
 
+    # Quiet: the problems are this command's own output (the dropped section, `problems`).
     config = _load(args, quiet=True)
     masked = mask_secrets(dict(config))
     trust = config.trust
@@ -619,7 +627,14 @@ def cmd_config(argv: list[str]) -> int:
     if args.json:
         print(
             json.dumps(
-                {"config": masked, "sources": config.sources, "trust": trust.to_json(), **files},
+                {
+                    "config": masked,
+                    "sources": config.sources,
+                    "problems": [problem.to_json() for problem in config.problems],
+                    "broken_files": [problem.to_json() for problem in config.broken_files],
+                    "trust": trust.to_json(),
+                    **files,
+                },
                 indent=2,
                 ensure_ascii=False,
             )
@@ -638,8 +653,7 @@ def cmd_config(argv: list[str]) -> int:
     print(
         f"# workspace config: {trust.config_path} ({trust.state}{', changed since trusted' if trust.changed else ''})"
     )
-    for warning in config.warnings:
-        print(f"# {warning}")
+    print_dropped(config)
     for item in trust.ignored:
         print(f"# ignored {item.key}: would {item.what}")
     if trust.state == "untrusted" and trust.ignored:
@@ -652,6 +666,18 @@ def cmd_config(argv: list[str]) -> int:
     except ImportError:
         pass
     return EXIT_OK
+
+
+def print_dropped(config: Config) -> None:
+    """`# dropped (N):` and one line per value that was not applied as written: its source, key
+    path, what is wrong with it and what lich does instead (an unknown key: that it has no effect)."""
+    problems = [*config.broken_files, *config.problems]
+    if not problems:
+        return
+    print(f"# dropped ({len(problems)}): values not applied as written, and why")
+    for problem in problems:
+        where = f"{problem.source}: {problem.path}" if problem.path else problem.source
+        print(f"#   {where}: {problem.detail}; {problem.outcome}")
 
 
 # --- lich threads, lich sessions ---
@@ -850,7 +876,8 @@ def _mcp_list(args: argparse.Namespace) -> int:
 
     from lich_core.config import user_config_path
 
-    config = _load(args, quiet=True)
+    config = _load(args, quiet=True)  # the ignored servers are listed below, not summarised
+    warn_problems(config)
     user_file = user_config_path()
     trust = config.trust
     candidates: list[tuple[str, Path]] = []

@@ -75,13 +75,21 @@ def test_unknown_tool_and_bad_json(tmp_path: Path) -> None:
     assert "invalid JSON" in bad.stderr
 
 
-def test_bad_config_is_one_line_naming_the_key(tmp_path: Path) -> None:
+def test_a_bad_value_is_one_line_naming_the_key_and_the_command_runs(tmp_path: Path) -> None:
     (tmp_path / ".lich").mkdir()
-    (tmp_path / ".lich" / "config.json").write_text(json.dumps({"capabilities": ["file/rread"]}))
-    result = lich("tools", cwd=tmp_path)
-    assert result.returncode == 2
-    assert "capabilities[0]" in result.stderr
-    assert "Traceback" not in result.stderr
+    (tmp_path / ".lich" / "config.json").write_text(
+        json.dumps({"capabilities": ["file/rread", "file/read"]})
+    )
+    result = lich("tools", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"lich: {tmp_path.resolve() / '.lich' / 'config.json'}: capabilities[0]: unknown capability 'file/rread'"
+    ), line
+    assert line.endswith("; the entry is dropped; the others apply"), line
+    tools = {tool["name"]: tool for tool in json.loads(result.stdout)}
+    # The rest of the value applies: the file narrows the grant to file/read.
+    assert tools["read_file"]["enabled"] and not tools["write_file"]["enabled"]
 
 
 def test_arguments_from_stdin(tmp_path: Path) -> None:
