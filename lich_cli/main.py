@@ -20,14 +20,12 @@ import re
 import shlex
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from lich_cli.agent import COMMANDS as AGENT_COMMANDS
 from lich_cli.agent import task_options_help
 from lich_cli.common import add_common_options, cli_root, load_cli_config, warn_problems
 from lich_core import __version__
-from lich_core.config import Config, TrustChange
 from lich_core.errors import ConfigError
 
 # Where `lich tool` keeps the read state between calls (hashline read-before-edit), inside the
@@ -185,72 +183,12 @@ def cmd_trust(argv: list[str]) -> int:
     except (ConfigError, OSError) as err:  # a state dir refused or unwritable
         print(f"lich: error: cannot change workspace trust: {err}", file=sys.stderr)
         return 1
-    after = load_cli_config(args, quiet=True)
-    report = trust_report(change, before, after, root)
+    report = change.to_json()
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         print(report["message"])
     return 0 if change.after.state in ("trusted", "no_config") or args.revoke else 1
-
-
-def own_settings(like: Config) -> Config:
-    """The effective config as if the workspace had no .lich/config.json: your own settings (user
-    config, environment, defaults), to say what the workspace file changes. load_config reads the
-    workspace file of the root it is given, so it is given a folder that does not exist (nothing
-    is created); the keys a workspace file never sets (work_dir, which depends on the root) are
-    taken from `like`."""
-    import tempfile
-    import uuid
-
-    from lich_core.config import SIDE_NEVER, keys_on, load_config
-
-    nowhere = Path(tempfile.gettempdir()) / f"lich-no-workspace-{uuid.uuid4().hex}"
-    config = load_config(nowhere)
-    for key in keys_on(SIDE_NEVER):
-        config[key] = like.get(key)
-        config.sources[key] = like.sources.get(key, config.sources.get(key, ""))
-    return config
-
-
-def trust_report(change: TrustChange, before: Config, after: Config, root: str) -> dict[str, Any]:
-    """`lich trust`'s answer: the TrustChange's JSON (`keys`: what trusting applied that was
-    ignored until then), plus `changes`: every setting the workspace file changes from your own
-    settings as things stand now, each with `before_trust` (true when this command trusted the
-    file and the change was in effect already: a narrowing an untrusted file may make), and the
-    message listing them."""
-    from lich_core.config import config_changes
-
-    root_path = Path(root).resolve()
-    own = own_settings(after)
-    changes = config_changes(own, after, root_path)
-    trusted = after.trust.state == "trusted"
-    # What applied while the file was untrusted (narrowings), when this command trusted it.
-    newly = trusted and before.trust.state != "trusted"
-    already = config_changes(own, before, root_path) if newly else []
-    rows = [
-        {"key": item.key, "what": item.what, "before_trust": item in already} for item in changes
-    ]
-    narrowed = " (in effect before trust too: an untrusted file may narrow it)"
-    lines = [
-        f"  {row['key']}: {row['what']}{narrowed if row['before_trust'] else ''}" for row in rows
-    ]
-    if trusted:
-        did = "trusted" if newly else "already trusted"
-        head = f"lich: {did} {after.trust.config_path}; "
-        if lines:
-            listed = "\n".join(lines)
-            message = f"{head}it changes, from your own settings:\n{listed}"
-        else:
-            message = head + "it changes nothing: every setting is your own"
-    elif lines:
-        listed = "\n".join(lines)
-        message = (
-            f"{change.message}; untrusted, it still changes, from your own settings:\n{listed}"
-        )
-    else:
-        message = change.message
-    return {**change.to_json(), "changes": rows, "message": message}
 
 
 def cmd_demo(argv: list[str]) -> int:

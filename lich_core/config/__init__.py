@@ -45,7 +45,13 @@ from lich_core.config.sources import (
     user_config_path,
     workspace_config_path,
 )
-from lich_core.config.trusting import TrustChange, config_changes, set_workspace_trust
+from lich_core.config.trusting import (
+    TrustChange,
+    WorkspaceChange,
+    config_changes,
+    set_workspace_trust,
+    workspace_changes,
+)
 from lich_core.config.validators import COMPLETION_FORMATS_BY_KIND, v_completion
 
 __all__ = [
@@ -69,6 +75,7 @@ __all__ = [
     "ConfigProblem",
     "KeySpec",
     "TrustChange",
+    "WorkspaceChange",
     "check_source",
     "config_changes",
     "config_files",
@@ -86,6 +93,7 @@ __all__ = [
     "user_config_path",
     "v_completion",
     "validate_value",
+    "workspace_changes",
     "workspace_config_path",
     "workspace_trust_status",
 ]

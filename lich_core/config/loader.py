@@ -239,6 +239,7 @@ def load_config(
     config_file: str | os.PathLike[str] | None = None,
     trust_store: TrustStore | None = None,
     overrides_source: str = "overrides",
+    read_workspace: bool = True,
 ) -> Config:
     """Build the effective config for the workspace root `work_dir`; bad values are dropped alone
     and listed in `Config.problems`. Raises ConfigError only for an explicit `config_file` that
@@ -247,7 +248,8 @@ def load_config(
     Trusted layers: overrides (CLI flags, editor settings), the `--config` file, the user's config
     file, the environment. The workspace's `.lich/config.json` counts in full only once the user
     trusted its exact content (lich_core.trust); until then each of its keys is applied as its
-    KeySpec.side allows, and the rest is listed in `config.trust.ignored`.
+    KeySpec.side allows, and the rest is listed in `config.trust.ignored`. `read_workspace=False`
+    leaves the workspace file out (the user's own settings, to compare against).
     """
     env = os.environ if env is None else env
     root = Path(work_dir).resolve()
@@ -273,8 +275,10 @@ def load_config(
             (str(config_file), _with_absolute_paths(explicit, explicit_path.resolve().parent))
         )
     workspace_file = workspace_config_path(root)
-    workspace_raw, workspace_broken = _read_or_problem(
-        workspace_file, "the file is ignored (as untrusted) until it parses"
+    workspace_raw, workspace_broken = (
+        _read_or_problem(workspace_file, "the file is ignored (as untrusted) until it parses")
+        if read_workspace
+        else ({}, None)
     )
     if workspace_broken is not None:
         problems.append(workspace_broken)
@@ -294,14 +298,17 @@ def load_config(
         (ENV_SOURCE, checked(env_values(env), ENV_SOURCE, trusted=True)),
     ]
     trusted, trusted_sources = _merge(trusted_layers + after_workspace)
-    trust = workspace_trust_status(
-        root,
-        workspace_file,
-        workspace,
-        trusted,
-        trust_store or TrustStore.for_env(env),
-        broken=workspace_broken,
-    )
+    if read_workspace:
+        trust = workspace_trust_status(
+            root,
+            workspace_file,
+            workspace,
+            trusted,
+            trust_store or TrustStore.for_env(env),
+            broken=workspace_broken,
+        )
+    else:
+        trust = TrustStatus(NO_CONFIG, workspace_file)
     source = str(workspace_file)
     if trust.state == TRUSTED:
         assert trust.fingerprint is not None

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lich_core.config.display import is_secret_name
 from lich_core.config.keys import DROPPED, JUST_DROP, KEYS
 from lich_core.errors import ConfigError, did_you_mean
 
@@ -59,10 +61,19 @@ class ConfigProblem:
         }
 
 
+# A validator's message echoes the value after this; for a secret-named field it is cut there.
+ECHOED_VALUE = ", got "
+
+
 def problem_of(source: str, message: str, outcome: str) -> ConfigProblem:
-    """A ConfigProblem from a validator's `<path>: <detail>` message."""
+    """A ConfigProblem from a validator's `<path>: <detail>` message, with the value cut out
+    when the path names a secret (`providers[0].api_key`, `headers.Authorization`)."""
     path, _, detail = message.partition(": ")
-    return ConfigProblem(source, path, detail or message, outcome)
+    detail = detail or message
+    fields = [part for part in re.split(r"[.\[\]]", path) if part]
+    if any(is_secret_name(part) for part in fields) and ECHOED_VALUE in detail:
+        detail = detail.split(ECHOED_VALUE, 1)[0] + ", got a value not shown (it may be a secret)"
+    return ConfigProblem(source, path, detail, outcome)
 
 
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:

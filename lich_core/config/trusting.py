@@ -59,23 +59,62 @@ def config_changes(before: Config, after: Config, root: Path) -> list[IgnoredKey
 
 
 @dataclass(frozen=True)
+class WorkspaceChange:
+    """One thing the workspace file changes from the user's own settings; `before_trust`: it was
+    in effect while the file was untrusted too (a narrowing an untrusted file may make)."""
+
+    key: str
+    what: str
+    before_trust: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "what": self.what, "before_trust": self.before_trust}
+
+    def line(self) -> str:
+        note = " (in effect before trust too: an untrusted file may narrow it)"
+        return f"  {self.key}: {self.what}{note if self.before_trust else ''}"
+
+
+@dataclass(frozen=True)
 class TrustChange:
-    """What `lich trust` / lich.trustWorkspace did: the status before and after, one line for the
-    user, and `changes`: each setting that differs because of it."""
+    """What `lich trust` / lich.trustWorkspace did: the status before and after, one message for
+    the user, and `changes`: everything the workspace file now changes from the user's own
+    settings (the same config without the workspace file)."""
 
     before: TrustStatus
     after: TrustStatus
     message: str
-    changes: list[IgnoredKey] = field(default_factory=list)
+    changes: list[WorkspaceChange] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        # `keys`: what trusting changed (or, after a revoke or refusal, what is ignored now).
-        keys = self.changes if self.after.state == TRUSTED else self.after.ignored
+        # `keys`: what trusting applied (or, after a revoke or refusal, what is ignored now).
+        keys = self.before.ignored if self.after.state == TRUSTED else self.after.ignored
         return {
             **self.after.to_json(),
             "keys": [item.to_json() for item in keys],
+            "changes": [item.to_json() for item in self.changes],
             "message": self.message,
         }
+
+
+def workspace_changes(
+    own: Config, before: Config | None, after: Config, root: Path
+) -> list[WorkspaceChange]:
+    """What `after` changes from `own` (the settings without the workspace file), each marked when
+    `before` (the same file while untrusted, if this trusted it) already had it."""
+    earlier = config_changes(own, before, root) if before is not None else []
+    already = {(item.key, item.what) for item in earlier}
+    return [
+        WorkspaceChange(item.key, item.what, (item.key, item.what) in already)
+        for item in config_changes(own, after, root)
+    ]
+
+
+def _changes_message(head: str, changes: list[WorkspaceChange]) -> str:
+    if not changes:
+        return f"{head}; it changes nothing: every setting is your own"
+    listed = "\n".join(item.line() for item in changes)
+    return f"{head}; it changes, from your own settings:\n{listed}"
 
 
 def set_workspace_trust(
@@ -92,10 +131,24 @@ def set_workspace_trust(
     store = trust_store or TrustStore.for_env(env)
     root_path = Path(root).resolve()
 
-    def load() -> Config:
+    def load(*, read_workspace: bool = True) -> Config:
         return load_config(
-            root_path, overrides=overrides, env=env, config_file=config_file, trust_store=store
+            root_path,
+            overrides=overrides,
+            env=env,
+            config_file=config_file,
+            trust_store=store,
+            read_workspace=read_workspace,
         )
+
+    def still_changes(message: str) -> tuple[str, list[WorkspaceChange]]:
+        """The message for a file left untrusted, with what its narrowings still change."""
+        untrusted = load()
+        changes = workspace_changes(load(read_workspace=False), None, untrusted, root_path)
+        if not changes:
+            return message, []
+        listed = "\n".join(WorkspaceChange(c.key, c.what).line() for c in changes)
+        return f"{message}; untrusted, it still changes, from your own settings:\n{listed}", changes
 
     before_config = load()
     before = before_config.trust
@@ -103,11 +156,10 @@ def set_workspace_trust(
         had = store.revoke(root_path)
         after = load().trust
         what = "revoked trust in" if had else "did not trust"
-        return TrustChange(
-            before,
-            after,
-            f"lich: {what} {before.config_path}; its settings that need trust are ignored",
+        message, changes = still_changes(
+            f"lich: {what} {before.config_path}; its settings that need trust are ignored"
         )
+        return TrustChange(before, after, message, changes)
     # Trusting is also the user's yes to what agent runs without process/exec wrote here.
     confirmed = store.agent_writes(root_path)
     confirmed_note = (
@@ -126,12 +178,11 @@ def set_workspace_trust(
             f"lich: nothing to trust: {before.config_path} does not exist{confirmed_note}",
         )
     if before.state == REFUSED:
-        return TrustChange(
-            before,
-            before,
+        message, changes = still_changes(
             'lich: not trusted: your settings say never to trust workspace configs here (workspace_trust: "never")'
-            + confirmed_note,
+            + confirmed_note
         )
+        return TrustChange(before, before, message, changes)
     if before.state == UNTRUSTED and before.fingerprint is None:
         broken = next((item.what for item in before.ignored if item.key == WHOLE_FILE), "")
         return TrustChange(
@@ -141,13 +192,9 @@ def set_workspace_trust(
         assert before.fingerprint is not None
         store.trust(root_path, before.fingerprint)
     after_config = load()
-    changes = config_changes(before_config, after_config, root_path)
-    effects = "; ".join(f"{item.key}: {item.what}" for item in changes)
-    what = (
-        f"it now changes: {effects}"
-        if effects
-        else "it changes nothing beyond what it already narrowed"
-    )
-    return TrustChange(
-        before, after_config.trust, f"lich: trusted {before.config_path}; {what}", changes
-    )
+    newly = before.state != TRUSTED
+    own = load(read_workspace=False)
+    changes = workspace_changes(own, before_config if newly else None, after_config, root_path)
+    did = "trusted" if newly else "already trusted"
+    head = f"lich: {did} {before.config_path}"
+    return TrustChange(before, after_config.trust, _changes_message(head, changes), changes)

@@ -433,17 +433,21 @@ async def test_the_server_warns_about_a_misspelled_key(tmp_path: Path, client_na
     client = await start_session(root, client_name, init_options={"max_turn": 3})
     try:
         await client.wait_until(
-            lambda: sum("unknown config key" in m.message for m in client.messages) >= 2,
-            what="the two warnings",
+            lambda: any("'max_turns'" in m.message for m in client.messages),
+            what="the warnings",
         )
-        warnings = sorted(m.message for m in client.messages if "unknown config key" in m.message)
-        assert warnings == [
-            f"lich: unknown config key 'edit_mod' in {root.resolve() / '.lich' / 'config.json'}: did you mean 'edit_mode'? (lich ignores the key as written)",
-            "lich: unknown config key 'max_turn' in the editor's settings: did you mean 'max_turns'? (lich ignores the key as written)",
-        ]
-        assert all(
-            m.type == 2 for m in client.messages if "unknown config key" in m.message
-        )  # Warning
+        # What one read dropped or did not know is one warning, a line per key.
+        [warning] = [m for m in client.messages if "unknown key" in m.message]
+        ignored = (
+            "lich has no such setting and ignores it (the keys are listed in docs/configuration.md)"
+        )
+        assert sorted(warning.message.splitlines()) == sorted(
+            [
+                f"lich: the editor's settings: max_turn: unknown key; did you mean 'max_turns'?; {ignored}",
+                f"lich: {root.resolve() / '.lich' / 'config.json'}: edit_mod: unknown key; did you mean 'edit_mode'?; {ignored}",
+            ]
+        )
+        assert warning.type == 2  # Warning
         # New settings with one more typo: the new one is shown, the ones shown already are not.
         client.workspace_did_change_configuration(
             types.DidChangeConfigurationParams(
@@ -451,10 +455,10 @@ async def test_the_server_warns_about_a_misspelled_key(tmp_path: Path, client_na
             )
         )
         await client.wait_until(
-            lambda: any("'aproval'" in m.message for m in client.messages), what="the new warning"
+            lambda: any("aproval:" in m.message for m in client.messages), what="the new warning"
         )
-        assert sum("'max_turn'" in m.message for m in client.messages) == 1
-        assert sum("'edit_mod'" in m.message for m in client.messages) == 1
+        assert sum("max_turn:" in m.message for m in client.messages) == 1
+        assert sum("edit_mod:" in m.message for m in client.messages) == 1
     finally:
         await stop_session(client)
     assert not client.failures, client.failures

@@ -439,3 +439,20 @@ def test_a_user_whose_every_provider_was_dropped_gets_an_error_not_the_default(
     write_workspace_config(work, {"providers": [{"kind": "nope"}]})
     config = load_config(work, env=env)
     assert config.problems and role_specs(config, "chat", env)[0].from_env
+
+
+def test_a_bad_secret_value_is_named_without_echoing_it(work: Path, xdg: Path) -> None:
+    write_user_config(
+        xdg,
+        {
+            "providers": [
+                {"kind": "openai_compat", "model": "m", "api_key": ["sk-live-123456"]},
+            ],
+            "completion": {"kind": "ollama", "model": "m", "api_key": {"v": "sk-live-654321"}},
+        },
+    )
+    config = load_config(work, env={"XDG_CONFIG_HOME": str(xdg)})
+    texts = " ".join(config.warnings)
+    assert "providers[0].api_key: expected a string, got a value not shown" in texts
+    assert "completion.api_key" in texts
+    assert "sk-live" not in texts
