@@ -38,7 +38,6 @@ from lich_lsp.pending_questions import PENDING_APPROVAL_TIMEOUT_S, Choice
 
 if TYPE_CHECKING:
     from lich_core.approvals import ApprovalStore
-    from lich_lsp.config import ConfigHolder
     from lich_lsp.edits import ClientFeatures
     from lich_lsp.messages import EditorMessages
     from lich_lsp.pending_questions import PendingQuestions
@@ -58,14 +57,12 @@ class ApprovalCheck:
 
     def __init__(
         self,
-        holder: ConfigHolder,
         store: ApprovalStore,
         features: ClientFeatures,
         port: EditorPort,
         questions: PendingQuestions,
         messages: EditorMessages,
     ) -> None:
-        self._holder = holder
         self._store = store
         self._features = features
         self._port = port
@@ -75,7 +72,9 @@ class ApprovalCheck:
         self._prompt_lock = asyncio.Lock()
 
     async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
-        approval = self._holder.config.settings.approval
+        # The settings of the runtime the call runs on: a task keeps the approval policy it started
+        # with when the config is reloaded meanwhile (the next task gets the new one).
+        approval = ctx.settings.approval
         capability = tool_capability(tool)
         policy = policy_for(approval, tool.name, capability)
         if policy == "allow":

@@ -3,23 +3,27 @@ editor's `initializationOptions` and the `workspace/configuration` section `lich
 settings are trusted; the workspace file counts only as far as trust allows (lich_lsp.trust, which
 the session asks after each rebuild).
 
-The effective config is rebuilt on `workspace/didChangeConfiguration`. A bad value is dropped
-alone by lich_core.config and named once as a `window/showMessage` warning; nothing falls back to
-defaults. A user config that cannot be parsed is one error message, and the agent may only read
-files until it parses.
+The effective config is rebuilt on `workspace/didChangeConfiguration` and whenever the user's or
+the workspace's config file changed (`files_changed`: the session checks before each command and
+every CONFIG_POLL_INTERVAL_MS, since not every client can watch files for us: Neovim 0.7 has no
+`workspace/didChangeWatchedFiles`). A bad value is dropped alone by lich_core.config and named as a
+`window/showMessage` warning when it appears; nothing falls back to defaults. A user config that
+cannot be parsed is one error message, and the agent may only read files until it parses.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from lsprotocol import types
 
-from lich_core.config import EDITOR_SOURCE, KEYS, Config, load_config
+from lich_core.config import EDITOR_SOURCE, KEYS, Config, config_files, load_config
 
 if TYPE_CHECKING:
     from lich_lsp.edits import ClientFeatures
@@ -30,6 +34,31 @@ log = logging.getLogger("lich.lsp.config")
 
 CONFIG_SECTION = "lich"
 DEFAULT_CODE_ACTION_KIND = "refactor.rewrite.lich"
+# How often the session looks at the config files between commands, so a dropped value's warning
+# and a trust question appear without the user doing anything (a command looks first anyway).
+CONFIG_POLL_INTERVAL_MS = 1000
+# A config file larger than this is not hashed at each look: its stat stands for its content. No
+# real config comes near; it keeps a pathological repository file from being read every second.
+MAX_HASHED_CONFIG_BYTES = 1 << 20
+
+# A config file's signature: None (no file), its content's hash, its stat, or why it is unreadable.
+FileSignature: TypeAlias = "str | tuple[int, ...] | None"
+
+
+def file_signature(path: Path) -> FileSignature:
+    """What a config file is now: None when there is none, else the hash of its bytes, so every
+    change counts (created, edited, deleted, replaced by a rename) and a save of the same bytes
+    does not. A stat alone (mtime, size, inode) misses a same-size rewrite within one tick of the
+    file system's clock, which is coarse (milliseconds) on Linux."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_HASHED_CONFIG_BYTES:
+            return (info.st_mode, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+    except OSError as err:  # unreadable, or a path through a file: load_config names it
+        return f"unreadable: {err.strerror}"
 
 
 def settings_from_client(value: Any) -> dict[str, Any]:
@@ -59,7 +88,10 @@ class ConfigHolder:
         self.client_settings: dict[str, Any] = {}
         self.config: Config = default_config(root)
         self.generation = 0
+        # The problems the last report saw: each is shown when it appears, not at every re-read.
         self.reported_warnings: set[str] = set()
+        # The config files as the last read found them (file_signature of each; () before it).
+        self.files_read: tuple[FileSignature, ...] = ()
 
     def status(self) -> dict[str, Any]:
         """Which settings are in use: their generation, when they were read, what was dropped."""
@@ -74,8 +106,30 @@ class ConfigHolder:
         """The editor's settings (trusted): initializationOptions, then workspace/configuration on top."""
         return {**self.init_options, **self.client_settings}
 
+    def watched_files(self) -> list[Path]:
+        """The workspace's and the user's config files, and the files the workspace config makes
+        the server run (plugins): its trust is given to their content too, so an edit to one is
+        a change to look at (trust is checked again)."""
+        paths = config_files(self.root)
+        fingerprint = self.config.trust.fingerprint
+        if fingerprint is not None:
+            paths += [Path(name) for name in sorted(fingerprint.files)]
+        return paths
+
+    def files_now(self) -> tuple[FileSignature, ...]:
+        """The watched files as they are now."""
+        return tuple(file_signature(path) for path in self.watched_files())
+
+    def files_changed(self) -> bool:
+        """Whether a watched file changed since the last read (cheap: a few small files hashed)."""
+        return self.files_now() != self.files_read
+
     def rebuild(self) -> None:
         """Reload every layer (bad values are dropped alone and listed in the config's problems)."""
+        # Looked at before reading: a file written during the read counts as changed next time.
+        # (A read that names other plugins is read once more at the next look: cheap, no new
+        # generation, as the values are the same.)
+        self.files_read = self.files_now()
         config = load_config(self.root, overrides=self.overrides(), overrides_source=EDITOR_SOURCE)
         changed = (
             dict(config) != dict(self.config)
@@ -87,17 +141,17 @@ class ConfigHolder:
 
 
 def report_config_warnings(holder: ConfigHolder, messages: EditorMessages) -> None:
-    """What this read dropped or could not parse, once per text for this server's life: a broken
-    config file as an error, the dropped values and unknown keys together as one warning."""
+    """What this read dropped or could not parse and the last report did not: a broken config
+    file as an error, the dropped values and unknown keys together as one warning. A problem
+    still there at the next read is not repeated; one fixed and made again is shown again."""
+    seen = holder.reported_warnings
     for problem in holder.config.broken_files:
-        text = problem.text()
-        if text not in holder.reported_warnings:
-            holder.reported_warnings.add(text)
-            messages.show_message(text, types.MessageType.Error)
-    fresh = [p.text() for p in holder.config.problems if p.text() not in holder.reported_warnings]
+        if problem.text() not in seen:
+            messages.show_message(problem.text(), types.MessageType.Error)
+    fresh = [p.text() for p in holder.config.problems if p.text() not in seen]
     if fresh:
-        holder.reported_warnings.update(fresh)
         messages.show_message("\n".join(fresh), types.MessageType.Warning)
+    holder.reported_warnings = set(holder.config.warnings)
 
 
 async def pull_client_settings(port: EditorPort, features: ClientFeatures) -> dict[str, Any] | None:

@@ -1,12 +1,14 @@
 """The session's one tool runtime per config generation (plugins are loaded once per config and
 shared by `lich.ask` and the commands); the runtime of an older config is closed in the
-background, its MCP servers with it."""
+background, its MCP servers with it, once no running task uses it (a task keeps the settings it
+started with, a reloaded config notwithstanding)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,6 +36,9 @@ class ToolRuntimes:
         self._messages = messages
         self._runtime: ToolRuntime | None = None
         self._generation = -1
+        # id(runtime) -> how many running tasks use it (borrow): an older config's runtime is
+        # closed when its last task ends, not under it.
+        self._borrowed: dict[int, int] = {}
 
     def current(self) -> ToolRuntime:
         if self._runtime is None or self._generation != self._holder.generation:
@@ -45,10 +50,29 @@ class ToolRuntimes:
                 build_tool_runtime(self._holder.config, call_checks=self._call_checks),
             )
             self._generation = self._holder.generation
-            if old is not None and getattr(old, "mcp", None) is not None:
-                # Its MCP servers belong to the old config; a task still running on it loses them.
-                self._messages.background(old.aclose())
+            if old is not None and not self._borrowed.get(id(old)):
+                self._close_in_background(old)
         return self._runtime
+
+    @contextlib.contextmanager
+    def borrow(self) -> Iterator[ToolRuntime]:
+        """The current runtime for the whole of one task: still open after a newer config
+        replaced it, until the task ends (its MCP servers are part of the task's settings)."""
+        runtime = self.current()
+        key = id(runtime)
+        self._borrowed[key] = self._borrowed.get(key, 0) + 1
+        try:
+            yield runtime
+        finally:
+            self._borrowed[key] -= 1
+            if not self._borrowed[key]:
+                del self._borrowed[key]
+                if runtime is not self._runtime:
+                    self._close_in_background(runtime)
+
+    def _close_in_background(self, runtime: ToolRuntime) -> None:
+        if getattr(runtime, "mcp", None) is not None:  # only MCP servers hold anything to close
+            self._messages.background(runtime.aclose())
 
     async def close(self) -> None:
         """Stop what the runtime started and holds (MCP servers), at shutdown."""

@@ -116,6 +116,14 @@ def register_lifecycle(server: LichLanguageServer) -> None:
     ) -> None:
         await ls.session.did_change_configuration(params.settings)
 
+    # Not registered for: the session polls the config files itself (lich_lsp.config). A client
+    # that sends it anyway (its own file watchers) only makes the server look sooner.
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(
+        ls: LichLanguageServer, params: types.DidChangeWatchedFilesParams
+    ) -> None:
+        ls.session.did_change_watched_files()
+
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(code_action_kinds=[ASK_KIND, FIX_KIND], resolve_provider=False),

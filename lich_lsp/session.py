@@ -12,6 +12,7 @@ what the editor's messages do; the pygls server (lich_lsp.server) only routes th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Sequence
@@ -70,9 +71,7 @@ class EditorSession:
         # Questions for a client that cannot show them: diagnostics with code actions.
         self.questions = questions = PendingQuestions(documents, port, root, messages)
         self.trust = WorkspaceTrust(holder, features, port, questions, messages)
-        approval_check = ApprovalCheck(
-            holder, ApprovalStore(root), features, port, questions, messages
-        )
+        approval_check = ApprovalCheck(ApprovalStore(root), features, port, questions, messages)
         self.runtimes = runtimes = ToolRuntimes(holder, (approval_check,), messages)
         # Every task's changes, for lich.undoTask (read from the user state dir on first use).
         self.journal = journal = TaskJournal(
@@ -153,6 +152,8 @@ class EditorSession:
             review,
         ):
             feature.register(table)
+        # Looks at the config files between commands (initialized starts it, shutdown stops it).
+        self._config_poll: asyncio.Future[None] | None = None
 
     @classmethod
     def from_initialize(cls, port: EditorPort, params: types.InitializeParams) -> EditorSession:
@@ -176,12 +177,49 @@ class EditorSession:
             )  # offers trust once the editor's settings are in
         else:
             self.trust.offer()
+        if self._config_poll is None:
+            self._config_poll = asyncio.ensure_future(self._poll_config_files())
 
     async def did_change_configuration(self, settings: Any) -> None:
         if await config.refresh_config(
             self.config_holder, self.port, self.features, self.messages, settings
         ):
             self.trust.offer()
+
+    def did_change_watched_files(self) -> None:
+        """A client that watches files for us says something changed: look now, not at the next poll."""
+        self.reload_config_files()
+
+    def reload_config_files(self) -> bool:
+        """Rebuild the config when the user's or the workspace's config file (or a file the
+        workspace config runs) changed since it was read; True when it did. The new read's
+        problems are shown (each once) and its workspace file is offered for trust as at startup.
+        A running task keeps the settings it started with (its agent, tool runtime and workspace
+        hold them); the next one gets these. Cheap when nothing changed (a few small files hashed)."""
+        holder = self.config_holder
+        if not holder.files_changed():
+            return False
+        holder.rebuild()
+        config.report_config_warnings(holder, self.messages)
+        self.trust.offer()
+        return True
+
+    async def _poll_config_files(self) -> None:
+        """Look at the config files every CONFIG_POLL_INTERVAL_MS: editors that cannot watch files
+        for the server (Neovim 0.7, Helix) still see a dropped value's warning or the trust
+        question soon after a save, with no command sent. Commands look first anyway."""
+        while True:
+            await asyncio.sleep(config.CONFIG_POLL_INTERVAL_MS / 1000)
+            try:
+                self.reload_config_files()
+            except Exception as err:  # noqa: BLE001 - the next look tries again; the editor is told once
+                log.exception("reloading the config failed")
+                self.report_unexpected("config reload", err)
+
+    def _stop_config_poll(self) -> None:
+        if self._config_poll is not None:
+            self._config_poll.cancel()
+            self._config_poll = None
 
     def did_open(self, uri: str) -> None:
         self.documents.did_open(uri)
@@ -201,11 +239,15 @@ class EditorSession:
     async def execute_command(
         self, name: str, arguments: list[Any] | None, request_id: Any = None
     ) -> Any:
+        # Every command (lich.ask, lich.status, ...) sees the config files as they are now: what
+        # the user just saved applies to this very request, whatever the poll saw so far.
+        self.reload_config_files()
         return await self.commands.run(name, tuple(arguments or ()), request_id)
 
     def code_actions(
         self, params: types.CodeActionParams
     ) -> list[types.CodeAction | types.Command]:
+        self.reload_config_files()  # the actions list `code_actions` and `quick_prompts`
         if params.context.diagnostics:
             self.seen_diagnostics.remember(params.text_document.uri, params.context.diagnostics)
         actions = code_actions.compute_code_actions(
@@ -244,10 +286,12 @@ class EditorSession:
         self.tasks.cancel_for_progress(token)
 
     async def shutdown(self, wait_s: float) -> None:
+        self._stop_config_poll()
         await self.tasks.cancel_all(wait_s=wait_s)
         await self.runtimes.close()
 
     def exit(self) -> None:
+        self._stop_config_poll()
         for task in self.tasks.running():
             self.tasks.cancel_task(task, "exit")
 
@@ -302,7 +346,7 @@ class EditorSession:
                 "show_message_request": caps.show_message_request,
             },
             # The broken config file's message, if any (the first status field clients showed).
-            "config_error": next(iter(self.config.warnings[: len(self.config.broken_files)]), None),
+            "config_error": next((p.text() for p in self.config.broken_files), None),
             "config": self.config_holder.status(),
             "work_dir": self.config.settings.work_dir,
             "trust": self.config.trust.to_json(),

@@ -404,24 +404,28 @@ class TaskManager:
         try:
             from lich_core.agent.factory import build_agent  # heavy: only when a task runs
 
+            # The task's settings are the config of now, for its whole run: a config reloaded
+            # meanwhile (lich_lsp.session.reload_config_files) is the next task's. The agent,
+            # the tool runtime it borrows (kept open until the run ends) and the workspace
+            # (review style, disk writes, transcript) all hold this one.
+            config = task.workspace.config = self._holder.config
             # The session's one runtime for this config: plugins were loaded once, and the
             # commands (lich.tools, lich.runTool) see the same plugin state as the agent.
-            agent = build_agent(
-                self._holder.config, workspace=task.workspace, runtime=self._runtimes.current()
-            )
-            result = await agent.run(
-                task.prompt,
-                on_event=lambda event: self._on_event(task, event),
-                cancel=task.cancel,
-                context=context,
-                workspace=task.workspace,
-                read_state=_read_state(task.read_paths),
-                edit_label=task.label,
-                project_rules=task.project_rules,
-                resume=task.thread if task.continues else None,
-                session_id=None if task.continues else task.thread,
-                run_record={"face": "lsp", "task_id": task.task_id},
-            )
+            with self._runtimes.borrow() as runtime:
+                agent = build_agent(config, workspace=task.workspace, runtime=runtime)
+                result = await agent.run(
+                    task.prompt,
+                    on_event=lambda event: self._on_event(task, event),
+                    cancel=task.cancel,
+                    context=context,
+                    workspace=task.workspace,
+                    read_state=_read_state(task.read_paths),
+                    edit_label=task.label,
+                    project_rules=task.project_rules,
+                    resume=task.thread if task.continues else None,
+                    session_id=None if task.continues else task.thread,
+                    run_record={"face": "lsp", "task_id": task.task_id},
+                )
         except Exception as err:  # noqa: BLE001 - a bad provider/config is a result, not a crash
             task.workspace.discard_overlay()
             log.debug("task %s failed", task.task_id, exc_info=True)
@@ -647,7 +651,7 @@ class TaskManager:
         path = self._write_transcript(task, outcome)
         # Only where the user or the editor's integration asks: in front of the user's file it
         # hides the file (in review mode, the one whose hunks wait for an answer).
-        wanted = self._holder.config.settings.show_transcript
+        wanted = task.workspace.task_config().settings.show_transcript
         if path is not None and wanted and self._features.show_document:
             try:
                 await self._port.show_document(

@@ -9,6 +9,10 @@ this command too). Nothing waits for that answer: Trust trusts when it comes; a 
 lich.trustWorkspace withdraws the question. Trusting rebuilds the config, so
 plugins and providers apply from the next request on. `workspace_trust: "never"` (what VS Code
 sends in Restricted Mode) means never ask and never trust.
+
+The session offers again after every config rebuild (the file is re-read when it changes), so a
+question can be about content the file no longer has: a Trust answer then trusts nothing and the
+current content is asked about instead (the user said yes to what they read, not to the edit).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from lich_core.errors import ConfigError
 from lich_core.trust import UNTRUSTED
 from lich_lsp.arguments import BadArguments, single_object
 from lich_lsp.commands import TRUST_WORKSPACE
+from lich_lsp.config import report_config_warnings
 from lich_lsp.pending_questions import Choice
 
 if TYPE_CHECKING:
@@ -70,10 +75,13 @@ class WorkspaceTrust:
         """Ask about the current config's ignored keys, unless asked already for this content."""
         trust = self._holder.config.trust
         if trust.state != UNTRUSTED or not trust.ignored or trust.fingerprint is None:
+            # Nothing to ask about any more (the file was deleted, trusted, or narrowed).
+            self._questions.withdraw_kind("trust")
             return
-        if trust.fingerprint.key() in self._offered:
+        asked = trust.fingerprint.key()
+        if asked in self._offered:
             return
-        self._offered.add(trust.fingerprint.key())
+        self._offered.add(asked)
         effects = "; ".join(f"{item.what}" for item in trust.ignored)
         why = "changed since you trusted it, so these" if trust.changed else "These"
         text = (
@@ -87,14 +95,14 @@ class WorkspaceTrust:
                 text,
                 "trust .lich/config.json",
                 TRUST_CHOICES,
-                on_answer=self._answered,
+                on_answer=lambda answer: self._answered(answer, asked),
                 also=f"To trust it later, run the command {TRUST_COMMAND} (or `lich trust` in a terminal).",
             )
             return
         # Not awaited by the caller: an editor may leave the question open for as long as it likes.
-        self._messages.background(self._ask(text))
+        self._messages.background(self._ask(text, asked))
 
-    async def _ask(self, text: str) -> None:
+    async def _ask(self, text: str, asked: Any) -> None:
         try:
             answer = await self._port.ask(
                 types.ShowMessageRequestParams(
@@ -109,13 +117,27 @@ class WorkspaceTrust:
             log.warning("trust question failed: %s", err)
             return
         if answer is not None and answer.title == TRUST:
-            result = self.change(trust=True)
-            self._messages.show_message(result["message"], types.MessageType.Info)
+            self._trust_answered(asked)
 
-    def _answered(self, answer: str) -> None:
+    def _answered(self, answer: str, asked: Any) -> None:
         if answer == TRUST_ANSWER:
-            result = self.change(trust=True)
-            self._messages.show_message(result["message"], types.MessageType.Info)
+            self._trust_answered(asked)
+
+    def _trust_answered(self, asked: Any) -> None:
+        """Trust, if the file still is what the question showed (`asked`: its fingerprint key)."""
+        self._holder.rebuild()  # the file as it is now, not as the last look saw it
+        report_config_warnings(self._holder, self._messages)
+        now = self._holder.config.trust.fingerprint
+        if now is not None and now.key() != asked:
+            self._messages.show_message(
+                f"lich: nothing trusted: {self._holder.config.trust.config_path} changed after "
+                "the question was asked (if its new content needs trust, a new question follows)",
+                types.MessageType.Warning,
+            )
+            self.offer()
+            return
+        result = self.change(trust=True)
+        self._messages.show_message(result["message"], types.MessageType.Info)
 
     def change(self, *, trust: bool) -> dict[str, Any]:
         """Record or revoke trust, rebuild the config, and return lich.trustWorkspace's result

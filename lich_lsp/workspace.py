@@ -46,6 +46,7 @@ from lich_lsp.review import (
 )
 
 if TYPE_CHECKING:
+    from lich_core.config import Config
     from lich_core.testing.report import TestReport
     from lich_lsp.config import ConfigHolder
     from lich_lsp.documents import DocumentStore
@@ -160,6 +161,14 @@ class EditorWorkspace:
         # Apply mode: files whose edit the editor did not apply (applied: false, no answer) and why,
         # until an edit of that file lands.
         self.refused: dict[str, str] = {}
+        # The settings of the task using this workspace, pinned when its run starts (TaskManager),
+        # so a config reloaded meanwhile does not change how its edits are reviewed or written.
+        self.config: Config | None = None
+
+    def task_config(self) -> Config:
+        """The config this workspace's task runs with; the session's current one before (or
+        without) a task."""
+        return self.config if self.config is not None else self._parts.holder.config
 
     async def settle(self, timeout_s: float = EDIT_SETTLE_TIMEOUT_S) -> bool:
         """Wait for edits still on their way to the editor; False if some are still unanswered."""
@@ -322,7 +331,7 @@ class EditorWorkspace:
         self.overlay.clear()
         if not changes:
             return "no changes"
-        if review_style(self._parts.holder.config, self._parts.features) != STYLE_HUNKS:
+        if review_style(self.task_config(), self._parts.features) != STYLE_HUNKS:
             return await self._flush_batch(changes, label)
         hunkable = [c for c in changes if c.kind == "write" and c.base_text is not None]
         outcome = self._parts.review.propose(self.task_id, label, hunkable)
@@ -484,11 +493,12 @@ _NOT_THE_EDITORS_ANSWER = (
 )
 
 
-def route_change(sender: EditSender, change: FileChange) -> str:
-    """ "editor" or "disk": where one file's change goes (the disk-coherence rule in docs/lsp.md)."""
+def route_change(sender: EditSender, change: FileChange, config: Config | None = None) -> str:
+    """ "editor" or "disk": where one file's change goes (the disk-coherence rule in docs/lsp.md),
+    by `config`'s disk_write_policy (a task's own; default: the session's current config)."""
     store = sender.documents
     caps = sender.features
-    policy = sender.holder.config.settings.disk_write_policy
+    policy = (config if config is not None else sender.holder.config).settings.disk_write_policy
     if store.has_buffer(change.path):
         if change.kind == "delete" and not caps.delete_files:
             rel = relative_path(sender.root, change.path)
@@ -602,10 +612,12 @@ async def _send(
     root = sender.root
     editor_changes: list[FileChange] = []
     disk_changes: list[FileChange] = []
+    config = workspace.task_config() if workspace is not None else None
     for change in changes:
-        (editor_changes if route_change(sender, change) == "editor" else disk_changes).append(
-            change
-        )
+        if route_change(sender, change, config) == "editor":
+            editor_changes.append(change)
+        else:
+            disk_changes.append(change)
 
     if disk_changes:
         apply_to_disk(disk_changes, root)  # raises EditRejected, and then nothing was written

@@ -14,7 +14,6 @@ from lich_core.tools.builtin.terminal import TOOL as TERMINAL
 from lich_core.tools.types import ToolContext
 from lich_core.userstate import workspace_state_dir
 from lich_lsp.approvals import ApprovalCheck
-from lich_lsp.config import default_config
 from tests.acp.acp_client import ScriptedClient, acp_agent, write_user_config
 from tests.acp.test_acp_agent import ask, new_session, tool_messages
 
@@ -73,7 +72,6 @@ async def test_the_language_server_honours_an_acp_reject_always(tmp_path):
         return None
 
     check = ApprovalCheck(
-        SimpleNamespace(config=default_config(tmp_path)),  # type: ignore[arg-type]
         ApprovalStore(tmp_path),  # a fresh reader of the file, as another process
         SimpleNamespace(show_message_request=True),  # type: ignore[arg-type]
         SimpleNamespace(ask=ask_user),  # type: ignore[arg-type]

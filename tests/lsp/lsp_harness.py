@@ -127,6 +127,7 @@ class EditorState:
     saved: list[str] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     open_on_edit: bool = True
+    configuration_requests: int = 0  # workspace/configuration items answered
 
 
 class EditorClient(LanguageClient):
@@ -143,6 +144,11 @@ class EditorClient(LanguageClient):
         if INTENDED_FAILURE not in str(error):
             self.failures.append(f"{getattr(source, '__name__', source)}: {error!r}")
         super().report_server_error(error, source)
+
+    def get_configuration(self, *, section: str | None = None, scope_uri: str | None = None) -> Any:
+        """pytest-lsp's answer to each item of a workspace/configuration request, counted."""
+        self.editor.configuration_requests += 1
+        return super().get_configuration(section=section, scope_uri=scope_uri)
 
     # --- the user's side ---
 
@@ -400,6 +406,18 @@ class EditorClient(LanguageClient):
         found = match()
         assert found is not None
         return found
+
+    async def wait_for_startup(self) -> None:
+        """Until the server has taken the editor's settings it asks for after `initialized` (when
+        this editor declares workspace/configuration), then one lich.status round trip: the
+        server read the answer before that request. A config file a test writes afterwards is
+        seen by the server's own look at the files, not by that startup read."""
+        workspace = self.declared.workspace
+        if workspace is not None and workspace.configuration:
+            await self.wait_until(
+                lambda: self.editor.configuration_requests > 0, what="workspace/configuration"
+            )
+        await self.command("lich.status", {})
 
     async def wait_for_status(
         self, predicate: Callable[[dict[str, Any]], bool], timeout_s: float = WAIT_S

@@ -2,8 +2,8 @@
 
 Each test runs an EditorSession in this process against the FakeEditor (the `editor` fixture):
 lich.read of an unsaved buffer, the argument checks of every command and their error texts,
-lich.runTool and lich.tools, code actions for diagnostics, a bad config key reported while the
-last good config stays, pushed settings and the workspace config file. What only the protocol
+lich.runTool and lich.tools, code actions for diagnostics, a bad config value dropped alone and
+named once, pushed settings and the workspace config file. What only the protocol
 layer does (malformed params, unknown commands, traceback-free error responses) stays on the
 wire in test_lsp_basics.py. One client profile, except where the profiles change what is tested
 (code actions: CodeAction literals or plain Commands follow the client's capabilities).
@@ -175,20 +175,34 @@ async def test_code_actions_for_diagnostics(
     assert fake_provider.requests == []
 
 
-async def test_bad_config_reports_the_key_and_keeps_the_last_good_one(editor, root: Path) -> None:
+def _warnings(fake: Any) -> list[str]:
+    return [text for kind, text in fake.messages if kind == types.MessageType.Warning]
+
+
+async def test_a_bad_setting_is_dropped_alone_named_once_and_listed_in_status(
+    editor, root: Path
+) -> None:
     fake = await editor("visual-studio-code", init_options={"edit_mode": "review"})
     # VS Code sends didChangeConfiguration with null settings: the server pulls section "lich".
-    await fake.change_settings({"edit_mode": "sideways"})
+    await fake.change_settings({"edit_mode": "sideways", "disk_write_policy": "editor"})
     await fake.wait_for_message("edit_mode")
-    (error,) = _errors(fake)
-    assert "sideways" in error
+    (warning,) = _warnings(fake)
+    assert "edit_mode: expected one of apply, review, got 'sideways'" in warning
+    assert _errors(fake) == []
+    status = await fake.command("lich.status", {})
+    assert status["disk_write_policy"] == "editor"  # the rest of the editor's settings applies
+    # The editor's value replaced initializationOptions' and was dropped: nothing sets it now.
+    assert status["edit_mode"] == "apply"
+    (problem,) = status["config"]["problems"]
+    assert problem["key"] == "edit_mode" and problem["source"] == "the editor's settings"
+    assert status["config_error"] is None and status["config"]["broken_files"] == []
+    # The same settings again: the problem is still in the status, not shown a second time.
+    await fake.change_settings({"edit_mode": "sideways", "disk_write_policy": "editor"})
+    assert len(_warnings(fake)) == 1
+    await fake.change_settings({"edit_mode": "review"})
     status = await fake.command("lich.status", {})
     assert status["edit_mode"] == "review"
-    assert "edit_mode" in status["config_error"]
-    await fake.change_settings({"edit_mode": "apply"})
-    status = await fake.command("lich.status", {})
-    assert status["edit_mode"] == "apply"
-    assert status["config_error"] is None
+    assert status["config"]["problems"] == [] and status["config_error"] is None
 
 
 async def test_pushed_settings_and_workspace_file(editor, root: Path) -> None:

@@ -77,9 +77,11 @@ async def test_plugins_load_once_per_config_and_share_state(
     assert (plugin_dir / "imports.log").read_text(encoding="utf-8") == "imported\n"
     assert sys.modules[COUNTER_MODULE] is first_module and first_module.calls == 12
     # A new config generation loads the plugin again, once.
+    generation = (await fake.command("lich.status", {}))["config"]["generation"]
     await fake.change_settings({"lich": {"max_turns": 7}}, push=True)
     status = await fake.command("lich.status", {})
-    assert status["config_error"] is None and status["tasks"] is not None
+    assert status["config"]["generation"] == generation + 1
+    assert status["config"]["problems"] == [] and status["config_error"] is None
     await fake.command("lich.tools", {})
     await fake.command("lich.tools", {})
     assert (plugin_dir / "imports.log").read_text(encoding="utf-8").count("imported") == 2

@@ -209,9 +209,8 @@ async def test_trust_applies_the_repository_config_until_a_file_changes(
     assert trusted["state"] == "trusted"
     assert trusted["config"] == str(root / ".lich" / "config.json")
     assert "plugins" in {key["key"] for key in trusted["keys"]}
-    assert trusted["message"].startswith(
-        f"lich: trusted {root / '.lich' / 'config.json'}; now applied:"
-    )
+    # What it changes follows (lich_core.config.trusting words it; tests/cli pins the words).
+    assert trusted["message"].startswith(f"lich: trusted {root / '.lich' / 'config.json'}; ")
     # Recorded in the user state dir, keyed by the real path: the repository holds no trust.
     assert str(root) in (Path(os.environ["XDG_STATE_HOME"]) / "lich" / "trust.json").read_text(
         encoding="utf-8"
@@ -227,13 +226,14 @@ async def test_trust_applies_the_repository_config_until_a_file_changes(
     assert result["final"] == "answered by the repository's provider"
     assert attacker.requests[0]["headers"]["authorization"] == f"Bearer {USER_TOKEN}"
 
-    # The plugin changes after trust: it is never executed, and the next config read is untrusted.
+    # The plugin changes after trust: it is never executed, and trust is checked again before
+    # the next request (the server watches the files a workspace config runs): untrusted now.
     (root / ".lich" / "plugins" / "evil.py").write_text(CHANGED_PLUGIN, encoding="utf-8")
-    attacker.script({"text": "second answer"})
+    fake_provider.script({"text": "second answer, from the user's own provider"})
     again = await fake.command("lich.ask", {"prompt": "hello again"})
-    assert again["final"] == "second answer"
+    assert again["final"] == "second answer, from the user's own provider"
+    assert len(attacker.requests) == 1
     assert not (root / "PWNED_AGAIN").exists()
-    await fake.change_settings({"lich": user_settings(fake_provider)}, push=True)
     status = await fake.command("lich.status", {})
     assert status["trust"]["state"] == "untrusted"
     assert status["trust"]["changed"] is True and status["provider"]["name"] == "mine"
