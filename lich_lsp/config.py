@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from lsprotocol import types
 
 from lich_core.config import EDITOR_SOURCE, KEYS, Config, config_files, load_config
+from lich_core.trust import TrustStore
 
 if TYPE_CHECKING:
     from lich_lsp.edits import ClientFeatures
@@ -107,10 +108,11 @@ class ConfigHolder:
         return {**self.init_options, **self.client_settings}
 
     def watched_files(self) -> list[Path]:
-        """The workspace's and the user's config files, and the files the workspace config makes
-        the server run (plugins): its trust is given to their content too, so an edit to one is
+        """The workspace's and the user's config files, the trust store, and the files the
+        workspace config makes the server run (plugins): its trust is given to their content too, so an edit to one is
         a change to look at (trust is checked again)."""
-        paths = config_files(self.root)
+        # trust.json too: `lich trust` in a terminal changes what this server may apply.
+        paths = [*config_files(self.root), TrustStore.for_env().path]
         fingerprint = self.config.trust.fingerprint
         if fingerprint is not None:
             paths += [Path(name) for name in sorted(fingerprint.files)]

@@ -25,7 +25,7 @@ from lsprotocol import types
 
 from lich_core.config import set_workspace_trust
 from lich_core.errors import ConfigError
-from lich_core.trust import UNTRUSTED
+from lich_core.trust import UNTRUSTED, Fingerprint
 from lich_lsp.arguments import BadArguments, single_object
 from lich_lsp.commands import TRUST_WORKSPACE
 from lich_lsp.config import report_config_warnings
@@ -136,15 +136,17 @@ class WorkspaceTrust:
             )
             self.offer()
             return
-        result = self.change(trust=True)
+        result = self.change(trust=True, expected=now)
         self._messages.show_message(result["message"], types.MessageType.Info)
 
-    def change(self, *, trust: bool) -> dict[str, Any]:
+    def change(self, *, trust: bool, expected: Fingerprint | None = None) -> dict[str, Any]:
         """Record or revoke trust, rebuild the config, and return lich.trustWorkspace's result
         (`{state, config, keys, changed, message}`; the editor shows `message`)."""
         holder = self._holder
         try:
-            change = set_workspace_trust(holder.root, trust=trust, overrides=holder.overrides())
+            change = set_workspace_trust(
+                holder.root, trust=trust, overrides=holder.overrides(), expected=expected
+            )
         except (ConfigError, OSError) as err:
             message = f"lich: cannot change workspace trust: {err}"
             self._messages.show_message(message, types.MessageType.Error)

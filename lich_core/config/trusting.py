@@ -19,6 +19,7 @@ from lich_core.trust import (
     REFUSED,
     TRUSTED,
     UNTRUSTED,
+    Fingerprint,
     IgnoredKey,
     TrustStatus,
     TrustStore,
@@ -125,8 +126,11 @@ def set_workspace_trust(
     env: Mapping[str, str] | None = None,
     config_file: str | os.PathLike[str] | None = None,
     trust_store: TrustStore | None = None,
+    expected: Fingerprint | None = None,
 ) -> TrustChange:
-    """Trust the workspace config's current content (and the files it runs), or revoke trust."""
+    """Trust the workspace config's current content (and the files it runs), or revoke trust.
+    `expected`: trust only that content (what a question showed the user); anything else is
+    trusted by nobody, and the answer says so."""
     env = os.environ if env is None else env
     store = trust_store or TrustStore.for_env(env)
     root_path = Path(root).resolve()
@@ -190,6 +194,12 @@ def set_workspace_trust(
         )
     if before.state == UNTRUSTED:
         assert before.fingerprint is not None
+        if expected is not None and expected.key() != before.fingerprint.key():
+            return TrustChange(
+                before,
+                before,
+                f"lich: nothing trusted: {before.config_path} changed after you were asked",
+            )
         store.trust(root_path, before.fingerprint)
     after_config = load()
     newly = before.state != TRUSTED

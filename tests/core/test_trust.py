@@ -302,3 +302,19 @@ def test_a_script_an_mcp_server_or_the_test_command_runs_is_part_of_the_trust(
     script.write_text("print('swapped')\n", encoding="utf-8")
     changed = load_config(work, env=env)
     assert changed.trust.state == UNTRUSTED and changed.trust.changed
+
+
+def test_trust_given_for_content_the_file_no_longer_has_trusts_nothing(tmp_path: Path) -> None:
+    from lich_core.config import load_config
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    work = tmp_path / "ws"
+    (work / ".lich").mkdir(parents=True)
+    config_file = work / ".lich" / "config.json"
+    config_file.write_text('{"system_prompt": "A"}')
+    asked = load_config(work, env=env).trust.fingerprint
+    config_file.write_text('{"system_prompt": "B"}')
+    change = set_workspace_trust(work, trust=True, env=env, expected=asked)
+    assert change.after.state == "untrusted" and "changed after you were asked" in change.message
+    now = load_config(work, env=env).trust.fingerprint
+    assert set_workspace_trust(work, trust=True, env=env, expected=now).after.state == "trusted"

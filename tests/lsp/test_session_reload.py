@@ -182,3 +182,20 @@ async def test_a_borrowed_runtime_is_closed_when_its_task_ends_not_when_replaced
     holder.generation = 3  # replaced while nobody borrows it: closed at once
     runtimes.current()
     await asyncio.wait_for(built[1].closed.wait(), 5)
+
+
+async def test_trust_given_from_a_terminal_applies_at_the_next_command(
+    editor, root: Path, no_poll: None
+) -> None:
+    """`lich trust` in a shell writes the trust store, which the server watches like a config."""
+    from lich_core.config import set_workspace_trust
+
+    write_json(root / ".lich" / "config.json", {"system_prompt": "Repository rules."})
+    fake = await editor("neovim")
+    status = await fake.command("lich.status", {})
+    assert status["trust"]["state"] == "untrusted"
+    generation = status["config"]["generation"]
+    assert set_workspace_trust(root, trust=True).after.state == "trusted"
+    status = await fake.command("lich.status", {})
+    assert status["trust"]["state"] == "trusted"
+    assert status["config"]["generation"] == generation + 1
