@@ -107,7 +107,7 @@ class Gatekeeper:
     # --- hooks ---
 
     def before_tool_call(self, info: ToolCallInfo, ctx: PluginContext) -> dict[str, Any] | None:
-        name, args = info.tool_name, info.args
+        name, args = info["tool_name"], info["args"]
         if name == TERMINAL_TOOL:
             command = args.get("command")
             pattern = git_denylist_match(command) if isinstance(command, str) else None
@@ -122,8 +122,8 @@ class Gatekeeper:
         return None
 
     def after_tool_call(self, info: ToolResultInfo, ctx: PluginContext) -> None:
-        name = info.tool_name
-        ok = info.ok is True
+        name = info["tool_name"]
+        ok = info["ok"] is True
         state = ctx.state
         if name == TESTS_TOOL:
             state[_GREEN] = ok

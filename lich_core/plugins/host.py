@@ -1,6 +1,8 @@
 """Running loaded plugins: tool registration and the five hooks, each failure isolated.
 
-Each hook gets its typed payload (types.HOOK_PAYLOADS), also a read-only dict view.
+Each hook call gets a fresh plain dict (its TypedDict in types.HOOK_PAYLOADS), deep-copied from
+what lich holds: a plugin may copy, serialise or annotate it, and nothing it changes reaches the
+arguments a tool runs with, the result the model reads, the history or another plugin's hook.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lich_core.plugins.types import (
+    HOOK_PAYLOADS,
     NOTE_MAX_CHARS,
     RESULT_SUMMARY_MAX_CHARS,
     HookInfo,
@@ -183,13 +186,18 @@ class PluginRun:
         return found
 
     async def _call(self, loaded: LoadedPlugin, hook: Callable[..., Any], info: HookInfo) -> Any:
-        outcome = hook(info, self.contexts[loaded.name])
+        # A copy for this one hook: what it changes in its dict stays in its dict.
+        outcome = hook(copy.deepcopy(info), self.contexts[loaded.name])
         if inspect.isawaitable(outcome):
             outcome = await outcome
         return outcome
 
     async def _report(self, loaded: LoadedPlugin, hook_name: str, err: BaseException) -> None:
         message = f"plugin {loaded.name!r}: {hook_name} raised {type(err).__name__}: {err}"
+        attr = getattr(err, "name", None) if isinstance(err, AttributeError) else None
+        if isinstance(attr, str) and attr in _PAYLOAD_FIELDS.get(hook_name, ()):
+            # A hook written for the typed payloads of #34 (info.tool_name): say how to read it.
+            message += f' (hook payloads are plain dicts: read info["{attr}"])'
         log.warning(message)
         if self._warn is not None:
             await self._warn(loaded.name, message)
@@ -197,7 +205,7 @@ class PluginRun:
     async def _observe(self, hook_name: str, info: HookInfo) -> None:
         for loaded, hook in self._with_hook(hook_name):
             try:
-                await self._call(loaded, hook, copy.deepcopy(info))
+                await self._call(loaded, hook, info)
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # noqa: BLE001 - a throwing observer is skipped
@@ -216,7 +224,7 @@ class PluginRun:
         for loaded, hook in self._with_hook("before_tool_call"):
             try:
                 verdict = await self._call(
-                    loaded, hook, ToolCallInfo(tool_name=tool_name, args=copy.deepcopy(args))
+                    loaded, hook, ToolCallInfo(tool_name=tool_name, args=args)
                 )
             except asyncio.CancelledError:
                 raise
@@ -250,9 +258,7 @@ class PluginRun:
         plain = [m.to_dict() for m in messages]
         for loaded, hook in hooks:
             try:
-                verdict = await self._call(
-                    loaded, hook, LlmCallInfo(turn=turn, messages=copy.deepcopy(plain))
-                )
+                verdict = await self._call(loaded, hook, LlmCallInfo(turn=turn, messages=plain))
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # noqa: BLE001
@@ -266,6 +272,12 @@ class PluginRun:
                     )
                 )
         return notes
+
+
+# Each hook's payload keys, for the hint on a hook that reads them as attributes.
+_PAYLOAD_FIELDS: dict[str, frozenset[str]] = {
+    name: frozenset(payload.__annotations__) for name, payload in HOOK_PAYLOADS.items()
+}
 
 
 def _get(verdict: Any, key: str) -> Any:

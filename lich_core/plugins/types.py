@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from lich_core.tools.types import Tool
 from lich_core.vocabulary import Message, ModelResponse
@@ -23,39 +23,20 @@ NOTE_MAX_CHARS = 2_000
 RESULT_SUMMARY_MAX_CHARS = 300
 
 
-class HookInfo(Mapping[str, Any]):
-    """The read-only dict view every hook payload has over its fields.
-
-    Plugins written when hooks got a plain dict (`info["tool_name"]`, `info.get("ok")`,
-    `dict(info)`, `info == {...}`) keep working unchanged; new code reads attributes.
-    """
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self._names():
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    def _names(self) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(self))  # type: ignore[arg-type]
+# Hook payloads are plain dicts, as the seed gives them: a plugin may read, copy, serialise
+# (json.dumps) and annotate one. Each TypedDict below types one hook's dict for readers and
+# mypy; at runtime `ToolCallInfo(tool_name=..., args=...)` is a plain dict. Every hook call gets
+# a fresh dict of its own, so whatever a plugin changes in it changes nothing in lich.
 
 
-# eq=False on each payload: Mapping's __eq__ compares like a dict, as the old payloads did.
-@dataclass(frozen=True, eq=False)
-class ToolCallInfo(HookInfo):
+class ToolCallInfo(TypedDict):
     """`before_tool_call`: the call about to run (a copy of its arguments)."""
 
     tool_name: str
     args: dict[str, Any]
 
 
-@dataclass(frozen=True, eq=False)
-class ToolResultInfo(HookInfo):
+class ToolResultInfo(TypedDict):
     """`after_tool_call`: the call that ran, or was blocked, and how it ended."""
 
     tool_name: str
@@ -66,31 +47,31 @@ class ToolResultInfo(HookInfo):
     error: str | None
 
 
-@dataclass(frozen=True, eq=False)
-class LlmCallInfo(HookInfo):
+class LlmCallInfo(TypedDict):
     """`before_llm_call`: the 1-based turn and a copy of the history as plain dicts."""
 
     turn: int
     messages: list[dict[str, Any]]
 
 
-@dataclass(frozen=True, eq=False)
-class RunStartInfo(HookInfo):
+class RunStartInfo(TypedDict):
     """`on_run_start`: the length of the prompt in characters."""
 
     input_chars: int
 
 
-@dataclass(frozen=True, eq=False)
-class RunEndInfo(HookInfo):
+class RunEndInfo(TypedDict):
     """`on_run_end`: why the loop stopped and how many model turns it used."""
 
     stopped_reason: str
     turns_used: int
 
 
-# The payload type each hook receives.
-HOOK_PAYLOADS: Mapping[str, type[HookInfo]] = {
+# Any hook's payload.
+HookInfo = ToolCallInfo | ToolResultInfo | LlmCallInfo | RunStartInfo | RunEndInfo
+
+# The payload type (a TypedDict) each hook receives.
+HOOK_PAYLOADS: Mapping[str, type[Any]] = {
     "before_tool_call": ToolCallInfo,
     "after_tool_call": ToolResultInfo,
     "before_llm_call": LlmCallInfo,
@@ -99,7 +80,7 @@ HOOK_PAYLOADS: Mapping[str, type[HookInfo]] = {
 }
 
 # A hook is `hook(info, ctx: PluginContext)`, sync or async; `info` is its hook's HOOK_PAYLOADS
-# type, so the first parameter is Any: a hook annotated with its own payload type fits.
+# dict, so the first parameter is Any: a hook annotated with its own payload type fits.
 Hook = Callable[[Any, "PluginContext"], Any]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import textwrap
 import types
@@ -145,7 +144,7 @@ def recorder(hook_name):
 plugin = Plugin(name="recorder", hooks={name: recorder(name) for name in HOOK_NAMES})
 """
 
-# Written against the old `info: dict`: every dict idiom a reader of a dict would use.
+# Written against `info: dict`: every dict idiom a reader of a dict would use.
 DICT_STYLE_PLUGIN = """
 import json
 
@@ -381,11 +380,20 @@ async def test_build_agent_loads_plugins_from_config(tmp_path):
     assert agent.compress_model is None and agent.model_for_role("compress") is model
 
 
-async def test_each_hook_gets_its_typed_payload_with_the_old_dict(tmp_path, tools):
+async def test_each_hook_gets_a_fresh_plain_dict_typed_by_its_typeddict(tmp_path, tools):
+    """Payloads are plain dicts (issue #43), keyed as their TypedDict says; two plugins' hooks
+    get equal dicts, never the same one."""
     assert tuple(HOOK_PAYLOADS) == HOOK_NAMES
     model = ScriptedModel(tools_turn(call("echo", {"text": "hi"}, id="e")), Turn(text="done"))
+    second = RECORDING_PLUGIN.replace('name="recorder"', 'name="recorder-2"')
     agent, host = make_agent(
-        tmp_path, tools, model, [write_plugin(tmp_path, "recorder", RECORDING_PLUGIN)]
+        tmp_path,
+        tools,
+        model,
+        [
+            write_plugin(tmp_path, "recorder", RECORDING_PLUGIN),
+            write_plugin(tmp_path, "recorder2", second),
+        ],
     )
     await agent.run("go")
     seen = module_of(host, "recorder")["SEEN"]
@@ -398,34 +406,54 @@ async def test_each_hook_gets_its_typed_payload_with_the_old_dict(tmp_path, tool
         "on_run_end",
     ]
     for name, info in seen:
-        assert type(info) is HOOK_PAYLOADS[name], name
-        assert dataclasses.is_dataclass(info)
-        # dict(info) is the dict hooks were given before: the same keys, in order, same values.
-        assert list(dict(info)) == [f.name for f in dataclasses.fields(info)], name
-        assert dict(info) == {f.name: getattr(info, f.name) for f in dataclasses.fields(info)}
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            info.turn = 99  # type: ignore[misc]
-        with pytest.raises(TypeError):
-            info["turn"] = 99  # type: ignore[index]
+        assert type(info) is dict, name
+        payload = HOOK_PAYLOADS[name]
+        assert list(info) == list(payload.__annotations__), name
+        assert set(info) == payload.__required_keys__, name
+        assert json.loads(json.dumps(info)) == info, name
     start, llm1, before, after, llm2, end = (info for _, info in seen)
-    assert isinstance(start, RunStartInfo) and start.input_chars == len("go")
-    assert dict(start) == {"input_chars": 2}
-    assert isinstance(before, ToolCallInfo)
-    assert dict(before) == {"tool_name": "echo", "args": {"text": "hi"}}
-    assert isinstance(after, ToolResultInfo)
-    assert dict(after) == {
-        "tool_name": "echo",
-        "args": {"text": "hi"},
-        "result_summary": "hi",
-        "ok": True,
-        "error": None,
-    }
-    assert isinstance(llm1, LlmCallInfo) and isinstance(llm2, LlmCallInfo)
-    assert (llm1.turn, llm2.turn) == (1, 2)
-    assert llm1.messages[-1] == {"role": "user", "content": "go"}
-    assert list(dict(llm2)) == ["turn", "messages"] and llm2["messages"] is llm2.messages
-    assert isinstance(end, RunEndInfo)
-    assert dict(end) == {"stopped_reason": "final", "turns_used": 2}
+    assert start == RunStartInfo(input_chars=len("go")) == {"input_chars": 2}
+    assert before == ToolCallInfo(tool_name="echo", args={"text": "hi"})
+    assert after == ToolResultInfo(
+        tool_name="echo", args={"text": "hi"}, result_summary="hi", ok=True, error=None
+    )
+    assert (llm1["turn"], llm2["turn"]) == (1, 2)
+    assert llm1["messages"][-1] == {"role": "user", "content": "go"}
+    assert list(llm2) == list(LlmCallInfo.__annotations__) == ["turn", "messages"]
+    assert end == RunEndInfo(stopped_reason="final", turns_used=2)
+    # The second plugin got equal dicts of its own, down to the arguments and the messages.
+    other = module_of(host, "recorder-2")["SEEN"]
+    assert other == seen
+    for (_, mine), (_, theirs) in zip(seen, other, strict=True):
+        assert mine is not theirs
+    assert before["args"] is not other[2][1]["args"]
+    assert llm1["messages"][0] is not other[1][1]["messages"][0]
+
+
+ATTRIBUTE_PLUGIN = """
+from lich_core.plugins import Plugin
+
+def before_tool_call(info, ctx):
+    return {"block": info.tool_name == "fail"}
+
+plugin = Plugin(name="attrs", hooks={"before_tool_call": before_tool_call})
+"""
+
+
+async def test_a_hook_reading_payload_attributes_blocks_and_is_told_to_index(tmp_path, tools):
+    """A hook written for the short-lived typed payloads (info.tool_name) raises AttributeError
+    on a dict: its call is blocked (hook_error, as any throwing guard) and the warning says
+    how to read the field."""
+    events = EventLog()
+    model = ScriptedModel(tools_turn(call("echo", {"text": "x"}, id="e")), Turn(text="done"))
+    agent, _ = make_agent(
+        tmp_path, tools, model, [write_plugin(tmp_path, "attrs", ATTRIBUTE_PLUGIN)]
+    )
+    result = await agent.run("go", on_event=events)
+    assert tool_errors(result) == {"e": "blocked_by_plugin: hook_error"}
+    (warning,) = [e.data.message for e in events.of("plugin_warning")]
+    assert warning.startswith("plugin 'attrs': before_tool_call raised AttributeError: ")
+    assert warning.endswith(' (hook payloads are plain dicts: read info["tool_name"])')
 
 
 async def test_a_plugin_written_for_dict_payloads_works_unchanged(tmp_path, tools):
