@@ -16,6 +16,7 @@ from lich_core.errors import ToolError
 from lich_core.project_rules import RuleFile, load_project_rules, render_project_rules
 from lich_core.settings import settings_of
 from lich_core.tools.guard import resolve_file_for
+from lich_core.tools.secrets import prompt_refusal
 from lich_lsp.arguments import (
     BadArguments,
     get_line_number,
@@ -188,6 +189,10 @@ class AgentCommands:
         from lich_core.hashline.anchors import split_lines
 
         rel = relative_path(self._root, path)
+        refused = prompt_refusal(self._root, path)
+        if refused is not None:
+            # Neither its text nor its diagnostics (which may quote it) go to the model.
+            return f"The user is looking at {rel}, whose content is not shared with the model ({refused})."
         text = self._documents.current_text(path)
         parts: list[str] = []
         if text is None:
@@ -221,9 +226,9 @@ class AgentCommands:
         by_file: dict[str, list[dict[str, Any]]] = {}
         for open_path in self._documents.open_paths():
             seen = self._seen_diagnostics.for_uri(self._documents.uri_for(open_path))
-            if seen:
+            if seen and prompt_refusal(self._root, open_path) is None:
                 by_file[relative_path(self._root, open_path)] = seen
-        if path is not None and diagnostics:
+        if path is not None and diagnostics and prompt_refusal(self._root, path) is None:
             by_file[relative_path(self._root, path)] = diagnostics
         return render_problems(by_file)
 

@@ -39,6 +39,7 @@ from lich_core.completion.context import (
 from lich_core.completion.model import FimModel, FimRequest
 from lich_core.errors import ConfigError
 from lich_core.providers.base import ProviderError
+from lich_core.tools.secrets import prompt_refusal
 from lich_core.vocabulary import CancelToken
 from lich_lsp.paths import relative_path, uri_to_path
 
@@ -343,18 +344,13 @@ class InlineCompletions:
         return found
 
     def _relative(self, uri: str) -> str:
-        """`uri`'s root-relative path, or "" for a document outside the root (never sent)."""
+        """`uri`'s root-relative path, or "" for a document whose text never goes to a model: one
+        the tools may not read (outside the root, through a symbolic link or not; the agent's
+        config) or a secret file (`.env`, keys, ...): lich_core.tools.secrets.prompt_refusal."""
         path = uri_to_path(uri)
-        if path is None or not self._inside_root(path):
+        if path is None or prompt_refusal(self._root, path) is not None:
             return ""
         return relative_path(self._root, path)
-
-    def _inside_root(self, path: Path) -> bool:
-        try:
-            path.resolve().relative_to(self._root)
-        except (OSError, ValueError):
-            return False
-        return True
 
     def _encoding(self) -> str:
         return self._port.position_encoding

@@ -178,13 +178,19 @@ def _is_root_memory(base_dir: str | os.PathLike[str], path: Path, name: str) -> 
 
 def resolve_file_for(ctx: ToolContext, target: str, *, write: bool) -> Path:
     """resolve_safe_path plus the deny list: the one call file tools make."""
-    path = resolve_safe_path(ctx.work_dir, target, for_write=write)
-    check_file_access(ctx.work_dir, path, write=write)
+    return resolve_file_in(ctx.work_dir, target, write=write)
+
+
+def resolve_file_in(work_dir: str | os.PathLike[str], target: str, *, write: bool) -> Path:
+    """resolve_file_for with the root given alone (what may reach a model's prompt is decided
+    with it: lich_core.tools.secrets.prompt_refusal)."""
+    path = resolve_safe_path(work_dir, target, for_write=write)
+    check_file_access(work_dir, path, write=write)
     # A symlink inside the root (`cfg -> .lich/config.json`, `d -> .lich`) must not launder a
     # denied path, so the deny list also applies to where the path really leads.
     real = Path(_realpath(path, target))
     if real != path:
-        check_file_access(_realpath(ctx.work_dir, target), real, write=write)
+        check_file_access(_realpath(work_dir, target), real, write=write)
     return path
 
 

@@ -19,16 +19,25 @@ question, a shown secret cannot be taken back.
 
 The same rules decide which variables tool processes never get (`scrubbed_env`): the provider
 credentials and every variable the config names as holding a key.
+
+Files: SECRET_FILE_PATTERNS names the files that hold secrets (`.env*`, keys, `.netrc`, ...);
+`prompt_refusal` says why a file's text may not go into any prompt to a model (completions'
+current document and neighbouring snippets, lich.ask's selection context): the tools' read guard
+refuses it (outside the root, through a symbolic link or not; the agent's own config), or it is
+a secret file.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from lich_core.errors import ToolError
 from lich_core.settings import settings_of
+from lich_core.tools.guard import resolve_file_in
 
 SECRET_WORDS_RE = re.compile(
     r"secret|token|password|passwd|passphrase|key|credential|auth|webhook|cookie", re.IGNORECASE
@@ -227,3 +236,53 @@ def scrubbed_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) -> dic
         for key, value in env.items()
         if key not in removed and not key.upper().endswith(SCRUBBED_ENV_SUFFIXES)
     }
+
+
+# --- files whose text never reaches a model ---
+
+# Base names (compared case-folded, shell-style patterns) of files that hold secrets: dotenv files,
+# TLS and SSH keys, package-registry and netrc credentials, cloud credentials files. Their text
+# never goes into a prompt to a model, whatever the tools may read.
+SECRET_FILE_PATTERNS = (
+    ".env*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_*",
+    ".npmrc",
+    ".netrc",
+    "_netrc",
+    ".pypirc",
+    ".pgpass",
+    ".git-credentials",
+    "credentials",
+    "credentials.*",
+    "*credentials.json",
+)
+
+
+def is_secret_file_name(name: str) -> bool:
+    """True for a file's base name that matches SECRET_FILE_PATTERNS."""
+    folded = name.casefold()
+    return any(fnmatch.fnmatchcase(folded, pattern) for pattern in SECRET_FILE_PATTERNS)
+
+
+def prompt_refusal(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
+    """Why the text of the file at `path` may not go into a prompt to a model, or None when it
+    may: the error of the tools' read guard (resolve_file_in: outside `root`, also through a
+    symbolic link; the agent's config), or `secret_file:` for a secret file by its own name or by
+    the name of the file a symbolic link leads to (`notes.txt -> .env`)."""
+    base = os.path.abspath(root)
+    target = os.path.abspath(path)
+    if os.path.commonpath((base, target)) != base:
+        # Another spelling of a path under the root (the editor opened it through a link).
+        target = os.path.realpath(target)
+    try:
+        resolved = resolve_file_in(base, target, write=False)
+    except ToolError as err:
+        return str(err)
+    for name in {resolved.name, os.path.basename(os.path.realpath(resolved))}:
+        if is_secret_file_name(name):
+            return f"secret_file: {name} is named like a file that holds secrets"
+    return None

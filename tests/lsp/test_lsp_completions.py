@@ -11,6 +11,7 @@ and one log line."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from lsp_harness import (
     WAIT_S,
     EditorClient,
     apply_text_edits,
+    provider_options,
     start_session,
     stop_session,
     units,
@@ -275,3 +277,85 @@ async def test_completions_are_off_without_a_model(root: Path, fake_provider, se
     status = await client.command("lich.status", {})
     assert status["completion"]["model"] is None
     assert fake_provider.requests == []
+
+
+# --- what never reaches a prompt: files the tools may not read, and secret files ---
+
+# Each secret shares the identifiers around the cursor in SECRETS_SOURCE, so a file that were not
+# withheld would be the best-ranked neighbouring snippet (helpers.py shows that snippets are sent).
+SECRETS_SOURCE = "api_token = settings.api_token\nsecret_key = settings.\n"
+SECRETS_CURSOR = types.Position(line=1, character=len("secret_key = settings."))
+
+
+def _secret_text(tag: str) -> str:
+    return f"api_token = settings.api_token\nsecret_key = settings.secret_key  # {tag}\n"
+
+
+async def test_secret_and_forbidden_files_never_reach_the_completion_prompt(
+    root: Path, fake_provider, sessions
+) -> None:
+    (root / ".env").write_text(_secret_text("dotenv-secret-1"))
+    (root / "notes.txt").symlink_to(".env")  # its own name is harmless; it leads to .env
+    (root / "id_rsa").write_text(_secret_text("ssh-key-secret-2"))
+    (root / "helpers.py").write_text(_secret_text("helpers-visible-0"))
+    fake_provider.script({"text": "secret_key"})
+    client = await open_session(
+        root, "visual-studio-code", completion_options(fake_provider), ghost_text=True
+    )
+    sessions.append(client)
+    uri = client.open(root / "app.py", SECRETS_SOURCE)
+    client.open(root / ".env")
+    client.open(root / "notes.txt")
+    client.open(root / "id_rsa")
+    # The agent's own config, open in the editor (tools may not read it); never written to disk
+    # here, so it configures nothing.
+    client.open(root / ".lich" / "config.json", _secret_text("lich-config-secret-3"))
+    client.open(root / "helpers.py")
+
+    (item,) = await inline(client, uri, SECRETS_CURSOR)
+    assert item.insert_text == "secret_key"
+    (request,) = fake_provider.requests
+    sent = json.dumps(request["json"])
+    assert "helpers-visible-0" in sent  # the neighbour that may be sent is
+    for secret in ("dotenv-secret-1", "ssh-key-secret-2", "lich-config-secret-3"):
+        assert secret not in sent
+    for name in (".env", "notes.txt", "id_rsa", "config.json"):
+        assert name not in sent
+
+
+async def test_no_completion_is_asked_for_in_a_secret_file(
+    root: Path, fake_provider, sessions
+) -> None:
+    (root / ".env").write_text("API_TOKEN=sk-dotenv-secret\nSECRET_KEY=\n")
+    fake_provider.script({"text": "never sent"})
+    client = await open_session(root, "neovim", completion_options(fake_provider), ghost_text=True)
+    sessions.append(client)
+    uri = client.open(root / ".env", language_id="dotenv")
+    assert await inline(client, uri, types.Position(line=1, character=len("SECRET_KEY="))) == []
+    # A file linked to it is the same secret.
+    (root / "env.link").symlink_to(".env")
+    linked = client.open(root / "env.link", language_id="plaintext")
+    assert await inline(client, linked, types.Position(line=1, character=11)) == []
+    status = await client.command("lich.status", {})
+    assert status["completion"]["requests"] == 0
+    assert fake_provider.requests == []
+
+
+async def test_lich_ask_on_a_secret_file_sends_its_name_but_not_its_text(
+    root: Path, fake_provider, sessions
+) -> None:
+    (root / ".env").write_text("API_TOKEN=sk-dotenv-selected-secret\n")
+    fake_provider.script({"text": "I cannot see it"})
+    client = await open_session(
+        root, "visual-studio-code", provider_options(fake_provider), ghost_text=False
+    )
+    sessions.append(client)
+    uri = client.open(root / ".env", language_id="dotenv")
+    selection = {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}
+    result = await client.command(
+        "lich.ask", {"prompt": "what is in the selection?", "uri": uri, "range": selection}
+    )
+    assert result["final"] == "I cannot see it"
+    sent = json.dumps(fake_provider.requests[0]["json"])
+    assert "sk-dotenv-selected-secret" not in sent
+    assert "is not shared with the model" in sent and ".env" in sent
