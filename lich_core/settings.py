@@ -34,6 +34,22 @@ DEFAULT_COMPLETION_DEBOUNCE_MS = 75
 DEFAULT_COMPLETION_PREFIX_CHARS = 6000
 DEFAULT_COMPLETION_SUFFIX_CHARS = 2000
 DEFAULT_QUICK_PROMPTS = ("Explain this code", "Find bugs in this code", "Add tests for this code")
+# A `providers` entry's kinds and fields: the config checks entries against them, the providers'
+# factory builds from them (here because both may import this module, and neither the other).
+PROVIDER_KINDS = ("openai_compat", "anthropic", "ollama", "replay")
+PROVIDER_FIELDS = (
+    "name",
+    "kind",
+    "base_url",
+    "model",
+    "api_key",
+    "api_key_env",
+    "path",
+    "timeout_ms",
+    "headers",
+    "stream",
+    "max_tokens",
+)
 
 
 def _default_web_search() -> dict[str, Any]:

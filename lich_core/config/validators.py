@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from lich_core.errors import ConfigError, did_you_mean
-from lich_core.settings import DUCKDUCKGO_HTML_URL
+from lich_core.settings import DUCKDUCKGO_HTML_URL, PROVIDER_FIELDS, PROVIDER_KINDS
 from lich_core.tools.types import CAPABILITIES, WEB_SEARCH_KINDS
 
 Validator = Callable[[str, Any], Any]
@@ -209,22 +209,6 @@ def v_plugin(path: str, value: Any) -> str | dict[str, Any]:
     return dict(value)
 
 
-# Provider entries: the fields and kinds lich_core.providers.factory builds from (it imports them
-# from here: this module loads no HTTP code).
-PROVIDER_KINDS = ("openai_compat", "anthropic", "ollama", "replay")
-PROVIDER_FIELDS = (
-    "name",
-    "kind",
-    "base_url",
-    "model",
-    "api_key",
-    "api_key_env",
-    "path",
-    "timeout_ms",
-    "headers",
-    "stream",
-    "max_tokens",
-)
 PROVIDER_STRING_FIELDS = ("name", "base_url", "model", "api_key", "api_key_env", "path")
 
 

@@ -26,22 +26,8 @@ from lich_core.providers.http import HttpModel, host_of
 from lich_core.providers.ollama import OLLAMA_BASE_URL, OllamaModel
 from lich_core.providers.openai_compat import OPENAI_BASE_URL, OPENAI_HOST, OpenAICompatModel
 from lich_core.providers.replay import ReplayModel
-from lich_core.settings import settings_of
+from lich_core.settings import PROVIDER_FIELDS, PROVIDER_KINDS, settings_of
 
-PROVIDER_KINDS = ("openai_compat", "anthropic", "ollama", "replay")
-ENTRY_KEYS = (
-    "name",
-    "kind",
-    "base_url",
-    "model",
-    "api_key",
-    "api_key_env",
-    "path",
-    "timeout_ms",
-    "headers",
-    "stream",
-    "max_tokens",
-)
 DEFAULT_BASE_URLS = {
     "openai_compat": OPENAI_BASE_URL,
     "anthropic": ANTHROPIC_BASE_URL,
@@ -157,9 +143,9 @@ def parse_provider(
     where = f"providers[{index}]"
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{where}: expected an object, got {type(entry).__name__}")
-    unknown = sorted(set(entry) - set(ENTRY_KEYS))
+    unknown = sorted(set(entry) - set(PROVIDER_FIELDS))
     if unknown:
-        raise _fail(where, unknown[0], f"unknown key (known: {', '.join(ENTRY_KEYS)})")
+        raise _fail(where, unknown[0], f"unknown key (known: {', '.join(PROVIDER_FIELDS)})")
     kind = _string(entry, where, "kind", required=True)
     if kind not in PROVIDER_KINDS:
         raise _fail(
