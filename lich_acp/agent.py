@@ -64,7 +64,13 @@ from lich_acp.terminals import ClientTerminals
 from lich_acp.workspace import APPLY, REVIEW, AcpWorkspace, FsCapabilities
 from lich_core import __version__
 from lich_core.agent.events import AgentEvent, PlanUpdate, TextDelta, ToolCallEnd, ToolCallStart
-from lich_core.agent.sessions import SessionError, SessionStore, new_session_id
+from lich_core.agent.sessions import (
+    InvalidThreadId,
+    SessionError,
+    SessionStore,
+    check_thread_id,
+    new_session_id,
+)
 from lich_core.approvals import ApprovalStore
 from lich_core.config import Config, load_config
 from lich_core.errors import ConfigError, EditRejected, ToolError
@@ -183,6 +189,15 @@ def _prompt_text(blocks: list[Any]) -> tuple[str, str | None]:
     if not text and not context:
         raise RequestError.invalid_params({"prompt": "the prompt is empty"})
     return text or "See the attached context.", "\n\n".join(context) or None
+
+
+def _check_session_id(session_id: str) -> None:
+    """A session id from the client is a thread id (the core's one rule), else InvalidParams
+    `invalid_thread_id:`."""
+    try:
+        check_thread_id(session_id)
+    except InvalidThreadId as err:
+        raise RequestError.invalid_params({"sessionId": str(err)}) from None
 
 
 def _parse_cursor(cursor: str) -> tuple[float, str]:
@@ -539,6 +554,7 @@ class LichAcpAgent:
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> LoadSessionResponse:
         root = self._root_for(cwd)
+        _check_session_id(session_id)  # before the store: `latest` would load the newest thread
         try:
             store = SessionStore.for_config(load_config(root))
             _, messages = store.load(session_id)
@@ -592,6 +608,7 @@ class LichAcpAgent:
         )
 
     def _session(self, session_id: str) -> AcpSession:
+        _check_session_id(session_id)
         session = self.sessions.get(session_id)
         if session is None:
             raise RequestError.invalid_params({"sessionId": f"unknown session {session_id!r}"})

@@ -43,7 +43,7 @@ from lich_core.agent.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from lich_core.agent.sessions import LATEST, SessionError, SessionStore
+from lich_core.agent.sessions import LATEST, InvalidThreadId, SessionError, SessionStore
 from lich_core.config import Config, mask_secrets, workspace_config_path
 from lich_core.hashline.read_state import ReadState
 from lich_core.project_rules import load_project_rules, render_project_rules
@@ -318,10 +318,13 @@ class ThreadRefError(Exception):
 
 def resolve_thread(config: Config, ref: str) -> str:
     """The thread id `ref` (an id or "latest") names, checked before anything is built or sent:
-    a mistyped id must not cost a model call to find out."""
+    a mistyped id must not cost a model call to find out; one that is no thread id at all
+    (`invalid_thread_id:`, the core's one rule) names no file either."""
     store = SessionStore.for_config(config)
     try:
         return store.resolve(ref)
+    except InvalidThreadId as err:
+        raise ThreadRefError(str(err)) from err
     except SessionError as err:
         message = str(err)
         if not message.startswith("session_not_found:"):

@@ -142,6 +142,7 @@ ERROR_CODES: dict[str, str] = {
     "undo_failed": "lich.undoTask: that file's current text could not be read; it is left alone",
     "unknown_thread": "lich.ask/lich.thread/lich.rewind, lich --thread: no such thread in this workspace (or pruned)",
     "thread_exists": "lich.ask: the new_thread id the client chose names a thread already",
-    "thread_busy": "a turn of that thread is running; turns of one thread never interleave",
+    "thread_busy": "a turn of that thread is running, or a rewind of it waits for the editor",
+    "invalid_thread_id": "a thread id that is not 1-64 of A-Z a-z 0-9 . _ - or is the reserved 'latest'",
     "not_restorable": "lich.rewind: a rewound turn's file changes are not in the undo journal",
 }

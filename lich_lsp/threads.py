@@ -7,6 +7,10 @@ here first). A rewind takes back the files the rewound turns changed, through th
 as lich.undoTask does (one versioned edit, a file refused where the user changed those lines
 since), then appends a rewind record: the next turn continues from before them, and they stay
 readable in lich.thread as a discarded branch.
+
+A thread id a client gives is checked by the core's one rule (check_thread_id: InvalidParams
+`invalid_thread_id:`). A thread is busy while a task runs a turn of it and while a rewind of it
+waits for the editor to apply its edit: a follow-up or another rewind then is `thread_busy:`.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from lich_core.agent.sessions import SessionError, SessionStore
+from lich_core.agent.sessions import InvalidThreadId, SessionError, SessionStore, check_thread_id
 from lich_core.agent.thread_log import Replay, Turn, usage_summary
 from lich_lsp.arguments import BadArguments, get_str, single_object
 from lich_lsp.commands import REWIND, THREAD, THREADS
@@ -52,6 +56,8 @@ class ThreadCommands:
         self._notes = notes
         self._messages = messages
         self._root = root
+        # Threads whose rewind is under way (waiting for the editor to apply its edit).
+        self._rewinding: set[str] = set()
 
     def register(self, table: CommandTable) -> None:
         table.add(THREADS, self.threads)
@@ -71,25 +77,25 @@ class ThreadCommands:
                 f"{command}: thread_busy: thread {thread} is running task {running}; "
                 "wait for it to finish or cancel it (lich.cancel) first"
             )
+        if thread in self._rewinding:
+            raise BadArguments(
+                f"{command}: thread_busy: thread {thread} is being rewound (the editor has not "
+                "applied the rewind's edit yet); wait for lich.rewind to answer"
+            )
         return replay
 
     def check_new_thread(self, command: str, thread: str) -> None:
         """lich.ask {new_thread}: a client-chosen id (so it knows its task's events from the
         first one) that is a valid thread id and names no thread yet."""
+        _check_id(command, thread)
         store = self.store()
-        try:
-            store.path_for(thread)
-        except SessionError:
-            raise BadArguments(
-                f"{command}: field 'new_thread' must be 1-128 letters, digits, '_', '.' or '-' "
-                f"(starting with a letter or digit), got {thread!r}"
-            ) from None
         if store.exists(thread) or thread in self._tasks.running_threads:
             raise BadArguments(
                 f"{command}: thread_exists: {thread} is already a thread; continue it with 'thread'"
             )
 
     def _replay(self, command: str, thread: str) -> Replay:
+        _check_id(command, thread)
         store = self.store()
         if not store.exists(thread):
             raise BadArguments(
@@ -162,6 +168,18 @@ class ThreadCommands:
                 f"{REWIND}: turn {number} of thread {thread} was already rewound "
                 f"(rewind {target.discarded_by})"
             )
+        # Busy from here to the rewind record, with nothing awaited before: a follow-up or a
+        # second rewind meanwhile would be taken back by this one's record, or build on turns
+        # this one is taking back.
+        self._rewinding.add(thread)
+        try:
+            return await self._rewind(thread, number, target, replay)
+        finally:
+            self._rewinding.discard(thread)
+
+    async def _rewind(
+        self, thread: str, number: int, target: Turn, replay: Replay
+    ) -> dict[str, Any]:
         rewound = [turn for turn in replay.live_turns() if turn.number >= number]
         entries, not_restored = self._journal_entries(rewound)
         files: list[dict[str, Any]] = []
@@ -228,9 +246,18 @@ class ThreadCommands:
 
 
 def _thread_arg(command: str, obj: dict[str, Any]) -> str:
-    thread = get_str(command, obj, "thread", required=True)
-    assert thread is not None
-    return thread
+    thread = get_str(command, obj, "thread", required=False)
+    if thread is None:
+        raise BadArguments(f"{command}: missing required field 'thread'")
+    return _check_id(command, thread)
+
+
+def _check_id(command: str, thread: str) -> str:
+    """`thread` if it is a thread id (the core's rule), else InvalidParams `invalid_thread_id:`."""
+    try:
+        return check_thread_id(thread)
+    except InvalidThreadId as err:
+        raise BadArguments(f"{command}: {err}") from None
 
 
 def _rewind_message(

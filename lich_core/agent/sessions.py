@@ -12,8 +12,13 @@ A session file is a sequence of records, one JSON object per line:
 
 Each record is flushed when written, so a crash loses nothing already said. Loading replays the
 records (lich_core.agent.thread_log: a compaction replaces the history so far, a rewind takes it
-back), skips a torn last line, and repairs a history that stopped between a tool call and its
-result. A session is also a thread: the editor, the CLI and ACP continue the same files.
+back), skips a torn last line and a line over MAX_THREAD_RECORD_BYTES, and repairs a history that
+stopped between a tool call and its result. A writer that opens a file whose last line is torn
+starts on a new line, so the torn line stays one damaged line and the next record is whole.
+
+A session is also a thread: the editor, the CLI and ACP continue the same files. A thread id is
+1-64 of `A-Z a-z 0-9 . _ -`, and `latest` is reserved (`lich --thread latest` means the newest
+thread): check_thread_id is the one check every face uses on an id it is given.
 """
 
 from __future__ import annotations
@@ -29,7 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from lich_core.agent.thread_log import Replay, Turn, forget_replay, is_regular_file, replay_file
+from lich_core.agent.thread_log import (
+    MAX_THREAD_RECORD_BYTES,
+    Replay,
+    Turn,
+    forget_replay,
+    is_regular_file,
+    replay_file,
+)
 from lich_core.settings import settings_of
 from lich_core.userstate import (
     UnsafeStateDir,
@@ -43,16 +55,46 @@ from lich_core.vocabulary import Message, ToolResult, format_tool_result, json_t
 SESSION_FORMAT_VERSION = 1
 SESSION_SUFFIX = ".jsonl"
 SESSIONS_DIR_NAME = "sessions"
-LATEST = "latest"
+LATEST = "latest"  # `lich --thread latest`: the newest thread, so never a thread's own id
+THREAD_ID_MAX_CHARS = 64
 TITLE_MAX_CHARS = 80
 # Listing summaries kept (per file, until it changes): a few workspaces' worth of threads.
 INFO_CACHE_MAX = 1_000
 _info_cache: dict[str, tuple[tuple[int, int, int, int], SessionInfo]] = {}
-_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_THREAD_ID_RE = re.compile(rf"[A-Za-z0-9._-]{{1,{THREAD_ID_MAX_CHARS}}}")
+INVALID_THREAD_ID = "invalid_thread_id"
 
 
 class SessionError(Exception):
     """A session that cannot be found or read; the message is one line."""
+
+
+class InvalidThreadId(SessionError):
+    """A thread id that is not one (check_thread_id); the message starts `invalid_thread_id:`."""
+
+
+def check_thread_id(value: object) -> str:
+    """`value` if it can name a thread, else InvalidThreadId saying why (the value quoted with
+    repr, so a newline in it cannot split the message or a listing)."""
+    if not isinstance(value, str) or not _THREAD_ID_RE.fullmatch(value):
+        raise InvalidThreadId(
+            f"{INVALID_THREAD_ID}: {value!r} is not a thread id "
+            f"(1-{THREAD_ID_MAX_CHARS} letters, digits, '.', '_' or '-')"
+        )
+    if value == LATEST:
+        raise InvalidThreadId(
+            f"{INVALID_THREAD_ID}: {LATEST!r} is reserved: `lich --thread {LATEST}` means the "
+            "newest thread"
+        )
+    return value
+
+
+def is_thread_id(value: object) -> bool:
+    try:
+        check_thread_id(value)
+    except InvalidThreadId:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -152,7 +194,9 @@ class SessionWriter:
     """Appends records to one session file; every record reaches the file at once.
 
     The file is opened unbuffered in binary: one write() per record, no text and buffer layers
-    to flush (the loop writes a record per message, several per turn).
+    to flush (the loop writes a record per message, several per turn). When it is opened, its last
+    byte is checked once: a file that does not end with a newline ends in a torn line (a crash
+    mid-append), and the first record starts on a new line instead of being glued to it.
     """
 
     def __init__(self, path: Path, session_id: str) -> None:
@@ -171,16 +215,26 @@ class SessionWriter:
                 return
             try:
                 # Not through a link, not into a dir someone else can write (userstate).
+                # Read too: the last byte says whether the file ends in a torn line.
                 fd = open_state_file(
-                    self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, create_dir=True
+                    self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, create_dir=True
                 )
             except UnsafeStateDir as err:
                 # The run goes on without a log rather than writing where a planted link points.
                 self._refused = True
                 warn_once(f"{err}; the session log is not kept")
                 return
+            torn = _ends_torn(fd)
             self._handle = open(fd, "ab", buffering=0)  # noqa: SIM115 - kept open for the run
+            if torn:
+                line = "\n" + line
         data = line.encode("utf-8", "surrogatepass")
+        if len(data) > MAX_THREAD_RECORD_BYTES:
+            # Written all the same (the run goes on), but a replay will skip it: say so now.
+            warn_once(
+                f"session {self.path}: a record of {len(data)} bytes is over the "
+                f"{MAX_THREAD_RECORD_BYTES} a thread is read with; reading the thread skips it"
+            )
         written = self._handle.write(data)
         if written is not None and written < len(data):  # a raw write may be short (a full disk)
             self._write_rest(memoryview(data)[written:])
@@ -210,6 +264,12 @@ class SessionWriter:
             self._handle = None
 
 
+def _ends_torn(fd: int) -> bool:
+    """Whether the file on `fd` (open for reading) has bytes and its last one is not a newline."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
 class SessionStore:
     """The sessions (threads) of one workspace: one JSONL file each, at most `keep` of them.
 
@@ -225,14 +285,13 @@ class SessionStore:
         return cls(session_dir_for(config), keep=settings_of(config).threads_max)
 
     def path_for(self, session_id: str) -> Path:
-        if not _SESSION_ID_RE.match(session_id):
-            raise SessionError(f"session_not_found: {session_id!r} is not a session id")
-        return self.directory / f"{session_id}{SESSION_SUFFIX}"
+        """The file of thread `session_id`; InvalidThreadId when it is not a thread id."""
+        return self.directory / f"{check_thread_id(session_id)}{SESSION_SUFFIX}"
 
     def create(
         self, *, work_dir: str = "", title: str = "", session_id: str | None = None
     ) -> SessionWriter:
-        session_id = session_id or new_session_id()
+        session_id = new_session_id() if session_id is None else session_id
         writer = SessionWriter(self.path_for(session_id), session_id)
         writer.append(
             {
@@ -255,12 +314,11 @@ class SessionStore:
         return SessionWriter(path, session_id)
 
     def exists(self, session_id: str) -> bool:
-        return _SESSION_ID_RE.match(session_id) is not None and is_regular_file(
-            self.path_for(session_id)
-        )
+        return is_thread_id(session_id) and is_regular_file(self.path_for(session_id))
 
     def resolve(self, ref: str) -> str:
-        """A session id from an id or "latest" (the most recently written session)."""
+        """A session id from an id or "latest" (the most recently written session);
+        InvalidThreadId for a ref that is neither."""
         if ref == LATEST:
             files = self._files()
             if not files:
@@ -344,8 +402,18 @@ class SessionStore:
             raise SessionError(
                 f"session_unreadable: {self.directory}: {err.strerror or err}"
             ) from err
-        paths = (self.directory / name for name in names if name.endswith(SESSION_SUFFIX))
-        return [path for path in paths if is_regular_file(path)]
+        found = []
+        for name in names:
+            if not name.endswith(SESSION_SUFFIX):
+                continue
+            path = self.directory / name
+            if not is_thread_id(name[: -len(SESSION_SUFFIX)]):
+                # Not a name lich gives (an id with a newline would split `lich threads`).
+                warn_once(f"session_unreadable: {str(path)!r}: not a thread id; skipped")
+                continue
+            if is_regular_file(path):
+                found.append(path)
+        return found
 
     def _info(self, path: Path) -> SessionInfo:
         """The listing's summary of one file, kept until the file changes (a listing of a

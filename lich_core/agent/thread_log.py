@@ -15,6 +15,12 @@ is the one before the first rewound turn.
 Replays are kept per file, with the offset read so far: a session file only grows, so a
 follow-up on a long thread reads the last turn's records, not the whole history again
 (bench/bench_threads.py measures it).
+
+A file is read in chunks of READ_CHUNK_BYTES, and one record (one line) may hold at most
+MAX_THREAD_RECORD_BYTES: a longer line (a file someone else wrote, or one damaged past repair)
+is skipped as the chunks pass, with one warning, so it costs one pass over its bytes and never
+more memory than the bound. An oversized line that has not ended yet is remembered as being
+skipped, so the next read of that file goes on from its end.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lich_core.userstate import open_state_file
+from lich_core.userstate import open_state_file, warn_once
 from lich_core.vocabulary import Message
 
 PROMPT_RECORD_MAX_CHARS = 8_000
@@ -38,7 +44,11 @@ STEP_ARGUMENTS_MAX_CHARS = 300
 STEP_RESULT_MAX_CHARS = 300
 # Replays kept in memory (a long-lived server follows up on a few threads at a time).
 CACHED_REPLAYS_MAX = 16
-READ_CHUNK_BYTES = 1 << 20
+READ_CHUNK_BYTES = 1024 * 1024
+# The longest record (one line) a thread file is read with. The largest records lich writes are
+# a compaction (a summary and the 8 messages kept verbatim) and a message with a tool's output
+# (at most 400,000 characters): a few MiB at worst. A longer line is skipped, with a warning.
+MAX_THREAD_RECORD_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -207,6 +217,7 @@ class _Cached:
     inode: int
     offset: int
     replay: Replay
+    skipping: bool = False  # `offset` is inside an oversized record, skipped up to its end
 
 
 _cache: OrderedDict[str, _Cached] = OrderedDict()
@@ -219,17 +230,17 @@ def replay_file(path: Path, *, keep: bool = True) -> Replay:
     `keep`: hold the replay for the next read (a thread being followed up); a listing of every
     thread passes False, so it does not push those out. Raises OSError (the file cannot be
     opened safely: lich_core.userstate) for the caller to word. A torn last line (a write cut
-    short by a crash) is left for the next read.
+    short by a crash) is left for the next read; a line over MAX_THREAD_RECORD_BYTES is skipped.
     """
     key = str(path)
     fd = open_state_file(path, os.O_RDONLY)
-    with open(fd, "rb") as handle:
+    with open(fd, "rb", buffering=0) as handle:
         info = os.fstat(handle.fileno())
         with _cache_lock:
             cached = _cache.get(key)
             if not keep and cached is None:
                 replay = Replay()
-                _feed_lines(replay, handle)
+                RecordReader(path).feed(replay, handle)
                 return replay
             if (
                 cached is None
@@ -239,7 +250,9 @@ def replay_file(path: Path, *, keep: bool = True) -> Replay:
                 cached = _Cached(info.st_dev, info.st_ino, 0, Replay())
             if info.st_size > cached.offset:
                 handle.seek(cached.offset)
-                cached.offset += _feed_lines(cached.replay, handle)
+                reader = RecordReader(path, offset=cached.offset, skipping=cached.skipping)
+                reader.feed(cached.replay, handle)
+                cached.offset, cached.skipping = reader.offset, reader.skipping
             _cache[key] = cached
             _cache.move_to_end(key)
             while len(_cache) > CACHED_REPLAYS_MAX:
@@ -247,24 +260,66 @@ def replay_file(path: Path, *, keep: bool = True) -> Replay:
             return cached.replay.snapshot()
 
 
-def _feed_lines(replay: Replay, handle: Any) -> int:
-    """Feed every complete line from `handle`; returns the bytes consumed."""
-    consumed = 0
-    pending = b""
-    while chunk := handle.read(READ_CHUNK_BYTES):
-        data = pending + chunk
-        end = data.rfind(b"\n")
-        if end < 0:
-            pending = data
-            continue
-        for line in data[:end].split(b"\n"):
-            _feed_line(replay, line)
-        consumed += end + 1
-        pending = data[end + 1 :]
-    return consumed
+class RecordReader:
+    """Feeds the complete lines of a thread file to a replay, a chunk at a time.
+
+    At most MAX_THREAD_RECORD_BYTES of a line are held (`peak_held`: the most it held); a
+    longer line is skipped to its end with one warning. After `feed`: `offset` is where the next
+    read starts (the start of a torn last line, which is left for then, or the end of the file
+    when it ends inside an oversized line), `skipping` whether it ended inside one.
+    """
+
+    def __init__(self, path: Path, *, offset: int = 0, skipping: bool = False) -> None:
+        self.path = path
+        self.offset = offset
+        self.skipping = skipping
+        self.peak_held = 0
+
+    def feed(self, replay: Replay, handle: Any) -> None:
+        pending = bytearray()  # the start of the line at `offset`, whose end is not read yet
+        position = self.offset  # the file offset of the chunk's first byte
+        while chunk := handle.read(READ_CHUNK_BYTES):
+            start = 0
+            if self.skipping:
+                end = chunk.find(b"\n")
+                if end < 0:
+                    position += len(chunk)
+                    self.offset = position
+                    continue
+                self.skipping = False
+                start = end + 1
+                self.offset = position + start
+            while (end := chunk.find(b"\n", start)) >= 0:
+                if len(pending) + end - start > MAX_THREAD_RECORD_BYTES:
+                    self._warn()
+                elif pending:
+                    pending += memoryview(chunk)[start:end]
+                    self.peak_held = max(self.peak_held, len(pending))
+                    _feed_line(replay, pending)
+                else:
+                    _feed_line(replay, chunk[start:end])
+                pending = bytearray()
+                start = end + 1
+                self.offset = position + start
+            position += len(chunk)
+            if len(pending) + len(chunk) - start > MAX_THREAD_RECORD_BYTES:
+                self._warn()
+                pending = bytearray()
+                self.skipping = True
+                self.offset = position
+            elif start < len(chunk):
+                pending += memoryview(chunk)[start:]
+                self.peak_held = max(self.peak_held, len(pending))
+
+    def _warn(self) -> None:
+        """The line at `offset` is over the bound: told once, and skipped."""
+        warn_once(
+            f"thread file {self.path}: the record at byte {self.offset} is over "
+            f"{MAX_THREAD_RECORD_BYTES // (1024 * 1024)} MiB; skipped (the rest of the thread is read)"
+        )
 
 
-def _feed_line(replay: Replay, line: bytes) -> None:
+def _feed_line(replay: Replay, line: bytes | bytearray) -> None:
     line = line.strip()
     if not line:
         return

@@ -139,3 +139,30 @@ async def test_session_list_pages_through_many_threads(tmp_path: Path, fake_prov
     assert paged == expected
     assert again.sessions[0].session_id == fresh
     assert again.sessions[0].title == "written meanwhile"
+
+
+async def test_session_ids_outside_the_thread_id_rule_are_refused(
+    tmp_path: Path, fake_provider
+) -> None:
+    """session/load and session/prompt take the id from the client: the core's one rule applies
+    (`latest` would otherwise load the newest thread under the name `latest`)."""
+    write_user_config(fake_provider.url)
+    fake_provider.script({"text": "one"})
+    async with acp_agent(ScriptedClient()) as conn:
+        sid = await new_session(conn, tmp_path)
+        assert (await ask(conn, sid, "a prompt")).stop_reason == "end_turn"
+        for bad in ("abc\n", "latest", "a/b", "x" * 65, ""):
+            with pytest.raises(sdk.RequestError) as err:
+                await asyncio.wait_for(
+                    conn.load_session(cwd=str(tmp_path), session_id=bad, mcp_servers=[]), WAIT_S
+                )
+            assert err.value.code == -32602, bad
+            assert err.value.data["sessionId"].startswith(f"invalid_thread_id: {bad!r}"), err.value
+            with pytest.raises(sdk.RequestError) as err:
+                await ask(conn, bad, "x")
+            assert err.value.code == -32602, bad
+            assert err.value.data["sessionId"].startswith("invalid_thread_id: "), err.value
+        # Still answering, and nothing was sent or created for the refused ids.
+        listed = await list_page(conn, str(tmp_path))
+        assert [s.session_id for s in listed.sessions] == [sid]
+    assert len(fake_provider.requests) == 1

@@ -152,3 +152,136 @@ def test_a_damaged_file_is_left_out_of_the_listing(store: SessionStore) -> None:
     write_turn(store, good, "r1", "ask", "answer")
     (store.directory / "t-bad.jsonl").write_bytes(b"\xff\xfe not json\n[[[\n")
     assert [info.session_id for info in store.list()] == [good]
+
+
+# --- bounds, torn lines and thread ids (issue #43) ---
+
+
+def plant_bytes(path: Path, total: int, chunk: bytes = b"x" * (1 << 20)) -> None:
+    """Append `total` bytes of `chunk`'s kind and no newline, a chunk at a time (the test's own
+    memory stays one chunk)."""
+    with open(path, "ab") as handle:
+        while total > 0:
+            handle.write(chunk[:total])
+            total -= len(chunk)
+
+
+class _Readers(list):
+    """Every RecordReader replay_file makes, for what they held."""
+
+
+@pytest.fixture
+def small_bounds(monkeypatch: pytest.MonkeyPatch) -> _Readers:
+    """A 1 MiB record bound read 64 KiB at a time, and the readers made under them."""
+    monkeypatch.setattr(thread_log, "MAX_THREAD_RECORD_BYTES", 1 << 20)
+    monkeypatch.setattr(thread_log, "READ_CHUNK_BYTES", 64 << 10)
+    readers = _Readers()
+    original = thread_log.RecordReader
+
+    class Recording(original):  # type: ignore[valid-type, misc]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            readers.append(self)
+
+    monkeypatch.setattr(thread_log, "RecordReader", Recording)
+    return readers
+
+
+def test_a_record_over_the_bound_is_skipped_with_one_warning_in_bounded_memory(
+    store: SessionStore, small_bounds: _Readers, caplog: pytest.LogCaptureFixture
+) -> None:
+    import tracemalloc
+
+    thread = store.create(session_id="t-big").session_id
+    write_turn(store, thread, "r1", "ask 1", "answer 1")
+    path = store.path_for(thread)
+    plant_bytes(path, 40 << 20)  # 40 times the bound, no newline
+
+    tracemalloc.start()
+    try:
+        assert [t.prompt for t in store.turns(thread)] == ["ask 1"]
+        (info,) = store.list()  # the listing reads the file on its own (no kept replay)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert info.turns == 1
+    # Never more than the bound of the line held, nor (all allocations) a few chunks past it.
+    assert small_bounds and all(
+        r.peak_held <= thread_log.MAX_THREAD_RECORD_BYTES for r in small_bounds
+    )
+    assert peak < 4 * thread_log.MAX_THREAD_RECORD_BYTES, peak
+    warnings = [r.getMessage() for r in caplog.records if "is over 1 MiB" in r.getMessage()]
+    assert len(warnings) == 1 and str(path) in warnings[0], warnings
+
+    # The next turn starts on a new line: it is read, and the kept replay goes on from the end of
+    # the skipped line instead of reading it again.
+    small_bounds.clear()
+    write_turn(store, thread, "r2", "ask 2", "answer 2")
+    assert [t.prompt for t in store.turns(thread)] == ["ask 1", "ask 2"]
+    (reader,) = small_bounds
+    assert reader.offset == path.stat().st_size and not reader.skipping
+    assert contents(store.load(thread)[1]) == ["ask 1", "answer 1", "ask 2", "answer 2"]
+
+
+def test_a_whole_line_over_the_bound_is_skipped_and_the_rest_read(
+    store: SessionStore, small_bounds: _Readers
+) -> None:
+    thread = store.create(session_id="t-mid").session_id
+    path = store.path_for(thread)
+    plant_bytes(path, 3 << 20)
+    with open(path, "ab") as handle:
+        handle.write(b"\n")
+    write_turn(store, thread, "r1", "after it", "answer")
+    (info,) = store.list()
+    assert info.turns == 1 and info.title == "after it"
+    assert [t.prompt for t in store.turns(thread)] == ["after it"]
+
+
+def test_an_append_after_a_torn_line_starts_on_a_new_line(store: SessionStore) -> None:
+    thread = store.create(session_id="t-torn").session_id
+    write_turn(store, thread, "r1", "ask 1", "answer 1")
+    assert len(store.turns(thread)) == 1  # the kept replay stops before the torn line below
+    path = store.path_for(thread)
+    torn = b'{"type": "message", "ts": 3.0, "message": {"role": "assis'
+    with open(path, "ab") as handle:
+        handle.write(torn)  # a crash mid-append
+
+    write_turn(store, thread, "r2", "ask 2", "answer 2")
+
+    assert torn + b"\n" + b'{"type": "run", "event": "start", "run_id": "r2"' in path.read_bytes()
+    for replay in (store.replay(thread)[1], thread_log.replay_file(path, keep=False)):
+        assert [t.prompt for t in replay.turns] == ["ask 1", "ask 2"]
+    store.rewind(thread, "r2")  # the turn after the torn line can be taken back
+    assert contents(store.load(thread)[1]) == ["ask 1", "answer 1"]
+    # A file that ends with its newline gets none added.
+    size = path.stat().st_size
+    write_turn(store, thread, "r3", "ask 3", "answer 3")
+    assert path.read_bytes()[size : size + 1] == b"{"
+
+
+def test_thread_ids_follow_one_rule(store: SessionStore, caplog: pytest.LogCaptureFixture) -> None:
+    from lich_core.agent.sessions import InvalidThreadId, check_thread_id, new_session_id
+
+    for good in ("a", "A.b_c-9", "x" * 64, new_session_id(), "nvim-20260101-000000-ab12cd34"):
+        assert check_thread_id(good) == good
+    for bad in ("abc\n", "latest", "a/b", "x" * 65, "", "a b", "..\\x", "é", None):
+        with pytest.raises(InvalidThreadId, match="^invalid_thread_id: "):
+            check_thread_id(bad)
+        assert not store.exists(bad)  # type: ignore[arg-type]
+        if bad is not None:  # None: a new id
+            with pytest.raises(InvalidThreadId):
+                store.create(session_id=bad)
+    with pytest.raises(InvalidThreadId, match="reserved"):
+        check_thread_id("latest")
+
+    good = store.create(session_id="t-ok").session_id
+    write_turn(store, good, "r1", "ask", "answer")
+    # Files with names no id has (written by an older lich): left out, told once each.
+    for name in ("abc\n", "latest", "x" * 65):
+        (store.directory / f"{name}.jsonl").write_bytes(store.path_for(good).read_bytes())
+    assert [info.session_id for info in store.list()] == [good]
+    assert store.resolve("latest") == good
+    skipped = [
+        r.getMessage() for r in caplog.records if "not a thread id; skipped" in r.getMessage()
+    ]
+    assert len(skipped) == 3 and all("\n" not in message for message in skipped)

@@ -1,6 +1,7 @@
 """Threads on the command line (issue #35): `lich "prompt"` starts a thread, `lich --thread ID
 "follow-up"` continues it with the history, `lich threads` lists them; the repository's rules
-reach a new thread's first turn, and every CLI turn is recorded with face "cli"."""
+reach a new thread's first turn, and every CLI turn is recorded with face "cli". Issue #43: ids
+outside the rule are refused and never listed, and a 150 MB line is skipped in bounded memory."""
 
 from __future__ import annotations
 
@@ -10,8 +11,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lich_core.agent.sessions import SESSION_SUFFIX, SESSIONS_DIR_NAME
+from lich_core.agent.sessions import (
+    SESSION_SUFFIX,
+    SESSIONS_DIR_NAME,
+    SessionStore,
+    session_dir_for,
+)
+from lich_core.agent.thread_log import MAX_THREAD_RECORD_BYTES
 from lich_core.userstate import workspace_state_dir
+from lich_core.vocabulary import Message
 from tests.support.cli_runner import CliResult, run_lich, run_lich_subprocess
 
 RULES_LABEL = "Project rules from the repository"
@@ -128,7 +136,6 @@ def test_an_unknown_thread_fails_before_any_model_call(tmp_path: Path, fake_prov
             "20240101-000000-ffffff",
             "lich: unknown_thread: 20240101-000000-ffffff (see `lich threads`)",
         ),
-        ("../etc", "lich: unknown_thread: ../etc (see `lich threads`)"),
         (
             "latest",
             "lich: unknown_thread: latest (no threads in this workspace; see `lich threads`)",
@@ -195,3 +202,80 @@ def test_a_file_mention_attaches_its_rows_in_the_cli(tmp_path: Path, fake_provid
     sent = json.dumps(messages_of(fake_provider.requests[0]), ensure_ascii=False)
     assert "|two" in sent and "|three" in sent and "|one" not in sent
     assert "outside" not in sent and "path_escape" in sent
+
+
+def test_thread_ids_outside_the_rule_are_refused_and_never_listed(
+    tmp_path: Path, fake_provider
+) -> None:
+    fake_provider.script({"text": "One."})
+    flags = ["--work-dir", str(tmp_path), *provider_flags(fake_provider)]
+    thread = thread_id_of(run_lich("a question", *flags, cwd=tmp_path))
+    for bad in ("abc\n", "a/b", "x" * 65, ""):
+        done = run_lich("--thread", bad, "go on", *flags, cwd=tmp_path)
+        assert done.returncode == 1, bad
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(f"lich: invalid_thread_id: {bad!r} is not a thread id"), line
+    assert len(fake_provider.requests) == 1
+    # Files named as no id is (an older lich took `abc\n` and `latest`): not threads here, so
+    # `lich threads` stays one line per thread, and `latest` still means the newest thread.
+    sessions = workspace_state_dir(tmp_path) / SESSIONS_DIR_NAME
+    record = (sessions / f"{thread}{SESSION_SUFFIX}").read_bytes()
+    for name in ("abc\n", "latest", "x" * 65):
+        (sessions / f"{name}{SESSION_SUFFIX}").write_bytes(record)
+    table = run_lich("threads", "--work-dir", str(tmp_path), cwd=tmp_path)
+    (line,) = table.stdout.splitlines()
+    assert line.startswith(thread + "  ")
+    rows = json.loads(
+        run_lich("threads", "--json", "--work-dir", str(tmp_path), cwd=tmp_path).stdout
+    )
+    assert [row["thread"] for row in rows] == [thread]
+    fake_provider.script({"text": "Two."})
+    again = run_lich("--thread", "latest", "and then?", *flags, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert thread_id_of(again) == thread
+
+
+def test_a_150_mb_line_is_skipped_in_bounded_memory(tmp_path: Path, fake_provider) -> None:
+    """The CLI runs in this process here, so tracemalloc sees every allocation of the listing
+    and of the follow-up: never near the file's size, a few chunks past the record bound."""
+    import tracemalloc
+
+    store = SessionStore(session_dir_for({"work_dir": str(tmp_path)}))
+    writer = store.create(work_dir=str(tmp_path), title="first question")
+    thread = writer.session_id
+    writer.append({"type": "run", "event": "start", "run_id": "c1", "ts": 1.0, "prompt": "q1"})
+    writer.message(Message(role="user", content="first question"))
+    writer.message(Message(role="assistant", content="FIRST-ANSWER"))
+    writer.append(
+        {"type": "run", "event": "end", "run_id": "c1", "ts": 2.0, "stopped_reason": "final"}
+    )
+    writer.close()
+    path = store.path_for(thread)
+    chunk = b"x" * (1 << 20)
+    with open(path, "ab") as handle:
+        for _ in range(150):
+            handle.write(chunk)  # 150 MB, no newline
+    fake_provider.script({"text": "second answer"})
+    flags = ["--work-dir", str(tmp_path), *provider_flags(fake_provider)]
+    over = f"is over {MAX_THREAD_RECORD_BYTES // (1 << 20)} MiB"
+
+    tracemalloc.start()
+    try:
+        listed = run_lich("threads", "--json", "--work-dir", str(tmp_path), cwd=tmp_path)
+        _, listing_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        done = run_lich("--thread", thread, "second question", *flags, cwd=tmp_path)
+        _, turn_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    bound = 2 * MAX_THREAD_RECORD_BYTES  # the file is 150 MB: reading it whole took 300 MiB
+    print(f"peak traced memory: listing {listing_peak >> 20} MiB, follow-up {turn_peak >> 20} MiB")
+    assert listing_peak < bound and turn_peak < bound, (listing_peak, turn_peak)
+    assert [(row["thread"], row["turns"]) for row in json.loads(listed.stdout)] == [(thread, 1)]
+    assert listed.stderr.count(over) == 1 and str(path) in listed.stderr, listed.stderr
+    assert done.returncode == 0, done.stderr
+    sent = json.dumps(messages_of(fake_provider.requests[0]))
+    assert "FIRST-ANSWER" in sent and "second question" in sent
+    after = run_lich("threads", "--json", "--work-dir", str(tmp_path), cwd=tmp_path)
+    assert [row["turns"] for row in json.loads(after.stdout)] == [2]

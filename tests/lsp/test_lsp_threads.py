@@ -1,12 +1,14 @@
 """Conversations over the wire, every client profile: a follow-up's request carries the first
 turn, also after a server restart; lich.threads and lich.thread; lich.rewind restores the files
 and drops the rewound turns from the next request, or refuses a file the user changed since;
-bad thread ids, a busy thread and a damaged thread file."""
+bad thread ids, a busy thread and a damaged thread file; a 150 MB line without a newline, a torn
+last line, ids outside the rule and a thread busy with a rewind (issue #43)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from lsp_harness import edit, provider_options, start_session, stop_session, uri
 from pygls.exceptions import JsonRpcInvalidParams
 
 from lich_core.agent.sessions import SESSIONS_DIR_NAME, SessionStore, session_dir_for
+from lich_core.agent.thread_log import MAX_THREAD_RECORD_BYTES
 from lich_core.userstate import workspace_state_dir
 from lich_core.vocabulary import Message
 
@@ -174,11 +177,13 @@ async def test_bad_thread_ids_a_busy_thread_and_a_damaged_file(
     for command, args in (
         ("lich.ask", {"prompt": "x", "thread": "20990101-000000-abcdef"}),
         ("lich.thread", {"thread": "20990101-000000-abcdef"}),
-        ("lich.rewind", {"thread": "../../etc/passwd", "turn": 1}),
+        ("lich.rewind", {"thread": "20990101-000000-abcdef", "turn": 1}),
     ):
         with pytest.raises(JsonRpcInvalidParams, match="unknown_thread:") as caught:
             await client.command(command, args)
         assert args["thread"] in str(caught.value)
+    with pytest.raises(JsonRpcInvalidParams, match="invalid_thread_id:"):
+        await client.command("lich.rewind", {"thread": "../../etc/passwd", "turn": 1})
     assert fake_provider.requests == []
 
     one = await client.command("lich.ask", {"prompt": "first"})
@@ -348,7 +353,165 @@ async def test_a_client_chosen_id_names_the_new_thread_from_its_first_event(
     assert "hello" in request_text(fake_provider, 1)
     with pytest.raises(JsonRpcInvalidParams, match="thread_exists:"):
         await client.command("lich.ask", {"prompt": "x", "new_thread": chosen})
-    with pytest.raises(JsonRpcInvalidParams, match="field 'new_thread'"):
+    with pytest.raises(JsonRpcInvalidParams, match="invalid_thread_id: '../up'"):
         await client.command("lich.ask", {"prompt": "x", "new_thread": "../up"})
     with pytest.raises(JsonRpcInvalidParams, match="not both"):
         await client.command("lich.ask", {"prompt": "x", "thread": chosen, "new_thread": "n2"})
+
+
+# --- issue #43: bounded records, torn lines, the id rule, a rewind keeps its thread busy ---
+
+BIG_RECORD_BYTES = 150 * 1024 * 1024
+BAD_IDS = ("abc\n", "latest", "a/b", "x" * 65, "")
+
+
+def thread_with_one_turn(root: Path, prompt: str, answer: str) -> tuple[SessionStore, str]:
+    """A thread written as another face would (the CLI): its first turn done."""
+    store = SessionStore(session_dir_for({"work_dir": str(root)}))
+    writer = store.create(work_dir=str(root), title=prompt)
+    writer.append({"type": "run", "event": "start", "run_id": "c1", "ts": 1.0, "prompt": prompt})
+    writer.message(Message(role="user", content=prompt))
+    writer.message(Message(role="assistant", content=answer))
+    writer.append(
+        {"type": "run", "event": "end", "run_id": "c1", "ts": 2.0, "stopped_reason": "final"}
+    )
+    writer.close()
+    return store, writer.session_id
+
+
+def plant_without_newline(path: Path, total: int) -> None:
+    """`total` bytes and no newline appended to `path`, 1 MiB at a time (the test stays small)."""
+    chunk = b"x" * (1 << 20)
+    with open(path, "ab") as handle:
+        for _ in range(total // len(chunk)):
+            handle.write(chunk)
+
+
+async def test_a_150_mb_line_without_a_newline_is_skipped_and_the_turn_works(
+    session, root: Path, fake_provider, capfd: pytest.CaptureFixture[str]
+) -> None:
+    store, thread = thread_with_one_turn(root, "first question", "FIRST-ANSWER")
+    path = store.path_for(thread)
+    plant_without_newline(path, BIG_RECORD_BYTES)
+    fake_provider.script({"text": "second answer"})
+    client = await session("visual-studio-code", init_options=provider_options(fake_provider))
+
+    started = time.monotonic()
+    two = await client.command(
+        "lich.ask", {"prompt": "second question", "thread": thread}, timeout_s=10
+    )
+    answered = time.monotonic() - started
+    assert two["stopped_reason"] == "final", two
+    sent = request_text(fake_provider, 0)
+    assert "FIRST-ANSWER" in sent and "second question" in sent and "xxxx" not in sent
+    shown = await client.command("lich.thread", {"thread": thread}, timeout_s=5)
+    assert [t["prompt"] for t in shown["turns"]] == ["first question", "second question"]
+    listed = await client.command("lich.threads", {}, timeout_s=5)
+    assert [(t["thread"], t["turns"]) for t in listed["threads"]] == [(thread, 2)]
+    # One warning for the line, however often the file was read (the ask, the agent's load,
+    # lich.thread, the listing).
+    over = f"is over {MAX_THREAD_RECORD_BYTES // (1 << 20)} MiB"
+    stderr = ""
+
+    def warned() -> bool:
+        nonlocal stderr
+        stderr += capfd.readouterr().err
+        return over in stderr
+
+    await client.wait_until(warned, what="the warning about the oversized record")
+    assert stderr.count(over) == 1, stderr
+    assert str(path) in stderr
+    print(f"lich.ask on a thread with a 150 MB line answered in {answered:.2f} s")
+
+
+async def test_a_turn_after_a_torn_last_line_is_seen_and_can_be_rewound(
+    session, root: Path, fake_provider
+) -> None:
+    (root / "a.py").write_text("value = 1\n", encoding="utf-8")
+    fake_provider.script(
+        {"text": "Looked."},
+        {"tool_calls": [edit("a.py", "value = 1", "value = 2")]},
+        {"text": "Set it to 2."},
+        {"text": "After the rewind."},
+    )
+    client = await session("visual-studio-code", init_options=provider_options(fake_provider))
+    uri = client.open(root / "a.py")
+    one = await client.command("lich.ask", {"prompt": "look at a.py"})
+    thread = one["thread"]
+    path = workspace_state_dir(root) / SESSIONS_DIR_NAME / f"{thread}.jsonl"
+    with open(path, "ab") as handle:  # a crash mid-append
+        handle.write(b'{"type": "message", "ts": 9.0, "message": {"role": "assistant", "cont')
+
+    await client.command("lich.ask", {"prompt": "make it TWO", "thread": thread})
+    assert client.text(uri) == "value = 2\n"
+    shown = await client.command("lich.thread", {"thread": thread})
+    assert [(t["turn"], t["prompt"]) for t in shown["turns"]] == [
+        (1, "look at a.py"),
+        (2, "make it TWO"),
+    ]
+    assert shown["turns"][1]["files"] == ["a.py"]
+
+    rewound = await client.command("lich.rewind", {"thread": thread, "turn": 2})
+    assert rewound["ok"] is True and rewound["rewound"] == [2], rewound
+    assert client.text(uri) == "value = 1\n"
+    await client.command("lich.ask", {"prompt": "what now?", "thread": thread})
+    sent = request_text(fake_provider, len(fake_provider.requests) - 1)
+    assert "Looked." in sent and "make it TWO" not in sent
+
+
+async def test_ids_outside_the_rule_are_refused_by_every_command(
+    session, root: Path, fake_provider
+) -> None:
+    client = await session("visual-studio-code", init_options=provider_options(fake_provider))
+    for bad in BAD_IDS:
+        for command, args in (
+            ("lich.ask", {"prompt": "x", "thread": bad}),
+            ("lich.ask", {"prompt": "x", "new_thread": bad}),
+            ("lich.thread", {"thread": bad}),
+            ("lich.rewind", {"thread": bad, "turn": 1}),
+        ):
+            with pytest.raises(JsonRpcInvalidParams, match="invalid_thread_id:") as caught:
+                await client.command(command, args)
+            assert repr(bad) in str(caught.value), caught.value
+    assert fake_provider.requests == []
+    assert (await client.command("lich.threads", {}))["threads"] == []
+
+
+async def test_a_follow_up_and_a_second_rewind_are_busy_while_a_rewind_waits(
+    session, root: Path, fake_provider
+) -> None:
+    (root / "r.py").write_text("r = 1\n", encoding="utf-8")
+    fake_provider.script(
+        {"tool_calls": [edit("r.py", "r = 1", "r = 2")]},
+        {"text": "Set r."},
+        {"text": "After the rewind."},
+    )
+    client = await session("visual-studio-code", init_options=provider_options(fake_provider))
+    uri = client.open(root / "r.py")
+    one = await client.command("lich.ask", {"prompt": "set r"})
+    thread = one["thread"]
+    applied = len(client.editor.applied)
+    with client.holding_edits():
+        rewinding = asyncio.ensure_future(
+            client.command("lich.rewind", {"thread": thread, "turn": 1})
+        )
+        await client.wait_until(
+            lambda: len(client.editor.applied) > applied, what="the rewind's held edit"
+        )
+        with pytest.raises(JsonRpcInvalidParams, match="thread_busy:.*rewound"):
+            await client.command("lich.ask", {"prompt": "meanwhile", "thread": thread})
+        with pytest.raises(JsonRpcInvalidParams, match="thread_busy:"):
+            await client.command("lich.rewind", {"thread": thread, "turn": 1})
+        # Reading it is not refused.
+        assert len((await client.command("lich.thread", {"thread": thread}))["turns"]) == 1
+    rewound = await rewinding
+    assert rewound["ok"] is True and client.text(uri) == "r = 1\n"
+    assert len(fake_provider.requests) == 2  # nothing was sent for the refused follow-up
+    # Once the rewind answered, the thread takes a turn again.
+    after = await client.command("lich.ask", {"prompt": "and now", "thread": thread})
+    assert after["stopped_reason"] == "final"
+    shown = await client.command("lich.thread", {"thread": thread})
+    assert [(t["prompt"], t["discarded"]) for t in shown["turns"]] == [
+        ("set r", True),
+        ("and now", False),
+    ]
