@@ -11,7 +11,9 @@ even when Show Tools builds the tool runtime; "Lich: Trust Workspace Config" or 
 (Matching…) on a small pytest project: the failure in the Problems view, cleared after an unsaved
 fix; the Lich chat view: Lich: Open Chat, a prompt, a follow-up that edits (its request carries
 the first answer), Rewind to here; in review mode, an approval answered in the chat and a hunk
-accepted from it; ghost text from a fake fill-in-the-middle model accepted with Tab. Screenshots
+accepted from it; links in the chat's model text (issue #43): only workspace files open, links
+out of the workspace or with another scheme open nothing and say so, and an edit's Open file opens
+the file the server reported; ghost text from a fake fill-in-the-middle model accepted with Tab. Screenshots
 land in test-artifacts/, the docs' ones (chat view light and dark, ghost text) too unless
 LICH_UPDATE_DOCS_SCREENSHOTS=1 retakes them in docs/editors/.
 
@@ -294,6 +296,72 @@ def test_chat_asks_approval_inline_and_accepts_a_review_hunk(e2e: dict[str, Any]
     assert 'return "Hello, " + name' in review["editor_before_accept"]
     assert 'return f"Hello, {name}!"' in review["editor_after_accept"]
     assert review["hunk_after_accept"] == "Accepted"
+
+
+LINK_REASONS = {
+    "x": "it leads out of the workspace folder",
+    "y": "it is outside the workspace folders",
+    "z": 'links with the scheme "command:" are never opened from the chat',
+    "deep": "it leads out of the workspace folder",
+    "sibling": "it leads out of the workspace folder",
+}
+LINK_TARGETS = {
+    "x": "../../etc/passwd",
+    "y": "file:///etc/passwd",
+    "z": "command:workbench.action.quit",
+    "deep": "../" * 12 + "etc/passwd",
+    "sibling": "../outside-secret.txt",
+}
+WRITTEN = "written by the agent, inside the workspace"
+
+
+def _tab_labels(tabs: list[dict[str, Any]]) -> list[str]:
+    return [tab["label"] for tab in tabs]
+
+
+def test_chat_links_open_only_workspace_files_and_say_why_not(e2e: dict[str, Any]) -> None:
+    """Links in the model's text, clicked in the chat: `../../etc/passwd`, `file:///etc/passwd`,
+    `command:workbench.action.quit`, a deep `../…/etc/passwd` and `../outside-secret.txt` (a real
+    file next to the folder) open no editor (the tabs stay as they were, the active editor is not
+    /etc/passwd nor the outside file), the window stays, and each says why in a notification; the
+    workspace-relative `docs/notes.md` opens that file."""
+    links = _scenario(e2e, "chat_links")
+    before = _tab_labels(links["tabs_before"])
+    for label, reason in LINK_REASONS.items():
+        clicked = links["refused"][label]
+        assert clicked["link"] is True, f"{label}: the chat showed no link"
+        assert clicked["message"] is not None, f"{label}: no notification said it was not opened"
+        assert clicked["message"].startswith(
+            f'Lich: the link "{LINK_TARGETS[label]}" in the chat was not opened: {reason}'
+        ), clicked["message"]
+        assert _tab_labels(clicked["tabs"]) == before, (
+            f"{label} opened an editor: {clicked['tabs']}"
+        )
+        assert "root:" not in clicked["editor_text"]
+        assert "outside the workspace" not in clicked["editor_text"]
+    assert links["workbench_alive"] == 1
+    assert "workspace notes" in links["notes_text"]
+
+
+def test_chat_open_file_opens_the_file_the_server_reported(e2e: dict[str, Any]) -> None:
+    """The model writes to the path `file:///etc/passwd`; the tool resolves it against the root,
+    so the file written is <root>/file:/etc/passwd, which the server reports. The edit's Open file
+    opens that file (not /etc/passwd), and the answer's own link to file:///etc/passwd is
+    refused."""
+    links = _scenario(e2e, "chat_links")
+    assert links["disk_text"] == WRITTEN + "\n"
+    assert links["diff_path"] == "file:///etc/passwd"  # what the model named, shown as such
+    assert links["changed"] == "Changed: file:/etc/passwd"
+    assert links["opened_tab"].get("label") == "passwd", links["opened_tab"]
+    assert links["opened_tab"].get("active") is True
+    assert WRITTEN in links["opened_text"]
+    assert "root:" not in links["opened_text"]
+    answer = links["answer_link"]
+    assert answer["link"] is True
+    assert answer["message"] == (
+        'Lich: the link "file:///etc/passwd" in the chat was not opened: it is outside the workspace folders.'
+    )
+    assert "root:" not in answer["editor_text"]
 
 
 def test_inline_completion_ghost_text_is_accepted_with_tab(e2e: dict[str, Any]) -> None:

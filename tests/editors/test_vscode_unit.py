@@ -62,6 +62,7 @@ def test_vitest_suite_passes() -> None:
         "transcript.test.ts",  # renders the shared event fixtures, validated against the schema
         "chatWebview.test.ts",  # the chat view's script in a DOM: rendering, input, @ completion
         "chatSession.test.ts",  # the chat's server commands, event routing, errors in words
+        "chatLinks.test.ts",  # which links of the model's text open: http(s) and workspace files
         "chatApprovals.test.ts",  # approval questions in the chat and the notification, raced
         "chatDiff.test.ts",  # edits drawn as diffs from the tool calls' arguments
         "completions.test.ts",  # ghost text: the capability, the setting, the server's model

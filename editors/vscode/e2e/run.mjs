@@ -22,6 +22,11 @@
 // a chat turn whose terminal call asks approval (answered with the chat's Allow once while the
 // notification shows it too) and whose patch waits as a hunk, drawn in the turn with its diff;
 // Accept in the chat puts the change in the editor.
+// Links in the chat (issue #43), in a folder of their own: an answer whose links lead out of the
+// workspace (`../../etc/passwd`, `file:///etc/passwd`, a sibling file) or use another scheme
+// (`command:workbench.action.quit`) opens no editor and says why in a notification; a
+// workspace-relative link opens that file; after the model writes to `file:///etc/passwd` (the
+// tool writes <root>/file:/etc/passwd), the edit's Open file opens the file that was written.
 // Inline completions, in a folder whose lich.completions.model points at a fake FIM server
 // (the fake provider records its /v1/completions requests): typing in a Python file shows ghost
 // text, Tab accepts it, and the saved file has it.
@@ -76,7 +81,7 @@ from lich_core.plugins import Plugin
 
 plugin = Plugin(name="evil")
 `;
-const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "undo_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests", "chat_view", "chat_review", "inline_completion"];
+const SCENARIOS = ["ask_agent", "apply_patch", "code_action_prompt", "cancel_task", "undo_task", "trust_not_now", "trust_command", "trust_question_trust", "run_tests", "chat_view", "chat_review", "chat_links", "inline_completion"];
 // A small pytest project for Lich: Run Tests: test_add fails until calc.add is fixed.
 const TESTS_PROJECT = {
   "pyproject.toml": '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n',
@@ -631,6 +636,112 @@ async function chatReviewScenario(context, base, folder, chatPlan, onPage) {
   };
 }
 
+/** The editor tabs of the window: label, description (its folder), whether active. */
+async function editorTabs(page) {
+  return page.evaluate(() =>
+    [...document.querySelectorAll(".tabs-container .tab")].map((tab) => ({
+      label: (tab.querySelector(".label-name")?.textContent || "").replace(/\u00a0/g, " ").trim(),
+      description: (tab.querySelector(".label-description")?.textContent || "").replace(/\u00a0/g, " ").trim(),
+      title: tab.getAttribute("aria-label") || tab.getAttribute("title") || "",
+      active: tab.classList.contains("active"),
+    })),
+  );
+}
+
+async function clearNotifications(page) {
+  await runCommand(page, "Notifications: Clear All Notifications");
+  await waitFor("the notifications to clear", async () => (await notifications(page)).length === 0, 10_000).catch(() => undefined);
+}
+
+/** The link labelled `label` in the model's text of turn `turn` (found by what the user sees). */
+function chatLink(chat, turn, label) {
+  return chat.locator("section.turn").nth(turn).locator(".markdown a").filter({ hasText: new RegExp(`^${label}$`) });
+}
+
+/**
+ * Click a link that must open nothing: the notification it gave (null: none), the editor tabs and
+ * the active editor's text after it. `link: false` when the view did not even show a link.
+ */
+async function clickRefusedLink(page, chat, turn, label) {
+  await clearNotifications(page);
+  const link = chatLink(chat, turn, label);
+  if ((await link.count()) === 0) {
+    return { link: false, message: null, tabs: await editorTabs(page) };
+  }
+  await link.first().click();
+  const message = await waitFor(`the notification that link ${label} was not opened`, async () => (await notifications(page)).find((m) => m.includes("was not opened")), 15_000).catch(() => null);
+  // Give an editor that would open (it must not) the time to show.
+  await sleep(1500);
+  return { link: true, message, tabs: await editorTabs(page), editor_text: (await editorText(page)).slice(0, 200) };
+}
+
+async function chatLinksScenario(context, base, folder, plan, onPage) {
+  const page = await openWorkspacePage(context, base, folder, onPage);
+  await openFile(page, "greet.py");
+  await runCommand(page, "Lich: Open Chat");
+  const chat = chatFrame(page);
+  const input = chat.locator("textarea.input");
+  await input.waitFor({ state: "visible", timeout: STEP_TIMEOUT_MS });
+  await input.click();
+  await page.keyboard.type("Where are the notes?", { delay: 5 });
+  await page.keyboard.press("Enter");
+  await waitFor("the answer with the links", async () => {
+    const turns = await chatTurns(chat);
+    return turns.length === 1 && !turns[0].live && turns[0].answer.startsWith(plan.first_answer_start) ? turns : false;
+  }, 90_000);
+  const tabsBefore = await editorTabs(page);
+  const refused = {};
+  for (const label of plan.refused) {
+    refused[label] = await clickRefusedLink(page, chat, 0, label);
+  }
+  const workbenchAlive = await page.locator(".monaco-workbench").count();
+
+  // A workspace-relative link opens that file.
+  await chatLink(chat, 0, "notes").first().click();
+  await waitFor("notes.md opened from the link", async () => (await editorTabs(page)).some((tab) => tab.active && tab.label === "notes.md"));
+  const notesText = await waitFor("notes.md in the editor", async () => {
+    const text = await editorText(page);
+    return text.includes("workspace notes") ? text : false;
+  });
+
+  // The model writes to the path `file:///etc/passwd`: the tool writes <root>/file:/etc/passwd.
+  await input.click();
+  await page.keyboard.type("Write the file", { delay: 5 });
+  await page.keyboard.press("Enter");
+  await waitFor("the write turn to end", async () => {
+    const turns = await chatTurns(chat);
+    return turns.length === 2 && !turns[1].live ? turns : false;
+  }, 90_000);
+  const written = path.join(folder, "file:", "etc", "passwd");
+  const diskText = await waitFor("the written file on disk", () => (fs.existsSync(written) ? fs.readFileSync(written, "utf8") : false), 30_000).catch(() => null);
+  const secondTurn = chat.locator("section.turn").nth(1);
+  const diffPath = await secondTurn.locator(".diff .diff-path").first().textContent();
+  const changed = await secondTurn.locator(".files").textContent().catch(() => "");
+  // Another editor in front, then the edit's Open file.
+  await openFile(page, "greet.py");
+  await secondTurn.locator(".diff a.open-file").first().click();
+  const openedTab = await waitFor("the edited file opened by Open file", async () => (await editorTabs(page)).find((tab) => tab.active && tab.label === "passwd"), 30_000).catch(async () => ({ missing: true, tabs: await editorTabs(page) }));
+  const openedText = await waitFor("the written text in the editor", async () => {
+    const text = await editorText(page);
+    return text.includes(plan.written.trim()) ? text : false;
+  }, 15_000).catch(() => editorText(page));
+  // The answer's own link to file:///etc/passwd is refused like the others.
+  const answerLink = await clickRefusedLink(page, chat, 1, "the file");
+  await screenshot(page, "chat-links");
+  return {
+    tabs_before: tabsBefore,
+    refused,
+    workbench_alive: workbenchAlive,
+    notes_text: notesText,
+    disk_text: diskText,
+    diff_path: diffPath,
+    changed,
+    opened_tab: openedTab,
+    opened_text: openedText,
+    answer_link: answerLink,
+  };
+}
+
 async function inlineCompletionScenario(context, base, folder, fim, requestsFile, onPage) {
   const page = await openWorkspacePage(context, base, folder, onPage);
   await openFile(page, fim.file);
@@ -706,9 +817,10 @@ async function main() {
   const chatTurnsFile = path.join(scratch, "chat-turns.json");
   const chatReviewTurnsFile = path.join(scratch, "chat-review-turns.json");
   const fimTurnsFile = path.join(scratch, "fim-turns.json");
+  const chatLinksTurnsFile = path.join(scratch, "chat-links-turns.json");
   const planRun = spawnSync(
     PYTHON,
-    [path.join(HERE, "script_turns.py"), "--out", turnsFile, "--chat-out", chatTurnsFile, "--chat-review-out", chatReviewTurnsFile, "--fim-out", fimTurnsFile],
+    [path.join(HERE, "script_turns.py"), "--out", turnsFile, "--chat-out", chatTurnsFile, "--chat-review-out", chatReviewTurnsFile, "--fim-out", fimTurnsFile, "--chat-links-out", chatLinksTurnsFile],
     { cwd: REPO, encoding: "utf8" },
   );
   if (planRun.status !== 0) {
@@ -780,6 +892,16 @@ async function main() {
     path.join(chatReviewFolder, ".vscode", "settings.json"),
     JSON.stringify({ "lich.baseUrl": `${chatReviewUrl}/v1`, "lich.editMode": "review" }, null, 2),
   );
+  // Links in the chat: its own folder and model, and a file next to the folder.
+  const chatLinksFolder = path.join(scratch, "chat-links-project");
+  for (const [name, text] of Object.entries(plan.chat_links.files)) {
+    fs.mkdirSync(path.dirname(path.join(chatLinksFolder, name)), { recursive: true });
+    fs.writeFileSync(path.join(chatLinksFolder, name), text);
+  }
+  fs.writeFileSync(path.join(scratch, plan.chat_links.outside), plan.chat_links.outside_text);
+  fs.mkdirSync(path.join(chatLinksFolder, ".vscode"), { recursive: true });
+  const chatLinksUrl = await startFakeProvider(chatLinksTurnsFile, env, path.join(scratch, "chat-links-provider.log"));
+  fs.writeFileSync(path.join(chatLinksFolder, ".vscode", "settings.json"), JSON.stringify({ "lich.baseUrl": `${chatLinksUrl}/v1` }, null, 2));
   // Inline completions: a folder whose completion model is a fake FIM server recording requests.
   const fimFolder = path.join(scratch, "completion-project");
   const fimRequests = path.join(scratch, "fim-requests.jsonl");
@@ -1196,6 +1318,9 @@ async function main() {
     let reviewPage;
     await scenario("chat_review", async () => chatReviewScenario(context, base, chatReviewFolder, plan.chat, (p) => (reviewPage = p)), () => reviewPage);
     await reviewPage?.close({ runBeforeUnload: false }).catch(() => undefined);
+    let linksPage;
+    await scenario("chat_links", async () => chatLinksScenario(context, base, chatLinksFolder, plan.chat_links, (p) => (linksPage = p)), () => linksPage);
+    await linksPage?.close({ runBeforeUnload: false }).catch(() => undefined);
     let fimPage;
     await scenario("inline_completion", async () => inlineCompletionScenario(context, base, fimFolder, plan.fim, fimRequests, (p) => (fimPage = p)), () => fimPage);
     await fimPage?.close({ runBeforeUnload: false }).catch(() => undefined);

@@ -107,6 +107,50 @@ def chat_review_turns() -> list[dict[str, Any]]:
     ]
 
 
+# The chat links scenario (issue #43): links in the model's text open only web pages and
+# workspace files; an edit's Open file opens the file the server reported, whatever path the
+# model named. Each link's label is its key.
+CHAT_LINKS = {
+    "x": "../../etc/passwd",
+    "y": "file:///etc/passwd",
+    "z": "command:workbench.action.quit",
+    # Enough `..` to reach / from any scratch folder: /etc/passwd for sure.
+    "deep": "../" * 12 + "etc/passwd",
+    # A real file next to the workspace folder (run.mjs writes it).
+    "sibling": "../outside-secret.txt",
+    "notes": "docs/notes.md",
+}
+CHAT_LINKS_REFUSED = ["x", "y", "z", "deep", "sibling"]
+CHAT_LINKS_FILES = {"greet.py": HELLO_PY, "docs/notes.md": "# Notes\n\nworkspace notes\n"}
+CHAT_LINKS_OUTSIDE = "outside-secret.txt"
+CHAT_LINKS_OUTSIDE_TEXT = "outside the workspace\n"
+# The model names `file:///etc/passwd` as the path to write: the tool resolves it against the
+# root (a relative path), so the file written is <root>/file:/etc/passwd, which the server reports.
+CHAT_LINKS_WRITE_PATH = "file:///etc/passwd"
+CHAT_LINKS_WRITTEN = "written by the agent, inside the workspace\n"
+CHAT_LINKS_FIRST_ANSWER = "Links: " + ", ".join(
+    f"[{label}]({target})" for label, target in CHAT_LINKS.items()
+)
+CHAT_LINKS_SECOND_ANSWER = f"Wrote it: [the file]({CHAT_LINKS_WRITE_PATH})."
+
+
+def chat_links_turns() -> list[dict[str, Any]]:
+    """Turn 1: an answer full of links; turn 2: write_file to a path the model chose."""
+    return [
+        {"text": CHAT_LINKS_FIRST_ANSWER},
+        {
+            "tool_calls": [
+                {
+                    "name": "write_file",
+                    "arguments": {"path": CHAT_LINKS_WRITE_PATH, "content": CHAT_LINKS_WRITTEN},
+                    "id": "w1",
+                }
+            ]
+        },
+        {"text": CHAT_LINKS_SECOND_ANSWER},
+    ]
+
+
 # The inline completion scenario: a FIM model that always completes `return ` with `a + b`.
 FIM_FILE = "calc.py"
 FIM_TEXT = "def add(a, b):\n"
@@ -186,6 +230,16 @@ def build() -> dict[str, Any]:
             "review_answer": CHAT_REVIEW_ANSWER,
             "review_command": CHAT_REVIEW_COMMAND,
         },
+        "chat_links": {
+            "files": CHAT_LINKS_FILES,
+            "links": CHAT_LINKS,
+            "refused": CHAT_LINKS_REFUSED,
+            "outside": CHAT_LINKS_OUTSIDE,
+            "outside_text": CHAT_LINKS_OUTSIDE_TEXT,
+            "write_path": CHAT_LINKS_WRITE_PATH,
+            "written": CHAT_LINKS_WRITTEN,
+            "first_answer_start": "Links: ",
+        },
         "fim": {
             "file": FIM_FILE,
             "text": FIM_TEXT,
@@ -206,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chat-out", help="write the chat scenario's provider turns here")
     parser.add_argument("--chat-review-out", help="write the review-mode chat turns here")
     parser.add_argument("--fim-out", help="write the completion model's answers here")
+    parser.add_argument("--chat-links-out", help="write the chat links scenario's turns here")
     args = parser.parse_args(argv)
     plan = build()
     Path(args.out).write_text(json.dumps(plan["turns"], indent=1), encoding="utf-8")
@@ -213,6 +268,10 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.chat_out).write_text(json.dumps(chat_turns(), indent=1), encoding="utf-8")
     if args.fim_out:
         Path(args.fim_out).write_text(json.dumps(fim_turns()), encoding="utf-8")
+    if args.chat_links_out:
+        Path(args.chat_links_out).write_text(
+            json.dumps(chat_links_turns(), indent=1), encoding="utf-8"
+        )
     if args.chat_review_out:
         Path(args.chat_review_out).write_text(
             json.dumps(chat_review_turns(), indent=1), encoding="utf-8"

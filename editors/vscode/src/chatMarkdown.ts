@@ -2,26 +2,14 @@
  * A small, safe markdown renderer for the chat view. The model's text is untrusted: every piece
  * of it is HTML-escaped first, and only then are the few constructs the chat needs turned into
  * tags we write ourselves (fenced and inline code, bold, headings, lists, links). No raw HTML of
- * the input ever reaches the output, so the result may be assigned to innerHTML.
+ * the input ever reaches the output, so the result may be assigned to innerHTML. A link is never
+ * followed by the page: its target only goes to the extension, which decides (src/chatLinks.ts).
  */
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => ESCAPES[ch]);
-}
-
-/** Links the view may follow: web pages (opened outside) and workspace paths (opened in the editor). */
-function linkTarget(url: string): { attr: "data-href" | "data-path"; value: string } | undefined {
-  if (/^(https?:\/\/|mailto:)/i.test(url)) {
-    return { attr: "data-href", value: url };
-  }
-  // A relative path (no scheme): a file of the workspace. Anything with a scheme (javascript:,
-  // command:, data:) is left as text.
-  if (!/^[a-z][a-z0-9+.-]*:/i.test(url) && url.trim() !== "") {
-    return { attr: "data-path", value: url };
-  }
-  return undefined;
 }
 
 /** Inline markup of one line (no code spans inside): bold, links. */
@@ -31,9 +19,11 @@ function inlineText(text: string): string {
   let last = 0;
   for (let match = link.exec(text); match; match = link.exec(text)) {
     out += emphasis(escapeHtml(text.slice(last, match.index)));
-    const target = linkTarget(match[2]);
+    // Every link keeps its raw target in data-link, for the extension to judge when it is clicked
+    // (src/chatLinks.ts: web pages and workspace files open, the rest is refused in words). The
+    // page itself never navigates: href is "#", and the view posts the click to the extension.
     const label = emphasis(escapeHtml(match[1]));
-    out += target ? `<a href="#" ${target.attr}="${escapeHtml(target.value)}" title="${escapeHtml(match[2])}">${label}</a>` : label;
+    out += `<a href="#" data-link="${escapeHtml(match[2])}" title="${escapeHtml(match[2])}">${label}</a>`;
     last = match.index + match[0].length;
   }
   return out + emphasis(escapeHtml(text.slice(last)));

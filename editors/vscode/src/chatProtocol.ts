@@ -27,6 +27,16 @@ export interface TurnView {
   discarded?: boolean;
   /** The server's task id of the turn (its pending review hunks carry it). */
   task_id?: string | null;
+  /** The files the turn wrote, as the server reported them (the extension fills it in from `files`). */
+  edited?: EditedFile[];
+}
+
+/** A file an agent task wrote, as the server reported it: the only files "Open file" opens. */
+export interface EditedFile {
+  /** Workspace-relative path, for showing. */
+  path: string;
+  /** The server's URI of the file: what opens. */
+  uri: string;
 }
 
 /** One pending review hunk (`lich.reviewList`), shown in the turn of the task that proposed it. */
@@ -66,7 +76,8 @@ export interface TurnOutcome {
   final?: string;
   /** A plain-words failure: the request was refused, the provider failed, the server went away. */
   error?: string;
-  edited?: string[];
+  /** The files the turn wrote (lich.ask's `edited`, the server's URIs). */
+  edited?: EditedFile[];
   /** The turn's number in the thread (for Rewind to here), when the thread could be read back. */
   turn?: number;
   review_message?: string;
@@ -108,8 +119,18 @@ export type ToExtension =
   | { type: "pickThread"; thread: string }
   | { type: "listThreads" }
   | { type: "mentions"; id: number; prefix: string }
-  | { type: "openFile"; path: string; line?: number }
+  /**
+   * A link in the model's text was clicked: `href` is its raw target. The extension decides what,
+   * if anything, opens (src/chatLinks.ts); the view never opens anything itself.
+   */
   | { type: "openLink"; href: string }
+  /**
+   * "Open file" of an edit or a "Changed:" entry. `uri` is a file URI the extension sent (a turn's
+   * edited files, a review hunk); otherwise the extension opens the file the server reported for
+   * the turn of `task_id` / `turn`, using `path` (the tool call's own argument, model text) only
+   * to choose among several. A path from model text is never opened as such.
+   */
+  | { type: "openEdited"; uri?: string; task_id?: string; turn?: number; path?: string; line?: number }
   /** The turn's Transcript link: open that task's transcript file (a URI the extension sent). */
   | { type: "openTranscript"; uri: string }
   | { type: "dropAttachment" }
@@ -140,8 +161,15 @@ export function isToExtension(value: unknown): value is ToExtension {
       return typeof message.thread === "string";
     case "mentions":
       return typeof message.id === "number" && typeof message.prefix === "string";
-    case "openFile":
-      return typeof message.path === "string" && (message.line === undefined || (typeof message.line === "number" && Number.isInteger(message.line)));
+    case "openEdited":
+      return (
+        (message.uri === undefined || typeof message.uri === "string") &&
+        (message.task_id === undefined || typeof message.task_id === "string") &&
+        (message.turn === undefined || (typeof message.turn === "number" && Number.isInteger(message.turn))) &&
+        (message.path === undefined || typeof message.path === "string") &&
+        (message.line === undefined || (typeof message.line === "number" && Number.isInteger(message.line) && message.line >= 0)) &&
+        (message.uri !== undefined || message.task_id !== undefined || message.turn !== undefined)
+      );
     case "answerApproval":
       return typeof message.id === "number" && typeof message.answer === "string";
     case "reviewHunk":

@@ -8,9 +8,11 @@
  * `new_thread` with an id it chose to start one), so its turn adopts the first `run_start` of that
  * thread after its `lich.ask` went out, then follows that task id only.
  */
+import * as path from "node:path";
 import * as vscode from "vscode";
 import { chatHtml, makeNonce } from "./chatHtml";
-import { CHAT_VIEW_ID, isToExtension, type HunkView, type Notice, type ToExtension, type ToView, type TurnOutcome, type TurnView } from "./chatProtocol";
+import { resolveChatLink } from "./chatLinks";
+import { CHAT_VIEW_ID, isToExtension, type EditedFile, type HunkView, type Notice, type ToExtension, type ToView, type TurnOutcome, type TurnView } from "./chatProtocol";
 import { ASK_COMMAND, trackedAsk, type AskArgs } from "./middleware";
 import type { PromptHistory } from "./prompt";
 import type { TaskTracker } from "./tasks";
@@ -25,6 +27,7 @@ export const CANCEL_COMMAND = "lich.cancel";
 export const REVIEW_LIST_COMMAND = "lich.reviewList";
 export const ACCEPT_HUNK_COMMAND = "lich.acceptHunk";
 export const REJECT_HUNK_COMMAND = "lich.rejectHunk";
+export const STATUS_COMMAND = "lich.status";
 
 export interface ChatDeps {
   /** One server command; rejects when the server is not running or answers with an error. */
@@ -32,9 +35,15 @@ export interface ChatDeps {
   history: PromptHistory;
   tasks: TaskTracker;
   state: { get<T>(key: string): T | undefined; update(key: string, value: unknown): Thenable<void> };
-  /** Open a workspace file (a path or a URI), at a 0-based line when given. */
-  openFile(path: string, line?: number): void;
-  openLink(href: string): void;
+  /**
+   * Open a file in the editor, at a 0-based line when given. Only ever called with a file URI the
+   * session decided on: a link checked by src/chatLinks.ts, or a file the server reported edited.
+   */
+  openFile(uri: string, line?: number): void;
+  /** Open a web page outside VS Code (vscode.env.openExternal, which asks first). */
+  openExternal(url: string): void;
+  /** Say something in an information message (why a clicked link opened nothing). */
+  inform(text: string): void;
   /** Open a task's transcript file (Lich: Open Task Transcript with that file). */
   openTranscript?(uri: string): void;
   /** Each finished lich.ask result (review mode: the extension shows the first pending hunk). */
@@ -109,7 +118,7 @@ export function askOutcome(result: unknown): TurnOutcome {
     stopped_reason: str(r.stopped_reason),
     final: str(r.final),
     error: str(r.error),
-    edited: Array.isArray(r.edited) ? r.edited.filter((e): e is string => typeof e === "string").map(displayPath) : undefined,
+    edited: Array.isArray(r.edited) ? r.edited.filter((e): e is string => typeof e === "string").map(editedFile) : undefined,
     review_message: str(r.review_message),
     refused_message: str(r.refused_message),
     transcript: askTranscript(result),
@@ -130,6 +139,55 @@ export function displayPath(uri: string): string {
   }
 }
 
+/** A file URI the server reported as edited, with the path the view shows for it. */
+export function editedFile(uri: string): EditedFile {
+  return { path: displayPath(uri), uri };
+}
+
+/** A path the server wrote in a thread's turn (`files`: root-relative, or absolute outside the root) as a URI. */
+export function serverFileUri(file: string): string | undefined {
+  const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+  if (path.isAbsolute(file)) {
+    return vscode.Uri.file(file).toString();
+  }
+  return root ? vscode.Uri.joinPath(root, ...file.split("/").filter((part) => part !== "")).toString() : undefined;
+}
+
+/** The workspace folders on disk: where links in the chat may lead. */
+function workspaceRoots(): string[] {
+  return (vscode.workspace.workspaceFolders ?? []).filter((folder) => folder.uri.scheme === "file").map((folder) => folder.uri.fsPath);
+}
+
+/** Model text in a message: one line, cut short. */
+function quoted(text: string, max = 80): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return `"${line.length > max ? `${line.slice(0, max - 1)}…` : line}"`;
+}
+
+/**
+ * The edited file "Open file" opens: among the files the server reported for the turn, the one
+ * the tool call's own path names (resolved against the root as the tools resolve it), else the
+ * only one. Undefined when the turn wrote several and the call's path names none of them.
+ */
+export function chooseEdited(reported: readonly string[], hint: string | undefined): string | undefined {
+  const root = vscode.workspace.workspaceFolders?.[0]?.uri;
+  if (hint && root && root.scheme === "file") {
+    const named = path.resolve(root.fsPath, hint);
+    const match = reported.find((uri) => {
+      try {
+        const parsed = vscode.Uri.parse(uri);
+        return parsed.scheme === "file" && path.resolve(parsed.fsPath) === named;
+      } catch {
+        return false;
+      }
+    });
+    if (match) {
+      return match;
+    }
+  }
+  return reported.length === 1 ? reported[0] : undefined;
+}
+
 export class ChatSession {
   thread: string | undefined;
   private live: LiveAsk | undefined;
@@ -142,6 +200,12 @@ export class ChatSession {
   private hunksListed = false;
   /** The transcript files this session's turns named: the only ones the view may ask to open. */
   private readonly transcripts = new Set<string>();
+  /**
+   * The files the server reported edited (lich.ask's `edited`, lich.thread's `files`, review
+   * hunks): by `task:<id>` and `turn:<thread>:<n>`, and all of them. "Open file" opens only these.
+   */
+  private readonly edits = new Map<string, string[]>();
+  private readonly editedUris = new Set<string>();
 
   constructor(private readonly deps: ChatDeps) {
     this.thread = deps.state.get<string>(THREAD_STATE_KEY) || undefined;
@@ -202,11 +266,11 @@ export class ChatSession {
       case "mentions":
         await this.mentions(m.id, m.prefix);
         return;
-      case "openFile":
-        this.deps.openFile(m.path, m.line);
-        return;
       case "openLink":
-        this.deps.openLink(m.href);
+        await this.openLink(m.href);
+        return;
+      case "openEdited":
+        await this.openEdited(m);
         return;
       case "openTranscript":
         if (this.transcripts.has(m.uri)) {
@@ -286,6 +350,7 @@ export class ChatSession {
       if (typeof h.hunk_id !== "string" || typeof h.task_id !== "string" || typeof h.uri !== "string") {
         return [];
       }
+      this.rememberEdits(`task:${h.task_id}`, [h.uri]);
       const text = (value: unknown): string => (typeof value === "string" ? value : "");
       return [
         {
@@ -305,6 +370,114 @@ export class ChatSession {
     }
     this.hunksListed = hunks.length > 0;
     this.post({ type: "hunks", hunks });
+  }
+
+  private rememberEdits(key: string, uris: readonly string[]): void {
+    const known = this.edits.get(key) ?? [];
+    for (const uri of uris) {
+      if (!known.includes(uri)) {
+        known.push(uri);
+      }
+      this.editedUris.add(uri);
+    }
+    this.edits.set(key, known);
+  }
+
+  /** A turn of lich.thread with the files it wrote as the server's URIs (remembered for Open file). */
+  private withEdits(turn: TurnView): TurnView {
+    const files = Array.isArray(turn.files) ? turn.files.filter((f): f is string => typeof f === "string") : [];
+    const uris = files.map(serverFileUri).filter((uri): uri is string => uri !== undefined);
+    if (turn.task_id) {
+      this.rememberEdits(`task:${turn.task_id}`, uris);
+    }
+    if (this.thread && typeof turn.turn === "number") {
+      this.rememberEdits(`turn:${this.thread}:${turn.turn}`, uris);
+    }
+    return uris.length > 0 ? { ...turn, edited: uris.map(editedFile) } : turn;
+  }
+
+  /**
+   * A link in the model's text was clicked. The view only says which; what opens is decided here
+   * (src/chatLinks.ts): web pages outside VS Code, workspace files in the editor, nothing else.
+   */
+  async openLink(href: string): Promise<void> {
+    const decision = await resolveChatLink(href, workspaceRoots());
+    switch (decision.kind) {
+      case "external":
+        this.deps.openExternal(decision.url);
+        return;
+      case "file":
+        this.deps.openFile(vscode.Uri.file(decision.path).toString(), decision.line);
+        return;
+      case "refused":
+        this.deps.inform(`Lich: the link ${quoted(href)} in the chat was not opened: ${decision.reason}.`);
+        return;
+    }
+  }
+
+  /**
+   * "Open file" of an edit, a "Changed:" entry or a review hunk: opens a file the server reported
+   * edited, never a path from the model's text (a tool call's `path` only picks among them).
+   */
+  async openEdited(m: Extract<ToExtension, { type: "openEdited" }>): Promise<void> {
+    if (m.uri !== undefined) {
+      if (this.editedUris.has(m.uri)) {
+        this.deps.openFile(m.uri, m.line);
+      } else {
+        this.deps.inform(`Lich: ${quoted(m.uri)} was not opened: the server did not report it as a file the agent edited.`);
+      }
+      return;
+    }
+    let reported = [...(m.task_id !== undefined ? (this.edits.get(`task:${m.task_id}`) ?? []) : [])];
+    if (reported.length === 0 && m.turn !== undefined && this.thread) {
+      reported = [...(this.edits.get(`turn:${this.thread}:${m.turn}`) ?? [])];
+    }
+    if (reported.length === 0 && m.task_id !== undefined) {
+      reported = await this.editsOfRunningTask(m.task_id);
+    }
+    const chosen = chooseEdited(reported, m.path);
+    if (chosen) {
+      this.deps.openFile(chosen, m.line);
+    } else if (reported.length === 0) {
+      this.deps.inform("Lich: the server has not reported a file written by this turn (yet), so nothing was opened.");
+    } else {
+      const names = reported.map((uri) => displayPath(uri)).join(", ");
+      this.deps.inform(`Lich: the edit names ${quoted(m.path ?? "")}, which is not one of the files the server reported for this turn (${names}); nothing was opened.`);
+    }
+  }
+
+  /**
+   * The files a task wrote so far, while it runs (lich.ask's `edited` comes at its end): its undo
+   * journal entry in lich.status and its pending review hunks, both from the server.
+   */
+  private async editsOfRunningTask(taskId: string): Promise<string[]> {
+    const found: string[] = [];
+    try {
+      const status = await this.deps.request<{ undoable_tasks?: unknown }>(STATUS_COMMAND, {});
+      const tasks = Array.isArray(status?.undoable_tasks) ? (status.undoable_tasks as Record<string, unknown>[]) : [];
+      for (const task of tasks) {
+        if (task?.task_id === taskId && Array.isArray(task.files)) {
+          found.push(...task.files.filter((f): f is string => typeof f === "string").flatMap((f) => serverFileUri(f) ?? []));
+        }
+      }
+    } catch {
+      // the server is away: nothing reported
+    }
+    try {
+      const review = await this.deps.request<{ hunks?: unknown }>(REVIEW_LIST_COMMAND, {});
+      for (const hunk of Array.isArray(review?.hunks) ? (review.hunks as Record<string, unknown>[]) : []) {
+        if (hunk?.task_id === taskId && typeof hunk.uri === "string") {
+          found.push(hunk.uri);
+        }
+      }
+    } catch {
+      // as above
+    }
+    const unique = [...new Set(found)];
+    for (const uri of unique) {
+      this.editedUris.add(uri);
+    }
+    return unique;
   }
 
   /** Focus the input now, or as soon as the view's script is up. */
@@ -375,6 +548,14 @@ export class ChatSession {
     }
     if (this.thread && live.taskId !== undefined) {
       outcome.turn = await this.lastTurn();
+    }
+    const reported = (outcome.edited ?? []).map((file) => file.uri);
+    const taskId = typeof (result as { task_id?: unknown } | undefined)?.task_id === "string" ? (result as { task_id: string }).task_id : live.taskId;
+    if (taskId) {
+      this.rememberEdits(`task:${taskId}`, reported);
+    }
+    if (this.thread && outcome.turn !== undefined) {
+      this.rememberEdits(`turn:${this.thread}:${outcome.turn}`, reported);
     }
     if (outcome.transcript) {
       this.transcripts.add(outcome.transcript);
@@ -503,7 +684,8 @@ export class ChatSession {
     }
     try {
       const answer = await this.deps.request<ThreadAnswer>(THREAD_COMMAND, { thread: this.thread });
-      this.post({ type: "thread", thread: this.thread, title: answer?.title, turns: answer?.turns ?? [], running: answer?.running === true && !this.live, history, notice });
+      const turns = (answer?.turns ?? []).map((turn) => this.withEdits(turn));
+      this.post({ type: "thread", thread: this.thread, title: answer?.title, turns, running: answer?.running === true && !this.live, history, notice });
     } catch (err) {
       const text = plainError(err);
       if (/unknown_thread/.test(text)) {

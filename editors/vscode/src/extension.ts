@@ -110,17 +110,15 @@ export class LichController implements vscode.Disposable {
       history: this.history,
       tasks: this.tasks,
       state: context.workspaceState,
-      openFile: (file, line) => void this.openWorkspaceFile(file, line),
+      openFile: (uri, line) => void this.openFileUri(uri, line),
       onAskResult: (result) => {
         this.rememberTranscript(result);
         void this.revealFirstPendingHunk(result);
       },
       openTranscript: (uri) => void vscode.commands.executeCommand(COMMANDS.openTranscript, uri),
-      openLink: (href) => {
-        if (/^(https?:|mailto:)/i.test(href)) {
-          void vscode.env.openExternal(vscode.Uri.parse(href));
-        }
-      },
+      // Only http(s) reaches here (src/chatLinks.ts); openExternal asks before opening an untrusted site.
+      openExternal: (url) => void vscode.env.openExternal(vscode.Uri.parse(url, true)),
+      inform: (text) => void vscode.window.showInformationMessage(text),
     });
     this.chatView = new ChatViewProvider(context.extensionUri, this.chat);
     this.statusItem = vscode.window.createStatusBarItem("lich.status", vscode.StatusBarAlignment.Left, 10);
@@ -500,9 +498,13 @@ export class LichController implements vscode.Disposable {
     return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] })) as T;
   }
 
-  private async openWorkspaceFile(file: string, line?: number): Promise<void> {
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    const uri = /^[a-z][a-z0-9+.-]*:/i.test(file) ? vscode.Uri.parse(file) : folder ? vscode.Uri.joinPath(folder.uri, file) : vscode.Uri.file(file);
+  /** The chat's Open file / links: a file URI the chat session already decided on (a checked link, a reported edit). */
+  private async openFileUri(file: string, line?: number): Promise<void> {
+    const uri = vscode.Uri.parse(file, true);
+    if (uri.scheme !== "file") {
+      void vscode.window.showInformationMessage(`Lich: ${file} was not opened: only files open from the chat.`);
+      return;
+    }
     try {
       const at = line !== undefined ? new vscode.Position(Math.max(0, line), 0) : undefined;
       await vscode.window.showTextDocument(uri, { preview: false, selection: at ? new vscode.Range(at, at) : undefined });

@@ -84,7 +84,8 @@ beforeEach(() => {
     tasks: new TaskTracker(),
     state,
     openFile: () => undefined,
-    openLink: () => undefined,
+    openExternal: () => undefined,
+    inform: () => undefined,
   });
   session.attach((m) => posted.push(m));
 });

@@ -2,14 +2,17 @@
  * The extension's side of the chat (src/chatView.ts ChatSession): which server commands a view
  * message sends, which `lich/event`s reach the view, and what the view is told when things fail.
  */
-import { beforeEach, describe, expect, it, vi } from "vitest";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { chatHtml, makeNonce } from "../src/chatHtml";
 import { isToExtension, type ToView } from "../src/chatProtocol";
-import { askOutcome, ChatSession, newThreadId, plainError, THREAD_STATE_KEY } from "../src/chatView";
+import { askOutcome, ChatSession, ChatViewProvider, newThreadId, plainError, THREAD_STATE_KEY } from "../src/chatView";
 import { PromptHistory } from "../src/prompt";
 import { TaskTracker } from "../src/tasks";
 import type { LichEvent } from "../src/transcript";
-import { mock } from "./mocks/vscode";
+import { mock, Uri } from "./mocks/vscode";
 
 interface Sent {
   command: string;
@@ -65,7 +68,9 @@ let server: FakeServer;
 let posted: ToView[];
 let state: ReturnType<typeof memento>;
 let session: ChatSession;
-let opened: string[];
+let opened: unknown[][];
+let external: string[];
+let informed: string[];
 let transcripts: string[];
 
 function event(type: string, task: string, thread: string, data: Record<string, unknown> = {}): LichEvent {
@@ -84,6 +89,8 @@ beforeEach(() => {
   server.answers["lich.mentions"] = { candidates: ["hello.py", "help.md"] };
   posted = [];
   opened = [];
+  external = [];
+  informed = [];
   transcripts = [];
   state = memento();
   session = new ChatSession({
@@ -91,8 +98,9 @@ beforeEach(() => {
     history: new PromptHistory(state),
     tasks: new TaskTracker(),
     state,
-    openFile: (p) => opened.push(p),
-    openLink: (h) => opened.push(h),
+    openFile: (uri, line) => opened.push(line === undefined ? [uri] : [uri, line]),
+    openExternal: (url) => external.push(url),
+    inform: (text) => informed.push(text),
     openTranscript: (uri) => transcripts.push(uri),
   });
   session.attach((m) => posted.push(m));
@@ -119,7 +127,7 @@ describe("ChatSession: a conversation", () => {
     ]);
     server.finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final", final: "Done.", edited: ["file:///ws/hello.py"] });
     await first;
-    expect(postedOf("turnEnd")).toEqual([{ type: "turnEnd", outcome: expect.objectContaining({ stopped_reason: "final", final: "Done.", edited: ["hello.py"], turn: 1 }) }]);
+    expect(postedOf("turnEnd")).toEqual([{ type: "turnEnd", outcome: expect.objectContaining({ stopped_reason: "final", final: "Done.", edited: [{ path: "hello.py", uri: "file:///ws/hello.py" }], turn: 1 }) }]);
     // The result's thread is the one to continue (the server's word over the view's guess).
     expect(state.values.get(THREAD_STATE_KEY)).toBe("th1");
 
@@ -184,7 +192,7 @@ describe("ChatSession: a conversation", () => {
 describe("ChatSession: threads", () => {
   it("loads the remembered thread when the view is ready, and lists the threads", async () => {
     state.values.set(THREAD_STATE_KEY, "th1");
-    session = new ChatSession({ request: server.request, history: new PromptHistory(state), tasks: new TaskTracker(), state, openFile: () => undefined, openLink: () => undefined });
+    session = new ChatSession({ request: server.request, history: new PromptHistory(state), tasks: new TaskTracker(), state, openFile: () => undefined, openExternal: () => undefined, inform: () => undefined });
     session.attach((m) => posted.push(m));
     await session.onMessage({ type: "ready" });
     await vi.waitFor(() => expect(postedOf("threads")).toHaveLength(1));
@@ -238,14 +246,19 @@ describe("ChatSession: @ completion and links", () => {
     expect(postedOf("mentionsResult")[1]).toEqual({ type: "mentionsResult", id: 8, candidates: [] });
   });
 
-  it("opens files and links the view asks for, and ignores malformed messages", async () => {
-    await session.onMessage({ type: "openFile", path: "hello.py" });
+  it("opens web links outside, and ignores malformed messages", async () => {
     await session.onMessage({ type: "openLink", href: "https://example.com" });
     await session.onMessage({ type: "send" });
     await session.onMessage({ type: "rewind", turn: "1" });
+    await session.onMessage({ type: "openLink", href: 3 });
+    await session.onMessage({ type: "openEdited" });
+    await session.onMessage({ type: "openEdited", uri: "file:///ws/a.py", line: -1 });
     await session.onMessage("ready");
-    expect(opened).toEqual(["hello.py", "https://example.com"]);
+    expect(external).toEqual(["https://example.com/"]);
+    expect(opened).toEqual([]);
     expect(server.sent).toEqual([]);
+    // The view can no longer ask for a path to be opened as such.
+    expect(isToExtension({ type: "openFile", path: "hello.py" })).toBe(false);
     expect(isToExtension({ type: "mentions", id: 1, prefix: "a" })).toBe(true);
     expect(isToExtension({ type: "nope" })).toBe(false);
   });
@@ -301,12 +314,160 @@ describe("ChatSession: review hunks", () => {
     expect(postedOf("hunks").map((m) => m.hunks.length)).toEqual([2, 1, 1, 0]);
   });
 
-  it("opens a file at a hunk's line", async () => {
-    const lines: unknown[] = [];
-    session = new ChatSession({ request: server.request, history: new PromptHistory(state), tasks: new TaskTracker(), state, openFile: (p, line) => lines.push([p, line]), openLink: () => undefined });
-    await session.onMessage({ type: "openFile", path: "greet.py", line: 4 });
-    await session.onMessage({ type: "openFile", path: "greet.py", line: 1.5 });
-    expect(lines).toEqual([["greet.py", 4]]);
+  it("opens a hunk's file (the server's URI) at its line", async () => {
+    server.answers["lich.reviewList"] = listed(["t1-1"]);
+    await session.refreshHunks();
+    await session.onMessage({ type: "openEdited", uri: "file:///ws/greet.py", line: 4 });
+    await session.onMessage({ type: "openEdited", uri: "file:///ws/greet.py", line: 1.5 });
+    expect(opened).toEqual([["file:///ws/greet.py", 4]]);
+  });
+});
+
+describe("ChatSession: links in the model's text (the view posts openLink, the extension decides)", () => {
+  let scratch: string;
+  let ws: string;
+
+  beforeAll(() => {
+    scratch = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "lich-chat-links-")));
+    ws = path.join(scratch, "ws");
+    fs.mkdirSync(path.join(ws, "docs"), { recursive: true });
+    fs.writeFileSync(path.join(ws, "docs", "notes.md"), "# notes\n");
+    fs.writeFileSync(path.join(scratch, "secret.txt"), "secret\n");
+    fs.symlinkSync(path.join(scratch, "secret.txt"), path.join(ws, "docs", "leak.md"));
+  });
+
+  afterAll(() => {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  });
+
+  beforeEach(() => {
+    mock.workspaceFolders = [{ uri: Uri.file(ws), name: "ws", index: 0 }];
+  });
+
+  const click = (href: string) => session.onMessage({ type: "openLink", href });
+
+  it("opens a workspace file from a relative link, at its #L line", async () => {
+    await click("docs/notes.md");
+    await click("./docs/notes.md#L4");
+    expect(opened).toEqual([[`file://${ws}/docs/notes.md`], [`file://${ws}/docs/notes.md`, 3]]);
+    expect(informed).toEqual([]);
+  });
+
+  it("opens http(s) links through openExternal only", async () => {
+    await click("https://example.com/docs");
+    await click("http://localhost:3000");
+    expect(external).toEqual(["https://example.com/docs", "http://localhost:3000/"]);
+    expect(opened).toEqual([]);
+  });
+
+  it.each([
+    ["../../etc/passwd", "it leads out of the workspace folder"],
+    ["../secret.txt", "it leads out of the workspace folder"],
+    ["docs/leak.md", "it goes through a symbolic link that leads out of the workspace"],
+    ["/etc/passwd", "it is outside the workspace folders"],
+    ["file:///etc/passwd", "it is outside the workspace folders"],
+    ["command:workbench.action.quit", 'links with the scheme "command:" are never opened from the chat (only web pages and workspace files)'],
+    ["vscode://settings/x", 'links with the scheme "vscode:" are never opened from the chat (only web pages and workspace files)'],
+    ["javascript:alert(1", 'links with the scheme "javascript:" are never opened from the chat (only web pages and workspace files)'],
+    ["data:text/html,x", 'links with the scheme "data:" are never opened from the chat (only web pages and workspace files)'],
+    ["docs/missing.md", "there is no such file in the workspace"],
+  ])("refuses %s in words and opens nothing", async (href, reason) => {
+    await click(href);
+    expect(opened).toEqual([]);
+    expect(external).toEqual([]);
+    expect(mock.executed).toEqual([]);
+    expect(server.sent).toEqual([]);
+    expect(informed).toEqual([`Lich: the link "${href}" in the chat was not opened: ${reason}.`]);
+  });
+
+  it("the webview gets no command URIs, and a link it reports reaches the extension's decision", async () => {
+    const provider = new ChatViewProvider(Uri.file("/ext") as never, session);
+    let receive: (message: unknown) => void = () => undefined;
+    const webview = {
+      options: {} as Record<string, unknown>,
+      html: "",
+      cspSource: "vscode-webview://x",
+      asWebviewUri: (uri: unknown) => uri,
+      onDidReceiveMessage: (listener: (message: unknown) => void) => {
+        receive = listener;
+        return { dispose: () => undefined };
+      },
+      postMessage: async () => true,
+    };
+    provider.resolveWebviewView({ webview, onDidDispose: () => ({ dispose: () => undefined }), visible: true, show: () => undefined } as never);
+    expect(webview.options.enableCommandUris).toBeUndefined();
+    expect(webview.options).toEqual({ enableScripts: true, localResourceRoots: [Uri.joinPath(Uri.file("/ext"), "dist")] });
+    receive({ type: "openLink", href: "command:workbench.action.quit" });
+    receive({ type: "openLink", href: "docs/notes.md" });
+    await vi.waitFor(() => expect(informed).toHaveLength(1));
+    await vi.waitFor(() => expect(opened).toEqual([[`file://${ws}/docs/notes.md`]]));
+    expect(mock.executed).toEqual([]);
+    expect(informed[0]).toMatch(/^Lich: the link "command:workbench.action.quit" in the chat was not opened/);
+    provider.dispose();
+  });
+});
+
+describe("ChatSession: Open file opens what the server reported edited", () => {
+  it("an edit whose path the model chose opens the file the server wrote, not that path", async () => {
+    // write_file {path: "file:///etc/passwd"}: the tool resolves it against the root, as a
+    // relative path, and the server reports what it wrote.
+    const asked = session.send("write it");
+    session.onEvent(event("run_start", "t1", server.sent[0].args.new_thread as string));
+    server.finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final", edited: ["file:///ws/file%3A/etc/passwd"] });
+    await asked;
+    await session.onMessage({ type: "openEdited", task_id: "t1", path: "file:///etc/passwd" });
+    expect(opened).toEqual([["file:///ws/file%3A/etc/passwd"]]);
+    // A path naming another file entirely: the turn's one reported file opens all the same.
+    await session.onMessage({ type: "openEdited", task_id: "t1", path: "../../etc/passwd" });
+    expect(opened.at(-1)).toEqual(["file:///ws/file%3A/etc/passwd"]);
+    // By the turn number (a reloaded turn without a task id).
+    await session.onMessage({ type: "openEdited", turn: 1, path: "whatever" });
+    expect(opened).toHaveLength(3);
+    expect(informed).toEqual([]);
+  });
+
+  it("with several files reported, the call's path picks one; a path naming none opens nothing", async () => {
+    const asked = session.send("two files");
+    session.onEvent(event("run_start", "t2", server.sent[0].args.new_thread as string));
+    server.finishAsk({ task_id: "t2", thread: "th1", stopped_reason: "final", edited: ["file:///ws/a.py", "file:///ws/src/b.py"] });
+    await asked;
+    await session.onMessage({ type: "openEdited", task_id: "t2", path: "./src/b.py" });
+    await session.onMessage({ type: "openEdited", task_id: "t2", path: "/ws/a.py" });
+    expect(opened).toEqual([["file:///ws/src/b.py"], ["file:///ws/a.py"]]);
+    await session.onMessage({ type: "openEdited", task_id: "t2", path: "/etc/passwd" });
+    expect(opened).toHaveLength(2);
+    expect(informed).toEqual(['Lich: the edit names "/etc/passwd", which is not one of the files the server reported for this turn (a.py, src/b.py); nothing was opened.']);
+  });
+
+  it("a URI the server never reported is not opened", async () => {
+    await session.onMessage({ type: "openEdited", uri: "file:///etc/passwd" });
+    await session.onMessage({ type: "openEdited", task_id: "t404", path: "file:///etc/passwd" });
+    expect(opened).toEqual([]);
+    expect(informed[0]).toBe('Lich: "file:///etc/passwd" was not opened: the server did not report it as a file the agent edited.');
+    expect(informed[1]).toBe("Lich: the server has not reported a file written by this turn (yet), so nothing was opened.");
+  });
+
+  it("while the turn runs, asks the server what the task wrote so far (its undo journal, its hunks)", async () => {
+    void session.send("edit");
+    session.onEvent(event("run_start", "t3", server.sent[0].args.new_thread as string));
+    server.answers["lich.status"] = { undoable_tasks: [{ task_id: "t1", files: ["other.py"] }, { task_id: "t3", files: ["greet.py"], running: true }] };
+    server.answers["lich.reviewList"] = { hunks: [] };
+    await session.onMessage({ type: "openEdited", task_id: "t3", path: "file:///etc/passwd" });
+    expect(opened).toEqual([["file:///ws/greet.py"]]);
+  });
+
+  it("a reloaded thread's turns carry their files as the server's URIs, and Changed: opens only those", async () => {
+    server.answers["lich.thread"] = { thread: "th1", turns: [{ turn: 1, prompt: "p", files: ["greet.py"], task_id: "t7" }, { turn: 2, prompt: "q", files: [] }] };
+    session.thread = "th1";
+    await session.reload();
+    const turns = postedOf("thread")[0].turns;
+    expect(turns[0].edited).toEqual([{ path: "greet.py", uri: "file:///ws/greet.py" }]);
+    expect(turns[1].edited).toBeUndefined();
+    await session.onMessage({ type: "openEdited", uri: "file:///ws/greet.py", line: 2 });
+    await session.onMessage({ type: "openEdited", task_id: "t7", path: "greet.py" });
+    await session.onMessage({ type: "openEdited", uri: "file:///ws/not-edited.py" });
+    expect(opened).toEqual([["file:///ws/greet.py", 2], ["file:///ws/greet.py"]]);
+    expect(informed).toHaveLength(1);
   });
 });
 

@@ -67,7 +67,9 @@ describe("ChatView: a thread from lich.thread", () => {
     expect(tools[1].classList.contains("failed")).toBe(true);
     expect(tools[1].querySelector(".tool-outcome")!.textContent).toBe("refused");
     expect(first.querySelector(".markdown")!.innerHTML).toBe('<p>Done: <strong>greet</strong> uses <code>f"..."</code> now.</p>');
-    expect(first.querySelector(".files a")!.getAttribute("data-path")).toBe("hello.py");
+    // Reloaded without the server's URIs the changed files are only named; with them they link.
+    expect(first.querySelector(".files")!.textContent).toBe("Changed: hello.py");
+    expect(first.querySelector(".files a")).toBeNull();
     expect(first.querySelector<HTMLButtonElement>("button.rewind")!.dataset.turn).toBe("1");
     // A rewound turn stays readable but cannot be rewound again.
     expect(sections[1].classList.contains("discarded")).toBe(true);
@@ -75,14 +77,15 @@ describe("ChatView: a thread from lich.thread", () => {
     expect(sections[2].querySelector("p.notice")!.textContent).toBe("Stopped: the turn was cancelled.");
   });
 
-  it("posts rewind, openFile and stop for the user's clicks", () => {
-    view.handle({ type: "thread", thread: "th1", turns: TURNS, running: false, history: [] });
+  it("posts rewind, openEdited (the server's URI) and stop for the user's clicks", () => {
+    const turns: TurnView[] = [{ ...TURNS[0], edited: [{ path: "hello.py", uri: "file:///ws/hello.py" }] }, ...TURNS.slice(1)];
+    view.handle({ type: "thread", thread: "th1", turns, running: false, history: [] });
     view.log.querySelector<HTMLButtonElement>("section.turn button.rewind")!.click();
     view.log.querySelector<HTMLAnchorElement>(".files a")!.click();
     view.handle({ type: "turnStart", prompt: "more" });
     expect(view.stopButton.hidden).toBe(false);
     view.stopButton.click();
-    expect(posted).toEqual([{ type: "rewind", turn: 1 }, { type: "openFile", path: "hello.py" }, { type: "stop" }]);
+    expect(posted).toEqual([{ type: "rewind", turn: 1 }, { type: "openEdited", uri: "file:///ws/hello.py" }, { type: "stop" }]);
   });
 
   it("opens a 200-turn thread in well under a second", () => {
@@ -145,7 +148,7 @@ describe("ChatView: a live turn", () => {
     expect(segments.map((s) => s.textContent)).toEqual(["Let me look first.", "Added test_greet."]);
     expect(view.log.querySelector("section.turn")).toBe(earlier);
     expect(earlier.querySelector(".markdown")).toBe(earlierAnswer);
-    view.handle({ type: "turnEnd", outcome: { stopped_reason: "final", final: "Added `test_greet`.", edited: ["test_hello.py"], turn: 2 } });
+    view.handle({ type: "turnEnd", outcome: { stopped_reason: "final", final: "Added `test_greet`.", edited: [{ path: "test_hello.py", uri: "file:///ws/test_hello.py" }], turn: 2 } });
     expect(live.dataset.turn).toBe("2");
     expect(live.querySelector<HTMLButtonElement>("button.rewind")!.dataset.turn).toBe("2");
     expect(live.querySelector(".files")!.textContent).toBe("Changed: test_hello.py");
@@ -297,11 +300,17 @@ describe("renderMarkdown", () => {
     expect(renderMarkdown("- one\n- `two`\n\n1. first")).toBe("<ul><li>one</li><li><code>two</code></li></ul><ol><li>first</li></ol>");
     expect(renderMarkdown("## Plan")).toBe("<h4>Plan</h4>");
     expect(renderMarkdown("[docs](https://example.com/a?b=1&c=2)")).toBe(
-      '<p><a href="#" data-href="https://example.com/a?b=1&amp;c=2" title="https://example.com/a?b=1&amp;c=2">docs</a></p>',
+      '<p><a href="#" data-link="https://example.com/a?b=1&amp;c=2" title="https://example.com/a?b=1&amp;c=2">docs</a></p>',
     );
-    expect(renderMarkdown("[file](src/app.py)")).toContain('data-path="src/app.py"');
-    expect(renderMarkdown("[x](javascript:alert(1))")).not.toContain("<a");
-    expect(renderMarkdown('[x](command:workbench.action.quit)')).not.toContain("<a");
+    expect(renderMarkdown("[file](src/app.py)")).toBe('<p><a href="#" data-link="src/app.py" title="src/app.py">file</a></p>');
+    // Every link target stays data for the extension to judge: the page never navigates to it.
+    for (const target of ["javascript:alert(1)", "command:workbench.action.quit", "../../etc/passwd", 'x"onclick="y']) {
+      const el = document.createElement("div");
+      el.innerHTML = renderMarkdown(`[x](${target})`);
+      const a = el.querySelector("a")!;
+      expect(a.getAttribute("href")).toBe("#");
+      expect([...a.attributes].map((attr) => attr.name).sort()).toEqual(["data-link", "href", "title"]);
+    }
   });
 });
 
@@ -355,8 +364,45 @@ describe("ChatView: approvals, edits as diffs, review hunks", () => {
       ["ins", '+     return f"Hello, {name}!"\n'],
     ]);
     expect([...diffs[1].querySelectorAll(".diff-body span")].map((s) => s.textContent)).toEqual(["- x = 1\n", "+ x = 3\n", "+ y = 4\n"]);
+    // Open file asks for the file the server reports for this turn's task; the call's own path
+    // (model text) goes along only to choose among several.
     diffs[1].querySelector<HTMLAnchorElement>("a.open-file")!.click();
-    expect(posted).toEqual([{ type: "openFile", path: "b.py" }]);
+    expect(posted).toEqual([{ type: "openEdited", task_id: "t1", path: "b.py" }]);
+  });
+
+  it("a link in the model's text posts its raw target for the extension to judge, and opens nothing itself", () => {
+    view.handle({ type: "turnStart", prompt: "where?" });
+    view.handle({ type: "event", event: ev("run_start") });
+    const links = ["../../etc/passwd", "file:///etc/passwd", "command:workbench.action.quit", "docs/notes.md", "https://example.com"];
+    view.handle({ type: "event", event: ev("final", { text: links.map((href, i) => `[l${i}](${href})`).join(" ") }) });
+    const anchors = [...view.log.querySelectorAll<HTMLAnchorElement>(".markdown a")];
+    expect(anchors.map((a) => a.getAttribute("href"))).toEqual(["#", "#", "#", "#", "#"]);
+    const clicks = anchors.map((a) => {
+      const click = new MouseEvent("click", { bubbles: true, cancelable: true });
+      a.dispatchEvent(click);
+      return click.defaultPrevented;
+    });
+    expect(clicks).toEqual([true, true, true, true, true]);
+    expect(posted).toEqual(links.map((href) => ({ type: "openLink", href })));
+  });
+
+  it("Open file of a reloaded turn's edit names the turn (and its task) for the extension to look up", () => {
+    view.handle({
+      type: "thread",
+      thread: "th1",
+      history: [],
+      running: false,
+      turns: [
+        { turn: 4, prompt: "p", task_id: "t4", tools: [{ id: "c1", name: "write_file", arguments: { path: "file:///etc/passwd", content: "x\n" }, ok: true }] },
+        { turn: 5, prompt: "q", tools: [{ id: "c2", name: "write_file", arguments: { path: "b.py", content: "y\n" }, ok: true }] },
+      ],
+    });
+    const opens = [...view.log.querySelectorAll<HTMLAnchorElement>("a.open-file")];
+    opens.forEach((a) => a.click());
+    expect(posted).toEqual([
+      { type: "openEdited", task_id: "t4", turn: 4, path: "file:///etc/passwd" },
+      { type: "openEdited", turn: 5, path: "b.py" },
+    ]);
   });
 
   it("reloaded turns show their edits' diffs too (when lich.thread kept the arguments whole)", () => {
@@ -388,7 +434,7 @@ describe("ChatView: approvals, edits as diffs, review hunks", () => {
     hunks[0].querySelector<HTMLButtonElement>("button.hunk-accept")!.click();
     hunks[1].querySelector<HTMLButtonElement>("button.hunk-reject")!.click();
     expect(posted).toEqual([
-      { type: "openFile", path: "greet.py", line: 1 },
+      { type: "openEdited", uri: "file:///ws/greet.py", line: 1 },
       { type: "reviewHunk", hunk_id: "t2-1", accept: true },
       { type: "reviewHunk", hunk_id: "t2-2", accept: false },
     ]);

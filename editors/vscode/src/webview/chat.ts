@@ -9,7 +9,7 @@
 import { renderMarkdown } from "../chatMarkdown";
 import { textDiff, toolDiffs, type FileDiff } from "../chatDiff";
 import type { LichEvent } from "../transcript";
-import type { ApprovalView, HunkView, Notice, ThreadSummary, ToExtension, ToolView, ToView, TurnOutcome, TurnView } from "../chatProtocol";
+import type { ApprovalView, EditedFile, HunkView, Notice, ThreadSummary, ToExtension, ToolView, ToView, TurnOutcome, TurnView } from "../chatProtocol";
 
 export interface ChatHost {
   post(message: ToExtension): void;
@@ -282,13 +282,22 @@ export class ChatView {
     box.append(this.text("p", said, "approval-answer"));
   }
 
-  private diffElement(diff: FileDiff, line?: number): HTMLElement {
+  /**
+   * An edit's diff with its Open file link. `uri`: the file the server named (a review hunk);
+   * without it the extension opens the file the server reported for the turn, and the diff's
+   * path (the tool call's argument) only helps it choose.
+   */
+  private diffElement(diff: FileDiff, line?: number, uri?: string): HTMLElement {
     const box = this.el("div", "diff");
     const head = this.el("div", "diff-head");
     head.append(this.text("span", diff.path, "diff-path"));
     const open = this.text("a", "Open file", "open-file");
     open.setAttribute("href", "#");
-    open.dataset.path = diff.path;
+    if (uri !== undefined) {
+      open.dataset.uri = uri;
+    } else {
+      open.dataset.editPath = diff.path;
+    }
     if (line !== undefined) {
       open.dataset.line = String(line);
     }
@@ -343,12 +352,7 @@ export class ChatView {
       const reject = this.button("Reject", "hunk-reject");
       accept.dataset.hunk = reject.dataset.hunk = hunk.hunk_id;
       head.append(accept, reject);
-      box.append(head, this.diffElement(textDiff(`${hunk.path}:${hunk.start_line + 1}`, hunk.old_text, hunk.new_text), hunk.start_line));
-      // The Open file link opens the file, not "path:line".
-      const open = box.querySelector<HTMLElement>("a.open-file");
-      if (open) {
-        open.dataset.path = hunk.path;
-      }
+      box.append(head, this.diffElement(textDiff(`${hunk.path}:${hunk.start_line + 1}`, hunk.old_text, hunk.new_text), hunk.start_line, hunk.uri));
       this.hunkEls.set(hunk.hunk_id, box);
       body.append(box);
     }
@@ -426,6 +430,7 @@ export class ChatView {
     if (turn.task_id) {
       section.dataset.taskId = turn.task_id;
     }
+    section.dataset.turnNo = String(turn.turn);
     for (const tool of turn.tools ?? []) {
       const details = this.toolElement(tool);
       body.append(details);
@@ -440,8 +445,10 @@ export class ChatView {
     if (outcome) {
       body.append(this.text("p", outcome, turn.stopped_reason === "aborted" ? "notice" : "error"));
     }
-    if (turn.files && turn.files.length > 0) {
-      body.append(this.filesLine(turn.files));
+    if (turn.edited && turn.edited.length > 0) {
+      body.append(this.filesLine(turn.edited));
+    } else if (turn.files && turn.files.length > 0) {
+      body.append(this.filesLine(turn.files.map((file) => ({ path: file }))));
     }
     return section;
   }
@@ -473,15 +480,20 @@ export class ChatView {
     }
   }
 
-  private filesLine(files: string[]): HTMLElement {
+  /** "Changed:" and the files: links to the server's URIs (a file without one is only named). */
+  private filesLine(files: (EditedFile | { path: string; uri?: undefined })[]): HTMLElement {
     const line = this.el("div", "files");
     line.append(this.text("span", "Changed: "));
     files.forEach((file, index) => {
-      const link = this.text("a", file, "file");
-      link.setAttribute("href", "#");
-      link.dataset.path = file;
-      link.title = "Open file";
-      line.append(link);
+      if (file.uri !== undefined) {
+        const link = this.text("a", file.path, "file");
+        link.setAttribute("href", "#");
+        link.dataset.uri = file.uri;
+        link.title = "Open file";
+        line.append(link);
+      } else {
+        line.append(this.text("span", file.path, "file"));
+      }
       if (index < files.length - 1) {
         line.append(this.doc.createTextNode(", "));
       }
@@ -672,6 +684,7 @@ export class ChatView {
     }
     if (outcome.turn !== undefined) {
       this.setTurnNumber(live.section, outcome.turn);
+      live.section.dataset.turnNo = String(outcome.turn);
     }
     this.setRunning(false);
     this.scrollToEnd();
@@ -840,15 +853,38 @@ export class ChatView {
     const link = target.closest("a") as HTMLAnchorElement | null;
     if (link) {
       event.preventDefault();
+      // The view opens nothing itself: it says what was clicked and the extension decides.
       if (link.dataset.transcript) {
         this.host.post({ type: "openTranscript", uri: link.dataset.transcript });
-      } else if (link.dataset.path) {
-        const line = link.dataset.line !== undefined ? Number(link.dataset.line) : undefined;
-        this.host.post(line !== undefined && Number.isInteger(line) ? { type: "openFile", path: link.dataset.path, line } : { type: "openFile", path: link.dataset.path });
-      } else if (link.dataset.href) {
-        this.host.post({ type: "openLink", href: link.dataset.href });
+      } else if (link.dataset.link !== undefined) {
+        this.host.post({ type: "openLink", href: link.dataset.link });
+      } else if (link.dataset.uri !== undefined || link.dataset.editPath !== undefined) {
+        this.host.post(this.openEditedMessage(link));
       }
     }
+  }
+
+  /** What an Open file / Changed: link asks for: the server's URI, or the edit of its turn. */
+  private openEditedMessage(link: HTMLElement): ToExtension {
+    const message: Extract<ToExtension, { type: "openEdited" }> = { type: "openEdited" };
+    if (link.dataset.uri !== undefined) {
+      message.uri = link.dataset.uri;
+    } else {
+      const section = link.closest<HTMLElement>("section.turn");
+      if (section?.dataset.taskId) {
+        message.task_id = section.dataset.taskId;
+      }
+      const turn = Number(section?.dataset.turnNo);
+      if (section?.dataset.turnNo !== undefined && Number.isInteger(turn)) {
+        message.turn = turn;
+      }
+      message.path = link.dataset.editPath;
+    }
+    const line = link.dataset.line !== undefined ? Number(link.dataset.line) : undefined;
+    if (line !== undefined && Number.isInteger(line) && line >= 0) {
+      message.line = line;
+    }
+    return message;
   }
 
   private setRunning(running: boolean): void {
