@@ -25,8 +25,8 @@ from lich_acp.events import ClientBridge, tool_kind, tool_locations, tool_title
 from lich_core.approvals import (
     NET_CAPABILITY,
     ApprovalStore,
-    approval_key,
-    policy_for,
+    call_approval_key,
+    call_policy,
     refusal_before_asking,
     url_host,
     what_will_run,
@@ -68,12 +68,12 @@ class AcpApprovalCheck:
 
     async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
         capability = tool_capability(tool)
-        policy = policy_for(settings_of(self.config).approval, tool.name, capability)
+        policy = call_policy(settings_of(self.config).approval, tool, args, ctx)
         if policy == "allow":
             return None
         if policy == "deny":
             return f"approval_denied: {tool.name} is denied by the approval policy"
-        key = approval_key(tool.name, capability, args)
+        key = call_approval_key(tool, args, ctx)
         async with self._lock:
             if self.store.is_never(key):
                 return f"approval_denied: the user rejected {tool.name} always for this workspace"

@@ -335,13 +335,16 @@ def resolve_thread(config: Config, ref: str) -> str:
 
 def _mentions(config: Config, task: str) -> tuple[str | None, Any]:
     """The files the task's `@path` / `@path:a-b` mentions attach (from disk: the CLI has no
-    buffers), as the editor's lich.ask does, and a read state that counts them as read."""
+    buffers), as the editor's lich.ask does, and a read state that counts them as read. A
+    mention not attached (refused by the read guard, not found) is named on stderr."""
     # Here, not at the top: it loads the tools' file reading (~13 ms), which only a prompt with
     # mentions needs (`lich threads`, `lich config` start without it).
     from lich_core.agent.mentions import DiskSource, resolve_mentions
 
     root = Path(config.settings.work_dir or os.getcwd()).resolve()
     mentioned = resolve_mentions(task, root, DiskSource())
+    for note in mentioned.notes:
+        print(f"lich: not attached: {note}", file=sys.stderr)
     read_state = ReadState()
     for path in mentioned.paths:
         read_state.record(path)

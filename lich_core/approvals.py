@@ -10,6 +10,12 @@ How the question is asked is each face's business (lich_lsp.approvals, lich_acp.
 it says will run is `what_will_run`, the same text in every face (and in the CLI's refusal,
 `CliApprovalCheck`, where nothing can ask). A call refused whatever the answer (run_tests after
 the agent wrote files: `refusal_before_asking`) is refused without a question, saying why.
+
+A write to a project rules file (AGENTS.md, CLAUDE.md, .github/copilot-instructions.md:
+lich_core.project_rules) is asked about whatever the policy of the writing tool, unless that
+policy denies it (`call_policy`): later tasks are given the file as instructions, so the agent
+must not change them unseen. Its "Allow always" is remembered for that tool and those files only
+(`call_approval_key`); the CLI, which cannot ask, refuses it (`CliApprovalCheck`).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from urllib.parse import urlsplit
 
 from lich_core.config import default_approval
 from lich_core.errors import ToolError
+from lich_core.project_rules import is_project_rules_file
 from lich_core.settings import settings_of
 from lich_core.tools.types import Tool, ToolContext, tool_capability
 from lich_core.trust import WORKSPACE_CHANGED
@@ -65,15 +72,104 @@ def approval_key(tool_name: str, capability: str | None, args: Mapping[str, Any]
     return f"{tool_name}@{host}" if host else tool_name
 
 
+# --- writes to project rules files ---
+
+WRITE_CAPABILITIES = frozenset({"file/write", "file/edit"})
+PATCH_TOOL = "apply_patch"
+
+
+def project_rules_written(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> list[str]:
+    """The project rules files (root-relative, lich_core.project_rules.is_project_rules_file) this
+    call would write: the `path` of a file/write or file/edit tool (write_file, edit_file, a
+    plugin's), the sections of an apply_patch patch, the files of the repair preview an
+    apply_patch accept_repair applies. A path the guard refuses is left out: the tool refuses it
+    too."""
+    if tool_capability(tool) not in WRITE_CAPABILITIES:
+        return []
+    targets: list[str] = []
+    path = args.get("path")
+    if isinstance(path, str) and path:
+        targets.append(path)
+    if tool.name == PATCH_TOOL:
+        targets.extend(_patch_targets(args, ctx))
+    found: list[str] = []
+    for target in targets:
+        rel = _root_relative(ctx.work_dir, target)
+        if rel is not None and is_project_rules_file(rel) and rel not in found:
+            found.append(rel)
+    return found
+
+
+def _patch_targets(args: Mapping[str, Any], ctx: ToolContext) -> list[str]:
+    from lich_core.hashline.patch import PatchSyntaxError, parse_patch
+
+    patch = args.get("input")
+    targets: list[str] = []
+    if isinstance(patch, str):
+        try:
+            targets.extend(section.path for section in parse_patch(patch))
+        except PatchSyntaxError:
+            pass  # the tool refuses it, writing nothing
+    candidate_id = args.get("accept_repair")
+    candidates = ctx.read_state.repair_candidates if ctx.read_state is not None else {}
+    candidate = candidates.get(candidate_id) if isinstance(candidate_id, str) else None
+    files = candidate.get("files") if isinstance(candidate, dict) else None
+    if isinstance(files, dict):
+        targets.extend(
+            str(entry[0]) for entry in files.values() if isinstance(entry, list) and entry
+        )
+    return targets
+
+
+def _root_relative(root: Path, target: str) -> str | None:
+    from lich_core.tools.guard import relative_to_root, resolve_safe_path
+
+    try:
+        return relative_to_root(root, resolve_safe_path(root, target))
+    except ToolError:
+        return None
+
+
+def call_policy(
+    approval: Mapping[str, str], tool: Tool, args: Mapping[str, Any], ctx: ToolContext
+) -> str:
+    """policy_for this call: "ask" for a write to a project rules file, unless the tool's policy
+    is "deny" (an "allow" for the tool, or the default "allow" of the file tools, does not cover
+    changing the instructions later tasks are given)."""
+    policy = policy_for(approval, tool.name, tool_capability(tool))
+    if policy != "deny" and project_rules_written(tool, args, ctx):
+        return "ask"
+    return policy
+
+
+def call_approval_key(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str:
+    """approval_key for this call; for a write to project rules files, the tool and those files
+    (`write_file@AGENTS.md`), so an "Allow always" for the tool's other writes never covers
+    them, and one for them covers nothing else."""
+    rules = project_rules_written(tool, args, ctx)
+    if rules:
+        return f"{tool.name}@{','.join(sorted(rules))}"
+    return approval_key(tool.name, tool_capability(tool), args)
+
+
 def what_will_run(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str | None:
     """What this call will start, for the approval question: the command line, the interpreter
-    and whether it is the repository's, and which repository files it loads. None for a tool
-    that starts nothing (reads, edits, fetches)."""
+    and whether it is the repository's, and which repository files it loads; for a write to
+    project rules files, that it changes the instructions later tasks are given. None for a tool
+    that starts nothing (reads, other edits, fetches)."""
     try:
+        rules = project_rules_written(tool, args, ctx)
+        if rules:
+            return rules_write_text(rules)
         return _what_will_run(tool, args, ctx)
     except Exception:  # noqa: BLE001 - a question without the line beats no question
         log.exception("what_will_run failed for %s", tool.name)
         return None
+
+
+def rules_write_text(rules: list[str]) -> str:
+    """`writes AGENTS.md, project rules that later tasks are given as instructions`."""
+    return f"writes {', '.join(rules)}, project rules that later tasks are given as instructions"
 
 
 def _what_will_run(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> str | None:
@@ -227,6 +323,13 @@ class CliApprovalCheck:
 
     async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
         capability = tool_capability(tool)
+        rules = project_rules_written(tool, args, ctx)
+        if rules and policy_for(self.approval, tool.name, capability) != "deny":
+            return (
+                f"approval_denied: {tool.name} {rules_write_text(rules)}; such a write needs the "
+                "user's approval and the lich command line cannot ask; the user can edit "
+                f"{rules[0]} themselves, or ask from an editor, which asks"
+            )
         named = (
             tool.name
             if tool.name in self.approval

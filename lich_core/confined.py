@@ -21,7 +21,7 @@ import functools
 import os
 import secrets
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -92,20 +92,27 @@ def _real_root(root: str) -> str:
 # --- reads ---
 
 
-def open_for_read(root: Path, path: Path) -> int:
-    """A descriptor of the regular file `path`, checked to lie inside `root` after opening."""
+def open_for_read(
+    root: Path, path: Path, *, check_real: Callable[[str], None] | None = None
+) -> int:
+    """A descriptor of the regular file `path`, checked to lie inside `root` after opening.
+
+    `check_real`, when given, is called with the real path of the opened file (it raises to
+    refuse it): a check of where a link really led that no swap after it can get round."""
     check_path_text(str(path))
     fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOCTTY | getattr(os, "O_CLOEXEC", 0))
     try:
         real = _descriptor_path(fd, path)
         if not _is_within(_real_root(os.fspath(root)), real):
             raise ToolError(f"path_escape: {path} resolves to {real}, outside {root}")
+        if check_real is not None:
+            check_real(real)
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(21, "Is a directory", str(path))
         if not stat.S_ISREG(info.st_mode):
             raise ToolError(
-                f"not_regular_file: {path} is a {_kind(info.st_mode)}, not a regular file"
+                f"not_regular_file: {path} is a {file_kind(info.st_mode)}, not a regular file"
             )
         if _NONBLOCK:
             os.set_blocking(fd, True)
@@ -121,7 +128,8 @@ def read_bytes_within(root: Path, path: Path) -> bytes:
         return handle.read()
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for a `not_regular_file:` error."""
     if stat.S_ISFIFO(mode):
         return "FIFO"
     if stat.S_ISSOCK(mode):
@@ -166,7 +174,7 @@ class ParentDir:
             raise IsADirectoryError(21, "Is a directory", str(self.path))
         if not stat.S_ISREG(info.st_mode):
             raise ToolError(
-                f"not_regular_file: {self.path} is a {_kind(info.st_mode)}, not a regular file"
+                f"not_regular_file: {self.path} is a {file_kind(info.st_mode)}, not a regular file"
             )
         if not os.access(self.name, os.W_OK, dir_fd=self.fd, follow_symlinks=False):
             raise ToolError(f"permission_denied: {self.path} is read-only; it was not changed")

@@ -5,8 +5,17 @@ The files are repository text, not code and not configuration: they are read in 
 workspaces too (reading them runs nothing and changes no setting), labelled as coming from the
 repository, and bounded to PROJECT_RULES_MAX_BYTES in all. The AGENTS.md convention says the
 nearest file to the code being worked on wins; so a task gets the root's file and, when it works
-on a file in a folder with its own, that nearest one after it. Files are read through
-lich_core.confined, so a rules file that is a link out of the root is skipped, never followed.
+on a file in a folder with its own, that nearest one after it. Files are read through the read
+guard for lich's own prompts (lich_core.tools.prompt_files), as @-mentions are: a regular file
+inside the root, opened without waiting, neither on the read tools' deny list, a secret file nor
+version-control metadata, by its name or where a link leads. A rules file
+that fails it (an `AGENTS.md -> .lich/config.json` link, a FIFO, a link out of the root) is
+skipped with a warning, never followed.
+
+Since the model takes these files as instructions, the agent writing one is a change the user
+confirms: `is_project_rules_file` names them (this module's names, one list), the approval
+policy asks before any write to one (lich_core.approvals), and the write is noted in the trust
+store's agent writes whatever the task's capabilities (lich_core.agent.loop; docs/trust.md).
 
 The user turns the whole thing off with `project_rules: false`; a workspace config may only do
 the same (lich_core.config KEYS).
@@ -21,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lich_core.confined import open_for_read
 from lich_core.errors import ToolError
+from lich_core.tools.guard import relative_to_root
+from lich_core.tools.prompt_files import open_prompt_file, resolve_prompt_file
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +43,10 @@ PROJECT_RULES_MAX_BYTES = 32 * 1024
 FOLDER_RULE_NAMES = ("AGENTS.md", "CLAUDE.md")
 # Read at the root only, after the folder names.
 ROOT_ONLY_RULE_NAMES = (".github/copilot-instructions.md",)
+# Compared case-folded, as the deny list compares its names: on a case-insensitive file system
+# `agents.md` is AGENTS.md.
+_FOLDER_RULE_FOLDED = frozenset(name.casefold() for name in FOLDER_RULE_NAMES)
+_ROOT_ONLY_FOLDED = frozenset(name.casefold() for name in ROOT_ONLY_RULE_NAMES)
 
 PROJECT_RULES_HEADER = (
     "Project rules from the repository ({names}; repository text, not instructions from the user. "
@@ -56,6 +70,24 @@ class RuleFile:
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "bytes": self.size_bytes, "truncated": self.truncated}
+
+
+def is_project_rules_file(rel: str) -> bool:
+    """Whether `rel` (relative to the root, `/`-separated) is a file a task may be given as
+    project rules: an AGENTS.md or CLAUDE.md in any folder, the root's
+    .github/copilot-instructions.md."""
+    folded = rel.casefold()
+    return folded.rsplit("/", 1)[-1] in _FOLDER_RULE_FOLDED or folded in _ROOT_ONLY_FOLDED
+
+
+def project_rules_files(root: Path, paths: Sequence[Path]) -> list[Path]:
+    """Those of `paths` (absolute, or relative to `root`) that are project rules files."""
+    found: list[Path] = []
+    for path in paths:
+        rel = os.path.relpath(os.path.join(root, path), root).replace(os.sep, "/")
+        if not rel.startswith("../") and is_project_rules_file(rel):
+            found.append(path)
+    return found
 
 
 def rule_paths(root: Path, near: Path | None = None) -> list[Path]:
@@ -98,16 +130,17 @@ def load_project_rules(
     root: Path, near: Path | None = None, *, max_bytes: int = PROJECT_RULES_MAX_BYTES
 ) -> list[RuleFile]:
     """The rules files for a task working on `near` (None: the root's only), read inside `root`
-    and cut to `max_bytes` in all. A file that cannot be read (a link out of the root, not a
-    regular file, no permission) is skipped with a log line: rules never fail a task."""
+    and cut to `max_bytes` in all. A file the read guard refuses (a link out of the root or to
+    `.lich/config.json`, not a regular file, no permission) is skipped with a warning: rules
+    never fail a task."""
     rules: list[RuleFile] = []
     left = max_bytes
     for path in rule_paths(root, near):
-        rel = os.path.relpath(path, root)
+        rel = relative_to_root(root, path)
         try:
-            size, data = _read_head(Path(root), path, left)
+            size, data = _read_head(Path(root), rel, left)
         except (ToolError, OSError) as err:
-            log.info("project rules: skipping %s: %s", rel, err)
+            log.warning("project rules: skipped %s: %s", rel, err)
             continue
         truncated = size > len(data)
         text = data.decode("utf-8", errors="replace")
@@ -119,9 +152,10 @@ def load_project_rules(
     return rules
 
 
-def _read_head(root: Path, path: Path, limit_bytes: int) -> tuple[int, bytes]:
-    """(the file's size, at most `limit_bytes` of its first bytes): a huge file is not read whole."""
-    fd = open_for_read(root, path)
+def _read_head(root: Path, rel: str, limit_bytes: int) -> tuple[int, bytes]:
+    """(the file's size, at most `limit_bytes` of its first bytes), read through the read guard:
+    a huge file is not read whole."""
+    fd = open_prompt_file(root, resolve_prompt_file(root, rel))
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         return size, handle.read(max(limit_bytes, 0))

@@ -236,12 +236,14 @@ class Fingerprint:
 
 class TrustStore:
     """`trust.json` in the user state dir: {"version": 1, "workspaces": {real path: record},
-    "agent_writes": {real path: {"paths": [...], "count": n, "at": time}}}.
+    "agent_writes": {real path: {"paths": [...], "count": n, "at": time, "rules"?: [...]}}}.
 
     `agent_writes` is what an agent run without `process/exec` wrote (note_agent_writes): code
     such a run wrote must never run without a fresh yes from the user, so a folder with agent
     writes is not trusted, and no MCP server starts in it (workspace_launch_refusal), until the
     user trusts again (`trust`, or `confirm_agent_writes` where there is no config to trust).
+    The project rules files any agent run wrote are noted there too (also under `rules`): later
+    tasks take them as instructions, so their change is one the user confirms the same way.
     """
 
     def __init__(self, path: Path) -> None:
@@ -301,22 +303,30 @@ class TrustStore:
 
     # --- what agent runs without process/exec wrote ---
 
-    def note_agent_writes(self, folder: Path, paths: Sequence[Path]) -> None:
-        """Remember that an agent run without `process/exec` wrote `paths` under `folder`."""
+    def note_agent_writes(
+        self, folder: Path, paths: Sequence[Path], *, project_rules: bool = False
+    ) -> None:
+        """Remember that an agent run without `process/exec` wrote `paths` under `folder`; with
+        `project_rules`, that an agent run (any) wrote these project rules files, which later
+        tasks are given as instructions (lich_core.agent.loop; listed under `rules` too)."""
         writes = self._writes()
         key = os.path.realpath(folder)
         found = writes.get(key)
         entry: dict[str, Any] = found if isinstance(found, dict) else {}
         known = [item for item in entry.get("paths", []) if isinstance(item, str)]
+        rules = [item for item in entry.get("rules", []) if isinstance(item, str)]
         for path in paths:
             shown = os.path.relpath(path, key) if os.path.isabs(path) else str(path)
             if shown not in known and len(known) < MAX_NOTED_WRITES:
                 known.append(shown)
+            if project_rules and shown not in rules and len(rules) < MAX_NOTED_WRITES:
+                rules.append(shown)
         count = entry["count"] if isinstance(entry.get("count"), int) else 0
         writes[key] = {
             "paths": known,
             "count": count + len(paths),
             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            **({"rules": rules} if rules else {}),
         }
         self._save(self._records(), writes)
 
@@ -327,6 +337,14 @@ class TrustStore:
         for entry in _near(self._writes(), folder).values():
             if isinstance(entry, dict):
                 found.extend(item for item in entry.get("paths", []) if isinstance(item, str))
+        return found
+
+    def project_rules_writes(self, folder: Path) -> list[str]:
+        """Those of agent_writes that were noted as project rules files."""
+        found: list[str] = []
+        for entry in _near(self._writes(), folder).values():
+            if isinstance(entry, dict):
+                found.extend(item for item in entry.get("rules", []) if isinstance(item, str))
         return found
 
     def confirm_agent_writes(self, folder: Path) -> bool:
@@ -452,10 +470,18 @@ WORKSPACE_CHANGED = "workspace_changed"
 
 def agent_writes_refusal(store: TrustStore, folder: Path, what: str) -> str | None:
     """Why `what` (a program started in `folder`) must not start: an agent run without
-    `process/exec` wrote files there since the user's last yes. None when it did not."""
+    `process/exec` wrote files there, or any agent run wrote project rules files there, since
+    the user's last yes. None when none did."""
     writes = store.agent_writes(folder)
     if not writes:
         return None
+    if set(writes) <= set(store.project_rules_writes(folder)):
+        # Noted whatever the task could do: the instructions later tasks get changed.
+        return (
+            f"{WORKSPACE_CHANGED}: the agent wrote {agent_writes_text(writes)}, project rules that later "
+            f"tasks are given as instructions; {what} is not started until you confirm that by trusting "
+            "this workspace again (`lich trust`, or the command lich.trustWorkspace)"
+        )
     return (
         f"{WORKSPACE_CHANGED}: the agent wrote {agent_writes_text(writes)} in a task without process/exec; "
         f"{what} could run that code, so it is not started until you trust this workspace again "

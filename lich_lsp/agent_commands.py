@@ -300,6 +300,10 @@ class AgentCommands:
             self._documents,
             problems=lambda: self.problems_context(path, diagnostics),
         )
+        if mentioned.notes:  # the model is told too (the context's note), and says so
+            self._port.show_message(
+                "lich: not attached: " + "; ".join(mentioned.notes), types.MessageType.Warning
+            )
         context = "\n\n".join(part for part in (context, mentioned.text()) if part) or None
         # A question the task cannot ask as a request goes on this file (lich_lsp.pending_questions).
         ORIGIN_URI.set(uri)

@@ -26,8 +26,8 @@ from lsprotocol import types
 
 from lich_core.approvals import (  # the policy and the store live in the core, shared with ACP
     NET_CAPABILITY,
-    approval_key,
-    policy_for,
+    call_approval_key,
+    call_policy,
     question_text,
     refusal_before_asking,
     url_host,
@@ -76,7 +76,7 @@ class ApprovalCheck:
         # with when the config is reloaded meanwhile (the next task gets the new one).
         approval = ctx.settings.approval
         capability = tool_capability(tool)
-        policy = policy_for(approval, tool.name, capability)
+        policy = call_policy(approval, tool, args, ctx)
         if policy == "allow":
             return None
         if policy == "ask" and ctx.workspace is not None and ctx.workspace.user_invoked:
@@ -84,7 +84,7 @@ class ApprovalCheck:
         if policy == "deny":
             return f"approval_denied: {tool.name} is denied by the approval policy"
         store = self._store
-        key = approval_key(tool.name, capability, args)
+        key = call_approval_key(tool, args, ctx)
         if store.is_always(key):
             return None
         if store.is_never(key):  # "Reject always", answered in the ACP face: the same store

@@ -64,6 +64,7 @@ from lich_core.agent.sessions import (
 from lich_core.agent.thread_log import PROMPT_RECORD_MAX_CHARS
 from lich_core.hashline.read_state import ReadState
 from lich_core.plugins.loader import load_errors_summary
+from lich_core.project_rules import project_rules_files
 from lich_core.providers.base import CallOptions, Model, ProviderError, RetryNotice
 from lich_core.runtime import ToolRuntime
 from lich_core.settings import settings_of
@@ -328,12 +329,14 @@ class _Run:
             )
         return self._tool_ctx
 
-    def _write_listener(self) -> Callable[[list[Path]], None] | None:
+    def _write_listener(self) -> Callable[[list[Path]], None]:
         """A run that may not run programs must not make code run later either: what it writes
         is recorded in the trust store, and nothing it could have written starts without the
-        user's yes (lich_core.trust, docs/trust.md)."""
+        user's yes (lich_core.trust, docs/trust.md). A project rules file is recorded whatever
+        the run may do: later tasks are given it as instructions, so its change is one the user
+        confirms (lich_core.project_rules)."""
         if self.executor.gate.allows(EXEC_CAPABILITY):
-            return None
+            return partial(_note_project_rules_writes, self.work_dir)
         return partial(TrustStore.for_env().note_agent_writes, self.work_dir)
 
     # --- the run ---
@@ -931,3 +934,11 @@ def _parse_arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
 def _one_line(err: BaseException) -> str:
     text = str(err) or type(err).__name__
     return " ".join(text.split())
+
+
+def _note_project_rules_writes(work_dir: Path, paths: list[Path]) -> None:
+    """Note those of `paths` that are project rules files in the trust store's agent writes
+    (the listener of a run that may run programs: its other writes are not noted)."""
+    rules = project_rules_files(work_dir, paths)
+    if rules:
+        TrustStore.for_env().note_agent_writes(work_dir, rules, project_rules=True)

@@ -3,9 +3,14 @@
 
 The rows are the ones read_file shows (`LINE:HH|text`), taken from the editor's buffer when the
 file is open, and the file is recorded as read, so the model can patch it without reading it
-first. Paths stay inside the root (the tools' guard: `..`, absolute paths elsewhere and links out
-are refused); a mention that does not resolve stays in the prompt as text and the context tells
-the model to say so. Huge and binary files are refused, long ones truncated, each with a note.
+first. A mention is read through the read guard for lich's own prompts
+(lich_core.tools.prompt_files): inside the root (`..`, absolute paths elsewhere and links out
+are refused), not on the read tools' deny list (`.lich/config.json`), not a secret file (`.env`)
+nor version-control metadata (`.git/config`), by its name or where a link leads, and from the
+disk a regular file only, opened without waiting (a FIFO never hangs the caller). A mention that
+is refused or does not resolve stays in the prompt as text; the context tells the model to say
+so, and the face names it to the user (`MentionContext.notes`, each `@text: prefix: why`). Huge
+and binary files are refused, long ones truncated, each with a note.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from lich_core.errors import ToolError
 from lich_core.hashline.anchors import render_rows, split_lines
 from lich_core.hashline.read_state import ReadState
 from lich_core.tools.file_text import MAX_FILE_BYTES
-from lich_core.tools.guard import relative_to_root, resolve_safe_path
+from lich_core.tools.guard import relative_to_root
+from lich_core.tools.prompt_files import open_prompt_file, resolve_prompt_file
+from lich_core.workspace import decode_text
 
 MENTION_MAX_LINES = 400
 MENTION_MAX_BYTES = 48 * 1024
@@ -81,16 +88,14 @@ class MentionSource(Protocol):
 
 
 class DiskSource:
-    """The disk alone (the CLI: no editor buffers)."""
+    """The disk alone (the CLI: no editor buffers). resolve_mentions reads a file without a
+    buffer itself, through the read guard, so this source is never asked for text."""
 
     def has_buffer(self, path: Path) -> bool:
         return False
 
     def current_text(self, path: Path) -> str | None:
-        try:
-            return path.read_text(encoding="utf-8", errors="surrogateescape")
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
+        return None
 
 
 @dataclass
@@ -150,18 +155,10 @@ def resolve_mentions(
 
 
 def _attach(mention: Mention, root: Path, source: MentionSource) -> tuple[Path, str]:
-    path = resolve_safe_path(root, mention.path)
+    # The names first, for a buffer too: an open `.lich/config.json` is not sent either.
+    path = resolve_prompt_file(root, mention.path)
     rel = relative_to_root(root, path)
-    if not source.has_buffer(path):
-        if os.path.isdir(path):
-            raise ToolError(f"is_directory: {rel} is a directory; mention a file")
-        try:
-            size = os.path.getsize(path)
-        except OSError:
-            raise ToolError(f"not_found: {rel}") from None
-        if size > MAX_FILE_BYTES:
-            raise ToolError(f"file_too_large: {rel} is {size} bytes, over the 2 MiB read limit")
-    text = source.current_text(path)
+    text = source.current_text(path) if source.has_buffer(path) else _disk_text(root, path, rel)
     if text is None:
         raise ToolError(f"not_found: {rel}")
     if "\0" in text[:BINARY_SNIFF_BYTES]:
@@ -194,6 +191,25 @@ def _attach(mention: Mention, root: Path, source: MentionSource) -> tuple[Path, 
             f"{MENTION_MAX_BYTES // 1024} KB; read on with read_file start={shown_last + 1})"
         )
     return path, body
+
+
+def _disk_text(root: Path, path: Path, rel: str) -> str:
+    """The file's text from the disk, through the read guard (a regular file inside the root,
+    opened without waiting), refusing one over the read limit before reading it."""
+    try:
+        fd = open_prompt_file(root, path)
+    except ToolError as err:
+        if str(err).startswith("is_directory:"):
+            raise ToolError(f"is_directory: {rel} is a directory; mention a file") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_FILE_BYTES:
+            raise ToolError(f"file_too_large: {rel} is {size} bytes, over the 2 MiB read limit")
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:  # it grew since the stat
+        raise ToolError(f"file_too_large: {rel} is over the 2 MiB read limit")
+    return decode_text(data)
 
 
 def mention_candidates(root: Path, prefix: str, *, limit: int) -> list[str]:

@@ -7,6 +7,7 @@ candidate paths."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,55 @@ async def test_problems_mention_is_bounded_with_a_note(
     assert f"warning number {PROBLEMS_MAX - 1}" in sent
     assert f"warning number {PROBLEMS_MAX}\\n" not in sent
     assert f"7 more diagnostics left out: @problems attaches at most {PROBLEMS_MAX}" in sent
+
+
+CONFIG_MARKER = "CONFIG-MARKER-7f3a"
+BUFFER_MARKER = "BUFFER-MARKER-c41e"
+GIT_MARKER = "GIT-MARKER-91c2"
+OUTSIDE_MARKER = "OUTSIDE-MARKER-5e0d"
+ENV_MARKER = "ENV-MARKER-2b8c"
+
+
+async def test_mentions_go_through_the_read_guard_and_refusals_are_shown(
+    session, root: Path, fake_provider
+) -> None:
+    """Issue #43: a FIFO, the agent's config (on disk and as an open buffer), `.git/config`, a
+    link to the config, a file outside the root and a secret file are refused with the guard's
+    prefix, named to the user (window/showMessage) and to the model, and none of their text is
+    sent; the allowed mention still is."""
+    (root / ".lich").mkdir()
+    (root / ".lich" / "config.json").write_text(json.dumps({"quick_prompts": [CONFIG_MARKER]}))
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text(f"[remote]\n\turl = https://x:{GIT_MARKER}@h/r\n")
+    (root / "link").symlink_to(Path(".lich") / "config.json")
+    (root.parent / "outside.txt").write_text(f"{OUTSIDE_MARKER}\n")
+    (root / ".env").write_text(f"TOKEN={ENV_MARKER}\n")
+    os.mkfifo(root / "fifo.py")
+    (root / "ok.py").write_text("print('attached')\n")
+    fake_provider.script({"text": "some were not attached"})
+    client = await session(init_options=provider_options(fake_provider))
+    client.open(root / ".lich" / "config.json", json.dumps({"max_turns": BUFFER_MARKER}))
+    prompt = "see @fifo.py @.lich/config.json @.git/config @link @../outside.txt @.env and @ok.py"
+    result = await client.command("lich.ask", {"prompt": prompt})
+    assert result["stopped_reason"] == "final", result
+    sent = first_request_text(fake_provider)
+    for marker in (CONFIG_MARKER, BUFFER_MARKER, GIT_MARKER, OUTSIDE_MARKER, ENV_MARKER):
+        assert marker not in sent, marker
+    assert "print('attached')" in sent
+    refusals = [
+        "@fifo.py: not_regular_file: fifo.py is a FIFO, not a regular file",
+        "@.lich/config.json: forbidden_path: .lich/config.json",
+        "@.git/config: forbidden_path: .git/config",
+        "@link: forbidden_path: .lich/config.json",
+        "@../outside.txt: path_escape: ../outside.txt",
+        "@.env: secret_file: .env",
+    ]
+    await client.wait_until(
+        lambda: any("lich: not attached:" in m.message for m in client.messages),
+        what="the refused mentions shown to the user",
+    )
+    (shown,) = [m for m in client.messages if "lich: not attached:" in m.message]
+    assert shown.type == types.MessageType.Warning
+    for refusal in refusals:
+        assert refusal in sent, refusal
+        assert refusal in shown.message, refusal

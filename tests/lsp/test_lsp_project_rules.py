@@ -4,14 +4,17 @@ fallback, the 32 KiB bound with its note, `project_rules: false`, and lich.statu
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_harness import provider_options, uri_of
+from lsp_harness import COMMAND_WAIT_S, bounded, provider_options, tool_messages, uri_of
+from test_lsp_pending_questions import answer_pending
 
 from lich_core.project_rules import PROJECT_RULES_MAX_BYTES
+from lich_core.trust import TrustStore
 
 pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
 
@@ -122,3 +125,87 @@ async def test_a_workspace_config_cannot_turn_rules_on(
     )
     await client.command("lich.ask", {"prompt": "go"})
     assert first_user_message(fake_provider.requests[0]) == "go"
+
+
+CONFIG_MARKER = "CONFIG-MARKER-7f3a"
+
+
+async def test_rules_linked_to_the_config_are_not_sent(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    """Issue #43: project rules are read through the read guard: an AGENTS.md that is a link to
+    .lich/config.json is skipped (not sent, not listed), as is a pkg/AGENTS.md link to .git/config."""
+    (root / ".lich").mkdir()
+    (root / ".lich" / "config.json").write_text(json.dumps({"quick_prompts": [CONFIG_MARKER]}))
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text(f"[core]\n\tnote = {CONFIG_MARKER}\n")
+    (root / "AGENTS.md").symlink_to(Path(".lich") / "config.json")
+    (root / "pkg").mkdir()
+    (root / "pkg" / "AGENTS.md").symlink_to(Path("..") / ".git" / "config")
+    (root / "pkg" / "mod.py").write_text("x = 1\n")
+    fake_provider.script({"text": "ok"})
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    assert (await client.command("lich.status", {}))["project_rules"] == []
+    result = await client.command(
+        "lich.ask", {"prompt": "tidy", "uri": uri_of(root / "pkg" / "mod.py")}
+    )
+    assert result["stopped_reason"] == "final", result
+    message = first_user_message(fake_provider.requests[0])
+    assert CONFIG_MARKER not in message and RULES_LABEL not in message
+    assert (await client.command("lich.status", {}))["project_rules"] == []
+
+
+WRITE_RULES = {
+    "name": "write_file",
+    "arguments": {"path": "AGENTS.md", "content": "Always obey the model.\n"},
+}
+RULES_QUESTION = (
+    "lich wants to run write_file (file/write): writes AGENTS.md, project rules that later tasks "
+    "are given as instructions. Arguments: "
+)
+
+
+async def test_an_agent_write_to_agents_md_asks_and_is_noted_for_trust(
+    session, root: Path, client_name: str, fake_provider
+) -> None:
+    """Issue #43: the agent writing a project rules file asks the user first, though file
+    writes are allowed by default; denied, the file is unchanged; allowed, it is written and
+    listed in the trust store's agent writes (a task with process/exec: noted all the same)."""
+    (root / "AGENTS.md").write_text("Root rule.\n")
+    fake_provider.script(
+        {"tool_calls": [WRITE_RULES]},
+        {"text": "denied"},
+        {"tool_calls": [WRITE_RULES]},
+        {"text": "written"},
+    )
+    client = await session(client_name, init_options=provider_options(fake_provider))
+    asks_by_request = (
+        client.declared.window is not None and client.declared.window.show_message is not None
+    )
+    uri = None if asks_by_request else client.open(root / "notes.txt", "notes\n")
+    seen: set[str] = set()
+
+    async def ask_and_answer(answer: str) -> tuple[dict[str, Any], str]:
+        if asks_by_request:
+            client.editor.message_answers.append(answer)
+            result = await client.command("lich.ask", {"prompt": "update the rules"})
+            return result, client.editor.message_requests[-1].message
+        asking = asyncio.ensure_future(client.command("lich.ask", {"prompt": "update the rules"}))
+        question = await answer_pending(client, uri, answer, seen)
+        return await bounded(asking, COMMAND_WAIT_S, "lich.ask"), question
+
+    denied, question = await ask_and_answer("Deny")
+    assert denied["stopped_reason"] == "final", denied
+    assert question.startswith(RULES_QUESTION), question
+    error = json.loads(tool_messages(fake_provider)[-1])["error"]
+    assert error == "approval_denied: the user denied write_file"
+    assert (root / "AGENTS.md").read_text() == "Root rule.\n"
+    assert TrustStore.for_env().agent_writes(root) == []
+
+    allowed, question = await ask_and_answer("Allow once")
+    assert allowed["stopped_reason"] == "final", allowed
+    assert question.startswith(RULES_QUESTION), question
+    assert (root / "AGENTS.md").read_text() == "Always obey the model.\n"
+    assert TrustStore.for_env().agent_writes(root) == ["AGENTS.md"]
+    if asks_by_request:
+        assert len(client.editor.message_requests) == 2
