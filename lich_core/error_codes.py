@@ -36,6 +36,7 @@ ERROR_CODES: dict[str, str] = {
     # --- paths and files ---
     "path_escape": "the path (symlinks resolved) leaves the workspace root",
     "forbidden_path": "version-control metadata or lich's own config, never touched by tools",
+    "secret_file": "a file named like one that holds secrets (.env*, keys, ...): never in a prompt",
     "permission_denied": "the operating system refused the access",
     "not_found": "no such file, directory, session or tracked path",
     "is_directory": "a file was expected, the path is a directory",
