@@ -42,6 +42,12 @@ from lich_core.settings import settings_of
 from lich_core.vocabulary import CancelToken, Message
 
 CONFIG_KEY = "completion"
+# How long one completion may take in all, unless the entry's `timeout_ms` says otherwise: from
+# the request to the answer's end, whatever the server does (a suggestion later is no use).
+DEFAULT_COMPLETION_TIMEOUT_MS = 5_000
+# After the final event the rest of the body is read for this long at most (so the connection
+# can be kept); a server that goes on or stalls gets its connection closed instead.
+DRAIN_S = 0.1
 # The neighbouring snippets' comment block at the top of an HTTP prompt, at most (the context
 # builder bounds the snippets already; this keeps a prompt sane whatever it is handed).
 MAX_SNIPPET_HEADER_CHARS = 6_000
@@ -268,6 +274,14 @@ class FimWire(HttpModel):
     wire_format = ""
     client_lane = "completion"
 
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["timeout_ms"] = kwargs.get("timeout_ms") or DEFAULT_COMPLETION_TIMEOUT_MS
+        super().__init__(**kwargs)
+        # Every timeout of the client is the completion's whole budget at most; the deadline
+        # itself is ResponseLimits' (above the transport).
+        self.deadline_s = kwargs["timeout_ms"] / 1000
+        self.timeout = httpx.Timeout(self.deadline_s)
+
     def request_body_for(self, request: FimRequest) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -288,16 +302,21 @@ class FimWire(HttpModel):
     ) -> AsyncIterator[str]:
         # The token cancels this task only while the generator awaits the server (never while
         # the caller runs between pieces), and each time that cancellation is taken back on the
-        # way out (TokenCancelsTask), so the caller sees the CancelledError this raises.
+        # way out (TokenCancelsTask), so the caller sees the CancelledError this raises. The
+        # whole exchange has `deadline_s` (ResponseLimits), the response's head included.
         body = self.request_body_for(request)
-        limits = ResponseLimits(self)
+        limits = ResponseLimits(self, deadline_s=self.deadline_s)
         done = False
         try:
             async with contextlib.AsyncExitStack() as stack:
                 with TokenCancelsTask(cancel):
-                    resp = await stack.enter_async_context(
-                        self._open(self.endpoint_url(), body, self.request_headers(), on_sent)
-                    )
+                    limits.arm()  # the deadline counts from here, the response's head included
+                    try:
+                        resp = await stack.enter_async_context(
+                            self._open(self.endpoint_url(), body, self.request_headers(), on_sent)
+                        )
+                    finally:
+                        limits.disarm()
                 pieces = self.pieces(resp, limits)
                 stack.push_async_callback(pieces.aclose)
                 while True:
@@ -311,11 +330,17 @@ class FimWire(HttpModel):
                             limits.disarm()
                     if piece is None:
                         done = True
-                        limits.finish()
+                        limits.finish(DRAIN_S)
                     elif not done:
                         yield piece
         except asyncio.CancelledError:
+            if done and limits.took_back_expiry():
+                return  # the drain ran out of time: the answer is whole, the connection closed
             limits.raise_if_idle()
+            raise
+        except ProviderError:
+            if done:
+                return  # the body broke after the final event: the answer is whole
             raise
 
 
@@ -438,7 +463,8 @@ class HttpFimModel:
 class ChatFimModel:
     """A FimModel over a chat Model: one user message (chat_prompt), the answer streamed through
     `on_text` and stripped of a surrounding code fence. `chat_for(max_tokens)` makes the chat
-    model for one call (its max_tokens is fixed when it is made)."""
+    model for one call (its max_tokens is fixed when it is made). The whole call has
+    `timeout_ms` (default DEFAULT_COMPLETION_TIMEOUT_MS), as the HTTP formats do."""
 
     wire_format = "chat"
 
@@ -450,12 +476,14 @@ class ChatFimModel:
         model: str,
         description: str = "",
         max_tokens_cap: int | None = None,
+        timeout_ms: int | None = None,
     ) -> None:
         self.chat_for = chat_for
         self.name = name
         self.model = model
         self.description = description or f"{name} {model}"
         self.max_tokens_cap = max_tokens_cap
+        self.deadline_s = (timeout_ms or DEFAULT_COMPLETION_TIMEOUT_MS) / 1000
 
     def describe(self) -> str:
         return f"{self.description} (chat)"
@@ -469,6 +497,14 @@ class ChatFimModel:
         messages = [Message(role="user", content=chat_prompt(request))]
         call = asyncio.ensure_future(chat.complete(messages, [], options))
         call.add_done_callback(lambda _: queue.put_nowait(None))
+        expired: list[bool] = []
+
+        def expire() -> None:
+            if not call.done():
+                expired.append(True)
+                call.cancel()
+
+        timer = asyncio.get_running_loop().call_later(self.deadline_s, expire)
         stripper = FenceStripper()
         streamed = False
         try:
@@ -489,7 +525,17 @@ class ChatFimModel:
             rest = stripper.end()
             if rest:
                 yield rest
+        except asyncio.CancelledError:
+            if not expired:
+                raise
+            raise ProviderError(
+                "network",
+                f"timed out: no complete answer within {self.deadline_s:g} s (timeout_ms); "
+                "stopped waiting for it",
+                provider=self.name,
+            ) from None
         finally:
+            timer.cancel()
             if not call.done():
                 call.cancel()
                 # The HTTP stream is closed before the caller goes on.
@@ -538,13 +584,18 @@ def build_fim_model(
     spec = completion_spec(entry, os.environ if env is None else env)
     wire = entry["format"]
     assert wire in COMPLETION_FORMATS_BY_KIND[spec.kind]
+    timeout_ms = spec.timeout_ms or DEFAULT_COMPLETION_TIMEOUT_MS
     if wire == "chat":
+        chat_spec = dataclasses.replace(spec, timeout_ms=timeout_ms)
         return ChatFimModel(
-            lambda max_tokens: build_provider(dataclasses.replace(spec, max_tokens=max_tokens)),
+            lambda max_tokens: build_provider(
+                dataclasses.replace(chat_spec, max_tokens=max_tokens)
+            ),
             name=spec.name,
             model=spec.model,
             description=spec.describe(),
             max_tokens_cap=spec.max_tokens,
+            timeout_ms=timeout_ms,
         )
     hints = {
         "connect_hint": f"is the server running? check {CONFIG_KEY}.base_url",
@@ -557,7 +608,7 @@ def build_fim_model(
         "model": spec.model,
         "api_key": spec.api_key,
         "headers": spec.headers,
-        "timeout_ms": spec.timeout_ms,
+        "timeout_ms": timeout_ms,
         "max_tokens": spec.max_tokens,
         **hints,
     }

@@ -9,7 +9,18 @@ budget (that module says why).
 
 Limits (docs/providers.md "Limits"): a model that never stops, a line that never ends and a body
 that never ends are all cut (`response_too_large:`), and a stream that only sends keepalives
-times out after `timeout_ms` without progress, however often the keepalives come.
+times out after `timeout_ms` without progress, however often the keepalives come. These bounds
+live here, above the transports, so they hold whichever transport carries a lane:
+
+- a compressed body (`Content-Encoding: gzip` or `deflate`) is decompressed here, piece by piece
+  (`body_bytes`): never more than DECODED_PIECE_BYTES at once, the event loop given a turn
+  between pieces, and cut (`response_too_large:`) once it expands past MAX_DECODE_RATIO times
+  the compressed bytes it came from (beyond its first DECODE_RATIO_FREE_BYTES) or past
+  MAX_DECODED_BYTES: a gzip bomb ends in milliseconds, never held whole in memory;
+- the wait for the response's head is timed like a read of its body (ResponseLimits is armed
+  before the request goes out), and a response may also have an overall deadline (inline
+  completions: `timeout_ms`, default 5 s), after which it ends as a `network` timeout whatever
+  the server does.
 """
 
 from __future__ import annotations
@@ -22,7 +33,8 @@ import os
 import re
 import ssl
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal, TypeVar
 
@@ -68,11 +80,25 @@ MAX_STREAM_LINE_BYTES = 4 * MIB
 MAX_RESPONSE_BODY_BYTES = 8 * MIB
 # An HTTP error body: only a short detail of it is ever shown, the rest is not read.
 MAX_ERROR_BODY_BYTES = 64 * 1024
+# A compressed body is decompressed at most this much at a time, the event loop given a turn
+# between pieces (a gzip bomb expands a thousandfold: one call would block the loop for seconds).
+DECODED_PIECE_BYTES = 8 * 1024
+# A compressed body may expand to at most this many times the compressed bytes it came from (past
+# its first DECODE_RATIO_FREE_BYTES; text compresses tenfold, SSE framing a little more), and to
+# at most MAX_DECODED_BYTES in all.
+MAX_DECODE_RATIO = 100
+DECODE_RATIO_FREE_BYTES = 64 * 1024
+MAX_DECODED_BYTES = 64 * MIB
+# What the clients ask for: the codings body_bytes decodes (httpx would add `br` and `zstd` when
+# their packages are installed, and decode them whole).
+ACCEPT_ENCODING = "gzip, deflate"
 # After the final event the rest of the body is read, so the connection goes back to the pool;
 # a server that goes on sending after it gets this many more lines, then the connection closes.
 MAX_DRAIN_LINES = 64
 TOO_LARGE_HINT = "the model may be stuck repeating itself; ask again, or for less at a time"
-_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+# Line breaks, a run of them at a time: the blank lines of a run mean no more than one does (to
+# SSE and NDJSON), and a flood of them must not cost a Python step each.
+_LINE_BREAKS = re.compile(rb"(?:\r\n|\r|\n)+")
 # A timer may fire a hair before its deadline (the loop's clock resolution).
 _TIMER_SLACK_S = 0.001
 
@@ -246,7 +272,11 @@ async def open_response(
     client = get_client(lane)
     # json_text: json.dumps(ensure_ascii=False) without making a new encoder per request.
     encoded = json_text(body).encode("utf-8")
-    request_headers = {"content-type": "application/json", **headers}
+    request_headers = {
+        "content-type": "application/json",
+        "accept-encoding": ACCEPT_ENCODING,
+        **headers,
+    }
     content: bytes | _BodyThenNotify = encoded
     if on_sent is not None:
         # A streamed body with its length given (so not chunked): what follows its one chunk
@@ -258,7 +288,13 @@ async def open_response(
             "POST", url, content=content, headers=request_headers, timeout=timeout
         ) as resp:
             if resp.status_code >= 400:
-                raw = await read_at_most(resp, MAX_ERROR_BODY_BYTES)
+
+                def too_large(what: str) -> ProviderError:
+                    return ProviderError(
+                        "response_too_large", what, provider=provider, url=base_url
+                    )
+
+                raw = await read_at_most(resp, MAX_ERROR_BODY_BYTES, too_large)
                 raise error_from_response(
                     resp.status_code,
                     raw.decode("utf-8", "replace"),
@@ -293,45 +329,136 @@ class _BodyThenNotify:
             on_sent()
 
 
-async def read_at_most(resp: httpx.Response, limit: int) -> bytes:
-    """The body's first `limit` bytes (the rest is not read)."""
+async def read_at_most(
+    resp: httpx.Response, limit: int, too_large: Callable[[str], Exception]
+) -> bytes:
+    """The body's first `limit` bytes, decoded (the rest is not read)."""
     data = bytearray()
-    async for chunk in resp.aiter_bytes():
+    async for chunk in body_bytes(resp, too_large):
         data += chunk
         if len(data) >= limit:
             break
     return bytes(data[:limit])
 
 
-class ResponseLimits:
-    """The limits of one response: its content size, its lines, and the idle timer.
+async def body_bytes(
+    resp: httpx.Response, too_large: Callable[[str], Exception]
+) -> AsyncIterator[bytes]:
+    """The response's body as it arrives, decoded: the one reader of bodies here.
 
-    The idle timer starts when the response headers are in (`arm`) and is reset only by
-    progress, which the wire parsers report: content (`content`, also counted against
-    MAX_RESPONSE_TEXT_BYTES) or an event that moves the answer on (`progress`). Keepalive
-    comments, pings and blank lines are not progress, so a stream of nothing but keepalives
-    times out after `idle_s` like a silent one. On expiry the reading task is cancelled and
-    `expired` is set; HttpModel turns that into a `network` timeout error.
+    A `gzip` or `deflate` body is decompressed piece by piece (_Inflater), with a turn of the
+    event loop between pieces, and cut with `too_large(what)` when it expands past the bounds
+    (MAX_DECODE_RATIO, MAX_DECODED_BYTES). Other codings are passed through as they are, as
+    httpx does (the parser then sees what they are), and are never asked for (ACCEPT_ENCODING).
+    """
+    codings = [
+        value.strip().lower()
+        for value in resp.headers.get_list("content-encoding", split_commas=True)
+        if value.strip().lower() not in ("", "identity")
+    ]
+    if not codings or codings[0] not in _INFLATE_CODINGS:
+        async for chunk in resp.aiter_raw():
+            yield chunk
+        return
+    if len(codings) > 1:
+        raise httpx.DecodingError(
+            f"a body encoded more than once ({', '.join(codings)}) is not decoded",
+            request=resp.request,
+        )
+    inflater = _Inflater(codings[0], too_large)
+    async for chunk in resp.aiter_raw():
+        for piece in inflater.pieces(chunk):
+            yield piece
+            await asyncio.sleep(0)  # the loop's turn: a bomb's pieces come without a wait
+
+
+_INFLATE_CODINGS = ("gzip", "x-gzip", "deflate")
+
+
+class _Inflater:
+    """gzip or deflate, decompressed incrementally (zlib's `max_length`) and bounded: the
+    pieces' total may not pass MAX_DECODED_BYTES, nor MAX_DECODE_RATIO times the compressed
+    bytes consumed beyond DECODE_RATIO_FREE_BYTES. What follows the end of the compressed data
+    is ignored, as httpx does."""
+
+    def __init__(self, coding: str, too_large: Callable[[str], Exception]) -> None:
+        self._deflate = coding == "deflate"
+        # `deflate` is meant to be zlib-wrapped; some servers send it raw (tried on failure).
+        wbits = zlib.MAX_WBITS if self._deflate else 16 + zlib.MAX_WBITS
+        self._zlib = zlib.decompressobj(wbits)
+        self._too_large = too_large
+        self.consumed = 0  # compressed bytes decompressed so far
+        self.produced = 0
+
+    def pieces(self, data: bytes) -> Iterator[bytes]:
+        while not self._zlib.eof:
+            try:
+                piece = self._zlib.decompress(data, DECODED_PIECE_BYTES)
+            except zlib.error as err:
+                if self._deflate and self.consumed == 0 and self.produced == 0:
+                    self._deflate = False
+                    self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                    continue
+                raise httpx.DecodingError(f"the compressed body is corrupt: {err}") from None
+            tail = self._zlib.unconsumed_tail
+            self.consumed += len(data) - len(tail)
+            data = tail
+            if piece:
+                self.produced += len(piece)
+                self._check()
+                yield piece
+            if not data and len(piece) < DECODED_PIECE_BYTES:
+                return  # all of `data` is out (a full piece may have more behind it)
+
+    def _check(self) -> None:
+        allowed = DECODE_RATIO_FREE_BYTES + MAX_DECODE_RATIO * self.consumed
+        if self.produced > min(allowed, MAX_DECODED_BYTES):
+            raise self._too_large(
+                f"the compressed response expanded to {self.produced} bytes from {self.consumed} "
+                f"(a body may expand {MAX_DECODE_RATIO} times, to {_mib(MAX_DECODED_BYTES)} at "
+                "most); stopped reading it"
+            )
+
+
+class ResponseLimits:
+    """The limits of one response: its content size, its lines, the idle timer and its deadline.
+
+    The idle timer starts as the request goes out (`arm`: the wait for the response's head is
+    timed like a read of its body) and is reset only by progress, which the wire parsers report:
+    content (`content`, also counted against MAX_RESPONSE_TEXT_BYTES) or an event that moves the
+    answer on (`progress`). Keepalive comments, pings and blank lines are not progress, so a
+    stream of nothing but keepalives times out after `idle_s` like a silent one. `deadline_s`
+    (None: none) bounds the whole exchange, counted from the first `arm`, progress or not: an
+    inline completion is worth nothing later. On expiry of either the reading task is cancelled
+    and `expired` is set; the caller turns that into a `network` timeout error (raise_if_idle).
+    Between `arm` and `disarm` only: a generator reading for its caller is timed while it reads.
     """
 
-    def __init__(self, model: HttpModel) -> None:
+    def __init__(self, model: HttpModel, *, deadline_s: float | None = None) -> None:
         self.model = model
         self.idle_s: float | None = model.timeout.read
+        self.deadline_s = deadline_s
         self.content_bytes = 0
         self.expired = False
         self.finished = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
         self._handle: asyncio.TimerHandle | None = None
-        self._deadline = 0.0
+        self._deadline = 0.0  # the idle timer's
+        self._end: float | None = None  # the whole exchange's (deadline_s)
+        self._ended = False  # the deadline, not the idle timer, expired
 
     def arm(self) -> None:
-        if self.idle_s is None:
+        if self.idle_s is None and self.deadline_s is None and self._end is None:
             return
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
-        self._deadline = self._loop.time() + self.idle_s
-        self._handle = self._loop.call_at(self._deadline, self._check)
+        now = loop.time()
+        if self.deadline_s is not None and self._end is None:
+            self._end = now + self.deadline_s
+        self._deadline = now + self.idle_s if self.idle_s is not None else float("inf")
+        if self._next_check() != float("inf"):
+            self._handle = loop.call_at(self._next_check(), self._check)
 
     def disarm(self) -> None:
         if self._handle is not None:
@@ -360,44 +487,66 @@ class ResponseLimits:
         for call in response.message.tool_calls:
             self.content(call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False))
 
-    def finish(self) -> None:
-        """The final event came: what follows is only drained, and no longer timed."""
+    def finish(self, drain_s: float | None = None) -> None:
+        """The final event came: what follows is only drained, no longer timed by the idle
+        timer. With `drain_s` the drain gets that long at most (and the deadline still holds);
+        the caller then ends quietly on expiry (took_back_expiry): its answer is whole."""
         self.finished = True
         self.disarm()
+        if drain_s is not None:
+            end = asyncio.get_running_loop().time() + drain_s
+            self._end = end if self._end is None else min(self._end, end)
 
     def too_large(self, what: str) -> ProviderError:
         model = self.model
         return ProviderError("response_too_large", what, provider=model.name, url=model.base_url)
 
     def raise_if_idle(self) -> None:
-        """In an `except CancelledError`: when our own idle timer cancelled the read (not the
-        caller), raise the idle timeout instead, the timer's cancel taken back."""
+        """In an `except CancelledError`: when our own idle timer or deadline cancelled the read
+        (not the caller), raise the timeout instead, the timer's cancel taken back."""
+        if self.took_back_expiry():
+            raise self.idle_error() from None
+
+    def took_back_expiry(self) -> bool:
+        """In an `except CancelledError`: whether our own timer cancelled the read (its cancel
+        is then taken back, so the task goes on)."""
         if not self.expired:
-            return
+            return False
         task = asyncio.current_task()
         if task is not None and hasattr(task, "uncancel"):
             task.uncancel()
-        raise self.idle_error() from None
+        return True
 
     def idle_error(self) -> ProviderError:
         model = self.model
-        return ProviderError(
-            "network",
-            f"timed out waiting for the model: no progress for {self.idle_s:g} s (keepalives do "
-            "not count); raise providers[].timeout_ms if it is just slow",
-            provider=model.name,
-            url=model.base_url,
-        )
+        if self._ended:
+            what = (
+                f"timed out: no complete answer within {self.deadline_s:g} s (timeout_ms); "
+                "stopped waiting for it"
+            )
+        else:
+            what = (
+                f"timed out waiting for the model: no progress for {self.idle_s:g} s (keepalives "
+                "do not count); raise providers[].timeout_ms if it is just slow"
+            )
+        return ProviderError("network", what, provider=model.name, url=model.base_url)
+
+    def _next_check(self) -> float:
+        if self.finished:
+            return self._end if self._end is not None else float("inf")
+        return self._deadline if self._end is None else min(self._deadline, self._end)
 
     def _check(self) -> None:
         self._handle = None
-        if self.finished or self._loop is None or self._task is None:
+        if self._loop is None or self._task is None or (self.finished and self._end is None):
             return
-        if self._loop.time() + _TIMER_SLACK_S >= self._deadline:
+        now = self._loop.time() + _TIMER_SLACK_S
+        if now >= self._next_check():
             self.expired = True
+            self._ended = self._end is not None and now >= self._end
             self._task.cancel()
         else:
-            self._handle = self._loop.call_at(self._deadline, self._check)
+            self._handle = self._loop.call_at(self._next_check(), self._check)
 
 
 def _mib(size: int) -> str:
@@ -406,18 +555,19 @@ def _mib(size: int) -> str:
 
 async def stream_lines(resp: httpx.Response, limits: ResponseLimits) -> AsyncIterator[str]:
     """The body's lines (split at CRLF, LF or CR, as SSE allows), none above MAX_STREAM_LINE_BYTES.
+    Blank lines in a row come as one (`_LINE_BREAKS`); the body is decoded by body_bytes.
 
     httpx's own line reader keeps a line that never ends in memory for as long as it grows.
     """
     partial = bytearray()
     pending_cr = False  # a chunk ended in CR: an LF starting the next one belongs to it
     drained = 0
-    async for chunk in resp.aiter_bytes():
+    async for chunk in body_bytes(resp, limits.too_large):
         if pending_cr and chunk[:1] == b"\n":
             chunk = chunk[1:]
         pending_cr = False
         start = 0
-        for match in _LINE_BREAK.finditer(chunk):
+        for match in _LINE_BREAKS.finditer(chunk):
             end = match.start()
             if partial:
                 partial += chunk[start:end]
@@ -428,11 +578,14 @@ async def stream_lines(resp: httpx.Response, limits: ResponseLimits) -> AsyncIte
             if len(line) > MAX_STREAM_LINE_BYTES:
                 raise _line_too_large(limits)
             start = match.end()
-            if limits.finished:
-                drained += 1
-                if drained > MAX_DRAIN_LINES:
-                    return  # the connection closes instead of going back to the pool
-            yield line.decode("utf-8", "replace")
+            breaks = match.group()
+            lines = (line, b"") if len(breaks) > 1 and breaks != b"\r\n" else (line,)
+            for each in lines:
+                if limits.finished:
+                    drained += 1
+                    if drained > MAX_DRAIN_LINES:
+                        return  # the connection closes instead of going back to the pool
+                yield each.decode("utf-8", "replace")
         if chunk.endswith(b"\r"):
             pending_cr = True
         partial += chunk[start:]
@@ -636,14 +789,15 @@ class HttpModel:
             body = self.request_body(list(messages), list(tools))
             limits = ResponseLimits(self)
             try:
+                limits.arm()  # the response's head is waited for under the idle timer too
                 async with self._open(
                     self.endpoint_url(), body, self.request_headers(), options.on_sent
                 ) as resp:
+                    limits.progress()
                     if not self.stream:
                         response = self.parse_body(await self._read_body(resp, limits))
                         limits.count_response(response)
                         return response
-                    limits.arm()
                     return await self.read_stream(resp, on_text, limits)
             except asyncio.CancelledError:
                 limits.raise_if_idle()
@@ -653,7 +807,8 @@ class HttpModel:
 
     async def _read_body(self, resp: httpx.Response, limits: ResponseLimits) -> bytes:
         data = bytearray()
-        async for chunk in resp.aiter_bytes():
+        async for chunk in body_bytes(resp, limits.too_large):
+            limits.progress()  # timed per read, as the transport's read timeout is
             data += chunk
             if len(data) > MAX_RESPONSE_BODY_BYTES:
                 raise limits.too_large(

@@ -11,12 +11,20 @@ Only what the completion client needs: HTTP/1.1 (TLS through the same SSL contex
 client), the client's connect/read/write timeouts, keep-alive. No proxies (the clients ignore
 the environment anyway), no HTTP/2, no retry. Failures are httpx's own exceptions
 (ConnectError, ReadTimeout, RemoteProtocolError, ...) with the OS error as their cause, so the
-providers' error mapping reads them as it reads httpcore's.
+providers' error mapping reads them as it reads httpcore's. Bodies are passed on as they come
+(decoding, its bounds and the deadlines are lich_core.providers.http's, above any transport).
+
+A connection goes back to the pool only clean: a response followed by bytes it did not declare
+(more than its Content-Length) is the server's mistake or an attack, and those bytes must never
+be read as the next answer, so the connection is closed. An idle connection is not read from
+(`pause_reading`): whatever the server sends or closes meanwhile stays in the socket, which is
+checked before the connection is used again (`is_usable`, as httpcore does).
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
 import ssl
 import sys
 from collections.abc import AsyncIterator, Awaitable, Iterator
@@ -74,12 +82,39 @@ class _Connection:
         self.received = False  # any byte of the current response
 
     def is_usable(self) -> bool:
-        """Idle, and not closed by the server while it was."""
+        """Idle, and neither closed by the server nor sent anything while it was."""
         return (
             self.protocol.our_state is h11.IDLE
             and not self.writer.is_closing()
             and not self.reader.at_eof()
+            and not self._readable()
         )
+
+    def rest(self) -> None:
+        """Idle in the pool: stop reading, so what the server sends meanwhile stays in the
+        socket for is_usable to see."""
+        transport = self.writer.transport
+        if isinstance(transport, asyncio.ReadTransport):
+            transport.pause_reading()
+
+    def wake(self) -> None:
+        transport = self.writer.transport
+        if isinstance(transport, asyncio.ReadTransport):
+            transport.resume_reading()
+
+    def _readable(self) -> bool:
+        sock = self.writer.get_extra_info("socket")
+        if sock is None:
+            return False
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):  # closed meanwhile
+            return True
+        return bool(readable)
+
+    def has_stray_bytes(self) -> bool:
+        """Bytes came after the response's declared end (h11 holds them unread)."""
+        return bool(self.protocol.trailing_data[0])
 
     def write(self, data: bytes) -> None:
         self.writer.write(data)  # sent at once unless the socket's buffer is full
@@ -167,12 +202,19 @@ class StreamTransport(httpx.AsyncBaseTransport):
         self._idle.clear()
 
     def release(self, origin: Origin, connection: _Connection, complete: bool) -> None:
-        """Back to the pool after a whole response; otherwise (or when full) closed."""
+        """Back to the pool after a whole response and nothing after it; otherwise (or when
+        the pool is full) closed."""
         idle = self._idle.setdefault(origin, [])
-        if complete and connection.can_be_reused() and not self._closed:
+        if (
+            complete
+            and connection.can_be_reused()
+            and not connection.has_stray_bytes()
+            and not self._closed
+        ):
             if len(idle) < MAX_IDLE_CONNECTIONS_PER_ORIGIN:
                 connection.protocol.start_next_cycle()
                 connection.received = False
+                connection.rest()
                 idle.append(connection)
                 return
         connection.close()
@@ -182,6 +224,7 @@ class StreamTransport(httpx.AsyncBaseTransport):
         while idle:
             connection = idle.pop()
             if connection.is_usable():
+                connection.wake()
                 return connection
             connection.close()
         return None

@@ -405,6 +405,32 @@ async def test_a_chat_provider_error_reaches_the_caller(fake_provider: FakeProvi
     assert info.value.kind == "auth"
 
 
+@pytest.mark.parametrize("wire", ["completions", "chat"])
+async def test_a_completion_that_never_ends_stops_at_its_timeout(
+    wire: str, fake_provider: FakeProviderServer
+) -> None:
+    """Text keeps coming (progress, so no idle timeout), but the whole completion has
+    `timeout_ms`, whatever the format."""
+    fake_provider.script({"text": "x" * 200, "chunks": 200, "chunk_delay_s": 0.05})
+    model = model_for(fake_provider, "openai_compat", wire, timeout_ms=300)
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        await asyncio.wait_for(collect(model), WAIT_S)
+    elapsed = time.monotonic() - started
+    assert info.value.kind == "network"
+    assert "no complete answer within 0.3 s (timeout_ms)" in str(info.value)
+    assert 0.29 <= elapsed < 0.3 + CLOSE_BOUND_S
+    assert await asyncio.to_thread(fake_provider.wait_closed_early, 0, WAIT_S) is not None
+
+
+def test_the_default_completion_timeout_is_five_seconds() -> None:
+    entry = {"kind": "openai_compat", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    for wire in ("completions", "chat"):
+        model = build_fim_model({"completion": {**entry, "format": wire}}, env={})
+        deadline = model.wire.deadline_s if isinstance(model, HttpFimModel) else model.deadline_s
+        assert deadline == 5.0
+
+
 # --- configuration ---
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import httpx
 import pytest
 
 from lich_core.agent.messages import Message
@@ -127,12 +128,64 @@ async def test_steady_progress_slower_than_nothing_is_not_a_timeout(
 class _Body:
     """Stands in for an httpx response: hands out the given chunks."""
 
+    headers = httpx.Headers()
+
     def __init__(self, *chunks: bytes) -> None:
         self.chunks = chunks
 
-    async def aiter_bytes(self):  # type: ignore[no-untyped-def]
+    async def aiter_raw(self):  # type: ignore[no-untyped-def]
         for chunk in self.chunks:
             yield chunk
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_gzip_bomb_ends_as_response_too_large_at_once_and_never_blocks_the_loop(
+    stream: bool, fake_provider, model_for
+) -> None:
+    from tests.support.fake_provider import newline_bomb
+
+    newline_bomb(64)  # compressed before the clock runs
+    fake_provider.script({"gzip_bomb_mib": 64})
+    gaps: list[float] = []
+
+    async def tick() -> None:  # how long the loop went without a turn
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticker = asyncio.ensure_future(tick())
+    started = time.perf_counter()
+    try:
+        error = await _fails(model_for("openai_compat", stream=stream).complete(HELLO, []))
+    finally:
+        ticker.cancel()
+    elapsed = time.perf_counter() - started
+    assert str(error).startswith("response_too_large: "), error
+    assert "compressed response" in str(error) and "\n" not in str(error)
+    # Decompressing the whole bomb blocked the loop for a minute; a second on a loaded machine.
+    assert elapsed < 1.0, elapsed
+    assert max(gaps, default=0) < 0.5, max(gaps)
+
+
+async def test_a_compressed_answer_is_decoded_in_bounded_pieces() -> None:
+    import gzip
+
+    import httpx
+
+    from lich_core.providers.http import DECODED_PIECE_BYTES, body_bytes
+
+    text = b"".join(b'data: {"n": %d}\n\n' % n for n in range(20_000))
+    packed = gzip.compress(text)
+    assert len(text) > 5 * len(packed)  # it expands, within the allowed ratio
+    resp = httpx.Response(
+        200, headers={"content-encoding": "gzip"}, stream=httpx.ByteStream(packed)
+    )
+    pieces = [piece async for piece in body_bytes(resp, ProviderError)]  # type: ignore[arg-type]
+    assert b"".join(pieces) == text
+    assert max(map(len, pieces)) <= DECODED_PIECE_BYTES
 
 
 async def test_stream_lines_split_like_sse_wherever_the_chunks_break() -> None:
@@ -144,6 +197,17 @@ async def test_stream_lines_split_like_sse_wherever_the_chunks_break() -> None:
     )
     lines = [line async for line in stream_lines(body, limits)]  # type: ignore[arg-type]
     assert lines == ["data: a", "data: b", "data: c", "", "data: é", "tail"]
+
+
+async def test_blank_lines_in_a_row_come_as_one() -> None:
+    from lich_core.providers.http import ResponseLimits, stream_lines
+
+    limits = ResponseLimits(make_model("openai_compat", _NoServer()))
+    body = _Body(b"data: a\n\n\n\r\n\r\rdata: b\r", b"\n\n", b"\n" * 100_000, b"data: c\n")
+    lines = [line async for line in stream_lines(body, limits)]  # type: ignore[arg-type]
+    # A run of blank lines is one or two (per chunk), never one per line break.
+    assert [line for line in lines if line] == ["data: a", "data: b", "data: c"]
+    assert lines[:3] == ["data: a", "", "data: b"] and len(lines) <= 8
 
 
 class _NoServer:

@@ -211,6 +211,43 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced() -> None:
     assert server.connections == 2
 
 
+STALE_ANSWER = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nstale"
+
+
+async def test_bytes_after_the_declared_length_close_the_connection() -> None:
+    def answer_and_more(writer: asyncio.StreamWriter) -> None:
+        ok(b"first")(writer)
+        writer.write(STALE_ANSWER)  # in the same write: more than the length declared
+
+    server = await ScriptedServer([answer_and_more, ok(b"fresh")]).start()
+    async with await client_for(plain_transport()) as client:
+        assert (await client.post(server.url() + "/", content=b"1")).text == "first"
+        assert (await client.post(server.url() + "/", content=b"2")).text == "fresh"
+    await server.stop()
+    assert [seen.connection for seen in server.requests] == [0, 1]
+
+
+async def test_bytes_sent_on_an_idle_connection_never_become_the_next_answer() -> None:
+    idle = asyncio.Event()
+    sent = asyncio.Event()
+
+    async def answer_then_more_later(writer: asyncio.StreamWriter) -> None:
+        ok(b"first")(writer)
+        await idle.wait()
+        writer.write(STALE_ANSWER)
+        await writer.drain()
+        sent.set()
+
+    server = await ScriptedServer([answer_then_more_later, ok(b"fresh")]).start()
+    async with await client_for(plain_transport()) as client:
+        assert (await client.post(server.url() + "/", content=b"1")).text == "first"
+        idle.set()  # the response was read whole: its connection waits in the pool
+        await asyncio.wait_for(sent.wait(), 10)
+        assert (await client.post(server.url() + "/", content=b"2")).text == "fresh"
+    await server.stop()
+    assert [seen.connection for seen in server.requests] == [0, 1]
+
+
 async def test_a_reused_connection_closed_before_any_answer_is_tried_once_more() -> None:
     # The race the idle check cannot see: the server closes as the request arrives.
     server = await ScriptedServer([ok(), close_without_answer, ok(b"again")]).start()

@@ -25,6 +25,8 @@ Runaway answers, for the limits tests (each goes on until the client hangs up or
 - `endless_line: true` opens the answer, then starts a line (an SSE `data:` line, an NDJSON
   line) that never ends; with `stream: false` in the request, a JSON body that never ends;
 - `stall_after_chunks: N` sends the first N events, then nothing, until the client hangs up.
+- `gzip_bomb_mib: N` answers 200 with `Content-Encoding: gzip` and a body that is N MiB of
+  newlines once decompressed (about N KiB on the wire): a thousandfold expansion.
 
 Fill-in-the-middle endpoints take the same turns: `POST /v1/completions` (or `/completions`;
 OpenAI legacy completions: SSE `{"choices": [{"text": ...}]}` events and `[DONE]`, or one body
@@ -45,6 +47,7 @@ request's JSON body to FILE as one line (`requests_file=` in code).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import select
@@ -54,6 +57,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -90,6 +94,14 @@ def split_pieces(text: str, count: int) -> list[str]:
         pieces.append(text[start:end])
         start = end
     return pieces
+
+
+@functools.cache
+def newline_bomb(mib: int) -> bytes:
+    """`mib` MiB of newlines, gzip-compressed (made once per size)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = b"\n" * (1 << 20)
+    return b"".join(packer.compress(block) for _ in range(mib)) + packer.flush()
 
 
 def _arguments_text(arguments: Any) -> str:
@@ -687,6 +699,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_raw(status, str(turn["body"]).encode(), "application/json", headers)
             else:
                 self._send_json(status, error_fn(status, f"scripted HTTP {status}"), headers)
+            return
+        if turn.get("gzip_bomb_mib"):
+            content_type = stream_type if stream else "application/json"
+            bomb = newline_bomb(int(turn["gzip_bomb_mib"]))
+            self._send_raw(200, bomb, content_type, {"Content-Encoding": "gzip"})
             return
         if turn.get("raw") is not None:
             content_type = stream_type if stream else "application/json"
