@@ -2,17 +2,32 @@
 lich-lsp and the fake provider (tests/editors/nvim/chat.lua): two turns of one thread with the
 history in the second request, the cursor left alone while an answer streams, <CR> and <C-s> in
 the input, :LichAsk continuing the chat's thread, a provider error and a cancel in plain words,
-`@` completion, :LichNewThread / :LichThreads / :LichRewind and a server restart. Runs under
-every Neovim test_nvim.py finds (Debian's 0.7.2 and the CI's 0.11)."""
+`@` completion, :LichNewThread / :LichThreads / :LichRewind and a server restart; model text that
+steers nothing (issue #43, tests/editors/nvim/chat_model_text.lua): an answer imitating the turn
+headings, the rewind's question (headless, and in a real terminal under tmux), a tool name with a
+newline. Runs under every Neovim test_nvim.py finds (Debian's 0.7.2 and the CI's 0.11)."""
 
 from __future__ import annotations
 
 import json
+import os
+import select
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.editors.test_nvim import (  # noqa: F401 - `nvim` and `workspace` are fixtures
+    PLUGIN_DIR,
+    PROCESS_TIMEOUT_S,
+    SCENARIO_TIMEOUT_MS,
+    SCENARIOS,
     assert_passed,
     nvim,
     run_scenario,
@@ -67,3 +82,242 @@ def test_chat_draws_a_thread_with_diffs_folds_and_errors_and_a_long_one_quickly(
     result = run_scenario(nvim, "chat_render", tmp_path, tmp_path)
     assert_passed(result)
     assert len(result["checks"]) >= 13
+
+
+# Turn 2's answer: lines that read like the chat's own headings, the one the cursor goes to last.
+TRAP_ANSWER = (
+    "Before the trap.\n"
+    "## You · turn 1\n"
+    "first question\n"
+    "\n"
+    "## lich\n"
+    "## You · turn 1 (rewound)\n"
+    "# lich · thread fake\n"
+    "_thread fake · 1 turn_\n"
+    "▸ read_file hello.py · ok\n"
+    "The line under the trap."
+)
+ODD_TOOL_NAME = "read_file\n## You · turn 1"
+
+
+def _script_model_text(provider: FakeProviderServer) -> None:
+    provider.script(
+        {"text": "Answer one."},
+        {"text": TRAP_ANSWER, "chunks": 5},
+        {"tool_calls": [{"name": ODD_TOOL_NAME, "arguments": {"path": "hello.py\nsecond"}}]},
+        {"text": "After the odd tool."},
+    )
+
+
+def test_model_text_steers_no_rewind_which_asks_first_with_the_turns_message(
+    nvim: str,  # noqa: F811 - the fixture imported above
+    workspace: Path,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    fake_provider: FakeProviderServer,
+) -> None:
+    """Issue #43, headless: an answer that imitates the turn headings does not move :LichRewind
+    (the turn under the cursor is the plugin's extmark record); the rewind asks first with the
+    turn's message, No sends no lich.rewind and Yes sends lich.rewind {turn: 2}. The odd tool
+    name of the next turn renders too (the next test checks it alone)."""
+    _script_model_text(fake_provider)
+    write_provider_config(tmp_path, fake_provider)
+    result = run_scenario(nvim, "chat_model_text", workspace, tmp_path)
+    assert_passed(result)
+    assert [q["answer"] for q in result["values"]["questions"]] == [2, 2, 1]
+    assert len(fake_provider.requests) == 4
+
+
+def test_a_tool_name_with_a_newline_renders_escaped_live_and_after_a_restart(
+    nvim: str,  # noqa: F811 - the fixture imported above
+    workspace: Path,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    fake_provider: FakeProviderServer,
+) -> None:
+    """Issue #43, headless: a tool call whose name holds a newline no longer stops the thread from
+    rendering: the chat and the transcript show the name escaped on one line, the answer after it
+    streams in, and the thread drawn again from lich.thread after a server restart reads the
+    same."""
+    _script_model_text(fake_provider)
+    write_provider_config(tmp_path, fake_provider)
+    result = run_scenario(nvim, "chat_model_text", workspace, tmp_path, {"skip_rewind": True})
+    assert_passed(result)
+    assert result["values"]["tool_line"].startswith("▸ read_file\\n## You · turn 1 ")
+    # The model saw the tool fail by the name it chose, and the turn went on.
+    assert json.dumps(ODD_TOOL_NAME) in json.dumps(fake_provider.requests[3]["json"]["messages"])
+
+
+# --- the rewind's question as a person sees it: Neovim in a terminal (tmux) ---
+
+SCREEN_WAIT_S = 90.0
+TERMINAL_DONE = "lich-chat-done"
+# Neovim's own vim.ui.select (inputlist()) ends its question with this line.
+QUESTION_END = "Type number and <Enter>"
+
+
+def _tmux(
+    socket: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["tmux", "-L", socket, *args],
+        capture_output=True,
+        text=True,
+        timeout=SCREEN_WAIT_S,
+        env=env,
+    )
+
+
+class _Screen:
+    """The pane's screen, read again each time the pane writes (tmux copies its output into a
+    FIFO with pipe-pane): a wait blocks on the terminal's output, never on a clock."""
+
+    def __init__(self, socket: str, fifo: Path) -> None:
+        self.socket = socket
+        os.mkfifo(fifo)
+        self.reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        # Our own writer keeps the FIFO open: no end-of-file before we are done with it.
+        self.keeper = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        piped = _tmux(socket, "pipe-pane", "-t", "chat", "-O", f"cat > {shlex.quote(str(fifo))}")
+        assert piped.returncode == 0, piped.stderr
+
+    def text(self) -> str:
+        return _tmux(self.socket, "capture-pane", "-p", "-t", "chat").stdout
+
+    def shows(self, predicate: Callable[[str], bool], what: str) -> str:
+        """The screen once `predicate` holds for it; fails after SCREEN_WAIT_S without it."""
+        deadline = time.monotonic() + SCREEN_WAIT_S
+        while True:
+            screen = self.text()
+            if predicate(screen):
+                return screen
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.reader], [], [], remaining)[0]:
+                raise AssertionError(f"the screen never showed {what}:\n{screen}")
+            os.read(self.reader, 65536)
+
+    def close(self) -> None:
+        os.close(self.keeper)
+        os.close(self.reader)
+
+
+def scenario_env(
+    scenario: str, root: Path, tmp_path: Path, result_file: Path, data: dict[str, Any]
+) -> dict[str, str]:
+    """The environment run_scenario gives harness.lua, for a Neovim started in a terminal."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "LICH_TEST_RESULT": str(result_file),
+            "LICH_TEST_SCENARIO": str(SCENARIOS / f"{scenario}.lua"),
+            "LICH_TEST_WORKSPACE": str(root),
+            "LICH_TEST_PYTHON": sys.executable,
+            "LICH_TEST_TIMEOUT_MS": str(SCENARIO_TIMEOUT_MS),
+            "LICH_TEST_DATA": json.dumps(data),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_DATA_HOME": str(tmp_path / "data"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        }
+    )
+    return env
+
+
+def scenario_command(binary: str) -> list[str]:
+    """run_scenario's Neovim command line without --headless: Neovim draws on the terminal."""
+    return [
+        binary,
+        "--clean",
+        "-n",
+        "-i",
+        "NONE",
+        "--cmd",
+        f"set rtp^={PLUGIN_DIR}",
+        "-c",
+        f"luafile {SCENARIOS / 'harness.lua'}",
+    ]
+
+
+def _asks_about(turn: int) -> Callable[[str], bool]:
+    """Whether the screen ends with the rewind's question, and it is about `turn` (earlier
+    questions may still show above it)."""
+
+    def predicate(screen: str) -> bool:
+        shown = screen.rstrip()
+        last = shown.rfind("Rewind turn ")
+        return (
+            last >= 0
+            and shown[last:].startswith(f"Rewind turn {turn} of this thread?")
+            and f"1: Yes, rewind turn {turn}\n2: No\n{QUESTION_END}" in shown[last:]
+            and shown.endswith(":")
+        )
+
+    return predicate
+
+
+def test_in_a_terminal_rewind_asks_with_the_turns_message_and_no_sends_nothing(
+    nvim: str,  # noqa: F811 - the fixture imported above
+    workspace: Path,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    fake_provider: FakeProviderServer,
+) -> None:
+    """Issue #43 in a real terminal: the same scenario with Neovim's own vim.ui.select (a numbered
+    list) on the screen. With the cursor in turn 2's answer (which imitates "## You · turn 1"),
+    the question on the screen names turn 2 and shows "second question"; the user types 2 (No:
+    nothing is sent), 2 again to `:LichRewind 1`'s question about turn 1, then 1 (Yes):
+    lich.rewind {turn: 2}."""
+    if shutil.which("tmux") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no `tmux` on PATH under CI=true (scripts/test.sh installs it)")
+        pytest.skip("no `tmux` on PATH")
+    _script_model_text(fake_provider)
+    write_provider_config(tmp_path, fake_provider)
+    result_file = tmp_path / "chat_model_text.json"
+    socket = f"lich-chat-{os.getpid()}"
+    env = scenario_env("chat_model_text", workspace, tmp_path, result_file, {"terminal": True})
+    env["TERM"] = "xterm-256color"
+    nvim_command = " ".join(shlex.quote(word) for word in scenario_command(nvim))
+    # When Neovim quits, the shell signals a tmux channel the test waits on.
+    command = f"{nvim_command}; tmux -L {shlex.quote(socket)} wait-for -S {TERMINAL_DONE}"
+    # A fresh tmux server on its own socket: it and the pane's shell get `env`.
+    started = _tmux(
+        socket,
+        "new-session",
+        "-d",
+        "-s",
+        "chat",
+        "-x",
+        "160",
+        "-y",
+        "50",
+        "-c",
+        str(workspace),
+        command,
+        env=env,
+    )
+    assert started.returncode == 0, started.stderr
+    screen = _Screen(socket, tmp_path / "pane.fifo")
+    try:
+        shown = screen.shows(_asks_about(2), "the question about turn 2")
+        assert "Turn 2: second question" in shown, shown
+        _tmux(socket, "send-keys", "-t", "chat", "2", "Enter")
+        shown = screen.shows(_asks_about(1), ":LichRewind 1's question about turn 1")
+        assert "Turn 1: first question" in shown, shown
+        _tmux(socket, "send-keys", "-t", "chat", "2", "Enter")
+        shown = screen.shows(_asks_about(2), "the question about turn 2 again")
+        _tmux(socket, "send-keys", "-t", "chat", "1", "Enter")
+        try:
+            subprocess.run(
+                ["tmux", "-L", socket, "wait-for", TERMINAL_DONE],
+                capture_output=True,
+                text=True,
+                timeout=SCREEN_WAIT_S,
+            )
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"Neovim did not finish the scenario:\n{screen.text()}") from None
+    finally:
+        screen.close()
+        _tmux(socket, "kill-server")
+    assert result_file.exists(), f"nvim wrote no result\n{shown}"
+    result = json.loads(result_file.read_text(encoding="utf-8"))
+    result.setdefault("output", shown)
+    assert_passed(result)
+    assert [q["answer"] for q in result["values"]["questions"]] == [2, 2, 1]
+    assert result["values"]["rewinds"] == [{"thread": result["values"]["thread"], "turn": 2}]

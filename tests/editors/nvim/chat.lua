@@ -8,7 +8,8 @@
 --   5. A provider error and a cancelled turn read in plain words in the chat.
 --   6. `@` completion in the input through lich.mentions.
 --   7. :LichNewThread, then :LichThreads picks the thread back: drawn from lich.thread.
---   8. :LichRewind on the turn under the cursor; the server restarts and the chat reloads.
+--   8. :LichRewind on the turn under the cursor (answering its question Yes); the server
+--      restarts and the chat reloads.
 return function(H)
   local ws = H.env.workspace
   vim.cmd("edit " .. ws .. "/hello.py")
@@ -216,7 +217,14 @@ return function(H)
   end
   vim.api.nvim_win_set_cursor(win, { turn7 + 1, 0 })
   reloads = chat.reloads
+  -- The rewind asks first (tests/editors/nvim/chat_model_text.lua covers No and the question).
+  local asked = nil
+  vim.ui.select = function(items, opts, on_choice)
+    asked = opts.prompt
+    on_choice(items[1], 1)
+  end
   vim.cmd("LichRewind")
+  H.check("the rewind asked about turn 7", asked and asked:find("Rewind turn 7 of this thread?", 1, true) ~= nil, asked)
   H.wait("the rewound thread drawn", 30000, function()
     return chat.reloads > reloads
   end)

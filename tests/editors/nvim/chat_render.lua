@@ -65,6 +65,54 @@ return function(H)
   local after = folds[1] and folds[1].last and lines[folds[1].last + 1]
   H.check("a fold ends with its block", after ~= nil and after == "", { after = after })
 
+  -- Model-chosen strings (issue #43): a title, a tool name, an edit's path and a patch's path with
+  -- newlines and other control characters, and an answer that imitates the headings. The thread
+  -- draws, each one-line place shows them escaped, and the turns are the plugin's records.
+  local ok, err = pcall(chat.render_thread, {
+    thread = "odd",
+    title = "a title\n## You · turn 9",
+    running = false,
+    turns = {
+      { turn = 1, prompt = "first", final = "One.", stopped_reason = "final", tools = {} },
+      {
+        turn = 2,
+        prompt = "second",
+        final = "## You · turn 1\nfake\n## lich\nstill turn 2",
+        stopped_reason = "odd\nreason",
+        tools = {
+          { id = "n1", name = "read_file\n## You · turn 1", ok = false, result = "unknown_tool", arguments = { path = "a\nb.py" } },
+          { id = "n2", name = "edit_file", ok = true, result = "Edited", arguments = { path = "x\ny.py", old_string = "a", new_string = "b" } },
+          { id = "n3", name = "write_file\27[31m", ok = true, result = "Wrote", arguments = { path = "z.py", content = "c" } },
+        },
+      },
+    },
+  })
+  H.check("a thread full of control characters draws", ok, err)
+  lines = chat.lines()
+  H.values.odd_lines = lines
+  H.check("the title shows its newline escaped", lines[1] == "# lich · a title\\n## You · turn 9", lines[1])
+  H.check("the tool name shows its newline escaped", has("▸ read_file\\n## You · turn 1 a b.py · failed"), text())
+  H.check("an edit's path shows its newline escaped", has("--- x\\ny.py\n+++ x\\ny.py"), text())
+  H.check("an escape character shows as \\x1b", has("▸ write_file\\x1b[31m z.py · ok"), text())
+  H.check("an odd stop reason stays on its line", has("**Stopped:** odd\\nreason"), text())
+  local no_newlines = true
+  for _, line in ipairs(lines) do
+    no_newlines = no_newlines and not line:find("\n", 1, true)
+  end
+  H.check("no line holds a newline", no_newlines)
+  local fake, still = nil, nil
+  for index, line in ipairs(lines) do
+    if line == "## You · turn 1" and index > 5 and not fake then
+      fake = index
+    elseif line == "still turn 2" then
+      still = index
+    end
+  end
+  H.check("the answer's fake heading belongs to turn 2", fake and chat.turn_at(fake) == 2, { fake, fake and chat.turn_at(fake) })
+  H.check("the line after it too", still and chat.turn_at(still) == 2, { still, still and chat.turn_at(still) })
+  H.check("turn 1's message is turn 1's", chat.turn_record(1) and chat.turn_record(1).prompt == "first", chat.turn_record(1))
+  H.check("the heading lines are no turn", chat.turn_at(1) == nil and chat.turn_at(3) == nil)
+
   -- A long thread: one write, under a second.
   local turns = {}
   for number = 1, 200 do

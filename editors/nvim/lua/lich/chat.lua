@@ -7,6 +7,11 @@
 -- Streaming appends at the end of the buffer only, and moves a window's cursor only when it was
 -- on the last line: a user reading further up keeps their place. Tool calls are folded (a
 -- foldexpr over the line kinds recorded here), edits shown as ```diff blocks.
+--
+-- Everything the model chose (its answer, tool names and arguments, file names, the thread's
+-- title) is text to show, never to interpret: a one-line place (a heading, a tool line) shows
+-- control characters escaped (`\n`), and where a turn starts is the plugin's own record (an
+-- extmark placed when it drew the turn's heading), never a line that reads like a heading.
 local M = {}
 
 --- The thread the chat shows (nil: the next message starts one).
@@ -31,6 +36,11 @@ local DIFF_LINES_MAX = 200
 
 -- Fold level per conversation line (1-based): ">1" opens a tool call, "1" continues it.
 local kinds = {}
+-- Where each turn starts: an extmark in this namespace on the turn's heading line, placed when
+-- the plugin draws that heading, and the turn it heads, keyed by the extmark's id:
+-- {turn, prompt, discarded}.
+local TURNS_NS = vim.api.nvim_create_namespace("lich_chat_turns")
+local turn_records = {}
 -- The live turn: whether the tail line is streamed text, whether anything streamed in this run,
 -- and each tool call's arguments until its end event.
 local live = { streaming = false, streamed = false, args = {} }
@@ -73,16 +83,40 @@ local function scratch(name, filetype)
   return buf
 end
 
+local CONTROL_ESCAPES = { ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
+
+--- `value` for a one-line place (a heading, a tool line, a title): its control characters shown
+--- escaped (a newline as `\n`, others as `\xHH`), so a string the model chose can neither break
+--- the line nor pass for another line of the chat.
+---@param value any
+---@return string
+function M.escape(value)
+  local text
+  if type(value) == "string" then
+    text = value
+  elseif type(value) == "number" or type(value) == "boolean" then
+    text = tostring(value)
+  else
+    text = "?"
+  end
+  -- Spelled out, not %c: %c follows the C locale, which may count bytes of UTF-8 characters.
+  return (text:gsub("[%z\1-\31\127]", function(char)
+    return CONTROL_ESCAPES[char] or string.format("\\x%02x", char:byte())
+  end))
+end
+
+local escape = M.escape
+
 local function header_lines()
   local title
   if M.thread then
-    title = "# lich · " .. ((M.title and M.title ~= "") and M.title or ("thread " .. M.thread))
+    title = "# lich · " .. escape((M.title and M.title ~= "") and M.title or ("thread " .. M.thread))
   else
     title = "# lich · new thread"
   end
   local meta
   if M.thread then
-    meta = string.format("_thread %s · %d turn%s_", M.thread, M.turns, M.turns == 1 and "" or "s")
+    meta = string.format("_thread %s · %d turn%s_", escape(M.thread), M.turns, M.turns == 1 and "" or "s")
   else
     meta = "_Type below: <CR> (normal mode) or <C-s> (insert mode) sends; :LichThreads picks an earlier thread._"
   end
@@ -99,6 +133,13 @@ local function write(first, last, lines)
   for _, win in ipairs(windows_of(buf)) do
     if vim.api.nvim_win_get_cursor(win)[1] >= count then
       table.insert(followers, win)
+    end
+  end
+  -- nvim_buf_set_lines refuses a string with a newline: every caller splits or escapes, and a
+  -- line that still holds one is shown escaped rather than failing the whole write.
+  for index, line in ipairs(lines) do
+    if line:find("\n", 1, true) then
+      lines[index] = line:gsub("\n", "\\n")
     end
   end
   vim.api.nvim_buf_set_option(buf, "modifiable", true)
@@ -119,7 +160,10 @@ local function ensure_conv()
   end
   M.conv = scratch(CONV_NAME, "markdown")
   vim.api.nvim_buf_set_option(M.conv, "modifiable", false)
+  -- The answer is the model's text: a "vim: set ..." line in it sets nothing.
+  vim.api.nvim_buf_set_option(M.conv, "modeline", false)
   kinds = {}
+  turn_records = {}
   write(0, -1, header_lines())
   return M.conv
 end
@@ -132,6 +176,20 @@ end
 
 local function split_lines(text)
   return vim.split(tostring(text or ""), "\n", true)
+end
+
+--- Forget every turn record (the conversation is drawn again from scratch).
+local function clear_turn_marks()
+  if valid(M.conv) then
+    vim.api.nvim_buf_clear_namespace(M.conv, TURNS_NS, 0, -1)
+  end
+  turn_records = {}
+end
+
+--- Record that line `row` (0-based) of the conversation heads turn `record.turn`.
+local function mark_turn(row, record)
+  local id = vim.api.nvim_buf_set_extmark(M.conv, TURNS_NS, row, 0, {})
+  turn_records[id] = record
 end
 
 --- Append `lines` after a blank line (unless the buffer already ends in one); `fold` marks them
@@ -191,7 +249,7 @@ _G.lich_chat_foldtext = M.foldtext
 
 local function one_line(value, limit)
   local text = type(value) == "string" and value or vim.fn.json_encode(value)
-  text = text:gsub("%s+", " ")
+  text = escape(text:gsub("%s+", " "))
   if vim.fn.strchars(text) > limit then
     text = vim.fn.strcharpart(text, 0, limit - 1) .. "…"
   end
@@ -230,7 +288,7 @@ local function tool_target(name, args)
     return ""
   end
   if name == "apply_patch" and type(args.input) == "string" then
-    return table.concat(patch_paths(args.input), ", ")
+    return escape(table.concat(patch_paths(args.input), ", "))
   end
   for _, key in ipairs({ "path", "file", "uri", "pattern", "query", "command", "url" }) do
     if type(args[key]) == "string" and args[key] ~= "" then
@@ -257,8 +315,8 @@ local function diff_lines(name, args)
   end
   local body = {}
   if name == "edit_file" and type(args.old_string) == "string" and type(args.new_string) == "string" then
-    table.insert(body, "--- " .. tostring(args.path or "?"))
-    table.insert(body, "+++ " .. tostring(args.path or "?"))
+    table.insert(body, "--- " .. escape(args.path or "?"))
+    table.insert(body, "+++ " .. escape(args.path or "?"))
     for _, line in ipairs(split_lines(args.old_string)) do
       table.insert(body, "-" .. line)
     end
@@ -266,7 +324,7 @@ local function diff_lines(name, args)
       table.insert(body, "+" .. line)
     end
   elseif name == "write_file" and type(args.content) == "string" then
-    table.insert(body, "+++ " .. tostring(args.path or "?"))
+    table.insert(body, "+++ " .. escape(args.path or "?"))
     for _, line in ipairs(split_lines(args.content)) do
       table.insert(body, "+" .. line)
     end
@@ -275,7 +333,7 @@ local function diff_lines(name, args)
       if line:sub(1, 1) == "~" then
         table.insert(body, "+" .. line:sub(2))
       elseif line:match("^@@") then
-        table.insert(body, "+++ " .. vim.trim(line:sub(3)))
+        table.insert(body, "+++ " .. escape(vim.trim(line:sub(3))))
       elseif line ~= "" then
         table.insert(body, "@@ " .. line .. " @@")
       end
@@ -294,7 +352,7 @@ end
 local function tool_block(name, arguments, ok, result, duration_ms)
   local args = arguments_table(arguments)
   local target = tool_target(name, args)
-  local heading = "▸ " .. name .. (target ~= "" and (" " .. target) or "") .. " · " .. (ok and "ok" or "failed")
+  local heading = "▸ " .. escape(name) .. (target ~= "" and (" " .. target) or "") .. " · " .. (ok and "ok" or "failed")
   if tonumber(duration_ms) then
     heading = heading .. string.format(" (%d ms)", math.floor(tonumber(duration_ms) + 0.5))
   end
@@ -331,7 +389,7 @@ function M.outcome_text(stopped_reason, error_text, running)
   elseif reason == "" then
     return (not running) and "**This turn did not finish** (the server stopped while it ran)." or nil
   end
-  return "**Stopped:** " .. reason .. (problem ~= "" and (": " .. one_line(problem, 500)) or "")
+  return "**Stopped:** " .. escape(reason) .. (problem ~= "" and (": " .. one_line(problem, 500)) or "")
 end
 
 local function turn_heading(number, discarded)
@@ -341,7 +399,7 @@ end
 local function prompt_lines(number, prompt, about, discarded)
   local lines = { turn_heading(number, discarded) }
   if about then
-    table.insert(lines, "_" .. about .. "_")
+    table.insert(lines, "_" .. escape(about) .. "_")
   end
   vim.list_extend(lines, split_lines(prompt))
   table.insert(lines, "")
@@ -374,10 +432,16 @@ function M.render_thread(thread)
         kinds[first + index] = index == 0 and ">1" or "1"
       end
     end
+    return first
   end
+  -- The heading line (1-based) of each turn drawn: marked once the lines are written.
+  local headings = {}
   for index, turn in ipairs(turns) do
     local discarded = turn.discarded == true
-    add(prompt_lines(turn.turn or index, turn.prompt or "", nil, discarded))
+    local number = tonumber(turn.turn) or index
+    local prompt = type(turn.prompt) == "string" and turn.prompt or ""
+    local first = add(prompt_lines(number, prompt, nil, discarded))
+    table.insert(headings, { row = first, record = { turn = number, prompt = prompt, discarded = discarded } })
     for _, tool in ipairs(type(turn.tools) == "table" and turn.tools or {}) do
       add(tool_block(tool.name or "?", tool.arguments, tool.ok == true, tool.result), true)
     end
@@ -399,7 +463,11 @@ function M.render_thread(thread)
       kept[win] = row
     end
   end
+  clear_turn_marks()
   write(0, -1, lines)
+  for _, heading in ipairs(headings) do
+    mark_turn(heading.row - 1, heading.record)
+  end
   for win, row in pairs(kept) do
     vim.api.nvim_win_set_cursor(win, { math.min(row, #lines), 0 })
   end
@@ -414,6 +482,7 @@ function M.reload(callback)
   if not M.thread then
     ensure_conv()
     kinds = {}
+    clear_turn_marks()
     M.turns = 0
     write(0, -1, header_lines())
     M.reloads = M.reloads + 1
@@ -484,7 +553,9 @@ function M.begin_turn(prompt, uri, range)
   end
   M.running = turn
   live = { streaming = false, streamed = false, args = {} }
-  append_block(prompt_lines(M.turns + 1, prompt, about, false))
+  local number = M.turns + 1
+  local first = append_block(prompt_lines(number, prompt, about, false))
+  mark_turn(first - 1, { turn = number, prompt = prompt, discarded = false })
   return true, thread, turn
 end
 
@@ -569,9 +640,9 @@ function M.on_event(event)
     local discarded = tonumber(data.discarded_chars) or 0
     append_block({
       "_The provider "
-        .. tostring(data.provider or "?")
+        .. escape(data.provider or "?")
         .. " failed ("
-        .. tostring(data.kind or "error")
+        .. escape(data.kind or "error")
         .. "); "
         .. (data.action == "failover" and "trying the next provider" or "trying again")
         .. (discarded > 0 and "; the answer starts again below" or "")
@@ -865,29 +936,67 @@ function M.pick_thread(callback)
   end)
 end
 
---- The turn whose heading is at or above line `lnum` of the conversation.
+--- The turn that line `lnum` (1-based) of the conversation belongs to: the record of the nearest
+--- turn heading the plugin drew at or above it (its extmark), {turn, prompt, discarded}; nil above
+--- the first turn. The text of the lines plays no part: an answer that reads like a heading is
+--- not one.
+---@param lnum integer
+---@return table|nil
+function M.turn_record_at(lnum)
+  if not valid(M.conv) or lnum < 1 then
+    return nil
+  end
+  -- From `lnum` backwards: the first mark met is the nearest heading at or above it.
+  local marks = vim.api.nvim_buf_get_extmarks(M.conv, TURNS_NS, { lnum - 1, 0 }, { 0, 0 }, { limit = 1 })
+  local mark = marks[1]
+  return mark and turn_records[mark[1]] or nil
+end
+
+--- The number of the turn that line `lnum` of the conversation belongs to (see turn_record_at).
 ---@param lnum integer
 ---@return integer|nil
 function M.turn_at(lnum)
-  if not valid(M.conv) then
-    return nil
-  end
-  local lines = vim.api.nvim_buf_get_lines(M.conv, 0, lnum, false)
-  for index = #lines, 1, -1 do
-    local number = lines[index]:match("^## You · turn (%d+)")
-    if number then
-      return tonumber(number)
+  local record = M.turn_record_at(lnum)
+  return record and record.turn or nil
+end
+
+--- The record of turn `number` as the chat drew it, or nil.
+---@param number integer
+---@return table|nil
+function M.turn_record(number)
+  local found = nil
+  for _, record in pairs(turn_records) do
+    if record.turn == number then
+      found = record
     end
   end
-  return nil
+  return found
+end
+
+local CONFIRM_PROMPT_CHARS = 200
+
+--- The question :LichRewind asks before it rewinds `record`'s turn (one line).
+---@param record table {turn, prompt}
+---@return string
+function M.rewind_question(record)
+  return string.format(
+    "Rewind turn %d of this thread? Its files and conversation go back, and every later turn's too. Turn %d: %s",
+    record.turn,
+    record.turn,
+    one_line(record.prompt ~= "" and record.prompt or "(no message)", CONFIRM_PROMPT_CHARS)
+  )
 end
 
 --- :LichRewind [turn]: take back turn `turn` (default: the turn under the cursor in the chat)
---- and every later one, files and conversation (lich.rewind), then draw the thread again.
+--- and every later one, files and conversation (lich.rewind), then draw the thread again. Asks
+--- first (vim.ui.select: the question names the turn and shows its message; "Yes, rewind turn
+--- N" or "No") unless `opts.confirm` is false.
 ---@param turn integer|nil
 ---@param callback fun(err, result)|nil
-function M.rewind(turn, callback)
+---@param opts table|nil {confirm? = true}
+function M.rewind(turn, callback, opts)
   callback = callback or function() end
+  opts = opts or {}
   if not M.thread then
     notify("the chat has no thread to rewind yet", vim.log.levels.WARN)
     return callback(nil, nil)
@@ -895,26 +1004,57 @@ function M.rewind(turn, callback)
   if refuse_while_running("rewinding") then
     return callback(nil, nil)
   end
-  if not turn then
+  local record = nil
+  if turn then
+    record = M.turn_record(turn)
+    if not record then
+      notify("the chat shows no turn " .. tostring(turn), vim.log.levels.WARN)
+      return callback(nil, nil)
+    end
+  else
     local win = vim.api.nvim_get_current_win()
     if vim.api.nvim_win_get_buf(win) == M.conv then
-      turn = M.turn_at(vim.api.nvim_win_get_cursor(win)[1])
+      record = M.turn_record_at(vim.api.nvim_win_get_cursor(win)[1])
+    end
+    if not record then
+      notify("put the cursor on a turn in the chat, or give its number: :LichRewind 2", vim.log.levels.WARN)
+      return callback(nil, nil)
     end
   end
-  if not turn then
-    notify("put the cursor on a turn in the chat, or give its number: :LichRewind 2", vim.log.levels.WARN)
+  if record.discarded then
+    notify("turn " .. record.turn .. " is already rewound", vim.log.levels.WARN)
     return callback(nil, nil)
   end
   local thread = M.thread
-  require("lich").execute("lich.rewind", { thread = thread, turn = turn }, function(err, result)
-    if err then
-      notify("rewind failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
-      return callback(err, nil)
+  local function send()
+    require("lich").execute("lich.rewind", { thread = thread, turn = record.turn }, function(err, result)
+      if err then
+        notify("rewind failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+        return callback(err, nil)
+      end
+      M.reload(function()
+        callback(nil, result)
+      end)
+    end, { flush_all = true })
+  end
+  if opts.confirm == false then
+    return send()
+  end
+  local yes = "Yes, rewind turn " .. record.turn
+  vim.ui.select({ yes, "No" }, { prompt = M.rewind_question(record), kind = "lich.rewind" }, function(choice)
+    if choice ~= yes then
+      return callback(nil, nil)
     end
-    M.reload(function()
-      callback(nil, result)
-    end)
-  end, { flush_all = true })
+    -- A picker may answer later: the chat must still show that thread, with no turn running.
+    if M.thread ~= thread then
+      notify("the chat shows another thread now; nothing was rewound", vim.log.levels.WARN)
+      return callback(nil, nil)
+    end
+    if refuse_while_running("rewinding") then
+      return callback(nil, nil)
+    end
+    send()
+  end)
 end
 
 function M.command_rewind(cmd)

@@ -248,7 +248,8 @@ function M.on_event(event)
     local model = first_string(data, { "model" })
     M.append({ "▶ " .. (event.task_id or "task") .. (model and (" (" .. model .. ")") or "") })
   elseif kind == "tool_call_start" then
-    local name = data.name or "?"
+    -- The model chose the name: shown on its one line, control characters escaped.
+    local name = require("lich.chat").escape(data.name or "?")
     local args = data.arguments
     if args == nil and data.cut then
       -- Too large to send whole: the server kept the short fields only.
@@ -256,7 +257,7 @@ function M.on_event(event)
     end
     M.append({ "→ " .. name .. (args and (" " .. one_line(args, 120)) or "") })
   elseif kind == "tool_call_end" then
-    local name = data.name or "?"
+    local name = require("lich.chat").escape(data.name or "?")
     local ok = data.ok == true
     local detail = first_string(data, { ok and "summary" or "error" }) or ""
     M.append({ "← " .. name .. (ok and " ok: " or " failed: ") .. one_line(detail, 120) })
