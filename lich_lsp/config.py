@@ -63,12 +63,15 @@ def file_signature(path: Path) -> FileSignature:
 
 
 def settings_from_client(value: Any) -> dict[str, Any]:
-    """initializationOptions may be `{...}` or `{"lich": {...}}`; anything else means no settings."""
+    """initializationOptions may be `{...}` or `{"lich": {...}}`; anything else means no settings.
+    An empty Lua table reaches the server as `[]` (Neovim's `settings = { lich = {} }`): no settings."""
     if not isinstance(value, Mapping):
         return {}
     inner = value.get(CONFIG_SECTION)
     if isinstance(inner, Mapping):
         return dict(inner)
+    if inner == [] and len(value) == 1:
+        return {}
     return dict(value)
 
 

@@ -199,3 +199,14 @@ async def test_trust_given_from_a_terminal_applies_at_the_next_command(
     status = await fake.command("lich.status", {})
     assert status["trust"]["state"] == "trusted"
     assert status["config"]["generation"] == generation + 1
+
+
+async def test_neovims_empty_settings_table_is_no_settings_not_an_unknown_key(
+    editor, root: Path, no_poll: None
+) -> None:
+    """`settings = { lich = {} }` in Lua is sent as `{"lich": []}`: nothing to warn about."""
+    fake = await editor("neovim", init_options={"lich": []})
+    await fake.session.did_change_configuration({"lich": []})
+    status = await fake.command("lich.status", {})
+    assert status["config"]["problems"] == []
+    assert shown(fake, "unknown key") == []
