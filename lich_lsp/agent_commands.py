@@ -33,10 +33,8 @@ if TYPE_CHECKING:
     from lich_core.hashline.read_state import ReadState
     from lich_lsp.code_actions import SeenDiagnostics
     from lich_lsp.commands import CommandTable
-    from lich_lsp.config import ConfigHolder
-    from lich_lsp.documents import DocumentStore
+    from lich_lsp.context import SessionContext
     from lich_lsp.edits import ClientFeatures
-    from lich_lsp.port import EditorPort
     from lich_lsp.runtimes import ToolRuntimes
     from lich_lsp.tasks import TaskManager
     from lich_lsp.workspace import EditorWorkspace
@@ -138,16 +136,13 @@ class AgentCommands:
 
     def __init__(
         self,
+        *,
+        ctx: SessionContext,
         tasks: TaskManager,
         runtimes: ToolRuntimes,
         new_workspace: Callable[[str], EditorWorkspace],
         read_state: ReadState,
         seen_diagnostics: SeenDiagnostics,
-        documents: DocumentStore,
-        holder: ConfigHolder,
-        features: ClientFeatures,
-        port: EditorPort,
-        root: Path,
         check_thread: Callable[[str, str], object],
         check_new_thread: Callable[[str, str], None],
     ) -> None:
@@ -161,11 +156,11 @@ class AgentCommands:
         # lich.read arms it; lich.applyPatch and lich.runTool use it (the user's own session).
         self._read_state = read_state
         self._seen_diagnostics = seen_diagnostics
-        self._documents = documents
-        self._holder = holder
-        self._features = features
-        self._port = port
-        self._root = root
+        self._documents = ctx.documents
+        self._holder = ctx.holder
+        self._features = ctx.features
+        self._port = ctx.port
+        self._root = ctx.root
         # What the last lich.ask gave the model (lich.status lists it); None before the first.
         self._last_project_rules: list[RuleFile] | None = None
 
@@ -266,8 +261,10 @@ class AgentCommands:
         diagnostics = _diagnostics_arg(ASK, obj)
         thread = get_str(ASK, obj, "thread", required=False)
         new_thread = get_str(ASK, obj, "new_thread", required=False)
+        # The thread as replayed by the check (its turns number this one).
+        replay: Any = None
         if thread is not None:
-            self._check_thread(ASK, thread)  # before a quick prompt is offered for it
+            replay = self._check_thread(ASK, thread)  # before a quick prompt is offered for it
         if new_thread is not None:
             if thread is not None:
                 raise BadArguments(
@@ -285,6 +282,7 @@ class AgentCommands:
                 return {
                     "task_id": None,
                     "thread": thread,
+                    "turn": None,
                     "stopped_reason": "dismissed",
                     "final": "",
                     "edited": [],
@@ -310,7 +308,7 @@ class AgentCommands:
         if thread is not None:
             # Again, with nothing awaited between it and the task's start: the quick prompt was
             # awaited, and another turn of this thread may have started meanwhile.
-            self._check_thread(ASK, thread)
+            replay = self._check_thread(ASK, thread)
         return await self._tasks.ask(
             prompt,
             context=context,
@@ -321,6 +319,7 @@ class AgentCommands:
             project_rules=self.project_rules_for(path) if thread is None else None,
             thread=thread,
             new_thread=new_thread,
+            earlier_turns=len(replay.turns) if replay is not None else 0,
         )
 
     def project_rules_for(self, path: Path | None) -> str | None:

@@ -38,10 +38,8 @@ from lich_lsp.pending_questions import PENDING_APPROVAL_TIMEOUT_S, Choice
 
 if TYPE_CHECKING:
     from lich_core.approvals import ApprovalStore
-    from lich_lsp.edits import ClientFeatures
-    from lich_lsp.messages import EditorMessages
+    from lich_lsp.context import SessionContext
     from lich_lsp.pending_questions import PendingQuestions
-    from lich_lsp.port import EditorPort
 
 log = logging.getLogger("lich.lsp.approvals")
 
@@ -56,18 +54,13 @@ class ApprovalCheck:
     """The CallCheck the server installs in every tool executor it builds."""
 
     def __init__(
-        self,
-        store: ApprovalStore,
-        features: ClientFeatures,
-        port: EditorPort,
-        questions: PendingQuestions,
-        messages: EditorMessages,
+        self, *, ctx: SessionContext, store: ApprovalStore, questions: PendingQuestions
     ) -> None:
         self._store = store
-        self._features = features
-        self._port = port
+        self._features = ctx.features
+        self._port = ctx.port
         self._questions = questions
-        self._messages = messages
+        self._messages = ctx.messages
         # One question at a time: two prompts for the same tool would both ask.
         self._prompt_lock = asyncio.Lock()
 

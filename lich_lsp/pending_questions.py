@@ -25,7 +25,6 @@ import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -38,9 +37,7 @@ from lich_lsp.paths import relative_path, uri_to_path
 if TYPE_CHECKING:
     from lich_core.vocabulary import CancelToken
     from lich_lsp.commands import CommandTable
-    from lich_lsp.documents import DocumentStore
-    from lich_lsp.messages import EditorMessages
-    from lich_lsp.port import EditorPort
+    from lich_lsp.context import SessionContext
 
 log = logging.getLogger("lich.lsp.questions")
 
@@ -94,13 +91,11 @@ class QuestionGone(Exception):
 class PendingQuestions:
     """The session's pending questions, their diagnostics and their code actions."""
 
-    def __init__(
-        self, documents: DocumentStore, port: EditorPort, root: Path, messages: EditorMessages
-    ) -> None:
-        self._documents = documents
-        self._port = port
-        self._root = root
-        self._messages = messages
+    def __init__(self, *, ctx: SessionContext) -> None:
+        self._documents = ctx.documents
+        self._port = ctx.port
+        self._root = ctx.root
+        self._messages = ctx.messages
         self._ids = itertools.count(1)
         self._pending: dict[str, PendingQuestion] = {}
 

@@ -26,10 +26,7 @@ if TYPE_CHECKING:
     from lich_core.hashline.read_state import ReadState
     from lich_core.testing.report import TestReport
     from lich_lsp.commands import CommandTable
-    from lich_lsp.documents import DocumentStore
-    from lich_lsp.edits import ClientFeatures
-    from lich_lsp.messages import EditorMessages
-    from lich_lsp.port import EditorPort
+    from lich_lsp.context import SessionContext
     from lich_lsp.runtimes import ToolRuntimes
     from lich_lsp.workspace import EditorWorkspace
 
@@ -44,13 +41,11 @@ _progress_ids = itertools.count(1)
 class TestDiagnostics:
     """The diagnostics of the last test run, one list per file that had a failure."""
 
-    def __init__(
-        self, documents: DocumentStore, port: EditorPort, root: Path, messages: EditorMessages
-    ) -> None:
-        self._documents = documents
-        self._port = port
-        self._root = root
-        self._messages = messages
+    def __init__(self, *, ctx: SessionContext) -> None:
+        self._documents = ctx.documents
+        self._port = ctx.port
+        self._root = ctx.root
+        self._messages = ctx.messages
         self._published: set[str] = set()
 
     def publish(self, report: TestReport) -> int:
@@ -112,21 +107,19 @@ class TestRunner:
 
     def __init__(
         self,
+        *,
+        ctx: SessionContext,
         new_workspace: Callable[[str], EditorWorkspace],
         runtimes: ToolRuntimes,
         read_state: ReadState,
-        documents: DocumentStore,
-        port: EditorPort,
-        features: ClientFeatures,
-        root: Path,
     ) -> None:
         self._new_workspace = new_workspace
         self._runtimes = runtimes
         self._read_state = read_state
-        self._documents = documents
-        self._port = port
-        self._features = features
-        self._root = root
+        self._documents = ctx.documents
+        self._port = ctx.port
+        self._features = ctx.features
+        self._root = ctx.root
 
     def register(self, table: CommandTable) -> None:
         table.add(RUN_TESTS, self.run_tests_command)

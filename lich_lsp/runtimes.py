@@ -17,8 +17,7 @@ if TYPE_CHECKING:
     from lich_core.tools.executor import CallCheck
     from lich_core.tools.types import ToolContext
     from lich_core.workspace import Workspace
-    from lich_lsp.config import ConfigHolder
-    from lich_lsp.messages import EditorMessages
+    from lich_lsp.context import SessionContext
 
 log = logging.getLogger("lich.lsp.runtimes")
 # How long closing the tool runtime (its MCP servers) may take at shutdown.
@@ -28,12 +27,10 @@ RUNTIME_CLOSE_TIMEOUT_S = 5.0
 class ToolRuntimes:
     """The tool runtime for the current config, rebuilt only after the config changed."""
 
-    def __init__(
-        self, holder: ConfigHolder, call_checks: Sequence[CallCheck], messages: EditorMessages
-    ) -> None:
-        self._holder = holder
+    def __init__(self, *, ctx: SessionContext, call_checks: Sequence[CallCheck]) -> None:
+        self._holder = ctx.holder
         self._call_checks = tuple(call_checks)
-        self._messages = messages
+        self._messages = ctx.messages
         self._runtime: ToolRuntime | None = None
         self._generation = -1
         # id(runtime) -> how many running tasks use it (borrow): an older config's runtime is

@@ -32,6 +32,7 @@ from lich_lsp.approvals import ApprovalCheck
 from lich_lsp.arguments import single_object
 from lich_lsp.commands import STATUS, CommandTable
 from lich_lsp.completions import InlineCompletions
+from lich_lsp.context import SessionContext
 from lich_lsp.documents import DocumentStore
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.journal import TaskJournal
@@ -68,78 +69,83 @@ class EditorSession:
         self.config_holder = holder = config.ConfigHolder(root)
         holder.init_options = dict(init_options or {})
         self.documents = documents = DocumentStore(port, root, messages)
+        # The leaves every part uses, built once; each part below gets this and what else it uses,
+        # built before it (the one late dependency, tasks -> workspaces, is set by use_workspaces).
+        ctx = SessionContext(
+            port=port,
+            messages=messages,
+            documents=documents,
+            holder=holder,
+            features=features,
+            root=root,
+        )
         # Questions for a client that cannot show them: diagnostics with code actions.
-        self.questions = questions = PendingQuestions(documents, port, root, messages)
-        self.trust = WorkspaceTrust(holder, features, port, questions, messages)
-        approval_check = ApprovalCheck(ApprovalStore(root), features, port, questions, messages)
-        self.runtimes = runtimes = ToolRuntimes(holder, (approval_check,), messages)
+        self.questions = questions = PendingQuestions(ctx=ctx)
+        self.trust = WorkspaceTrust(ctx=ctx, questions=questions)
+        approval_check = ApprovalCheck(ctx=ctx, store=ApprovalStore(root), questions=questions)
+        self.runtimes = runtimes = ToolRuntimes(ctx=ctx, call_checks=(approval_check,))
         # Every task's changes, for lich.undoTask (read from the user state dir on first use).
         self.journal = journal = TaskJournal(
             root, report=lambda message: messages.log(message, types.MessageType.Warning)
         )
-        sender = EditSender(documents, features, root, port, holder, messages)
-        self.test_diagnostics = TestDiagnostics(documents, port, root, messages)
+        sender = EditSender(ctx=ctx)
+        self.test_diagnostics = TestDiagnostics(ctx=ctx)
+        self.tasks = tasks = TaskManager(ctx=ctx, journal=journal, runtimes=runtimes)
         # Pending review hunks (lich_lsp.review) and the notes for the model's next turn; an
-        # accepted hunk joins its task's undo, which the task manager (built next) records.
+        # accepted hunk joins its task's undo, which the task manager records.
         self.review = review = ReviewStore(
             documents,
             port,
             root,
             messages,
             send=sender.send,
-            record_accepted=lambda task_id, changes: tasks.record_changes(task_id, changes),
+            record_accepted=tasks.record_changes,
         )
         parts = EditorParts(
-            documents,
-            sender,
-            review,
-            questions,
-            self.test_diagnostics.publish,
-            features,
-            holder,
-            port,
-            root,
+            ctx=ctx,
+            sender=sender,
+            review=review,
+            questions=questions,
+            publish_test_results=self.test_diagnostics.publish,
         )
 
         def new_workspace(mode: str, title: str) -> EditorWorkspace:
             return EditorWorkspace(parts, mode=mode, title=title)
 
-        self.tasks = tasks = TaskManager(
-            journal, new_workspace, runtimes, holder, features, port, messages, root
+        def new_apply_workspace(title: str) -> EditorWorkspace:
+            return new_workspace("apply", title)
+
+        tasks.use_workspaces(new_workspace)
+        self.undo = undo = TaskUndo(
+            ctx=ctx, journal=journal, sender=sender, tasks=tasks, notes=review.notes
         )
-        self.undo = TaskUndo(
-            documents, journal, sender, tasks, features, port, messages, root, review.notes
-        )
-        self.threads = ThreadCommands(
-            holder, tasks, journal, self.undo, review.notes, messages, root
+        self.threads = threads = ThreadCommands(
+            ctx=ctx, tasks=tasks, journal=journal, undo=undo, notes=review.notes
         )
         self.seen_diagnostics = code_actions.SeenDiagnostics(documents)
         # lich.read arms it; lich.applyPatch, lich.runTool and lich.runTests use it (the user's own session).
         read_state = ReadState()
         self.agent_commands = AgentCommands(
-            tasks,
-            runtimes,
-            lambda title: new_workspace("apply", title),
-            read_state,
-            self.seen_diagnostics,
-            documents,
-            holder,
-            features,
-            port,
-            root,
-            self.threads.check_can_continue,
-            self.threads.check_new_thread,
+            ctx=ctx,
+            tasks=tasks,
+            runtimes=runtimes,
+            new_workspace=new_apply_workspace,
+            read_state=read_state,
+            seen_diagnostics=self.seen_diagnostics,
+            check_thread=threads.check_can_continue,
+            check_new_thread=threads.check_new_thread,
         )
         test_runner = TestRunner(
-            lambda title: new_workspace("apply", title),
-            runtimes,
-            read_state,
-            documents,
-            port,
-            features,
-            root,
+            ctx=ctx, new_workspace=new_apply_workspace, runtimes=runtimes, read_state=read_state
         )
-        self.completions = InlineCompletions(documents, holder, features, messages, port, root)
+        self.completions = InlineCompletions(
+            documents=documents,
+            holder=holder,
+            features=features,
+            messages=messages,
+            port=port,
+            root=root,
+        )
         self.commands = table = CommandTable(messages)
         table.add(STATUS, self._status_command)
         for feature in (

@@ -44,17 +44,14 @@ from lich_lsp.messages import (
     json_size,
 )
 from lich_lsp.paths import relative_path, uri_to_path
-from lich_lsp.review import user_review_message
+from lich_lsp.review_hunks import user_review_message
 from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, EditorWorkspace
 
 if TYPE_CHECKING:
     from lich_core.agent.events import AgentEvent, TextDelta
     from lich_core.hashline.read_state import ReadState
-    from lich_lsp.config import ConfigHolder
-    from lich_lsp.edits import ClientFeatures
+    from lich_lsp.context import SessionContext
     from lich_lsp.journal import TaskJournal
-    from lich_lsp.messages import EditorMessages
-    from lich_lsp.port import EditorPort
     from lich_lsp.runtimes import ToolRuntimes
 
 log = logging.getLogger("lich.lsp.tasks")
@@ -140,6 +137,8 @@ class TaskOutcome:
     final: str
     edited: list[str]
     thread: str = ""
+    # The thread's number of this turn (lich.thread's `turn`: 1, 2, ... rewound turns included).
+    turn: int | None = None
     error: str | None = None
     # In review mode: machine words (error prefixes) for clients and the log, and plain words.
     review: str | None = None
@@ -152,6 +151,7 @@ class TaskOutcome:
         answer: dict[str, Any] = {
             "task_id": self.task_id,
             "thread": self.thread,
+            "turn": self.turn,
             "stopped_reason": self.stopped_reason,
             "final": self.final,
             "edited": list(self.edited),
@@ -198,6 +198,8 @@ class LichTask:
     # The conversation this task is a turn of (a session id), and whether it has earlier turns.
     thread: str = ""
     continues: bool = False
+    # This turn's number in the thread (its earlier turns, rewound ones included, plus one).
+    turn: int = 1
 
     @property
     def label(self) -> str:
@@ -218,25 +220,18 @@ class LichTask:
 
 class TaskManager:
     def __init__(
-        self,
-        journal: TaskJournal,
-        new_workspace: Callable[[str, str], EditorWorkspace],
-        runtimes: ToolRuntimes,
-        holder: ConfigHolder,
-        features: ClientFeatures,
-        port: EditorPort,
-        messages: EditorMessages,
-        root: Path,
+        self, *, ctx: SessionContext, journal: TaskJournal, runtimes: ToolRuntimes
     ) -> None:
         self._journal = journal
-        # (mode, title) -> the task's EditorWorkspace
-        self._new_workspace = new_workspace
+        # (mode, title) -> the task's EditorWorkspace; set once the workspaces' parts exist
+        # (they include the review store, which records accepted hunks here): use_workspaces.
+        self._new_workspace: Callable[[str, str], EditorWorkspace] | None = None
         self._runtimes = runtimes
-        self._holder = holder
-        self._features = features
-        self._port = port
-        self._messages = messages
-        self._root = root
+        self._holder = ctx.holder
+        self._features = ctx.features
+        self._port = ctx.port
+        self._messages = ctx.messages
+        self._root = ctx.root
         self._ids = itertools.count(1)
         self.tasks: dict[str, LichTask] = {}
         self.by_progress_token: dict[str, LichTask] = {}
@@ -246,6 +241,11 @@ class TaskManager:
         self.running_threads: dict[str, str] = {}
         # thread -> the lines its last task wrote: the next turn is told the user's edits to them.
         self._thread_lines: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+    def use_workspaces(self, new_workspace: Callable[[str, str], EditorWorkspace]) -> None:
+        """(mode, title) -> a task's EditorWorkspace: the session sets it once the workspaces'
+        parts are built (before any command can run)."""
+        self._new_workspace = new_workspace
 
     def running(self) -> list[LichTask]:
         return [task for task in self.tasks.values() if task.state == "running"]
@@ -278,6 +278,7 @@ class TaskManager:
         project_rules: str | None = None,
         thread: str | None = None,
         new_thread: str | None = None,
+        earlier_turns: int = 0,
     ) -> dict[str, Any]:
         """Run one agent task to its end (the lich.ask request `request_id` waits for it).
 
@@ -288,12 +289,15 @@ class TaskManager:
         # Ids continue past the undo journal's, which outlive the server: lich.undoTask names one.
         task_id = self._journal.fresh_task_id(self._ids)
         title = task_title(prompt)
+        if self._new_workspace is None:
+            raise RuntimeError("TaskManager.use_workspaces was not called")
         workspace = self._new_workspace(mode, f"lich: {title}")
         task = LichTask(task_id, title, prompt, mode, CancelToken(), workspace)
         task.read_paths = tuple(read_paths)
         task.project_rules = project_rules
         # Registered before the first await: a second ask on this thread sees it running.
         task.continues = thread is not None
+        task.turn = earlier_turns + 1
         task.thread = thread or new_thread or new_session_id()
         self.running_threads[task.thread] = task_id
         if thread is not None:
@@ -379,6 +383,7 @@ class TaskManager:
         outcome = TaskOutcome(
             task_id=task.task_id,
             thread=task.thread,
+            turn=task.turn,
             stopped_reason=stopped_reason,
             final=final,
             edited=list(task.workspace.edited_uris),

@@ -15,7 +15,6 @@ waits for the editor to apply its edit: a follow-up or another rewind then is `t
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -27,10 +26,9 @@ from lich_lsp.commands import REWIND, THREAD, THREADS
 
 if TYPE_CHECKING:
     from lich_lsp.commands import CommandTable
-    from lich_lsp.config import ConfigHolder
+    from lich_lsp.context import SessionContext
     from lich_lsp.journal import JournalEntry, TaskJournal
-    from lich_lsp.messages import EditorMessages
-    from lich_lsp.review import ModelNotes
+    from lich_lsp.review_hunks import ModelNotes
     from lich_lsp.tasks import TaskManager
     from lich_lsp.undo import TaskUndo
 
@@ -41,21 +39,20 @@ STATUS_THREADS_MAX = 10
 class ThreadCommands:
     def __init__(
         self,
-        holder: ConfigHolder,
+        *,
+        ctx: SessionContext,
         tasks: TaskManager,
         journal: TaskJournal,
         undo: TaskUndo,
         notes: ModelNotes,
-        messages: EditorMessages,
-        root: Path,
     ) -> None:
-        self._holder = holder
+        self._holder = ctx.holder
         self._tasks = tasks
         self._journal = journal
         self._undo = undo
         self._notes = notes
-        self._messages = messages
-        self._root = root
+        self._messages = ctx.messages
+        self._root = ctx.root
         # Threads whose rewind is under way (waiting for the editor to apply its edit).
         self._rewinding: set[str] = set()
 

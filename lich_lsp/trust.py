@@ -33,11 +33,8 @@ from lich_lsp.pending_questions import Choice
 
 if TYPE_CHECKING:
     from lich_lsp.commands import CommandTable
-    from lich_lsp.config import ConfigHolder
-    from lich_lsp.edits import ClientFeatures
-    from lich_lsp.messages import EditorMessages
+    from lich_lsp.context import SessionContext
     from lich_lsp.pending_questions import PendingQuestions
-    from lich_lsp.port import EditorPort
 
 log = logging.getLogger("lich.lsp.trust")
 
@@ -52,19 +49,12 @@ TRUST_CHOICES = (Choice(TRUST_ANSWER, TRUST), Choice("not_now", NOT_NOW))
 class WorkspaceTrust:
     """The trust question and `lich.trustWorkspace` for one editor session."""
 
-    def __init__(
-        self,
-        holder: ConfigHolder,
-        features: ClientFeatures,
-        port: EditorPort,
-        questions: PendingQuestions,
-        messages: EditorMessages,
-    ) -> None:
-        self._holder = holder
-        self._features = features
-        self._port = port
+    def __init__(self, *, ctx: SessionContext, questions: PendingQuestions) -> None:
+        self._holder = ctx.holder
+        self._features = ctx.features
+        self._port = ctx.port
         self._questions = questions
-        self._messages = messages
+        self._messages = ctx.messages
         # Workspace config contents the user was already asked to trust (one question per content).
         self._offered: set[Any] = set()
 

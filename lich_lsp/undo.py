@@ -35,12 +35,9 @@ from lich_lsp.undo_rebase import Step, UndoPlan, plan_undo
 
 if TYPE_CHECKING:
     from lich_lsp.commands import CommandTable
-    from lich_lsp.documents import DocumentStore
-    from lich_lsp.edits import ClientFeatures
+    from lich_lsp.context import SessionContext
     from lich_lsp.journal import TaskJournal
-    from lich_lsp.messages import EditorMessages
-    from lich_lsp.port import EditorPort
-    from lich_lsp.review import ModelNotes
+    from lich_lsp.review_hunks import ModelNotes
     from lich_lsp.tasks import TaskManager
     from lich_lsp.workspace import EditSender
 
@@ -57,26 +54,23 @@ class TaskUndo:
 
     def __init__(
         self,
-        documents: DocumentStore,
+        *,
+        ctx: SessionContext,
         journal: TaskJournal,
         sender: EditSender,
         tasks: TaskManager,
-        features: ClientFeatures,
-        port: EditorPort,
-        messages: EditorMessages,
-        root: Path,
         notes: ModelNotes,
     ) -> None:
         # What the user took back is told to the model's next turn (it must not redo it).
         self._notes = notes
-        self._documents = documents
+        self._documents = ctx.documents
         self._journal = journal
         self._sender = sender
         self._tasks = tasks
-        self._features = features
-        self._port = port
-        self._messages = messages
-        self._root = root
+        self._features = ctx.features
+        self._port = ctx.port
+        self._messages = ctx.messages
+        self._root = ctx.root
 
     def register(self, table: CommandTable) -> None:
         table.add(UNDO_TASK, self.undo_task)

@@ -36,19 +36,14 @@ from lich_lsp.edits import ClientFeatures, EditEntry, build_workspace_edit, coun
 from lich_lsp.paths import path_key, relative_path
 from lich_lsp.pending_questions import Choice
 from lich_lsp.port import EditorRequestError
-from lich_lsp.review import (
-    STYLE_HUNKS,
-    AgentLines,
-    plural,
-    record_agent_lines,
-    review_style,
-    user_edit_note,
-)
+from lich_lsp.review import STYLE_HUNKS, review_style
+from lich_lsp.review_hunks import AgentLines, plural, record_agent_lines, user_edit_note
 
 if TYPE_CHECKING:
     from lich_core.config import Config
     from lich_core.testing.report import TestReport
     from lich_lsp.config import ConfigHolder
+    from lich_lsp.context import SessionContext
     from lich_lsp.documents import DocumentStore
     from lich_lsp.messages import EditorMessages
     from lich_lsp.pending_questions import PendingQuestions
@@ -73,17 +68,36 @@ REVIEW_APPLY = "Apply"
 REVIEW_DISCARD = "Discard"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EditSender:
     """What sending a change set to the editor uses (send_changes): the documents, what the client
     can do, the disk-write policy, the editor and the user."""
 
-    documents: DocumentStore
-    features: ClientFeatures
-    root: Path
-    port: EditorPort
-    holder: ConfigHolder
-    messages: EditorMessages
+    ctx: SessionContext
+
+    @property
+    def documents(self) -> DocumentStore:
+        return self.ctx.documents
+
+    @property
+    def features(self) -> ClientFeatures:
+        return self.ctx.features
+
+    @property
+    def root(self) -> Path:
+        return self.ctx.root
+
+    @property
+    def port(self) -> EditorPort:
+        return self.ctx.port
+
+    @property
+    def holder(self) -> ConfigHolder:
+        return self.ctx.holder
+
+    @property
+    def messages(self) -> EditorMessages:
+        return self.ctx.messages
 
     def route(self, change: FileChange) -> str:
         return route_change(self, change)
@@ -109,19 +123,35 @@ class EditSender:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EditorParts:
     """What an EditorWorkspace uses of its editor session (one set per session, shared by its workspaces)."""
 
-    documents: DocumentStore
+    ctx: SessionContext
     sender: EditSender
     review: ReviewStore
     questions: PendingQuestions
     publish_test_results: Callable[[TestReport], object]
-    features: ClientFeatures
-    holder: ConfigHolder
-    port: EditorPort
-    root: Path
+
+    @property
+    def documents(self) -> DocumentStore:
+        return self.ctx.documents
+
+    @property
+    def features(self) -> ClientFeatures:
+        return self.ctx.features
+
+    @property
+    def holder(self) -> ConfigHolder:
+        return self.ctx.holder
+
+    @property
+    def port(self) -> EditorPort:
+        return self.ctx.port
+
+    @property
+    def root(self) -> Path:
+        return self.ctx.root
 
 
 @dataclass

@@ -14,6 +14,7 @@ from lich_core.tools.builtin.terminal import TOOL as TERMINAL
 from lich_core.tools.types import ToolContext
 from lich_core.userstate import workspace_state_dir
 from lich_lsp.approvals import ApprovalCheck
+from lich_lsp.context import SessionContext
 from tests.acp.acp_client import ScriptedClient, acp_agent, write_user_config
 from tests.acp.test_acp_agent import ask, new_session, tool_messages
 
@@ -72,11 +73,16 @@ async def test_the_language_server_honours_an_acp_reject_always(tmp_path):
         return None
 
     check = ApprovalCheck(
-        ApprovalStore(tmp_path),  # a fresh reader of the file, as another process
-        SimpleNamespace(show_message_request=True),  # type: ignore[arg-type]
-        SimpleNamespace(ask=ask_user),  # type: ignore[arg-type]
-        None,  # type: ignore[arg-type]
-        SimpleNamespace(log=lambda *args: None),  # type: ignore[arg-type]
+        ctx=SessionContext(
+            port=SimpleNamespace(ask=ask_user),  # type: ignore[arg-type]
+            messages=SimpleNamespace(log=lambda *args: None),  # type: ignore[arg-type]
+            documents=None,  # type: ignore[arg-type]
+            holder=None,  # type: ignore[arg-type]
+            features=SimpleNamespace(show_message_request=True),  # type: ignore[arg-type]
+            root=tmp_path,
+        ),
+        store=ApprovalStore(tmp_path),  # a fresh reader of the file, as another process
+        questions=None,  # type: ignore[arg-type]
     )
     ctx = ToolContext(work_dir=tmp_path)
     assert await check(TERMINAL, {"command": "true"}, ctx) is None

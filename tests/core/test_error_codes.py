@@ -38,7 +38,7 @@ NOT_CODES = {
     "headers_env",  # names the MCP entry's field in an mcp_unavailable attach error
     "rg",  # ripgrep's own stderr lines
     "render_rows",  # a ValueError naming the function (a bug, never shown to a model)
-    # lich_lsp.review strips it from a review note written by older versions; nothing emits it now.
+    # lich_lsp.review_hunks strips it from a review note written by older versions; nothing emits it now.
     "review_unavailable",
 }
 

@@ -13,6 +13,7 @@ import pytest
 
 from lich_core.agent.events import AgentEvent
 from lich_core.tools.types import CancelToken
+from lich_lsp.context import SessionContext
 from lich_lsp.tasks import LichTask, TaskManager
 from tests.support.event_schema import assert_valid_event, fixture_files, load_fixture
 
@@ -32,16 +33,15 @@ class _Server:
 def _feed(name: str) -> tuple[LichTask, _Server]:
     server = _Server()
     # Only the port and the log are reached while events arrive; the other parts stay unused.
-    manager = TaskManager(
-        None,
-        None,
-        None,
-        None,
-        None,
-        server.port,
-        server,
-        None,  # type: ignore[arg-type]
+    ctx = SessionContext(
+        port=server.port,  # type: ignore[arg-type]
+        messages=server,  # type: ignore[arg-type]
+        documents=None,  # type: ignore[arg-type]
+        holder=None,  # type: ignore[arg-type]
+        features=None,  # type: ignore[arg-type]
+        root=None,  # type: ignore[arg-type]
     )
+    manager = TaskManager(ctx=ctx, journal=None, runtimes=None)  # type: ignore[arg-type]
     task = LichTask("t9", "title", "prompt", "apply", CancelToken(), workspace=None)  # type: ignore[arg-type]
     for payload in load_fixture(name):
         if (

@@ -19,7 +19,7 @@ from lich_lsp.hunk_tracking import (
     track_span,
     track_spans,
 )
-from lich_lsp.review import AgentLines, ModelNotes, record_agent_lines, user_edit_note
+from lich_lsp.review_hunks import AgentLines, ModelNotes, record_agent_lines, user_edit_note
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -21,6 +21,7 @@ import pytest
 from lsprotocol import types
 
 from lich_lsp import config as lsp_config
+from lich_lsp.context import SessionContext
 from lich_lsp.runtimes import ToolRuntimes
 from tests.support.fake_provider import FakeProviderServer
 
@@ -170,7 +171,15 @@ async def test_a_borrowed_runtime_is_closed_when_its_task_ends_not_when_replaced
         background=lambda work: background.append(asyncio.ensure_future(work))
     )
     holder = SimpleNamespace(generation=1, config={})
-    runtimes = ToolRuntimes(holder, (), messages)  # type: ignore[arg-type]
+    ctx = SessionContext(
+        port=None,  # type: ignore[arg-type]
+        messages=messages,  # type: ignore[arg-type]
+        documents=None,  # type: ignore[arg-type]
+        holder=holder,  # type: ignore[arg-type]
+        features=None,  # type: ignore[arg-type]
+        root=None,  # type: ignore[arg-type]
+    )
+    runtimes = ToolRuntimes(ctx=ctx, call_checks=())
 
     with runtimes.borrow() as task_runtime:
         holder.generation = 2  # the config was reloaded while the task runs
