@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -132,6 +133,7 @@ class ProgressPrinter:
         self.model_description = model_description
         self._streamed_this_turn = False
         self._out_needs_newline = False
+        self._out_gone = False
 
     def __call__(self, event: AgentEvent) -> None:
         data = event.data
@@ -178,9 +180,22 @@ class ProgressPrinter:
 
     def _end_out_line(self) -> None:
         if self._out_needs_newline:
-            self.out.write("\n")
-            self.out.flush()
+            self._write_out("\n")
             self._out_needs_newline = False
+
+    def _write_out(self, text: str) -> None:
+        """Write and flush `text` to `out`; once its reader is gone (`lich "task" | head -1`), the
+        rest of the answer goes nowhere and the run ends as it would have (no traceback)."""
+        if self._out_gone:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            self._out_gone = True
+            with contextlib.suppress(OSError, ValueError):
+                # What is still buffered is flushed into /dev/null, at exit too.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
 
     def on_run_start(self, data: RunStart) -> None:
         resumed = " (resumed)" if data.resumed else ""
@@ -192,8 +207,7 @@ class ProgressPrinter:
 
     def on_text_delta(self, data: TextDelta) -> None:
         text = data.text
-        self.out.write(text)
-        self.out.flush()
+        self._write_out(text)
         self._streamed_this_turn = True
         self._out_needs_newline = not text.endswith("\n")
 
@@ -214,7 +228,7 @@ class ProgressPrinter:
         text = data.text
         if not self._streamed_this_turn and text:
             # A provider that does not stream: the answer arrives whole.
-            self.out.write(text)
+            self._write_out(text)
             self._out_needs_newline = not text.endswith("\n")
         self._end_out_line()
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import contextlib
 import json
 import os
 import re
 import shlex
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -228,7 +231,61 @@ def looks_like_subcommand(word: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one `lich` command; its exit code. Called as the process's entry point (argv None: the
+    `lich` script, `python -m lich_cli`), a task run does not return: it leaves through
+    exit_now (flushed, atexit work done, no interpreter teardown)."""
+    entry_point = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    code = _dispatch(argv)
+    if entry_point and is_task_run(argv):
+        exit_now(code)
+    return code
+
+
+def is_task_run(argv: list[str]) -> bool:
+    """Whether `argv` is `lich "task"` / `lich run ...` (what _dispatch hands to the run command)."""
+    if not argv or argv[0] in ("-h", "--help", "help", "-V", "--version"):
+        return False
+    if argv[0] == "run":
+        return True
+    known = {"tool", "tools", "trust", "acp", "demo", *AGENT_COMMANDS}
+    return argv[0] not in known and not looks_like_subcommand(argv[0])
+
+
+def exit_now(code: int) -> None:
+    """End the process with `code` at once, without the interpreter's teardown.
+
+    After a task run the interpreter would spend 50-115 ms tearing down ~550 modules and
+    collecting the heap, with nothing left to do. What a normal exit does that matters is done
+    here first: the run has closed its HTTP clients, MCP servers and plugins (lich_cli/agent.py
+    _run_task); the thread file was written record by record through an unbuffered file and
+    closed, and the trust store through a closed temp file and a rename, so the kernel has every
+    byte (os._exit loses none; neither path fsyncs, then or now). Then the atexit callbacks, as
+    at a normal exit (python_eval's interpreters and leftover MCP servers killed, weakref
+    finalizers, logging's handlers flushed), then stdout and stderr flushed. A reader gone from
+    stdout (`lich "task" | head -1`) is not an error here: the rest goes to /dev/null and the
+    run's code stands.
+
+    Returns (and the interpreter exits as usual) while a non-daemon thread still runs: a normal
+    exit would wait for it, and so must this.
+    """
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        return
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BrokenPipeError:
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        except (OSError, ValueError):
+            pass  # a closed or broken stream: a normal exit could not flush it either
+    os._exit(code)
+
+
+def _dispatch(argv: list[str]) -> int:
     try:
         if not argv:
             # A bare `lich` is a usage error (as in git or pip): the help goes to stderr, exit 2.
