@@ -2,15 +2,15 @@
 
 One httpx.AsyncClient per (process, event loop, lane): connections are reused across model calls,
 and a client is never used from a loop it was not created on (pytest and the CLI may run several
-loops in one process), nor inherited across fork. Two lanes, built alike (timeouts, limits, TLS
-roots): `chat` over httpx's own transport, and `completion` for inline completions, over
-lich_core.providers.transport.StreamTransport, whose per-request CPU cost fits a keystroke's
-budget (that module says why).
+loops in one process), nor inherited across fork. Two lanes, `chat` and `completion` (inline
+completions, so they never wait for a chat's connection), built by one function (_new_client):
+httpx's own transport, the same timeouts, limits and TLS roots, HTTP/2 for https endpoints when
+the optional `h2` package is installed (HTTP/1.1 otherwise).
 
 Limits (docs/providers.md "Limits"): a model that never stops, a line that never ends and a body
 that never ends are all cut (`response_too_large:`), and a stream that only sends keepalives
 times out after `timeout_ms` without progress, however often the keepalives come. These bounds
-live here, above the transports, so they hold whichever transport carries a lane:
+live here, above the transport:
 
 - a compressed body (`Content-Encoding: gzip` or `deflate`) is decompressed here, piece by piece
   (`body_bytes`): never more than DECODED_PIECE_BYTES at once, the event loop given a turn
@@ -20,13 +20,17 @@ live here, above the transports, so they hold whichever transport carries a lane
 - the wait for the response's head is timed like a read of its body (ResponseLimits is armed
   before the request goes out), and a response may also have an overall deadline (inline
   completions: `timeout_ms`, default 5 s), after which it ends as a `network` timeout whatever
-  the server does.
+  the server does;
+- bytes that came after a response's declared end never become the next answer: the connection
+  they came on is closed (_close_if_read_past_its_end). An idle connection the server wrote to
+  or closed meanwhile is not reused (httpcore checks that itself).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
 import io
 import json
 import os
@@ -55,7 +59,6 @@ from lich_core.providers.errors import (
     malformed,
     stream_error,
 )
-from lich_core.providers.transport import StreamTransport
 from lich_core.vocabulary import CancelToken, Message, ModelResponse, ToolDefinition, json_text
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
@@ -124,6 +127,13 @@ def default_timeout(read_timeout_s: float | None = None) -> httpx.Timeout:
 
 
 @functools.cache
+def http2_available() -> bool:
+    """Whether the optional `h2` package is installed: then https endpoints may speak HTTP/2
+    (negotiated with the server, HTTP/1.1 otherwise); plain http is always HTTP/1.1."""
+    return importlib.util.find_spec("h2") is not None
+
+
+@functools.cache
 def _verifying_ssl_context() -> ssl.SSLContext:
     """certifi's roots, loaded once per process (~40 ms of CPU each time): the client is made per
     event loop, and a program that runs several loops (the CLI's, a test's) would pay it again."""
@@ -141,18 +151,22 @@ def get_client(lane: ClientLane = "chat") -> httpx.AsyncClient:
     loop = asyncio.get_running_loop()
     client = _clients[lane].get(loop)
     if client is None or client.is_closed:
-        # Provider URLs are explicit; an environment proxy would send localhost traffic astray.
-        client = httpx.AsyncClient(
-            timeout=default_timeout(),
-            limits=httpx.Limits(
-                max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
-            ),
-            trust_env=False,
-            verify=_verifying_ssl_context(),
-            transport=StreamTransport(_verifying_ssl_context()) if lane == "completion" else None,
-        )
-        _clients[lane][loop] = client
+        client = _clients[lane][loop] = _new_client()
     return client
+
+
+def _new_client() -> httpx.AsyncClient:
+    """Every lane's client: httpx's own transport (httpcore), HTTP/2 where it can be."""
+    # Provider URLs are explicit; an environment proxy would send localhost traffic astray.
+    return httpx.AsyncClient(
+        timeout=default_timeout(),
+        limits=httpx.Limits(
+            max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
+        ),
+        trust_env=False,
+        verify=_verifying_ssl_context(),
+        http2=http2_available(),
+    )
 
 
 async def aclose_client() -> None:
@@ -306,10 +320,48 @@ async def open_response(
                     suggest_v1=suggest_v1,
                 )
             yield resp
+            await _close_if_read_past_its_end(resp)
     except httpx.HTTPError as exc:
         raise error_from_exception(
             exc, provider=provider, url=base_url, connect_hint=connect_hint
         ) from None
+
+
+async def _close_if_read_past_its_end(resp: httpx.Response) -> None:
+    """Close the connection of a response read to its end when more bytes came after that end
+    (past its Content-Length, after its last chunk): the server's mistake or an attack, and
+    those bytes must never be read as the next request's answer.
+
+    httpcore checks an idle connection's socket before reusing it (a server that wrote or
+    closed meanwhile), but bytes that arrived in the same read as the response's end are
+    already in its HTTP/1.1 parser (h11), which would hand them out as the next response. Only
+    httpcore sees that parser, so it is looked up through httpx's and httpcore's response
+    streams (private names, checked by tests/providers/test_http_lanes.py and
+    tests/lsp/test_lsp_completion_hostile.py); the connection is closed through the
+    response's public `network_stream`, after which httpcore never reuses it. HTTP/2 frames
+    its streams itself: nothing to check.
+    """
+    trailing = getattr(_http11_parser(resp), "trailing_data", None)
+    if not trailing or not trailing[0]:
+        return
+    network_stream = resp.extensions.get("network_stream")
+    if network_stream is not None:
+        await network_stream.aclose()
+
+
+def _http11_parser(resp: httpx.Response) -> Any:
+    """The h11 parser of the HTTP/1.1 connection `resp` came on, or None (HTTP/2, or other
+    httpx/httpcore internals): httpx's response streams wrap httpcore's, down to the one that
+    holds its connection."""
+    stream: Any = resp.stream
+    for _ in range(8):
+        connection = getattr(stream, "_connection", None)
+        if connection is not None:
+            return getattr(connection, "_h11_state", None)
+        stream = getattr(stream, "_stream", None) or getattr(stream, "_httpcore_stream", None)
+        if stream is None:
+            return None
+    return None
 
 
 class _BodyThenNotify:

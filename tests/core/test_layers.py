@@ -9,7 +9,7 @@ Rules (see DESIGN.md "Layers and data flow" and lich_core/vocabulary.py):
 - `lich_core.vocabulary` is the bottom: it, `lich_core.settings` (the typed configuration),
   `lich_core.errors` and the `lich_core` package itself import only the standard library and
   `lich_core.errors`.
-- Providers (`lich_core.providers.*`) import only the standard library, httpx (and h11),
+- Providers (`lich_core.providers.*`) import only the standard library, httpx,
   `lich_core.vocabulary`, `lich_core.settings`, `lich_core.errors` and each other.
 - The hashline engine (`lich_core.hashline.*`) imports nothing from lich_core but
   `lich_core.vocabulary` and itself.
@@ -217,13 +217,13 @@ def vocabulary_is_the_bottom(modules: Mapping[str, Module]) -> list[str]:
 def providers_know_only_vocabulary_and_http(modules: Mapping[str, Module]) -> list[str]:
     return [
         f"{imp.where()} imports {imp.target}: providers may import only the standard library, "
-        f"httpx and h11, {VOCABULARY}, {SETTINGS}, {ERRORS} and lich_core.providers"
+        f"httpx, {VOCABULARY}, {SETTINGS}, {ERRORS} and lich_core.providers"
         for module in modules.values()
         if _within(module.name, "lich_core.providers")
         for imp in module.imports
         if not (
             _top(imp.target) in STDLIB
-            or _top(imp.target) in ("httpx", "h11")
+            or _top(imp.target) == "httpx"
             or imp.target in (VOCABULARY, SETTINGS, ERRORS)
             or _within(imp.target, "lich_core.providers")
         )
