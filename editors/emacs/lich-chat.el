@@ -263,8 +263,16 @@ becomes the chat's (for \\[lich-chat-cancel])."
         lich-chat--new-thread nil
         lich-chat--ask-connection nil
         lich-chat--task nil
-        lich-chat--tool-targets nil
-        lich-chat--turns (1+ lich-chat--turns))
+        lich-chat--tool-targets nil)
+  ;; The server's number for this turn (lich.ask's `turn'; another client may have added turns
+  ;; meanwhile): the turn's text, tagged with the next number when it was sent, takes it.
+  (let ((turn (lich-json-get result "turn")))
+    (if (not (integerp turn))
+        (setq lich-chat--turns (1+ lich-chat--turns)) ; a server from before `turn'
+      (when (and (integerp lich-chat--turn) (/= turn lich-chat--turn))
+        (lich-chat--renumber lich-chat--turn turn))
+      (setq lich-chat--turns turn
+            lich-chat--turn turn)))
   (let ((final (lich--string (lich-json-get result "final")))
         (reason (lich-json-get result "stopped_reason")))
     (when (and final (equal reason "final") (not lich-chat--answered))
@@ -275,6 +283,17 @@ becomes the chat's (for \\[lich-chat-cancel])."
                         (lich--string (lich-json-get result "review_message"))))
       (when note (lich-chat--insert note 'lich-chat-problem-face))))
   (force-mode-line-update))
+
+(defun lich-chat--renumber (old new)
+  "Tag the conversation text of turn OLD (the running turn's guess) as turn NEW."
+  (let ((inhibit-read-only t)
+        (position (point-min))
+        (end (marker-position lich-chat--output)))
+    (while (< position end)
+      (let ((next (next-single-property-change position 'lich-chat-turn nil end)))
+        (when (eql (get-text-property position 'lich-chat-turn) old)
+          (put-text-property position next 'lich-chat-turn new))
+        (setq position next)))))
 
 (defun lich-chat--failed (err)
   "The turn's `lich.ask' request failed with ERR (e.g. thread_busy:)."

@@ -46,12 +46,14 @@ async def test_a_follow_up_continues_the_thread_also_after_a_restart(
         assert one["stopped_reason"] == "final", one
         thread = one["thread"]
         assert thread
+        assert one["turn"] == 1  # the ask's result says which turn of the thread it was
         # Every lich/event of the task names its thread.
         events = [e for e in first.editor.events if e.get("task_id") == one["task_id"]]
         assert events and all(e["thread"] == thread for e in events)
 
         two = await first.command("lich.ask", {"prompt": "now rename it", "thread": thread})
         assert two["thread"] == thread and two["task_id"] != one["task_id"]
+        assert two["turn"] == 2
         sent = request_text(fake_provider, 1)
         assert "what is the magic number?" in sent and "The answer is FORTY-TWO." in sent
         assert sent.index("FORTY-TWO") < sent.index("now rename it")
@@ -70,7 +72,7 @@ async def test_a_follow_up_continues_the_thread_also_after_a_restart(
         "running": False,
     }
     three = await client.command("lich.ask", {"prompt": "and once more", "thread": thread})
-    assert three["stopped_reason"] == "final"
+    assert three["stopped_reason"] == "final" and three["turn"] == 3
     sent = request_text(fake_provider, 2)
     assert "FORTY-TWO" in sent and "Renamed as you asked." in sent and "and once more" in sent
     shown = await client.command("lich.thread", {"thread": thread})
@@ -122,7 +124,8 @@ async def test_rewind_restores_the_files_and_the_history(
     assert [(f["path"], f["outcome"]) for f in rewound["files"]] == [("a.py", "undone")]
     assert client.text(uri) == "value = 1\n"  # one edit took back both turns
 
-    await client.command("lich.ask", {"prompt": "what now?", "thread": thread})
+    after = await client.command("lich.ask", {"prompt": "what now?", "thread": thread})
+    assert after["turn"] == 4  # rewound turns keep their numbers, as lich.thread shows
     sent = request_text(fake_provider, len(fake_provider.requests) - 1)
     assert "Looked: value is 1." in sent and "what now?" in sent
     assert "make it TWO" not in sent and "Set it to 3." not in sent

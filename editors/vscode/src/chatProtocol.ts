@@ -78,7 +78,7 @@ export interface TurnOutcome {
   error?: string;
   /** The files the turn wrote (lich.ask's `edited`, the server's URIs). */
   edited?: EditedFile[];
-  /** The turn's number in the thread (for Rewind to here), when the thread could be read back. */
+  /** The turn's number in the thread (lich.ask's `turn`; for Rewind to here). */
   turn?: number;
   review_message?: string;
   refused_message?: string;

@@ -122,6 +122,8 @@ export function askOutcome(result: unknown): TurnOutcome {
     review_message: str(r.review_message),
     refused_message: str(r.refused_message),
     transcript: askTranscript(result),
+    // The thread's number of this turn, as the server counts them (lich.thread's `turn`).
+    turn: typeof r.turn === "number" ? r.turn : undefined,
   };
 }
 
@@ -546,9 +548,6 @@ export class ChatSession {
     } finally {
       this.live = undefined;
     }
-    if (this.thread && live.taskId !== undefined) {
-      outcome.turn = await this.lastTurn();
-    }
     const reported = (outcome.edited ?? []).map((file) => file.uri);
     const taskId = typeof (result as { task_id?: unknown } | undefined)?.task_id === "string" ? (result as { task_id: string }).task_id : live.taskId;
     if (taskId) {
@@ -565,17 +564,6 @@ export class ChatSession {
     void this.listThreads();
     await this.refreshHunks();
     return result;
-  }
-
-  /** The newest turn of the thread still in the conversation (for its Rewind to here). */
-  private async lastTurn(): Promise<number | undefined> {
-    try {
-      const answer = await this.deps.request<ThreadAnswer>(THREAD_COMMAND, { thread: this.thread });
-      const turns = (answer?.turns ?? []).filter((turn) => !turn.discarded);
-      return turns.length > 0 ? turns[turns.length - 1].turn : undefined;
-    } catch {
-      return undefined;
-    }
   }
 
   /** A `lich/event` from the server: forwarded when it belongs to the view's running turn. */

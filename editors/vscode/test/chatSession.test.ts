@@ -125,8 +125,10 @@ describe("ChatSession: a conversation", () => {
       ["run_start", "t1"],
       ["text_delta", "t1"],
     ]);
-    server.finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final", final: "Done.", edited: ["file:///ws/hello.py"] });
+    server.finishAsk({ task_id: "t1", thread: "th1", turn: 1, stopped_reason: "final", final: "Done.", edited: ["file:///ws/hello.py"] });
     await first;
+    // The turn number is the result's: no lich.thread request only to learn it.
+    expect(server.sent.filter((s) => s.command === "lich.thread")).toEqual([]);
     expect(postedOf("turnEnd")).toEqual([{ type: "turnEnd", outcome: expect.objectContaining({ stopped_reason: "final", final: "Done.", edited: [{ path: "hello.py", uri: "file:///ws/hello.py" }], turn: 1 }) }]);
     // The result's thread is the one to continue (the server's word over the view's guess).
     expect(state.values.get(THREAD_STATE_KEY)).toBe("th1");
@@ -413,7 +415,7 @@ describe("ChatSession: Open file opens what the server reported edited", () => {
     // relative path, and the server reports what it wrote.
     const asked = session.send("write it");
     session.onEvent(event("run_start", "t1", server.sent[0].args.new_thread as string));
-    server.finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final", edited: ["file:///ws/file%3A/etc/passwd"] });
+    server.finishAsk({ task_id: "t1", thread: "th1", turn: 1, stopped_reason: "final", edited: ["file:///ws/file%3A/etc/passwd"] });
     await asked;
     await session.onMessage({ type: "openEdited", task_id: "t1", path: "file:///etc/passwd" });
     expect(opened).toEqual([["file:///ws/file%3A/etc/passwd"]]);

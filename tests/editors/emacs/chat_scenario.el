@@ -131,6 +131,9 @@
         (lich-test-check "the chat named its new thread (new_thread)"
                          (and (stringp thread) (string-prefix-p "chat-" thread))
                          thread)
+        ;; The turn number is the server's (lich.ask's `turn'), not the chat's count plus one:
+        ;; a count gone stale (turns another client added) is corrected by the answer.
+        (setq lich-chat--turns 40)
         ;; The follow-up: RET, then the user moves into the first answer while it streams.
         (lich-test-send-with-ret "Follow-up question")
         (goto-char (point-min))
@@ -141,6 +144,12 @@
                            (and (= (point) where)
                                 (looking-back "answer is 42" (line-beginning-position)))
                            (list where (point))))
+        (lich-test-check "the chat counts the server's turns" (= lich-chat--turns 2) lich-chat--turns)
+        (save-excursion
+          (goto-char (point-min))
+          (search-forward "You: Follow-up question")
+          (lich-test-check "the follow-up's text is the server's turn 2"
+                           (equal (lich-chat-turn-at-point) 2) (lich-chat-turn-at-point)))
         (let ((text (lich-test-conversation)))
           (lich-test-value 'after_follow_up text)
           (lich-test-check "both answers are in the buffer"

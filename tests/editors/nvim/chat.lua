@@ -73,8 +73,15 @@ return function(H)
     { vim.api.nvim_win_get_cursor(conv_win()), vim.api.nvim_buf_line_count(chat.conv) }
   )
 
+  H.check("lich.ask's result says the turn", first.result.turn == 1, first.result)
+  -- The turn number is the server's (lich.ask's `turn`), not the plugin's count plus one: a count
+  -- gone stale (turns another client added) is drawn first, then corrected by the answer.
+  chat.turns = 40
   vim.cmd("LichChat follow-up")
   local second = wait_answer("the follow-up's answer", 2)
+  H.check("the follow-up's result says turn 2", second.result.turn == 2, second.result)
+  H.check("the chat counts the server's turns", chat.turns == 2, chat.turns)
+  H.check("no heading keeps the guessed number", not has("## You · turn 41"), text())
   H.check("follow-up answered on the same thread", second.err == nil and second.result.thread == thread, second)
   H.check("both answers are in the chat", has("Answer one.") and has("Answer two."), text())
   H.check("the follow-up is turn 2", has("## You · turn 2\nfollow-up"), text())

@@ -190,6 +190,7 @@ end
 local function mark_turn(row, record)
   local id = vim.api.nvim_buf_set_extmark(M.conv, TURNS_NS, row, 0, {})
   turn_records[id] = record
+  return id
 end
 
 --- Append `lines` after a blank line (unless the buffer already ends in one); `fold` marks them
@@ -396,6 +397,27 @@ local function turn_heading(number, discarded)
   return "## You · turn " .. tostring(number) .. (discarded and " (rewound)" or "")
 end
 
+--- The running turn's heading (drawn with the next number before the answer) takes the number the
+--- server gave it (lich.ask's `turn`), in its record and on its heading line.
+local function renumber_turn(id, number)
+  local record = turn_records[id]
+  if record == nil or record.turn == number or not valid(M.conv) then
+    return
+  end
+  local old = turn_heading(record.turn, false)
+  record.turn = number
+  local pos = vim.api.nvim_buf_get_extmark_by_id(M.conv, TURNS_NS, id, {})
+  local row = pos[1]
+  if row == nil or (vim.api.nvim_buf_get_lines(M.conv, row, row + 1, false)[1] or "") ~= old then
+    return
+  end
+  -- Only the text after the extmark's column changes, so the mark stays on the line.
+  local prefix = #turn_heading("", false)
+  vim.api.nvim_buf_set_option(M.conv, "modifiable", true)
+  pcall(vim.api.nvim_buf_set_text, M.conv, row, prefix, row, #old, { tostring(number) })
+  vim.api.nvim_buf_set_option(M.conv, "modifiable", false)
+end
+
 local function prompt_lines(number, prompt, about, discarded)
   local lines = { turn_heading(number, discarded) }
   if about then
@@ -555,7 +577,7 @@ function M.begin_turn(prompt, uri, range)
   live = { streaming = false, streamed = false, args = {} }
   local number = M.turns + 1
   local first = append_block(prompt_lines(number, prompt, about, false))
-  mark_turn(first - 1, { turn = number, prompt = prompt, discarded = false })
+  turn.mark = mark_turn(first - 1, { turn = number, prompt = prompt, discarded = false })
   return true, thread, turn
 end
 
@@ -593,7 +615,15 @@ function M.end_turn(err, result, turn)
       return
     end
   end
-  M.turns = M.turns + 1
+  if type(result.turn) == "number" then
+    -- The server's number for this turn (another client may have added turns meanwhile).
+    M.turns = result.turn
+    if turn ~= nil and turn.mark ~= nil then
+      renumber_turn(turn.mark, result.turn)
+    end
+  else
+    M.turns = M.turns + 1 -- a server from before lich.ask said `turn`
+  end
   if not live.streamed and not live.final_shown and type(result.final) == "string" and result.final ~= "" then
     append_block(split_lines(result.final))
   end
