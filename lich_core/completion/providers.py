@@ -6,10 +6,11 @@
 - `chat`: a fill-in-the-middle prompt over a chat provider (lich_core.providers), for models
   that only chat (Anthropic's, OpenAI's chat models).
 
-The HTTP formats share the chat providers' pooled client, error mapping and response bounds
-(lich_core.providers.http). A stream is closed at once when the caller leaves the iteration
-(`aclose()`, which `async with contextlib.aclosing(...)` does) or when the CancelToken fires;
-the token firing ends the iteration with asyncio.CancelledError, as a chat model call does.
+The HTTP formats share the chat providers' client construction (httpx, on a pooled client of
+their own: the `completion` lane), error mapping and response bounds (lich_core.providers.http).
+A stream is closed at once when the caller leaves the iteration (`aclose()`, which
+`async with contextlib.aclosing(...)` does) or when the CancelToken fires; the token firing
+ends the iteration with asyncio.CancelledError, as a chat model call does.
 Building the request bodies and prompts are pure functions, tested directly.
 """
 
@@ -272,7 +273,7 @@ class FimWire(HttpModel):
     completion endpoint takes no conversation."""
 
     wire_format = ""
-    client_lane = "completion"
+    client_lane = "completion"  # built as the chat lane is; its own connections
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs["timeout_ms"] = kwargs.get("timeout_ms") or DEFAULT_COMPLETION_TIMEOUT_MS
