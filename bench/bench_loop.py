@@ -25,6 +25,7 @@ from lich_core.runtime import ToolRuntime
 from lich_core.tools.executor import ToolExecutor
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import FunctionTool, ToolContext, ToolResult
+from lich_core.vocabulary import format_tool_result
 
 CEILING_MS_PER_TURN = 0.2
 
@@ -85,7 +86,7 @@ async def _bare_run(work_dir: Path, replay: Path, turns: int) -> None:
             messages.append(
                 Message(
                     role="tool",
-                    content=ToolExecutor.format_result(result),
+                    content=format_tool_result(result),
                     tool_call_id=call.id,
                     name=call.name,
                 )

@@ -119,11 +119,6 @@ RISKY_CONFIG_KEYS = (
     "gc.*.reflogexpireunreachable", "receive.procreceiverefs",
 )  # fmt: skip
 # Variables that inject git config or a program into every git command that sees them.
-RISKY_GIT_VARIABLES = (
-    "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_N", "GIT_CONFIG_VALUE_N",
-    "GIT_EXTERNAL_DIFF", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS", "GIT_EDITOR",
-    "GIT_SEQUENCE_EDITOR", "GIT_EXEC_PATH", "GIT_PROXY_COMMAND",
-)  # fmt: skip
 _RISKY_VARIABLE_RE = re.compile(
     r"(?<![A-Za-z0-9_])(GIT_CONFIG_PARAMETERS|GIT_CONFIG_COUNT|GIT_CONFIG_(?:KEY|VALUE)_[0-9]+|"
     r"GIT_EXTERNAL_DIFF|GIT_SSH_COMMAND|GIT_SSH|GIT_ASKPASS|GIT_EDITOR|GIT_SEQUENCE_EDITOR|"

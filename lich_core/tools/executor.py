@@ -34,7 +34,7 @@ from lich_core.tools.types import (
     tool_max_output_chars,
     tool_timeout_ms,
 )
-from lich_core.vocabulary import CancelToken, ToolResult, format_tool_result
+from lich_core.vocabulary import CancelToken, ToolResult
 
 DEFAULT_TOOL_TIMEOUT_MS = 30_000
 TERMINAL_TOOL_TIMEOUT_MS = 300_000
@@ -127,11 +127,6 @@ class ToolExecutor:
             return await with_timeout(work, timeout_ms, tool.name, cancel=cancel)
         except ToolError as err:  # the deadline (`timeout: ...`) or the caller (`cancelled`)
             return error_result(err)
-
-    @staticmethod
-    def format_result(result: ToolResult) -> str:
-        """Tool-message content: raw output on success, JSON on error (`vocabulary.format_tool_result`)."""
-        return format_tool_result(result)
 
 
 async def _run(

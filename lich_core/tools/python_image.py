@@ -125,7 +125,6 @@ class PythonImage:
         self.ids = itertools.count(1)
         self.last_used = time.monotonic()
         self.starts = 0
-        self.python_version = ""
         # The running child's tree (its marker, its pid); a new one per start.
         self.reaper: CallReaper | None = None
 
@@ -170,14 +169,13 @@ class PythonImage:
         self.reader = reader
         self.starts += 1
         try:
-            hello = await asyncio.wait_for(self._read_frame(), START_TIMEOUT_S)
+            await asyncio.wait_for(self._read_frame(), START_TIMEOUT_S)  # its hello
         except (asyncio.TimeoutError, ImageError) as err:
             code = self.process.poll()
             self.stop()
             raise ImageError(
                 f"the interpreter {self.python} did not start (exit code {code})"
             ) from err
-        self.python_version = str(hello.get("python", ""))
 
     def stop(self) -> None:
         """SIGKILL the child's whole tree and release the pipes; safe to call from any thread, any

@@ -20,6 +20,7 @@ from lich_core.tools.executor import (
 )
 from lich_core.tools.registry import ToolRegistry
 from lich_core.tools.types import CancelToken, FunctionTool, ToolContext, ToolResult
+from lich_core.vocabulary import format_tool_result
 
 WAIT_S = 10  # generous upper bound for anything that should happen "soon"
 
@@ -324,11 +325,9 @@ async def test_caller_task_cancellation_propagates_and_stops_the_tool(ctx: ToolC
     assert tool_tokens[0].cancelled
 
 
-def test_format_result_raw_on_success_json_on_error() -> None:
-    assert (
-        ToolExecutor.format_result(ToolResult(ok=True, output="line 1\nline 2")) == "line 1\nline 2"
-    )
-    rendered = ToolExecutor.format_result(
+def test_format_tool_result_raw_on_success_json_on_error() -> None:
+    assert format_tool_result(ToolResult(ok=True, output="line 1\nline 2")) == "line 1\nline 2"
+    rendered = format_tool_result(
         ToolResult(ok=False, output="partial", error="timeout: x exceeded 5ms")
     )
     assert json.loads(rendered) == {
@@ -338,8 +337,8 @@ def test_format_result_raw_on_success_json_on_error() -> None:
     }
     # Details never reach the model.
     with_details = ToolResult(ok=False, error="e", details={"prior_content": "secret"})
-    assert "prior_content" not in ToolExecutor.format_result(with_details)
-    assert json.loads(ToolExecutor.format_result(ToolResult(ok=False, error="é")))["error"] == "é"
+    assert "prior_content" not in format_tool_result(with_details)
+    assert json.loads(format_tool_result(ToolResult(ok=False, error="é")))["error"] == "é"
 
 
 async def test_each_default_context_is_fresh_and_reads_the_executor_at_the_call(

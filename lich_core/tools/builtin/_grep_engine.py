@@ -104,10 +104,6 @@ def glob_allows_file(rel: str, matcher: GlobMatcher | None, negated: bool) -> bo
     return matcher(rel) != negated
 
 
-def in_skipped_dir(rel: str, skip_dirs: frozenset[str] | set[str]) -> bool:
-    return any(part in skip_dirs for part in rel.split("/")[:-1])
-
-
 @dataclass
 class WalkCounts:
     too_large: int = 0
