@@ -22,8 +22,9 @@ live here, above the transport:
   completions: `timeout_ms`, default 5 s), after which it ends as a `network` timeout whatever
   the server does;
 - bytes that came after a response's declared end never become the next answer: the connection
-  they came on is closed (_close_if_read_past_its_end). An idle connection the server wrote to
-  or closed meanwhile is not reused (httpcore checks that itself).
+  they came on is closed (_close_unless_clean). An idle connection the server wrote to or
+  closed meanwhile is not reused (httpcore checks that itself); over HTTP/2, a response left
+  before its end closes its connection, so the server stops sending it.
 """
 
 from __future__ import annotations
@@ -319,33 +320,45 @@ async def open_response(
                     request_url=str(url),
                     suggest_v1=suggest_v1,
                 )
-            yield resp
-            await _close_if_read_past_its_end(resp)
+            whole = False
+            try:
+                yield resp
+                whole = resp.is_stream_consumed
+            finally:
+                await _close_unless_clean(resp, whole)
     except httpx.HTTPError as exc:
         raise error_from_exception(
             exc, provider=provider, url=base_url, connect_hint=connect_hint
         ) from None
 
 
-async def _close_if_read_past_its_end(resp: httpx.Response) -> None:
-    """Close the connection of a response read to its end when more bytes came after that end
-    (past its Content-Length, after its last chunk): the server's mistake or an attack, and
-    those bytes must never be read as the next request's answer.
+async def _close_unless_clean(resp: httpx.Response, whole: bool) -> None:
+    """Close the connection `resp` came on unless it may carry the next request cleanly.
 
-    httpcore checks an idle connection's socket before reusing it (a server that wrote or
-    closed meanwhile), but bytes that arrived in the same read as the response's end are
-    already in its HTTP/1.1 parser (h11), which would hand them out as the next response. Only
-    httpcore sees that parser, so it is looked up through httpx's and httpcore's response
-    streams (private names, checked by tests/providers/test_http_lanes.py and
-    tests/lsp/test_lsp_completion_hostile.py); the connection is closed through the
-    response's public `network_stream`, after which httpcore never reuses it. HTTP/2 frames
-    its streams itself: nothing to check.
+    HTTP/1.1, a response read to its end: closed when more bytes came after that end (past its
+    Content-Length, after its last chunk), the server's mistake or an attack; those bytes must
+    never be read as the next request's answer. httpcore checks an idle connection's socket
+    before reusing it (a server that wrote or closed meanwhile), but bytes that arrived in the
+    same read as the response's end are already in its parser (h11), which would hand them out
+    as the next response. Only httpcore sees that parser, so it is looked up through httpx's and
+    httpcore's response streams (private names: tests/providers/test_http_lanes.py and
+    tests/lsp/test_lsp_completion_hostile.py fail if that stops working). A response left
+    before its end closes its connection already (httpcore).
+
+    HTTP/2, a response left before its end (a superseded completion, a cancelled chat):
+    httpcore forgets the stream without resetting it, so the server would go on generating;
+    the connection is closed instead, which the server sees at once (other requests on it end
+    as network errors).
+
+    Closed through the response's public `network_stream`; httpcore never reuses it then.
     """
-    trailing = getattr(_http11_parser(resp), "trailing_data", None)
-    if not trailing or not trailing[0]:
-        return
+    if resp.http_version == "HTTP/2":
+        dirty = not whole
+    else:
+        trailing = getattr(_http11_parser(resp), "trailing_data", None)
+        dirty = whole and bool(trailing and trailing[0])
     network_stream = resp.extensions.get("network_stream")
-    if network_stream is not None:
+    if dirty and network_stream is not None:
         await network_stream.aclose()
 
 
