@@ -17,15 +17,23 @@ from lich_core.project_rules import RuleFile, load_project_rules, render_project
 from lich_core.settings import settings_of
 from lich_core.tools.guard import resolve_file_for
 from lich_core.tools.secrets import prompt_refusal
-from lich_lsp.arguments import (
-    BadArguments,
-    get_line_number,
-    get_range,
-    get_str,
-    resolve_uri,
-    single_object,
-)
+from lich_lsp.arguments import BadArguments, resolve_uri
 from lich_lsp.commands import APPLY_PATCH, ASK, CANCEL, MENTIONS, READ, RUN_TOOL, TOOLS
+from lich_lsp.contract import (
+    ApplyPatchParams,
+    AskParams,
+    AskResult,
+    CancelParams,
+    CancelResult,
+    MentionsParams,
+    MentionsResult,
+    NoParams,
+    ReadParams,
+    ReadResult,
+    RunToolParams,
+    ToolsResult,
+    to_range,
+)
 from lich_lsp.paths import path_key, relative_path
 from lich_lsp.pending_questions import ORIGIN_URI
 
@@ -122,15 +130,6 @@ def render_problems(by_file: Mapping[str, list[dict[str, Any]]], limit: int = PR
     return text
 
 
-def _diagnostics_arg(command: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
-    value = obj.get("diagnostics")
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise BadArguments(f"{command}: field 'diagnostics' must be a list of diagnostic objects")
-    return value
-
-
 class AgentCommands:
     """lich.ask and the commands that run one tool for the user (their own read state)."""
 
@@ -165,13 +164,13 @@ class AgentCommands:
         self._last_project_rules: list[RuleFile] | None = None
 
     def register(self, table: CommandTable) -> None:
-        table.add(ASK, self.ask)
-        table.add(CANCEL, self.cancel)
-        table.add(TOOLS, self.tools)
-        table.add(READ, self.read)
-        table.add(APPLY_PATCH, self.apply_patch)
-        table.add(RUN_TOOL, self.run_tool)
-        table.add(MENTIONS, self.mentions)
+        table.add(ASK, self.ask, typed=True)
+        table.add(CANCEL, self.cancel, typed=True)
+        table.add(TOOLS, self.tools, typed=True)
+        table.add(READ, self.read, typed=True)
+        table.add(APPLY_PATCH, self.apply_patch, typed=True)
+        table.add(RUN_TOOL, self.run_tool, typed=True)
+        table.add(MENTIONS, self.mentions, typed=True)
 
     def edit_mode(self) -> tuple[str, str | None]:
         config = self._holder.config
@@ -248,19 +247,14 @@ class AgentCommands:
         )
         return answer.title if answer is not None else None
 
-    async def ask(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        obj = single_object(ASK, args, required=False)
-        prompt = get_str(ASK, obj, "prompt", required=False)
-        uri = get_str(ASK, obj, "uri", required=False)
-        selection = get_range(ASK, obj, "range")
-        mode = get_str(ASK, obj, "mode", required=False) or self.edit_mode()[0]
-        if mode not in EDIT_MODES:
-            raise BadArguments(
-                f"{ASK}: field 'mode' must be one of {', '.join(EDIT_MODES)}, got {mode!r}"
-            )
-        diagnostics = _diagnostics_arg(ASK, obj)
-        thread = get_str(ASK, obj, "thread", required=False)
-        new_thread = get_str(ASK, obj, "new_thread", required=False)
+    async def ask(self, params: AskParams, request_id: Any) -> AskResult:
+        prompt = params.prompt
+        uri = params.uri
+        selection = to_range(params.range) if params.range is not None else None
+        mode = params.mode or self.edit_mode()[0]
+        diagnostics = params.diagnostics or []
+        thread = params.thread
+        new_thread = params.new_thread
         # The thread as replayed by the check (its turns number this one).
         replay: Any = None
         if thread is not None:
@@ -279,14 +273,9 @@ class AgentCommands:
         if prompt is None:
             prompt = await self.pick_quick_prompt()
             if prompt is None:
-                return {
-                    "task_id": None,
-                    "thread": thread,
-                    "turn": None,
-                    "stopped_reason": "dismissed",
-                    "final": "",
-                    "edited": [],
-                }
+                return AskResult(
+                    task_id=None, thread=thread, stopped_reason="dismissed", final="", edited=[]
+                )
         context = (
             self.selection_context(path, uri, selection, diagnostics)
             if path is not None and uri
@@ -309,7 +298,7 @@ class AgentCommands:
             # Again, with nothing awaited between it and the task's start: the quick prompt was
             # awaited, and another turn of this thread may have started meanwhile.
             replay = self._check_thread(ASK, thread)
-        return await self._tasks.ask(
+        answer = await self._tasks.ask(
             prompt,
             context=context,
             mode=mode,
@@ -321,6 +310,7 @@ class AgentCommands:
             new_thread=new_thread,
             earlier_turns=len(replay.turns) if replay is not None else 0,
         )
+        return AskResult(**answer)
 
     def project_rules_for(self, path: Path | None) -> str | None:
         """The labelled rules section for a task on `path` (None: the root's rules only), or None
@@ -340,38 +330,31 @@ class AgentCommands:
             return []
         return [rule.to_json() for rule in load_project_rules(self._root)]
 
-    async def mentions(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    async def mentions(self, params: MentionsParams, request_id: Any) -> MentionsResult:
         """Candidate paths for a UI completing an `@` mention (the find_files walk, bounded)."""
-        obj = single_object(MENTIONS, args, required=False)
-        prefix = get_str(MENTIONS, obj, "prefix", required=False) or ""
         candidates = await asyncio.to_thread(
-            mention_candidates, self._root, prefix, limit=MENTION_CANDIDATES_MAX
+            mention_candidates, self._root, params.prefix or "", limit=MENTION_CANDIDATES_MAX
         )
-        return {"candidates": candidates}
+        return MentionsResult(candidates=candidates)
 
-    async def cancel(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        obj = single_object(CANCEL, args, required=False)
-        task_id = get_str(CANCEL, obj, "task_id", required=False)
-        return {"cancelled": self._tasks.cancel(task_id)}
+    async def cancel(self, params: CancelParams, request_id: Any) -> CancelResult:
+        return CancelResult(cancelled=self._tasks.cancel(params.task_id))
 
-    async def tools(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        single_object(TOOLS, args, required=False)
+    async def tools(self, params: NoParams, request_id: Any) -> ToolsResult:
         from lich_core.approvals import policy_for
 
         approval = self._holder.config.settings.approval
         described = self._runtimes.current().describe()
         for entry in described:
             entry["approval"] = policy_for(approval, entry["name"], entry.get("capability"))
-        return {"tools": described}
+        return ToolsResult(tools=described)
 
-    async def read(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    async def read(self, params: ReadParams, request_id: Any) -> ReadResult:
         from lich_core.hashline.anchors import render_rows, split_lines
 
-        obj = single_object(READ, args)
-        uri = get_str(READ, obj, "uri", required=True)
-        assert uri is not None
-        start = get_line_number(READ, obj, "start") or 1
-        end_arg = get_line_number(READ, obj, "end")
+        uri = params.uri
+        start = params.start or 1
+        end_arg = params.end
         path = resolve_uri(READ, self._root, uri)
         text = await self._documents.current_text_async(path)
         if text is None:
@@ -386,20 +369,18 @@ class AgentCommands:
         chosen = lines[start - 1 : end]
         self._read_state.record(Path(path_key(path)))
         doc = self._documents.document(path)
-        return {
-            "uri": uri,
-            "version": doc.version if doc is not None else None,
-            "start": start,
-            "end": end,
-            "total_lines": total,
-            "rows": render_rows(chosen, start),
-        }
+        return ReadResult(
+            uri=uri,
+            version=doc.version if doc is not None else None,
+            start=start,
+            end=end,
+            total_lines=total,
+            rows=render_rows(chosen, start),
+        )
 
-    async def apply_patch(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        obj = single_object(APPLY_PATCH, args)
-        patch = get_str(APPLY_PATCH, obj, "patch", required=True)
-        assert patch is not None
-        label = get_str(APPLY_PATCH, obj, "label", required=False) or "lich: apply patch"
+    async def apply_patch(self, params: ApplyPatchParams, request_id: Any) -> dict[str, Any]:
+        patch = params.patch
+        label = params.label or "lich: apply patch"
         workspace = self._new_workspace(label)
         read_state = self._read_state
         # The editor's user sees the buffer: the patch's files count as read (anchors are still
@@ -418,17 +399,9 @@ class AgentCommands:
         )
         return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
 
-    async def run_tool(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        obj = single_object(RUN_TOOL, args)
-        name = get_str(RUN_TOOL, obj, "name", required=True)
-        assert name is not None
-        tool_args = obj.get("args", {})
-        if tool_args is None:
-            tool_args = {}
-        if not isinstance(tool_args, dict):
-            raise BadArguments(
-                f"{RUN_TOOL}: field 'args' must be an object, got {type(tool_args).__name__}"
-            )
+    async def run_tool(self, params: RunToolParams, request_id: Any) -> dict[str, Any]:
+        name = params.name
+        tool_args = params.args if params.args is not None else {}
         from lich_core.gatekeeper import is_agent_only
 
         runtime = self._runtimes.current()

@@ -7,8 +7,10 @@ features register theirs. The names are listed here because the server announces
 editor at `initialize`, before any feature exists; adding a handler under a name not listed is
 an error, and every listed name has a handler once the session is built.
 
-Each command takes one object argument (read with lich_lsp.arguments). Malformed arguments are a
-JSON-RPC InvalidParams error naming the command and the field; an unexpected failure is an
+Each command takes one object argument, typed in lich_lsp.contract (its params and result
+dataclasses): the table converts and checks it before any handler runs, so a malformed argument is
+a JSON-RPC InvalidParams error naming the command and the field, and a typed handler's result
+dataclass is serialised here; an unexpected failure is an
 InternalError with one line of text (the traceback goes to the server log, never to the editor).
 """
 
@@ -24,6 +26,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInva
 
 from lich_core.errors import ToolError
 from lich_lsp.arguments import BadArguments
+from lich_lsp.contract import parse_params, to_json
 
 if TYPE_CHECKING:
     from lich_lsp.messages import EditorMessages
@@ -72,8 +75,9 @@ COMMANDS = (
     *REVIEW_COMMANDS,
 )
 
-# A command's handler: (the command's arguments, the request id) -> its result.
-CommandHandler = Callable[[tuple[Any, ...], Any], Awaitable[Any]]
+# A command's handler: (its params dataclass, or for an untyped handler the raw arguments,
+# already checked; the request id) -> its result (a result dataclass or JSON).
+CommandHandler = Callable[[Any, Any], Awaitable[Any]]
 
 
 class CommandTable:
@@ -82,11 +86,14 @@ class CommandTable:
     def __init__(self, messages: EditorMessages) -> None:
         self._messages = messages
         self._handlers: dict[str, CommandHandler] = {}
+        self._typed: set[str] = set()
         # Commands other than lich.ask that wait on the editor (lich.acceptHunk): $/cancelRequest
         # cancels them (pygls cancels only the request's outer future, not the command).
         self._running: dict[str, asyncio.Task[Any]] = {}
 
-    def add(self, name: str, handler: CommandHandler) -> None:
+    def add(self, name: str, handler: CommandHandler, *, typed: bool = False) -> None:
+        """`typed`: the handler takes the params dataclass (lich_lsp.contract); else the raw
+        argument tuple, checked against the same type first."""
         if name not in COMMANDS:
             raise ValueError(
                 f"{name} is not one of lich's commands (list it in lich_lsp.commands.COMMANDS)"
@@ -94,6 +101,8 @@ class CommandTable:
         if name in self._handlers:
             raise ValueError(f"{name} has a handler already")
         self._handlers[name] = handler
+        if typed:
+            self._typed.add(name)
 
     def names(self) -> list[str]:
         return list(self._handlers)
@@ -107,7 +116,8 @@ class CommandTable:
                 message=f"unknown command {name!r}; lich's commands: {', '.join(COMMANDS)}"
             )
         try:
-            return await handler(args, request_id)
+            params = parse_params(name, args)
+            return to_json(await handler(params if name in self._typed else args, request_id))
         except BadArguments as err:
             raise JsonRpcInvalidParams(message=str(err)) from None
         except (

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from lich_lsp.arguments import BadArguments, get_str, single_object
+from lich_lsp.arguments import BadArguments
 from lich_lsp.code_actions import kind_allowed
 from lich_lsp.commands import ANSWER_QUESTION
+from lich_lsp.contract import AnswerQuestionParams, AnswerQuestionResult
 from lich_lsp.paths import relative_path, uri_to_path
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class PendingQuestions:
         self._pending: dict[str, PendingQuestion] = {}
 
     def register(self, table: CommandTable) -> None:
-        table.add(ANSWER_QUESTION, self.answer_command)
+        table.add(ANSWER_QUESTION, self.answer_command, typed=True)
 
     def pending(self) -> list[PendingQuestion]:
         return list(self._pending.values())
@@ -295,12 +296,11 @@ class PendingQuestions:
         path = uri_to_path(uri) if uri else None
         return relative_path(self._root, path) if path is not None else str(uri)
 
-    async def answer_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
+    async def answer_command(
+        self, params: AnswerQuestionParams, request_id: Any
+    ) -> AnswerQuestionResult:
         """lich.answerQuestion {id, answer}: what a pending question's code action runs."""
-        obj = single_object(ANSWER_QUESTION, args)
-        question_id = get_str(ANSWER_QUESTION, obj, "id", required=True)
-        answer = get_str(ANSWER_QUESTION, obj, "answer", required=True)
-        assert question_id is not None and answer is not None
+        question_id, answer = params.id, params.answer
         try:
             question = self.answer(question_id, answer)
         except QuestionGone:
@@ -310,4 +310,4 @@ class PendingQuestions:
             ) from None
         except ValueError as err:
             raise BadArguments(f"{ANSWER_QUESTION}: {err}") from None
-        return {"id": question.question_id, "kind": question.kind, "answer": answer}
+        return AnswerQuestionResult(id=question.question_id, kind=question.kind, answer=answer)

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from lich_core.testing.report import TestFailure, TestReport
+from lich_core.test_results.report import TestFailure, TestReport
 from lich_core.workspace import read_disk_text
-from lich_lsp.arguments import get_str, single_object
 from lich_lsp.commands import RUN_TESTS
+from lich_lsp.contract import RunTestsParams
 
 if TYPE_CHECKING:
     from lich_core.hashline.read_state import ReadState
-    from lich_core.testing.report import TestReport
+    from lich_core.test_results.report import TestReport
     from lich_lsp.commands import CommandTable
     from lich_lsp.context import SessionContext
     from lich_lsp.runtimes import ToolRuntimes
@@ -122,11 +122,10 @@ class TestRunner:
         self._root = ctx.root
 
     def register(self, table: CommandTable) -> None:
-        table.add(RUN_TESTS, self.run_tests_command)
+        table.add(RUN_TESTS, self.run_tests_command, typed=True)
 
-    async def run_tests_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        obj = single_object(RUN_TESTS, args, required=False)
-        test_filter = get_str(RUN_TESTS, obj, "filter", required=False)
+    async def run_tests_command(self, params: RunTestsParams, request_id: Any) -> dict[str, Any]:
+        test_filter = params.filter
         return await self.run(test_filter.strip() if test_filter and test_filter.strip() else None)
 
     async def run(self, test_filter: str | None) -> dict[str, Any]:

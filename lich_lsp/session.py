@@ -29,10 +29,10 @@ from lich_core.hashline.read_state import ReadState
 from lich_lsp import code_actions, config
 from lich_lsp.agent_commands import AgentCommands
 from lich_lsp.approvals import ApprovalCheck
-from lich_lsp.arguments import single_object
 from lich_lsp.commands import STATUS, CommandTable
 from lich_lsp.completions import InlineCompletions
 from lich_lsp.context import SessionContext
+from lich_lsp.contract import NoParams
 from lich_lsp.documents import DocumentStore
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.journal import TaskJournal
@@ -147,7 +147,7 @@ class EditorSession:
             root=root,
         )
         self.commands = table = CommandTable(messages)
-        table.add(STATUS, self._status_command)
+        table.add(STATUS, self._status_command, typed=True)
         for feature in (
             self.agent_commands,
             self.threads,
@@ -319,8 +319,7 @@ class EditorSession:
 
     # --- lich.status ---
 
-    async def _status_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        single_object(STATUS, args, required=False)
+    async def _status_command(self, params: NoParams, request_id: Any) -> dict[str, Any]:
         result = self.status()
         result["edit_mode"], why = self.agent_commands.edit_mode()
         if why is not None:

@@ -21,8 +21,9 @@ from lsprotocol import types
 
 from lich_core.agent.sessions import InvalidThreadId, SessionError, SessionStore, check_thread_id
 from lich_core.agent.thread_log import Replay, Turn, usage_summary
-from lich_lsp.arguments import BadArguments, get_str, single_object
+from lich_lsp.arguments import BadArguments
 from lich_lsp.commands import REWIND, THREAD, THREADS
+from lich_lsp.contract import NoParams, RewindParams, ThreadParams, ThreadResult, ThreadsResult
 
 if TYPE_CHECKING:
     from lich_lsp.commands import CommandTable
@@ -57,9 +58,9 @@ class ThreadCommands:
         self._rewinding: set[str] = set()
 
     def register(self, table: CommandTable) -> None:
-        table.add(THREADS, self.threads)
-        table.add(THREAD, self.thread)
-        table.add(REWIND, self.rewind)
+        table.add(THREADS, self.threads, typed=True)
+        table.add(THREAD, self.thread, typed=True)
+        table.add(REWIND, self.rewind, typed=True)
 
     def store(self) -> SessionStore:
         return SessionStore.for_config(self._holder.config)
@@ -106,9 +107,8 @@ class ThreadCommands:
 
     # --- lich.threads / lich.thread ---
 
-    async def threads(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        single_object(THREADS, args, required=False)
-        return {"threads": self.listing(THREADS_LISTED_MAX)}
+    async def threads(self, params: NoParams, request_id: Any) -> ThreadsResult:
+        return ThreadsResult(threads=self.listing(THREADS_LISTED_MAX))
 
     def listing(self, limit: int, *, usage: bool = False) -> list[dict[str, Any]]:
         """The newest `limit` threads: {thread, title, turns, updated, running} (and `usage`,
@@ -133,27 +133,23 @@ class ThreadCommands:
         """lich.status's `threads`: the newest few, with their tokens in/out/cached."""
         return self.listing(STATUS_THREADS_MAX, usage=True)
 
-    async def thread(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        obj = single_object(THREAD, args)
-        thread = _thread_arg(THREAD, obj)
+    async def thread(self, params: ThreadParams, request_id: Any) -> ThreadResult:
+        thread = _check_id(THREAD, params.thread)
         replay = self._replay(THREAD, thread)
-        return {
-            "thread": thread,
-            "title": str(replay.meta.get("title") or ""),
-            "created": replay.meta.get("created"),
-            "running": thread in self._tasks.running_threads,
-            "turns": [turn.to_json() for turn in replay.turns],
-            "usage": usage_summary(replay.usage()),
-        }
+        return ThreadResult(
+            thread=thread,
+            title=str(replay.meta.get("title") or ""),
+            created=replay.meta.get("created"),
+            running=thread in self._tasks.running_threads,
+            turns=[turn.to_json() for turn in replay.turns],
+            usage=usage_summary(replay.usage()),
+        )
 
     # --- lich.rewind ---
 
-    async def rewind(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        obj = single_object(REWIND, args)
-        thread = _thread_arg(REWIND, obj)
-        number = obj.get("turn")
-        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
-            raise BadArguments(f"{REWIND}: field 'turn' must be a turn number (1, 2, ...)")
+    async def rewind(self, params: RewindParams, request_id: Any) -> dict[str, Any]:
+        thread = _check_id(REWIND, params.thread)
+        number = params.turn
         replay = self.check_can_continue(REWIND, thread)
         if number > len(replay.turns):
             raise BadArguments(
@@ -240,13 +236,6 @@ class ThreadCommands:
                 )
             missing.append({"turn": turn.number, "files": list(turn.files), "reason": reason})
         return entries, missing
-
-
-def _thread_arg(command: str, obj: dict[str, Any]) -> str:
-    thread = get_str(command, obj, "thread", required=False)
-    if thread is None:
-        raise BadArguments(f"{command}: missing required field 'thread'")
-    return _check_id(command, thread)
 
 
 def _check_id(command: str, thread: str) -> str:

@@ -26,9 +26,9 @@ from lsprotocol import types
 from lich_core.config import set_workspace_trust
 from lich_core.errors import ConfigError
 from lich_core.trust import UNTRUSTED, Fingerprint
-from lich_lsp.arguments import BadArguments, single_object
 from lich_lsp.commands import TRUST_WORKSPACE
 from lich_lsp.config import report_config_warnings
+from lich_lsp.contract import TrustWorkspaceParams
 from lich_lsp.pending_questions import Choice
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class WorkspaceTrust:
         self._offered: set[Any] = set()
 
     def register(self, table: CommandTable) -> None:
-        table.add(TRUST_WORKSPACE, self.trust_workspace_command)
+        table.add(TRUST_WORKSPACE, self.trust_workspace_command, typed=True)
 
     def offer(self) -> None:
         """Ask about the current config's ignored keys, unless asked already for this content."""
@@ -153,12 +153,6 @@ class WorkspaceTrust:
         return change.to_json()
 
     async def trust_workspace_command(
-        self, args: tuple[Any, ...], request_id: Any
+        self, params: TrustWorkspaceParams, request_id: Any
     ) -> dict[str, Any]:
-        obj = single_object(TRUST_WORKSPACE, args, required=False)
-        revoke = obj.get("revoke", False)
-        if not isinstance(revoke, bool):
-            raise BadArguments(
-                f"{TRUST_WORKSPACE}: field 'revoke' must be true or false, got {type(revoke).__name__}"
-            )
-        return self.change(trust=not revoke)
+        return self.change(trust=not params.revoke)

@@ -27,8 +27,9 @@ from lsprotocol import types
 
 from lich_core.errors import EditRejected
 from lich_core.workspace import FileChange
-from lich_lsp.arguments import BadArguments, get_str, single_object
+from lich_lsp.arguments import BadArguments
 from lich_lsp.commands import UNDO_TASK
+from lich_lsp.contract import UndoTaskParams
 from lich_lsp.journal import MAX_JOURNAL_TASKS, JournalEntry
 from lich_lsp.paths import uri_to_path
 from lich_lsp.undo_rebase import Step, UndoPlan, plan_undo
@@ -73,11 +74,10 @@ class TaskUndo:
         self._root = ctx.root
 
     def register(self, table: CommandTable) -> None:
-        table.add(UNDO_TASK, self.undo_task)
+        table.add(UNDO_TASK, self.undo_task, typed=True)
 
-    async def undo_task(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        obj = single_object(UNDO_TASK, args, required=False)
-        task_id = get_str(UNDO_TASK, obj, "task_id", required=False)
+    async def undo_task(self, params: UndoTaskParams, request_id: Any) -> dict[str, Any]:
+        task_id = params.task_id
         journal = self._journal
         if task_id is None:
             undoable = journal.undoable()
