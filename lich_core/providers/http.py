@@ -40,7 +40,7 @@ import ssl
 import weakref
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from typing import Any, Literal, TypeVar
 
 import httpx
@@ -359,7 +359,10 @@ async def _close_unless_clean(resp: httpx.Response, whole: bool) -> None:
         dirty = whole and bool(trailing and trailing[0])
     network_stream = resp.extensions.get("network_stream")
     if dirty and network_stream is not None:
-        await network_stream.aclose()
+        # Best effort: a close that fails leaves nothing to reuse either, and must not hide
+        # the error the caller may be leaving with.
+        with suppress(Exception):
+            await network_stream.aclose()
 
 
 def _http11_parser(resp: httpx.Response) -> Any:
