@@ -26,7 +26,7 @@ from lich_acp.events import ClientBridge
 from lich_core.confined import read_bytes_within
 from lich_core.errors import EditRejected, ToolError
 from lich_core.hashline.byte_lines import ByteLines
-from lich_core.testing.report import TestReport
+from lich_core.test_results.report import TestReport
 from lich_core.workspace import CommandHost, FileChange, apply_to_disk, encode_text, read_disk_text
 
 log = logging.getLogger("lich.acp.workspace")

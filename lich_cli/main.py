@@ -195,7 +195,7 @@ def cmd_trust(argv: list[str]) -> int:
 
 
 def cmd_demo(argv: list[str]) -> int:
-    from lich_core.demo import main as demo_main  # lazily: only `lich demo` loads it
+    from lich_cli.demo import main as demo_main  # lazily: only `lich demo` loads it
 
     return demo_main(argv)
 

@@ -20,7 +20,7 @@ from lich_core.confined import ParentDir, open_parent, read_bytes_within
 from lich_core.errors import EditRejected
 from lich_core.hashline.byte_lines import ByteLines, byte_lines
 from lich_core.hashline.replacements import line_replacements, splice_replacements
-from lich_core.testing.report import TestReport
+from lich_core.test_results.report import TestReport
 from lich_core.vocabulary import CancelToken
 from lich_core.vocabulary import LineReplacement as LineReplacement  # re-export (lives there)
 

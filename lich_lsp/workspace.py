@@ -41,7 +41,7 @@ from lich_lsp.review_hunks import AgentLines, plural, record_agent_lines, user_e
 
 if TYPE_CHECKING:
     from lich_core.config import Config
-    from lich_core.testing.report import TestReport
+    from lich_core.test_results.report import TestReport
     from lich_lsp.config import ConfigHolder
     from lich_lsp.context import SessionContext
     from lich_lsp.documents import DocumentStore

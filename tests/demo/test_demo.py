@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from lich_core.demo import render
-from lich_core.demo.sample_files import RECORDING, bundled, prepare, recorded_prompt
+from lich_cli.demo import render
+from lich_cli.demo.sample_files import RECORDING, bundled, prepare, recorded_prompt
 from tests.demo.demo_support import DEMO_TIMEOUT_S, repo_env, run_demo
 from tests.support.cli_runner import run_lich
 

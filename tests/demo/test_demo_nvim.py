@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from lich_core.demo.nvim import BUNDLED_PLUGIN, find_plugin
+from lich_cli.demo.nvim import BUNDLED_PLUGIN, find_plugin
 from tests.demo.demo_support import repo_env, run_demo, run_demo_on_a_terminal
 
 # With the editor tests: one Neovim at a time on a 2-core machine (tests/editors/conftest.py).

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 BUILD_TIMEOUT_S = 600
 # What the wheel is built from: the package sources, its metadata, and editors/nvim (the target of
-# lich_core/demo/nvim_plugin).
+# lich_cli/demo/nvim_plugin).
 SOURCES = (
     "pyproject.toml",
     "README.md",
@@ -141,7 +141,7 @@ def test_the_demo_runs_from_a_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
         [
             str(python),
             "-c",
-            "import lich_core.demo, lich_core.demo.nvim as n; print(lich_core.demo.__file__); print(n.find_plugin())",
+            "import lich_cli.demo, lich_cli.demo.nvim as n; print(lich_cli.demo.__file__); print(n.find_plugin())",
         ],
         cwd=elsewhere,
         env=env,

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from lich_core.config import Config
-from lich_core.testing import (
+from lich_core.test_results import (
     MAX_FAILURES,
     TestFailure,
     TestReport,

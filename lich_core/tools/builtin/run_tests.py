@@ -13,7 +13,7 @@ runs (the default, or a configured command with a `pytest` word) get `--junitxml
 outside the root, which gives exact counts, failure lines and messages; otherwise pytest's text
 summary is read; any other runner is judged by its exit code alone.
 
-One run per workspace root at a time, across threads and processes (lich_core/testing/lock.py):
+One run per workspace root at a time, across threads and processes (lich_core/test_results/lock.py):
 a second call gets `run_tests_busy:`. With an editor, unsaved buffers are saved first
 (`workspace.sync_to_disk()`) and the report goes back to it (`workspace.report_test_results()`).
 """
@@ -36,14 +36,14 @@ from typing import Any
 
 from lich_core.errors import ToolError
 from lich_core.settings import settings_of
-from lich_core.testing.lock import try_lock_workspace
-from lich_core.testing.pytest_results import (
+from lich_core.test_results.lock import try_lock_workspace
+from lich_core.test_results.pytest_results import (
     MAX_FAILURES,
     PytestResults,
     parse_junit_xml,
     parse_pytest_text,
 )
-from lich_core.testing.report import TestReport
+from lich_core.test_results.report import TestReport
 from lich_core.tools.guard import capture_errors, optional_string_arg, truncation_marker
 from lich_core.tools.processes import kill_process_group, tool_process_env
 from lich_core.tools.python_image import interpreter_for, repository_python

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from lich_core.testing.lock import WorkspaceLock, lock_path, try_lock_workspace
-from lich_core.testing.pytest_results import (
+from lich_core.test_results.lock import WorkspaceLock, lock_path, try_lock_workspace
+from lich_core.test_results.pytest_results import (
     MAX_FAILURES,
     PytestResults,
     parse_junit_xml,
     parse_pytest_text,
 )
-from lich_core.testing.report import TestFailure, TestReport
+from lich_core.test_results.report import TestFailure, TestReport
 
 __all__ = [
     "MAX_FAILURES",

@@ -16,7 +16,7 @@ import asyncio
 import io
 import sys
 
-from lich_core.demo.sample_files import DemoSetup, prepare
+from lich_cli.demo.sample_files import DemoSetup, prepare
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     if args.editor == "nvim":
         # Both refusals come before the sample is copied: nothing to clean up.
-        from lich_core.demo.nvim import NvimUnavailable, find_nvim, require_terminal
+        from lich_cli.demo.nvim import NvimUnavailable, find_nvim, require_terminal
 
         for check, exit_code in ((find_nvim, EXIT_FAILED), (require_terminal, EXIT_USAGE)):
             try:
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
     setup = prepare()
     try:
         if args.editor == "nvim":
-            from lich_core.demo.nvim import NvimUnavailable, run_in_nvim
+            from lich_cli.demo.nvim import NvimUnavailable, run_in_nvim
 
             try:
                 return run_in_nvim(setup, args.nvim_plugin)
@@ -92,8 +92,8 @@ def main(argv: list[str]) -> int:
 
 
 def _run_headless(setup: DemoSetup, colour_choice: str) -> int:
-    from lich_core.demo.headless import run_headless
-    from lich_core.demo.render import Printer, use_colour
+    from lich_cli.demo.headless import run_headless
+    from lich_cli.demo.render import Printer, use_colour
 
     out = sys.stdout
     if isinstance(out, io.TextIOWrapper):
@@ -131,7 +131,7 @@ def _count(number: int, noun: str) -> str:
 
 
 def _relative(uri: str, setup: DemoSetup) -> str:
-    from lich_core.demo.headless import path_of
+    from lich_cli.demo.headless import path_of
 
     path = path_of(uri)
     try:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lich_core.testing.report import TestFailure
+from lich_core.test_results.report import TestFailure
 
 # At most this many failures are kept in a report (the counts stay exact).
 MAX_FAILURES = 100

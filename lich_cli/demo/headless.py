@@ -4,7 +4,7 @@ The editor here does what VS Code or Neovim would: it opens the file the prompt 
 `lich.ask`, applies each `workspace/applyEdit` to its buffers for real (versions checked, files
 it does not have open read from disk), saves on `lich/saveDocuments`, answers the approval
 question with "Allow once", and shows work-done progress. Every step is printed as it happens
-(lich_core.demo.render). The model is the replay provider playing the bundled recording, so no
+(lich_cli.demo.render). The model is the replay provider playing the bundled recording, so no
 API key and no network are involved; the server runs with a config and state dir of its own in
 the demo's temp dir, so the user's settings cannot change the demo and the demo leaves nothing
 behind.
@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from lich_cli.demo.lsp_client import LspConnection, LspError, MethodNotFound
+from lich_cli.demo.render import Printer
+from lich_cli.demo.sample_files import DemoSetup
 from lich_core import __version__
-from lich_core.demo.lsp_client import LspConnection, LspError, MethodNotFound
-from lich_core.demo.render import Printer
-from lich_core.demo.sample_files import DemoSetup
 
 # Bounds, so a broken server can never leave the demo hanging (it normally ends in ~2 s).
 START_TIMEOUT_S = 60.0

@@ -19,7 +19,7 @@ from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 
-PACKAGE = "lich_core.demo"
+PACKAGE = "lich_cli.demo"
 SAMPLE_DIR = "sample"
 RECORDING = "recording.jsonl"
 # The file the demo opens before asking (the one the prompt is about).
@@ -35,7 +35,7 @@ class DemoSetup:
     state_home: Path
     prompt: str
     open_file: str = OPEN_FILE
-    recording_name: str = f"lich_core/demo/{RECORDING}"
+    recording_name: str = f"lich_cli/demo/{RECORDING}"
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

@@ -8,7 +8,7 @@ plugin as a user has it: the edits land in the buffer, the approval question is 
 and the user quits when they have seen enough. The server gets the demo's own config and state
 dirs through the environment, as in the headless demo.
 
-The plugin comes with the package (`lich_core/demo/nvim_plugin`, a link to editors/nvim that the
+The plugin comes with the package (`lich_cli/demo/nvim_plugin`, a link to editors/nvim that the
 wheel build copies in); `--nvim-plugin DIR` or LICH_NVIM_PLUGIN points at another copy.
 """
 
@@ -21,8 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lich_core.demo.headless import server_env, server_options
-from lich_core.demo.sample_files import DemoSetup
+from lich_cli.demo.headless import server_env, server_options
+from lich_cli.demo.sample_files import DemoSetup
 
 PLUGIN_ENV = "LICH_NVIM_PLUGIN"
 BUNDLED_PLUGIN = Path(__file__).resolve().parent / "nvim_plugin"
