@@ -40,6 +40,26 @@ def test_typescript_compiles_cleanly() -> None:
     assert done.returncode == 0, f"tsc --noEmit failed:\n{done.stdout}\n{done.stderr}"
 
 
+def test_protocol_types_are_generated_from_the_schemas() -> None:
+    """src/protocol.generated.ts is what scripts/genProtocolTypes.mjs makes of
+    docs/lich-event.schema.json and docs/lich-commands.schema.json (run it after either changes)."""
+    require(node_binary() is not None, "node is not installed")
+    done = _run([str(node_binary()), "scripts/genProtocolTypes.mjs", "--check"])
+    assert done.returncode == 0, (
+        "src/protocol.generated.ts is stale: run `node scripts/genProtocolTypes.mjs` in "
+        f"editors/vscode\n{done.stdout}\n{done.stderr}"
+    )
+    generated = (EXT_DIR / "src" / "protocol.generated.ts").read_text(encoding="utf-8")
+    for name in (
+        "export interface LichCommands",
+        '"lich.ask": { params: AskParams; result: AskResult }',
+    ):
+        assert name in generated
+    # The extension reads command results and events through them.
+    for source in ("chatView.ts", "transcript.ts"):
+        assert '"./protocol.generated"' in (EXT_DIR / "src" / source).read_text(encoding="utf-8")
+
+
 def test_vitest_suite_passes() -> None:
     _require_node_modules()
     report = EXT_DIR / "node_modules" / ".vitest-report.json"

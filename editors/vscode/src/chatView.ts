@@ -17,6 +17,7 @@ import { ASK_COMMAND, trackedAsk, type AskArgs } from "./middleware";
 import type { PromptHistory } from "./prompt";
 import type { TaskTracker } from "./tasks";
 import { askTranscript, eventTaskId, type LichEvent } from "./transcript";
+import type { CommandResult } from "./protocol.generated";
 
 export const THREAD_STATE_KEY = "lich.chatThread";
 export const THREADS_COMMAND = "lich.threads";
@@ -80,12 +81,8 @@ interface PendingApproval {
   resolve(answer: string): void;
 }
 
-interface ThreadAnswer {
-  thread?: string;
-  title?: string;
-  running?: boolean;
-  turns?: TurnView[];
-}
+/** lich.thread's answer (its generated type), with the turns as the view reads them. */
+type ThreadAnswer = Partial<Omit<CommandResult<"lich.thread">, "turns">> & { turns?: TurnView[] };
 
 /** A fresh thread id for `lich.ask {new_thread}`: sortable by time like the server's own ids. */
 export function newThreadId(now: Date = new Date(), random: () => number = Math.random): string {
@@ -112,7 +109,8 @@ export function askOutcome(result: unknown): TurnOutcome {
   if (!result || typeof result !== "object") {
     return { error: "The server gave no answer (the request was dismissed)." };
   }
-  const r = result as Record<string, unknown>;
+  // The generated type of lich.ask's answer; each field is still checked as it is read.
+  const r = result as Partial<Record<keyof CommandResult<"lich.ask">, unknown>>;
   const str = (value: unknown): string | undefined => (typeof value === "string" && value ? value : undefined);
   return {
     stopped_reason: str(r.stopped_reason),

@@ -3,6 +3,8 @@
  * Pure: the extension appends the returned text to the "Lich Transcript" output channel.
  */
 
+import type { LichEventPayload } from "./protocol.generated";
+
 export const EVENT_METHOD = "lich/event";
 export const TRANSCRIPT_CHANNEL = "Lich Transcript";
 /** Lich: Open Task Transcript: a finished task's markdown transcript file in an editor tab. */
@@ -15,14 +17,17 @@ const SUMMARY_MAX_CHARS = 200;
  * only the fields listed there; `data` may be cut down to its short fields plus `data.cut`.
  */
 export interface LichEvent {
-  type?: string;
-  task_id?: string;
+  /** One of the schema's event types (src/protocol.generated.ts, generated from it), or a newer
+   * server's type this client does not know (shown as a generic line). */
+  type?: LichEventPayload["type"] | (string & {});
+  task_id?: LichEventPayload["task_id"];
   /** The conversation the task belongs to (lich.ask's `thread`). */
-  thread?: string;
-  run_id?: string;
-  session_id?: string;
-  seq?: number;
-  ts?: number;
+  thread?: LichEventPayload["thread"];
+  run_id?: LichEventPayload["run_id"];
+  session_id?: LichEventPayload["session_id"];
+  seq?: LichEventPayload["seq"];
+  ts?: LichEventPayload["ts"];
+  /** Read field by field: a cut event keeps only its short fields (and `cut`). */
   data?: Record<string, unknown>;
 }
 
