@@ -1,11 +1,11 @@
 """What every `lich` command shares: the workspace options, the workspace root and loading the
 config (with its problems said once).
 
-The CLI's side of "fail closed, per value" (DESIGN.md, Configuration and trust): a bad value is
-named once on stderr and dropped alone, and the command runs with the rest; a user config that
-cannot be parsed stops every command with exit status 2 (lich cannot know the user's settings,
-and running restricted would only hide the typo), as an explicit `--config FILE` that is missing
-or cannot be parsed does (load_config raises for that one).
+The CLI's side of "fail closed, per value" (docs/configuration.md, "One bad value is dropped
+alone"): a bad value is named once on stderr and dropped alone, and the command runs with the
+rest; a user config that cannot be parsed stops every command with exit status 2 (lich cannot know
+the user's settings, and running restricted would only hide the typo), as an explicit `--config
+FILE` that is missing or cannot be parsed does (load_config raises for that one).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `workspace/executeCommand` surface (DESIGN.md "The LSP surface"; names are a public contract).
+"""The `workspace/executeCommand` surface (docs/lsp.md "Commands"; names are a public contract).
 
 This module owns the command names and the table that runs them; it knows no feature. Each
 feature (agent tasks, review, undo, trust, tests, pending questions) adds its handlers to the

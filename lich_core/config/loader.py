@@ -2,9 +2,9 @@
 
 Precedence: overrides (the editor's settings or CLI flags) < an explicit `--config` file < the
 workspace's `.lich/config.json` < the user's config file < the environment < defaults, the first
-source that sets a key wins (DESIGN.md's search order). Every source is checked on its own first
-(lich_core.config.sources.check_source): one bad value never takes the rest of its source with it,
-and nothing falls back to built-in defaults because of it.
+source that sets a key wins (docs/configuration.md, "Where settings come from"). Every source is
+checked on its own first (lich_core.config.sources.check_source): one bad value never takes the
+rest of its source with it, and nothing falls back to built-in defaults because of it.
 
 The workspace file is the repository's, so it is untrusted until the user trusts its content
 (lich_core.trust): until then each key counts only as far as its declared side allows

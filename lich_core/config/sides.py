@@ -1,7 +1,7 @@
 """The trust side of each key: what a workspace file (`.lich/config.json`) may do before the user
 trusts it, how it may narrow a trusted value, and what a key it may not set would have done.
 
-Every key declares one side (DESIGN.md "Configuration and trust"):
+Every key declares one side (docs/trust.md, "What an untrusted workspace file may do"):
   SIDE_ANY     harmless either way: an untrusted workspace file sets it as it likes;
   SIDE_NARROW  an untrusted workspace file may only narrow the trusted value (KeySpec.narrow says
                how; a value that would loosen is ignored and reported);

@@ -1,7 +1,7 @@
 """The import layering of lich_core, lich_lsp, lich_acp and lich_cli, checked statically (every
 module parsed with `ast`).
 
-Rules (see DESIGN.md "Layers and data flow" and lich_core/vocabulary.py):
+Rules (see docs/architecture.md "Layers" and lich_core/vocabulary.py):
 
 - `lich_core` never imports the faces (`lich_lsp`, `lich_acp`), the command line (`lich_cli`),
   `pygls` or `lsprotocol` (anywhere, lazily or not).
@@ -28,6 +28,9 @@ Rules (see DESIGN.md "Layers and data flow" and lich_core/vocabulary.py):
   (`lich_core.agent.messages`, `lich_core.tools.types`, `lich_core.workspace`, ...); those
   re-exports are for tests and plugins.
 
+- docs/architecture.md's map names every module (itself or through its subpackage), and the
+  imports go only where the map says they may (how it reads: below, and that page).
+
 A failure names the module, the line and the import statement.
 """
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -697,3 +701,237 @@ def test_lazy_and_type_checking_imports_do_not_count_at_import_time() -> None:
         "def run():\n    from lich_core.runtime import build_tool_runtime\n"
     )
     assert plugins_do_not_load_executor(scan(sources)) == []
+
+
+# --- the architecture map (docs/architecture.md, "Layers") is checked against the tree ----------
+#
+# The map is the first code block under "## Layers". Each entry starts a line (after the tree's
+# drawing characters and an `editor ──LSP──▶ ` arrow): one or more module names (`main.py`,
+# `lich_lsp/session.py`, `lich_core/agent`, `undo_rebase.py, hunk_tracking.py`) followed by two
+# spaces or the line's end; the lines after it, up to the next entry, are its description. A name
+# with a slash is a path from the repository root (a folder covers its whole subpackage); a bare
+# `x.py` is in the package of the section (set by the last `lich_*` name an entry spelled out).
+# The last `→` of an entry lists what it imports of its own package (words naming no entry of the
+# package, `core only`, `httpx`, are ignored). What may import what:
+# - lich_core, and lich_lsp above its "parts" line (adapter, server, session): each entry may
+#   import the entries below it, and those named after its `→` (the map reads top to bottom);
+# - lich_lsp's parts: what follows their `→` and the leaves;
+# - lich_lsp's leaves, lich_acp, lich_cli: only what follows their `→`.
+# Every import counts, lazy and under TYPE_CHECKING included; imports of other packages are the
+# layering rules' business (above).
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+_MAP_NAME = r"(?:lich_(?:core|lsp|acp|cli)(?:/[\w.]+)*/?|\w+\.py)"
+_MAP_ENTRY = re.compile(rf"^({_MAP_NAME}(?:, {_MAP_NAME})*)(?:\s{{2,}}|$)")
+_MAP_DRAWING = "│├└─▼ "
+TOP_DOWN, PART, LEAF, LISTED = "top-down", "part", "leaf", "listed"
+
+
+@dataclass
+class MapEntry:
+    names: list[str]  # the modules (or subpackages) it covers, dotted
+    package: str  # lich_core, lich_lsp, lich_acp or lich_cli
+    position: int  # order in the map
+    region: str  # TOP_DOWN, PART, LEAF or LISTED
+    line: int
+    text: str = ""  # the entry's line and description
+    header: bool = False  # a bare package name (the section's title): covers the package only
+
+    def imports_named(self) -> list[str]:
+        """The words after the entry's last `→`, as dotted names in its package."""
+        if "→" not in self.text:
+            return []
+        words = re.findall(r"[\w./]+", self.text.rsplit("→", 1)[1])
+        named = []
+        for word in words:
+            word = word.removesuffix(".py").rstrip("/.")
+            named.append(
+                word.replace("/", ".")
+                if word.startswith("lich_")
+                else f"{self.package}.{word.replace('/', '.')}"
+            )
+        return named
+
+
+def _map_block(text: str) -> tuple[int, list[str]]:
+    start = text.index("## Layers")
+    fence = text.index("```", start)
+    end = text.index("```", fence + 3)
+    first_line = text[:fence].count("\n") + 2
+    return first_line, text[fence + 3 : end].split("\n")[1:]
+
+
+def parse_architecture_map(text: str) -> list[MapEntry]:
+    first_line, lines = _map_block(text)
+    entries: list[MapEntry] = []
+    package = ""
+    region = LISTED
+    in_marker = False  # the lines of a "parts (...)" or "leaves (...)" marker: no entry's text
+    for offset, raw in enumerate(lines):
+        line = raw.split("▶", 1)[1] if "▶" in raw else raw
+        line = line.lstrip(_MAP_DRAWING)
+        if line.startswith(("parts (", "leaves (")):
+            region = PART if line.startswith("parts (") else LEAF
+            in_marker = True
+        match = _MAP_ENTRY.match(line)
+        if match is None:
+            if entries and not in_marker:
+                entries[-1].text += "\n" + line
+            continue
+        in_marker = False
+        names = []
+        header = False
+        for spelled in match.group(1).split(", "):
+            if spelled.startswith("lich_"):
+                top = spelled.split("/")[0]
+                if top != package:
+                    package = top
+                    region = TOP_DOWN if top in ("lich_core", "lich_lsp") else LISTED
+                header = "/" not in spelled
+                dotted = spelled.rstrip("/").removesuffix(".py").replace("/", ".")
+            else:
+                dotted = f"{package}.{spelled.removesuffix('.py')}"
+            names.append(dotted)
+        entries.append(
+            MapEntry(names, package, len(entries), region, first_line + offset, line, header)
+        )
+    return entries
+
+
+def _map_entry_of(entries: list[MapEntry], module: str) -> MapEntry | None:
+    """The most specific entry covering a module (its own name, else its subpackage's)."""
+    best: tuple[int, MapEntry] | None = None
+    for entry in entries:
+        for name in entry.names:
+            covers = module == name or (not entry.header and module.startswith(name + "."))
+            if covers and (best is None or len(name) > best[0]):
+                best = (len(name), entry)
+    return best[1] if best else None
+
+
+def map_misses_modules(modules: Mapping[str, Module], entries: list[MapEntry]) -> list[str]:
+    problems = [
+        f"{module.path} ({module.name}) is named neither itself nor through its subpackage in "
+        "docs/architecture.md"
+        for module in modules.values()
+        if _map_entry_of(entries, module.name) is None
+    ]
+    problems += [
+        f"docs/architecture.md:{entry.line}: {name} names no module of the tree"
+        for entry in entries
+        for name in entry.names
+        if not any(_within(module, name) for module in modules)
+    ]
+    return sorted(set(problems))
+
+
+def map_order_differs(modules: Mapping[str, Module], entries: list[MapEntry]) -> list[str]:
+    problems = []
+    for module in modules.values():
+        source = _map_entry_of(entries, module.name)
+        if source is None:
+            continue
+        named = source.imports_named()
+        for imp in module.imports:
+            if _top(imp.target) != source.package:
+                continue
+            target = _map_entry_of(entries, imp.target)
+            if target is None or target is source or target.header:
+                continue
+            if any(_map_entry_of(entries, name) is target for name in named):
+                continue
+            if source.region == TOP_DOWN and target.position > source.position:
+                continue
+            if source.region == PART and target.region == LEAF:
+                continue
+            stated = ", ".join(n.rsplit(".", 1)[-1] for n in named) or "nothing of its package"
+            problems.append(
+                f"{imp.where()} imports {imp.target}, but docs/architecture.md:{source.line} "
+                f"says {', '.join(source.names)} imports {stated}"
+                + (" and what is listed below it" if source.region == TOP_DOWN else "")
+                + (" and the leaves" if source.region == PART else "")
+            )
+    for entry in entries:
+        for name in entry.imports_named():
+            target = _map_entry_of(entries, name)
+            if target is None or target.package != entry.package or target is entry:
+                continue
+            if not any(
+                _map_entry_of(entries, imp.target) is target
+                for module in modules.values()
+                if _map_entry_of(entries, module.name) is entry
+                for imp in module.imports
+            ):
+                problems.append(
+                    f"docs/architecture.md:{entry.line}: {', '.join(entry.names)} is said to "
+                    f"import {name}, which it does not"
+                )
+    return problems
+
+
+@pytest.fixture(scope="module")
+def architecture_map() -> list[MapEntry]:
+    return parse_architecture_map(ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+def test_the_architecture_map_names_every_module(
+    project: dict[str, Module], architecture_map: list[MapEntry]
+) -> None:
+    problems = map_misses_modules(project, architecture_map)
+    assert not problems, "\n  ".join(["docs/architecture.md is not the tree:", *problems])
+
+
+def test_the_architecture_map_states_the_real_import_order(
+    project: dict[str, Module], architecture_map: list[MapEntry]
+) -> None:
+    problems = map_order_differs(project, architecture_map)
+    assert not problems, "\n  ".join(["docs/architecture.md's import order:", *problems])
+
+
+def test_the_architecture_map_check_fails_on_a_module_left_out_and_on_a_wrong_order() -> None:
+    doc = "\n".join(
+        [
+            "## Layers",
+            "",
+            "```",
+            "lich_core      the core",
+            "lich_core/a.py        the top → b",
+            "lich_core/pkg/        a subpackage",
+            "lich_core/b.py        the middle",
+            "lich_core/c.py        the bottom",
+            "                      → a",
+            "lich_core/gone.py     no such module",
+            "```",
+        ]
+    )
+    modules = scan(
+        {
+            "lich_core/__init__.py": "",
+            "lich_core/a.py": "from lich_core import b\n",
+            "lich_core/pkg/__init__.py": "",
+            "lich_core/pkg/inner.py": "from lich_core.c import x\n",
+            "lich_core/b.py": "def late():\n    import lich_core.a\n",
+            "lich_core/c.py": "",
+            "lich_core/d.py": "",
+        }
+    )
+    entries = parse_architecture_map(doc)
+    assert [entry.names for entry in entries] == [
+        ["lich_core"],
+        ["lich_core.a"],
+        ["lich_core.pkg"],
+        ["lich_core.b"],
+        ["lich_core.c"],
+        ["lich_core.gone"],
+    ]
+    assert map_misses_modules(modules, entries) == [
+        "docs/architecture.md:10: lich_core.gone names no module of the tree",
+        "lich_core/d.py (lich_core.d) is named neither itself nor through its subpackage in "
+        "docs/architecture.md",
+    ]
+    assert map_order_differs(modules, entries) == [
+        "lich_core/b.py:2 (lich_core.b): `import lich_core.a` imports lich_core.a, but "
+        "docs/architecture.md:7 says lich_core.b imports nothing of its package and what is "
+        "listed below it",
+        "docs/architecture.md:8: lich_core.c is said to import lich_core.a, which it does not",
+    ]
