@@ -21,7 +21,7 @@ from typing import Any
 from acp import text_block, tool_content
 from acp.schema import PermissionOption, ToolCallUpdate
 
-from lich_acp.events import ClientBridge, tool_kind, tool_locations, tool_title
+from lich_acp.events import ClientBridge, tool_call_view
 from lich_core.approvals import (
     NET_CAPABILITY,
     ApprovalStore,
@@ -98,14 +98,15 @@ class AcpApprovalCheck:
         self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext
     ) -> str | None:
         host = url_host(args) if capability == NET_CAPABILITY else None
-        title = tool_title(tool.name, args) + (f" (on {host})" if host else "")
+        title, kind, locations = tool_call_view(self.root, tool.name, args, capability)
+        title += f" (on {host})" if host else ""
         running = what_will_run(tool, args, ctx)
         call = ToolCallUpdate(
             tool_call_id=self.current_call_id() or f"approval-{tool.name}",
             title=title,
-            kind=tool_kind(tool.name, capability),
+            kind=kind,
             status="pending",
-            locations=tool_locations(self.root, tool.name, args) or None,
+            locations=locations,
             raw_input=args,
             content=[tool_content(text_block(running))] if running else None,
         )

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import os
-import re
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +25,7 @@ from acp import (
 from acp.schema import ToolCallLocation, ToolKind
 
 from lich_core.agent.events import PlanUpdate
+from lich_core.agent.targets import PLAN_TOOL, describe_tool_call
 from lich_core.errors import ToolError
 from lich_core.tools.builtin.update_plan import parse_plan
 from lich_core.vocabulary import CancelToken, Message
@@ -36,15 +35,6 @@ T = TypeVar("T")
 
 # How long a synchronous call to the client (a file read) may take.
 SYNC_CALL_TIMEOUT_S = 30.0
-TITLE_ARG_CHARS = 80
-
-READ_TOOLS = frozenset(
-    {"read_file", "docs_read", "list_dir", "disk_usage", "env_get", "process_list"}
-)
-SEARCH_TOOLS = frozenset({"grep_files", "find_files", "docs_search", "web_search"})
-PATH_ARGS = ("path", "file", "file_path")
-PATCH_HEADER = re.compile(r"^@@ (.+)$", re.MULTILINE)
-PLAN_TOOL = "update_plan"
 # How a review's outcome starts in the session history (a user-role note lich adds for the model).
 REVIEW_NOTE_PREFIX = "[lich review] "
 
@@ -95,48 +85,14 @@ class ClientBridge:
 # --- tool presentation ---
 
 
-def tool_kind(name: str, capability: str | None) -> ToolKind:
-    if name == PLAN_TOOL:
-        return "think"
-    if name in SEARCH_TOOLS:
-        return "search"
-    if name in READ_TOOLS or capability == "file/read":
-        return "read"
-    if capability in ("file/edit", "file/write"):
-        return "edit"
-    if capability == "net/fetch":
-        return "fetch"
-    if capability in ("process/exec", "image/eval"):
-        return "execute"
-    return "other"
-
-
-def _short(value: Any) -> str:
-    text = " ".join(str(value).split())
-    return text if len(text) <= TITLE_ARG_CHARS else text[: TITLE_ARG_CHARS - 1] + "…"
-
-
-def tool_title(name: str, args: dict[str, Any]) -> str:
-    for key in (*PATH_ARGS, "command", "url", "query", "pattern", "code"):
-        value = args.get(key)
-        if isinstance(value, str) and value:
-            return f"{name} {_short(value)}"
-    if name == "apply_patch" and isinstance(args.get("input"), str):
-        files = PATCH_HEADER.findall(args["input"])
-        if files:
-            return f"{name} {_short(', '.join(f.strip() for f in files))}"
-    return name
-
-
-def tool_locations(root: Path, name: str, args: dict[str, Any]) -> list[ToolCallLocation]:
-    paths: list[str] = []
-    for key in PATH_ARGS:
-        value = args.get(key)
-        if isinstance(value, str) and value:
-            paths.append(value)
-    if name == "apply_patch" and isinstance(args.get("input"), str):
-        paths.extend(f.strip() for f in PATCH_HEADER.findall(args["input"]))
-    return [ToolCallLocation(path=os.path.normpath(os.path.join(root, p))) for p in paths]
+def tool_call_view(
+    root: Path, name: str, args: dict[str, Any], capability: str | None
+) -> tuple[str, ToolKind, list[ToolCallLocation] | None]:
+    """(title, kind, locations) of a call, from the core's one description of tool calls
+    (lich_core.agent.targets), as the editors' chats show it too."""
+    described = describe_tool_call(name, args, capability)
+    locations = [ToolCallLocation(path=path) for path in described.locations(root)]
+    return described.title, described.kind, locations or None
 
 
 def diff_items(changes: Iterable[FileChange]) -> list[Any]:
@@ -151,13 +107,9 @@ def tool_start_update(
 ) -> Any:
     """`tool_call`, pending: the call has not run yet and may still await the user's approval
     (`tool_running_update` follows once every check let it through)."""
+    title, kind, locations = tool_call_view(root, name, args, capability)
     return start_tool_call(
-        call_id,
-        tool_title(name, args),
-        kind=tool_kind(name, capability),
-        status="pending",
-        locations=tool_locations(root, name, args) or None,
-        raw_input=args,
+        call_id, title, kind=kind, status="pending", locations=locations, raw_input=args
     )
 
 
@@ -266,13 +218,16 @@ def replay_updates(
             if message.content:
                 updates.append(update_agent_message_text(message.content))
             for call in message.tool_calls:
+                title, kind, locations = tool_call_view(
+                    root, call.name, call.arguments, capability_of(call.name)
+                )
                 updates.append(
                     start_tool_call(
                         call.id,
-                        tool_title(call.name, call.arguments),
-                        kind=tool_kind(call.name, capability_of(call.name)),
+                        title,
+                        kind=kind,
                         status="pending",
-                        locations=tool_locations(root, call.name, call.arguments) or None,
+                        locations=locations,
                         raw_input=call.arguments,
                     )
                 )

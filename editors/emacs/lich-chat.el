@@ -166,13 +166,28 @@ A line of its own unless STREAM: streamed text joins the text before it."
         (unless (bolp) (insert (apply #'propertize "\n" (lich-chat--props nil)))))))
   (setq lich-chat--streaming nil))
 
-(defun lich-chat--tool-target (args)
-  "The file a tool call's ARGS name: their `path'.
-ARGS is a JSON object (an event's) or its JSON text, possibly cut
-short (`lich.thread' clips it), so the text is searched, not parsed."
-  (cond ((lich--json-object-p args) (lich--string (lich-json-get args "path")))
-        ((and (stringp args) (string-match "\"path\": *\"\\([^\"]+\\)\"" args))
-         (match-string 1 args))))
+(defun lich-chat--tool-target (target)
+  "What a tool call works on, in a few words, from the server's TARGET.
+TARGET is the `target' object of a tool event or of a `lich.thread'
+tool call (computed once by the server: a file and lines, a command, a
+URL or a query); nothing is derived from the call's arguments."
+  (when (lich--json-object-p target)
+    (let* ((paths (delq nil (mapcar #'lich--string
+                                    (lich--json-array (lich-json-get target "paths")))))
+           (path (if (cdr paths) (string-join paths ", ")
+                   (lich--string (lich-json-get target "path"))))
+           (query (lich--string (lich-json-get target "query")))
+           (lines (lich-json-get target "lines"))
+           (start (and (lich--json-object-p lines) (lich-json-get lines "start")))
+           (end (and (lich--json-object-p lines) (lich-json-get lines "end"))))
+      (cond (query (lich--one-line (if path (format "%s in %s" query path) query)))
+            (path (concat (lich--one-line path)
+                          (if (numberp start)
+                              (format " (lines %d-%s)" start (if (numberp end) end ""))
+                            "")))
+            (t (let ((other (or (lich--string (lich-json-get target "command"))
+                                (lich--string (lich-json-get target "url")))))
+                 (and other (lich--one-line other))))))))
 
 (defun lich-chat--tool-line (name target ok problem)
   "The one line of a tool call.
@@ -222,14 +237,16 @@ becomes the chat's (for \\[lich-chat-cancel])."
        (let ((text (lich--string (lich-json-get data "text"))))
          (when text (lich-chat--insert-answer text t))))
       ("tool_call_start"
-       (let ((path (lich-chat--tool-target (lich-json-get data "arguments"))))
+       (let ((path (lich-chat--tool-target (lich-json-get data "target"))))
          (when path
            (push (cons (lich-json-get data "call_id") path) lich-chat--tool-targets))))
       ("tool_call_end"
        (let ((ok (eq (lich-json-get data "ok") t)))
          (lich-chat--insert
           (lich-chat--tool-line (lich-json-get data "name")
-                                (cdr (assoc (lich-json-get data "call_id") lich-chat--tool-targets))
+                                (or (lich-chat--tool-target (lich-json-get data "target"))
+                                    (cdr (assoc (lich-json-get data "call_id")
+                                                lich-chat--tool-targets)))
                                 ok (lich-json-get data "error"))
           (if ok 'lich-chat-tool-face 'lich-chat-problem-face))))
       ("llm_retry"
@@ -557,7 +574,7 @@ The conversation is read-only; type after the prompt marker at the end.
          (lich-chat--answered nil))
     (lich-chat--insert-user (or (lich-json-get turn "prompt") "") discarded)
     (dolist (tool (lich--json-array (lich-json-get turn "tools")))
-      (let ((path (lich-chat--tool-target (lich-json-get tool "arguments"))))
+      (let ((path (lich-chat--tool-target (lich-json-get tool "target"))))
         (lich-chat--insert
          (lich-chat--tool-line (lich-json-get tool "name") path (eq (lich-json-get tool "ok") t)
                                (lich-json-get tool "result"))

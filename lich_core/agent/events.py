@@ -63,6 +63,8 @@ StoppedReason = Literal["final", "budget", "aborted", "error"]
 RetryAction = Literal["retry", "failover"]
 PlanStatus = Literal["pending", "in_progress", "completed"]
 PlanPriority = Literal["high", "medium", "low"]
+# What a tool call does (lich_core.agent.targets decides it; ACP's ToolKind has the same words).
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "fetch", "think", "other"]
 
 
 def doc(text: str, **schema: Any) -> Any:
@@ -110,6 +112,60 @@ class PlanEntry:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class LineRange:
+    """Lines of a file a tool call reads (1-based, inclusive)."""
+
+    start: int = doc("first line", minimum=1)
+    end: int | None = optional("last line (absent: to the end of the file)", minimum=1)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"start": self.start} if self.end is None else {"start": self.start, "end": self.end}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolTarget:
+    """What a tool call works on: a file (and lines), a command, a URL or a query
+    (lich_core.agent.targets computes it from the tool and its arguments)."""
+
+    path: str | None = optional(
+        "the file or directory, as the model named it (relative to the workspace root, or absolute)"
+    )
+    paths: tuple[str, ...] | None = optional(
+        "every file it names, `path` first, when it names more than one (a patch)"
+    )
+    lines: LineRange | None = optional("the lines it reads")
+    command: str | None = optional("the command or code it runs")
+    cwd: str | None = optional("where the command runs, when the call says")
+    url: str | None = optional("the URL it fetches")
+    query: str | None = optional("what it searches for (a pattern, glob or query)")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in ("path", "paths", "lines", "command", "cwd", "url", "query"):
+            value = getattr(self, name)
+            if isinstance(value, LineRange):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value)
+            if value is not None:
+                out[name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolTarget:
+        fields = dict(data)
+        lines = fields.get("lines")
+        if isinstance(lines, Mapping):
+            fields["lines"] = LineRange(**lines)
+        if isinstance(fields.get("paths"), list):
+            fields["paths"] = tuple(fields["paths"])
+        try:
+            return cls(**fields)
+        except TypeError as err:
+            raise ValueError(f"tool target: {err}") from err
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class EventData:
     """Base of every event type's `data`; `TYPE` is the event's `type`."""
 
@@ -125,7 +181,7 @@ class EventData:
                     continue
             elif isinstance(value, tuple):
                 value = [item.to_dict() if isinstance(item, PlanEntry) else item for item in value]
-            elif isinstance(value, TokenUsage):
+            elif isinstance(value, (TokenUsage, ToolTarget)):
                 value = value.to_dict()
             out[name] = value
         return out
@@ -151,6 +207,8 @@ class EventData:
                 value = tuple(_part(hints[item.name], element) for element in value)
             elif hints[item.name] is TokenUsage and isinstance(value, Mapping):
                 value = TokenUsage(**value)
+            elif ToolTarget in get_args(hints[item.name]) and isinstance(value, Mapping):
+                value = ToolTarget.from_dict(value)
             kwargs[item.name] = value
         return cls(**kwargs)
 
@@ -261,6 +319,14 @@ class LlmEnd(EventData):
     tool_calls: tuple[str, ...] = doc("names of the tools the model asked for, in order")
 
 
+TOOL_KIND_DOC = (
+    "what the call does: read, edit, delete, move, search, execute, fetch, think or other "
+    "(lich_core.agent.targets; the same for every face)"
+)
+TOOL_TARGET_DOC = "what it works on (a file and lines, a command, a URL or a query), or null"
+TOOL_TITLE_DOC = "the call in one line: the tool and what it works on"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallStart(EventData):
     """A tool call starts."""
@@ -270,6 +336,9 @@ class ToolCallStart(EventData):
     call_id: str = doc("the call's id (unique within the turn)")
     name: str = doc("the tool")
     arguments: dict[str, Any] = doc("the parsed arguments ({} when they were not valid JSON)")
+    kind: ToolKind = doc(TOOL_KIND_DOC)
+    target: ToolTarget | None = doc(TOOL_TARGET_DOC)
+    title: str = doc(TOOL_TITLE_DOC)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -284,6 +353,9 @@ class ToolCallEnd(EventData):
     error: str | None = doc("the tool's error when not ok ('prefix: detail'), else null")
     summary: str = doc("the start of the result the model sees (300 characters)")
     duration_ms: float = doc("wall time of the call", minimum=0)
+    kind: ToolKind = doc(TOOL_KIND_DOC)
+    target: ToolTarget | None = doc(TOOL_TARGET_DOC)
+    title: str = doc(TOOL_TITLE_DOC)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

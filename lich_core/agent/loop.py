@@ -61,6 +61,7 @@ from lich_core.agent.sessions import (
     SessionWriter,
     tool_error_message,
 )
+from lich_core.agent.targets import ToolDescription, describe_tool_call
 from lich_core.agent.thread_log import PROMPT_RECORD_MAX_CHARS
 from lich_core.hashline.read_state import ReadState
 from lich_core.plugins.loader import load_errors_summary
@@ -619,6 +620,11 @@ class _Run:
             )
         )
 
+    def _describe(self, name: str, args: Mapping[str, Any]) -> ToolDescription:
+        """The call's kind, target and title (lich_core.agent.targets, as every face shows it)."""
+        tool = self.agent.runtime.registry.get(name)
+        return describe_tool_call(name, args, tool_capability(tool) if tool is not None else None)
+
     async def _run_tools(self, calls: Sequence[ToolCall], turn: int) -> None:
         for call in calls:
             if self.cancel.cancelled:
@@ -626,8 +632,17 @@ class _Run:
                 self._append(tool_error_message(call.id, call.name, CANCELLED_ERROR))
                 continue
             args, invalid = _parse_arguments(call)
+            described = self._describe(call.name, args)
             await self._emit(
-                ToolCallStart(turn=turn, call_id=call.id, name=call.name, arguments=args)
+                ToolCallStart(
+                    turn=turn,
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=args,
+                    kind=described.kind,
+                    target=described.target,
+                    title=described.title,
+                )
             )
             started_ns = time.perf_counter_ns()
             try:
@@ -647,6 +662,9 @@ class _Run:
                     error=result.error,
                     summary=content[:EVENT_SUMMARY_MAX_CHARS],
                     duration_ms=round((time.perf_counter_ns() - started_ns) / 1e6, 3),
+                    kind=described.kind,
+                    target=described.target,
+                    title=described.title,
                 )
             )
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lich_core.agent.targets import describe_tool_call
 from lich_core.userstate import open_state_file, warn_once
 from lich_core.vocabulary import Message
 
@@ -68,7 +69,8 @@ class Turn:
     usage: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     discarded_by: int = 0  # the rewind (1, 2, ...) that took it back; 0: live
-    # The turn's tool calls, in order: {id, name, arguments, ok, result} (clipped text).
+    # The turn's tool calls, in order: {id, name, arguments, kind, target, title, ok, result}
+    # (clipped text; kind, target and title as the tool events carry them).
     tools: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -350,11 +352,16 @@ def _note_step(turn: Turn, message: Message) -> None:
     if message.role == "assistant":
         turn.final = message.content
         for call in message.tool_calls:
+            # From the whole arguments (the clipped text may no longer parse), as the events do.
+            described = describe_tool_call(call.name, call.arguments)
             turn.tools.append(
                 {
                     "id": call.id,
                     "name": call.name,
                     "arguments": _clipped(json_arguments(call.arguments), STEP_ARGUMENTS_MAX_CHARS),
+                    "kind": described.kind,
+                    "target": described.target.to_dict() if described.target else None,
+                    "title": described.title,
                     "ok": None,
                     "result": "",
                 }

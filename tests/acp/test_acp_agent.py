@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lich_core.agent.targets import describe_tool_call
 from tests.acp import sdk
 from tests.acp.acp_client import WAIT_S, ScriptedClient, acp_agent, write_user_config
 
@@ -68,6 +69,13 @@ async def test_read_through_client_sees_unsaved_text(tmp_path, fake_provider):
     start = client.of("tool_call")[0]
     assert start.kind == "read" and start.status == "pending"
     assert start.locations[0].path == str(tmp_path / "a.py")
+    # Title, kind and locations are the core's one description of the call, as the editors'
+    # chats get it in the tool events and lich.thread.
+    described = describe_tool_call("read_file", {"path": "a.py"})
+    assert (
+        (start.title, start.kind) == (described.title, described.kind) == ("read_file a.py", "read")
+    )
+    assert [loc.path for loc in start.locations] == described.locations(tmp_path)
     statuses = [u.status for u in client.of("tool_call_update")]
     assert statuses == ["in_progress", "completed"]
 

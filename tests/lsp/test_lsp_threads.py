@@ -518,3 +518,44 @@ async def test_a_follow_up_and_a_second_rewind_are_busy_while_a_rewind_waits(
         ("set r", True),
         ("and now", False),
     ]
+
+
+async def test_tool_events_and_lich_thread_say_each_calls_kind_and_target(
+    session, root: Path, fake_provider
+) -> None:
+    """The server says what each tool call is about (kind, target, title), computed once in the
+    core: in tool_call_start and tool_call_end, and again in lich.thread's turns."""
+    (root / "a.py").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    fake_provider.script(
+        {
+            "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "a.py", "start": 2, "end": 3}}
+            ]
+        },
+        {"tool_calls": [edit("a.py", "two", "TWO")]},
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "ls -la"}}]},
+        {"tool_calls": [{"name": "fetch_url", "arguments": {"url": "http://127.0.0.1:9/x"}}]},
+        {"text": "done"},
+    )
+    client = await session("visual-studio-code", init_options=provider_options(fake_provider))
+    client.open(root / "a.py")
+    client.editor.message_answers.extend(["Deny", "Deny"])  # terminal's and fetch_url's approvals
+    result = await client.command("lich.ask", {"prompt": "look around"})
+    assert result["stopped_reason"] == "final", result
+    expected = [
+        ("read_file", "read", {"path": "a.py", "lines": {"start": 2, "end": 3}}, "read_file a.py"),
+        ("edit_file", "edit", {"path": "a.py"}, "edit_file a.py"),
+        ("terminal", "execute", {"command": "ls -la"}, "terminal ls -la"),
+        ("fetch_url", "fetch", {"url": "http://127.0.0.1:9/x"}, "fetch_url http://127.0.0.1:9/x"),
+    ]
+    ours = [e for e in client.editor.events if e.get("task_id") == result["task_id"]]
+    for kind in ("tool_call_start", "tool_call_end"):
+        seen = [
+            (e["data"]["name"], e["data"]["kind"], e["data"]["target"], e["data"]["title"])
+            for e in ours
+            if e["type"] == kind
+        ]
+        assert seen == expected, (kind, seen)
+    shown = await client.command("lich.thread", {"thread": result["thread"]})
+    steps = shown["turns"][0]["tools"]
+    assert [(s["name"], s["kind"], s["target"], s["title"]) for s in steps] == expected

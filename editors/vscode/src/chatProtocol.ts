@@ -10,9 +10,24 @@ export interface ToolView {
   id?: string;
   name: string;
   arguments?: unknown;
+  /** What the call does (read, edit, execute, ...), as the server says (tool events, lich.thread). */
+  kind?: string;
+  /** What it works on, as the server says: see ToolTargetView. */
+  target?: unknown;
   ok?: boolean;
   result?: string;
   duration_ms?: number;
+}
+
+/** A tool call's target as the server computes it (docs/lich-event.schema.json, ToolTarget). */
+export interface ToolTargetView {
+  path?: string;
+  paths?: string[];
+  lines?: { start: number; end?: number };
+  command?: string;
+  cwd?: string;
+  url?: string;
+  query?: string;
 }
 
 /** One turn as `lich.thread` lists it (the fields the view shows). */

@@ -36,8 +36,9 @@ const TURNS: TurnView[] = [
     stopped_reason: "final",
     files: ["hello.py"],
     tools: [
-      { id: "c1", name: "read_file", arguments: { path: "hello.py" }, ok: true, result: "1:ab|def greet" },
-      { id: "c2", name: "apply_patch", arguments: { input: "@@ hello.py\n= 2:9f..2:9f\n~x\n" }, ok: false, result: "approval_denied: the user said no" },
+      // kind and target as lich.thread sends them (the server's, not derived from the arguments).
+      { id: "c1", name: "read_file", arguments: { path: "hello.py" }, kind: "read", target: { path: "hello.py" }, ok: true, result: "1:ab|def greet" },
+      { id: "c2", name: "apply_patch", arguments: { input: "@@ hello.py\n= 2:9f..2:9f\n~x\n" }, kind: "edit", target: { path: "hello.py" }, ok: false, result: "approval_denied: the user said no" },
     ],
   },
   { turn: 2, prompt: "Undo that", final: "ok", stopped_reason: "final", discarded: true },
@@ -64,6 +65,8 @@ describe("ChatView: a thread from lich.thread", () => {
     expect(tools[0].querySelector(".tool-result")!.textContent).toBe("1:ab|def greet");
     // The patch's target is the file it names; a denied call reads "refused", in plain words.
     expect(tools[1].querySelector(".tool-target")!.textContent).toBe("hello.py");
+    // The target and kind are the server's (lich.thread's `target`, `kind`).
+    expect(tools[0].dataset.kind).toBe("read");
     expect(tools[1].classList.contains("failed")).toBe(true);
     expect(tools[1].querySelector(".tool-outcome")!.textContent).toBe("refused");
     expect(first.querySelector(".markdown")!.innerHTML).toBe('<p>Done: <strong>greet</strong> uses <code>f"..."</code> now.</p>');
@@ -135,7 +138,7 @@ describe("ChatView: a live turn", () => {
     view.handle({ type: "event", event: ev("text_delta", { text: "** first." }) });
     expect(live.querySelectorAll(".markdown")).toHaveLength(1);
     expect(live.querySelector(".markdown")!.innerHTML).toBe("<p>Let me <strong>look</strong> first.</p>");
-    view.handle({ type: "event", event: ev("tool_call_start", { call_id: "k1", name: "write_file", arguments: { path: "test_hello.py", content: "x" } }) });
+    view.handle({ type: "event", event: ev("tool_call_start", { call_id: "k1", name: "write_file", arguments: { path: "test_hello.py", content: "x" }, kind: "edit", target: { path: "test_hello.py" }, title: "write_file test_hello.py" }) });
     const tool = live.querySelector("details.tool")!;
     expect(tool.querySelector(".tool-outcome")!.textContent).toBe("running…");
     view.handle({ type: "event", event: ev("tool_call_end", { call_id: "k1", name: "write_file", ok: true, summary: "wrote test_hello.py", duration_ms: 1500 }) });
@@ -273,14 +276,15 @@ describe("ChatView: the input", () => {
 });
 
 describe("toolTarget", () => {
-  it("names what a call works on", () => {
+  it("renders the server's target, never the arguments", () => {
     expect(toolTarget({ command: "pytest -q" })).toBe("pytest -q");
-    expect(toolTarget({ input: "@@ a.py\n= 1:ab..1:ab\n~x\n@@ b.py\n= 1:cd..1:cd\n~y\n" })).toBe("a.py, b.py");
-    expect(toolTarget({ other: 1 })).toBe("");
-    // lich.thread's clipped JSON text: whole, or cut off mid-way.
-    expect(toolTarget('{"path": "greet.py"}')).toBe("greet.py");
-    expect(toolTarget('{"input": "@@ greet.py\\n= 2:e7..2:e7\\n~    return f\\"Hello,…')).toBe("greet.py");
-    expect(toolTarget('{"command": "pytest -q tests/test_a.py", "timeout": 1…')).toBe("pytest -q tests/test_a.py");
+    expect(toolTarget({ path: "a.py", paths: ["a.py", "b.py"] })).toBe("a.py, b.py");
+    expect(toolTarget({ path: "src/app.py", lines: { start: 2, end: 9 } })).toBe("src/app.py (lines 2-9)");
+    expect(toolTarget({ url: "https://example.com/x" })).toBe("https://example.com/x");
+    expect(toolTarget({ query: "TODO", path: "src" })).toBe("TODO in src");
+    expect(toolTarget(null)).toBe("");
+    // Arguments are not a target: the view does not guess from them.
+    expect(toolTarget(undefined)).toBe("");
   });
 });
 

@@ -86,19 +86,24 @@
       (lich-test-event "run_start" "t1" th1 :resumed :json-false)
       (goto-char (point-min))
       (lich-test-event "text_delta" "t1" th1 :text "Hi ")
+      ;; The tool line shows the server's `target' (kind and target are computed once by the
+      ;; server), not anything read out of the arguments.
       (lich-test-event "tool_call_start" "t1" th1 :name "read_file" :call_id "c1"
-                       :arguments '(:path "a.py"))
-      (lich-test-event "tool_call_end" "t1" th1 :name "read_file" :call_id "c1" :ok t)
+                       :arguments '(:path "a.py" :start 2 :end 3) :kind "read"
+                       :target '(:path "a.py" :lines (:start 2 :end 3)))
+      (lich-test-event "tool_call_end" "t1" th1 :name "read_file" :call_id "c1" :ok t
+                       :kind "read" :target '(:path "a.py" :lines (:start 2 :end 3)))
       (lich-test-event "tool_call_end" "t1" th1 :name "terminal" :call_id "c2" :ok :json-false
-                       :error "refused: the user denied it")
+                       :error "refused: the user denied it" :kind "execute"
+                       :target '(:command "make  test"))
       (lich-test-event "text_delta" "t1" th1 :text "there.")
       (should (= (point) (point-min)))
       (funcall (nth 1 (car lich-test-asks))
                (list :task_id "t1" :thread th1 :stopped_reason "final" :final "Hi there."))
       (should (equal lich-chat-thread th1))
       (should (equal (lich-test-text)
-                     (concat "You: hello\nlich: Hi \n  read_file a.py: ok\n"
-                             "  terminal: failed: refused: the user denied it\nthere.")))
+                     (concat "You: hello\nlich: Hi \n  read_file a.py (lines 2-3): ok\n"
+                             "  terminal make test: failed: refused: the user denied it\nthere.")))
       (should-not (string-match-p "NOT MINE" (lich-test-text)))
       ;; The follow-up names the thread (and no new one).
       (lich-test-type-and-send "more")
@@ -184,7 +189,8 @@
                                         :final (format "answer %d\n%s" n (make-string 400 ?x))
                                         :stopped_reason "final" :discarded :json-false
                                         :tools (vector (list :name "read_file" :ok t
-                                                             :arguments "{\"path\": \"a.py\"}"))))))
+                                                             :arguments "{\"path\": \"a.py\"}"
+                                                             :target (list :path "a.py")))))))
          (adapter (lich-test-chat-adapter)))
     (setf (lich-adapter-request adapter)
           (lambda (_conn _method params)

@@ -21,9 +21,9 @@ return function(H)
         final = "Changed it.",
         stopped_reason = "final",
         tools = {
-          { id = "c1", name = "edit_file", ok = true, result = "Edited hello.py (+1 -1)", arguments = vim.fn.json_encode({ path = "hello.py", old_string = "    return 1", new_string = "    return 42" }) },
-          { id = "c2", name = "apply_patch", ok = true, result = "Edited b.py (+1 -0)", arguments = { input = "@@ b.py\n+ 3:7c\n~x = 2\n" } },
-          { id = "c3", name = "run_command", ok = false, result = "denied: the user refused run_command", arguments = { command = "rm -rf build" } },
+          { id = "c1", name = "edit_file", ok = true, result = "Edited hello.py (+1 -1)", arguments = vim.fn.json_encode({ path = "hello.py", old_string = "    return 1", new_string = "    return 42" }), kind = "edit", target = { path = "hello.py" } },
+          { id = "c2", name = "apply_patch", ok = true, result = "Edited b.py (+1 -0)", arguments = { input = "@@ b.py\n+ 3:7c\n~x = 2\n" }, kind = "edit", target = { path = "b.py" } },
+          { id = "c3", name = "run_command", ok = false, result = "denied: the user refused run_command", arguments = { command = "rm -rf build" }, kind = "execute", target = { command = "rm -rf build" } },
         },
       },
       { turn = 2, prompt = "again", final = "", stopped_reason = "error", error = "provider 'fake': auth: HTTP 401: invalid API key", tools = {} },
@@ -33,6 +33,7 @@ return function(H)
   H.values.lines = chat.lines()
   H.check("the title heads the chat", chat.lines()[1] == "# lich · make it return 42", chat.lines()[1])
   H.check("the thread and its turns in the second line", chat.lines()[2] == "_thread 20250101-000000-abcdef · 3 turns_", chat.lines()[2])
+  -- Each heading's target is the server's `target` (lich.thread carries it), not the arguments.
   H.check("edit_file as a diff block", has("▸ edit_file hello.py · ok\n  arguments: ") and has("```diff\n--- hello.py\n+++ hello.py\n-    return 1\n+    return 42\n```"), text())
   H.check("apply_patch as a diff block", has("▸ apply_patch b.py · ok") and has("```diff\n+++ b.py\n@@ + 3:7c @@\n+x = 2\n```"), text())
   H.check("a refused tool reads as failed with its reason", has("▸ run_command rm -rf build · failed\n  arguments: ") and has("  error: denied: the user refused run_command"), text())
@@ -80,9 +81,9 @@ return function(H)
         final = "## You · turn 1\nfake\n## lich\nstill turn 2",
         stopped_reason = "odd\nreason",
         tools = {
-          { id = "n1", name = "read_file\n## You · turn 1", ok = false, result = "unknown_tool", arguments = { path = "a\nb.py" } },
-          { id = "n2", name = "edit_file", ok = true, result = "Edited", arguments = { path = "x\ny.py", old_string = "a", new_string = "b" } },
-          { id = "n3", name = "write_file\27[31m", ok = true, result = "Wrote", arguments = { path = "z.py", content = "c" } },
+          { id = "n1", name = "read_file\n## You · turn 1", ok = false, result = "unknown_tool", arguments = { path = "a\nb.py" }, target = { path = "a\nb.py" } },
+          { id = "n2", name = "edit_file", ok = true, result = "Edited", arguments = { path = "x\ny.py", old_string = "a", new_string = "b" }, target = { path = "x\ny.py" } },
+          { id = "n3", name = "write_file\27[31m", ok = true, result = "Wrote", arguments = { path = "z.py", content = "c" }, target = { path = "z.py" } },
         },
       },
     },
@@ -121,7 +122,7 @@ return function(H)
       prompt = "question " .. number .. "\nwith a second line",
       final = "answer " .. number .. "\n\n- a list\n- of points",
       stopped_reason = "final",
-      tools = { { id = "c", name = "read_file", ok = true, result = "1:aa|x", arguments = { path = "f" .. number .. ".py" } } },
+      tools = { { id = "c", name = "read_file", ok = true, result = "1:aa|x", arguments = { path = "f" .. number .. ".py" }, target = { path = "f" .. number .. ".py" } } },
     })
   end
   local started = vim.loop.hrtime()

@@ -272,31 +272,35 @@ local function arguments_table(arguments)
   return nil
 end
 
-local function patch_paths(patch)
-  local paths = {}
-  for _, line in ipairs(split_lines(patch)) do
-    local path = line:match("^@@%s+(.-)%s*$")
-    if path and path ~= "" then
-      table.insert(paths, path)
-    end
-  end
-  return paths
-end
-
---- What a tool call is about, for its heading: the path(s) it names, else its first short string.
-local function tool_target(name, args)
-  if type(args) ~= "table" then
+--- What a tool call is about, for its heading: the server's `target` (tool events and
+--- lich.thread carry it, computed once in the server's core), never derived from the arguments.
+local function tool_target(target)
+  if type(target) ~= "table" then
     return ""
   end
-  if name == "apply_patch" and type(args.input) == "string" then
-    return escape(table.concat(patch_paths(args.input), ", "))
+  local function text(value)
+    return type(value) == "string" and value ~= "" and value or nil
   end
-  for _, key in ipairs({ "path", "file", "uri", "pattern", "query", "command", "url" }) do
-    if type(args[key]) == "string" and args[key] ~= "" then
-      return one_line(args[key], 60)
+  local path = text(target.path)
+  if type(target.paths) == "table" and #target.paths > 1 then
+    path = table.concat(vim.tbl_filter(function(p)
+      return type(p) == "string"
+    end, target.paths), ", ")
+  end
+  local query = text(target.query)
+  if query then
+    return one_line(query, 60) .. (path and (" in " .. one_line(path, 60)) or "")
+  end
+  if path then
+    local lines = type(target.lines) == "table" and tonumber(target.lines.start) or nil
+    local suffix = ""
+    if lines then
+      suffix = string.format(" (lines %d-%s)", lines, tonumber(target.lines["end"]) or "")
     end
+    return one_line(path, 60) .. suffix
   end
-  return ""
+  local other = text(target.command) or text(target.url)
+  return other and one_line(other, 60) or ""
 end
 
 local function limited(lines)
@@ -350,9 +354,9 @@ end
 
 --- A tool call as a folded block: the heading (name, target, ok or failed, duration), then the
 --- arguments, the result or error, and for an edit its diff.
-local function tool_block(name, arguments, ok, result, duration_ms)
+local function tool_block(name, arguments, target_data, ok, result, duration_ms)
   local args = arguments_table(arguments)
-  local target = tool_target(name, args)
+  local target = tool_target(target_data)
   local heading = "▸ " .. escape(name) .. (target ~= "" and (" " .. target) or "") .. " · " .. (ok and "ok" or "failed")
   if tonumber(duration_ms) then
     heading = heading .. string.format(" (%d ms)", math.floor(tonumber(duration_ms) + 0.5))
@@ -465,7 +469,7 @@ function M.render_thread(thread)
     local first = add(prompt_lines(number, prompt, nil, discarded))
     table.insert(headings, { row = first, record = { turn = number, prompt = prompt, discarded = discarded } })
     for _, tool in ipairs(type(turn.tools) == "table" and turn.tools or {}) do
-      add(tool_block(tool.name or "?", tool.arguments, tool.ok == true, tool.result), true)
+      add(tool_block(tool.name or "?", tool.arguments, tool.target, tool.ok == true, tool.result), true)
     end
     if type(turn.final) == "string" and turn.final ~= "" then
       add(split_lines(turn.final))
@@ -660,7 +664,10 @@ function M.on_event(event)
   elseif kind == "tool_call_end" then
     local ok = data.ok == true
     local result = ok and data.summary or data.error
-    append_block(tool_block(data.name or "?", live.args[data.call_id or ""], ok, result, data.duration_ms), true)
+    append_block(
+      tool_block(data.name or "?", live.args[data.call_id or ""], data.target, ok, result, data.duration_ms),
+      true
+    )
   elseif kind == "final" then
     if not live.streamed and type(data.text) == "string" and data.text ~= "" then
       append_block(split_lines(data.text))

@@ -9,7 +9,7 @@
 import { renderMarkdown } from "../chatMarkdown";
 import { textDiff, toolDiffs, type FileDiff } from "../chatDiff";
 import type { LichEvent } from "../transcript";
-import type { ApprovalView, EditedFile, HunkView, Notice, ThreadSummary, ToExtension, ToolView, ToView, TurnOutcome, TurnView } from "../chatProtocol";
+import type { ApprovalView, EditedFile, HunkView, Notice, ThreadSummary, ToExtension, ToolTargetView, ToolView, ToView, TurnOutcome, TurnView } from "../chatProtocol";
 
 export interface ChatHost {
   post(message: ToExtension): void;
@@ -40,38 +40,28 @@ interface MentionState {
   active: number;
 }
 
-/** A tool call's target in a few words: the path, command, pattern or URL it works on. */
-export function toolTarget(args: unknown): string {
-  if (typeof args === "string") {
-    // lich.thread sends the arguments as JSON text cut to 300 characters: parse it when whole,
-    // else pick the first path-like field out of the text.
-    try {
-      return toolTarget(JSON.parse(args));
-    } catch {
-      const field = /"(path|file|uri|command|cmd|pattern|query|url)":\s*"((?:[^"\\]|\\.)*)"/.exec(args);
-      const patched = /@@ ([^\s\\]+)/.exec(args);
-      return field ? clip(field[2], TARGET_MAX_CHARS) : patched ? clip(patched[1], TARGET_MAX_CHARS) : "";
-    }
-  }
-  if (!args || typeof args !== "object") {
+/**
+ * A tool call's target in a few words, from the server's `target` (tool events and lich.thread
+ * carry it, computed once in the server's core): the file(s) and lines, the command, the URL or
+ * the query. The view derives nothing from the call's arguments.
+ */
+export function toolTarget(target: unknown): string {
+  if (!target || typeof target !== "object") {
     return "";
   }
-  const record = args as Record<string, unknown>;
-  for (const key of ["path", "file", "uri", "command", "cmd", "pattern", "query", "url", "name"]) {
-    const value = record[key];
-    if (typeof value === "string" && value.trim()) {
-      return clip(value.trim(), TARGET_MAX_CHARS);
-    }
+  const t = target as ToolTargetView;
+  const text = (value: unknown): string | undefined => (typeof value === "string" && value.trim() ? value.trim() : undefined);
+  const paths = Array.isArray(t.paths) ? t.paths.filter((p): p is string => typeof p === "string" && p !== "") : [];
+  const path = paths.length > 1 ? paths.join(", ") : text(t.path);
+  const query = text(t.query);
+  if (query) {
+    return clip(path ? `${query} in ${path}` : query, TARGET_MAX_CHARS);
   }
-  for (const key of ["input", "patch", "text"]) {
-    const value = record[key];
-    // A hashline patch names its files on `@@ PATH` lines.
-    const files = typeof value === "string" ? [...value.matchAll(/^@@ (\S+)/gm)].map((m) => m[1]) : [];
-    if (files.length > 0) {
-      return clip([...new Set(files)].join(", "), TARGET_MAX_CHARS);
-    }
+  if (path) {
+    const lines = t.lines && typeof t.lines.start === "number" ? ` (lines ${t.lines.start}-${typeof t.lines.end === "number" ? t.lines.end : ""})` : "";
+    return clip(path, TARGET_MAX_CHARS) + lines;
   }
-  return "";
+  return clip(text(t.command) ?? text(t.url) ?? "", TARGET_MAX_CHARS);
 }
 
 function clip(text: string, max: number): string {
@@ -505,9 +495,12 @@ export class ChatView {
     const details = this.el("details", "tool") as HTMLDetailsElement;
     const summary = this.el("summary");
     summary.append(this.text("span", tool.name, "tool-name"));
-    const target = toolTarget(tool.arguments);
+    const target = toolTarget(tool.target);
     if (target) {
       summary.append(this.text("span", target, "tool-target"));
+    }
+    if (tool.kind) {
+      details.dataset.kind = tool.kind;
     }
     summary.append(this.text("span", "running…", "tool-outcome"));
     details.append(summary);
@@ -587,7 +580,7 @@ export class ChatView {
         live.segment = undefined;
         const id = str(data.call_id) ?? `call-${live.tools.size}`;
         const args = data.arguments !== undefined ? data.arguments : data.cut !== undefined ? "(arguments too large to show)" : undefined;
-        const details = this.toolElement({ id, name: str(data.name) ?? "tool", arguments: args });
+        const details = this.toolElement({ id, name: str(data.name) ?? "tool", arguments: args, kind: str(data.kind), target: data.target });
         live.tools.set(id, details);
         live.calls.set(id, { name: str(data.name) ?? "tool", args: data.arguments });
         live.body.append(details);
@@ -597,7 +590,7 @@ export class ChatView {
         const id = str(data.call_id) ?? "";
         let details = live.tools.get(id);
         if (!details) {
-          details = this.toolElement({ id, name: str(data.name) ?? "tool" });
+          details = this.toolElement({ id, name: str(data.name) ?? "tool", kind: str(data.kind), target: data.target });
           live.body.append(details);
         }
         const ok = data.ok === true;
