@@ -31,6 +31,7 @@ from lich_lsp.contract import (
     ReadParams,
     ReadResult,
     RunToolParams,
+    ToolRunResult,
     ToolsResult,
     to_range,
 )
@@ -378,7 +379,7 @@ class AgentCommands:
             rows=render_rows(chosen, start),
         )
 
-    async def apply_patch(self, params: ApplyPatchParams, request_id: Any) -> dict[str, Any]:
+    async def apply_patch(self, params: ApplyPatchParams, request_id: Any) -> ToolRunResult:
         patch = params.patch
         label = params.label or "lich: apply patch"
         workspace = self._new_workspace(label)
@@ -397,9 +398,14 @@ class AgentCommands:
         result = await self._runtimes.current().executor.execute(
             "apply_patch", {"input": patch}, ctx
         )
-        return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
+        return ToolRunResult(
+            ok=result.ok,
+            output=result.output,
+            error=result.error,
+            edited=list(workspace.edited_uris),
+        )
 
-    async def run_tool(self, params: RunToolParams, request_id: Any) -> dict[str, Any]:
+    async def run_tool(self, params: RunToolParams, request_id: Any) -> ToolRunResult:
         name = params.name
         tool_args = params.args if params.args is not None else {}
         from lich_core.gatekeeper import is_agent_only
@@ -407,14 +413,19 @@ class AgentCommands:
         runtime = self._runtimes.current()
         tool = runtime.registry.get(name)
         if tool is not None and is_agent_only(tool):
-            return {
-                "ok": False,
-                "output": "",
-                "error": f"agent_only: {name} runs only inside an agent task",
-                "edited": [],
-            }
+            return ToolRunResult(
+                ok=False,
+                output="",
+                error=f"agent_only: {name} runs only inside an agent task",
+                edited=[],
+            )
         label = f"lich: {name}"
         workspace = self._new_workspace(label)
         ctx = self._runtimes.context(workspace, self._read_state, label)
         result = await self._runtimes.current().executor.execute(name, tool_args, ctx)
-        return {**result.to_json_dict(), "edited": list(workspace.edited_uris)}
+        return ToolRunResult(
+            ok=result.ok,
+            output=result.output,
+            error=result.error,
+            edited=list(workspace.edited_uris),
+        )

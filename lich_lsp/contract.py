@@ -227,6 +227,37 @@ class AnswerQuestionResult:
     answer: str
 
 
+@dataclass(frozen=True, kw_only=True)
+class ToolRunResult:
+    """One tool run for the user (lich.applyPatch, lich.runTool)."""
+
+    ok: bool
+    output: str
+    error: str | None
+    edited: list[str] = field(metadata=doc("the files the run wrote (URIs)"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestFailureView:
+    test_id: str
+    uri: str = field(metadata=doc("the failing test's file ('' when unknown)"))
+    line: int = field(metadata=doc("0-based"))
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunTestsResult:
+    ok: bool
+    summary: str
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    failures: list[TestFailureView]
+    output: str
+    error: str | None = field(default=None, metadata=doc("", omit_if_none=True))
+
+
 # An object whose fields are documented in docs/lsp.md but not (yet) typed here.
 Untyped = dict[str, Any]
 
@@ -245,14 +276,14 @@ COMMAND_TYPES: dict[str, CommandType] = {
     "lich.status": CommandType(NoParams, Untyped),
     "lich.tools": CommandType(NoParams, ToolsResult),
     "lich.read": CommandType(ReadParams, ReadResult, optional=False),
-    "lich.applyPatch": CommandType(ApplyPatchParams, Untyped, optional=False),
-    "lich.runTool": CommandType(RunToolParams, Untyped, optional=False),
+    "lich.applyPatch": CommandType(ApplyPatchParams, ToolRunResult, optional=False),
+    "lich.runTool": CommandType(RunToolParams, ToolRunResult, optional=False),
     "lich.mentions": CommandType(MentionsParams, MentionsResult),
     "lich.threads": CommandType(NoParams, ThreadsResult),
     "lich.thread": CommandType(ThreadParams, ThreadResult, optional=False),
     "lich.rewind": CommandType(RewindParams, Untyped, optional=False),
     "lich.trustWorkspace": CommandType(TrustWorkspaceParams, Untyped),
-    "lich.runTests": CommandType(RunTestsParams, Untyped),
+    "lich.runTests": CommandType(RunTestsParams, RunTestsResult),
     "lich.undoTask": CommandType(UndoTaskParams, Untyped),
     "lich.answerQuestion": CommandType(AnswerQuestionParams, AnswerQuestionResult, optional=False),
     "lich.acceptHunk": CommandType(HunkParams, Untyped, optional=False),

@@ -20,7 +20,7 @@ from lsprotocol import types
 from lich_core.test_results.report import TestFailure, TestReport
 from lich_core.workspace import read_disk_text
 from lich_lsp.commands import RUN_TESTS
-from lich_lsp.contract import RunTestsParams
+from lich_lsp.contract import RunTestsParams, RunTestsResult, TestFailureView
 
 if TYPE_CHECKING:
     from lich_core.hashline.read_state import ReadState
@@ -124,11 +124,11 @@ class TestRunner:
     def register(self, table: CommandTable) -> None:
         table.add(RUN_TESTS, self.run_tests_command, typed=True)
 
-    async def run_tests_command(self, params: RunTestsParams, request_id: Any) -> dict[str, Any]:
+    async def run_tests_command(self, params: RunTestsParams, request_id: Any) -> RunTestsResult:
         test_filter = params.filter
         return await self.run(test_filter.strip() if test_filter and test_filter.strip() else None)
 
-    async def run(self, test_filter: str | None) -> dict[str, Any]:
+    async def run(self, test_filter: str | None) -> RunTestsResult:
         workspace = self._new_workspace("lich: run tests")
         workspace.user_invoked = True
         ctx = self._runtimes.context(workspace, self._read_state, workspace.title)
@@ -145,21 +145,17 @@ class TestRunner:
                 self._port.progress(token, types.WorkDoneProgressEnd(message=summary))
         # The tool's details are its TestReport as JSON; read back, then JSON again only here.
         report = _report(result.details)
-        answer: dict[str, Any] = {
-            "ok": result.ok,
-            "summary": _summary(report, result.error),
-            "passed": report.passed if report else 0,
-            "failed": report.failed if report else 0,
-            "errors": report.errors if report else 0,
-            "skipped": report.skipped if report else 0,
-            "failures": [self._failure_json(failure) for failure in report.failures]
-            if report
-            else [],
-            "output": result.output,
-        }
-        if result.error:
-            answer["error"] = result.error
-        return answer
+        return RunTestsResult(
+            ok=result.ok,
+            summary=_summary(report, result.error),
+            passed=report.passed if report else 0,
+            failed=report.failed if report else 0,
+            errors=report.errors if report else 0,
+            skipped=report.skipped if report else 0,
+            failures=[self._failure_view(failure) for failure in report.failures] if report else [],
+            output=result.output,
+            error=result.error or None,
+        )
 
     async def _begin_progress(self, test_filter: str | None) -> str | None:
         if not self._features.work_done_progress:
@@ -177,14 +173,14 @@ class TestRunner:
         )
         return token
 
-    def _failure_json(self, failure: TestFailure) -> dict[str, Any]:
+    def _failure_view(self, failure: TestFailure) -> TestFailureView:
         uri = self._documents.uri_for(self._root / failure.path) if failure.path else ""
-        return {
-            "test_id": failure.test_id,
-            "uri": uri,
-            "line": max(failure.line - 1, 0),
-            "message": failure.message,
-        }
+        return TestFailureView(
+            test_id=failure.test_id,
+            uri=uri,
+            line=max(failure.line - 1, 0),
+            message=failure.message,
+        )
 
 
 def _report(details: dict[str, Any] | None) -> TestReport | None:

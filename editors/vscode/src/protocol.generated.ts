@@ -392,6 +392,14 @@ export type FinalAnswerCut = {
   cut: string;
 };
 
+/** Lines of a file a tool call reads (1-based, inclusive). */
+export type LineRange = {
+  /** first line */
+  start: number;
+  /** last line (absent: to the end of the file) */
+  end?: number | null;
+};
+
 /** The model answered. */
 export type LlmEnd = {
   /** 1-based turn number */
@@ -636,6 +644,12 @@ export type ToolCallEnd = {
   summary: string;
   /** wall time of the call */
   duration_ms: number;
+  /** what the call does: read, edit, delete, move, search, execute, fetch, think or other (lich_core.agent.targets; the same for every face) */
+  kind: "read" | "edit" | "delete" | "move" | "search" | "execute" | "fetch" | "think" | "other";
+  /** what it works on (a file and lines, a command, a URL or a query), or null */
+  target: ToolTarget | null;
+  /** the call in one line: the tool and what it works on */
+  title: string;
 };
 
 /** tool_call_end data cut down: set by the language server when the event did not fit in one message even with its strings cut: only the data's short scalar fields are kept */
@@ -647,6 +661,8 @@ export type ToolCallEndCut = {
   error?: string | null;
   summary?: string;
   duration_ms?: number;
+  kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "fetch" | "think" | "other";
+  title?: string;
   /** what was cut and why */
   cut: string;
 };
@@ -663,6 +679,12 @@ export type ToolCallStart = {
   arguments: {
     [key: string]: unknown;
   };
+  /** what the call does: read, edit, delete, move, search, execute, fetch, think or other (lich_core.agent.targets; the same for every face) */
+  kind: "read" | "edit" | "delete" | "move" | "search" | "execute" | "fetch" | "think" | "other";
+  /** what it works on (a file and lines, a command, a URL or a query), or null */
+  target: ToolTarget | null;
+  /** the call in one line: the tool and what it works on */
+  title: string;
 };
 
 /** tool_call_start data cut down: set by the language server when the event did not fit in one message even with its strings cut: only the data's short scalar fields are kept */
@@ -670,8 +692,28 @@ export type ToolCallStartCut = {
   turn?: number;
   call_id?: string;
   name?: string;
+  kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "fetch" | "think" | "other";
+  title?: string;
   /** what was cut and why */
   cut: string;
+};
+
+/** What a tool call works on: a file (and lines), a command, a URL or a query (lich_core.agent.targets computes it from the tool and its arguments). */
+export type ToolTarget = {
+  /** the file or directory, as the model named it (relative to the workspace root, or absolute) */
+  path?: string | null;
+  /** every file it names, `path` first, when it names more than one (a patch) */
+  paths?: string[] | null;
+  /** the lines it reads */
+  lines?: LineRange | null;
+  /** the command or code it runs */
+  command?: string | null;
+  /** where the command runs, when the call says */
+  cwd?: string | null;
+  /** the URL it fetches */
+  url?: string | null;
+  /** what it searches for (a pattern, glob or query) */
+  query?: string | null;
 };
 
 /** A turn ended. */
@@ -843,6 +885,18 @@ export type RunTestsParams = {
   filter?: string | null;
 };
 
+export type RunTestsResult = {
+  ok: boolean;
+  summary: string;
+  passed: number;
+  failed: number;
+  errors: number;
+  skipped: number;
+  failures: TestFailureView[];
+  output: string;
+  error?: string | null;
+};
+
 export type RunToolParams = {
   /** the tool */
   name: string;
@@ -850,6 +904,15 @@ export type RunToolParams = {
   args?: {
     [key: string]: unknown;
   } | null;
+};
+
+export type TestFailureView = {
+  test_id: string;
+  /** the failing test's file ('' when unknown) */
+  uri: string;
+  /** 0-based */
+  line: number;
+  message: string;
 };
 
 export type ThreadParams = {
@@ -875,6 +938,15 @@ export type ThreadsResult = {
   threads: {
     [key: string]: unknown;
   }[];
+};
+
+/** One tool run for the user (lich.applyPatch, lich.runTool). */
+export type ToolRunResult = {
+  ok: boolean;
+  output: string;
+  error: string | null;
+  /** the files the run wrote (URIs) */
+  edited: string[];
 };
 
 export type ToolsResult = {
@@ -903,12 +975,8 @@ export interface LichCommands {
   } };
   "lich.tools": { params: NoParams; result: ToolsResult };
   "lich.read": { params: ReadParams; result: ReadResult };
-  "lich.applyPatch": { params: ApplyPatchParams; result: {
-    [key: string]: unknown;
-  } };
-  "lich.runTool": { params: RunToolParams; result: {
-    [key: string]: unknown;
-  } };
+  "lich.applyPatch": { params: ApplyPatchParams; result: ToolRunResult };
+  "lich.runTool": { params: RunToolParams; result: ToolRunResult };
   "lich.mentions": { params: MentionsParams; result: MentionsResult };
   "lich.threads": { params: NoParams; result: ThreadsResult };
   "lich.thread": { params: ThreadParams; result: ThreadResult };
@@ -918,9 +986,7 @@ export interface LichCommands {
   "lich.trustWorkspace": { params: TrustWorkspaceParams; result: {
     [key: string]: unknown;
   } };
-  "lich.runTests": { params: RunTestsParams; result: {
-    [key: string]: unknown;
-  } };
+  "lich.runTests": { params: RunTestsParams; result: RunTestsResult };
   "lich.undoTask": { params: UndoTaskParams; result: {
     [key: string]: unknown;
   } };
