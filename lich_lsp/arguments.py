@@ -7,8 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lsprotocol import types
-
 from lich_lsp.paths import path_key, uri_to_path
 
 # LSP positions and line numbers are `uinteger`s: 0 .. 2^31 - 1.
@@ -46,45 +44,6 @@ def get_str(command: str, obj: dict[str, Any], key: str, *, required: bool) -> s
     if required and not value:
         raise BadArguments(f"{command}: field '{key}' must not be empty")
     return value
-
-
-def get_line_number(command: str, obj: dict[str, Any], key: str) -> int | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_UINTEGER:
-        raise BadArguments(
-            f"{command}: field '{key}' must be a line number >= 1 (at most {MAX_UINTEGER}), got {_brief(value)}"
-        )
-    return value
-
-
-def _brief(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
-def get_range(command: str, obj: dict[str, Any], key: str) -> types.Range | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    try:
-        start, end = value["start"], value["end"]
-        points = [start["line"], start["character"], end["line"], end["character"]]
-    except (TypeError, KeyError):
-        raise BadArguments(
-            f"{command}: field '{key}' must be an LSP range {{start: {{line, character}}, end: {{line, character}}}}"
-        ) from None
-    if any(
-        isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= MAX_UINTEGER for p in points
-    ):
-        raise BadArguments(
-            f"{command}: field '{key}' positions must be non-negative integers (at most {MAX_UINTEGER})"
-        )
-    return types.Range(
-        start=types.Position(line=points[0], character=points[1]),
-        end=types.Position(line=points[2], character=points[3]),
-    )
 
 
 def resolve_uri(command: str, root: Path, uri: str) -> Path:
