@@ -258,6 +258,52 @@ class RunTestsResult:
     error: str | None = field(default=None, metadata=doc("", omit_if_none=True))
 
 
+@dataclass(frozen=True, kw_only=True)
+class FileOutcome:
+    """What an undo or a rewind did to one file."""
+
+    uri: str
+    path: str = field(metadata=doc("root-relative"))
+    outcome: str = field(metadata=doc("undone, rebased, unchanged, refused or failed"))
+    reason: str | None = field(default=None, metadata=doc("why not", omit_if_none=True))
+    lines: list[int] | None = field(
+        default=None, metadata=doc("the lines you changed since (a conflict)", omit_if_none=True)
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class UndoTaskResult:
+    task_id: str | None
+    title: str | None = field(default=None, metadata=doc("", omit_if_none=True))
+    ok: bool
+    dismissed: bool | None = field(
+        default=None, metadata=doc("the user picked no task", omit_if_none=True)
+    )
+    files: list[FileOutcome]
+    task_running: bool
+    message: str
+    error: str | None = field(default=None, metadata=doc("", omit_if_none=True))
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotRestored:
+    turn: int
+    files: list[str]
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RewindResult:
+    thread: str
+    turn: int
+    rewound: list[int] = field(metadata=doc("the turns taken back"))
+    ok: bool
+    files: list[FileOutcome]
+    not_restored: list[NotRestored]
+    message: str
+    error: str | None = field(default=None, metadata=doc("", omit_if_none=True))
+
+
 # An object whose fields are documented in docs/lsp.md but not (yet) typed here.
 Untyped = dict[str, Any]
 
@@ -281,10 +327,10 @@ COMMAND_TYPES: dict[str, CommandType] = {
     "lich.mentions": CommandType(MentionsParams, MentionsResult),
     "lich.threads": CommandType(NoParams, ThreadsResult),
     "lich.thread": CommandType(ThreadParams, ThreadResult, optional=False),
-    "lich.rewind": CommandType(RewindParams, Untyped, optional=False),
+    "lich.rewind": CommandType(RewindParams, RewindResult, optional=False),
     "lich.trustWorkspace": CommandType(TrustWorkspaceParams, Untyped),
     "lich.runTests": CommandType(RunTestsParams, RunTestsResult),
-    "lich.undoTask": CommandType(UndoTaskParams, Untyped),
+    "lich.undoTask": CommandType(UndoTaskParams, UndoTaskResult),
     "lich.answerQuestion": CommandType(AnswerQuestionParams, AnswerQuestionResult, optional=False),
     "lich.acceptHunk": CommandType(HunkParams, Untyped, optional=False),
     "lich.rejectHunk": CommandType(HunkParams, Untyped, optional=False),
@@ -494,6 +540,11 @@ def parse_params(command: str, args: tuple[Any, ...]) -> Any:
         raise BadArguments(_message(command, path, leaf)) from None
     _check(command, params)
     return params
+
+
+def result_of(cls: type[Any], data: dict[str, Any]) -> Any:
+    """A result dataclass from the JSON a part built (checked: a wrong shape is a bug, raised)."""
+    return converter().structure(data, cls)
 
 
 def to_json(result: Any) -> Any:

@@ -23,7 +23,15 @@ from lich_core.agent.sessions import InvalidThreadId, SessionError, SessionStore
 from lich_core.agent.thread_log import Replay, Turn, usage_summary
 from lich_lsp.arguments import BadArguments
 from lich_lsp.commands import REWIND, THREAD, THREADS
-from lich_lsp.contract import NoParams, RewindParams, ThreadParams, ThreadResult, ThreadsResult
+from lich_lsp.contract import (
+    NoParams,
+    RewindParams,
+    RewindResult,
+    ThreadParams,
+    ThreadResult,
+    ThreadsResult,
+    result_of,
+)
 
 if TYPE_CHECKING:
     from lich_lsp.commands import CommandTable
@@ -147,7 +155,7 @@ class ThreadCommands:
 
     # --- lich.rewind ---
 
-    async def rewind(self, params: RewindParams, request_id: Any) -> dict[str, Any]:
+    async def rewind(self, params: RewindParams, request_id: Any) -> RewindResult:
         thread = _check_id(REWIND, params.thread)
         number = params.turn
         replay = self.check_can_continue(REWIND, thread)
@@ -166,7 +174,7 @@ class ThreadCommands:
         # this one is taking back.
         self._rewinding.add(thread)
         try:
-            return await self._rewind(thread, number, target, replay)
+            return result_of(RewindResult, await self._rewind(thread, number, target, replay))
         finally:
             self._rewinding.discard(thread)
 

@@ -29,7 +29,7 @@ from lich_core.errors import EditRejected
 from lich_core.workspace import FileChange
 from lich_lsp.arguments import BadArguments
 from lich_lsp.commands import UNDO_TASK
-from lich_lsp.contract import UndoTaskParams
+from lich_lsp.contract import UndoTaskParams, UndoTaskResult, result_of
 from lich_lsp.journal import MAX_JOURNAL_TASKS, JournalEntry
 from lich_lsp.paths import uri_to_path
 from lich_lsp.undo_rebase import Step, UndoPlan, plan_undo
@@ -76,8 +76,10 @@ class TaskUndo:
     def register(self, table: CommandTable) -> None:
         table.add(UNDO_TASK, self.undo_task, typed=True)
 
-    async def undo_task(self, params: UndoTaskParams, request_id: Any) -> dict[str, Any]:
-        task_id = params.task_id
+    async def undo_task(self, params: UndoTaskParams, request_id: Any) -> UndoTaskResult:
+        return result_of(UndoTaskResult, await self._undo_task(params.task_id))
+
+    async def _undo_task(self, task_id: str | None) -> dict[str, Any]:
         journal = self._journal
         if task_id is None:
             undoable = journal.undoable()

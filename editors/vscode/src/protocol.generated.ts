@@ -816,6 +816,19 @@ export type CancelResult = {
   cancelled: string[];
 };
 
+/** What an undo or a rewind did to one file. */
+export type FileOutcome = {
+  uri: string;
+  /** root-relative */
+  path: string;
+  /** undone, rebased, unchanged, refused or failed */
+  outcome: string;
+  /** why not */
+  reason?: string | null;
+  /** the lines you changed since (a conflict) */
+  lines?: number[] | null;
+};
+
 export type HunkParams = {
   /** the review hunk */
   hunk_id: string;
@@ -833,6 +846,12 @@ export type MentionsResult = {
 /** No fields; the argument may be left out. */
 export type NoParams = {
   [key: string]: unknown;
+};
+
+export type NotRestored = {
+  turn: number;
+  files: string[];
+  reason: string;
 };
 
 /** An LSP position (0-based line and character). */
@@ -878,6 +897,18 @@ export type RewindParams = {
   thread: string;
   /** the turn to take back, with every later one */
   turn: number;
+};
+
+export type RewindResult = {
+  thread: string;
+  turn: number;
+  /** the turns taken back */
+  rewound: number[];
+  ok: boolean;
+  files: FileOutcome[];
+  not_restored: NotRestored[];
+  message: string;
+  error?: string | null;
 };
 
 export type RunTestsParams = {
@@ -966,6 +997,18 @@ export type UndoTaskParams = {
   task_id?: string | null;
 };
 
+export type UndoTaskResult = {
+  task_id: string | null;
+  title?: string | null;
+  ok: boolean;
+  /** the user picked no task */
+  dismissed?: boolean | null;
+  files: FileOutcome[];
+  task_running: boolean;
+  message: string;
+  error?: string | null;
+};
+
 /** Every workspace/executeCommand command of the server: its one argument and its result. */
 export interface LichCommands {
   "lich.ask": { params: AskParams; result: AskResult };
@@ -980,16 +1023,12 @@ export interface LichCommands {
   "lich.mentions": { params: MentionsParams; result: MentionsResult };
   "lich.threads": { params: NoParams; result: ThreadsResult };
   "lich.thread": { params: ThreadParams; result: ThreadResult };
-  "lich.rewind": { params: RewindParams; result: {
-    [key: string]: unknown;
-  } };
+  "lich.rewind": { params: RewindParams; result: RewindResult };
   "lich.trustWorkspace": { params: TrustWorkspaceParams; result: {
     [key: string]: unknown;
   } };
   "lich.runTests": { params: RunTestsParams; result: RunTestsResult };
-  "lich.undoTask": { params: UndoTaskParams; result: {
-    [key: string]: unknown;
-  } };
+  "lich.undoTask": { params: UndoTaskParams; result: UndoTaskResult };
   "lich.answerQuestion": { params: AnswerQuestionParams; result: AnswerQuestionResult };
   "lich.acceptHunk": { params: HunkParams; result: {
     [key: string]: unknown;
