@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from lich_lsp.tasks import TaskManager
     from lich_lsp.workspace import EditorWorkspace
 
-EDIT_MODES = ("apply", "review")
 READ_MAX_LINES = 2_000
 MENTION_CANDIDATES_MAX = 50
 SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
