@@ -19,6 +19,7 @@ in time, the call is denied, saying why, and the editor is told.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,7 @@ class ApprovalCheck:
         self._messages = ctx.messages
         # One question at a time: two prompts for the same tool would both ask.
         self._prompt_lock = asyncio.Lock()
+        self._asked = itertools.count(1)  # ids of the questions asked as requests
 
     async def __call__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str | None:
         # The settings of the runtime the call runs on: a task keeps the approval policy it started
@@ -111,11 +113,13 @@ class ApprovalCheck:
     async def _ask(
         self, tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext
     ) -> str | None:
+        message = _question(tool, args, capability, ctx)
+        await _report(ctx, tool, args, f"approval-{next(self._asked)}", message)
         try:
             answer = await self._port.ask(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Warning,
-                    message=_question(tool, args, capability, ctx),
+                    message=message,
                     actions=[
                         types.MessageActionItem(ALLOW_ONCE),
                         types.MessageActionItem(ALLOW_ALWAYS),
@@ -135,12 +139,9 @@ class ApprovalCheck:
     ) -> str | None:
         """The question as a diagnostic with code actions; the answer's title, None when unanswered."""
         questions = self._questions
-        question = questions.post(
-            "approval",
-            _question(tool, args, capability, ctx),
-            f"run {tool.name}",
-            PENDING_CHOICES,
-        )
+        message = _question(tool, args, capability, ctx)
+        question = questions.post("approval", message, f"run {tool.name}", PENDING_CHOICES)
+        await _report(ctx, tool, args, question.question_id, message)
         answer = await questions.wait(question, ctx.cancel, PENDING_APPROVAL_TIMEOUT_S)
         return next((choice.title for choice in PENDING_CHOICES if choice.answer == answer), None)
 
@@ -159,6 +160,51 @@ class ApprovalCheck:
             + (f"; the call {running}" if running else "")
             + f'; allow it with the config key approval.{tool.name} = "allow"'
         )
+
+
+def approval_details(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """The question as data (the `approval` event's fields but the question's id, text and
+    options): the tool, its capability, kind and target (lich_core.agent.targets, as the tool
+    events say them), the command it runs and where, the host it reaches, what it will start."""
+    from lich_core.agent.targets import describe_tool_call
+
+    capability = tool_capability(tool)
+    described = describe_tool_call(tool.name, args, capability)
+    target = described.target
+    runs = described.kind == "execute"
+    return {
+        "tool": tool.name,
+        "capability": capability,
+        "kind": described.kind,
+        "target": target,
+        "command": target.command if target is not None else None,
+        "cwd": ((target.cwd if target is not None else None) or str(ctx.work_dir))
+        if runs
+        else None,
+        "host": url_host(args) if capability == NET_CAPABILITY else None,
+        "what_will_run": what_will_run(tool, args, ctx),
+    }
+
+
+async def _report(
+    ctx: ToolContext, tool: Tool, args: dict[str, Any], question_id: str, message: str
+) -> None:
+    """The task's `approval` event: the question as data, sent before the question itself
+    (lich/event notifications and the request go out in order), so a client renders it from
+    the data and matches the request by its message."""
+    if ctx.report_approval is None:
+        return
+    try:
+        await ctx.report_approval(
+            {
+                **approval_details(tool, args, ctx),
+                "id": question_id,
+                "question": message,
+                "options": tuple(choice.title for choice in PENDING_CHOICES),
+            }
+        )
+    except Exception:  # noqa: BLE001 - the question is asked all the same
+        log.warning("approval event failed", exc_info=True)
 
 
 def _question(tool: Tool, args: dict[str, Any], capability: str | None, ctx: ToolContext) -> str:

@@ -189,6 +189,22 @@ URL or a query); nothing is derived from the call's arguments."
                                 (lich--string (lich-json-get target "url")))))
                  (and other (lich--one-line other))))))))
 
+(defun lich-chat--approval-text (data)
+  "The chat's lines for an `approval' event's DATA.
+The tool, the command it runs and where, and what it starts."
+  (let* ((command (lich--string (lich-json-get data "command")))
+         (target (unless command (lich-chat--tool-target (lich-json-get data "target"))))
+         (host (lich--string (lich-json-get data "host")))
+         (cwd (lich--string (lich-json-get data "cwd")))
+         (runs (lich--string (lich-json-get data "what_will_run"))))
+    (concat "  approval asked: " (lich--one-line (or (lich--string (lich-json-get data "tool")) "?"))
+            (cond (command (format " `%s`" (lich--one-line command)))
+                  (target (concat " " target))
+                  (t ""))
+            (if host (concat " on " (lich--one-line host)) "")
+            (if cwd (concat " in " (lich--one-line cwd)) "")
+            (if runs (concat "\n    " (lich--one-line runs)) ""))))
+
 (defun lich-chat--tool-line (name target ok problem)
   "The one line of a tool call.
 NAME, its TARGET file, OK or failed with PROBLEM."
@@ -249,6 +265,9 @@ becomes the chat's (for \\[lich-chat-cancel])."
                                                 lich-chat--tool-targets)))
                                 ok (lich-json-get data "error"))
           (if ok 'lich-chat-tool-face 'lich-chat-problem-face))))
+      ("approval"
+       ;; The question as the server's data; the question itself follows as Emacs's prompt.
+       (lich-chat--insert (lich-chat--approval-text data) 'lich-chat-problem-face))
       ("llm_retry"
        (let ((discarded (lich-json-get data "discarded_chars")))
          ;; The restarted answer is shown again, labelled, under the notice.

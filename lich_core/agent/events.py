@@ -57,6 +57,9 @@ EVENT_TYPES = (
     "plugin_warning",
     # The model stated or updated its plan (the update_plan tool): the whole plan, every time.
     "plan",
+    # A tool call waits for the user's approval: the question as data (the face's question,
+    # a window/showMessageRequest or a pending question, follows with the same text).
+    "approval",
 )
 
 StoppedReason = Literal["final", "budget", "aborted", "error"]
@@ -463,6 +466,33 @@ class PlanUpdate(EventData):
         return cls(entries=plan, explanation=explanation)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalAsked(EventData):
+    """A tool call waits for the user's approval. Sent just before the question itself (a
+    window/showMessageRequest whose message is `question`, or a pending question `id`), so a
+    client shows the question from this data instead of reading its text."""
+
+    TYPE: ClassVar[str] = "approval"
+    turn: int = doc("1-based turn number", minimum=1)
+    call_id: str = doc("the waiting tool call's id (its tool_call_start came before)")
+    id: str = doc("the question's id (for a pending question, the id lich.answerQuestion takes)")
+    tool: str = doc("the tool")
+    capability: str | None = doc("the tool's capability (process/exec, net/fetch, ...), or null")
+    kind: ToolKind = doc(TOOL_KIND_DOC)
+    target: ToolTarget | None = doc(TOOL_TARGET_DOC)
+    command: str | None = doc("the command line or code the call runs, or null")
+    cwd: str | None = doc("the directory it runs in, when it runs something, else null")
+    host: str | None = doc(
+        "the host a net/fetch call reaches (an 'always' answer is for it), or null"
+    )
+    what_will_run: str | None = doc(
+        "what the call starts, in a sentence (command line, interpreter, repository files it "
+        "loads), or null"
+    )
+    question: str = doc("the question's text, exactly as the request's message")
+    options: tuple[str, ...] = doc("the answers offered, in order (Allow once, Allow always, Deny)")
+
+
 EVENT_DATA: dict[str, type[EventData]] = {
     cls.TYPE: cls
     for cls in (
@@ -483,6 +513,7 @@ EVENT_DATA: dict[str, type[EventData]] = {
         RunError,
         PluginWarning,
         PlanUpdate,
+        ApprovalAsked,
     )
 }
 

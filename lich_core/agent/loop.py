@@ -26,6 +26,7 @@ from typing import Any, TypeVar, cast
 
 from lich_core.agent.compress import CompressionPolicy, compress_messages, estimate_tokens
 from lich_core.agent.events import (
+    ApprovalAsked,
     BudgetExhausted,
     CompressEnd,
     CompressStart,
@@ -292,6 +293,8 @@ class _Run:
         self._read_state = read_state
         self._edit_label = edit_label
         self._tool_ctx: ToolContext | None = None
+        # The tool call running now (an approval question reports it).
+        self._call_id = ""
         self.emitter = EventEmitter(self.run_id, "", on_event)
         # The options of every model call: retries (a chain's) become events, and a model that
         # says when its request is sent delivers the held events then.
@@ -326,6 +329,7 @@ class _Run:
                 terminal_timeout_ms=executor.terminal_timeout_ms,
                 web_search=executor.web_search,
                 report_plan=self._report_plan,
+                report_approval=self._report_approval,
                 written=WriteLedger(before_write=self._write_listener()),
             )
         return self._tool_ctx
@@ -593,6 +597,9 @@ class _Run:
         # CancelledError from a cancellation of its task.
         return await call
 
+    async def _report_approval(self, fields: dict[str, Any]) -> None:
+        await self._emit(ApprovalAsked(turn=self.state.turns, call_id=self._call_id, **fields))
+
     async def _report_plan(
         self, entries: tuple[dict[str, str], ...], explanation: str | None
     ) -> None:
@@ -633,6 +640,7 @@ class _Run:
                 continue
             args, invalid = _parse_arguments(call)
             described = self._describe(call.name, args)
+            self._call_id = call.id  # an approval question of this call names it
             await self._emit(
                 ToolCallStart(
                     turn=turn,

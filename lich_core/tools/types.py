@@ -125,6 +125,10 @@ class ToolContext:
     # run emits it as a `plan` event. None outside an agent run (a direct call), where the tool
     # only returns its result. Plain data, so tools need not import the agent.
     report_plan: Callable[[tuple[dict[str, str], ...], str | None], Awaitable[None]] | None = None
+    # Where a face's approval check reports the question it is about to ask (the fields of
+    # lich_core.agent.events.ApprovalAsked but turn and call_id): the run emits it as an
+    # `approval` event. None outside an agent run.
+    report_approval: Callable[[dict[str, Any]], Awaitable[None]] | None = None
     # What this run wrote (shared by every call's clone of the run's context).
     written: WriteLedger = field(default_factory=WriteLedger)
 

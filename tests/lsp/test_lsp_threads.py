@@ -539,7 +539,7 @@ async def test_tool_events_and_lich_thread_say_each_calls_kind_and_target(
     )
     client = await session("visual-studio-code", init_options=provider_options(fake_provider))
     client.open(root / "a.py")
-    client.editor.message_answers.extend(["Deny", "Deny"])  # terminal's and fetch_url's approvals
+    client.editor.message_answers.extend(["Deny", "Deny"])  # terminal's and fetch_url's
     result = await client.command("lich.ask", {"prompt": "look around"})
     assert result["stopped_reason"] == "final", result
     expected = [
@@ -559,3 +559,34 @@ async def test_tool_events_and_lich_thread_say_each_calls_kind_and_target(
     shown = await client.command("lich.thread", {"thread": result["thread"]})
     steps = shown["turns"][0]["tools"]
     assert [(s["name"], s["kind"], s["target"], s["title"]) for s in steps] == expected
+    # The terminal's approval question, as data in the task's `approval` event, sent before the
+    # window/showMessageRequest whose message and actions it matches.
+    approvals = [e for e in ours if e["type"] == "approval"]
+    # terminal, then fetch_url (net/fetch asks too): one event per question, in order.
+    assert [e["data"]["tool"] for e in approvals] == ["terminal", "fetch_url"]
+    assert [e["data"]["question"] for e in approvals] == [
+        r.message for r in client.editor.message_requests
+    ]
+    asked, request = approvals[0], client.editor.message_requests[0]
+    assert approvals[1]["data"]["host"] == "127.0.0.1"
+    assert approvals[1]["data"]["target"] == {"url": "http://127.0.0.1:9/x"}
+    terminal_start = next(
+        e for e in ours if e["type"] == "tool_call_start" and e["data"]["name"] == "terminal"
+    )
+    assert asked["seq"] > terminal_start["seq"]
+    assert asked["data"] == {
+        "turn": 3,
+        "call_id": terminal_start["data"]["call_id"],
+        "id": asked["data"]["id"],
+        "tool": "terminal",
+        "capability": "process/exec",
+        "kind": "execute",
+        "target": {"command": "ls -la"},
+        "command": "ls -la",
+        "cwd": str(root.resolve()),
+        "host": None,
+        "what_will_run": "runs `ls -la` with bash -lc in the workspace",
+        "question": request.message,
+        "options": [action.title for action in request.actions],
+    }
+    assert asked["data"]["id"].startswith("approval-")

@@ -69,10 +69,31 @@ export interface HunkView {
 }
 
 /** An approval question of the server (window/showMessageRequest) shown in the chat. */
+/**
+ * An approval question as data: the `approval` lich/event the server sends just before the
+ * window/showMessageRequest whose message is `question` (docs/lich-event.schema.json).
+ */
+export interface ApprovalDetails {
+  id: string;
+  call_id?: string;
+  tool: string;
+  capability?: string | null;
+  kind?: string;
+  target?: unknown;
+  command?: string | null;
+  cwd?: string | null;
+  host?: string | null;
+  what_will_run?: string | null;
+  question: string;
+  options?: string[];
+}
+
 export interface ApprovalView {
   id: number;
   message: string;
   actions: string[];
+  /** The question as the server's data (absent from a server without `approval` events). */
+  details?: ApprovalDetails;
   /** In the running turn (its tool call waits for the answer), else at the end of the log. */
   inTurn: boolean;
 }

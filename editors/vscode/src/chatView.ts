@@ -12,7 +12,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { chatHtml, makeNonce } from "./chatHtml";
 import { resolveChatLink } from "./chatLinks";
-import { CHAT_VIEW_ID, isToExtension, type EditedFile, type HunkView, type Notice, type ToExtension, type ToView, type TurnOutcome, type TurnView } from "./chatProtocol";
+import { CHAT_VIEW_ID, isToExtension, type ApprovalDetails, type EditedFile, type HunkView, type Notice, type ToExtension, type ToView, type TurnOutcome, type TurnView } from "./chatProtocol";
 import { ASK_COMMAND, trackedAsk, type AskArgs } from "./middleware";
 import type { PromptHistory } from "./prompt";
 import type { TaskTracker } from "./tasks";
@@ -61,8 +61,9 @@ interface LiveAsk {
   thread?: string;
   taskId?: string;
   stopRequested: boolean;
-  /** Names of the turn's tool calls that started and have not ended (an approval waits in one). */
-  openTools: string[];
+  /** The turn's approval questions as data (its `approval` events), by question text: the
+   * showMessageRequest that follows each has that text as its message. */
+  asked: Map<string, ApprovalDetails>;
 }
 
 /** An approval question shown in the view: `answer` settles when the user answers it there. */
@@ -78,6 +79,7 @@ export interface ChatApproval {
 interface PendingApproval {
   message: string;
   actions: string[];
+  details?: ApprovalDetails;
   resolve(answer: string): void;
 }
 
@@ -298,11 +300,14 @@ export class ChatSession {
     const id = this.nextApprovalId++;
     let resolve: (answer: string) => void = () => undefined;
     const answer = new Promise<string>((done) => (resolve = done));
-    this.approvals.set(id, { message, actions, resolve });
-    const tool = /^lich wants to run (\S+)/.exec(message)?.[1];
-    const inTurn = !!this.live?.taskId && tool !== undefined && this.live.openTools.includes(tool);
+    // The running turn's `approval` event said this question (its data, matched by the request's
+    // message): shown in that turn, from the data. Anything else goes at the end of the log.
+    const details = this.live?.asked.get(message);
+    this.live?.asked.delete(message);
+    this.approvals.set(id, { message, actions, resolve, details });
+    const inTurn = details !== undefined;
     const shown = this.poster !== undefined;
-    this.post({ type: "approval", approval: { id, message, actions, inTurn } });
+    this.post({ type: "approval", approval: { id, message, actions, inTurn, ...(details ? { details } : {}) } });
     return {
       id,
       answer,
@@ -527,7 +532,7 @@ export class ChatSession {
       }
     }
     const named = args.thread ?? args.new_thread;
-    const live: LiveAsk = { thread: typeof named === "string" ? named : undefined, stopRequested: false, openTools: [] };
+    const live: LiveAsk = { thread: typeof named === "string" ? named : undefined, stopRequested: false, asked: new Map() };
     this.live = live;
     void this.deps.history.add(text);
     this.post({ type: "turnStart", prompt: text, attachment: attachment?.label });
@@ -585,14 +590,8 @@ export class ChatSession {
     } else if (live.taskId !== id) {
       return;
     }
-    const name = typeof event.data?.name === "string" ? event.data.name : undefined;
-    if (event.type === "tool_call_start" && name) {
-      live.openTools.push(name);
-    } else if (event.type === "tool_call_end" && name) {
-      const index = live.openTools.indexOf(name);
-      if (index >= 0) {
-        live.openTools.splice(index, 1);
-      }
+    if (event.type === "approval" && typeof event.data?.question === "string") {
+      live.asked.set(event.data.question, event.data as unknown as ApprovalDetails);
     }
     this.post({ type: "event", event });
   }
@@ -657,7 +656,7 @@ export class ChatSession {
     await this.loadThread(notice);
     // The thread was drawn anew: questions still waiting and the pending hunks go back in.
     for (const [id, pending] of this.approvals) {
-      this.post({ type: "approval", approval: { id, message: pending.message, actions: pending.actions, inTurn: false } });
+      this.post({ type: "approval", approval: { id, message: pending.message, actions: pending.actions, inTurn: false, ...(pending.details ? { details: pending.details } : {}) } });
     }
     await this.refreshHunks();
   }

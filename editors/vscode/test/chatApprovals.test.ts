@@ -17,6 +17,22 @@ const QUESTION: ShowMessageRequestParams = {
   actions: ACTIONS,
 };
 
+const DETAILS = {
+  id: "approval-1",
+  call_id: "c1",
+  turn: 1,
+  tool: "terminal",
+  capability: "process/exec",
+  kind: "execute",
+  target: { command: "pytest -q" },
+  command: "pytest -q",
+  cwd: "/ws",
+  host: null,
+  what_will_run: "runs `pytest -q` with bash -lc in the workspace",
+  question: QUESTION.message,
+  options: ["Allow once", "Allow always", "Deny"],
+};
+
 /** A notification the test answers (or never does). */
 class FakeDialog {
   shown: ShowMessageRequestParams[] = [];
@@ -95,10 +111,13 @@ describe("approval questions in the chat", () => {
     const turn = session.send("run the tests");
     session.onEvent({ type: "run_start", task_id: "t1", thread: askedThread, data: {} });
     session.onEvent({ type: "tool_call_start", task_id: "t1", thread: askedThread, data: { call_id: "c1", name: "terminal", arguments: { command: "pytest -q" } } });
+    // The server's `approval` event: the question as data, then the request with its text.
+    session.onEvent({ type: "approval", task_id: "t1", thread: askedThread, data: DETAILS });
     const answered = ask();
     expect(dialog.shown).toEqual([QUESTION]);
     const [shown] = approvalsPosted();
-    expect(shown.approval).toEqual({ id: 1, message: QUESTION.message, actions: ["Allow once", "Allow always", "Deny"], inTurn: true });
+    // In the turn because its event said this question; the view gets the data, not a regex's guess.
+    expect(shown.approval).toEqual({ id: 1, message: QUESTION.message, actions: ["Allow once", "Allow always", "Deny"], inTurn: true, details: DETAILS });
     await session.onMessage({ type: "answerApproval", id: 1, answer: "Allow always" });
     expect(await answered).toEqual({ title: "Allow always" });
     expect(donePosted()).toEqual([{ type: "approvalDone", id: 1, answer: "Allow always", where: "chat" }]);

@@ -323,10 +323,25 @@ describe("ChatView: approvals, edits as diffs, review hunks", () => {
     view.handle({ type: "turnStart", prompt: "run the tests" });
     view.handle({ type: "event", event: ev("run_start") });
     view.handle({ type: "event", event: ev("tool_call_start", { call_id: "c1", name: "terminal", arguments: { command: "pytest -q" } }) });
-    view.handle({ type: "approval", approval: { id: 4, message: "lich wants to run terminal (process/exec): runs `pytest -q`", actions: ["Allow once", "Allow always", "Deny"], inTurn: true } });
+    const details = {
+      id: "approval-1",
+      tool: "terminal",
+      capability: "process/exec",
+      kind: "execute",
+      target: { command: "pytest -q" },
+      command: "pytest -q",
+      cwd: "/ws",
+      what_will_run: "runs `pytest -q` with bash -lc in the workspace",
+      question: "the server's question text, not parsed",
+    };
+    view.handle({ type: "approval", approval: { id: 4, message: details.question, actions: ["Allow once", "Allow always", "Deny"], inTurn: true, details } });
     const live = view.log.querySelector("section.turn")!;
     const box = live.querySelector<HTMLElement>(".approval")!;
-    expect(box.querySelector(".approval-question")!.textContent).toBe("lich wants to run terminal (process/exec): runs `pytest -q`");
+    // Rendered from the server's data: the tool, the command, where it runs, what it starts.
+    expect(box.querySelector(".approval-question")!.textContent).toBe("Run terminal?");
+    expect(box.querySelector(".approval-command")!.textContent).toBe("pytest -q");
+    expect(box.querySelector(".approval-cwd")!.textContent).toBe("in /ws");
+    expect(box.querySelector(".approval-runs")!.textContent).toBe(details.what_will_run);
     const buttons = [...box.querySelectorAll<HTMLButtonElement>("button")];
     expect(buttons.map((b) => b.textContent)).toEqual(["Allow once", "Allow always", "Deny"]);
     buttons[0].click();

@@ -25,7 +25,7 @@ describe("shared event fixtures", () => {
       }
     }
     // Every event type the server sends is in some fixture.
-    expect(types.size).toBe(17);
+    expect(types.size).toBe(18);
   });
 
   it("reject a renamed field and a field the server never sends", () => {

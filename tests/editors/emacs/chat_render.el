@@ -93,6 +93,13 @@
                        :target '(:path "a.py" :lines (:start 2 :end 3)))
       (lich-test-event "tool_call_end" "t1" th1 :name "read_file" :call_id "c1" :ok t
                        :kind "read" :target '(:path "a.py" :lines (:start 2 :end 3)))
+      ;; Its approval question, drawn from the `approval' event's data.
+      (lich-test-event "approval" "t1" th1 :call_id "c2" :id "approval-1" :tool "terminal"
+                       :capability "process/exec" :kind "execute" :target '(:command "make  test")
+                       :command "make  test" :cwd "/ws" :host nil
+                       :what_will_run "runs `make test` with bash -lc in the workspace"
+                       :question "the question's text, not read"
+                       :options ["Allow once" "Allow always" "Deny"])
       (lich-test-event "tool_call_end" "t1" th1 :name "terminal" :call_id "c2" :ok :json-false
                        :error "refused: the user denied it" :kind "execute"
                        :target '(:command "make  test"))
@@ -103,6 +110,8 @@
       (should (equal lich-chat-thread th1))
       (should (equal (lich-test-text)
                      (concat "You: hello\nlich: Hi \n  read_file a.py (lines 2-3): ok\n"
+                             "  approval asked: terminal `make test` in /ws\n"
+                             "    runs `make test` with bash -lc in the workspace\n"
                              "  terminal make test: failed: refused: the user denied it\nthere.")))
       (should-not (string-match-p "NOT MINE" (lich-test-text)))
       ;; The follow-up names the thread (and no new one).

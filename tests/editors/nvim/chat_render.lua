@@ -125,6 +125,32 @@ return function(H)
       tools = { { id = "c", name = "read_file", ok = true, result = "1:aa|x", arguments = { path = "f" .. number .. ".py" }, target = { path = "f" .. number .. ".py" } } },
     })
   end
+  -- An approval question of the running turn, drawn from the `approval` event's data.
+  chat.render_thread({ thread = "asking", title = "asking", running = true, turns = {} })
+  chat.on_event({
+    type = "approval",
+    thread = "asking",
+    task_id = "t1",
+    data = {
+      turn = 1,
+      call_id = "c1",
+      id = "approval-1",
+      tool = "terminal",
+      capability = "process/exec",
+      kind = "execute",
+      target = { command = "make test" },
+      command = "make test",
+      cwd = "/ws",
+      what_will_run = "runs `make test` with bash -lc in the workspace",
+      question = "the question's text, not read",
+      options = { "Allow once", "Allow always", "Deny" },
+    },
+  })
+  H.check(
+    "an approval is drawn from the event's data",
+    has("? approval asked: terminal `make test` in /ws\n  runs `make test` with bash -lc in the workspace"),
+    text()
+  )
   local started = vim.loop.hrtime()
   chat.render_thread({ thread = "long", title = "long", running = false, turns = turns })
   vim.api.nvim_win_call(win, function()

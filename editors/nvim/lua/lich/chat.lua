@@ -641,6 +641,30 @@ function M.end_turn(err, result, turn)
   refresh_header()
 end
 
+--- An approval question of the running turn, from the `approval` event's data (the question
+--- itself follows as the editor's own prompt): the tool, what it runs and where, or its target.
+function M.approval_lines(data)
+  local head = "? approval asked: " .. one_line(data.tool or "?", 60)
+  local command = type(data.command) == "string" and data.command ~= "" and data.command or nil
+  if command then
+    head = head .. " `" .. one_line(command, 200) .. "`"
+  else
+    local target = tool_target(data.target)
+    head = head .. (target ~= "" and (" " .. target) or "")
+  end
+  if type(data.host) == "string" and data.host ~= "" then
+    head = head .. " on " .. one_line(data.host, 100)
+  end
+  if type(data.cwd) == "string" and data.cwd ~= "" then
+    head = head .. " in " .. one_line(data.cwd, 200)
+  end
+  local lines = { head }
+  if type(data.what_will_run) == "string" and data.what_will_run ~= "" then
+    table.insert(lines, "  " .. one_line(data.what_will_run, 500))
+  end
+  return lines
+end
+
 --- Render one `lich/event` (docs/lich-event.schema.json) of the chat's thread.
 ---@param event table
 function M.on_event(event)
@@ -661,6 +685,8 @@ function M.on_event(event)
   elseif kind == "tool_call_start" then
     live.args[data.call_id or ""] = data.arguments
     live.streaming = false
+  elseif kind == "approval" then
+    append_block(M.approval_lines(data))
   elseif kind == "tool_call_end" then
     local ok = data.ok == true
     local result = ok and data.summary or data.error

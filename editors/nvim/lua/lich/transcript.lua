@@ -298,6 +298,9 @@ function M.on_event(event)
       streamed_run = false
     end
     M.append({ retry_notice(data, discarded > 0 and not dropped) })
+  elseif kind == "approval" then
+    -- The question itself follows as the editor's prompt (the chat shows it from this data).
+    streaming = false
   elseif kind == "llm_start" or kind == "llm_end" or kind == "turn_start" or kind == "turn_end" then
     -- Bookkeeping events, not worth a transcript line; they do end a streamed paragraph.
     streaming = false

@@ -243,7 +243,27 @@ export class ChatView {
     const box = this.el("div", "approval");
     box.dataset.approval = String(approval.id);
     box.setAttribute("role", "alertdialog");
-    box.append(this.text("p", approval.message, "approval-question"));
+    const details = approval.details;
+    if (details) {
+      // From the server's data (the `approval` event), not from the question's text.
+      const head = this.el("p", "approval-question");
+      head.append(this.doc.createTextNode("Run "), this.text("span", details.tool, "approval-tool"));
+      const where = details.host ? ` on ${details.host}` : "";
+      const target = details.command ? "" : toolTarget(details.target);
+      head.append(this.doc.createTextNode(`${target ? ` ${target}` : ""}${where}?`));
+      box.append(head);
+      if (details.command) {
+        box.append(this.text("pre", details.command, "approval-command"));
+      }
+      if (details.cwd) {
+        box.append(this.text("p", `in ${details.cwd}`, "approval-cwd"));
+      }
+      if (details.what_will_run) {
+        box.append(this.text("p", details.what_will_run, "approval-runs"));
+      }
+    } else {
+      box.append(this.text("p", approval.message, "approval-question"));
+    }
     const buttons = this.el("div", "approval-buttons");
     for (const action of approval.actions) {
       const button = this.button(action, action === "Deny" ? "approval-action deny" : "approval-action");
