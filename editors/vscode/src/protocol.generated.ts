@@ -3,7 +3,7 @@
 /* eslint-disable */
 
 /** One agent event as the language server sends it in a lich/event notification: AgentEvent.to_dict() plus task_id and thread. See docs/agent.md (Events) and docs/lsp.md. */
-export type LichEventPayload = RunStartEvent | TurnStartEvent | LlmStartEvent | TextDeltaEvent | LlmRetryEvent | LlmEndEvent | ToolCallStartEvent | ToolCallEndEvent | CompressStartEvent | CompressEndEvent | FinalEvent | BudgetExhaustedEvent | TurnEndEvent | RunEndEvent | ErrorEvent | PluginWarningEvent | PlanEvent;
+export type LichEventPayload = RunStartEvent | TurnStartEvent | LlmStartEvent | TextDeltaEvent | LlmRetryEvent | LlmEndEvent | ToolCallStartEvent | ToolCallEndEvent | CompressStartEvent | CompressEndEvent | FinalEvent | BudgetExhaustedEvent | TurnEndEvent | RunEndEvent | ErrorEvent | PluginWarningEvent | PlanEvent | ApprovalEvent;
 
 /** The run began (first event of every run). */
 export type RunStartEvent = {
@@ -309,6 +309,71 @@ export type PlanEvent = {
   /** the conversation the task is a turn of (its session_id); absent outside the language server */
   thread?: string;
   data: PlanUpdate | PlanUpdateCut;
+};
+
+/** A tool call waits for the user's approval. Sent just before the question itself (a window/showMessageRequest whose message is `question`, or a pending question `id`), so a client shows the question from this data instead of reading its text. */
+export type ApprovalEvent = {
+  type: "approval";
+  /** the run (hex digits, unique per process and run) */
+  run_id: string;
+  /** the session the run belongs to ('' when none could be opened) */
+  session_id: string;
+  /** 1, 2, 3, ... within a run (a coalesced text_delta has its last delta's) */
+  seq: number;
+  /** seconds since the epoch */
+  ts: number;
+  /** the language server's task id (t1, t2, ...); absent outside it */
+  task_id?: string;
+  /** the conversation the task is a turn of (its session_id); absent outside the language server */
+  thread?: string;
+  data: ApprovalAsked | ApprovalAskedCut;
+};
+
+/** A tool call waits for the user's approval. Sent just before the question itself (a window/showMessageRequest whose message is `question`, or a pending question `id`), so a client shows the question from this data instead of reading its text. */
+export type ApprovalAsked = {
+  /** 1-based turn number */
+  turn: number;
+  /** the waiting tool call's id (its tool_call_start came before) */
+  call_id: string;
+  /** the question's id (for a pending question, the id lich.answerQuestion takes) */
+  id: string;
+  /** the tool */
+  tool: string;
+  /** the tool's capability (process/exec, net/fetch, ...), or null */
+  capability: string | null;
+  /** what the call does: read, edit, delete, move, search, execute, fetch, think or other (lich_core.agent.targets; the same for every face) */
+  kind: "read" | "edit" | "delete" | "move" | "search" | "execute" | "fetch" | "think" | "other";
+  /** what it works on (a file and lines, a command, a URL or a query), or null */
+  target: ToolTarget | null;
+  /** the command line or code the call runs, or null */
+  command: string | null;
+  /** the directory it runs in, when it runs something, else null */
+  cwd: string | null;
+  /** the host a net/fetch call reaches (an 'always' answer is for it), or null */
+  host: string | null;
+  /** what the call starts, in a sentence (command line, interpreter, repository files it loads), or null */
+  what_will_run: string | null;
+  /** the question's text, exactly as the request's message */
+  question: string;
+  /** the answers offered, in order (Allow once, Allow always, Deny) */
+  options: string[];
+};
+
+/** approval data cut down: set by the language server when the event did not fit in one message even with its strings cut: only the data's short scalar fields are kept */
+export type ApprovalAskedCut = {
+  turn?: number;
+  call_id?: string;
+  id?: string;
+  tool?: string;
+  capability?: string | null;
+  kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "fetch" | "think" | "other";
+  command?: string | null;
+  cwd?: string | null;
+  host?: string | null;
+  what_will_run?: string | null;
+  question?: string;
+  /** what was cut and why */
+  cut: string;
 };
 
 /** The last allowed turn asked for tools: they are not run. */
