@@ -270,6 +270,7 @@ class AgentCommands:
         path = resolve_uri(ASK, self._root, uri) if uri is not None else None
         if prompt is not None and not prompt.strip():
             raise BadArguments(f"{ASK}: field 'prompt' must not be blank")
+        asked_for_prompt = prompt is None
         if prompt is None:
             prompt = await self.pick_quick_prompt()
             if prompt is None:
@@ -294,9 +295,11 @@ class AgentCommands:
         context = "\n\n".join(part for part in (context, mentioned.text()) if part) or None
         # A question the task cannot ask as a request goes on this file (lich_lsp.pending_questions).
         ORIGIN_URI.set(uri)
-        if thread is not None:
+        if thread is not None and asked_for_prompt:
             # Again, with nothing awaited between it and the task's start: the quick prompt was
-            # awaited, and another turn of this thread may have started meanwhile.
+            # awaited, and another turn of this thread may have started meanwhile. (Without a
+            # quick prompt nothing was awaited since the first check: its replay is the one the
+            # task continues from, so a follow-up reads its thread file once.)
             replay = self._check_thread(ASK, thread)
         answer = await self._tasks.ask(
             prompt,
@@ -309,6 +312,7 @@ class AgentCommands:
             thread=thread,
             new_thread=new_thread,
             earlier_turns=len(replay.turns) if replay is not None else 0,
+            history=replay.messages if replay is not None else None,
         )
         return AskResult(**answer)
 

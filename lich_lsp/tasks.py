@@ -34,7 +34,7 @@ from lsprotocol import types
 from lich_core.agent.sessions import new_session_id
 from lich_core.errors import EditRejected
 from lich_core.tools.guard import CANCEL_GRACE_MS
-from lich_core.vocabulary import CancelToken
+from lich_core.vocabulary import CancelToken, Message
 from lich_core.workspace import FileChange
 from lich_lsp.messages import (
     MAX_EDITOR_MESSAGE_BYTES,
@@ -200,6 +200,8 @@ class LichTask:
     continues: bool = False
     # This turn's number in the thread (its earlier turns, rewound ones included, plus one).
     turn: int = 1
+    # A follow-up's history, replayed by lich.ask's check (None: the run reads the thread).
+    history: list[Message] | None = None
 
     @property
     def label(self) -> str:
@@ -279,6 +281,7 @@ class TaskManager:
         thread: str | None = None,
         new_thread: str | None = None,
         earlier_turns: int = 0,
+        history: Sequence[Message] | None = None,
     ) -> dict[str, Any]:
         """Run one agent task to its end (the lich.ask request `request_id` waits for it).
 
@@ -298,6 +301,9 @@ class TaskManager:
         # Registered before the first await: a second ask on this thread sees it running.
         task.continues = thread is not None
         task.turn = earlier_turns + 1
+        # The thread's history as the caller's check replayed it: the run continues from it
+        # instead of reading the thread file again.
+        task.history = list(history) if history is not None else None
         task.thread = thread or new_thread or new_session_id()
         self.running_threads[task.thread] = task_id
         if thread is not None:
@@ -428,6 +434,7 @@ class TaskManager:
                     edit_label=task.label,
                     project_rules=task.project_rules,
                     resume=task.thread if task.continues else None,
+                    resume_history=task.history,
                     session_id=None if task.continues else task.thread,
                     run_record={"face": "lsp", "task_id": task.task_id},
                 )

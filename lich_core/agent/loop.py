@@ -60,6 +60,7 @@ from lich_core.agent.sessions import (
     SessionError,
     SessionStore,
     SessionWriter,
+    repair_history,
     tool_error_message,
 )
 from lich_core.agent.targets import ToolDescription, describe_tool_call
@@ -221,6 +222,7 @@ class Agent:
         on_event: EventListener | None = None,
         cancel: CancelToken | None = None,
         resume: str | None = None,
+        resume_history: Sequence[Message] | None = None,
         context: str | None = None,
         workspace: Workspace | None = None,
         read_state: ReadState | None = None,
@@ -234,7 +236,9 @@ class Agent:
         `project_rules` is the repository's rules as lich_core.project_rules renders them: they
         go into the first user message, after the prompt (a resumed run has them already).
         `session_id`: the id a new session gets (a face that names its thread before the run);
-        `run_record`: fields for the session's run start record (the face, its task id)."""
+        `run_record`: fields for the session's run start record (the face, its task id).
+        `resume_history`: the history of session `resume` as the caller replayed it (its
+        messages, in order), so the session file is not read again."""
         run = _Run(
             self,
             on_event=on_event,
@@ -245,6 +249,7 @@ class Agent:
         )
         run.new_session_id = session_id
         run.run_record = dict(run_record or {})
+        run.resume_history = resume_history
         return await run.execute(
             prompt, resume=resume, context=context, project_rules=project_rules
         )
@@ -295,6 +300,8 @@ class _Run:
         self._tool_ctx: ToolContext | None = None
         # The tool call running now (an approval question reports it).
         self._call_id = ""
+        # The resumed session's history as the caller replayed it (Agent.run's resume_history).
+        self.resume_history: Sequence[Message] | None = None
         self.emitter = EventEmitter(self.run_id, "", on_event)
         # The options of every model call: retries (a chain's) become events, and a model that
         # says when its request is sent delivers the held events then.
@@ -410,7 +417,10 @@ class _Run:
             if resume is not None:
                 if store is None:
                     return "session_not_found: sessions are not enabled for this agent"
-                session_id, loaded = store.load(resume)
+                if self.resume_history is not None:
+                    session_id, loaded = resume, repair_history(list(self.resume_history))
+                else:
+                    session_id, loaded = store.load(resume)
                 history.extend(loaded)
                 self._opened_writer = store.open_append(session_id)
             elif store is not None:

@@ -471,3 +471,30 @@ async def test_a_retried_stream_shows_the_answer_once(editor, root: Path, fake_p
     result_block = written[written.index("← read_file") :].split("\n")
     assert result_block[1].startswith("    ") and "two" in written
     assert not any(line.startswith("2:") for line in written.splitlines())
+
+
+async def test_a_follow_up_reads_its_thread_file_once(
+    editor, root: Path, fake_provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lich.ask {thread}: the check that the thread exists, its turn number and the history the
+    model continues from all come from one replay of the thread file (counted at the reader)."""
+    from lich_core.agent import sessions
+
+    fake_provider.script({"text": "First answer."}, {"text": "Second answer."})
+    fake = await editor("visual-studio-code", init_options=provider_options(fake_provider))
+    first = await fake.command("lich.ask", {"prompt": "first question"})
+    thread = first["thread"]
+    reads: list[str] = []
+    real = sessions.replay_file
+
+    def counting(path: Path, **kwargs: object):  # type: ignore[no-untyped-def]
+        reads.append(Path(path).stem)
+        return real(path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sessions, "replay_file", counting)
+    second = await fake.command("lich.ask", {"prompt": "second question", "thread": thread})
+    assert second["stopped_reason"] == "final" and second["turn"] == 2, second
+    assert reads == [thread]
+    # The model continued from that replay: the first turn is in its request.
+    sent = json.dumps(fake_provider.requests[1]["json"]["messages"])
+    assert "first question" in sent and "First answer." in sent and "second question" in sent
