@@ -424,6 +424,9 @@ class TaskManager:
             # commands (lich.tools, lich.runTool) see the same plugin state as the agent.
             with self._runtimes.borrow() as runtime:
                 agent = build_agent(config, workspace=task.workspace, runtime=runtime)
+                # The run holds the follow-up's history from here; a finished task (kept for
+                # lich.status) need not.
+                history, task.history = task.history, None
                 result = await agent.run(
                     task.prompt,
                     on_event=lambda event: self._on_event(task, event),
@@ -434,7 +437,7 @@ class TaskManager:
                     edit_label=task.label,
                     project_rules=task.project_rules,
                     resume=task.thread if task.continues else None,
-                    resume_history=task.history,
+                    resume_history=history,
                     session_id=None if task.continues else task.thread,
                     run_record={"face": "lsp", "task_id": task.task_id},
                 )

@@ -283,7 +283,10 @@ def test_chat_asks_approval_inline_and_accepts_a_review_hunk(e2e: dict[str, Any]
     under its call and waits as a hunk with Accept / Reject; Accept in the chat puts it in the
     editor."""
     review = _scenario(e2e, "chat_review")
-    assert review["question"].startswith("lich wants to run terminal (process/exec)")
+    # Rendered from the server's `approval` event (not parsed out of the request's message).
+    assert review["question"] == "Run terminal?"
+    assert review["approval_command"] == "echo approved-in-chat"
+    assert review["approval_cwd"].startswith("in /")
     assert review["buttons"] == ["Allow once", "Allow always", "Deny"]
     assert review["toast"]["buttons"] == ["Allow once", "Allow always", "Deny"]
     assert review["answered"] == "Answered: Allow once."

@@ -587,6 +587,9 @@ async function chatReviewScenario(context, base, folder, chatPlan, onPage) {
   const approval = chat.locator("section.turn .approval").first();
   await approval.waitFor({ state: "visible", timeout: 90_000 });
   const question = (await approval.locator(".approval-question").textContent()) || "";
+  // Drawn from the server's `approval` event: the command and where it runs.
+  const approvalCommand = (await approval.locator(".approval-command").textContent().catch(() => "")) || "";
+  const approvalCwd = (await approval.locator(".approval-cwd").textContent().catch(() => "")) || "";
   const buttons = await approval.locator("button").allTextContents();
   const toast = await waitFor("the approval notification", () => findNotification(page, "lich wants to run terminal"));
   await approval.locator("button", { hasText: /^Allow once$/ }).click();
@@ -623,6 +626,8 @@ async function chatReviewScenario(context, base, folder, chatPlan, onPage) {
   });
   return {
     question,
+    approval_command: approvalCommand,
+    approval_cwd: approvalCwd,
     buttons,
     toast,
     answered,
