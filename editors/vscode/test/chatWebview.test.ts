@@ -91,7 +91,7 @@ describe("ChatView: a thread from lich.thread", () => {
     expect(posted).toEqual([{ type: "rewind", turn: 1 }, { type: "openEdited", uri: "file:///ws/hello.py" }, { type: "stop" }]);
   });
 
-  it("opens a 200-turn thread in well under a second", () => {
+  it("opens a 200-turn thread whole (its time is a bench's, not a test's)", () => {
     const turns: TurnView[] = Array.from({ length: 200 }, (_, i) => ({
       turn: i + 1,
       prompt: `question ${i}`,
@@ -99,11 +99,9 @@ describe("ChatView: a thread from lich.thread", () => {
       stopped_reason: "final",
       tools: [{ id: `c${i}`, name: "read_file", arguments: { path: `f${i}.py` }, ok: true, result: "1:ab|x" }],
     }));
-    const t0 = performance.now();
     view.handle({ type: "thread", thread: "th1", turns, running: false, history: [] });
-    const elapsed = performance.now() - t0;
     expect(view.log.querySelectorAll("section.turn")).toHaveLength(200);
-    expect(elapsed).toBeLessThan(1000);
+    expect(view.log.querySelectorAll("section.turn")[199].textContent).toContain("question 199");
   });
 
   it("lists the threads with the current one selected and posts the pick", () => {
