@@ -1,7 +1,7 @@
 """What a completion is given and what is kept of its answer: pure functions over strings.
 
 - `cursor_windows`: the text before and after the cursor, bounded, cut at line boundaries;
-- `neighbour_snippets`: the pieces of other open documents most like the cursor's surroundings
+- `rank_snippets` (over `document_windows`): the pieces of other open documents most like the cursor's surroundings
   (Copilot's "neighbouring tabs"), by the overlap of their identifier sets;
 - `cut_to_block`: the multi-line policy, keeping the answer inside the block the cursor is in;
 - `trim_suffix_overlap`: dropping what the answer repeats of the text after the cursor;
@@ -93,14 +93,6 @@ def rank_snippets(
             scored.append((best[0], path, best[1]))
     scored.sort(key=lambda item: -item[0])
     return tuple(Snippet(path, text) for _, path, text in scored[:limit])
-
-
-def neighbour_snippets(
-    around_cursor: str, documents: Iterable[tuple[str, str]], *, limit: int = SNIPPETS_MAX
-) -> tuple[Snippet, ...]:
-    """rank_snippets over `documents` ((path, text) of the other open files)."""
-    windows = ((path, document_windows(text)) for path, text in documents)
-    return rank_snippets(around_cursor, windows, limit=limit)
 
 
 def _indent(line: str) -> int:

@@ -259,11 +259,6 @@ class FenceStripper:
         return "" if tail.strip().startswith(FENCE) or not tail.strip() else tail
 
 
-def strip_fence(text: str) -> str:
-    stripper = FenceStripper()
-    return stripper.feed(text) + stripper.end()
-
-
 # --- the HTTP formats ---
 
 
@@ -616,12 +611,3 @@ def build_fim_model(
     if wire == "generate":
         return HttpFimModel(GenerateWire(base_url=spec.base_url, **options))
     return HttpFimModel(CompletionsWire(base_url=_completions_base_url(spec), **options))
-
-
-def describe_fim_model(config: Mapping[str, Any], *, env: Mapping[str, str] | None = None) -> str:
-    """ "kind model @ url (format)" for lich.status, "off" when unset; never raises."""
-    try:
-        model = build_fim_model(config, env=env)
-    except ConfigError as err:
-        return f"misconfigured: {err}"
-    return "off" if model is None else model.describe()

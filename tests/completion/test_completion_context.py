@@ -11,7 +11,8 @@ from lich_core.completion.context import (
     COMPLETION_MAX_LINES,
     cursor_windows,
     cut_to_block,
-    neighbour_snippets,
+    document_windows,
+    rank_snippets,
     trim_suffix_overlap,
     typed_through,
 )
@@ -32,12 +33,13 @@ def test_neighbour_snippets_pick_the_most_similar_window_per_document() -> None:
     around = "def total_price(order_items, discount_rate):\n    subtotal = sum(order_items)\n"
     related = "\n".join(["x = 1"] * 30 + ["def apply(order_items, discount_rate):"] + ["y"] * 30)
     unrelated = "import os\nprint('hello world')\n"
-    snippets = neighbour_snippets(
-        around, [("a.py", unrelated), ("b.py", related), ("c.py", "")], limit=3
+    documents = [("a.py", unrelated), ("b.py", related), ("c.py", "")]
+    snippets = rank_snippets(
+        around, [(path, document_windows(text)) for path, text in documents], limit=3
     )
     assert [s.path for s in snippets] == ["b.py"]
     assert "def apply(order_items, discount_rate):" in snippets[0].text
-    assert neighbour_snippets("   ", [("b.py", related)]) == ()
+    assert rank_snippets("   ", [("b.py", document_windows(related))]) == ()
 
 
 def test_after_code_the_body_it_opens_and_its_closing_bracket_are_kept() -> None:
