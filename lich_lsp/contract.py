@@ -18,12 +18,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-import types as pytypes
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from lich_core.json_schema import type_schema
 from lich_lsp.arguments import MAX_UINTEGER, BadArguments
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "docs" / "lich-commands.schema.json"
@@ -565,39 +565,9 @@ def to_range(value: Range) -> Any:
 
 # --- the JSON Schema (docs/lich-commands.schema.json) ---
 
-_SCALARS: dict[Any, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
-
 
 def _type_schema(annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    if annotation in _SCALARS:
-        return {"type": _SCALARS[annotation]}
-    if annotation is Any:
-        return {}
-    origin = get_origin(annotation)
-    args = get_args(annotation)
-    if origin is Literal:
-        return {"type": "string", "enum": list(args)}
-    if origin in (Union, pytypes.UnionType):
-        present = [arg for arg in args if arg is not type(None)]
-        if len(present) != 1:
-            raise TypeError(f"unsupported union {annotation!r}")
-        inner = _type_schema(present[0], defs)
-        if type(None) not in args:
-            return inner
-        if isinstance(inner.get("type"), str) and "enum" not in inner:
-            return {**inner, "type": [inner["type"], "null"]}
-        return {"anyOf": [inner, {"type": "null"}]}
-    if origin is list:
-        return {"type": "array", "items": _type_schema(args[0], defs)}
-    if origin is dict:
-        value = _type_schema(args[1], defs) if args else {}
-        return {"type": "object", **({"additionalProperties": value} if value else {})}
-    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
-        if annotation.__name__ not in defs:
-            defs[annotation.__name__] = {}  # a placeholder while its own fields are built
-            defs[annotation.__name__] = _object_schema(annotation, defs)
-        return {"$ref": f"#/$defs/{annotation.__name__}"}
-    raise TypeError(f"no JSON Schema for {annotation!r}")
+    return type_schema(annotation, defs, _object_schema)
 
 
 def _object_schema(cls: type, defs: dict[str, Any]) -> dict[str, Any]:

@@ -27,11 +27,12 @@ import json
 import logging
 import sys
 import time
-import types
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Literal, TypeVar, get_args, get_type_hints
+
+from lich_core.json_schema import type_schema
 
 log = logging.getLogger("lich.agent")
 
@@ -724,34 +725,10 @@ _ENVELOPE: dict[str, dict[str, Any]] = {
     },
     "ts": {"type": "number", "description": "seconds since the epoch"},
 }
-_SCALARS: dict[Any, str] = {str: "string", bool: "boolean", int: "integer", float: "number"}
 
 
 def _type_schema(annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    if annotation in _SCALARS:
-        return {"type": _SCALARS[annotation]}
-    origin = get_origin(annotation)
-    args = get_args(annotation)
-    if origin is Literal:
-        return {"type": "string", "enum": list(args)}
-    if origin in (Union, types.UnionType):
-        present = [arg for arg in args if arg is not type(None)]
-        if len(present) != 1:
-            raise TypeError(f"unsupported union {annotation!r}")
-        inner = _type_schema(present[0], defs)
-        if type(None) not in args:
-            return inner
-        if isinstance(inner.get("type"), str) and "enum" not in inner:
-            return {**inner, "type": [inner["type"], "null"]}
-        return {"anyOf": [inner, {"type": "null"}]}
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-        return {"type": "array", "items": _type_schema(args[0], defs)}
-    if origin is dict:
-        return {"type": "object"}
-    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
-        defs.setdefault(annotation.__name__, _object_schema(annotation, defs))
-        return {"$ref": f"#/$defs/{annotation.__name__}"}
-    raise TypeError(f"no JSON Schema for {annotation!r}")
+    return type_schema(annotation, defs, _object_schema)
 
 
 def _field_schema(
