@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from lich_core.settings import settings_of
-from lich_lsp.arguments import get_str, resolve_uri, single_object
+from lich_lsp.arguments import resolve_uri
 from lich_lsp.code_actions import kind_allowed
 from lich_lsp.commands import ACCEPT_ALL, ACCEPT_HUNK, REJECT_ALL, REJECT_HUNK, REVIEW_LIST
+from lich_lsp.contract import HunkParams, ReviewScopeParams
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.review_apply import ReviewApply
 from lich_lsp.review_hunks import (
@@ -68,55 +69,53 @@ class ReviewStore(ReviewApply):
     # --- the commands ---
 
     def register(self, table: CommandTable) -> None:
-        table.add(
-            ACCEPT_HUNK, lambda args, request_id: self._accept_hunk_command(table, args, request_id)
-        )
-        table.add(REJECT_HUNK, self._reject_hunk_command)
-        table.add(
-            ACCEPT_ALL, lambda args, request_id: self._accept_all_command(table, args, request_id)
-        )
-        table.add(REJECT_ALL, self._reject_all_command)
-        table.add(REVIEW_LIST, self._review_list_command)
+        def accept_hunk(params: HunkParams, request_id: Any) -> Any:
+            return self._accept_hunk_command(table, params, request_id)
+
+        def accept_all(params: ReviewScopeParams, request_id: Any) -> Any:
+            return self._accept_all_command(table, params, request_id)
+
+        table.add(ACCEPT_HUNK, accept_hunk, typed=True)
+        table.add(REJECT_HUNK, self._reject_hunk_command, typed=True)
+        table.add(ACCEPT_ALL, accept_all, typed=True)
+        table.add(REJECT_ALL, self._reject_all_command, typed=True)
+        table.add(REVIEW_LIST, self._review_list_command, typed=True)
 
     async def _accept_hunk_command(
-        self, table: CommandTable, args: tuple[Any, ...], request_id: Any
+        self, table: CommandTable, params: HunkParams, request_id: Any
     ) -> dict[str, Any]:
-        obj = single_object(ACCEPT_HUNK, args)
-        hunk_id = get_str(ACCEPT_HUNK, obj, "hunk_id", required=True)
-        assert hunk_id is not None
         with table.cancellable(request_id):
-            return await self.accept([hunk_id])
+            return await self.accept([params.hunk_id])
 
-    async def _reject_hunk_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        obj = single_object(REJECT_HUNK, args)
-        hunk_id = get_str(REJECT_HUNK, obj, "hunk_id", required=True)
-        assert hunk_id is not None
-        return self.reject([hunk_id])
+    async def _reject_hunk_command(self, params: HunkParams, request_id: Any) -> dict[str, Any]:
+        return self.reject([params.hunk_id])
 
-    def _scope_uri(self, command: str, args: tuple[Any, ...]) -> str | None:
-        obj = single_object(command, args, required=False)
-        uri = get_str(command, obj, "uri", required=False)
-        if uri is not None:
-            resolve_uri(command, self._root, uri)
-        return uri
+    def _scope_uri(self, command: str, params: ReviewScopeParams) -> str | None:
+        if params.uri is not None:
+            resolve_uri(command, self._root, params.uri)
+        return params.uri
 
     async def _accept_all_command(
-        self, table: CommandTable, args: tuple[Any, ...], request_id: Any
+        self, table: CommandTable, params: ReviewScopeParams, request_id: Any
     ) -> dict[str, Any]:
-        ids = self.ids(self._scope_uri(ACCEPT_ALL, args))
+        ids = self.ids(self._scope_uri(ACCEPT_ALL, params))
         if not ids:
             return {"ok": True, "accepted": [], "edited": [], "pending": len(self.pending())}
         with table.cancellable(request_id):
             return await self.accept(ids)
 
-    async def _reject_all_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        ids = self.ids(self._scope_uri(REJECT_ALL, args))
+    async def _reject_all_command(
+        self, params: ReviewScopeParams, request_id: Any
+    ) -> dict[str, Any]:
+        ids = self.ids(self._scope_uri(REJECT_ALL, params))
         if not ids:
             return {"ok": True, "rejected": [], "pending": len(self.pending())}
         return self.reject(ids)
 
-    async def _review_list_command(self, args: tuple[Any, ...], request_id: Any) -> dict[str, Any]:
-        return {"hunks": self.listing(self._scope_uri(REVIEW_LIST, args))}
+    async def _review_list_command(
+        self, params: ReviewScopeParams, request_id: Any
+    ) -> dict[str, Any]:
+        return {"hunks": self.listing(self._scope_uri(REVIEW_LIST, params))}
 
     # --- code actions ---
 
