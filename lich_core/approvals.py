@@ -30,8 +30,10 @@ from urllib.parse import urlsplit
 
 from lich_core.config import default_approval
 from lich_core.errors import ToolError
+from lich_core.hashline.patch import PatchSyntaxError, parse_patch
 from lich_core.project_rules import is_project_rules_file
 from lich_core.settings import settings_of
+from lich_core.tools.guard import relative_to_root, resolve_safe_path
 from lich_core.tools.types import Tool, ToolContext, tool_capability
 from lich_core.trust import WORKSPACE_CHANGED
 from lich_core.userstate import read_json, workspace_state_dir, write_json_atomic
@@ -101,8 +103,6 @@ def project_rules_written(tool: Tool, args: Mapping[str, Any], ctx: ToolContext)
 
 
 def _patch_targets(args: Mapping[str, Any], ctx: ToolContext) -> list[str]:
-    from lich_core.hashline.patch import PatchSyntaxError, parse_patch
-
     patch = args.get("input")
     targets: list[str] = []
     if isinstance(patch, str):
@@ -122,8 +122,6 @@ def _patch_targets(args: Mapping[str, Any], ctx: ToolContext) -> list[str]:
 
 
 def _root_relative(root: Path, target: str) -> str | None:
-    from lich_core.tools.guard import relative_to_root, resolve_safe_path
-
     try:
         return relative_to_root(root, resolve_safe_path(root, target))
     except ToolError:

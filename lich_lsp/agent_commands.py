@@ -13,6 +13,7 @@ from lsprotocol import types
 
 from lich_core.agent.mentions import mention_candidates, resolve_mentions
 from lich_core.errors import ToolError
+from lich_core.hashline.patch import PatchSyntaxError, parse_patch
 from lich_core.project_rules import RuleFile, load_project_rules, render_project_rules
 from lich_core.settings import settings_of
 from lich_core.tools.guard import resolve_file_for
@@ -90,8 +91,6 @@ def patch_paths(patch: str) -> list[str]:
     """The files a hashline patch edits, read by the one patch parser (every header it accepts:
     `@@ PATH`, `@@PATH`, `@@ PATH @@`). A patch that does not parse names none: the tool then
     reports the syntax error itself."""
-    from lich_core.hashline.patch import PatchSyntaxError, parse_patch
-
     try:
         sections = parse_patch(patch)
     except PatchSyntaxError:

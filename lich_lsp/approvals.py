@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from lich_core.agent.targets import describe_tool_call
 from lich_core.approvals import (  # the policy and the store live in the core, shared with ACP
     NET_CAPABILITY,
     call_approval_key,
@@ -166,8 +167,6 @@ def approval_details(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> dict
     """The question as data (the `approval` event's fields but the question's id, text and
     options): the tool, its capability, kind and target (lich_core.agent.targets, as the tool
     events say them), the command it runs and where, the host it reaches, what it will start."""
-    from lich_core.agent.targets import describe_tool_call
-
     capability = tool_capability(tool)
     described = describe_tool_call(tool.name, args, capability)
     target = described.target
