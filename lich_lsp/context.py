@@ -27,3 +27,34 @@ class SessionContext:
     holder: ConfigHolder
     features: ClientFeatures
     root: Path
+
+
+class ContextLeaves:
+    """The context's leaves read as attributes of the part that holds `ctx` (EditSender,
+    EditorParts): `parts.documents` rather than `parts.ctx.documents`."""
+
+    ctx: SessionContext
+
+    @property
+    def port(self) -> EditorPort:
+        return self.ctx.port
+
+    @property
+    def messages(self) -> EditorMessages:
+        return self.ctx.messages
+
+    @property
+    def documents(self) -> DocumentStore:
+        return self.ctx.documents
+
+    @property
+    def holder(self) -> ConfigHolder:
+        return self.ctx.holder
+
+    @property
+    def features(self) -> ClientFeatures:
+        return self.ctx.features
+
+    @property
+    def root(self) -> Path:
+        return self.ctx.root

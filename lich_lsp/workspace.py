@@ -32,7 +32,8 @@ from lich_core.hashline.byte_lines import ByteLines
 from lich_core.hashline.replacements import line_replacements
 from lich_core.vocabulary import CancelToken, LineReplacement
 from lich_core.workspace import CommandHost, FileChange, apply_to_disk, encode_text
-from lich_lsp.edits import ClientFeatures, EditEntry, build_workspace_edit, count_hunks
+from lich_lsp.context import ContextLeaves
+from lich_lsp.edits import EditEntry, build_workspace_edit, count_hunks
 from lich_lsp.paths import path_key, relative_path
 from lich_lsp.pending_questions import Choice
 from lich_lsp.port import EditorRequestError
@@ -42,12 +43,9 @@ from lich_lsp.review_hunks import AgentLines, plural, record_agent_lines, user_e
 if TYPE_CHECKING:
     from lich_core.config import Config
     from lich_core.test_results.report import TestReport
-    from lich_lsp.config import ConfigHolder
     from lich_lsp.context import SessionContext
     from lich_lsp.documents import DocumentStore
-    from lich_lsp.messages import EditorMessages
     from lich_lsp.pending_questions import PendingQuestions
-    from lich_lsp.port import EditorPort
     from lich_lsp.review import ReviewStore
 
 log = logging.getLogger("lich.lsp.workspace")
@@ -69,35 +67,11 @@ REVIEW_DISCARD = "Discard"
 
 
 @dataclass(frozen=True, kw_only=True)
-class EditSender:
+class EditSender(ContextLeaves):
     """What sending a change set to the editor uses (send_changes): the documents, what the client
     can do, the disk-write policy, the editor and the user."""
 
     ctx: SessionContext
-
-    @property
-    def documents(self) -> DocumentStore:
-        return self.ctx.documents
-
-    @property
-    def features(self) -> ClientFeatures:
-        return self.ctx.features
-
-    @property
-    def root(self) -> Path:
-        return self.ctx.root
-
-    @property
-    def port(self) -> EditorPort:
-        return self.ctx.port
-
-    @property
-    def holder(self) -> ConfigHolder:
-        return self.ctx.holder
-
-    @property
-    def messages(self) -> EditorMessages:
-        return self.ctx.messages
 
     def route(self, change: FileChange) -> str:
         return route_change(self, change)
@@ -124,7 +98,7 @@ class EditSender:
 
 
 @dataclass(frozen=True, kw_only=True)
-class EditorParts:
+class EditorParts(ContextLeaves):
     """What an EditorWorkspace uses of its editor session (one set per session, shared by its workspaces)."""
 
     ctx: SessionContext
@@ -132,26 +106,6 @@ class EditorParts:
     review: ReviewStore
     questions: PendingQuestions
     publish_test_results: Callable[[TestReport], object]
-
-    @property
-    def documents(self) -> DocumentStore:
-        return self.ctx.documents
-
-    @property
-    def features(self) -> ClientFeatures:
-        return self.ctx.features
-
-    @property
-    def holder(self) -> ConfigHolder:
-        return self.ctx.holder
-
-    @property
-    def port(self) -> EditorPort:
-        return self.ctx.port
-
-    @property
-    def root(self) -> Path:
-        return self.ctx.root
 
 
 @dataclass
