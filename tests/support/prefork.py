@@ -150,20 +150,28 @@ class _Zygote:
         try:
             while True:
                 for key, _ in self.selector.select():
-                    if key.data == "accept":
-                        self._accept()
-                    elif key.data == "child":
-                        os.read(self.wakeup_r, 4096)
-                        self._reap()
-                    elif key.data == "stdin":
+                    if key.data == "stdin":
                         if not os.read(sys.stdin.fileno(), 4096):
                             return  # the test worker has gone
-                    else:
-                        self._launcher_spoke(key.fileobj, key.data)  # type: ignore[arg-type]
+                        continue
+                    try:
+                        self._handle(key)
+                    except Exception:  # noqa: BLE001 - one launcher's trouble never ends the zygote
+                        traceback.print_exc()
         finally:
             for pid in list(self.children):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+
+    def _handle(self, key: selectors.SelectorKey) -> None:
+        if key.data == "accept":
+            self._accept()
+        elif key.data == "child":
+            os.read(self.wakeup_r, 4096)
+            self._reap()
+        elif key.data in self.children:
+            # Not reaped in this same round: `_reap` closes a launcher's connection with its fork.
+            self._launcher_spoke(key.fileobj, key.data)  # type: ignore[arg-type]
 
     def _accept(self) -> None:
         conn, _ = self.listener.accept()
@@ -180,8 +188,9 @@ class _Zygote:
         for fd in fds:
             os.close(fd)  # the fork holds them now: the pipes end when it (and its launcher) do
         self.children[pid] = conn
-        conn.sendall(f"pid {pid}\n".encode())
         self.selector.register(conn, selectors.EVENT_READ, pid)
+        with contextlib.suppress(OSError):  # a launcher killed already: its readable socket says so
+            conn.sendall(f"pid {pid}\n".encode())
 
     def _launcher_spoke(self, conn: socket.socket, pid: int) -> None:
         # A launcher sends nothing after its request: readable means it has gone (killed),

@@ -4,9 +4,11 @@ a signal sent to the launcher and the launcher's death all carry over."""
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ from tests.support.processes import pid_alive
 from tests.support.provider_helpers import wait_until
 
 WAIT_S = 60.0  # bound on every wait for an event: a hang fails here
+GONE_LAUNCHERS = 5
 PROBE = """
 import json, os, sys
 print(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "marker": os.environ.get("PREFORK_MARKER"),
@@ -108,6 +111,41 @@ async def test_a_killed_launcher_takes_its_fork_with_it(
     process.kill()
     assert process.wait(timeout=WAIT_S) == -signal.SIGKILL
     await wait_until(lambda: not pid_alive(fork_pid), WAIT_S)  # the zygote kills and reaps it
+
+
+def test_a_launcher_gone_before_its_answer_leaves_the_zygote_serving(
+    tmp_path: Path, probe_env: dict[str, str]
+) -> None:
+    """A launcher that sends its request and dies before the zygote answers: the zygote's
+    answer meets a closed socket. Once the zygote died of that, and every later start was
+    refused."""
+    socket_path = prefork.command("prefork_probe")[4]
+    with open(os.devnull, "rb") as devnull:
+        for _ in range(GONE_LAUNCHERS):
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(socket_path)
+            request = {
+                "module": "prefork_probe",
+                "args": ["exit", "0"],
+                "env": probe_env,
+                "cwd": str(tmp_path),
+            }
+            fds = array.array("i", [devnull.fileno()] * 3)
+            conn.sendmsg(
+                [json.dumps(request).encode() + b"\n"],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds.tobytes())],
+            )
+            conn.close()
+    done = subprocess.run(
+        prefork.command("prefork_probe", "exit", "3"),
+        cwd=tmp_path,
+        env=probe_env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert done.returncode == 3, done.stderr
+    assert json.loads(done.stdout)["argv"] == ["exit", "3"]
 
 
 def test_the_fork_is_not_the_real_start_up() -> None:
