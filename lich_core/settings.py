@@ -114,6 +114,7 @@ class Settings(Mapping[str, Any]):
     completion_debounce_ms: int = DEFAULT_COMPLETION_DEBOUNCE_MS
     completion_prefix_chars: int = DEFAULT_COMPLETION_PREFIX_CHARS
     completion_suffix_chars: int = DEFAULT_COMPLETION_SUFFIX_CHARS
+    next_edit: Mapping[str, Any] | None = None
 
     extra: Mapping[str, Any] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)

@@ -27,6 +27,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from lich_core import __version__
 from lich_lsp.code_actions import ASK_KIND, FIX_KIND
 from lich_lsp.commands import COMMANDS
+from lich_lsp.next_edit import NEXT_EDIT_METHOD
 from lich_lsp.pygls_adapter import LichLanguageServer
 from lich_lsp.session import EditorSession
 from lich_lsp.tasks import CANCEL_HARD_STOP_S
@@ -146,6 +147,12 @@ def register_lifecycle(server: LichLanguageServer) -> None:
         ls: LichLanguageServer, params: types.CompletionParams
     ) -> types.CompletionList | None:
         return await ls.session.completion(params)
+
+    # Next edit suggestions, Copilot's request and shape (docs/next-edit.md); no edits until a
+    # `next_edit` model is configured.
+    @server.feature(NEXT_EDIT_METHOD)
+    async def copilot_inline_edit(ls: LichLanguageServer, params: Any) -> dict[str, Any]:
+        return await ls.session.copilot_inline_edit(params)
 
 
 def register_commands(server: LichLanguageServer) -> None:

@@ -37,6 +37,7 @@ from lich_lsp.documents import DocumentStore
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.journal import TaskJournal
 from lich_lsp.messages import EditorMessages
+from lich_lsp.next_edit import NextEdits
 from lich_lsp.pending_questions import PendingQuestions
 from lich_lsp.port import EditorPort
 from lich_lsp.review import ReviewStore, review_style
@@ -146,6 +147,7 @@ class EditorSession:
             port=port,
             root=root,
         )
+        self.next_edits = NextEdits(holder=holder, messages=messages, port=port, root=root)
         self.commands = table = CommandTable(messages)
         table.add(STATUS, self._status_command, typed=True)
         for feature in (
@@ -230,14 +232,17 @@ class EditorSession:
     def did_open(self, uri: str) -> None:
         self.documents.did_open(uri)
         self.questions.did_open(uri)
+        self.next_edits.did_open(uri)
 
     def did_close(self, uri: str) -> None:
         self.documents.did_close(uri)
         self.completions.did_close(uri)
+        self.next_edits.did_close(uri)
 
     def did_change(self, uri: str, content_changes: Sequence[Any]) -> None:
         """After the server's copy of the document took the change: move pending review hunks."""
         self.review.did_change(uri, content_changes)
+        self.next_edits.did_change(uri)  # joins the recent edits next edits are asked with
 
     def did_save(self, uri: str) -> None:
         self.documents.did_save(uri)
@@ -283,6 +288,9 @@ class EditorSession:
 
     async def completion(self, params: types.CompletionParams) -> types.CompletionList | None:
         return await self.completions.completion(params)
+
+    async def copilot_inline_edit(self, params: Any) -> dict[str, Any]:
+        return await self.next_edits.inline_edit(params)
 
     def cancel_request(self, request_id: Any) -> None:
         self.tasks.cancel_for_request(request_id)
@@ -360,6 +368,7 @@ class EditorSession:
             "project_rules": self.agent_commands.project_rules_status(),
             "threads": self.threads.status(),
             "completion": self.completions.status(),
+            "next_edit": self.next_edits.status(),
         }
 
 

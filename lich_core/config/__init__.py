@@ -52,7 +52,7 @@ from lich_core.config.trusting import (
     set_workspace_trust,
     workspace_changes,
 )
-from lich_core.config.validators import COMPLETION_FORMATS_BY_KIND, v_completion
+from lich_core.config.validators import COMPLETION_FORMATS_BY_KIND, v_completion, v_next_edit
 
 __all__ = [
     "APPROVAL_STRICTNESS",
@@ -92,6 +92,7 @@ __all__ = [
     "strip_json_comments",
     "user_config_path",
     "v_completion",
+    "v_next_edit",
     "validate_value",
     "workspace_changes",
     "workspace_config_path",

@@ -28,6 +28,7 @@ from lich_core.config.sides import (
     narrow_rank,
     narrow_switch_off,
     narrow_tools_enabled,
+    next_edit_effects,
     one_effect,
     plugin_effects,
     provider_effects,
@@ -45,6 +46,7 @@ from lich_core.config.validators import (
     v_float,
     v_int,
     v_list,
+    v_next_edit,
     v_object,
     v_plugin,
     v_provider,
@@ -364,6 +366,13 @@ KEYS: dict[str, KeySpec] = {
         "Characters of the buffer after the cursor a completion is given.",
         SIDE_NARROW,
         narrow_min,
+    ),
+    # next edit suggestions (docs/next-edit.md)
+    "next_edit": KeySpec(
+        v_next_edit,
+        None,
+        "The next-edit model: a provider entry plus format (zeta | chat); unset: no next edits.",
+        effects=next_edit_effects,
     ),
 }
 

@@ -165,6 +165,13 @@ def completion_effects(value: Any, root: Path) -> list[str]:
     ]
 
 
+def next_edit_effects(value: Any, root: Path) -> list[str]:
+    return [
+        "send the text around your cursor and your recent edits, as you type, to "
+        + _provider_destination(value)
+    ]
+
+
 def web_search_effects(value: Any, root: Path) -> list[str]:
     what = f"send your web searches to {_host_of(value['url'])}"
     if value.get("api_key_env"):

@@ -313,6 +313,30 @@ def v_completion(key: str, value: Any) -> dict[str, Any]:
     return {**entry, "format": wire}
 
 
+# `next_edit`: a provider entry of the same shape as `completion`'s, asked in Zeta's prompt over
+# OpenAI-compatible /completions or in a chat prompt (docs/next-edit.md); zeta is the default.
+NEXT_EDIT_FORMATS_BY_KIND = {
+    "openai_compat": ("zeta", "chat"),
+    "ollama": ("zeta", "chat"),
+    "anthropic": ("chat",),
+}
+
+
+def v_next_edit(key: str, value: Any) -> dict[str, Any]:
+    """The next-edit model's entry, its `format` filled in (lich_core.next_edit.model builds it)."""
+    entry = v_object(key, value)
+    check_fields(key, entry, COMPLETION_ENTRY_KEYS)
+    kind = v_kind(f"{key}.kind", entry.get("kind"), NEXT_EDIT_FORMATS_BY_KIND)
+    formats = NEXT_EDIT_FORMATS_BY_KIND[kind]
+    wire = entry.get("format", formats[0])
+    if wire not in formats:
+        raise ConfigError(f"{key}.format: kind {kind} takes {', '.join(formats)}, got {wire!r}")
+    _check_provider_fields(key, entry, ("name", "model", "base_url", "api_key", "api_key_env"))
+    if not entry.get("model"):
+        raise ConfigError(f"{key}.model: is required (the next-edit model's id)")
+    return {**entry, "format": wire}
+
+
 WEB_SEARCH_ENTRIES = ("kind", "url", "api_key_env")
 
 

@@ -191,8 +191,8 @@ def mask_arguments(argv: list[str]) -> list[str]:
 
 # Provider credentials never reach tool child processes (terminal, tests, MCP servers): the
 # well-known names, anything ending like an API key, every variable a provider entry (or
-# `web_search`, or `completion`) names in `api_key_env` (whatever it is called: `OPENROUTER_KEY`,
-# `GITHUB_TOKEN`, ...) and every variable an MCP server's `headers_env` reads.
+# `web_search`, `completion` or `next_edit`) names in `api_key_env` (whatever it is called:
+# `OPENROUTER_KEY`, `GITHUB_TOKEN`, ...) and every variable an MCP server's `headers_env` reads.
 SCRUBBED_ENV_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_ACCESS_TOKEN")
 SCRUBBED_ENV_NAMES = frozenset(
     {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "LICH_API_KEY"}
@@ -201,8 +201,8 @@ SCRUBBED_ENV_NAMES = frozenset(
 
 def configured_key_env_names(config: Mapping[str, Any] | None) -> frozenset[str]:
     """The variable names `providers[*].api_key_env`, `web_search.api_key_env`,
-    `completion.api_key_env` and `mcp_servers.*.headers_env.*` point at (ignoring malformed
-    entries)."""
+    `completion.api_key_env`, `next_edit.api_key_env` and `mcp_servers.*.headers_env.*` point
+    at (ignoring malformed entries)."""
     if not isinstance(config, Mapping):
         return frozenset()
     settings = settings_of(config)
@@ -210,6 +210,7 @@ def configured_key_env_names(config: Mapping[str, Any] | None) -> frozenset[str]
     entries: list[Any] = list(providers) if isinstance(providers, (list, tuple)) else []
     entries.append(settings.web_search)
     entries.append(settings.completion)
+    entries.append(settings.next_edit)
     names = set()
     for entry in entries:
         name = entry.get("api_key_env") if isinstance(entry, Mapping) else None

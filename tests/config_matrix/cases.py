@@ -46,6 +46,7 @@ SAMPLES: dict[str, Any] = {
     "approval": {"file/edit": "ask"},
     "code_actions": [{"title": "Add docs", "prompt": "Add docstrings"}],
     "completion": {"kind": "openai_compat", "base_url": WS_URL + "/v1", "model": WS_MODEL},
+    "next_edit": {"kind": "openai_compat", "base_url": WS_URL + "/v1", "model": WS_MODEL},
     "web_search": {"kind": "searxng", "url": WS_URL + "/search"},
 }
 

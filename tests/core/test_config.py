@@ -394,6 +394,7 @@ BAD_VALUE_FOR_KEY: dict[str, Any] = {
     "completion_debounce_ms": 5000,
     "completion_prefix_chars": -1,
     "completion_suffix_chars": "lots",
+    "next_edit": {"kind": "anthropic", "model": "m", "format": "zeta"},
 }
 
 

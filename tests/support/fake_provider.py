@@ -8,8 +8,9 @@ client sees as a broken body rather than a short one.
 
 Turn keys (all optional): text, chunks, tool_calls [{name, arguments (dict, or str sent verbatim),
 id?}], status, retry_after, body, delay_s, chunk_delay_s, drop_after_chunks, raw, usage
-{input_tokens, output_tokens, cache_read_tokens?, cache_write_tokens?}. When the script runs out
-the server answers "(script exhausted)". Cache figures are sent in each format's own fields
+{input_tokens, output_tokens, cache_read_tokens?, cache_write_tokens?}; in-process only, `answer`:
+a function of the request's JSON body returning the turn's `text` (a model that reads its
+prompt). When the script runs out the server answers "(script exhausted)". Cache figures are sent in each format's own fields
 (Anthropic: cache_read_input_tokens / cache_creation_input_tokens, with input_tokens the uncached
 rest; OpenAI: prompt_tokens_details.cached_tokens) and only when the turn scripts them.
 Like the real API, an Anthropic request with more than four cache_control marks is refused (400).
@@ -668,6 +669,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": f"fake provider: unknown path {self.path}"})
             return
         turn, turn_no = fake._next_turn()
+        if callable(turn.get("answer")):
+            turn = {**turn, "text": turn["answer"](body)}
         self._turn_no = turn_no
         fake._update(self._request, turn=turn_no)
         try:

@@ -1,0 +1,295 @@
+"""Next edit suggestions: `textDocument/copilotInlineEdit`, Copilot's request and shape
+(docs/next-edit.md), answered by the `next_edit` model.
+
+Params `{textDocument: {uri, version}, position}`; result `{edits: [{range, text, textDocument:
+{uri, version}}]}`, ranges in the session's position encoding. The server keeps the user's recent
+edits from didChange (lich_core.next_edit.history) while a model is configured; a request asks
+the model to rewrite the region around the cursor, and the rewritten region comes back as one
+minimal edit per changed hunk, which may lie away from the cursor. A request for an older
+version of the document than the server's, or one the document moved past while the model
+thought, gets no edits. Per document one request is in flight: a newer one supersedes the older
+(its provider stream is closed at once); `$/cancelRequest` cancels the handler's task, which
+closes the stream the same way. A provider failure is an empty answer and one log line.
+Documents whose text may not go to a model (lich_core.tools.secrets.prompt_refusal) are never
+asked about and their edits never kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from lich_core.errors import ConfigError
+from lich_core.next_edit.diff import TextEdit, region_edits, undoes
+from lich_core.next_edit.history import EditHistory, render_edits
+from lich_core.next_edit.prompt import (
+    EDITS_MAX_CHARS,
+    chat_prompt,
+    excerpt_around,
+    parse_answer,
+    region_closed,
+    zeta_prompt,
+)
+from lich_core.providers.base import ProviderError
+from lich_core.tools.secrets import prompt_refusal
+from lich_core.vocabulary import CancelToken
+from lich_lsp.completions import offset_at
+from lich_lsp.paths import relative_path, uri_to_path
+
+if TYPE_CHECKING:
+    from lich_core.next_edit.model import NextEditModel
+    from lich_lsp.config import ConfigHolder
+    from lich_lsp.messages import EditorMessages
+    from lich_lsp.port import EditorPort
+
+log = logging.getLogger("lich.lsp.next_edit")
+
+NEXT_EDIT_METHOD = "textDocument/copilotInlineEdit"
+NO_EDITS: dict[str, Any] = {"edits": []}
+
+
+class NextEdits:
+    def __init__(
+        self, holder: ConfigHolder, messages: EditorMessages, port: EditorPort, root: Path
+    ) -> None:
+        self._holder = holder
+        self._messages = messages
+        self._port = port
+        self._root = root
+        self.history = EditHistory()
+        # uri -> the text as of the last change seen (the next change is diffed against it).
+        self._texts: dict[str, str] = {}
+        # uri -> its root-relative path, "" for a document whose text never goes to a model.
+        self._paths: dict[str, str] = {}
+        self._in_flight: dict[str, CancelToken] = {}
+        # (config generation, model or None, why there is none); rebuilt when the config changes.
+        self._model: tuple[int, NextEditModel | None, str] | None = None
+        self._last_failure = ""
+        self.requests = 0  # provider requests made (lich.status; the bench reads it)
+
+    # --- the model ---
+
+    def configured(self) -> bool:
+        return self._holder.config.settings.next_edit is not None
+
+    def model(self) -> NextEditModel | None:
+        generation = self._holder.generation
+        if self._model is None or self._model[0] != generation:
+            if not self.configured():
+                self._model = (generation, None, "")  # off: httpx is not imported for it
+                return None
+            # Imported when a next-edit model is configured: it loads the HTTP client.
+            from lich_core.next_edit.model import build_next_edit_model
+
+            try:
+                self._model = (generation, build_next_edit_model(self._holder.config), "")
+            except ConfigError as err:
+                self._model = (generation, None, str(err))
+                self._messages.log(f"lich: next edits are off: {err}", types.MessageType.Warning)
+        return self._model[1]
+
+    def status(self) -> dict[str, Any]:
+        """lich.status's `next_edit`: which model suggests next edits (None: they are off)."""
+        model = self.model()
+        assert self._model is not None
+        return {
+            "model": model.describe() if model is not None else None,
+            "error": self._model[2] or None,
+            "requests": self.requests,
+        }
+
+    # --- the editor's document messages ---
+
+    def did_open(self, uri: str) -> None:
+        if self.configured():
+            doc = self._port.text_document(uri)
+            if doc is not None:
+                self._texts[uri] = doc.source
+
+    def did_change(self, uri: str) -> None:
+        """After the server's copy took the change: the change joins the recent edits."""
+        if not self.configured():
+            self._texts.pop(uri, None)
+            return
+        doc = self._port.text_document(uri)
+        if doc is None:
+            return
+        new = doc.source
+        old = self._texts.get(uri)
+        self._texts[uri] = new
+        if old is not None and old is not new:
+            rel = self._relative(uri)
+            if rel:
+                self.history.record(rel, old, new)
+
+    def did_close(self, uri: str) -> None:
+        self._texts.pop(uri, None)
+        self._paths.pop(uri, None)
+        token = self._in_flight.pop(uri, None)
+        if token is not None:
+            token.cancel("closed")
+
+    # --- the request ---
+
+    async def inline_edit(self, params: Any) -> dict[str, Any]:
+        uri, version, position = parse_params(params)
+        model = self.model()
+        if model is None:
+            return NO_EDITS
+        doc = self._port.text_document(uri)
+        rel = self._relative(uri)
+        if doc is None or not rel:
+            return NO_EDITS
+        if version is not None and doc.version is not None and version != doc.version:
+            return NO_EDITS  # the request is for a text the user has moved on from
+        current = doc.version
+        older = self._in_flight.get(uri)
+        if older is not None:
+            older.cancel("superseded")  # its stream closes now
+        token = CancelToken()
+        self._in_flight[uri] = token
+        try:
+            text = doc.source
+            excerpt = excerpt_around(rel, text, offset_at(text, position, self._encoding()))
+            events = render_edits(self.history.recent(), EDITS_MAX_CHARS)
+            prompt = (zeta_prompt if model.wire_format == "zeta" else chat_prompt)(events, excerpt)
+            answer = await self._ask(model, prompt, token)
+        finally:
+            if self._in_flight.get(uri) is token:
+                del self._in_flight[uri]
+        doc = self._port.text_document(uri)
+        if answer is None or token.cancelled or doc is None or doc.version != current:
+            return NO_EDITS
+        rewritten = parse_answer(answer, excerpt)
+        if rewritten is None:
+            return NO_EDITS
+        edits = region_edits(text, excerpt.region_start, excerpt.region_end, rewritten)
+        edits = self._without_undo(rel, text, edits)
+        return {"edits": [self._wire_edit(uri, current, text, edit) for edit in edits]}
+
+    async def _ask(self, model: NextEditModel, prompt: str, token: CancelToken) -> str | None:
+        """The model's answer, read until the region is whole; None when there is none."""
+        self.requests += 1
+        pieces: list[str] = []
+        stream = model.stream(prompt, token)
+        try:
+            async for piece in stream:
+                pieces.append(piece)
+                if token.cancelled:
+                    break
+                if ">" in piece and region_closed("".join(pieces)):
+                    break  # the region is whole: the rest is not wanted
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            cancelling = getattr(task, "cancelling", None)
+            if token.cancelled and (cancelling is None or not cancelling()):
+                return None  # superseded: the newer request answers
+            raise  # $/cancelRequest: pygls answers the request as cancelled
+        except ProviderError as err:
+            self._failed(str(err))
+            return None
+        except Exception as err:  # noqa: BLE001 - a suggestion never breaks the editor
+            log.debug("next edit failed", exc_info=True)
+            self._failed(f"internal_error: {type(err).__name__}: {err}")
+            return None
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()  # closes the provider's stream at once
+        self._last_failure = ""
+        return "".join(pieces)
+
+    def _without_undo(self, rel: str, text: str, edits: list[TextEdit]) -> list[TextEdit]:
+        """`edits` without those that would undo the user's latest edit of this document."""
+        latest = self.history.latest(rel)
+        if latest is None:
+            return edits
+        starts = _line_starts(text)
+        if latest.end >= len(starts):  # the history missed a change: nothing to compare
+            return edits
+        start, end = starts[latest.start], starts[latest.end]
+        before = "".join(latest.old)
+        return [edit for edit in edits if not undoes(edit, text, start, end, before)]
+
+    def _wire_edit(self, uri: str, version: int | None, text: str, edit: TextEdit) -> dict:
+        starts = _line_starts(text)
+        return {
+            "range": {
+                "start": self._position(text, starts, edit.start),
+                "end": self._position(text, starts, edit.end),
+            },
+            "text": edit.text,
+            "textDocument": {"uri": uri, "version": version},
+        }
+
+    def _position(self, text: str, starts: list[int], offset: int) -> dict[str, int]:
+        line = bisect.bisect_right(starts, offset) - 1
+        line = max(0, min(line, len(starts) - 1))
+        before = text[starts[line] : offset]
+        return {"line": line, "character": self._port.position_codec.client_num_units(before)}
+
+    def _failed(self, message: str) -> None:
+        """One log line per distinct failure until a suggestion succeeds again."""
+        if message != self._last_failure:
+            self._last_failure = message
+            self._messages.log(f"lich: next edit failed: {message}", types.MessageType.Warning)
+
+    def _relative(self, uri: str) -> str:
+        """`uri`'s root-relative path, or "" for a document whose text never goes to a model
+        (outside the root, the agent's config, a secret file: prompt_refusal)."""
+        rel = self._paths.get(uri)
+        if rel is None:
+            path = uri_to_path(uri)
+            refused = path is None or prompt_refusal(self._root, path) is not None
+            rel = self._paths[uri] = (
+                "" if refused or path is None else relative_path(self._root, path)
+            )
+        return rel
+
+    def _encoding(self) -> str:
+        return self._port.position_encoding
+
+
+def _line_starts(text: str) -> list[int]:
+    """Each line's start offset as pygls splits lines, then len(text): after a final line break
+    that is the start of the empty last line a position may name."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _field(value: Any, name: str) -> Any:
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def _invalid(what: str) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(message=f"invalid_arg: {NEXT_EDIT_METHOD}: {what}")
+
+
+def parse_params(params: Any) -> tuple[str, int | None, types.Position]:
+    """(uri, version or None, position) from the request's params; JsonRpcInvalidParams names
+    what is wrong."""
+    document = _field(params, "textDocument")
+    uri = _field(document, "uri") if document is not None else None
+    if not isinstance(uri, str) or not uri:
+        raise _invalid("textDocument.uri: expected a document URI")
+    version = _field(document, "version")
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+        raise _invalid(f"textDocument.version: expected an integer, got {version!r}")
+    position = _field(params, "position")
+    numbers = [
+        _field(position, key) if position is not None else None for key in ("line", "character")
+    ]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
+        raise _invalid("position: expected {line, character} as non-negative integers")
+    return uri, version, types.Position(line=numbers[0], character=numbers[1])
