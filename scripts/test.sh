@@ -27,7 +27,7 @@ install_everything() {
   # Debian packages: a real Neovim (0.7.2) for the plugin tests, Chromium and ripgrep for the
   # VS Code end-to-end test, build headers for code-server's native modules, Emacs + eglot, tmux
   # for the terminal the Neovim demo runs in (tests/demo/test_demo_nvim.py).
-  APT_PACKAGES="neovim chromium ripgrep libkrb5-dev emacs-nox elpa-eglot elpa-lsp-mode tmux"
+  APT_PACKAGES="neovim chromium ripgrep libkrb5-dev emacs-nox elpa-eglot elpa-lsp-mode elpa-markdown-mode tmux"
   missing=""
   for pkg in $APT_PACKAGES; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"

@@ -13,7 +13,13 @@
 ;; completes an `@path' mention through `lich.mentions', M-p / M-n walk the prompts sent
 ;; before (`lich-chat-history-size').  The answer streams in as the
 ;; server's `lich/event' notifications arrive, without moving point; each tool call is one
-;; line, and a provider error, a refused request or a cancelled turn is said in plain words.
+;; line naming its file or command, which TAB (or RET) on it opens to its diff or output, and
+;; a provider error, a refused request or a cancelled turn is said in plain words.  Where
+;; `markdown-mode' is installed the answers are drawn as markdown (`lich-chat-markdown').
+;; A message sent while a turn runs is queued, shown under the conversation, and sent when
+;; the turn ends; C-c C-k takes the last queued one back.  C-c C-c cancels the running turn
+;; without waiting for the server (its `lich.ask' result says how the turn ended).  The chat
+;; sends `origin: "chat"', so the server does not repeat the answer in the echo area.
 ;;
 ;; Like the other commands of lich.el it needs no particular LSP client: it talks to the lich
 ;; server of the buffer the chat was opened from (else any running one) through the adapter of
@@ -23,6 +29,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'seq)
 (require 'subr-x)
 (require 'lich)
 
@@ -48,6 +55,17 @@ many are forgotten; 0 keeps none."
   :type 'natnum
   :group 'lich)
 
+(defcustom lich-chat-markdown t
+  "Non-nil: draw answers as markdown where `markdown-mode' is installed.
+Headings, emphasis, code and links get markdown-mode's faces; the
+text itself stays as the model wrote it.  Without markdown-mode the
+answers are plain text."
+  :type 'boolean
+  :group 'lich)
+
+(defconst lich-chat-detail-lines 40
+  "At most this many lines of a tool call's diff or output when it is opened.")
+
 (defconst lich-chat-title-chars 60
   "At most this many characters of a thread's title in `lich-threads'.")
 
@@ -63,6 +81,8 @@ many are forgotten; 0 keeps none."
   "Errors, refusals and cancellations in the chat." :group 'lich)
 (defface lich-chat-rewound-face '((t :inherit shadow))
   "Turns a rewind took back." :group 'lich)
+(defface lich-chat-queued-face '((t :inherit italic))
+  "Messages waiting for the running turn to end." :group 'lich)
 
 ;;;; Buffer state
 
@@ -91,7 +111,25 @@ many are forgotten; 0 keeps none."
 (defvar-local lich-chat--streaming nil
   "Non-nil while the conversation ends inside streamed answer text.")
 (defvar-local lich-chat--tool-targets nil
-  "Alist call_id -> the file a running tool call names.")
+  "Alist call_id -> (TARGET . ARGUMENTS) of a running tool call.
+TARGET is what it works on in a few words, ARGUMENTS the call's.")
+(defvar-local lich-chat--tool-count 0
+  "How many tool calls with details the buffer holds.
+Each one's details are hidden under its own invisibility spec.")
+(defvar-local lich-chat--answer-start nil
+  "Marker at the start of the running turn's answer text.
+`lich-chat-markdown' draws from there when the answer is whole.")
+(defvar-local lich-chat--cancel-wanted nil
+  "Non-nil once \\[lich-chat-cancel] asked to stop the running turn.")
+(defvar-local lich-chat--finished-tasks nil
+  "The task ids of this chat's turns that ended, newest first (a few).
+An event of one that arrives after its `lich.ask' result is not
+the next turn's.")
+(defvar-local lich-chat--queue nil
+  "Prompts sent while a turn ran, oldest first.
+They are sent one by one as turns end.")
+(defvar-local lich-chat--queue-overlay nil
+  "The overlay that shows `lich-chat--queue' under the conversation.")
 (defvar-local lich-chat--history nil
   "The prompts M-p brings back, newest first (see `lich-chat-history-size').")
 (defvar-local lich-chat--history-index nil
@@ -129,17 +167,18 @@ Call ON-SUCCESS with the result or ON-ERROR with the error."
   (list 'read-only t 'front-sticky t 'rear-nonsticky t 'font-lock-face face
         'lich-chat-turn lich-chat--turn))
 
-(defun lich-chat--insert (text &optional face stream)
+(defun lich-chat--insert (text &optional face stream extra)
   "Append TEXT (in FACE) to the conversation.
-A line of its own unless STREAM: streamed text joins the text before it."
+A line of its own unless STREAM: streamed text joins the text before it.
+EXTRA is a plist of more text properties for TEXT and its newline."
   (let ((inhibit-read-only t)
         (buffer-undo-list t))
     (save-excursion
       (goto-char lich-chat--output)
       (when (and (not (bobp)) (not (bolp)) (not (and stream lich-chat--streaming)))
         (insert (apply #'propertize "\n" (lich-chat--props nil))))
-      (insert (apply #'propertize text (lich-chat--props face)))
-      (unless stream (insert (apply #'propertize "\n" (lich-chat--props nil))))))
+      (insert (apply #'propertize text (append extra (lich-chat--props face))))
+      (unless stream (insert (apply #'propertize "\n" (append extra (lich-chat--props nil)))))))
   (setq lich-chat--streaming stream))
 
 (defun lich-chat--insert-user (prompt discarded)
@@ -149,12 +188,57 @@ A line of its own unless STREAM: streamed text joins the text before it."
                      (if discarded 'lich-chat-rewound-face 'lich-chat-user-face)))
 
 (defun lich-chat--insert-answer (text &optional stream)
-  "Append answer TEXT; the turn's first answer text gets the `lich:' label."
+  "Append answer TEXT; the turn's first answer text gets the `lich:' label.
+Text that is not STREAM is the whole answer: drawn as markdown at once."
   (unless lich-chat--answered
     (lich-chat--insert "lich: " 'lich-chat-label-face t)
-    (setq lich-chat--answered t))
+    (setq lich-chat--answered t
+          lich-chat--answer-start (copy-marker lich-chat--output)))
   (lich-chat--insert text nil t)
-  (unless stream (lich-chat--end-line)))
+  (unless stream
+    (lich-chat--end-line)
+    (lich-chat--render-markdown)))
+
+(defun lich-chat--markdown-faces (text)
+  "TEXT's faces as `markdown-mode' draws it: a list of (START END FACE).
+Nil when markdown-mode is not installed or `lich-chat-markdown' is off."
+  (when (and lich-chat-markdown
+             ;; Plain sentences (most answers) need no markdown buffer: a long thread opens fast.
+             (string-match-p "[*`#_|>~[]\\|^[ \t]*\\([-+]\\|[0-9]+[.)]\\) " text)
+             (require 'markdown-mode nil t))
+    (with-temp-buffer
+      (insert text)
+      ;; Its mode hooks are the user's; markdown-mode itself is all the chat needs.
+      (delay-mode-hooks (funcall (if (fboundp 'gfm-mode) 'gfm-mode 'markdown-mode)))
+      (font-lock-ensure)
+      (let ((position (point-min)) faces)
+        (while (< position (point-max))
+          (let ((next (next-single-property-change position 'face nil (point-max)))
+                (face (get-text-property position 'face)))
+            (when face (push (list (1- position) (1- next) face) faces))
+            (setq position next)))
+        (nreverse faces)))))
+
+(defun lich-chat--render-markdown ()
+  "Draw the running turn's answer text as markdown.
+From `lich-chat--answer-start' on.  Only answer text takes
+markdown's faces: tool lines and notes keep theirs."
+  (when (markerp lich-chat--answer-start)
+    (let* ((start (marker-position lich-chat--answer-start))
+           (end (marker-position lich-chat--output))
+           (faces (and (< start end)
+                       (lich-chat--markdown-faces (buffer-substring-no-properties start end))))
+           (inhibit-read-only t)
+           (buffer-undo-list t))
+      (pcase-dolist (`(,from ,to ,face) faces)
+        (let ((position (+ start from)))
+          (while (< position (+ start to))
+            (let ((next (next-single-property-change position 'font-lock-face nil (+ start to))))
+              (unless (get-text-property position 'font-lock-face)
+                (put-text-property position next 'font-lock-face face))
+              (setq position next))))))
+    (set-marker lich-chat--answer-start nil)
+    (setq lich-chat--answer-start nil)))
 
 (defun lich-chat--end-line ()
   "End the conversation's last line (streamed text) if it is open."
@@ -205,11 +289,118 @@ The tool, the command it runs and where, and what it starts."
             (if cwd (concat " in " (lich--one-line cwd)) "")
             (if runs (concat "\n    " (lich--one-line runs)) ""))))
 
-(defun lich-chat--tool-line (name target ok problem)
+(defun lich-chat--tool-line (name target ok problem &optional details)
   "The one line of a tool call.
-NAME, its TARGET file, OK or failed with PROBLEM."
-  (format "  %s%s: %s" (or name "?") (if target (concat " " target) "")
+NAME, its TARGET file, OK or failed with PROBLEM.  A call with
+DETAILS (its diff or output) is marked as one that opens."
+  (format "  %s%s%s: %s" (if details "▸ " "") (or name "?") (if target (concat " " target) "")
           (if ok "ok" (concat "failed" (if problem (concat ": " (lich--one-line problem)) "")))))
+
+(defun lich-chat--arguments (arguments)
+  "ARGUMENTS of a tool call as a JSON object, or nil.
+`lich.thread' clips long arguments into a string: read it back
+when it still parses."
+  (cond ((lich--json-object-p arguments) arguments)
+        ((and (stringp arguments) (fboundp 'json-parse-string))
+         (let ((value (ignore-errors (json-parse-string arguments :object-type 'plist
+                                                        :null-object nil))))
+           (and (lich--json-object-p value) value)))))
+
+(defun lich-chat--lines (text)
+  "TEXT's lines, without the empty one a final newline would make."
+  (split-string (string-remove-suffix "\n" text) "\n"))
+
+(defun lich-chat--diff-lines (name arguments)
+  "The diff of an edit by tool NAME with ARGUMENTS, as lines, or nil.
+edit_file's old and new text, write_file's content, apply_patch's
+hashline patch (its `~' payload lines as additions, its ops as hunk
+headers)."
+  (let* ((args (lich-chat--arguments arguments))
+         (arg (lambda (key) (let ((value (lich-json-get args key))) (and (stringp value) value))))
+         (path (or (funcall arg "path") "?")))
+    (pcase name
+      ("edit_file"
+       (let ((old (funcall arg "old_string"))
+             (new (funcall arg "new_string")))
+         (when (and old new)
+           (append (list (concat "--- " path) (concat "+++ " path))
+                   (mapcar (lambda (line) (concat "-" line)) (lich-chat--lines old))
+                   (mapcar (lambda (line) (concat "+" line)) (lich-chat--lines new))))))
+      ("write_file"
+       (let ((content (funcall arg "content")))
+         (when content
+           (cons (concat "+++ " path)
+                 (mapcar (lambda (line) (concat "+" line)) (lich-chat--lines content))))))
+      ("apply_patch"
+       (let ((patch (funcall arg "input")))
+         (when patch
+           (delq nil (mapcar (lambda (line)
+                               (cond ((string-prefix-p "~" line) (concat "+" (substring line 1)))
+                                     ((string-prefix-p "@@" line)
+                                      (concat "+++ " (string-trim (substring line 2))))
+                                     ((string-empty-p line) nil)
+                                     (t (concat "@@ " line " @@"))))
+                             (lich-chat--lines patch)))))))))
+
+(defun lich-chat--tool-details (name arguments ok output)
+  "What opening a tool call shows, as lines (nil: nothing more to show).
+NAME's diff from its ARGUMENTS when it edited (OK), then its OUTPUT
+(the result the model saw, or the error)."
+  (let* ((diff (and ok (lich-chat--diff-lines name arguments)))
+         (output (lich--string output))
+         (lines (append diff
+                        (and output (not diff)
+                             ;; A failure's one-line error is the heading's already.
+                             (or ok (string-match-p "\n" output) (> (length output) 160))
+                             (lich-chat--lines output)))))
+    (when lines
+      (mapcar (lambda (line) (concat "    " line))
+              (if (> (length lines) lich-chat-detail-lines)
+                  (append (cl-subseq lines 0 lich-chat-detail-lines)
+                          (list (format "… %d more lines" (- (length lines) lich-chat-detail-lines))))
+                lines)))))
+
+(defvar lich-chat-tool-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "TAB") #'lich-chat-toggle-tool)
+    (define-key map (kbd "RET") #'lich-chat-toggle-tool)
+    (define-key map [mouse-1] #'lich-chat-toggle-tool)
+    map)
+  "Keys on a tool call line that opens: TAB, RET or a click shows its details.")
+
+(defun lich-chat--insert-tool (name target ok problem face details)
+  "Append a tool call's line (NAME, TARGET, OK, PROBLEM) in FACE.
+With DETAILS (lines), they follow it hidden, and TAB on the line shows them."
+  (if (null details)
+      (lich-chat--insert (lich-chat--tool-line name target ok problem) face)
+    (let ((spec (intern (format "lich-chat-tool-%d" (cl-incf lich-chat--tool-count)))))
+      (add-to-invisibility-spec spec)
+      (lich-chat--insert (lich-chat--tool-line name target ok problem t) face nil
+                         (list 'lich-chat-details spec 'keymap lich-chat-tool-map
+                               'mouse-face 'highlight
+                               'help-echo "TAB or RET: show or hide the call's diff or output"))
+      (lich-chat--insert (string-join details "\n") face nil (list 'invisible spec)))))
+
+(defun lich-chat-toggle-tool ()
+  "Show or hide the diff or output of the tool call on this line."
+  (interactive)
+  (let ((spec (get-text-property (line-beginning-position) 'lich-chat-details)))
+    (unless spec (user-error "lich: no tool call on this line"))
+    (let* ((open (not (memq spec (if (listp buffer-invisibility-spec) buffer-invisibility-spec))))
+          (inhibit-read-only t)
+          (buffer-undo-list t)
+          (marker (save-excursion
+                    (goto-char (line-beginning-position))
+                    (and (search-forward (if open "▾" "▸") (line-end-position) t)
+                         (1- (point))))))
+      (if open (add-to-invisibility-spec spec) (remove-from-invisibility-spec spec))
+      (when marker
+        (save-excursion
+          (goto-char marker)
+          (let ((properties (text-properties-at marker)))
+            (delete-char 1)
+            (insert (apply #'propertize (if open "▸" "▾") properties)))))
+      (unless open (message "lich: TAB again hides it")))))
 
 (defun lich-chat--outcome (reason error)
   "What the chat says about a turn that ended with REASON and ERROR.
@@ -241,8 +432,14 @@ becomes the chat's (for \\[lich-chat-cancel])."
     (when (and lich-chat--pending
                (stringp thread)
                (equal thread (or lich-chat-thread lich-chat--new-thread))
+               ;; A late event of the turn before (its result came first) is not this turn's:
+               ;; adopting its task would make \[lich-chat-cancel] stop a task that ended.
+               (not (member task lich-chat--finished-tasks))
                (or (null lich-chat--task) (equal task lich-chat--task)))
-      (setq lich-chat--task task)
+      (unless lich-chat--task
+        (setq lich-chat--task task)
+        ;; \[lich-chat-cancel] before the turn had a task: stop it now.
+        (when lich-chat--cancel-wanted (lich-chat--send-cancel)))
       t)))
 
 (defun lich-chat--render-event (event)
@@ -253,18 +450,20 @@ becomes the chat's (for \\[lich-chat-cancel])."
        (let ((text (lich--string (lich-json-get data "text"))))
          (when text (lich-chat--insert-answer text t))))
       ("tool_call_start"
-       (let ((path (lich-chat--tool-target (lich-json-get data "target"))))
-         (when path
-           (push (cons (lich-json-get data "call_id") path) lich-chat--tool-targets))))
+       (push (cons (lich-json-get data "call_id")
+                   (cons (lich-chat--tool-target (lich-json-get data "target"))
+                         (lich-json-get data "arguments")))
+             lich-chat--tool-targets))
       ("tool_call_end"
-       (let ((ok (eq (lich-json-get data "ok") t)))
-         (lich-chat--insert
-          (lich-chat--tool-line (lich-json-get data "name")
-                                (or (lich-chat--tool-target (lich-json-get data "target"))
-                                    (cdr (assoc (lich-json-get data "call_id")
-                                                lich-chat--tool-targets)))
-                                ok (lich-json-get data "error"))
-          (if ok 'lich-chat-tool-face 'lich-chat-problem-face))))
+       (let* ((ok (eq (lich-json-get data "ok") t))
+              (name (lich-json-get data "name"))
+              (started (cdr (assoc (lich-json-get data "call_id") lich-chat--tool-targets)))
+              (problem (lich-json-get data "error")))
+         (lich-chat--insert-tool
+          name (or (lich-chat--tool-target (lich-json-get data "target")) (car started))
+          ok problem (if ok 'lich-chat-tool-face 'lich-chat-problem-face)
+          (lich-chat--tool-details name (cdr started) ok
+                                   (if ok (lich-json-get data "summary") problem)))))
       ("approval"
        ;; The question as the server's data; the question itself follows as Emacs's prompt.
        (lich-chat--insert (lich-chat--approval-text data) 'lich-chat-problem-face))
@@ -291,15 +490,24 @@ becomes the chat's (for \\[lich-chat-cancel])."
 
 (add-hook 'lich-event-functions #'lich-chat--on-event)
 
-(defun lich-chat--finish (result)
-  "The turn's `lich.ask' RESULT arrived: say how it ended."
-  (setq lich-chat-thread (or (lich--string (lich-json-get result "thread"))
-                              lich-chat-thread lich-chat--new-thread)
-        lich-chat--pending nil
+(defun lich-chat--turn-ended (task)
+  "Forget the running turn (its TASK id, when known, is remembered as ended)."
+  (let ((task (or (lich--string task) lich-chat--task)))
+    (when task
+      (setq lich-chat--finished-tasks (cons task (seq-take lich-chat--finished-tasks 15)))))
+  (setq lich-chat--pending nil
         lich-chat--new-thread nil
         lich-chat--ask-connection nil
         lich-chat--task nil
-        lich-chat--tool-targets nil)
+        lich-chat--cancel-wanted nil
+        lich-chat--tool-targets nil))
+
+(defun lich-chat--finish (result)
+  "The turn's `lich.ask' RESULT arrived: say how it ended.
+Then the oldest queued message, if any, is sent."
+  (setq lich-chat-thread (or (lich--string (lich-json-get result "thread"))
+                              lich-chat-thread lich-chat--new-thread))
+  (lich-chat--turn-ended (lich-json-get result "task_id"))
   ;; The server's number for this turn (lich.ask's `turn'; another client may have added turns
   ;; meanwhile): the turn's text, tagged with the next number when it was sent, takes it.
   (let ((turn (lich-json-get result "turn")))
@@ -314,11 +522,13 @@ becomes the chat's (for \\[lich-chat-cancel])."
     (when (and final (equal reason "final") (not lich-chat--answered))
       (lich-chat--insert-answer final))
     (setq lich-chat--streaming nil)
+    (lich-chat--render-markdown)
     (dolist (note (list (lich-chat--outcome reason (lich-json-get result "error"))
                         (lich--string (lich-json-get result "refused_message"))
                         (lich--string (lich-json-get result "review_message"))))
       (when note (lich-chat--insert note 'lich-chat-problem-face))))
-  (force-mode-line-update))
+  (force-mode-line-update)
+  (lich-chat--send-queued))
 
 (defun lich-chat--renumber (old new)
   "Tag the conversation text of turn OLD (the running turn's guess) as turn NEW."
@@ -332,15 +542,15 @@ becomes the chat's (for \\[lich-chat-cancel])."
         (setq position next)))))
 
 (defun lich-chat--failed (err)
-  "The turn's `lich.ask' request failed with ERR (e.g. thread_busy:)."
-  (setq lich-chat--pending nil
-        lich-chat--new-thread nil
-        lich-chat--ask-connection nil
-        lich-chat--task nil
-        lich-chat--streaming nil)
+  "The turn's `lich.ask' request failed with ERR (e.g. thread_busy:).
+A queued message is sent next all the same."
+  (lich-chat--turn-ended nil)
+  (setq lich-chat--streaming nil)
+  (lich-chat--render-markdown)
   (lich-chat--insert (concat "Error: " (lich--one-line (lich--error-text err)))
                      'lich-chat-problem-face)
-  (force-mode-line-update))
+  (force-mode-line-update)
+  (lich-chat--send-queued))
 
 ;;;; Sending
 
@@ -442,9 +652,12 @@ On the conversation, move to the input instead."
       (goto-char (point-max))
     (let ((prompt (string-trim (lich-chat--input-text))))
       (cond ((string-empty-p prompt) (user-error "lich: type a message first"))
-            (lich-chat--pending
-             (user-error "lich: this thread is running a turn (C-c C-c cancels it)"))
-            (t (lich-chat--send prompt))))))
+            (t
+             (delete-region lich-chat--input (point-max))
+             (lich-chat--history-add prompt)
+             (if lich-chat--pending
+                 (lich-chat--enqueue prompt)
+               (lich-chat--send prompt)))))))
 
 (defun lich-chat--new-thread-id ()
   "A fresh id for a new thread: `chat-' and 16 hex digits.
@@ -464,14 +677,16 @@ Random enough that two Emacs sessions on one workspace do not collide."
       ;; The chat names the new thread itself, so it knows its task's events from the first.
       (setq lich-chat--new-thread (lich-chat--new-thread-id))
       (setq args (plist-put args :new_thread lich-chat--new-thread)))
-    (delete-region lich-chat--input (point-max))
-    (lich-chat--history-add prompt)
     (setq lich-chat--turn (1+ lich-chat--turns)
           lich-chat--ask-connection connection
           lich-chat--pending t
           lich-chat--task nil
+          lich-chat--cancel-wanted nil
           lich-chat--answered nil
+          lich-chat--answer-start nil
           lich-chat--tool-targets nil)
+    ;; The chat shows the answer: the server need not repeat it in the echo area.
+    (setq args (plist-put args :origin "chat"))
     (lich-chat--insert-user prompt nil)
     (lich-chat--execute-async
      "lich.ask" args
@@ -482,11 +697,75 @@ Random enough that two Emacs sessions on one workspace do not collide."
     (force-mode-line-update)))
 
 (defun lich-chat-cancel ()
-  "Cancel this chat's running turn."
+  "Cancel this chat's running turn.
+Does not wait for the server: the turn's own `lich.ask' result says
+how it ended (\"Cancelled.\").  Pressed before the turn's first event
+named its task, the turn is stopped as soon as it does."
   (interactive)
   (unless lich-chat--pending (user-error "lich: no turn is running in this chat"))
-  (unless lich-chat--task (user-error "lich: the turn has not started yet"))
-  (lich-chat--execute "lich.cancel" (list :task_id lich-chat--task)))
+  (setq lich-chat--cancel-wanted t)
+  (if lich-chat--task
+      (lich-chat--send-cancel)
+    (message "lich: the turn stops as soon as it starts"))
+  (force-mode-line-update))
+
+(defun lich-chat--send-cancel ()
+  "Ask the server to stop the running turn's task, without waiting.
+A synchronous request here would wait inside Emacs's handling of
+the server's messages, where the turn's own result can be held back
+until a later request (the chat then stayed \"running\")."
+  (let ((buffer (current-buffer)))
+    (lich-chat--execute-async
+     "lich.cancel" (list :task_id lich-chat--task)
+     #'ignore
+     (lambda (err)
+       (when (buffer-live-p buffer)
+         (message "lich: cancelling failed: %s" (lich--one-line (lich--error-text err))))))))
+
+;;;; Queued messages (sent while a turn runs)
+
+(defun lich-chat--enqueue (prompt)
+  "Queue PROMPT: it is sent when the running turn ends."
+  (setq lich-chat--queue (append lich-chat--queue (list prompt)))
+  (lich-chat--draw-queue)
+  (message "lich: queued; sent when the turn ends (C-c C-k takes it back)"))
+
+(defun lich-chat--draw-queue ()
+  "Show the queued messages between the conversation and the input."
+  (when (overlayp lich-chat--queue-overlay) (delete-overlay lich-chat--queue-overlay))
+  (setq lich-chat--queue-overlay nil)
+  (when lich-chat--queue
+    ;; Over the prompt's first character, excluding text inserted before it: the conversation
+    ;; grows above the queue.
+    (let ((overlay (make-overlay lich-chat--output (1+ lich-chat--output) nil t nil)))
+      (overlay-put overlay 'before-string
+                   (propertize
+                    (concat (mapconcat (lambda (prompt)
+                                         (concat "Queued: " (lich--one-line prompt)))
+                                       lich-chat--queue "\n")
+                            "  (C-c C-k takes the last back)\n")
+                    'face 'lich-chat-queued-face))
+      (setq lich-chat--queue-overlay overlay))))
+
+(defun lich-chat--send-queued ()
+  "Send the oldest queued message, if any (a turn just ended)."
+  (when (and lich-chat--queue (not lich-chat--pending))
+    (let ((prompt (pop lich-chat--queue)))
+      (lich-chat--draw-queue)
+      (lich-chat--send prompt))))
+
+(defun lich-chat-unqueue ()
+  "Take the last queued message back: it is not sent.
+When the input is empty it comes back there, to edit and send again."
+  (interactive)
+  (unless lich-chat--queue (user-error "lich: no message is queued"))
+  (let ((prompt (car (last lich-chat--queue))))
+    (setq lich-chat--queue (butlast lich-chat--queue))
+    (lich-chat--draw-queue)
+    (if (string-empty-p (string-trim (lich-chat--input-text)))
+        (progn (lich-chat--replace-input prompt)
+               (message "lich: taken off the queue, back at the input"))
+      (message "lich: taken off the queue: %s" (lich--one-line prompt)))))
 
 ;;;; `@' mentions
 
@@ -518,6 +797,7 @@ Random enough that two Emacs sessions on one workspace do not collide."
     (define-key map (kbd "M-n") #'lich-chat-next-input)
     (define-key map (kbd "TAB") #'completion-at-point)
     (define-key map (kbd "C-c C-c") #'lich-chat-cancel)
+    (define-key map (kbd "C-c C-k") #'lich-chat-unqueue)
     (define-key map (kbd "C-c C-t") #'lich-threads)
     (define-key map (kbd "C-c C-n") #'lich-new-thread)
     (define-key map (kbd "C-c C-r") #'lich-rewind)
@@ -528,7 +808,9 @@ Random enough that two Emacs sessions on one workspace do not collide."
 (defun lich-chat--header ()
   (format "lich chat · %s%s · RET send · C-j newline · @ TAB path · C-c C-t threads · C-c C-n new · C-c C-r rewind"
           (if lich-chat-thread (concat "thread " lich-chat-thread) "new thread")
-          (if lich-chat--pending " · running (C-c C-c cancels)" "")))
+          (cond (lich-chat--cancel-wanted " · cancelling")
+                (lich-chat--pending " · running (C-c C-c cancels)")
+                (t ""))))
 
 (defun lich-chat--erase ()
   "Empty the conversation and the input; put the prompt marker back."
@@ -542,7 +824,8 @@ Random enough that two Emacs sessions on one workspace do not collide."
           lich-chat--input (copy-marker (point-max))
           lich-chat--streaming nil
           lich-chat--history-index nil
-          lich-chat--history-draft nil)))
+          lich-chat--history-draft nil))
+  (lich-chat--draw-queue))
 
 (define-derived-mode lich-chat-mode text-mode "lich-chat"
   "A conversation with lich-lsp (one thread; see docs/conversations.md).
@@ -593,11 +876,12 @@ The conversation is read-only; type after the prompt marker at the end.
          (lich-chat--answered nil))
     (lich-chat--insert-user (or (lich-json-get turn "prompt") "") discarded)
     (dolist (tool (lich--json-array (lich-json-get turn "tools")))
-      (let ((path (lich-chat--tool-target (lich-json-get tool "target"))))
-        (lich-chat--insert
-         (lich-chat--tool-line (lich-json-get tool "name") path (eq (lich-json-get tool "ok") t)
-                               (lich-json-get tool "result"))
-         tool-face)))
+      (let ((name (lich-json-get tool "name"))
+            (ok (eq (lich-json-get tool "ok") t))
+            (result (lich-json-get tool "result")))
+        (lich-chat--insert-tool
+         name (lich-chat--tool-target (lich-json-get tool "target")) ok result tool-face
+         (lich-chat--tool-details name (lich-json-get tool "arguments") ok result))))
     (let ((final (lich--string (lich-json-get turn "final")))
           (outcome (lich-chat--outcome (lich-json-get turn "stopped_reason")
                                        (lich-json-get turn "error"))))

@@ -584,7 +584,13 @@ def test_chat_renders_events_without_a_server(emacs: str) -> None:
     in plain words; a connect of the chat's server (not another's) ends a turn the old server
     took with it and reloads the thread, keeping the draft input, saying so in one line; a
     200-turn thread opens in under a second, each turn findable at point; M-p/M-n walk the
-    prompts sent and a shown thread's prompts, M-n past the newest gives the draft back."""
+    prompts sent and a shown thread's prompts, M-n past the newest gives the draft back.
+    Issue #45: lich.ask says `origin: "chat"`; C-c C-c is an asynchronous lich.cancel (no
+    synchronous request), sent once the turn's first event names its task, and a late event of
+    the failed turn before is not adopted; a message sent while a turn runs is queued (shown under
+    the conversation, C-c C-k takes it back) and sent when the turn ends; a tool call line opens
+    with TAB/RET to its diff (an edit) or output (a command); answers take markdown-mode's faces
+    (plain with `lich-chat-markdown' nil)."""
     stderr = run_ert(emacs, CHAT_SCENARIO.parent / "chat_render.el")
     for name in (
         "lich-chat-commands-are-autoloaded",
@@ -594,6 +600,10 @@ def test_chat_renders_events_without_a_server(emacs: str) -> None:
         "lich-chat-reloads-its-thread-when-the-server-connects",
         "lich-chat-input-history-walks-the-prompts-sent",
         "lich-chat-input-history-holds-a-loaded-threads-prompts",
+        "lich-chat-cancel-does-not-wait-and-never-sticks",
+        "lich-chat-queues-a-message-sent-while-a-turn-runs",
+        "lich-chat-tool-line-opens-to-its-diff-or-output",
+        "lich-chat-draws-answers-as-markdown",
     ):
         assert re.search(rf"passed\s+\d+/\d+\s+{name}\b", stderr), (name, stderr[-4000:])
 

@@ -185,7 +185,7 @@
     ;; The next message continues the thread on the new server.
     (delete-region lich-chat--input (point-max))
     (lich-test-type-and-send "again")
-    (should (equal (car (car lich-test-asks)) '(:prompt "again" :thread "th1")))))
+    (should (equal (car (car lich-test-asks)) '(:prompt "again" :thread "th1" :origin "chat")))))
 
 (defconst lich-test-long-thread-turns 200)
 (defconst lich-test-long-thread-max-s 1.0
@@ -326,6 +326,171 @@
                   (should (string-match-p "no older prompt" (lich-test-press "M-p")))
                   (should (equal (lich-chat--input-text) "alpha")))))
           (kill-buffer buffer))))))
+
+;;;; Issue #45: cancel, queue, tool details, markdown
+
+(defvar lich-test-sync-requests nil
+  "Synchronous requests the chat made (the fake adapter answers them with nil).")
+
+(defun lich-test-visible ()
+  "The conversation as shown: hidden tool details left out."
+  (let ((position (point-min)) (end (marker-position lich-chat--output)) parts)
+    (while (< position end)
+      (let ((next (next-single-char-property-change position 'invisible nil end)))
+        (unless (invisible-p position)
+          (push (buffer-substring-no-properties position next) parts))
+        (setq position next)))
+    (apply #'concat (nreverse parts))))
+
+(defmacro lich-test-with-sync-log (&rest body)
+  "BODY with the fake adapter's synchronous requests logged in `lich-test-sync-requests'."
+  (declare (indent 0))
+  `(let ((lich-test-sync-requests nil))
+     (lich-test-with-chat
+       (setf (lich-adapter-request (car lich-adapters))
+             (lambda (_conn method params) (push (cons method params) lich-test-sync-requests) nil))
+       ,@body)))
+
+(ert-deftest lich-chat-cancel-does-not-wait-and-never-sticks ()
+  (lich-test-with-sync-log
+    (lich-test-type-and-send "first")
+    (let* ((first-ask (car lich-test-asks))
+           (th (plist-get (car first-ask) :new_thread)))
+      ;; The chat shows the answer: the server is told not to repeat it.
+      (should (equal (plist-get (car first-ask) :origin) "chat"))
+      (lich-test-event "run_start" "t1" th)
+      (funcall (nth 1 first-ask)
+               (list :task_id "t1" :thread th :stopped_reason "error" :error "provider failed"))
+      (should-not (lich-chat-running-p))
+      (lich-test-type-and-send "second")
+      (let ((second-ask (car lich-test-asks)))
+        ;; A late event of the failed turn is not the running turn's task.
+        (lich-test-event "run_end" "t1" th :stopped_reason "error")
+        (should-not lich-chat--task)
+        ;; C-c C-c before the turn has a task: nothing to cancel yet, the header says so.
+        (execute-kbd-macro (kbd "C-c C-c"))
+        (should (eq (car lich-test-asks) second-ask))
+        (should (string-match-p "cancelling" (lich-chat--header)))
+        ;; Its first event names it: the cancel goes out then, without waiting for an answer.
+        (lich-test-event "run_start" "t2" th)
+        (should (equal (nth 3 (car lich-test-asks)) "lich.cancel"))
+        (should (equal (car (car lich-test-asks)) '(:task_id "t2")))
+        (funcall (nth 1 second-ask) (list :task_id "t2" :thread th :stopped_reason "aborted"))
+        (should-not (lich-chat-running-p))
+        (should (string-match-p "^Cancelled\\.$" (lich-test-text)))
+        (should-not (string-match-p "cancelling" (lich-chat--header)))
+        ;; The next message is sent, and C-c C-c on it is an asynchronous request too.
+        (lich-test-type-and-send "third")
+        (let ((third-ask (car lich-test-asks)))
+          (should (equal (plist-get (car third-ask) :prompt) "third"))
+          (lich-test-event "text_delta" "t3" th :text "working")
+          (execute-kbd-macro (kbd "C-c C-c"))
+          (should (equal (car (car lich-test-asks)) '(:task_id "t3")))
+          (funcall (nth 1 third-ask) (list :task_id "t3" :thread th :stopped_reason "aborted")))
+        (should-not (lich-chat-running-p))
+        (should-not lich-test-sync-requests)))))
+
+(ert-deftest lich-chat-queues-a-message-sent-while-a-turn-runs ()
+  (lich-test-with-chat
+    (lich-test-type-and-send "first")
+    (let* ((first-ask (car lich-test-asks))
+           (th (plist-get (car first-ask) :new_thread)))
+      (lich-test-type-and-send "second")
+      (lich-test-type-and-send "third")
+      ;; Nothing more was sent; both wait, shown under the conversation, the input is free.
+      (should (= (length lich-test-asks) 1))
+      (should (equal lich-chat--queue '("second" "third")))
+      (should (string-match-p "Queued: second\nQueued: third"
+                              (overlay-get lich-chat--queue-overlay 'before-string)))
+      (should (equal (lich-chat--input-text) ""))
+      ;; C-c C-k takes the last one back to the empty input.
+      (execute-kbd-macro (kbd "C-c C-k"))
+      (should (equal lich-chat--queue '("second")))
+      (should (equal (lich-chat--input-text) "third"))
+      (should-not (string-match-p "third" (overlay-get lich-chat--queue-overlay 'before-string)))
+      ;; Text streamed meanwhile goes above the queue, which stays right under it.
+      (lich-test-event "text_delta" "t1" th :text "one")
+      (should (= (marker-position lich-chat--output) (overlay-start lich-chat--queue-overlay)))
+      (should (string-suffix-p "one" (lich-test-text)))
+      (funcall (nth 1 first-ask) (list :task_id "t1" :thread th :stopped_reason "final" :final "one"))
+      ;; The turn ended: the queued message went out on the thread, the draft stays.
+      (should (= (length lich-test-asks) 2))
+      (should (equal (car (car lich-test-asks)) (list :prompt "second" :thread th :origin "chat")))
+      (should (lich-chat-running-p))
+      (should-not lich-chat--queue)
+      (should-not lich-chat--queue-overlay)
+      (should (string-match-p "^You: second$" (lich-test-text)))
+      (should (equal (lich-chat--input-text) "third")))))
+
+(ert-deftest lich-chat-tool-line-opens-to-its-diff-or-output ()
+  (lich-test-with-chat
+    (lich-test-type-and-send "edit")
+    (let ((th (plist-get (car (car lich-test-asks)) :new_thread)))
+      (lich-test-event "tool_call_start" "t1" th :name "edit_file" :call_id "c1" :kind "edit"
+                       :arguments '(:path "a.py" :old_string "x = 1" :new_string "x = 2")
+                       :target '(:path "a.py"))
+      (lich-test-event "tool_call_end" "t1" th :name "edit_file" :call_id "c1" :ok t
+                       :kind "edit" :summary "Edited a.py (+1 -1)" :target '(:path "a.py"))
+      (lich-test-event "tool_call_start" "t1" th :name "terminal" :call_id "c2" :kind "execute"
+                       :arguments '(:command "make test") :target '(:command "make test"))
+      (lich-test-event "tool_call_end" "t1" th :name "terminal" :call_id "c2" :ok t
+                       :kind "execute" :summary "3 passed\nall good"
+                       :target '(:command "make test"))
+      (should (equal (lich-test-visible)
+                     "You: edit\n  ▸ edit_file a.py: ok\n  ▸ terminal make test: ok\n"))
+      ;; TAB on the edit's line shows its diff; on the command's, its output.
+      (goto-char (point-min))
+      (search-forward "edit_file")
+      (call-interactively (key-binding (kbd "TAB")))
+      (should (equal (lich-test-visible)
+                     (concat "You: edit\n  ▾ edit_file a.py: ok\n"
+                             "    --- a.py\n    +++ a.py\n    -x = 1\n    +x = 2\n"
+                             "  ▸ terminal make test: ok\n")))
+      (search-forward "terminal")
+      (call-interactively (key-binding (kbd "RET")))
+      (should (string-suffix-p "  ▾ terminal make test: ok\n    3 passed\n    all good\n"
+                               (lich-test-visible)))
+      ;; Again: hidden again.
+      (goto-char (point-min))
+      (search-forward "edit_file")
+      (call-interactively (key-binding (kbd "TAB")))
+      (should (string-prefix-p "You: edit\n  ▸ edit_file a.py: ok\n  ▾ terminal"
+                               (lich-test-visible)))
+      ;; Off a tool line TAB still completes (the input's `@' mentions).
+      (goto-char (point-max))
+      (should (eq (key-binding (kbd "TAB")) #'completion-at-point)))))
+
+(ert-deftest lich-chat-draws-answers-as-markdown ()
+  (should (require 'markdown-mode nil t))
+  (let ((answer "Use **bold** and `code`."))
+    (cl-flet ((face-at (word)
+                (save-excursion
+                  (goto-char (point-min))
+                  (search-forward word)
+                  (let ((face (get-text-property (1- (point)) 'font-lock-face)))
+                    (if (listp face) face (list face))))))
+      (lich-test-with-chat
+        (lich-test-type-and-send "md")
+        (let* ((ask (car lich-test-asks))
+               (th (plist-get (car ask) :new_thread)))
+          (lich-test-event "text_delta" "t1" th :text "Use **bold** ")
+          (lich-test-event "text_delta" "t1" th :text "and `code`.")
+          (funcall (nth 1 ask) (list :task_id "t1" :thread th :stopped_reason "final"
+                                     :final answer))
+          ;; The text stays as written; its parts take markdown-mode's faces.
+          (should (string-match-p (concat "^lich: " (regexp-quote answer) "$") (lich-test-text)))
+          (should (memq 'markdown-bold-face (face-at "bold")))
+          (should (memq 'markdown-inline-code-face (face-at "code")))
+          (should (memq 'lich-chat-user-face (face-at "md")))))
+      (let ((lich-chat-markdown nil))
+        (lich-test-with-chat
+          (lich-test-type-and-send "plain")
+          (let* ((ask (car lich-test-asks))
+                 (th (plist-get (car ask) :new_thread)))
+            (lich-test-event "text_delta" "t1" th :text answer)
+            (funcall (nth 1 ask) (list :task_id "t1" :thread th :stopped_reason "final"
+                                       :final answer))
+            (should-not (face-at "bold"))))))))
 
 (provide 'chat_render)
 ;;; chat_render.el ends here

@@ -70,8 +70,15 @@
         (eglot-reconnect server)))))
 
 (defun lich-test-conversation ()
-  "The chat's conversation text (before the prompt marker)."
-  (buffer-substring-no-properties (point-min) lich-chat--output))
+  "The chat's conversation text as shown (before the prompt marker).
+A tool call's hidden details are left out, as on the screen."
+  (let ((position (point-min)) (end (marker-position lich-chat--output)) parts)
+    (while (< position end)
+      (let ((next (next-single-char-property-change position 'invisible nil end)))
+        (unless (invisible-p position)
+          (push (buffer-substring-no-properties position next) parts))
+        (setq position next)))
+    (apply #'concat (nreverse parts))))
 
 (defun lich-test-send-with-ret (text)
   "Type TEXT at the chat's input and press RET."
@@ -123,7 +130,7 @@
         (lich-test-value 'after_first text)
         (lich-test-check "the first prompt is shown"
                          (string-match-p "^You: First question\nabout hello.py$" text) text)
-        (lich-test-check "the tool call is one line" (string-match-p "^  read_file hello.py: ok$" text) text)
+        (lich-test-check "the tool call is one line" (string-match-p "^  ▸ read_file hello.py: ok$" text) text)
         (lich-test-check "the first answer is shown"
                          (string-match-p "^lich: The answer is 42\\.$" text) text))
       (let ((thread lich-chat-thread))
@@ -185,7 +192,7 @@
           (lich-test-check "lich-threads loaded the thread"
                            (and (equal lich-chat-thread thread)
                                 (string-match-p "^You: First question" text)
-                                (string-match-p "^  read_file hello.py: ok$" text)
+                                (string-match-p "^  ▸ read_file hello.py: ok$" text)
                                 (string-match-p "^lich: The answer is 42\\.$" text)
                                 (string-match-p "^lich: Still 42, as I said\\.$" text)
                                 (string-match-p "^Error: .*401" text))
