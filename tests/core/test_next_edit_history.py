@@ -1,0 +1,154 @@
+"""The recent edits next edits are asked with (lich_core.next_edit.history): what a change
+records, how keystrokes coalesce, what is forgotten, and the diff each edit is shown as."""
+
+from __future__ import annotations
+
+from lich_core.next_edit.history import (
+    COALESCE_S,
+    MAX_AGE_S,
+    MAX_EDITS,
+    EditHistory,
+    RecentEdit,
+    changed_lines,
+    render_edits,
+    unified_diff,
+)
+
+TEXT = "".join(f"line {n}\n" for n in range(1, 21))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def edited(text: str, line: int, new: str) -> str:
+    lines = text.splitlines(keepends=True)
+    lines[line] = new
+    return "".join(lines)
+
+
+def test_changed_lines_are_the_lines_between_the_common_ends() -> None:
+    old = ["a\n", "b\n", "c\n"]
+    assert changed_lines(old, ["a\n", "B\n", "c\n"]) == (1, 2, 2)
+    assert changed_lines(old, ["a\n", "b\n", "x\n", "c\n"]) == (2, 2, 3)  # an insertion
+    assert changed_lines(old, ["a\n", "c\n"]) == (1, 2, 1)  # a deletion
+    assert changed_lines(old, list(old)) is None
+
+
+def test_keystrokes_on_one_line_coalesce_into_one_edit() -> None:
+    clock = Clock()
+    history = EditHistory(now=clock)
+    text = TEXT
+    for typed in ("line 5x\n", "line 5xy\n", "line 5xyz\n"):
+        new = edited(TEXT, 4, typed)
+        history.record("a.py", text, new)
+        text = new
+        clock.now += 1
+    (edit,) = history.recent()
+    assert edit.start == 4 and edit.old == ["line 5\n"] and edit.new == ["line 5xyz\n"]
+    assert edit.before == ["line 2\n", "line 3\n", "line 4\n"]
+    assert edit.after == ["line 6\n", "line 7\n", "line 8\n"]
+
+
+def test_a_change_on_the_next_line_joins_but_one_far_away_does_not() -> None:
+    clock = Clock()
+    history = EditHistory(now=clock)
+    first = edited(TEXT, 4, "LINE 5\n")
+    history.record("a.py", TEXT, first)
+    second = edited(first, 5, "LINE 6\n")
+    history.record("a.py", first, second)
+    (edit,) = history.recent()
+    assert edit.old == ["line 5\n", "line 6\n"] and edit.new == ["LINE 5\n", "LINE 6\n"]
+    far = edited(second, 15, "LINE 16\n")
+    history.record("a.py", second, far)
+    assert [e.start for e in history.recent()] == [4, 15]
+
+
+def test_a_change_after_the_coalescing_window_or_in_another_file_is_a_new_edit() -> None:
+    clock = Clock()
+    history = EditHistory(now=clock)
+    first = edited(TEXT, 4, "x\n")
+    history.record("a.py", TEXT, first)
+    clock.now += COALESCE_S + 1
+    history.record("a.py", first, edited(first, 4, "xy\n"))
+    history.record("b.py", TEXT, first)
+    assert [(e.path, e.old, e.new) for e in history.recent()] == [
+        ("a.py", ["line 5\n"], ["x\n"]),
+        ("a.py", ["x\n"], ["xy\n"]),
+        ("b.py", ["line 5\n"], ["x\n"]),
+    ]
+
+
+def test_inserted_lines_then_typed_on_coalesce_with_the_original_lines() -> None:
+    history = EditHistory(now=Clock())
+    inserted = TEXT.replace("line 3\n", "line 3\n\n")
+    history.record("a.py", TEXT, inserted)
+    typed = inserted.replace("line 3\n\n", "line 3\nnew()\n")
+    history.record("a.py", inserted, typed)
+    (edit,) = history.recent()
+    assert edit.start == 3 and edit.old == [] and edit.new == ["new()\n"]
+
+
+def test_typing_the_lines_back_drops_the_edit() -> None:
+    history = EditHistory(now=Clock())
+    changed = edited(TEXT, 2, "oops\n")
+    history.record("a.py", TEXT, changed)
+    history.record("a.py", changed, TEXT)
+    assert history.recent() == []
+
+
+def test_only_the_last_few_and_recent_edits_are_kept() -> None:
+    clock = Clock()
+    history = EditHistory(now=clock)
+    text = TEXT
+    for line in range(0, 20, 3):  # far enough apart not to coalesce
+        new = edited(text, line, f"edit {line}\n")
+        history.record("a.py", text, new)
+        text = new
+    kept = history.recent()
+    assert len(kept) == MAX_EDITS
+    assert kept[-1].new == ["edit 18\n"]
+    clock.now += MAX_AGE_S + 1
+    assert history.recent() == []
+    assert history.latest("a.py") is None
+
+
+def test_latest_is_only_the_newest_edit_of_that_file() -> None:
+    history = EditHistory(now=Clock())
+    history.record("a.py", TEXT, edited(TEXT, 1, "a\n"))
+    assert history.latest("a.py") is not None
+    history.record("b.py", TEXT, edited(TEXT, 1, "b\n"))
+    assert history.latest("a.py") is None
+    assert history.latest("b.py").new == ["b\n"]
+    history.forget("b.py")
+    assert history.latest("a.py").new == ["a\n"]
+
+
+def test_the_diff_has_the_files_line_numbers_and_context() -> None:
+    edit = RecentEdit(
+        "src/calc.py",
+        start=9,
+        old=["    count = 0\n"],
+        new=["    total = 0\n"],
+        at=0,
+        before=["a\n", "b\n", "c\n"],
+        after=["d\n"],
+    )
+    assert unified_diff(edit) == ("@@ -7,5 +7,5 @@\n a\n b\n c\n-    count = 0\n+    total = 0\n d")
+    rendered = render_edits([edit], max_chars=10_000)
+    assert rendered.startswith('User edited "src/calc.py":\n```diff\n@@ -7,5 +7,5 @@')
+    assert rendered.endswith("\n d\n```")
+
+
+def test_rendering_keeps_the_newest_edits_within_the_bound() -> None:
+    edits = [
+        RecentEdit("a.py", start=n, old=[f"old {n}\n"], new=[f"new {n}\n"], at=0) for n in range(3)
+    ]
+    one = len(render_edits(edits[-1:], max_chars=10_000))
+    rendered = render_edits(edits, max_chars=2 * one + 2)
+    assert "new 0" not in rendered and "new 1" in rendered and "new 2" in rendered
+    assert rendered.index("new 1") < rendered.index("new 2")  # oldest first
