@@ -36,6 +36,11 @@ function M.setup(opts)
   transcript.max_lines = M.config.transcript_max_lines
   progress.enabled = M.config.progress
   progress.attach_autocmd(M.config.name)
+  -- Next edit suggestions (:help lich-next-edit): before the client starts, so 0.7's on_attach
+  -- carries them too.
+  local next_edit = require("lich.next_edit")
+  M.config.next_edit = vim.tbl_extend("force", next_edit.defaults, M.config.next_edit or {})
+  next_edit.setup(M.config)
   if M.config.autostart then
     client_mod.enable(M.config)
   end
@@ -155,22 +160,6 @@ function M.range_for_lines(bufnr, line1, line2)
   }
 end
 
-local function summarize_result(result)
-  if type(result) ~= "table" then
-    return tostring(result)
-  end
-  local final = type(result.final) == "string" and result.final or ""
-  local edited = type(result.edited) == "table" and #result.edited or 0
-  local text = (result.stopped_reason or "done")
-  if edited > 0 then
-    text = text .. string.format(" (%d file%s edited)", edited, edited == 1 and "" or "s")
-  end
-  if final ~= "" then
-    text = text .. ": " .. final
-  end
-  return text
-end
-
 local function remember(entry)
   table.insert(M.finished, entry)
   if #M.finished > MAX_FINISHED then
@@ -214,6 +203,10 @@ function M.ask(opts)
     args.thread = thread
     args.new_thread = chat_turn and chat_turn.new_thread
   end
+  if in_chat then
+    -- The chat shows how the turn ends: the server sends no end-of-task message for it.
+    args.origin = "chat"
+  end
   local client = resolve_client({ client_id = opts.client_id, bufnr = bufnr })
   local started = vim.loop.now()
   -- The server's run_start event does not repeat the prompt: record it here.
@@ -230,10 +223,10 @@ function M.ask(opts)
     if err then
       notify_error("ask", err)
       transcript.append({ "! " .. (err.message or "ask failed") })
-    elseif not in_chat then
-      -- In the chat the answer is already on screen.
-      notify(summarize_result(result))
     end
+    -- A success is not repeated with vim.notify: in the chat the answer is on screen, and for
+    -- any other ask the server's end-of-task message (one short line) says it; a second
+    -- message would stack into a hit-enter prompt. The transcript keeps the whole run.
     if opts.on_done then
       opts.on_done(err, result)
     end
