@@ -200,6 +200,13 @@ def cmd_demo(argv: list[str]) -> int:
     return demo_main(argv)
 
 
+def cmd_chat(argv: list[str]) -> int:
+    # Lazily: prompt_toolkit and rich load only for `lich chat`.
+    from lich_cli.chat import cmd_chat as chat_main
+
+    return chat_main(argv)
+
+
 def cmd_acp(argv: list[str]) -> int:
     from lich_acp.__main__ import main as acp_main  # lazily: the ACP SDK loads only for `lich acp`
 
@@ -216,6 +223,7 @@ USAGE = """usage: lich demo [--editor nvim]      watch the agent fix a bug in a 
        lich acp [--work-dir D]        the agent over the Agent Client Protocol on stdio (for ACP editors)
        lich --thread ID "follow-up"   continue a thread (conversation) with everything said so far
        lich threads [--json]          this workspace's threads, newest first (docs/conversations.md)
+       lich chat [--thread ID|latest] the conversation in the terminal, the editors' threads (docs/chat.md)
        lich init | config | sessions
        lich --version"""
 
@@ -248,7 +256,7 @@ def is_task_run(argv: list[str]) -> bool:
         return False
     if argv[0] == "run":
         return True
-    known = {"tool", "tools", "trust", "acp", "demo", *AGENT_COMMANDS}
+    known = {"tool", "tools", "trust", "acp", "demo", "chat", *AGENT_COMMANDS}
     return argv[0] not in known and not looks_like_subcommand(argv[0])
 
 
@@ -305,6 +313,7 @@ def _dispatch(argv: list[str]) -> int:
         commands.update(AGENT_COMMANDS)
         commands["acp"] = cmd_acp
         commands["demo"] = cmd_demo
+        commands["chat"] = cmd_chat
         if argv[0] in commands:
             return commands[argv[0]](argv[1:])
         if looks_like_subcommand(argv[0]):

@@ -1,0 +1,261 @@
+"""`lich chat` as a person uses it: a real terminal (tmux), keys sent one by one, the screen read
+back, against the fake provider on 127.0.0.1 (issue #46).
+
+Every wait is on the terminal's output (tmux pipes the pane's output into a FIFO the test
+blocks on) or on the fake provider's records, never on a clock; SCREEN_WAIT_S only bounds a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cli_runner import run_lich
+from tests.support.fake_provider import FakeProviderServer
+
+SCREEN_WAIT_S = 60.0
+DONE = "lich-chat-done"
+WIDTH, HEIGHT = 120, 50
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def tmux(
+    socket: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["tmux", "-L", socket, *args],
+        capture_output=True,
+        text=True,
+        timeout=SCREEN_WAIT_S,
+        env=env,
+    )
+
+
+class ChatTerminal:
+    """`lich chat` in a tmux pane: send keys, wait for the screen to show something."""
+
+    def __init__(self, socket: str, fifo: Path) -> None:
+        self.socket = socket
+        os.mkfifo(fifo)
+        self.reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self.keeper = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # no EOF before we are done
+        piped = tmux(socket, "pipe-pane", "-t", "chat", "-O", f"cat > {shlex.quote(str(fifo))}")
+        assert piped.returncode == 0, piped.stderr
+
+    def text(self) -> str:
+        """The pane and its scrollback, wrapped lines joined."""
+        return tmux(self.socket, "capture-pane", "-p", "-J", "-S", "-", "-t", "chat").stdout
+
+    def shows(self, predicate: Callable[[str], bool], what: str) -> str:
+        deadline = time.monotonic() + SCREEN_WAIT_S
+        while True:
+            screen = self.text()
+            if predicate(screen):
+                return screen
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.reader], [], [], remaining)[0]:
+                raise AssertionError(f"the screen never showed {what}:\n{screen}")
+            os.read(self.reader, 65536)
+
+    def shows_text(self, needle: str, count: int = 1) -> str:
+        return self.shows(lambda screen: screen.count(needle) >= count, repr(needle))
+
+    def send(self, *keys: str) -> None:
+        sent = tmux(self.socket, "send-keys", "-t", "chat", *keys)
+        assert sent.returncode == 0, sent.stderr
+
+    def type_line(self, text: str) -> None:
+        self.send("-l", text)
+        self.send("Enter")
+
+    def wait_exit(self) -> None:
+        try:
+            tmux(self.socket, "wait-for", DONE)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"lich chat did not exit:\n{self.text()}") from None
+
+    def close(self) -> None:
+        os.close(self.keeper)
+        os.close(self.reader)
+        tmux(self.socket, "kill-server")
+
+
+def start_chat(tmp_path: Path, work: Path, fake: FakeProviderServer, *args: str) -> ChatTerminal:
+    if shutil.which("tmux") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no `tmux` on PATH under CI=true (scripts/test.sh installs it)")
+        pytest.skip("no `tmux` on PATH")
+    env = dict(os.environ)
+    env.update(
+        {
+            "TERM": "xterm-256color",
+            "LICH_BASE_URL": fake.url + "/v1",
+            "LICH_MODEL": "fake-model",
+            "LICH_PROVIDER_KIND": "openai_compat",
+        }
+    )
+    socket = f"lich-chat-{os.getpid()}-{tmp_path.name}"
+    lich = shlex.join([sys.executable, "-m", "lich_cli", "chat", "--work-dir", str(work), *args])
+    # The pane stays open after lich exits (the test reads its last words), and says so.
+    command = f"{lich}; echo exit=$?; tmux -L {shlex.quote(socket)} wait-for -S {DONE}; sleep 600"
+    started = tmux(
+        socket,
+        "new-session",
+        "-d",
+        "-s",
+        "chat",
+        "-x",
+        str(WIDTH),
+        "-y",
+        str(HEIGHT),
+        "-c",
+        str(work),
+        command,
+        env=env,
+    )
+    assert started.returncode == 0, started.stderr
+    return ChatTerminal(socket, tmp_path / "pane.fifo")
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Iterator[list[ChatTerminal]]:
+    opened: list[ChatTerminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()
+
+
+def messages_text(request: dict[str, Any]) -> str:
+    return json.dumps(request["json"]["messages"], ensure_ascii=False)
+
+
+def threads_of(work: Path) -> list[dict[str, Any]]:
+    listed = run_lich("threads", "--json", "--work-dir", str(work), cwd=work)
+    assert listed.returncode == 0, listed.stderr
+    return json.loads(listed.stdout)
+
+
+def test_send_stream_follow_up_queue_and_approvals_answered_y_and_n(
+    tmp_path: Path, work: Path, fake_provider: FakeProviderServer, chat: list[ChatTerminal]
+) -> None:
+    """A conversation of three prompts in one thread: the first answer streams in as rendered
+    markdown; the second asks to run `echo`, and while its question waits a third prompt is typed
+    (shown queued); `y` runs the command, the queued prompt is sent when the turn ends, its own
+    command is denied with `n`. /threads lists the thread with its three turns; Ctrl-D quits."""
+    fake_provider.script(
+        {"text": "First **answer** here.\n\n```python\nprint('fenced')\n```\n", "chunks": 6},
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo chat-ran-this"}}]},
+        {"text": "It ran."},
+        {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo never-run"}}]},
+        {"text": "Denied, fine."},
+    )
+    terminal = start_chat(tmp_path, work, fake_provider)
+    chat.append(terminal)
+    terminal.shows_text("Ctrl-D quits")  # the prompt is up (its status line)
+    terminal.type_line("first question")
+    screen = terminal.shows_text("print('fenced')")
+    assert "First answer here." in screen
+    assert "**answer**" not in screen and "```" not in screen  # rendered, not the raw markdown
+
+    terminal.type_line("second question")
+    question = "? lich wants to run terminal (process/exec): runs `echo chat-ran-this`"
+    terminal.shows_text(question)
+    terminal.type_line("third question")  # typed while the question waits: queued
+    terminal.shows_text("queued: third question")
+    terminal.send("y")
+    screen = terminal.shows_text("model call(s)", count=2)
+    assert re.search(r"✓ \[1\] terminal echo chat-ran-this · ok · \d+ ms", screen), screen
+    terminal.shows(lambda s: "echo never-run" in s and s.count("y allow once") == 2, "question 2")
+    terminal.send("n")
+    screen = terminal.shows_text("model call(s)", count=3)  # the third turn's end line
+    assert "› third question" in screen  # the queued prompt, shown again when it is sent
+    assert re.search(r"✗ \[2\] terminal echo never-run · failed", screen), screen
+
+    requests = fake_provider.requests
+    assert len(requests) == 5
+    # One thread: each request carries the turns before it.
+    assert "first question" in messages_text(requests[1])
+    assert "First **answer** here." in messages_text(requests[1])
+    assert "chat-ran-this" in messages_text(requests[2])  # the command's output
+    third = messages_text(requests[3])
+    assert "second question" in third and "It ran." in third and "third question" in third
+    assert "approval_denied: the user denied terminal" in messages_text(requests[4])
+
+    (thread,) = threads_of(work)
+    assert thread["turns"] == 3 and thread["title"] == "first question"
+    terminal.type_line("/threads")
+    terminal.shows(
+        lambda s: re.search(rf"\* {thread['thread']}\s+3 turns .* first question", s) is not None,
+        "the thread in /threads",
+    )
+    terminal.send("C-d")
+    terminal.wait_exit()
+    screen = terminal.shows_text("exit=0")
+    assert f"continue with: lich chat --thread {thread['thread']}" in screen
+
+
+def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
+    tmp_path: Path, work: Path, fake_provider: FakeProviderServer, chat: list[ChatTerminal]
+) -> None:
+    """A turn writes a.txt (its diff on screen); /rewind 1 asks with the turn's prompt, `y`
+    restores the file. A turn that streams one paragraph and then stalls shows that paragraph
+    while running; Escape stops it: the provider sees the stream closed."""
+    (work / "a.txt").write_text("old line\n", encoding="utf-8")
+    first_block = "Streaming part one.\n\n"
+    fake_provider.script(
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "a.txt", "content": "new line\n"}}
+            ]
+        },
+        {"text": "Wrote it."},
+        # The role event and the first half (exactly the first paragraph), then silence.
+        {"text": first_block + "X" * len(first_block), "chunks": 2, "stall_after_chunks": 2},
+    )
+    terminal = start_chat(tmp_path, work, fake_provider)
+    chat.append(terminal)
+    terminal.shows_text("Ctrl-D quits")  # the prompt is up (its status line)
+    terminal.type_line("change a.txt")
+    screen = terminal.shows_text("model call(s)")
+    assert "-old line" in screen and "+new line" in screen
+    assert (work / "a.txt").read_text(encoding="utf-8") == "new line\n"
+
+    terminal.type_line("/rewind 1")
+    terminal.shows_text("Rewind turn 1 of this thread? Turn 1: change a.txt")
+    terminal.send("y")
+    screen = terminal.shows_text("restored a.txt")
+    assert (work / "a.txt").read_text(encoding="utf-8") == "old line\n"
+    (thread,) = threads_of(work)
+    assert thread["turns"] == 0  # the rewound turn is no live turn of it any more
+
+    terminal.type_line("tell me a long story")
+    terminal.shows_text("Streaming part one.")
+    terminal.shows_text("Esc stops")  # the turn is still running
+    terminal.send("Escape")
+    assert fake_provider.wait_closed_early(-1, timeout_s=SCREEN_WAIT_S) is not None
+    terminal.shows_text("aborted")
+    # The rewound turn is not in the next request's history.
+    assert "change a.txt" not in messages_text(fake_provider.requests[-1])
+    terminal.send("C-d")
+    terminal.wait_exit()
+    terminal.shows_text("exit=0")
