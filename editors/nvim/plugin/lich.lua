@@ -49,7 +49,11 @@ end, { nargs = 0, desc = "lich: open the transcript buffer" })
 
 vim.api.nvim_create_user_command("LichChat", function(cmd)
   require("lich.chat").command_chat(cmd)
-end, { nargs = "*", desc = "lich: open the chat (and send the message given)" })
+end, { nargs = "*", desc = "lich: toggle the chat; with a message, open it and send (queued while a turn runs)" })
+
+vim.api.nvim_create_user_command("LichUnqueue", function(cmd)
+  require("lich.chat").command_unqueue(cmd)
+end, { nargs = "?", desc = "lich: take back a queued chat message (the last one without a number)" })
 
 vim.api.nvim_create_user_command("LichThreads", function()
   require("lich.chat").pick_thread()

@@ -5,8 +5,10 @@
 -- `lich.thread` when it is picked, rewound, or the server restarts.
 --
 -- Streaming appends at the end of the buffer only, and moves a window's cursor only when it was
--- on the last line: a user reading further up keeps their place. Tool calls are folded (a
--- foldexpr over the line kinds recorded here), edits shown as ```diff blocks.
+-- on the last line: a user reading further up keeps their place. Tool calls are folded (manual
+-- folds the plugin creates in every chat window as it draws each call: an expr fold is not
+-- recomputed while the user types in Insert mode, so a call drawn then would stay unfolded),
+-- edits shown as ```diff blocks with only their changed lines.
 --
 -- Everything the model chose (its answer, tool names and arguments, file names, the thread's
 -- title) is text to show, never to interpret: a one-line place (a heading, a tool line) shows
@@ -21,6 +23,8 @@ M.title = nil
 M.turns = 0
 --- While a turn started through the chat (or while it is shown) runs: {thread?, prompt}.
 M.running = nil
+--- Messages sent while a turn ran, oldest first: each goes out when the turn before it ends.
+M.queue = {}
 --- How many times the thread was drawn from lich.thread (tests wait on it).
 M.reloads = 0
 M.conv = nil
@@ -34,8 +38,13 @@ local MENTION_WAIT_MS = 3000
 local ARGUMENT_CHARS = 300
 local DIFF_LINES_MAX = 200
 
--- Fold level per conversation line (1-based): ">1" opens a tool call, "1" continues it.
-local kinds = {}
+-- The folded blocks (tool calls) of the conversation: {first, last} line numbers (1-based).
+-- Lines are only ever added at the end of the conversation (before the queued messages) or the
+-- whole conversation is drawn again, so these numbers stay true.
+local folds = {}
+-- How many lines at the end of the conversation show the queued messages (see M.queue).
+local queue_lines = 0
+local draw_queue -- defined with the queue below
 -- Where each turn starts: an extmark in this namespace on the turn's heading line, placed when
 -- the plugin draws that heading, and the turn it heads, keyed by the extmark's id:
 -- {turn, prompt, discarded}.
@@ -162,9 +171,29 @@ local function ensure_conv()
   vim.api.nvim_buf_set_option(M.conv, "modifiable", false)
   -- The answer is the model's text: a "vim: set ..." line in it sets nothing.
   vim.api.nvim_buf_set_option(M.conv, "modeline", false)
-  kinds = {}
+  folds = {}
+  queue_lines = 0
   turn_records = {}
   write(0, -1, header_lines())
+  vim.keymap.set("n", "q", function()
+    M.close()
+  end, { buffer = M.conv, nowait = true, desc = "lich: close the chat" })
+  vim.keymap.set("n", "dd", function()
+    local index = M.queued_at(vim.api.nvim_win_get_cursor(0)[1])
+    if index then
+      M.unqueue(index)
+    else
+      notify("the conversation is read-only; dd takes back a queued message (on its line)")
+    end
+  end, { buffer = M.conv, desc = "lich: take back the queued message under the cursor" })
+  -- Any window that comes to show the conversation (`:sbuffer`, a session) gets the chat's
+  -- window options and folds, not only the one M.open makes.
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    buffer = M.conv,
+    callback = function()
+      M.setup_window(vim.api.nvim_get_current_win())
+    end,
+  })
   return M.conv
 end
 
@@ -193,11 +222,35 @@ local function mark_turn(row, record)
   return id
 end
 
---- Append `lines` after a blank line (unless the buffer already ends in one); `fold` marks them
---- as one folded block. Returns the 1-based line number of the first appended line.
+--- How many lines the conversation has before the queued messages drawn at its end.
+local function content_end()
+  return vim.api.nvim_buf_line_count(M.conv) - queue_lines
+end
+
+--- Fold lines `first`..`last` (1-based) in window `win` (its 'foldmethod' is manual: the
+--- chat's own, unless the user changed it, and then the fold is left out).
+local function fold_in(win, first, last)
+  pcall(vim.api.nvim_win_call, win, function()
+    vim.cmd(string.format("%d,%dfold", first, last))
+  end)
+end
+
+--- Create every recorded fold in `win` afresh (a new chat window, a conversation drawn again).
+local function apply_folds(win)
+  pcall(vim.api.nvim_win_call, win, function()
+    vim.cmd("normal! zE")
+  end)
+  for _, range in ipairs(folds) do
+    fold_in(win, range[1], range[2])
+  end
+end
+
+--- Append `lines` after a blank line (unless the conversation already ends in one), before the
+--- queued messages; `fold` makes them one closed fold in every chat window, as they arrive.
+--- Returns the 1-based line number of the first appended line.
 local function append_block(lines, fold)
   local buf = ensure_conv()
-  local count = vim.api.nvim_buf_line_count(buf)
+  local count = content_end()
   local last = vim.api.nvim_buf_get_lines(buf, count - 1, count, false)[1] or ""
   local block = {}
   if last ~= "" then
@@ -207,12 +260,14 @@ local function append_block(lines, fold)
   for _, line in ipairs(lines) do
     table.insert(block, line)
   end
+  write(count, count, block)
   if fold then
-    for index = 0, #lines - 1 do
-      kinds[first + index] = index == 0 and ">1" or "1"
+    local range = { first, first + #lines - 1 }
+    table.insert(folds, range)
+    for _, win in ipairs(windows_of(buf)) do
+      fold_in(win, range[1], range[2])
     end
   end
-  write(count, count, block)
   live.streaming = false
   return first
 end
@@ -223,14 +278,10 @@ local function stream(text)
     append_block({ "" })
   end
   local buf = M.conv
-  local count = vim.api.nvim_buf_line_count(buf)
+  local count = content_end()
   local last = vim.api.nvim_buf_get_lines(buf, count - 1, count, false)[1] or ""
   write(count - 1, count, split_lines(last .. text))
   live.streaming = true
-end
-
-function M.foldexpr(lnum)
-  return kinds[lnum] or "0"
 end
 
 --- A closed tool call reads as its heading and how much is folded under it.
@@ -240,9 +291,7 @@ function M.foldtext()
   return heading .. string.format("  [+%d lines]", vim.v.foldend - first)
 end
 
--- 'foldexpr', 'foldtext' and 'omnifunc' name a function reachable from Vimscript (v:lua works
--- from 0.5).
-_G.lich_chat_foldexpr = M.foldexpr
+-- 'foldtext' and 'omnifunc' name a function reachable from Vimscript (v:lua works from 0.5).
 _G.lich_chat_foldtext = M.foldtext
 
 -- ---------------------------------------------------------------------------------------------
@@ -312,7 +361,37 @@ local function limited(lines)
   return lines
 end
 
---- A ```diff block for an edit, or nil: edit_file's old and new text, write_file's content,
+-- vim.text.diff from 0.10 (vim.diff, its older name, goes away later); 0.7 has vim.diff.
+local text_diff = (vim.text and vim.text.diff) or vim.diff
+
+--- The changed lines of an edit from `old` to `new`: each hunk's removed (-) then added (+)
+--- lines, hunks after the first set apart by an "@@" line; the lines the edit keeps are left
+--- out (an edit_file's old_string often repeats many unchanged lines around the change).
+---@param old string
+---@param new string
+---@return string[]
+function M.changed_lines(old, new)
+  local function with_newline(text)
+    return text:sub(-1) == "\n" and text or (text .. "\n")
+  end
+  local unified = text_diff(with_newline(old), with_newline(new), { result_type = "unified", ctxlen = 0 })
+  local lines = {}
+  local hunks = 0
+  for _, line in ipairs(split_lines(unified)) do
+    local sign = line:sub(1, 1)
+    if line:sub(1, 2) == "@@" then
+      hunks = hunks + 1
+      if hunks > 1 then
+        table.insert(lines, "@@")
+      end
+    elseif sign == "-" or sign == "+" then
+      table.insert(lines, line)
+    end
+  end
+  return lines
+end
+
+--- A ```diff block for an edit, or nil: edit_file's changed lines (M.changed_lines), write_file's content,
 --- apply_patch's hashline patch (its `~` payload lines as additions, its ops as hunk headers).
 local function diff_lines(name, args)
   if type(args) ~= "table" then
@@ -322,12 +401,7 @@ local function diff_lines(name, args)
   if name == "edit_file" and type(args.old_string) == "string" and type(args.new_string) == "string" then
     table.insert(body, "--- " .. escape(args.path or "?"))
     table.insert(body, "+++ " .. escape(args.path or "?"))
-    for _, line in ipairs(split_lines(args.old_string)) do
-      table.insert(body, "-" .. line)
-    end
-    for _, line in ipairs(split_lines(args.new_string)) do
-      table.insert(body, "+" .. line)
-    end
+    vim.list_extend(body, M.changed_lines(args.old_string, args.new_string))
   elseif name == "write_file" and type(args.content) == "string" then
     table.insert(body, "+++ " .. escape(args.path or "?"))
     for _, line in ipairs(split_lines(args.content)) do
@@ -373,6 +447,73 @@ local function tool_block(name, arguments, target_data, ok, result, duration_ms)
     vim.list_extend(lines, diff)
   end
   return lines
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- The queue: messages sent while a turn runs wait here, drawn at the end of the conversation
+-- (below the running turn, which grows above them), and go out one by one as turns end.
+
+local QUEUED_PREFIX = "⋯ queued "
+local QUEUE_CHARS = 200
+
+--- The lines that show the queue ({} when it is empty).
+local function queue_block()
+  if #M.queue == 0 then
+    return {}
+  end
+  local lines = { "" }
+  for index, text in ipairs(M.queue) do
+    table.insert(lines, QUEUED_PREFIX .. index .. ": " .. one_line(text, QUEUE_CHARS))
+  end
+  table.insert(lines, "_Sent when the turn ends. dd on a queued line (or :LichUnqueue [n]) takes it back._")
+  return lines
+end
+
+--- Draw the queue again at the end of the conversation.
+draw_queue = function()
+  if not valid(M.conv) then
+    return
+  end
+  local count = vim.api.nvim_buf_line_count(M.conv)
+  local block = queue_block()
+  write(count - queue_lines, count, block)
+  queue_lines = #block
+end
+
+--- Which queued message line `lnum` (1-based) of the conversation shows, or nil.
+---@param lnum integer
+---@return integer|nil
+function M.queued_at(lnum)
+  if queue_lines == 0 or not valid(M.conv) then
+    return nil
+  end
+  -- The block: a blank line, one line per message, the hint.
+  local index = lnum - (vim.api.nvim_buf_line_count(M.conv) - queue_lines) - 1
+  return (index >= 1 and index <= #M.queue) and index or nil
+end
+
+--- Take queued message `index` (default: the last one) back; returns its text, or nil.
+---@param index integer|nil
+---@return string|nil
+function M.unqueue(index)
+  index = index or #M.queue
+  if index < 1 or index > #M.queue then
+    notify(#M.queue == 0 and "no message is queued" or ("no queued message " .. index), vim.log.levels.WARN)
+    return nil
+  end
+  local text = table.remove(M.queue, index)
+  draw_queue()
+  return text
+end
+
+--- Send the oldest queued message, when no turn runs.
+function M.send_queued()
+  if M.running or #M.queue == 0 then
+    return
+  end
+  local text = table.remove(M.queue, 1)
+  draw_queue()
+  M.send(text)
 end
 
 --- How a turn ended, in plain words; nil for a normal answer.
@@ -445,7 +586,7 @@ function M.render_thread(thread)
   M.title = type(thread.title) == "string" and thread.title or nil
   local turns = type(thread.turns) == "table" and thread.turns or {}
   M.turns = #turns
-  kinds = {}
+  folds = {}
   local lines = header_lines()
   local function add(block, fold)
     if lines[#lines] ~= "" then
@@ -454,9 +595,7 @@ function M.render_thread(thread)
     local first = #lines + 1
     vim.list_extend(lines, block)
     if fold then
-      for index = 0, #block - 1 do
-        kinds[first + index] = index == 0 and ">1" or "1"
-      end
+      table.insert(folds, { first, first + #block - 1 })
     end
     return first
   end
@@ -491,8 +630,13 @@ function M.render_thread(thread)
   end
   clear_turn_marks()
   write(0, -1, lines)
+  queue_lines = 0
+  draw_queue()
   for _, heading in ipairs(headings) do
     mark_turn(heading.row - 1, heading.record)
+  end
+  for _, win in ipairs(windows_of(M.conv)) do
+    apply_folds(win)
   end
   for win, row in pairs(kept) do
     vim.api.nvim_win_set_cursor(win, { math.min(row, #lines), 0 })
@@ -507,10 +651,15 @@ function M.reload(callback)
   callback = callback or function() end
   if not M.thread then
     ensure_conv()
-    kinds = {}
+    folds = {}
     clear_turn_marks()
     M.turns = 0
     write(0, -1, header_lines())
+    queue_lines = 0
+    draw_queue()
+    for _, win in ipairs(windows_of(M.conv)) do
+      apply_folds(win)
+    end
     M.reloads = M.reloads + 1
     return callback(nil, nil)
   end
@@ -596,6 +745,8 @@ function M.end_turn(err, result, turn)
     return
   end
   M.running = nil
+  -- The next queued message goes out once this answer is drawn.
+  vim.schedule(M.send_queued)
   if err and turn and turn.new_thread and M.thread == turn.new_thread then
     -- Refused before it started: no thread took the id.
     M.thread = nil
@@ -735,7 +886,9 @@ end
 function M.on_client_init()
   if valid(M.conv) and M.thread then
     M.running = nil
-    M.reload()
+    M.reload(function()
+      M.send_queued()
+    end)
   end
 end
 
@@ -749,30 +902,28 @@ local function input_text()
   return vim.trim(table.concat(vim.api.nvim_buf_get_lines(M.input, 0, -1, false), "\n"))
 end
 
---- Send `text` as the chat's next turn.
+--- Send `text` as the chat's next turn; while a turn runs, queue it (shown at the end of the
+--- conversation, sent when the turn ends).
 ---@param text string
----@return integer|nil request_id
+---@return integer|nil request_id nil when queued (or nothing to send)
 function M.send(text)
   text = vim.trim(text or "")
   if text == "" then
     return nil
   end
+  M.open({ focus = false })
   if M.running then
-    notify("a turn of this thread is running; wait for it or :LichCancel it", vim.log.levels.WARN)
+    table.insert(M.queue, text)
+    draw_queue()
     return nil
   end
-  M.open({ focus = false })
   return require("lich").ask({ prompt = text, bufnr = M.input })
 end
 
---- Send what the input holds and empty it (kept when nothing could be sent).
+--- Send what the input holds (or queue it while a turn runs) and empty it.
 function M.send_input()
   local text = input_text()
   if text == "" then
-    return
-  end
-  if M.running then
-    notify("a turn of this thread is running; wait for it or :LichCancel it", vim.log.levels.WARN)
     return
   end
   vim.api.nvim_buf_set_lines(M.input, 0, -1, false, { "" })
@@ -853,19 +1004,41 @@ local function ensure_input()
     end
     return "@"
   end, { buffer = buf, expr = true, desc = "lich: complete a path to mention" })
+  vim.keymap.set("n", "q", function()
+    M.close()
+  end, { buffer = buf, nowait = true, desc = "lich: close the chat" })
   M.input = buf
   return buf
 end
 
-local function set_conv_window_options(win)
+--- Give window `win` (showing the conversation) the chat's options and its folds.
+---@param win integer
+function M.setup_window(win)
   vim.api.nvim_win_set_option(win, "wrap", true)
   vim.api.nvim_win_set_option(win, "linebreak", true)
   vim.api.nvim_win_set_option(win, "number", false)
-  vim.api.nvim_win_set_option(win, "foldmethod", "expr")
-  vim.api.nvim_win_set_option(win, "foldexpr", "v:lua.lich_chat_foldexpr(v:lnum)")
+  vim.api.nvim_win_set_option(win, "foldmethod", "manual")
   vim.api.nvim_win_set_option(win, "foldtext", "v:lua.lich_chat_foldtext()")
   vim.api.nvim_win_set_option(win, "foldlevel", 0)
   vim.api.nvim_win_set_option(win, "foldenable", true)
+  apply_folds(win)
+end
+
+--- Close every window of the chat (the conversation and the input); the buffers stay, so
+--- :LichChat shows the same thread again. A chat window that is the last one of Neovim shows
+--- an empty buffer instead.
+function M.close()
+  for _, buf in ipairs({ M.input, M.conv }) do
+    for _, win in ipairs(windows_of(buf)) do
+      if #vim.api.nvim_list_wins() > 1 then
+        vim.api.nvim_win_close(win, false)
+      else
+        vim.api.nvim_win_call(win, function()
+          vim.cmd("enew")
+        end)
+      end
+    end
+  end
 end
 
 --- Open the chat (or focus it): the conversation in a split, the input below it.
@@ -890,7 +1063,7 @@ function M.open(opts)
     vim.cmd("botright split")
     conv_win = vim.api.nvim_get_current_win()
     vim.api.nvim_win_set_buf(conv_win, M.conv)
-    set_conv_window_options(conv_win)
+    M.setup_window(conv_win)
     vim.api.nvim_win_set_cursor(conv_win, { vim.api.nvim_buf_line_count(M.conv), 0 })
     if input_win == nil and opts.focus == false then
       vim.api.nvim_set_current_win(previous)
@@ -914,13 +1087,34 @@ function M.open(opts)
   return M.conv
 end
 
---- :LichChat [message]
+--- :LichChat [message]: with a message, open the chat and send it (queued while a turn runs);
+--- without one, toggle the chat (close it when it is shown, else open it).
 function M.command_chat(cmd)
-  M.open()
   local text = vim.trim(cmd.args or "")
-  if text ~= "" then
-    M.send(text)
+  if text == "" then
+    if M.is_open() then
+      M.close()
+    else
+      M.open()
+    end
+    return
   end
+  M.open()
+  M.send(text)
+end
+
+--- :LichUnqueue [n]: take queued message n (default: the last one) back.
+function M.command_unqueue(cmd)
+  local arg = vim.trim(cmd.args or "")
+  local index = nil
+  if arg ~= "" then
+    index = tonumber(arg)
+    if not index or index ~= math.floor(index) then
+      notify("usage: :LichUnqueue [queued message number]", vim.log.levels.ERROR)
+      return
+    end
+  end
+  M.unqueue(index)
 end
 
 local function refuse_while_running(what)

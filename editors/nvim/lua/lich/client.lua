@@ -37,6 +37,7 @@ M.defaults = {
     accept_key = "<C-l>",
     accept_word_key = "<M-Right>",
     accept_line_key = "<M-C-Right>",
+    accept_tab = true,
   },
 }
 
@@ -246,6 +247,17 @@ function M.capabilities(extra, completion)
   return base
 end
 
+--- `value` as a JSON object: an empty Lua table is encoded as `[]`, which is no object (the
+--- server would read a `lich` key holding a list), so it goes out as vim.empty_dict() (`{}`).
+---@param value table|nil
+---@return table
+function M.as_object(value)
+  if value == nil or next(value) == nil then
+    return vim.empty_dict()
+  end
+  return value
+end
+
 --- The client config shared by every start strategy (no root yet).
 ---@param opts table merged with defaults
 ---@return table
@@ -265,8 +277,8 @@ function M.base_config(opts)
     handlers = vim.tbl_extend("force", handlers, opts.handlers or {}),
     commands = { ["lich.ask"] = ask_command },
     -- workspace/configuration looks sections up in here, so nest ours under "lich".
-    settings = { lich = opts.settings or {} },
-    init_options = opts.init_options or {},
+    settings = { lich = M.as_object(opts.settings) },
+    init_options = M.as_object(opts.init_options),
     on_attach = function(client, bufnr)
       if not compat.has_lsp_start then
         -- 0.8+ wires ghost text on LspAttach (plugin/lich.lua), which an on_attach given to

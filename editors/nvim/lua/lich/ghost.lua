@@ -16,7 +16,11 @@ M.defaults = {
   -- copilot.vim's keys for the same (VS Code: Ctrl+Right).
   accept_word_key = "<M-Right>",
   accept_line_key = "<M-C-Right>",
+  -- <Tab> accepts too while a suggestion is shown and no completion menu is open (as
+  -- copilot.vim); otherwise it is a real <Tab>. Left alone when Insert mode maps <Tab> already.
+  accept_tab = true,
 }
+local TAB_DESC = "lich: accept the inline suggestion (else a real <Tab>)"
 
 -- lich.status is read again on InsertEnter when older than this, so a completion model added to
 -- (or removed from) the config is picked up without restarting the server.
@@ -55,10 +59,37 @@ local shown = nil
 -- Counters the tests (and curious users) read: requests sent, changes seen.
 M.stats = { requests = 0, changes = 0, answers = 0 }
 
-local function define_highlight()
-  vim.cmd("highlight default link " .. M.hl_group .. " Comment")
+-- The group as it read after the plugin last defined it: still that, it is the plugin's own
+-- (defined again when the colours change); anything else, the user's or the colour scheme's.
+local own_highlight = nil
+
+local function highlight_text()
+  return vim.fn.execute("highlight " .. M.hl_group)
 end
-define_highlight()
+
+local function comment_colour(mode)
+  return vim.fn.synIDattr(vim.fn.synIDtrans(vim.fn.hlID("Comment")), "fg", mode)
+end
+
+--- Give LichGhostText its colour unless the colour scheme or the user set one (`default`): a
+--- link to Comment when Comment has a colour in the terminal's mode (cterm, or gui with
+--- 'termguicolors'); else grey of its own, ctermfg=244 as copilot.vim's (0.10+'s own colour
+--- scheme gives Comment no cterm colour: linked, ghost text would look like typed code).
+function M.define_highlight()
+  if own_highlight ~= nil and highlight_text() == own_highlight then
+    vim.cmd("highlight clear " .. M.hl_group)
+    vim.cmd("highlight link " .. M.hl_group .. " NONE")
+  end
+  local mode = vim.o.termguicolors and "gui" or "cterm"
+  if comment_colour(mode) ~= "" then
+    vim.cmd("highlight default link " .. M.hl_group .. " Comment")
+  else
+    local gui = comment_colour("gui")
+    vim.cmd("highlight default " .. M.hl_group .. " ctermfg=244 guifg=" .. (gui ~= "" and gui or "#808080"))
+  end
+  own_highlight = highlight_text()
+end
+M.define_highlight()
 
 local function cursor()
   local pos = vim.api.nvim_win_get_cursor(0)
@@ -397,9 +428,20 @@ local function unmapped_keys(key)
   return keys
 end
 
+--- Whether Insert mode in `bufnr` maps <Tab> already (buffer-local or global), other than
+--- this plugin's own mapping: then <Tab> is left to it.
+local function tab_taken(bufnr)
+  local existing = vim.api.nvim_buf_call(bufnr, function()
+    return vim.fn.maparg("<Tab>", "i", false, true)
+  end)
+  return type(existing) == "table" and next(existing) ~= nil and existing.desc ~= TAB_DESC
+end
+
 local group = vim.api.nvim_create_augroup("lich_ghost", { clear = true })
--- A colorscheme starts with `:highlight clear`, which drops the default link.
-vim.api.nvim_create_autocmd("ColorScheme", { group = group, callback = define_highlight })
+-- A colorscheme starts with `:highlight clear`, which drops the group; 'termguicolors' changes
+-- which of Comment's colours shows.
+vim.api.nvim_create_autocmd("ColorScheme", { group = group, callback = M.define_highlight })
+vim.api.nvim_create_autocmd("OptionSet", { group = group, pattern = "termguicolors", callback = M.define_highlight })
 
 --- Wire ghost text into `bufnr` for `client` (the lich client's on_attach).
 ---@param client table
@@ -465,6 +507,11 @@ function M.attach(client, bufnr, opts)
   map(opts.accept_key, M.accept, "lich: accept the inline suggestion")
   map(opts.accept_word_key, M.accept_word, "lich: accept the inline suggestion's next word")
   map(opts.accept_line_key, M.accept_line, "lich: accept the inline suggestion's line")
+  if opts.accept_tab and not tab_taken(bufnr) then
+    map("<Tab>", function()
+      return vim.fn.pumvisible() == 0 and M.accept()
+    end, TAB_DESC)
+  end
 end
 
 --- Forget a stopped client's model (a restarted server is asked again).
