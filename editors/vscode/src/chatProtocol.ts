@@ -138,7 +138,19 @@ export type ToView =
   | { type: "approvalDone"; id: number; answer?: string; where: "chat" | "dialog" | "gone" }
   /** Every pending hunk: the view adds new ones and marks the ones no longer listed as decided. */
   | { type: "hunks"; hunks: HunkView[] }
-  | { type: "hunkDecided"; hunk_id: string; decision: "accepted" | "rejected" };
+  | { type: "hunkDecided"; hunk_id: string; decision: "accepted" | "rejected" }
+  /**
+   * The editor context the next message carries by default (the active file, and the selection
+   * when there is one): a removable chip. `label` undefined: nothing is attached.
+   */
+  | { type: "context"; label?: string }
+  /**
+   * A message the extension composed for the user (Apply to file): the view sends it now, or
+   * queues it behind the running turn like a typed one. `uri`: the file it is about.
+   */
+  | { type: "submit"; prompt: string; uri?: string; label?: string }
+  /** The chat model(s) as lich.status reports them, for the header's picker. */
+  | { type: "models"; current?: string; models: string[] };
 
 export interface Notice {
   level: "info" | "error";
@@ -148,7 +160,8 @@ export interface Notice {
 /** View → extension. */
 export type ToExtension =
   | { type: "ready" }
-  | { type: "send"; prompt: string }
+  /** `uri`: the file the message is about, instead of the editor context (Apply to file). */
+  | { type: "send"; prompt: string; uri?: string }
   | { type: "stop" }
   | { type: "rewind"; turn: number }
   | { type: "newThread" }
@@ -171,9 +184,26 @@ export type ToExtension =
   | { type: "openTranscript"; uri: string }
   | { type: "dropAttachment" }
   | { type: "answerApproval"; id: number; answer: string }
-  | { type: "reviewHunk"; hunk_id: string; accept: boolean };
+  | { type: "reviewHunk"; hunk_id: string; accept: boolean }
+  /** Accept all / Reject all: every pending change (lich.acceptAll / lich.rejectAll). */
+  | { type: "reviewAll"; accept: boolean }
+  /** The editor context chip's ×: the next messages go without it until another file is active. */
+  | { type: "dropContext" }
+  /** A code block's buttons: its text, and its fence's language. */
+  | { type: "copyCode"; code: string }
+  | { type: "insertCode"; code: string }
+  | { type: "applyCode"; code: string; language?: string }
+  /** The header's model picker: configure the models (the chat model comes from the config). */
+  | { type: "configureModels" };
 
 export const CHAT_VIEW_ID = "lichClient.chat";
+
+const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+/** Text as HTML text or an attribute value (the page's and the markdown renderer's escaping). */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => ESCAPES[ch]);
+}
 export const OPEN_CHAT_COMMAND = "lichClient.openChat";
 
 /** Whether `value` is one of the view's messages (the webview is code we ship, but check anyway). */
@@ -188,9 +218,18 @@ export function isToExtension(value: unknown): value is ToExtension {
     case "newThread":
     case "listThreads":
     case "dropAttachment":
+    case "dropContext":
+    case "configureModels":
       return true;
     case "send":
-      return typeof message.prompt === "string";
+      return typeof message.prompt === "string" && (message.uri === undefined || typeof message.uri === "string");
+    case "reviewAll":
+      return typeof message.accept === "boolean";
+    case "copyCode":
+    case "insertCode":
+      return typeof message.code === "string";
+    case "applyCode":
+      return typeof message.code === "string" && (message.language === undefined || typeof message.language === "string");
     case "rewind":
       return typeof message.turn === "number" && Number.isInteger(message.turn);
     case "pickThread":

@@ -29,6 +29,11 @@ export const REVIEW_LIST_COMMAND = "lich.reviewList";
 export const ACCEPT_HUNK_COMMAND = "lich.acceptHunk";
 export const REJECT_HUNK_COMMAND = "lich.rejectHunk";
 export const STATUS_COMMAND = "lich.status";
+export const ACCEPT_ALL_COMMAND = "lich.acceptAll";
+export const REJECT_ALL_COMMAND = "lich.rejectAll";
+export const APPLY_PATCH_COMMAND = "lich.applyPatch";
+/** lich.ask's `origin` for a chat turn: the server sends no end-of-task notification for it. */
+export const CHAT_ORIGIN = "chat";
 
 export interface ChatDeps {
   /** One server command; rejects when the server is not running or answers with an error. */
@@ -49,6 +54,19 @@ export interface ChatDeps {
   openTranscript?(uri: string): void;
   /** Each finished lich.ask result (review mode: the extension shows the first pending hunk). */
   onAskResult?(result: unknown): void;
+  /** Put text on the clipboard (a code block's Copy). */
+  copyText?(text: string): Thenable<void>;
+  /** Insert text at the active editor's cursor, as a normal (undoable) edit; false: no editor. */
+  insertText?(text: string): Thenable<boolean>;
+  /** Open the user's config (the model picker's "Configure models…"). */
+  configureModels?(): void;
+}
+
+/** The active editor's file (and selection) the next message carries unless the user removes it. */
+export interface EditorContext {
+  uri: string;
+  range?: unknown;
+  label: string;
 }
 
 export interface Attachment {
@@ -104,6 +122,41 @@ export function plainError(err: unknown): string {
     return "The language server stopped before the turn ended; it restarts by itself and the thread is reloaded.";
   }
   return message.replace(/^Request \S+ failed with message: /, "");
+}
+
+/** Whether a code block is a hashline patch (`@@ PATH` first): Apply hands it to lich.applyPatch. */
+export function isHashlinePatch(code: string): boolean {
+  const first = code.split("\n").find((line) => line.trim() !== "");
+  return first !== undefined && /^@@ \S/.test(first);
+}
+
+/** The message Apply to file sends for a code block that is not a patch: the agent edits the file. */
+export function applyPrompt(code: string, language: string | undefined, label: string): string {
+  const fence = code.includes("```") ? "~~~" : "```";
+  return `Apply this code to ${label}, changing only what it covers:\n\n${fence}${language ?? ""}\n${code}\n${fence}`;
+}
+
+/** A rewind's outcome in words (no thread ids): the files restored, and the ones that were not. */
+export function rewindNotice(answer: Partial<CommandResult<"lich.rewind">> | undefined, turn: number, prompt: string | undefined): Notice {
+  if (!answer || answer.ok === false || answer.error) {
+    const why = answer?.error || answer?.message || "the server gave no answer";
+    return { level: "error", text: `Rewind failed: ${why.replace(/^lich(\.rewind)?: /, "")}` };
+  }
+  const count = Array.isArray(answer.rewound) ? answer.rewound.length : 1;
+  const parts = [`Rewound to before ${prompt ? quoted(prompt, 60) : `turn ${turn}`}${count > 1 ? ` (${count} turns taken back)` : ""}`];
+  const files = Array.isArray(answer.files) ? answer.files : [];
+  const restored = files.filter((f) => f.outcome === "undone" || f.outcome === "rebased").map((f) => f.path);
+  if (restored.length > 0) {
+    parts.push(`restored ${restored.join(", ")}`);
+  }
+  for (const file of files.filter((f) => f.outcome === "refused" || f.outcome === "failed")) {
+    parts.push(`not restored: ${file.path}${file.reason ? ` (${file.reason.replace(/^[\w.]+: /, "")})` : ""}`);
+  }
+  for (const item of Array.isArray(answer.not_restored) ? answer.not_restored : []) {
+    parts.push(`not restored: ${item.files.join(", ")} (${item.reason})`);
+  }
+  const problems = parts.some((part) => part.startsWith("not restored"));
+  return { level: problems ? "error" : "info", text: `${parts.join("; ")}.` };
 }
 
 /** The view's summary of a lich.ask result. */
@@ -194,6 +247,11 @@ export class ChatSession {
   thread: string | undefined;
   private live: LiveAsk | undefined;
   private attachment: Attachment | undefined;
+  private editorContext: EditorContext | undefined;
+  /** The file whose context chip the user removed: it stays off until another file is active. */
+  private contextDropped: string | undefined;
+  /** The prompts of the thread's turns, by number: a rewind's notice names the turn it took back. */
+  private readonly turnPrompts = new Map<number, string>();
   private poster: ((message: ToView) => void) | undefined;
   private focusWhenReady = false;
   private readonly approvals = new Map<number, PendingApproval>();
@@ -242,13 +300,35 @@ export class ChatSession {
         if (this.attachment) {
           this.post({ type: "attachment", label: this.attachment.label });
         }
+        this.postContext();
+        void this.sendModels();
         if (this.focusWhenReady) {
           this.focusWhenReady = false;
           this.post({ type: "focusInput" });
         }
         return;
       case "send":
-        await this.send(m.prompt);
+        await this.send(m.prompt, m.uri !== undefined ? { uri: m.uri } : {});
+        return;
+      case "dropContext":
+        this.contextDropped = this.editorContext?.uri;
+        return;
+      case "reviewAll":
+        await this.reviewAll(m.accept);
+        return;
+      case "copyCode":
+        await this.deps.copyText?.(m.code);
+        return;
+      case "insertCode":
+        if (this.deps.insertText && !(await this.deps.insertText(m.code))) {
+          this.post({ type: "notice", notice: { level: "error", text: "Insert at cursor needs an open editor: click into the file first, then Insert again." } });
+        }
+        return;
+      case "applyCode":
+        await this.applyCode(m.code, m.language);
+        return;
+      case "configureModels":
+        this.deps.configureModels?.();
         return;
       case "stop":
         await this.stop();
@@ -515,13 +595,18 @@ export class ChatSession {
       this.post({ type: "notice", notice: { level: "error", text: "A turn is still running: Stop it or wait for its answer." } });
       return undefined;
     }
-    const args: AskArgs = { ...extra, prompt: text };
+    // A chat turn ends in the chat: the server sends no end-of-task notification for it.
+    const args: AskArgs = { ...extra, prompt: text, origin: CHAT_ORIGIN };
     const attachment = this.attachment;
     this.attachment = undefined;
-    if (attachment && args.uri === undefined) {
-      args.uri = attachment.uri;
-      if (attachment.range !== undefined) {
-        args.range = attachment.range;
+    // What the message is about: an explicit attachment (Ask About Selection, @-less Apply), else
+    // the editor context unless its chip was removed.
+    const context = this.currentContext();
+    const about = attachment ?? context;
+    if (about && args.uri === undefined) {
+      args.uri = about.uri;
+      if (about.range !== undefined) {
+        args.range = about.range;
       }
     }
     if (args.thread === undefined && args.new_thread === undefined) {
@@ -535,7 +620,7 @@ export class ChatSession {
     const live: LiveAsk = { thread: typeof named === "string" ? named : undefined, stopRequested: false, asked: new Map() };
     this.live = live;
     void this.deps.history.add(text);
-    this.post({ type: "turnStart", prompt: text, attachment: attachment?.label });
+    this.post({ type: "turnStart", prompt: text, attachment: attachment?.label ?? (args.uri === context?.uri ? context?.label : undefined) });
     this.post({ type: "attachment" });
     let result: unknown;
     let outcome: TurnOutcome;
@@ -558,6 +643,7 @@ export class ChatSession {
     }
     if (this.thread && outcome.turn !== undefined) {
       this.rememberEdits(`turn:${this.thread}:${outcome.turn}`, reported);
+      this.turnPrompts.set(outcome.turn, text);
     }
     if (outcome.transcript) {
       this.transcripts.add(outcome.transcript);
@@ -618,9 +704,8 @@ export class ChatSession {
     }
     let notice: Notice;
     try {
-      const answer = await this.deps.request<{ ok?: boolean; message?: string; error?: string }>(REWIND_COMMAND, { thread: this.thread, turn });
-      const failed = answer?.ok === false || !!answer?.error;
-      notice = { level: failed ? "error" : "info", text: answer?.message || answer?.error || `Rewound to before turn ${turn}.` };
+      const answer = await this.deps.request<Partial<CommandResult<"lich.rewind">>>(REWIND_COMMAND, { thread: this.thread, turn });
+      notice = rewindNotice(answer, turn, this.turnPrompts.get(turn));
     } catch (err) {
       notice = { level: "error", text: `Rewind failed: ${plainError(err)}` };
     }
@@ -670,6 +755,10 @@ export class ChatSession {
     try {
       const answer = await this.deps.request<ThreadAnswer>(THREAD_COMMAND, { thread: this.thread });
       const turns = (answer?.turns ?? []).map((turn) => this.withEdits(turn));
+      this.turnPrompts.clear();
+      for (const turn of turns) {
+        this.turnPrompts.set(turn.turn, turn.prompt);
+      }
       this.post({ type: "thread", thread: this.thread, title: answer?.title, turns, running: answer?.running === true && !this.live, history, notice });
     } catch (err) {
       const text = plainError(err);
@@ -680,6 +769,79 @@ export class ChatSession {
       } else {
         this.post({ type: "thread", thread: this.thread, turns: [], running: false, history, notice: { level: "error", text: `Could not load the thread: ${text}` } });
       }
+    }
+  }
+
+  /** The editor's active file (and selection) changed: the chip follows it. */
+  setEditorContext(context: EditorContext | undefined): void {
+    if (context?.uri !== this.contextDropped) {
+      this.contextDropped = undefined; // another file: attached again, as a new context
+    }
+    this.editorContext = context;
+    this.postContext();
+  }
+
+  /** The editor context the next message carries: undefined when none or removed by the user. */
+  currentContext(): EditorContext | undefined {
+    const context = this.editorContext;
+    return context && context.uri !== this.contextDropped ? context : undefined;
+  }
+
+  private postContext(): void {
+    this.post({ type: "context", label: this.currentContext()?.label });
+  }
+
+  /**
+   * Apply to file of a code block, through the server's edit path (never a raw write here): a
+   * hashline patch goes to lich.applyPatch; other code becomes a chat turn asking the agent to
+   * apply it to the active file, whose edit is reviewable (review mode) and undoable.
+   */
+  async applyCode(code: string, language: string | undefined): Promise<void> {
+    if (isHashlinePatch(code)) {
+      try {
+        const result = await this.deps.request<Partial<CommandResult<"lich.applyPatch">>>(APPLY_PATCH_COMMAND, { patch: code, label: "Lich: apply from the chat" });
+        const edited = (result?.output ?? "").split("\n").filter((line) => line.startsWith("Edited ")).join("; ");
+        this.post({
+          type: "notice",
+          notice: result?.ok === false ? { level: "error", text: `The patch was not applied: ${result.error ?? "the server refused it"}` } : { level: "info", text: edited || "Patch applied." },
+        });
+      } catch (err) {
+        this.post({ type: "notice", notice: { level: "error", text: `The patch was not applied: ${plainError(err)}` } });
+      }
+      return;
+    }
+    const target = this.editorContext;
+    if (!target) {
+      this.post({ type: "notice", notice: { level: "error", text: "Apply to file needs the file to change: open it in the editor, then Apply again." } });
+      return;
+    }
+    const label = target.label.replace(/:\d+(-\d+)?$/, "");
+    this.post({ type: "submit", prompt: applyPrompt(code, language, label), uri: target.uri, label });
+  }
+
+  /** Accept all / Reject all of the chat: every pending change (lich.acceptAll / lich.rejectAll). */
+  async reviewAll(accept: boolean): Promise<void> {
+    try {
+      const answer = await this.deps.request<{ ok?: boolean; error?: string; message?: string }>(accept ? ACCEPT_ALL_COMMAND : REJECT_ALL_COMMAND, {});
+      if (answer?.ok === false) {
+        this.post({ type: "notice", notice: { level: "error", text: answer.error || `Could not ${accept ? "accept" : "reject"} the changes.` } });
+      }
+    } catch (err) {
+      this.post({ type: "notice", notice: { level: "error", text: `Could not ${accept ? "accept" : "reject"} the changes: ${plainError(err)}` } });
+    }
+    await this.refreshHunks();
+  }
+
+  /** The header's model picker: the chat model lich.status reports. */
+  async sendModels(): Promise<void> {
+    try {
+      const status = await this.deps.request<{ provider?: { kind?: unknown; model?: unknown; configured?: unknown } }>(STATUS_COMMAND, {});
+      const kind = typeof status?.provider?.kind === "string" ? status.provider.kind : "";
+      const model = typeof status?.provider?.model === "string" ? status.provider.model : "";
+      const current = status?.provider?.configured === false ? undefined : [kind, model].filter(Boolean).join("/") || undefined;
+      this.post({ type: "models", current, models: current ? [current] : [] });
+    } catch {
+      this.post({ type: "models", models: [] });
     }
   }
 
@@ -711,6 +873,39 @@ export class ChatSession {
   }
 }
 
+/** The part of a text editor the chat's context reads (vscode.TextEditor has it). */
+export interface EditorLike {
+  document: { uri: { scheme: string; toString(): string }; isUntitled?: boolean };
+  selection: { isEmpty: boolean; start: { line: number; character: number }; end: { line: number; character: number } };
+}
+
+/**
+ * The chat's editor context for `editor`: its file, and its selection when there is one (an LSP
+ * range: VS Code's positions are UTF-16 like the server's). Only files on disk: the server reads
+ * them; output panels and untitled buffers are not attached.
+ */
+export function editorContext(editor: EditorLike | undefined): EditorContext | undefined {
+  if (!editor || editor.document.uri.scheme !== "file" || editor.document.isUntitled) {
+    return undefined;
+  }
+  const uri = editor.document.uri.toString();
+  let name = uri;
+  try {
+    name = vscode.workspace.asRelativePath(vscode.Uri.parse(uri), false);
+  } catch {
+    // keep the URI
+  }
+  const selection = editor.selection;
+  if (selection.isEmpty) {
+    return { uri, label: name };
+  }
+  const range = { start: { line: selection.start.line, character: selection.start.character }, end: { line: selection.end.line, character: selection.end.character } };
+  const first = selection.start.line + 1;
+  // A selection ending at column 0 does not include that line.
+  const last = selection.end.character === 0 && selection.end.line > selection.start.line ? selection.end.line : selection.end.line + 1;
+  return { uri, range, label: first === last ? `${name}:${first}` : `${name}:${first}-${last}` };
+}
+
 /** The webview view "Lich" in the side bar around a ChatSession. */
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
@@ -719,7 +914,17 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   constructor(
     private readonly extensionUri: vscode.Uri,
     readonly session: ChatSession,
-  ) {}
+  ) {
+    // The active file and selection ride along with the next message (a removable chip).
+    const follow = (): void => session.setEditorContext(editorContext(vscode.window.activeTextEditor));
+    const window = vscode.window as Partial<typeof vscode.window>;
+    for (const subscribe of [window.onDidChangeActiveTextEditor, window.onDidChangeTextEditorSelection]) {
+      if (subscribe) {
+        this.disposables.push((subscribe as vscode.Event<unknown>)(follow));
+      }
+    }
+    follow();
+  }
 
   get visible(): boolean {
     return this.view?.visible === true;

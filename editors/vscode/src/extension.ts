@@ -119,6 +119,13 @@ export class LichController implements vscode.Disposable {
       // Only http(s) reaches here (src/chatLinks.ts); openExternal asks before opening an untrusted site.
       openExternal: (url) => void vscode.env.openExternal(vscode.Uri.parse(url, true)),
       inform: (text) => void vscode.window.showInformationMessage(text),
+      copyText: (text) => vscode.env.clipboard.writeText(text),
+      // A normal editor edit at the cursor (Ctrl+Z takes it back); false when no editor is open.
+      insertText: async (text) => {
+        const editor = vscode.window.activeTextEditor;
+        return editor ? editor.edit((edit) => edit.replace(editor.selection, text)) : false;
+      },
+      configureModels: () => void vscode.commands.executeCommand(COMMANDS.openConfig),
     });
     this.chatView = new ChatViewProvider(context.extensionUri, this.chat);
     this.statusItem = vscode.window.createStatusBarItem("lich.status", vscode.StatusBarAlignment.Left, 10);

@@ -112,7 +112,7 @@ describe("ChatSession: a conversation", () => {
     // A new thread: the view names it, so it knows its task's events before the answer.
     const chosen = server.sent[0].args.new_thread as string;
     expect(chosen).toMatch(/^\d{8}-\d{6}-vs[0-9a-f]{6}$/);
-    expect(server.sent[0]).toEqual({ command: "lich.ask", args: { prompt: "Use an f-string", new_thread: chosen } });
+    expect(server.sent[0]).toEqual({ command: "lich.ask", args: { prompt: "Use an f-string", origin: "chat", new_thread: chosen } });
     expect(posted[0]).toEqual({ type: "turnStart", prompt: "Use an f-string", attachment: undefined });
     // Before the run starts nothing is forwarded; a palette task starting meanwhile is not
     // adopted; the first run_start of the named thread is the view's task.
@@ -134,7 +134,7 @@ describe("ChatSession: a conversation", () => {
     expect(state.values.get(THREAD_STATE_KEY)).toBe("th1");
 
     const second = session.send("Now add a test");
-    expect(server.sent.filter((s) => s.command === "lich.ask")[1].args).toEqual({ prompt: "Now add a test", thread: "th1" });
+    expect(server.sent.filter((s) => s.command === "lich.ask")[1].args).toEqual({ prompt: "Now add a test", origin: "chat", thread: "th1" });
     // Events of another thread's run are not adopted for a follow-up.
     session.onEvent(event("run_start", "t5", "th5"));
     session.onEvent(event("run_start", "t2", "th1"));
@@ -180,7 +180,7 @@ describe("ChatSession: a conversation", () => {
     server.finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final" });
     await asked;
     void session.send("More");
-    expect(server.sent.filter((s) => s.command === "lich.ask")[1].args).toEqual({ prompt: "More", thread: "th1" });
+    expect(server.sent.filter((s) => s.command === "lich.ask")[1].args).toEqual({ prompt: "More", origin: "chat", thread: "th1" });
   });
 
   it("chooses thread ids the server accepts (letters, digits, '-'), different each time", () => {
@@ -205,13 +205,40 @@ describe("ChatSession: threads", () => {
 
   it("Rewind to here sends lich.rewind and shows the thread as the server has it, with its message", async () => {
     session.thread = "th1";
-    server.answers["lich.rewind"] = { ok: true, rewound: [2], message: "rewound turn 2: restored hello.py" };
+    // The thread's turns as loaded: the notice names the rewound turn by its prompt.
+    server.answers["lich.thread"] = { thread: "th1", turns: [{ turn: 1, prompt: "Explain" }, { turn: 2, prompt: "Use an f-string" }] };
+    await session.reload();
+    server.answers["lich.rewind"] = {
+      thread: "th1",
+      turn: 2,
+      ok: true,
+      rewound: [2],
+      files: [{ uri: "file:///ws/hello.py", path: "hello.py", outcome: "undone" }],
+      not_restored: [],
+      message: "lich: thread th1 rewound to before turn 2 (1 turn); restored hello.py",
+    };
     await session.onMessage({ type: "rewind", turn: 2 });
     expect(server.sent.find((s) => s.command === "lich.rewind")?.args).toEqual({ thread: "th1", turn: 2 });
-    expect(postedOf("thread")[0].notice).toEqual({ level: "info", text: "rewound turn 2: restored hello.py" });
+    // In words, without the thread's id (the server's message has it).
+    expect(postedOf("thread")[1].notice).toEqual({ level: "info", text: 'Rewound to before "Use an f-string"; restored hello.py.' });
+    server.answers["lich.rewind"] = {
+      thread: "th1",
+      turn: 1,
+      ok: true,
+      rewound: [1, 2],
+      files: [{ uri: "file:///ws/a.py", path: "a.py", outcome: "refused", reason: "undo_conflict: you changed lines 3-4 since" }],
+      not_restored: [{ turn: 1, files: ["b.py"], reason: "written outside the editor" }],
+      message: "lich: thread th1 rewound ...",
+    };
+    await session.onMessage({ type: "rewind", turn: 1 });
+    expect(postedOf("thread")[2].notice).toEqual({
+      level: "error",
+      text: 'Rewound to before "Explain" (2 turns taken back); not restored: a.py (you changed lines 3-4 since); not restored: b.py (written outside the editor).',
+    });
+    expect(JSON.stringify(postedOf("thread").map((t) => t.notice))).not.toContain("th1");
     server.answers["lich.rewind"] = new Error("lich.rewind: thread_busy: a turn is running");
     await session.onMessage({ type: "rewind", turn: 1 });
-    expect(postedOf("thread")[1].notice).toEqual({ level: "error", text: "Rewind failed: lich.rewind: thread_busy: a turn is running" });
+    expect(postedOf("thread")[3].notice).toEqual({ level: "error", text: "Rewind failed: lich.rewind: thread_busy: a turn is running" });
   });
 
   it("a pruned thread is dropped with a plain notice; New thread and the picker switch", async () => {

@@ -84,6 +84,13 @@ describe("ChatView: a thread from lich.thread", () => {
     const turns: TurnView[] = [{ ...TURNS[0], edited: [{ path: "hello.py", uri: "file:///ws/hello.py" }] }, ...TURNS.slice(1)];
     view.handle({ type: "thread", thread: "th1", turns, running: false, history: [] });
     view.log.querySelector<HTMLButtonElement>("section.turn button.rewind")!.click();
+    // Rewind asks first, naming the turn by its prompt; only the confirmation posts.
+    const question = view.log.querySelector<HTMLElement>("section.turn .rewind-question")!;
+    expect(question.textContent).toContain("Rewind to before “Use an f-string”?");
+    expect(posted).toEqual([]);
+    expect(document.activeElement).toBe(question.querySelector("button.rewind-confirm"));
+    question.querySelector<HTMLButtonElement>("button.rewind-confirm")!.click();
+    expect(view.log.querySelector(".rewind-question")).toBeNull();
     view.log.querySelector<HTMLAnchorElement>(".files a")!.click();
     view.handle({ type: "turnStart", prompt: "more" });
     expect(view.stopButton.hidden).toBe(false);
@@ -163,18 +170,21 @@ describe("ChatView: a live turn", () => {
     view.handle({ type: "event", event: ev("text_delta", { text: "The answer is 42." }) });
     const live = view.log.querySelector("section.turn")!;
     expect([...live.querySelectorAll(".markdown")].map((s) => s.textContent)).toEqual(["The answer is 42."]);
-    expect(live.querySelector("p.notice")!.textContent).toBe("fake failed (network): retrying.");
+    // In plain words: no provider name from the config.
+    expect(live.querySelector("p.notice")!.textContent).toBe("The model did not answer (network): retrying…");
   });
 
   it("says in plain words why a turn ended without an answer", () => {
     view.handle({ type: "turnStart", prompt: "hi" });
     view.handle({ type: "event", event: ev("error", { kind: "provider", message: "HTTP 401: invalid API key" }) });
     view.handle({ type: "turnEnd", outcome: { stopped_reason: "error", error: "provider_error: HTTP 401: invalid API key" } });
+    // Shown once (the run's error event and the outcome say the same), with Retry.
     const texts = [...view.log.querySelectorAll("p.error")].map((p) => p.textContent);
-    expect(texts).toEqual(["Error: HTTP 401: invalid API key", "The turn failed: provider_error: HTTP 401: invalid API key."]);
+    expect(texts).toEqual(["The turn failed: provider_error: HTTP 401: invalid API key."]);
+    expect(view.log.querySelectorAll("button.retry")).toHaveLength(1);
     view.handle({ type: "turnStart", prompt: "again" });
     view.handle({ type: "turnEnd", outcome: { error: "lich.ask: thread_busy: thread th1 is running a task" } });
-    expect(view.log.querySelectorAll("p.error")[2].textContent).toBe("lich.ask: thread_busy: thread th1 is running a task");
+    expect(view.log.querySelectorAll("p.error")[1].textContent).toBe("lich.ask: thread_busy: thread th1 is running a task");
     expect(outcomeText("budget", null)).toBe("Stopped: the turn used all its model calls (max_turns).");
     expect(view.log.textContent).not.toMatch(/Traceback|at Object\./);
   });
@@ -194,7 +204,7 @@ describe("ChatView: a live turn", () => {
 });
 
 describe("ChatView: the input", () => {
-  it("sends on Enter, keeps Shift+Enter for a new line, and refuses to send while a turn runs", () => {
+  it("sends on Enter, keeps Shift+Enter for a new line, and queues what is sent while a turn runs", () => {
     type("first line");
     const shifted = key(view.input, "Enter", { shiftKey: true });
     expect(shifted.defaultPrevented).toBe(false);
@@ -207,6 +217,7 @@ describe("ChatView: the input", () => {
     type("second");
     key(view.input, "Enter");
     expect(posted).toHaveLength(1);
+    expect(view.queued).toEqual(["second"]);
   });
 
   it("walks the history with Up and Down and gives back the draft", () => {
@@ -286,6 +297,12 @@ describe("toolTarget", () => {
   });
 });
 
+function dom(html: string): HTMLElement {
+  const el = document.createElement("div");
+  el.innerHTML = html;
+  return el;
+}
+
 describe("renderMarkdown", () => {
   it("escapes every piece of HTML in the model's text", () => {
     const html = renderMarkdown('<script>alert(1)</script> <img src=x onerror="y"> **<b>x</b>**');
@@ -297,14 +314,21 @@ describe("renderMarkdown", () => {
   });
 
   it("renders code blocks (also unterminated while streaming), lists, headings and safe links only", () => {
-    expect(renderMarkdown("```py\nx = '<a>'\n```\nafter")).toBe(`<pre data-lang="py"><code>x = &#39;&lt;a&gt;&#39;</code></pre><p>after</p>`);
-    expect(renderMarkdown("```\npartial")).toBe("<pre><code>partial</code></pre>");
-    expect(renderMarkdown("- one\n- `two`\n\n1. first")).toBe("<ul><li>one</li><li><code>two</code></li></ul><ol><li>first</li></ol>");
+    const block = dom(renderMarkdown("```py\nx = '<a>'\n```\nafter"));
+    expect(block.querySelector(".code-block pre code")!.textContent).toBe("x = '<a>'");
+    expect(block.querySelector<HTMLElement>(".code-block")!.dataset.lang).toBe("py");
+    expect(block.querySelector("p")!.textContent).toBe("after");
+    expect(dom(renderMarkdown("```\npartial")).querySelector("pre code")!.textContent).toBe("partial");
+    expect(renderMarkdown("- one\n- `two`\n\n1. first")).toBe("<ul>\n<li>one</li>\n<li><code>two</code></li>\n</ul>\n<ol>\n<li>first</li>\n</ol>");
     expect(renderMarkdown("## Plan")).toBe("<h4>Plan</h4>");
     expect(renderMarkdown("[docs](https://example.com/a?b=1&c=2)")).toBe(
       '<p><a href="#" data-link="https://example.com/a?b=1&amp;c=2" title="https://example.com/a?b=1&amp;c=2">docs</a></p>',
     );
     expect(renderMarkdown("[file](src/app.py)")).toBe('<p><a href="#" data-link="src/app.py" title="src/app.py">file</a></p>');
+    // An image loads nothing: it is a link (to judge) named by its alt text.
+    expect(renderMarkdown("![diagram](https://example.com/x.png)")).toBe(
+      '<p><a href="#" data-link="https://example.com/x.png" title="https://example.com/x.png">diagram</a></p>',
+    );
     // Every link target stays data for the extension to judge: the page never navigates to it.
     for (const target of ["javascript:alert(1)", "command:workbench.action.quit", "../../etc/passwd", 'x"onclick="y']) {
       const el = document.createElement("div");

@@ -298,13 +298,13 @@ describe("the Lich chat view", () => {
     view.send({ type: "send", prompt: "what does this do?" });
     await vi.waitFor(() => expect(view.posted.map((m) => m.type)).toContain("turnEnd"));
     const ask = clients[0].sent.find((s) => s.command === "lich.ask")!;
-    expect(ask.arguments).toEqual([{ prompt: "what does this do?", uri: "file:///ws/a.py", range: selection, new_thread: expect.any(String) }]);
+    expect(ask.arguments).toEqual([{ prompt: "what does this do?", uri: "file:///ws/a.py", range: selection, origin: "chat", new_thread: expect.any(String) }]);
     // A code action's lich.ask with its own prompt continues the chat's thread.
     const middleware = clients[0].clientOptions.middleware as { executeCommand(c: string, a: unknown[], n: unknown): Promise<unknown> };
     const next = vi.fn();
     await middleware.executeCommand("lich.ask", [{ prompt: "Fix this", uri: "file:///ws/a.py" }], next);
     expect(next).not.toHaveBeenCalled();
-    expect(clients[0].sent.filter((s) => s.command === "lich.ask")[1].arguments).toEqual([{ prompt: "Fix this", uri: "file:///ws/a.py", thread: "th1" }]);
+    expect(clients[0].sent.filter((s) => s.command === "lich.ask")[1].arguments).toEqual([{ prompt: "Fix this", uri: "file:///ws/a.py", origin: "chat", thread: "th1" }]);
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 

@@ -9,6 +9,7 @@
 import { renderMarkdown } from "../chatMarkdown";
 import { textDiff, toolDiffs, type FileDiff } from "../chatDiff";
 import type { LichEvent } from "../transcript";
+import { ScrollFollower } from "./chatScroll";
 import type { ApprovalView, EditedFile, HunkView, Notice, ThreadSummary, ToExtension, ToolTargetView, ToolView, ToView, TurnOutcome, TurnView } from "../chatProtocol";
 
 export interface ChatHost {
@@ -19,6 +20,11 @@ const TARGET_MAX_CHARS = 60;
 const DETAIL_MAX_CHARS = 4000;
 const MENTION_PATTERN = /(^|\s)@([^\s@]*)$/;
 const MENTIONS_SHOWN_MAX = 12;
+const QUEUED_SHOWN_CHARS = 80;
+const PROGRESS_TICK_MS = 1000;
+const ALLOW_ALWAYS = "Allow always";
+/** The model picker's last entry: opens the config, where the models are. */
+const CONFIGURE_MODELS = "__configure__";
 
 interface LiveTurn {
   section: HTMLElement;
@@ -30,6 +36,19 @@ interface LiveTurn {
   calls: Map<string, { name: string; args: unknown }>;
   taskId?: string;
   sawFinal: boolean;
+  /** The turn's prompt: Retry sends it again. */
+  prompt: string;
+  /** The run's `error` event, shown once at the end with the outcome (not twice). */
+  error?: string;
+  /** "Working… N s" until the first token or tool call. */
+  progress?: { el: HTMLElement; timer: ReturnType<typeof setInterval> };
+}
+
+/** A message typed (or composed by Apply) while a turn runs: sent when the turn ends. */
+interface QueuedMessage {
+  id: number;
+  prompt: string;
+  uri?: string;
 }
 
 interface MentionState {
@@ -96,6 +115,11 @@ export function outcomeText(reason: string | null | undefined, error: string | n
   }
 }
 
+/** What "Allow always" remembers, in words (lich_core/approvals.py approval_key). */
+export function allowAlwaysScope(tool: string, host: string | null | undefined): string {
+  return host ? `for ${tool} on ${host}, in this workspace` : `for every ${tool} call, in this workspace`;
+}
+
 /** A failed tool's one-word outcome: refused (the policy or the user said no) or failed. */
 function failureWord(error: string | undefined): string {
   return error && /^(approval_denied|capability_denied|denied|refused)\b/.test(error) ? "refused" : "failed";
@@ -110,6 +134,13 @@ export class ChatView {
   readonly newButton: HTMLButtonElement;
   readonly attachmentEl: HTMLElement;
   readonly mentionList: HTMLElement;
+  readonly contextEl: HTMLElement;
+  readonly queueEl: HTMLElement;
+  readonly jumpButton: HTMLButtonElement;
+  readonly modelSelect: HTMLSelectElement;
+  readonly scroll: ScrollFollower;
+  private readonly queue: QueuedMessage[] = [];
+  private nextQueueId = 1;
   private readonly doc: Document;
   private live: LiveTurn | undefined;
   private thread: string | undefined;
@@ -135,11 +166,21 @@ export class ChatView {
     this.threadSelect.title = "Threads";
     this.threadSelect.setAttribute("aria-label", "Thread");
     this.newButton = this.button("New thread", "new-thread");
-    header.append(this.threadSelect, this.newButton);
+    this.modelSelect = this.el("select", "models") as HTMLSelectElement;
+    this.modelSelect.title = "Chat model";
+    this.modelSelect.setAttribute("aria-label", "Chat model");
+    header.append(this.threadSelect, this.modelSelect, this.newButton);
     this.log = this.el("div", "log");
     this.log.setAttribute("role", "log");
     this.log.setAttribute("aria-live", "polite");
     const footer = this.el("div", "composer");
+    this.jumpButton = this.button("↓ Jump to latest", "jump");
+    this.jumpButton.hidden = true;
+    this.queueEl = this.el("ul", "queue");
+    this.queueEl.setAttribute("aria-label", "Queued messages");
+    this.queueEl.hidden = true;
+    this.contextEl = this.el("div", "context");
+    this.contextEl.hidden = true;
     this.attachmentEl = this.el("div", "attachment");
     this.attachmentEl.hidden = true;
     this.mentionList = this.el("ul", "mentions");
@@ -154,12 +195,29 @@ export class ChatView {
     this.stopButton = this.button("Stop", "stop");
     this.stopButton.hidden = true;
     buttons.append(this.sendButton, this.stopButton);
-    footer.append(this.attachmentEl, this.mentionList, this.input, buttons);
+    footer.append(this.jumpButton, this.queueEl, this.contextEl, this.attachmentEl, this.mentionList, this.input, buttons);
     app.append(header, this.log, footer);
+    this.scroll = new ScrollFollower(this.log, (away) => (this.jumpButton.hidden = !away));
 
     this.sendButton.addEventListener("click", () => this.send());
     this.stopButton.addEventListener("click", () => this.host.post({ type: "stop" }));
-    this.newButton.addEventListener("click", () => this.host.post({ type: "newThread" }));
+    this.newButton.addEventListener("click", () => {
+      this.host.post({ type: "newThread" });
+      this.input.focus();
+    });
+    this.jumpButton.addEventListener("click", () => this.scroll.jump());
+    this.modelSelect.addEventListener("change", () => {
+      if (this.modelSelect.value === CONFIGURE_MODELS) {
+        this.modelSelect.selectedIndex = 0;
+        this.host.post({ type: "configureModels" });
+      }
+    });
+    this.queueEl.addEventListener("click", (event) => {
+      const drop = (event.target as HTMLElement).closest<HTMLElement>("button.unqueue");
+      if (drop) {
+        this.unqueue(Number(drop.dataset.queued));
+      }
+    });
     this.threadSelect.addEventListener("change", () => {
       const value = this.threadSelect.value;
       if (value && value !== this.thread) {
@@ -220,6 +278,15 @@ export class ChatView {
       case "focusInput":
         this.input.focus();
         break;
+      case "context":
+        this.showContext(message.label);
+        break;
+      case "submit":
+        this.submit(message.prompt, message.uri);
+        break;
+      case "models":
+        this.showModels(message.current, message.models);
+        break;
       case "approval":
         this.showApproval(message.approval);
         break;
@@ -253,7 +320,9 @@ export class ChatView {
       head.append(this.doc.createTextNode(`${target ? ` ${target}` : ""}${where}?`));
       box.append(head);
       if (details.command) {
-        box.append(this.text("pre", details.command, "approval-command"));
+        const pre = this.el("pre", "approval-command");
+        pre.append(this.text("code", details.command));
+        box.append(pre);
       }
       if (details.cwd) {
         box.append(this.text("p", `in ${details.cwd}`, "approval-cwd"));
@@ -266,13 +335,25 @@ export class ChatView {
     }
     const buttons = this.el("div", "approval-buttons");
     for (const action of approval.actions) {
-      const button = this.button(action, action === "Deny" ? "approval-action deny" : "approval-action");
+      const button = this.button(action, action === "Deny" ? "approval-action deny" : action === ALLOW_ALWAYS ? "approval-action always" : "approval-action");
       button.dataset.approval = String(approval.id);
       button.dataset.answer = action;
-      buttons.append(button);
+      if (action === ALLOW_ALWAYS && details) {
+        // Set apart (its own line, drawn by the CSS) and naming what it will keep allowing.
+        const always = this.el("div", "approval-always");
+        const scope = allowAlwaysScope(details.tool, details.host);
+        button.title = `Allow now and from now on ${scope}`;
+        always.append(button, this.text("span", scope, "approval-scope"));
+        buttons.append(always);
+      } else {
+        buttons.append(button);
+      }
     }
     box.append(buttons);
     this.approvals.set(approval.id, box);
+    if (approval.inTurn && this.live) {
+      this.stopProgress(this.live);
+    }
     (approval.inTurn && this.live ? this.live.body : this.log).append(box);
     this.scrollToEnd();
   }
@@ -365,7 +446,16 @@ export class ChatView {
       box.append(head, this.diffElement(textDiff(`${hunk.path}:${hunk.start_line + 1}`, hunk.old_text, hunk.new_text), hunk.start_line, hunk.uri));
       this.hunkEls.set(hunk.hunk_id, box);
       body.append(box);
+      // Each change is drawn once: the pending hunk (the exact old and new lines) stands for
+      // the tool call's own diff of that file.
+      for (const diff of body.querySelectorAll<HTMLElement>(":scope > .diff")) {
+        if (diff.querySelector(".diff-path")?.textContent === hunk.path) {
+          diff.hidden = true;
+          diff.classList.add("superseded");
+        }
+      }
     }
+    this.updateReviewBars();
     this.scrollToEnd();
   }
 
@@ -382,6 +472,27 @@ export class ChatView {
     const summary = box.querySelector(".hunk-summary");
     if (summary) {
       summary.textContent = decision === "accepted" ? "Accepted" : decision === "rejected" ? "Rejected" : "No longer pending (decided in the editor, or your edits replaced it)";
+    }
+    this.updateReviewBars();
+  }
+
+  /** Accept all / Reject all above the pending changes of each turn that has some. */
+  private updateReviewBars(): void {
+    for (const body of this.log.querySelectorAll<HTMLElement>("section.turn .answer")) {
+      const pending = body.querySelectorAll(".hunk:not(.decided)").length;
+      let bar = body.querySelector<HTMLElement>(":scope > .review-all");
+      if (pending === 0) {
+        bar?.remove();
+        continue;
+      }
+      if (!bar) {
+        bar = this.el("div", "review-all");
+        bar.append(this.text("span", "", "review-count"), this.button("Accept all", "review-accept-all"), this.button("Reject all", "review-reject-all"));
+        body.querySelector(".hunk")?.before(bar);
+      }
+      bar.querySelector(".review-count")!.textContent = `${pending} change${pending === 1 ? "" : "s"} pending`;
+      // Listed again: whatever was clicked has been answered, so the buttons work again.
+      bar.querySelectorAll("button").forEach((button) => ((button as HTMLButtonElement).disabled = false));
     }
   }
 
@@ -408,7 +519,8 @@ export class ChatView {
       this.notice(notice);
     }
     this.setRunning(false);
-    this.scrollToEnd();
+    // A thread opens at its latest turn.
+    this.scroll.jump();
   }
 
   private showThreads(threads: ThreadSummary[], current: string | undefined): void {
@@ -453,7 +565,11 @@ export class ChatView {
     }
     const outcome = outcomeText(turn.stopped_reason, turn.error);
     if (outcome) {
-      body.append(this.text("p", outcome, turn.stopped_reason === "aborted" ? "notice" : "error"));
+      const failed = turn.stopped_reason !== "aborted";
+      body.append(this.text("p", outcome, failed ? "error" : "notice"));
+      if (failed && !turn.discarded) {
+        body.append(this.retryButton(turn.prompt));
+      }
     }
     if (turn.edited && turn.edited.length > 0) {
       body.append(this.filesLine(turn.edited));
@@ -484,7 +600,7 @@ export class ChatView {
     const head = section.querySelector(".prompt");
     if (head && !head.querySelector("button.rewind")) {
       const rewind = this.button("Rewind to here", "rewind");
-      rewind.title = "Take back this turn and every later one: their edits and the conversation";
+      rewind.title = "Take back this turn and every later one: their edits and the conversation (asks first)";
       rewind.dataset.turn = String(turn);
       head.append(rewind);
     }
@@ -551,9 +667,30 @@ export class ChatView {
     const { section, body } = this.turnShell(prompt, attachment, undefined);
     section.classList.add("live");
     this.log.append(section);
-    this.live = { section, body, tools: new Map(), calls: new Map(), sawFinal: false };
+    this.live = { section, body, tools: new Map(), calls: new Map(), sawFinal: false, prompt };
+    this.startProgress(this.live);
     this.setRunning(true);
-    this.scrollToEnd();
+    // Sending always shows the new message, wherever the user had scrolled to.
+    this.scroll.jump();
+  }
+
+  /** "Working… N s" in the turn until its first token, tool call or question. */
+  private startProgress(live: LiveTurn): void {
+    const el = this.text("p", "Working… 0 s", "progress");
+    const started = Date.now();
+    const timer = setInterval(() => {
+      el.textContent = `Working… ${Math.floor((Date.now() - started) / 1000)} s`;
+    }, PROGRESS_TICK_MS);
+    live.body.append(el);
+    live.progress = { el, timer };
+  }
+
+  private stopProgress(live: LiveTurn): void {
+    if (live.progress) {
+      clearInterval(live.progress.timer);
+      live.progress.el.remove();
+      live.progress = undefined;
+    }
   }
 
   private onEvent(event: LichEvent): void {
@@ -563,6 +700,9 @@ export class ChatView {
     }
     const data = event.data ?? {};
     const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
+    if (event.type === "text_delta" || event.type === "tool_call_start" || event.type === "final" || event.type === "error") {
+      this.stopProgress(live);
+    }
     switch (event.type) {
       case "run_start":
         live.taskId = str(event.task_id);
@@ -591,9 +731,9 @@ export class ChatView {
           live.segment.el.remove();
           live.segment = undefined;
         }
-        const provider = str(data.provider) ?? "the provider";
-        const next = data.action === "failover" ? `trying ${str(data.next_provider) ?? "the next provider"}` : "retrying";
-        live.body.append(this.text("p", `${provider} failed (${str(data.kind) ?? "error"}): ${next}.`, "notice"));
+        // In plain words: no provider names from the config (they are internal to the user).
+        const next = data.action === "failover" ? "trying the next model" : "retrying";
+        live.body.append(this.text("p", `The model did not answer (${str(data.kind) ?? "error"}): ${next}…`, "notice"));
         break;
       }
       case "tool_call_start": {
@@ -636,7 +776,8 @@ export class ChatView {
         break;
       }
       case "error":
-        live.body.append(this.text("p", `Error: ${str(data.message) ?? str(data.kind) ?? "the run failed"}`, "error"));
+        // Shown once, when the turn ends (with Retry), not here and again there.
+        live.error = str(data.message) ?? str(data.kind) ?? "the run failed";
         break;
       case "budget_exhausted":
         break; // run_end says it in words
@@ -659,16 +800,23 @@ export class ChatView {
         this.notice({ level: "error", text: outcome.error });
       }
       this.setRunning(false);
+      this.sendQueued();
       return;
     }
     this.live = undefined;
+    this.stopProgress(live);
     live.section.classList.remove("live");
     if (!live.sawFinal && outcome.final) {
       live.body.append(this.markdown(outcome.final));
     }
-    const words = outcome.error && !outcome.stopped_reason ? outcome.error : outcomeText(outcome.stopped_reason, outcome.error);
+    const error = outcome.error ?? (outcome.stopped_reason === "error" ? live.error : undefined);
+    const words = error && !outcome.stopped_reason ? error : outcomeText(outcome.stopped_reason, error);
     if (words) {
-      live.body.append(this.text("p", words, outcome.stopped_reason === "aborted" ? "notice" : "error"));
+      const failed = outcome.stopped_reason !== "aborted";
+      live.body.append(this.text("p", words, failed ? "error" : "notice"));
+      if (failed) {
+        live.body.append(this.retryButton(live.prompt));
+      }
     }
     for (const extra of [outcome.refused_message, outcome.review_message]) {
       if (extra) {
@@ -701,6 +849,14 @@ export class ChatView {
     }
     this.setRunning(false);
     this.scrollToEnd();
+    this.sendQueued();
+  }
+
+  private retryButton(prompt: string): HTMLButtonElement {
+    const retry = this.button("Retry", "retry");
+    retry.title = "Send this message again";
+    retry.dataset.prompt = prompt;
+    return retry;
   }
 
   private notice(notice: Notice): void {
@@ -712,16 +868,107 @@ export class ChatView {
 
   send(): void {
     const prompt = this.input.value.trim();
-    if (!prompt || this.running) {
+    if (!prompt) {
       return;
     }
-    this.host.post({ type: "send", prompt });
+    this.submit(prompt);
     this.history = [prompt, ...this.history.filter((item) => item !== prompt)];
     this.historyIndex = -1;
     this.draft = "";
     this.input.value = "";
     this.attachmentEl.hidden = true;
     this.closeMentions();
+  }
+
+  /** Send a message now, or queue it behind the running turn. */
+  submit(prompt: string, uri?: string): void {
+    if (this.running) {
+      this.queue.push({ id: this.nextQueueId++, prompt, ...(uri !== undefined ? { uri } : {}) });
+      this.renderQueue();
+      return;
+    }
+    this.host.post(uri !== undefined ? { type: "send", prompt, uri } : { type: "send", prompt });
+  }
+
+  /** The messages waiting for the running turn, in order. */
+  get queued(): string[] {
+    return this.queue.map((item) => item.prompt);
+  }
+
+  private unqueue(id: number): void {
+    const index = this.queue.findIndex((item) => item.id === id);
+    if (index >= 0) {
+      this.queue.splice(index, 1);
+      this.renderQueue();
+      this.input.focus();
+    }
+  }
+
+  /** The turn ended: the first queued message goes out (the rest wait for its turn). */
+  private sendQueued(): void {
+    const next = this.queue.shift();
+    if (next) {
+      this.renderQueue();
+      this.submit(next.prompt, next.uri);
+    }
+  }
+
+  private renderQueue(): void {
+    this.queueEl.textContent = "";
+    for (const item of this.queue) {
+      const li = this.el("li", "queued");
+      li.append(this.text("span", "Queued", "queued-label"), this.text("span", clip(item.prompt.replace(/\s+/g, " "), QUEUED_SHOWN_CHARS), "queued-text"));
+      const drop = this.button("×", "unqueue");
+      drop.title = "Remove this queued message";
+      drop.setAttribute("aria-label", "Remove queued message");
+      drop.dataset.queued = String(item.id);
+      li.append(drop);
+      this.queueEl.append(li);
+    }
+    this.queueEl.hidden = this.queue.length === 0;
+  }
+
+  /** The editor context chip: the active file (and selection) the next message carries. */
+  private showContext(label: string | undefined): void {
+    this.contextEl.textContent = "";
+    this.contextEl.hidden = !label;
+    if (!label) {
+      return;
+    }
+    const chip = this.text("span", label, "context-label");
+    chip.title = "The active file (and selection) is sent with your next message";
+    const drop = this.button("×", "drop-context");
+    drop.title = "Do not send the active file with the next messages";
+    drop.setAttribute("aria-label", `Remove ${label} from the context`);
+    drop.addEventListener("click", () => {
+      this.contextEl.hidden = true;
+      this.host.post({ type: "dropContext" });
+      this.input.focus();
+    });
+    this.contextEl.append(this.text("span", "Context:", "context-prefix"), chip, drop);
+  }
+
+  private showModels(current: string | undefined, models: string[]): void {
+    const select = this.modelSelect;
+    select.textContent = "";
+    const names = current ? [current, ...models.filter((m) => m !== current)] : models;
+    if (names.length === 0) {
+      const none = this.doc.createElement("option");
+      none.value = "";
+      none.textContent = "No model configured";
+      select.append(none);
+    }
+    for (const name of names) {
+      const option = this.doc.createElement("option");
+      option.value = name;
+      option.textContent = name;
+      select.append(option);
+    }
+    const configure = this.doc.createElement("option");
+    configure.value = CONFIGURE_MODELS;
+    configure.textContent = "Configure models…";
+    select.append(configure);
+    select.selectedIndex = 0;
   }
 
   private onKey(event: KeyboardEvent): void {
@@ -747,6 +994,12 @@ export class ChatView {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       this.send();
+      return;
+    }
+    if (event.key === "Escape" && this.running) {
+      // Escape in the input stops the running turn (what is typed stays).
+      event.preventDefault();
+      this.host.post({ type: "stop" });
       return;
     }
     const value = this.input.value;
@@ -839,7 +1092,7 @@ export class ChatView {
     if (approval) {
       if (!approval.disabled && approval.dataset.answer) {
         // Greyed out at once; the extension's approvalDone says which answer counted.
-        for (const button of approval.parentElement?.querySelectorAll("button") ?? []) {
+        for (const button of approval.closest(".approval-buttons")?.querySelectorAll("button") ?? []) {
           (button as HTMLButtonElement).disabled = true;
         }
         this.host.post({ type: "answerApproval", id: Number(approval.dataset.approval), answer: approval.dataset.answer });
@@ -856,10 +1109,42 @@ export class ChatView {
       }
       return;
     }
+    const code = target.closest("button.code-action") as HTMLButtonElement | null;
+    if (code) {
+      this.onCodeAction(code);
+      return;
+    }
+    const retry = target.closest("button.retry") as HTMLButtonElement | null;
+    if (retry) {
+      if (retry.dataset.prompt) {
+        this.submit(retry.dataset.prompt);
+      }
+      return;
+    }
+    const all = target.closest("button.review-accept-all, button.review-reject-all") as HTMLButtonElement | null;
+    if (all) {
+      for (const button of all.parentElement?.querySelectorAll("button") ?? []) {
+        (button as HTMLButtonElement).disabled = true;
+      }
+      this.host.post({ type: "reviewAll", accept: all.classList.contains("review-accept-all") });
+      return;
+    }
+    const confirm = target.closest("button.rewind-confirm, button.rewind-cancel") as HTMLButtonElement | null;
+    if (confirm) {
+      const box = confirm.closest(".rewind-question");
+      const section = confirm.closest<HTMLElement>("section.turn");
+      box?.remove();
+      if (confirm.classList.contains("rewind-confirm") && !this.running && section?.dataset.turn) {
+        this.host.post({ type: "rewind", turn: Number(section.dataset.turn) });
+      } else {
+        section?.querySelector<HTMLButtonElement>("button.rewind")?.focus();
+      }
+      return;
+    }
     const rewind = target.closest("button.rewind") as HTMLButtonElement | null;
     if (rewind) {
       if (!this.running) {
-        this.host.post({ type: "rewind", turn: Number(rewind.dataset.turn) });
+        this.askRewind(rewind);
       }
       return;
     }
@@ -874,6 +1159,43 @@ export class ChatView {
       } else if (link.dataset.uri !== undefined || link.dataset.editPath !== undefined) {
         this.host.post(this.openEditedMessage(link));
       }
+    }
+  }
+
+  /** Rewind to here asks first, naming the turn by its prompt. */
+  private askRewind(rewind: HTMLButtonElement): void {
+    const section = rewind.closest<HTMLElement>("section.turn");
+    if (!section || section.querySelector(".rewind-question")) {
+      section?.querySelector<HTMLButtonElement>("button.rewind-confirm")?.focus();
+      return;
+    }
+    const prompt = section.querySelector(".prompt-text")?.textContent ?? "";
+    const box = this.el("div", "rewind-question");
+    box.setAttribute("role", "alertdialog");
+    box.append(
+      this.text("p", `Rewind to before “${clip(prompt.replace(/\s+/g, " "), 120)}”? This turn and every later one are taken back, and the files they changed are put back as they were.`, "rewind-text"),
+    );
+    const buttons = this.el("div", "rewind-buttons");
+    const yes = this.button("Rewind", "rewind-confirm");
+    buttons.append(yes, this.button("Cancel", "rewind-cancel"));
+    box.append(buttons);
+    section.querySelector(".prompt")?.after(box);
+    yes.focus();
+  }
+
+  /** A code block's Copy, Insert at cursor or Apply to file: the extension does the work. */
+  private onCodeAction(button: HTMLButtonElement): void {
+    const block = button.closest<HTMLElement>(".code-block");
+    const code = block?.querySelector("pre code")?.textContent ?? "";
+    if (button.classList.contains("code-copy")) {
+      this.host.post({ type: "copyCode", code });
+      button.textContent = "Copied";
+      setTimeout(() => (button.textContent = "Copy"), 1500);
+    } else if (button.classList.contains("code-insert")) {
+      this.host.post({ type: "insertCode", code });
+    } else if (button.classList.contains("code-apply")) {
+      const language = block?.dataset.lang;
+      this.host.post(language ? { type: "applyCode", code, language } : { type: "applyCode", code });
     }
   }
 
@@ -903,16 +1225,15 @@ export class ChatView {
   private setRunning(running: boolean): void {
     this.running = running;
     this.stopButton.hidden = !running;
-    this.sendButton.disabled = running;
+    // While a turn runs a message is queued, not refused.
+    this.sendButton.textContent = running ? "Queue" : "Send";
+    this.sendButton.title = running ? "Send when the running turn ends" : "Send (Enter)";
     this.log.classList.toggle("running", running);
   }
 
   private scrollToEnd(): void {
-    // Follow the stream only when the user has not scrolled up to read.
-    const log = this.log;
-    if (log.scrollHeight - log.scrollTop - log.clientHeight < 80) {
-      log.scrollTop = log.scrollHeight;
-    }
+    // New content: followed unless the user scrolled up to read (then "Jump to latest" shows).
+    this.scroll.contentAdded();
   }
 
   // --- DOM helpers ------------------------------------------------------------------------------
