@@ -321,3 +321,42 @@ def test_in_a_terminal_rewind_asks_with_the_turns_message_and_no_sends_nothing(
     assert_passed(result)
     assert [q["answer"] for q in result["values"]["questions"]] == [2, 2, 1]
     assert result["values"]["rewinds"] == [{"thread": result["values"]["thread"], "turn": 2}]
+
+
+def test_chat_queue_origin_diff_folds_toggle_q_and_ghost_colour(
+    nvim: str,  # noqa: F811 - the fixture imported above
+    workspace: Path,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    fake_provider: FakeProviderServer,
+) -> None:
+    """Issue #45, headless (tests/editors/nvim/chat_daily.lua): empty settings go out as `{}`;
+    messages sent while a turn runs are queued, shown, taken back with dd and :LichUnqueue, and
+    the rest sent when the turn ends, each ask with origin "chat"; the edit's diff shows only its
+    changed lines in a closed fold that zR/zM open and close; :LichChat toggles and q closes the
+    chat; LichGhostText has a terminal colour of its own and keeps a user's."""
+    fake_provider.script(
+        {
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "arguments": {
+                        "path": "hello.py",
+                        "old_string": "def hello():\n    return 1\n",
+                        "new_string": "def hello():\n    return 2\n",
+                    },
+                }
+            ]
+        },
+        {"text": "Answer one."},
+        {"text": "Answer two."},
+    )
+    write_provider_config(tmp_path, fake_provider)
+    result = run_scenario(nvim, "chat_daily", workspace, tmp_path)
+    assert_passed(result)
+    # The queued message reached the model only after the first turn's answer, with it.
+    assert len(fake_provider.requests) == 3
+    queued = _messages(fake_provider, 2)
+    assert "second" in queued and "Answer one." in queued
+    assert all("third" not in _messages(fake_provider, i) for i in range(3))
+    assert all("fourth" not in _messages(fake_provider, i) for i in range(3))
+    assert (workspace / "hello.py").read_text(encoding="utf-8") == "def hello():\n    return 2\n"

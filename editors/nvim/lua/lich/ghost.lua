@@ -78,7 +78,6 @@ end
 function M.define_highlight()
   if own_highlight ~= nil and highlight_text() == own_highlight then
     vim.cmd("highlight clear " .. M.hl_group)
-    vim.cmd("highlight link " .. M.hl_group .. " NONE")
   end
   local mode = vim.o.termguicolors and "gui" or "cterm"
   if comment_colour(mode) ~= "" then
