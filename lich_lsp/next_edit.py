@@ -291,5 +291,5 @@ def parse_params(params: Any) -> tuple[str, int | None, types.Position]:
         _field(position, key) if position is not None else None for key in ("line", "character")
     ]
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
-        raise _invalid("position: expected {line, character} as non-negative integers")
+        raise _invalid("position {line, character}: expected non-negative integers")
     return uri, version, types.Position(line=numbers[0], character=numbers[1])
