@@ -103,17 +103,20 @@ class Terminal(Controls):
     async def run(self) -> int:
         from prompt_toolkit.patch_stdout import patch_stdout
 
-        from lich_cli.chat.approvals import ChatApprovalCheck
-        from lich_cli.chat.render import TerminalView
-
         session = self.session
-        session.call_check = ChatApprovalCheck(session.root, self.ask)
         prompt = prompt_session(session, self)
+        started: list[asyncio.Future[None]] = []
+
+        def after_render(_app: object) -> None:
+            # Once the prompt is drawn: the renderer, the approvals and, in a worker thread,
+            # the agent's imports and build, while the user types the first prompt.
+            if not started:
+                self._set_up()
+                started.append(asyncio.get_running_loop().run_in_executor(None, session.prepare))
+
+        prompt.app.after_render += after_render
+        print(self._greeting(), flush=True)
         with patch_stdout(raw=True):
-            self.view = TerminalView(session.root)
-            self.view.info(self._greeting())
-            # The agent's imports and build, while the user types the first prompt.
-            building = asyncio.get_running_loop().run_in_executor(None, session.prepare)
             worker = asyncio.create_task(self._work())
             try:
                 while not self.leaving:
@@ -127,13 +130,20 @@ class Terminal(Controls):
                 self.leaving = True
                 self.stop_turn()
                 worker.cancel()
-                await asyncio.gather(worker, building, return_exceptions=True)
+                await asyncio.gather(worker, *started, return_exceptions=True)
                 await session.close()
         if session.thread is not None:
             print(
                 f"lich: thread {session.thread} (continue with: lich chat --thread {session.thread})"
             )
         return 0
+
+    def _set_up(self) -> None:
+        from lich_cli.chat.approvals import ChatApprovalCheck
+        from lich_cli.chat.render import TerminalView
+
+        self.view = TerminalView(self.session.root)
+        self.session.call_check = ChatApprovalCheck(self.session.root, self.ask)
 
     def _greeting(self) -> str:
         thread = self.session.thread
