@@ -312,6 +312,7 @@ class AgentCommands:
             new_thread=new_thread,
             earlier_turns=len(replay.turns) if replay is not None else 0,
             history=replay.messages if replay is not None else None,
+            from_chat=params.origin == "chat",
         )
         return AskResult(**answer)
 

@@ -22,6 +22,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +104,7 @@ class InlineCompletions:
         # (uri, prefix window, suffix window) -> the suggestion made for them, oldest first.
         self._recent: OrderedDict[tuple[str, str, str], str] = OrderedDict()
         self._last_failure = ""
+        self._last_failure_at: str | None = None  # ISO time of _last_failure (lich.status)
         self.requests = 0  # provider requests made (lich.status; the bench reads it)
         # The server's own time per answered completion (the provider's excluded), newest last.
         self.own_times_s: deque[float] = deque(maxlen=OWN_TIMES_KEPT)
@@ -133,6 +135,9 @@ class InlineCompletions:
         return {
             "model": model.describe() if model is not None else None,
             "error": self._model[2] or None,
+            # The last request's failure, until one succeeds: a client shows why ghost text is gone.
+            "last_error": self._last_failure or None,
+            "last_error_at": self._last_failure_at if self._last_failure else None,
             "requests": self.requests,
             "own_ms": own_time_summary(self.own_times_s),
         }
@@ -316,6 +321,7 @@ class InlineCompletions:
 
     def _failed(self, message: str) -> None:
         """One log line per distinct failure until a completion succeeds again."""
+        self._last_failure_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         if message != self._last_failure:
             self._last_failure = message
             self._messages.log(f"lich: completion failed: {message}", types.MessageType.Warning)

@@ -77,6 +77,13 @@ class AskParams:
     )
     thread: str | None = field(default=None, metadata=doc("continue this thread"))
     new_thread: str | None = field(default=None, metadata=doc("start a thread with this id"))
+    origin: Literal["chat"] | None = field(
+        default=None,
+        metadata=doc(
+            "where the prompt was typed; 'chat': the chat shows the outcome, so no end-of-task"
+            " window/showMessage is sent"
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

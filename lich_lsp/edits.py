@@ -55,6 +55,10 @@ class ClientFeatures:
     # A lich integration (any experimental.lich flag: the Emacs, Neovim and VS Code clients) asks
     # for the prompt itself when "Ask agent…" runs lich.ask without one.
     lich_client: bool = False
+    # experimental.lich.taskNotifications: the client tells the user a task ended itself, from
+    # the run_end/run_error events (VS Code: one notification with "Open chat"), so the server
+    # sends no end-of-task window/showMessage.
+    task_notifications: bool = False
 
     @property
     def can_ask_prompt(self) -> bool:
@@ -101,6 +105,7 @@ class ClientFeatures:
             review_hunks=experimental_flag(caps, "reviewHunks"),
             apply_edit=bool(workspace and workspace.apply_edit),
             lich_client=bool(lich_experimental(caps)),
+            task_notifications=experimental_flag(caps, "taskNotifications"),
         )
 
 

@@ -372,7 +372,7 @@ class EditorSession:
         }
 
 
-def _chat_provider(config: Config) -> dict[str, str]:
+def _chat_provider(config: Config) -> dict[str, Any]:
     """The chat chain's first provider, for status displays; never raises (a bad config says so)."""
     from lich_core.errors import ConfigError
     from lich_core.providers.factory import describe_model, role_specs
@@ -380,12 +380,21 @@ def _chat_provider(config: Config) -> dict[str, str]:
     try:
         first = role_specs(config, "chat")[0]
     except (ConfigError, IndexError) as err:
-        return {"name": "", "kind": "", "model": "", "describe": f"misconfigured: {err}"}
+        return {
+            "name": "",
+            "kind": "",
+            "model": "",
+            "describe": f"misconfigured: {err}",
+            "configured": True,  # by the user, wrongly: the message says what to fix
+        }
     return {
         "name": first.name,
         "kind": first.kind,
         "model": first.model,
         "describe": describe_model(config),
+        # False: nothing names a provider, so the built-in local default stands in (a client
+        # offers setup instead of presenting that default as the user's choice).
+        "configured": not first.no_key_fallback,
     }
 
 

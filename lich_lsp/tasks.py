@@ -62,7 +62,8 @@ log = logging.getLogger("lich.lsp.tasks")
 HARD_STOP_MARGIN_S = 1.0
 CANCEL_HARD_STOP_S = CANCEL_GRACE_MS / 1000 + HARD_STOP_MARGIN_S
 TITLE_MAX_CHARS = 60
-FINAL_MESSAGE_MAX_CHARS = 1_000
+FINAL_MESSAGE_MAX_CHARS = 1_000  # the final answer in the log
+SHORT_MESSAGE_MAX_CHARS = 120  # its first line in window/showMessage: fits one editor line
 LOG_SUMMARY_MAX_CHARS = 300
 TRANSCRIPTS_DIR_NAME = "transcripts"
 # Streamed text goes to the editor at most once per interval per task: <= 20 lich/event a second.
@@ -121,6 +122,13 @@ class TextBatch:
 def task_title(prompt: str) -> str:
     first = prompt.strip().splitlines()[0] if prompt.strip() else "task"
     return first if len(first) <= TITLE_MAX_CHARS else first[: TITLE_MAX_CHARS - 1] + "…"
+
+
+def _first_line(text: str) -> str:
+    """The first non-blank line, clipped; `…` says there is more (in the log and transcript)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()] or [""]
+    first = _clip(lines[0], SHORT_MESSAGE_MAX_CHARS)
+    return first if len(lines) == 1 or first.endswith("…") else first + " …"
 
 
 def _clip(text: str, limit: int) -> str:
@@ -202,6 +210,8 @@ class LichTask:
     turn: int = 1
     # A follow-up's history, replayed by lich.ask's check (None: the run reads the thread).
     history: list[Message] | None = None
+    # Asked from a chat (lich.ask origin "chat"): the chat shows how it ended.
+    from_chat: bool = False
 
     @property
     def label(self) -> str:
@@ -282,6 +292,7 @@ class TaskManager:
         new_thread: str | None = None,
         earlier_turns: int = 0,
         history: Sequence[Message] | None = None,
+        from_chat: bool = False,
     ) -> dict[str, Any]:
         """Run one agent task to its end (the lich.ask request `request_id` waits for it).
 
@@ -298,6 +309,7 @@ class TaskManager:
         task = LichTask(task_id, title, prompt, mode, CancelToken(), workspace)
         task.read_paths = tuple(read_paths)
         task.project_rules = project_rules
+        task.from_chat = from_chat
         # Registered before the first await: a second ask on this thread sees it running.
         task.continues = thread is not None
         task.turn = earlier_turns + 1
@@ -662,7 +674,18 @@ class TaskManager:
         if happened:
             # What happened to the files first, in plain words; the agent's claim after it.
             text = "\n".join(happened) + f"\nThe agent said: {text}"
-        self._messages.show_message(f"{task.label}: {_clip(text, FINAL_MESSAGE_MAX_CHARS)}", kind)
+        whole = f"{task.label}: {_clip(text, FINAL_MESSAGE_MAX_CHARS)}"
+        if task.from_chat or self._features.task_notifications:
+            # The chat, or the client's own notification, shows how it ended.
+            self._messages.log(whole, kind)
+        elif self._features.lich_client:
+            # Its plugin shows the run (chat, transcript): one short line, since a longer one is
+            # a hit-enter prompt in Neovim. The whole answer goes to the log.
+            self._messages.log(whole, kind)
+            self._messages.show_message(f"{task.label}: {_first_line(text)}", kind)
+        else:
+            # A plain client (Kate, Helix) shows nothing else of the run: the message is all.
+            self._messages.show_message(whole, kind)
         path = self._write_transcript(task, outcome)
         # Only where the user or the editor's integration asks: in front of the user's file it
         # hides the file (in review mode, the one whose hunks wait for an answer).

@@ -520,6 +520,7 @@ def capabilities_for(
     save_documents: bool = False,
     work_done_progress: bool = True,
     inline_completion: bool = False,
+    lich_flags: dict[str, bool] | None = None,
 ) -> types.ClientCapabilities:
     caps = copy.deepcopy(_published_capabilities(name))
     if inline_completion:
@@ -531,8 +532,9 @@ def capabilities_for(
     if encodings is not None:
         caps.general = caps.general or types.GeneralClientCapabilities()
         caps.general.position_encodings = encodings
-    if save_documents:
-        caps.experimental = {"lich": {"saveDocuments": True}}
+    flags = {**({"saveDocuments": True} if save_documents else {}), **(lich_flags or {})}
+    if flags:  # experimental.lich: what a lich plugin (VS Code, Neovim, Emacs) declares
+        caps.experimental = {"lich": flags}
     return caps
 
 
@@ -551,6 +553,7 @@ async def start_session(
     work_done_progress: bool = True,
     env: dict[str, str] | None = None,
     inline_completion: bool = False,
+    lich_flags: dict[str, bool] | None = None,
 ) -> EditorClient:
     server_env = {**os.environ, **(env or {})}
     config = ClientServerConfig(
@@ -570,6 +573,7 @@ async def start_session(
             save_documents,
             work_done_progress,
             inline_completion,
+            lich_flags,
         )
     except BaseException:
         await _kill_server(client)
@@ -588,6 +592,7 @@ async def _initialize(
     save_documents: bool,
     work_done_progress: bool,
     inline_completion: bool = False,
+    lich_flags: dict[str, bool] | None = None,
 ) -> None:
     caps = capabilities_for(
         client_name,
@@ -595,6 +600,7 @@ async def _initialize(
         save_documents=save_documents,
         work_done_progress=work_done_progress,
         inline_completion=inline_completion,
+        lich_flags=lich_flags,
     )
     client.declared = caps
     # Editors without documentChanges (Neovim) load an edited file into a hidden buffer.

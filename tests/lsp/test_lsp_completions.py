@@ -257,7 +257,9 @@ async def test_cancel_request_closes_the_provider_stream(
 async def test_a_provider_error_is_an_empty_answer_and_one_log_line(
     root: Path, fake_provider, sessions
 ) -> None:
-    fake_provider.script({"status": 500, "body": "boom"}, {"status": 500, "body": "boom"})
+    fake_provider.script(
+        {"status": 500, "body": "boom"}, {"status": 500, "body": "boom"}, {"text": "42"}
+    )
     client = await open_session(root, "emacs", completion_options(fake_provider), ghost_text=False)
     sessions.append(client)
     uri = client.open(root / "e.py", "z = \n")
@@ -267,6 +269,13 @@ async def test_a_provider_error_is_an_empty_answer_and_one_log_line(
     failures = [m for m in client.log_messages if "completion failed" in m.message]
     assert len(failures) == 1
     assert client.messages == []  # no popup
+    # lich.status says why ghost text is gone, and when, until a completion succeeds again.
+    completion = (await client.command("lich.status", {}))["completion"]
+    assert "500" in completion["last_error"] and completion["last_error_at"]
+    result = await complete(client, uri, types.Position(line=0, character=4))
+    assert [item.insert_text or item.label for item in result.items] != []
+    completion = (await client.command("lich.status", {}))["completion"]
+    assert completion["last_error"] is None and completion["last_error_at"] is None
 
 
 async def test_completions_are_off_without_a_model(root: Path, fake_provider, sessions) -> None:

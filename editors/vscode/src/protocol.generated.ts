@@ -847,6 +847,8 @@ export type AskParams = {
   thread?: string | null;
   /** start a thread with this id */
   new_thread?: string | null;
+  /** where the prompt was typed; 'chat': the chat shows the outcome, so no end-of-task window/showMessage is sent */
+  origin?: "chat" | null;
 };
 
 /** How the task ended. */
