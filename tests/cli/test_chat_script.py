@@ -169,3 +169,38 @@ async def test_a_thread_goes_from_the_terminal_to_an_editor_and_back(
     assert "Terminal answer ONE." in sent and "Editor answer TWO." in sent
     (row,) = await asyncio.to_thread(threads, work)
     assert row["thread"] == thread and row["turns"] == 3
+
+
+async def test_an_editor_rewinds_a_terminal_turn_and_its_file(
+    tmp_path: Path, fake_provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The terminal's turns go to the editors' undo journal: lich.rewind over the wire takes
+    back a `lich chat` turn and restores the file it wrote, with the editor's own edit."""
+    work = (tmp_path / "ws").resolve()
+    work.mkdir()
+    (work / "a.py").write_text("value = 1\n", encoding="utf-8")
+    provider_env(monkeypatch, fake_provider)
+    fake_provider.script(
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "a.py", "content": "value = 2\n"}}
+            ]
+        },
+        {"text": "Set it to 2."},
+    )
+    done = await asyncio.to_thread(
+        run_lich_subprocess, "chat", "--work-dir", str(work), cwd=work, stdin="make it TWO\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert (work / "a.py").read_text(encoding="utf-8") == "value = 2\n"
+    thread = done.stderr.strip().splitlines()[-1].removeprefix("lich: thread ")
+    client = await start_session(work, init_options=provider_options(fake_provider))
+    try:
+        uri = client.open(work / "a.py")
+        rewound = await client.command("lich.rewind", {"thread": thread, "turn": 1})
+        assert rewound["ok"] is True, rewound
+        assert [(f["path"], f["outcome"]) for f in rewound["files"]] == [("a.py", "undone")]
+        assert client.text(uri) == "value = 1\n"
+    finally:
+        await stop_session(client)
+    assert not client.failures, client.failures
