@@ -209,13 +209,9 @@ class NextEdits:
     def _without_undo(self, rel: str, text: str, edits: list[TextEdit]) -> list[TextEdit]:
         """`edits` without those that would undo the user's latest edit of this document."""
         latest = self.history.latest(rel)
-        if latest is None:
-            return edits
-        starts = _line_starts(text)
-        if latest.end >= len(starts):  # the history missed a change: nothing to compare
-            return edits
-        start, end = starts[latest.start], starts[latest.end]
-        before = "".join(latest.old)
+        if latest is None or latest.end_offset > len(text):
+            return edits  # none, or the history missed a change: nothing to compare
+        start, end, before = latest.offset, latest.end_offset, "".join(latest.old)
         return [edit for edit in edits if not undoes(edit, text, start, end, before)]
 
     def _wire_edit(self, uri: str, version: int | None, text: str, edit: TextEdit) -> dict:

@@ -24,13 +24,16 @@ COALESCE_S = 60.0
 ADJACENT_LINES = 1
 # Lines of context kept around an edit for its diff.
 CONTEXT_LINES = 3
+# Characters compared at once when looking for where two texts start and stop differing.
+COMPARE_CHUNK = 2048
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
 @dataclass
 class RecentEdit:
-    """Lines [start, start + len(new)) of the file's text, which were `old` before the edit.
-    `before` and `after` are the context lines around them (as they are now)."""
+    """Lines [start, start + len(new)) of the file's text, which were `old` before the edit;
+    `offset` is where they start in the text now. `before` and `after` are the context lines
+    around them (as they are now)."""
 
     path: str
     start: int
@@ -39,25 +42,91 @@ class RecentEdit:
     at: float
     before: list[str] = field(default_factory=list)
     after: list[str] = field(default_factory=list)
+    offset: int = 0
 
     @property
     def end(self) -> int:
         return self.start + len(self.new)
 
+    @property
+    def end_offset(self) -> int:
+        return self.offset + sum(map(len, self.new))
 
-def changed_lines(old: list[str], new: list[str]) -> tuple[int, int, int] | None:
-    """(start, end in old, end in new) of the lines that differ; None when nothing does."""
-    limit = min(len(old), len(new))
-    start = 0
-    while start < limit and old[start] == new[start]:
-        start += 1
-    if start == len(old) == len(new):
+
+def lines_of(text: str) -> list[str]:
+    """`text` split after each `\n` (the last line may have none)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _common_prefix(a: str, b: str) -> int:
+    limit = min(len(a), len(b))
+    index = 0
+    # A chunk at a time (compared in C), then a character at a time: cheap on a big file.
+    while (
+        index + COMPARE_CHUNK <= limit
+        and a[index : index + COMPARE_CHUNK] == b[index : index + COMPARE_CHUNK]
+    ):
+        index += COMPARE_CHUNK
+    while index < limit and a[index] == b[index]:
+        index += 1
+    return index
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    size_a, size_b = len(a), len(b)
+    count = 0
+    while count + COMPARE_CHUNK <= limit and (
+        a[size_a - count - COMPARE_CHUNK : size_a - count]
+        == b[size_b - count - COMPARE_CHUNK : size_b - count]
+    ):
+        count += COMPARE_CHUNK
+    while count < limit and a[size_a - count - 1] == b[size_b - count - 1]:
+        count += 1
+    return count
+
+
+def changed_span(old: str, new: str) -> tuple[int, int, int] | None:
+    """(start, end in old, end in new): the offsets of the whole lines that differ (the same
+    start in both: what comes before is the same); None when the texts are equal."""
+    if old == new:
         return None
-    old_end, new_end = len(old), len(new)
-    while old_end > start and new_end > start and old[old_end - 1] == new[new_end - 1]:
-        old_end -= 1
-        new_end -= 1
+    prefix = _common_prefix(old, new)
+    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
+    start = old.rfind("\n", 0, prefix) + 1
+    old_end, new_end = len(old) - suffix, len(new) - suffix
+    at_line_start = (old_end == 0 or old[old_end - 1] == "\n") and (
+        new_end == 0 or new[new_end - 1] == "\n"
+    )
+    if suffix and not at_line_start:
+        # Into the common suffix up to its first line break: the region ends at a line's end.
+        line_end = old.find("\n", old_end)
+        grow = (len(old) if line_end < 0 else line_end + 1) - old_end
+        old_end += grow
+        new_end += grow
     return start, old_end, new_end
+
+
+def _lines_before(text: str, offset: int, count: int) -> list[str]:
+    start = offset
+    for _ in range(count):
+        if start == 0:
+            break
+        start = text.rfind("\n", 0, start - 1) + 1
+    return lines_of(text[start:offset])
+
+
+def _lines_after(text: str, offset: int, count: int) -> list[str]:
+    end = offset
+    for _ in range(count):
+        if end >= len(text):
+            break
+        found = text.find("\n", end)
+        end = len(text) if found < 0 else found + 1
+    return lines_of(text[offset:end])
 
 
 class EditHistory:
@@ -68,34 +137,50 @@ class EditHistory:
         self._edits: list[RecentEdit] = []
 
     def record(self, path: str, old_text: str, new_text: str) -> None:
-        """The file at `path` changed from `old_text` to `new_text`."""
-        old = old_text.splitlines(keepends=True)
-        new = new_text.splitlines(keepends=True)
-        changed = changed_lines(old, new)
-        if changed is None:
+        """The file at `path` changed from `old_text` to `new_text`. Costs a comparison of the
+        two texts in C and work on the changed lines only (it runs per keystroke)."""
+        span = changed_span(old_text, new_text)
+        if span is None:
             return
-        start, old_end, new_end = changed
+        start, old_end, new_end = span
+        shift = len(new_text) - len(old_text)
+        line = old_text.count("\n", 0, start)
+        old_lines = lines_of(old_text[start:old_end])
         now = self._now()
         latest = self._edits[-1] if self._edits else None
         if (
             latest is not None
             and latest.path == path
             and now - latest.at <= COALESCE_S
-            and latest.end <= len(old)
-            and start <= latest.end + ADJACENT_LINES
-            and old_end >= latest.start - ADJACENT_LINES
+            and latest.end_offset <= len(old_text)
+            and line <= latest.end + ADJACENT_LINES
+            and line + len(old_lines) >= latest.start - ADJACENT_LINES
         ):
+            # One edit from the text before the newest edit to the text now: the lines of both
+            # changes and those between them.
             self._edits.pop()
-            low = min(start, latest.start)
-            high = max(old_end, latest.end)  # in the text before this change
-            before_lines = old[low : latest.start] + latest.old + old[latest.end : high]
-            edit = RecentEdit(path, low, before_lines, new[low : high + len(new) - len(old)], now)
+            low = min(start, latest.offset)
+            high = max(old_end, latest.end_offset)  # in the text before this change
+            before_lines = (
+                lines_of(old_text[low : latest.offset])
+                + latest.old
+                + lines_of(old_text[latest.end_offset : high])
+            )
+            edit = RecentEdit(
+                path,
+                min(line, latest.start),
+                before_lines,
+                lines_of(new_text[low : high + shift]),
+                now,
+                offset=low,
+            )
         else:
-            edit = RecentEdit(path, start, old[start:old_end], new[start:new_end], now)
+            new_lines = lines_of(new_text[start:new_end])
+            edit = RecentEdit(path, line, old_lines, new_lines, now, offset=start)
         if edit.old == edit.new:
             return  # the lines are back as they were: no edit left
-        edit.before = new[max(0, edit.start - CONTEXT_LINES) : edit.start]
-        edit.after = new[edit.end : edit.end + CONTEXT_LINES]
+        edit.before = _lines_before(new_text, edit.offset, CONTEXT_LINES)
+        edit.after = _lines_after(new_text, edit.end_offset, CONTEXT_LINES)
         self._edits.append(edit)
         del self._edits[:-MAX_EDITS]
 
@@ -112,11 +197,6 @@ class EditHistory:
 
     def forget(self, path: str) -> None:
         self._edits = [edit for edit in self._edits if edit.path != path]
-
-    def rename(self, old_path: str, new_path: str) -> None:
-        for edit in self._edits:
-            if edit.path == old_path:
-                edit.path = new_path
 
 
 def unified_diff(edit: RecentEdit) -> str:

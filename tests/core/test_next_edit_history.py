@@ -9,7 +9,8 @@ from lich_core.next_edit.history import (
     MAX_EDITS,
     EditHistory,
     RecentEdit,
-    changed_lines,
+    changed_span,
+    lines_of,
     render_edits,
     unified_diff,
 )
@@ -31,12 +32,28 @@ def edited(text: str, line: int, new: str) -> str:
     return "".join(lines)
 
 
-def test_changed_lines_are_the_lines_between_the_common_ends() -> None:
-    old = ["a\n", "b\n", "c\n"]
-    assert changed_lines(old, ["a\n", "B\n", "c\n"]) == (1, 2, 2)
-    assert changed_lines(old, ["a\n", "b\n", "x\n", "c\n"]) == (2, 2, 3)  # an insertion
-    assert changed_lines(old, ["a\n", "c\n"]) == (1, 2, 1)  # a deletion
-    assert changed_lines(old, list(old)) is None
+def test_the_changed_span_is_whole_lines_where_the_texts_differ() -> None:
+    old = "a\nb\nc\n"
+    assert changed_span(old, "a\nB\nc\n") == (2, 4, 4)
+    assert changed_span(old, "a\nbe\nc\n") == (2, 4, 5)  # typing inside a line: the line
+    assert changed_span(old, "a\nb\nx\nc\n") == (4, 4, 6)  # an inserted line
+    assert changed_span(old, "a\nc\n") == (2, 4, 2)  # a deleted line
+    assert changed_span(old, "a\nb\nc") == (4, 6, 5)  # the last line break removed
+    assert changed_span(old, old) is None
+
+
+def test_the_changed_span_of_a_big_text_is_found_past_the_compare_chunks() -> None:
+    big = "".join(f"line {n}\n" for n in range(5000))
+    at = big.index("line 2500\n") + len("line 25")
+    changed = big[:at] + "X" + big[at:]
+    start, old_end, new_end = changed_span(big, changed)
+    assert big[start:old_end] == "line 2500\n" and changed[start:new_end] == "line 25X00\n"
+
+
+def test_lines_of_keeps_the_breaks_and_a_last_line_without_one() -> None:
+    assert lines_of("a\nb") == ["a\n", "b"]
+    assert lines_of("a\n\n") == ["a\n", "\n"]
+    assert lines_of("") == []
 
 
 def test_keystrokes_on_one_line_coalesce_into_one_edit() -> None:
@@ -50,6 +67,9 @@ def test_keystrokes_on_one_line_coalesce_into_one_edit() -> None:
         clock.now += 1
     (edit,) = history.recent()
     assert edit.start == 4 and edit.old == ["line 5\n"] and edit.new == ["line 5xyz\n"]
+    assert edit.offset == text.index("line 5xyz") and text[edit.offset : edit.end_offset] == (
+        "line 5xyz\n"
+    )
     assert edit.before == ["line 2\n", "line 3\n", "line 4\n"]
     assert edit.after == ["line 6\n", "line 7\n", "line 8\n"]
 
@@ -63,9 +83,17 @@ def test_a_change_on_the_next_line_joins_but_one_far_away_does_not() -> None:
     history.record("a.py", first, second)
     (edit,) = history.recent()
     assert edit.old == ["line 5\n", "line 6\n"] and edit.new == ["LINE 5\n", "LINE 6\n"]
+    assert second[edit.offset : edit.end_offset] == "LINE 5\nLINE 6\n"
+    # A change on the line above joins too.
+    third = edited(second, 3, "LINE 4\n")
+    history.record("a.py", second, third)
+    (edit,) = history.recent()
+    assert edit.start == 3 and edit.old == ["line 4\n", "line 5\n", "line 6\n"]
+    assert third[edit.offset : edit.end_offset] == "LINE 4\nLINE 5\nLINE 6\n"
+    second = third
     far = edited(second, 15, "LINE 16\n")
     history.record("a.py", second, far)
-    assert [e.start for e in history.recent()] == [4, 15]
+    assert [e.start for e in history.recent()] == [3, 15]
 
 
 def test_a_change_after_the_coalescing_window_or_in_another_file_is_a_new_edit() -> None:
