@@ -26,7 +26,13 @@ from tests.editors.test_nvim import (  # noqa: F401 - nvim and workspace are fix
     run_scenario,
     workspace,
 )
-from tests.editors.test_nvim_chat import SCREEN_WAIT_S, _Screen, _tmux, scenario_command, scenario_env
+from tests.editors.test_nvim_chat import (
+    SCREEN_WAIT_S,
+    _Screen,
+    _tmux,
+    scenario_command,
+    scenario_env,
+)
 from tests.support.fake_zeta import FakeZetaModel
 
 pytestmark = pytest.mark.nvim
