@@ -134,6 +134,12 @@ def test_a_bad_entry_is_a_config_error_naming_the_field(entry: dict, message: st
         build(entry)
 
 
+def test_a_key_variable_that_is_not_set_names_the_field() -> None:
+    entry = {"kind": "openai_compat", "model": "m", "api_key_env": "NO_SUCH_NE_KEY"}
+    with pytest.raises(ConfigError, match=r"next_edit\.api_key_env"):
+        build(entry, env={})
+
+
 def test_unset_is_off() -> None:
     assert build_next_edit_model({}) is None
     assert build_next_edit_model({"next_edit": None}) is None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -44,22 +45,26 @@ SOURCE = (
 RENAMED = SOURCE.replace("count", "total")
 
 
-def zeta_renames(body: dict[str, Any]) -> str:
-    """A fake next-edit model: reads the latest diff in its prompt (Zeta's, or the chat
-    message), takes the identifier it renamed, and answers the editable region with that
-    rename made throughout, as Zeta answers (a fence named after the file, the two markers)."""
-    prompt = body.get("prompt") or body["messages"][-1]["content"]
-    diff = re.findall(r"```diff\n(.*?)\n```", prompt, re.S)[-1]
+def renames(diff: str) -> list[tuple[str, str]]:
+    """(old, new) for each identifier the diff's removed lines have where its added lines have
+    another."""
     removed = [line[1:] for line in diff.splitlines() if line.startswith("-") and line[1:2] != "-"]
     added = [line[1:] for line in diff.splitlines() if line.startswith("+") and line[1:2] != "+"]
+    pairs = zip(
+        IDENTIFIER.findall("\n".join(removed)), IDENTIFIER.findall("\n".join(added)), strict=False
+    )
+    return [(a, b) for a, b in pairs if a != b]
+
+
+def zeta_renames(body: dict[str, Any]) -> str:
+    """A fake next-edit model: finds the newest diff in its prompt (Zeta's, or the chat
+    message) that renames an identifier, and answers the editable region with that rename made
+    throughout, as Zeta answers (a fence named after the file, the two markers)."""
+    prompt = body.get("prompt") or body["messages"][-1]["content"]
     old, new = next(
-        (a, b)
-        for a, b in zip(
-            IDENTIFIER.findall("\n".join(removed)),
-            IDENTIFIER.findall("\n".join(added)),
-            strict=False,
-        )
-        if a != b
+        pair
+        for diff in reversed(re.findall(r"```diff\n(.*?)\n```", prompt, re.S))
+        for pair in renames(diff)
     )
     start = prompt.rindex(START) + len(START)
     region = prompt[start : prompt.index(END, start)].replace(CURSOR, "")
@@ -178,6 +183,30 @@ async def test_an_outdated_version_gets_no_edits_and_asks_nothing(
     assert fake_provider.requests == []
     # The current version is answered.
     assert len(await next_edits(client, uri, 3, cursor)) == 3
+
+
+async def test_a_document_changed_while_the_model_answered_gets_no_edits(
+    root: Path, fake_provider, sessions
+) -> None:
+    release = threading.Event()
+
+    def after_the_user_typed(body: dict[str, Any]) -> str:
+        release.wait(WAIT_S)  # the fake's thread: the model "thinks" until the user has typed
+        return zeta_renames(body)
+
+    fake_provider.script({"answer": after_the_user_typed}, {"answer": zeta_renames})
+    client = await open_session(root, "visual-studio-code", zeta_options(fake_provider))
+    sessions.append(client)
+    uri = client.open(root / "calc.py", SOURCE)
+    cursor = rename_at_definition(client, uri)
+    pending = asyncio.ensure_future(next_edits(client, uri, 3, cursor))
+    assert await asyncio.to_thread(fake_provider.wait_for_request, lambda r: True, 0, WAIT_S)
+    client.type_text(uri, client.text(uri).replace("    return count", "    return count  #"))
+    await client.command("lich.status", {})  # the server has taken the change (messages in order)
+    release.set()
+    assert await pending == []
+    # Asked again for the new version, it answers.
+    assert len(await next_edits(client, uri, 4, cursor)) == 3
 
 
 async def test_an_edit_that_would_undo_the_users_edit_is_dropped(
