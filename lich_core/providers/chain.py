@@ -3,6 +3,8 @@
 - `rate_limit` and `network`: up to MAX_ATTEMPTS calls per provider, waiting
   min(500·2^a + 250·a, 8000) ms after failed attempt a; a Retry-After is a floor on that wait,
   and a Retry-After above MAX_RETRY_AFTER_S moves on to the next provider instead of waiting.
+- a server fault (HTTP 5xx): SERVER_FAULT_ATTEMPTS calls, the same backoff between them (a
+  restart or a blip passes; a server that keeps failing is not hammered), then the next provider.
 - any other kind (`auth`, `bad_request`, `overflow`, `unknown`): next provider at once.
 - `response_too_large` (an answer that passed the response cap): the chain stops there. That
   answer already cost a megabyte of output; asking again, here or elsewhere, may cost as much.
@@ -36,6 +38,7 @@ BACKOFF_STEP_MS = 250
 BACKOFF_CAP_MS = 8000
 MAX_RETRY_AFTER_S = 30.0
 RETRIED_KINDS = ("rate_limit", "network")
+SERVER_FAULT_ATTEMPTS = 2  # a 5xx is retried once
 # Kinds that end the whole call at once: neither retried nor failed over.
 FINAL_KINDS = ("response_too_large",)
 
@@ -49,7 +52,7 @@ def backoff_ms(attempt: int) -> int:
 
 def retry_delay_s(error: ProviderError, attempt: int) -> float | None:
     """Seconds to wait before retrying, or None to fail over."""
-    if error.kind not in RETRIED_KINDS or attempt + 1 >= MAX_ATTEMPTS:
+    if attempt + 1 >= _attempts(error):
         return None
     delay_s = backoff_ms(attempt) / 1000
     if error.retry_after_s is not None:
@@ -57,6 +60,14 @@ def retry_delay_s(error: ProviderError, attempt: int) -> float | None:
             return None
         delay_s = max(delay_s, error.retry_after_s)
     return delay_s
+
+
+def _attempts(error: ProviderError) -> int:
+    if error.kind in RETRIED_KINDS:
+        return MAX_ATTEMPTS
+    if error.status is not None and 500 <= error.status <= 599:
+        return SERVER_FAULT_ATTEMPTS
+    return 1
 
 
 class ProviderChain:

@@ -191,7 +191,7 @@ async def test_cancel_mid_tool_stops_sleep_quickly(tmp_path, fake_provider):
 
 
 async def test_failover_across_a_chain(tmp_path, fake_provider):
-    fake_provider.script({"status": 500, "body": "upstream exploded"}, {"text": "from the backup"})
+    fake_provider.script({"status": 401, "body": "bad key"}, {"text": "from the backup"})
     cfg = config_for(
         tmp_path,
         fake_provider,

@@ -91,7 +91,7 @@ async def test_rate_limit_three_attempts_then_failover(sleeps) -> None:
     ]
 
 
-@pytest.mark.parametrize("status", [500, 401, 400, 413])
+@pytest.mark.parametrize("status", [401, 400, 413])
 async def test_other_errors_fail_over_without_retry(status, sleeps) -> None:
     with FakeProviderServer() as first, FakeProviderServer() as second:
         first.script({"status": status})
@@ -108,6 +108,30 @@ async def test_other_errors_fail_over_without_retry(status, sleeps) -> None:
     assert len(first.requests) == 1
     assert sleeps.delays == []
     assert chain.last_failures[0][2].status == status
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+async def test_a_server_fault_is_retried_once_with_backoff_then_fails_over(status, sleeps) -> None:
+    with FakeProviderServer() as first, FakeProviderServer() as second:
+        first.script({"status": status}, {"status": status})
+        second.script({"text": "second answers"})
+        chain = ProviderChain(
+            [make_model("ollama", first, name="a"), make_model("openai_compat", second, name="b")],
+            sleep=sleeps,
+        )
+        response = await chain.complete(HELLO, [])
+    assert response.message.content == "second answers"
+    assert len(first.requests) == 2 and sleeps.delays == [0.5]
+    assert [(name, attempt) for name, attempt, _ in chain.last_failures] == [("a", 0), ("a", 1)]
+
+
+async def test_a_server_fault_that_passes_is_answered_by_the_same_provider(
+    fake_provider, sleeps
+) -> None:
+    fake_provider.script({"status": 503}, {"text": "back again"})
+    chain = ProviderChain([make_model("openai_compat", fake_provider, name="only")], sleep=sleeps)
+    assert (await chain.complete(HELLO, [])).message.content == "back again"
+    assert sleeps.delays == [0.5]
 
 
 async def test_dropped_stream_is_retried(fake_provider, sleeps) -> None:
@@ -218,7 +242,7 @@ async def test_retry_notice_says_how_much_streamed_text_to_drop(fake_provider, s
 
 async def test_failover_notice_names_the_next_provider(sleeps) -> None:
     with FakeProviderServer() as first, FakeProviderServer() as second:
-        first.script({"status": 500})
+        first.script({"status": 401})
         second.script({"status": 401})
         notices = []
         chain = ProviderChain(
@@ -232,10 +256,10 @@ async def test_failover_notice_names_the_next_provider(sleeps) -> None:
     assert (notice.action, notice.next_provider, notice.kind, notice.discarded_chars) == (
         "failover",
         "b",
-        "unknown",
+        "auth",
         0,
     )
-    assert "HTTP 500" in notice.message and "\n" not in notice.message
+    assert "HTTP 401" in notice.message and "\n" not in notice.message
 
 
 def test_a_chain_stops_on_cancel_only_if_every_model_does() -> None:

@@ -140,7 +140,7 @@ async def test_the_message_shows_no_key_no_userinfo_and_no_query_value(
 async def test_a_chain_summary_names_where_each_earlier_failure_went(
     fake_provider: FakeProviderServer,
 ) -> None:
-    fake_provider.script({"status": 404}, {"status": 500})
+    fake_provider.script({"status": 404}, {"status": 500}, {"status": 500})  # a 5xx: once more
     first = OpenAICompatModel(name="local", model="m", base_url=fake_provider.url)
     second = _anthropic(fake_provider.url)
     with pytest.raises(ProviderError) as info:
