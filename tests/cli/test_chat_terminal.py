@@ -259,3 +259,51 @@ def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
     terminal.send("C-d")
     terminal.wait_exit()
     terminal.shows_text("exit=0")
+
+
+def test_history_completion_alt_enter_and_ctrl_c_twice(
+    tmp_path: Path,
+    work: Path,
+    fake_provider: FakeProviderServer,
+    chat: list[ChatTerminal],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Continuing a thread (`--thread latest`): Up brings back its prompt; Tab completes `@a.`
+    to a workspace path and `/thre` to a command; Alt+Enter adds a line (one prompt of two
+    lines is sent); Ctrl-C clears the line, and twice at an empty prompt quits."""
+    (work / "a.txt").write_text("text\n", encoding="utf-8")
+    fake_provider.script({"text": "Earlier answer."}, {"text": "Two lines received."})
+    monkeypatch.setenv("LICH_BASE_URL", fake_provider.url + "/v1")
+    monkeypatch.setenv("LICH_MODEL", "fake-model")
+    first = run_lich("chat", "--work-dir", str(work), cwd=work, stdin="an earlier prompt\n")
+    assert first.returncode == 0, first.stderr
+    terminal = start_chat(tmp_path, work, fake_provider, "--thread", "latest")
+    chat.append(terminal)
+    terminal.shows_text("Ctrl-D quits")
+    terminal.send("Up")
+    terminal.shows_text("› an earlier prompt")
+    terminal.send("C-c")  # the line is cleared, nothing is sent
+    terminal.send("-l", "see @a.")
+    terminal.shows(lambda s: re.search(r"^ +@a\.txt", s, re.M) is not None, "the path in the menu")
+    terminal.send("Tab")
+    terminal.shows_text("› see @a.txt")
+    terminal.send("C-c")
+    terminal.send("-l", "/thre")
+    terminal.shows_text("continue another thread")  # the menu, with each command's help
+    terminal.send("Tab")
+    terminal.shows_text("› /threads")
+    terminal.send("C-c")
+    terminal.send("-l", "line one")
+    terminal.send("M-Enter")
+    terminal.send("-l", "line two")
+    terminal.send("Enter")
+    terminal.shows_text("Two lines received.")
+    assert len(fake_provider.requests) == 2
+    last_user = [m for m in fake_provider.requests[1]["json"]["messages"] if m["role"] == "user"]
+    assert last_user[-1]["content"] == "line one\nline two"
+    assert "an earlier prompt" in messages_text(fake_provider.requests[1])
+    terminal.send("C-c")
+    terminal.shows_text("Ctrl-C again (or Ctrl-D) to quit")
+    terminal.send("C-c")
+    terminal.wait_exit()
+    terminal.shows_text("exit=0")
