@@ -439,6 +439,10 @@ class RunError(EventData):
     turn: int | None = optional(
         "the turn that failed (absent for session and internal errors)", minimum=1
     )
+    summary: str | None = optional(
+        "a provider failure in plain words for the user, without config names or kinds"
+        " (`message` keeps the details)"
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -553,8 +553,12 @@ class _Run:
                     return
                 state.stopped_reason = "error"
                 state.error = _one_line(err)
-                kind = err.kind if isinstance(err, ProviderError) else "internal"
-                await self._emit(RunError(kind=kind, message=state.error, turn=turn))
+                if isinstance(err, ProviderError):
+                    await self._emit(
+                        RunError(kind=err.kind, message=state.error, turn=turn, summary=err.plain())
+                    )
+                else:
+                    await self._emit(RunError(kind="internal", message=state.error, turn=turn))
                 return
             self.emitter.release()  # in case the model never said its request was sent
             assistant = _normalised_assistant(response.message, turn)

@@ -130,6 +130,28 @@ class ProviderError(Exception):
         # summary of several failures (ProviderChain) can still say where each one went.
         self.request = request
 
+    def plain(self) -> str:
+        """What failed, in words for the person at the keyboard: no config paths, no provider
+        names from the config, no error kinds (str() keeps those, for the log and the model)."""
+        address = display_url(self.url).split("?", 1)[0].split("#", 1)[0]
+        server = f"the model server at {address}" if address else "the model server"
+        status = f" (HTTP {self.status})" if self.status else ""
+        if self.kind == "network":
+            return f"Could not reach {server}{status}. Is it running, and is the address right?"
+        if self.kind == "auth":
+            return f"{server.capitalize()} refused the API key{status}."
+        if self.kind == "rate_limit":
+            return f"{server.capitalize()} is busy or rate-limited{status}; try again in a moment."
+        if self.kind == "overflow":
+            return "The conversation is too long for the model: start a new thread, or rewind."
+        if self.kind == "bad_request":
+            return f"{server.capitalize()} rejected the request{status}; the details say why."
+        if self.kind == "response_too_large":
+            return "The model's answer was larger than lich accepts, and was dropped."
+        if self.status is not None and self.status >= 500:
+            return f"{server.capitalize()} failed{status}, also when asked again."
+        return f"{server.capitalize()} answered something that is not a model's answer{status}."
+
     def __str__(self) -> str:
         where = f"provider {self.provider!r}" if self.provider else "provider"
         if self.url:

@@ -231,10 +231,17 @@ async def test_provider_error_ends_the_run_with_one_line(tmp_path, fake_provider
         {"tool_calls": [{"name": "terminal", "arguments": {"command": "echo kept"}}]},
         {"status": 401, "body": "bad key"},
     )
-    result = await build_agent(config_for(tmp_path, fake_provider)).run("x")
+    events = EventLog()
+    result = await build_agent(config_for(tmp_path, fake_provider)).run("x", on_event=events)
     assert result.stopped_reason == "error"
     assert "auth" in result.error and "\n" not in result.error
     assert tool_contents(result)[0].startswith("kept")
+    # The user reads plain words (no provider name from the config, no kind); the details stay.
+    (error,) = events.of("error")
+    assert error.data.summary == (
+        f"The model server at {fake_provider.url}/v1 refused the API key (HTTP 401)."
+    )
+    assert error.data.message == result.error
 
 
 async def test_compression_kicks_in_on_a_long_run(tmp_path, fake_provider):

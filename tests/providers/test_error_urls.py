@@ -212,3 +212,33 @@ async def test_a_completion_404_names_the_request_and_suggests_v1_only_where_mis
         error
     )
     assert str(error).endswith(v1_hint(base)) if hinted else NO_V1 not in str(error)
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "expected"),
+    [
+        ("network", None, "Could not reach the model server at http://h:1/v1. Is it running"),
+        ("auth", 401, "The model server at http://h:1/v1 refused the API key (HTTP 401)."),
+        ("rate_limit", 429, "The model server at http://h:1/v1 is busy or rate-limited (HTTP 429)"),
+        ("overflow", 413, "The conversation is too long for the model"),
+        ("bad_request", 404, "The model server at http://h:1/v1 rejected the request (HTTP 404)"),
+        ("unknown", 502, "The model server at http://h:1/v1 failed (HTTP 502), also when asked"),
+        ("unknown", None, "The model server at http://h:1/v1 answered something that is not"),
+        ("response_too_large", None, "The model's answer was larger than lich accepts"),
+    ],
+)
+def test_the_plain_words_name_no_config_key_provider_name_or_kind(
+    kind: str, status: int | None, expected: str
+) -> None:
+    err = ProviderError(
+        kind,  # type: ignore[arg-type]
+        "details with providers[0].base_url",
+        provider="vscode",
+        url="http://user:pw@h:1/v1?key=secret-value",
+        status=status,
+    )
+    plain = err.plain()
+    assert plain.startswith(expected)
+    for internal in ("vscode", "providers[", kind if kind != "overflow" else "providers", "pw"):
+        assert internal not in plain
+    assert "secret-value" not in plain and "\n" not in plain

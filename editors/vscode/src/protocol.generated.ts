@@ -626,6 +626,8 @@ export type RunError = {
   message: string;
   /** the turn that failed (absent for session and internal errors) */
   turn?: number | null;
+  /** a provider failure in plain words for the user, without config names or kinds (`message` keeps the details) */
+  summary?: string | null;
 };
 
 /** error data cut down: set by the language server when the event did not fit in one message even with its strings cut: only the data's short scalar fields are kept */
@@ -633,6 +635,7 @@ export type RunErrorCut = {
   kind?: string;
   message?: string;
   turn?: number | null;
+  summary?: string | null;
   /** what was cut and why */
   cut: string;
 };
