@@ -34,8 +34,12 @@ QUIT = "\x00quit"  # what the prompt returns when a key asked to leave (never ty
 MENTION_COMPLETIONS = 50
 HISTORY_OTHER_THREADS = 200
 REFRESH_S = 0.1  # the spinner's frame
-# Shift+Enter as the terminals that report it send it: a new line, not a send.
+# Shift+Enter as the terminals that report it send it: a new line, not a send. prompt_toolkit
+# reads the first as Enter and knows no key for it, so both are read as a key nothing else
+# uses. (Not Ctrl-J: a line typed before the prompt is up arrives with the terminal's cooked
+# mode's Enter, a Ctrl-J, and must be sent, not joined to the next one.)
 SHIFT_ENTER_SEQUENCES = ("\x1b[27;2;13~", "\x1b[13;2u")
+SHIFT_ENTER = Keys.F24
 
 
 class Controls:
@@ -132,7 +136,7 @@ def key_bindings(controls: Controls) -> KeyBindings:
         return not get_app().current_buffer.text
 
     @bindings.add("escape", "enter")
-    @bindings.add("c-j")
+    @bindings.add(SHIFT_ENTER)
     def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
@@ -175,7 +179,7 @@ def key_bindings(controls: Controls) -> KeyBindings:
 
 def prompt_session(session: ChatSession, controls: Controls) -> PromptSession[str]:
     for sequence in SHIFT_ENTER_SEQUENCES:
-        ANSI_SEQUENCES[sequence] = Keys.ControlJ
+        ANSI_SEQUENCES[sequence] = SHIFT_ENTER
     return PromptSession(
         message=HTML("<ansicyan><b>›</b></ansicyan> "),
         prompt_continuation="  ",

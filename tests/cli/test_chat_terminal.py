@@ -269,8 +269,8 @@ def test_history_completion_alt_enter_and_ctrl_c_twice(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Continuing a thread (`--thread latest`): Up brings back its prompt; Tab completes `@a.`
-    to a workspace path and `/thre` to a command; Alt+Enter adds a line (one prompt of two
-    lines is sent); Ctrl-C clears the line, and twice at an empty prompt quits."""
+    to a workspace path and `/thre` to a command; Alt+Enter and Shift+Enter add a line (one
+    prompt of three lines is sent); Ctrl-C clears the line, and twice at an empty prompt quits."""
     (work / "a.txt").write_text("text\n", encoding="utf-8")
     fake_provider.script({"text": "Earlier answer."}, {"text": "Two lines received."})
     monkeypatch.setenv("LICH_BASE_URL", fake_provider.url + "/v1")
@@ -296,11 +296,13 @@ def test_history_completion_alt_enter_and_ctrl_c_twice(
     terminal.send("-l", "line one")
     terminal.send("M-Enter")
     terminal.send("-l", "line two")
+    terminal.send("-l", "\x1b[13;2u")  # Shift+Enter, as terminals with CSI u report it
+    terminal.send("-l", "line three")
     terminal.send("Enter")
     terminal.shows_text("Two lines received.")
     assert len(fake_provider.requests) == 2
     last_user = [m for m in fake_provider.requests[1]["json"]["messages"] if m["role"] == "user"]
-    assert last_user[-1]["content"] == "line one\nline two"
+    assert last_user[-1]["content"] == "line one\nline two\nline three"
     assert "an earlier prompt" in messages_text(fake_provider.requests[1])
     terminal.send("C-c")
     terminal.shows_text("Ctrl-C again (or Ctrl-D) to quit")
