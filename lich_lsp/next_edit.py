@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("lich.lsp.next_edit")
 
 NEXT_EDIT_METHOD = "textDocument/copilotInlineEdit"
+# After the region's end marker, how long the rest of the answer is read (Zeta closes its fence
+# and stops: a few tokens) before the stream is closed instead.
+DRAIN_S = 1.0
 NO_EDITS: dict[str, Any] = {"edits": []}
 
 
@@ -69,6 +72,7 @@ class NextEdits:
         # uri -> its root-relative path, "" for a document whose text never goes to a model.
         self._paths: dict[str, str] = {}
         self._in_flight: dict[str, CancelToken] = {}
+        self._drains: set[asyncio.Future[None]] = set()
         # (config generation, model or None, why there is none); rebuilt when the config changes.
         self._model: tuple[int, NextEditModel | None, str] | None = None
         self._last_failure = ""
@@ -179,13 +183,18 @@ class NextEdits:
         self.requests += 1
         pieces: list[str] = []
         stream = model.stream(prompt, token)
+        handed_off = False
         try:
             async for piece in stream:
                 pieces.append(piece)
                 if token.cancelled:
                     break
                 if ">" in piece and region_closed("".join(pieces)):
-                    break  # the region is whole: the rest is not wanted
+                    # The region is whole: answer now; the few tokens after it are read in the
+                    # background, so the connection is kept for the next request.
+                    self._drain(stream)
+                    handed_off = True
+                    break
         except asyncio.CancelledError:
             task = asyncio.current_task()
             cancelling = getattr(task, "cancelling", None)
@@ -201,10 +210,31 @@ class NextEdits:
             return None
         finally:
             close = getattr(stream, "aclose", None)
-            if close is not None:
+            if close is not None and not handed_off:
                 await close()  # closes the provider's stream at once
         self._last_failure = ""
         return "".join(pieces)
+
+    def _drain(self, stream: AsyncIterator[str]) -> None:
+        """Read the rest of `stream` for DRAIN_S at most in a task of its own, then close it: a
+        server that ends its answer keeps the connection (no new TLS handshake next time); one
+        that goes on is cut off. The request's token still closes it at once."""
+
+        async def drain() -> None:
+            try:
+                await asyncio.wait_for(_read_to_end(stream), DRAIN_S)
+            except (asyncio.TimeoutError, ProviderError):
+                pass
+            except Exception:  # noqa: BLE001 - the answer was given; this is only cleanup
+                log.debug("draining a next-edit answer failed", exc_info=True)
+            finally:
+                close = getattr(stream, "aclose", None)
+                if close is not None:
+                    await close()
+
+        task = asyncio.ensure_future(drain())
+        self._drains.add(task)  # kept until done (the loop holds tasks only weakly)
+        task.add_done_callback(self._drains.discard)
 
     def _without_undo(self, rel: str, text: str, edits: list[TextEdit]) -> list[TextEdit]:
         """`edits` without those that would undo the user's latest edit of this document."""
@@ -251,6 +281,11 @@ class NextEdits:
 
     def _encoding(self) -> str:
         return self._port.position_encoding
+
+
+async def _read_to_end(stream: AsyncIterator[str]) -> None:
+    async for _ in stream:
+        pass
 
 
 def _line_starts(text: str) -> list[int]:

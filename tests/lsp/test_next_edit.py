@@ -246,6 +246,33 @@ async def test_a_newer_request_supersedes_and_closes_the_older_stream(
     assert await asyncio.to_thread(fake_provider.wait_closed_early, 0, WAIT_S) is not None
 
 
+async def test_the_rest_of_an_answer_is_read_and_a_rambling_one_is_cut_off(
+    root: Path, fake_provider, sessions
+) -> None:
+    whole = f"```calc.py\n{START}\n{SOURCE.replace('count', 'total')}{END}"
+    fake_provider.script(
+        # The region is whole in the first of four pieces; the rest follows, paced.
+        {"text": whole + "\n```" + "." * (3 * len(whole) - 4), "chunks": 4, "chunk_delay_s": 0.02},
+        {"endless": True, "text": whole, "chunk_delay_s": 0.01},
+    )
+    client = await open_session(root, "visual-studio-code", zeta_options(fake_provider))
+    sessions.append(client)
+    uri = client.open(root / "calc.py", SOURCE)
+    cursor = rename_at_definition(client, uri)
+    assert len(await next_edits(client, uri, 3, cursor)) == 3  # answered at the region's end
+    # The rest was read, not hung up on: the server can keep the connection.
+    ended = await asyncio.to_thread(
+        fake_provider.wait_for_request,
+        lambda r: r["stream_ended_at"] is not None or r["closed_early_at"] is not None,
+        0,
+        WAIT_S,
+    )
+    assert ended and fake_provider.requests[0]["closed_early_at"] is None
+    # A model that goes on after the region is answered just as soon, then cut off.
+    assert len(await next_edits(client, uri, 3, cursor)) == 3
+    assert await asyncio.to_thread(fake_provider.wait_closed_early, 1, WAIT_S) is not None
+
+
 async def test_cancel_request_closes_the_provider_stream(
     root: Path, fake_provider, sessions
 ) -> None:
