@@ -156,12 +156,18 @@ With ANYWHERE non-nil, else any running lich server."
   (jsonrpc-request server (intern (concat ":" method)) params))
 
 (defun lich-eglot--async-request (server method params on-success on-error)
-  (jsonrpc-async-request server (intern (concat ":" method)) params
-                         :success-fn on-success
-                         :error-fn on-error
-                         :timeout-fn #'ignore
-                         ;; Agent tasks run for minutes: no client-side timeout.
-                         :timeout most-positive-fixnum))
+  (let ((method (intern (concat ":" method))))
+    (apply #'jsonrpc-async-request server method params
+           :success-fn on-success
+           :error-fn on-error
+           :timeout-fn #'ignore
+           ;; Agent tasks run for minutes: no client-side timeout.
+           :timeout most-positive-fixnum
+           ;; A request about a document (ghost text) waits until Eglot has sent the server
+           ;; the buffer's latest edits (it sends them when Emacs is idle); a newer request of
+           ;; the same method replaces a waiting one.
+           (and (string-prefix-p ":textDocument/" (symbol-name method))
+                (list :deferred method)))))
 
 (defun lich-eglot--document-uri ()
   (if (fboundp 'eglot-path-to-uri)

@@ -44,7 +44,7 @@ TRUST_SCENARIO = SCENARIO.parent / "eglot_trust.el"
 RUN_TESTS_SCENARIO = SCENARIO.parent / "eglot_run_tests.el"
 PROCESS_TIMEOUT_S = 180
 EMACS_DIR = REPO / "editors" / "emacs"
-EMACS_FILES = ("lich.el", "lich-chat.el", "lich-eglot.el", "lich-lsp-mode.el")
+EMACS_FILES = ("lich.el", "lich-chat.el", "lich-completion.el", "lich-eglot.el", "lich-lsp-mode.el")
 # An Emacs Lisp symbol (no quote or `#'`), e.g. `eglot--uri-to-path`, `lich-eglot--servers`.
 SYMBOL = re.compile(r"[A-Za-z0-9_+*/<>=!?$%&:.~^-]+")
 
@@ -609,13 +609,14 @@ def test_chat_renders_events_without_a_server(emacs: str) -> None:
 
 
 def test_chat_byte_compiles(emacs: str, tmp_path: Path) -> None:
-    """lich-chat.el byte-compiles with warnings as errors next to lich.el, without any LSP
-    client loaded (tests/editors/test_editor_configs.py covers the other three files)."""
-    for name in ("lich.el", "lich-chat.el"):
+    """lich-chat.el and lich-completion.el byte-compile with warnings as errors next to lich.el,
+    without any LSP client loaded (tests/editors/test_editor_configs.py covers the other three
+    files)."""
+    for name in ("lich.el", "lich-chat.el", "lich-completion.el"):
         shutil.copy(EMACS_DIR / name, tmp_path / name)
     proc = subprocess.run(
         [emacs, "--batch", "-L", str(tmp_path), "--eval", "(setq byte-compile-error-on-warn t)"]
-        + ["-f", "batch-byte-compile", "lich-chat.el"],
+        + ["-f", "batch-byte-compile", "lich-chat.el", "lich-completion.el"],
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -624,6 +625,7 @@ def test_chat_byte_compiles(emacs: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (tmp_path / "lich-chat.elc").exists()
+    assert (tmp_path / "lich-completion.elc").exists()
 
 
 COMPLETION_SCENARIO = SCENARIO.parent / "completion_scenario.el"
