@@ -165,12 +165,12 @@ class TurnView:
             self._by_id[data.call_id] = record
             self._current = record
         elif isinstance(data, ToolCallEnd):
-            record = self._by_id.get(data.call_id)
-            if record is not None:
-                record.ok, record.error = data.ok, data.error
-                record.summary, record.duration_ms = data.summary, data.duration_ms
+            ended = self._by_id.get(data.call_id)
+            if ended is not None:
+                ended.ok, ended.error = data.ok, data.error
+                ended.summary, ended.duration_ms = data.summary, data.duration_ms
                 self._current = None
-                self._show_tool(record)
+                self._show_tool(ended)
         elif isinstance(data, ApprovalAsked):
             self._end_text()
         elif isinstance(data, LlmRetry):

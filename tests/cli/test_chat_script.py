@@ -204,3 +204,37 @@ async def test_an_editor_rewinds_a_terminal_turn_and_its_file(
     finally:
         await stop_session(client)
     assert not client.failures, client.failures
+
+
+def test_undo_takes_back_the_last_turns_edits_and_model_switches(
+    tmp_path: Path, fake_provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/undo restores what the last turn wrote and keeps the conversation (the next prompt is
+    told); /model names the model, `/model NAME` sends the next turn to NAME; `lich --help`
+    lists `lich chat`."""
+    work = tmp_path / "ws"
+    work.mkdir()
+    (work / "a.txt").write_text("old\n", encoding="utf-8")
+    provider_env(monkeypatch, fake_provider)
+    fake_provider.script(
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "a.txt", "content": "new\n"}}
+            ]
+        },
+        {"text": "Wrote it."},
+        {"text": "Noted."},
+    )
+    done = chat(work, "write a.txt\n/undo\n/model\n/model other-model\nwhat now?\n")
+    assert done.returncode == 0, done.stderr
+    assert (work / "a.txt").read_text(encoding="utf-8") == "old\n"
+    undone = [line for line in done.stdout.splitlines() if line.startswith("lich: undo t")]
+    assert len(undone) == 1 and undone[0].endswith("(write a.txt): restored a.txt"), done.stdout
+    assert "lich: model openai_compat fake-model" in done.stdout
+    assert "lich: model other-model from the next turn" in done.stdout
+    last = fake_provider.requests[-1]["json"]
+    assert last["model"] == "other-model"
+    sent = json.dumps(last["messages"])
+    assert "write a.txt" in sent and "took back your changes to a.txt" in sent
+    usage = run_lich("--help", cwd=work)
+    assert "lich chat [--thread ID|latest]" in usage.stdout
