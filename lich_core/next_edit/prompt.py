@@ -188,8 +188,12 @@ def parse_answer(answer: str, excerpt: Excerpt) -> str | None:
     elif region.startswith("\n"):
         region = region[1:]
     original = excerpt.region
+    if original.strip() and not region.strip():
+        return None  # the whole region gone: a confused answer, not an edit to offer
     if original and not original.endswith("\n") and region.endswith("\n"):
         region = region[:-1]  # the prompt closed the file's last line for the marker
+    elif original.endswith("\n") and region and not region.endswith("\n"):
+        region += "\n"  # the marker right after the last line: it still ends the line
     if "\r\n" in original and "\r\n" not in region:
         region = region.replace("\n", "\r\n")
     if any(marker in region for marker in MARKERS):

@@ -73,6 +73,20 @@ def test_the_answer_is_the_text_between_the_markers_only() -> None:
     assert parse_answer(f"{EDITABLE_START}\n{START_OF_FILE}\n{EDITABLE_END}", excerpt) is None
 
 
+def test_an_end_marker_right_after_the_last_line_still_ends_the_line() -> None:
+    excerpt = excerpt_around("a.py", "x = 1\ny = 2\nz = 3\n", 0, lines_below=1)
+    assert excerpt.region == "x = 1\ny = 2\n"
+    assert parse_answer(f"{EDITABLE_START}\nx = 1\ny = 20{EDITABLE_END}", excerpt) == (
+        "x = 1\ny = 20\n"
+    )
+
+
+def test_an_emptied_region_is_not_an_answer() -> None:
+    excerpt = excerpt_around("a.py", "x = 1\n", 0)
+    assert parse_answer(f"{EDITABLE_START}\n\n{EDITABLE_END}", excerpt) is None
+    assert parse_answer(f"{EDITABLE_START}\n{EDITABLE_END}", excerpt) is None
+
+
 def test_crlf_regions_come_back_in_crlf() -> None:
     text = "a = 1\r\nb = 2\r\n"
     excerpt = excerpt_around("a.py", text, 0)
