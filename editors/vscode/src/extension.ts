@@ -14,6 +14,7 @@ import {
   LanguageClient,
   State,
   type LanguageClientOptions,
+  type Middleware,
   type ServerOptions,
 } from "vscode-languageclient/node";
 import { showMessageRequest, SHOW_MESSAGE_REQUEST_METHOD, type MessageActionItem, type ShowMessageRequestParams } from "./approvalRequest";
@@ -23,6 +24,7 @@ import { ChatSession, ChatViewProvider } from "./chatView";
 import { CONFIG_TEMPLATE } from "./configTemplate";
 import { ASK_COMMAND, createMiddleware, trackedAsk, type AskArgs } from "./middleware";
 import { canImportLichLsp, findOnPath, pythonExtensionInterpreter } from "./nodeResolveDeps";
+import { createVscodeNextEdits, nextEditModel, type NextEditController } from "./nextEdit";
 import { choosePatch } from "./patchSource";
 import { askForPrompt, PromptHistory } from "./prompt";
 import { SAVE_DOCUMENTS_METHOD, SaveDocumentsCapability, saveDocuments, type SaveDocumentsParams } from "./saveDocuments";
@@ -89,6 +91,9 @@ export class LichController implements vscode.Disposable {
   private provider: ProviderInfo = {};
   /** lich.status's completion model: null when completions are off, undefined before it answered. */
   private completionModel: string | null | undefined;
+  /** lich.status's next-edit model (./nextEdit): null when next edits are off, undefined before it answered. */
+  private nextEditModel: string | null | undefined;
+  readonly nextEdits: NextEditController;
   private mcp: McpServerInfo[] = [];
   private readonly statusItem: vscode.StatusBarItem;
   private readonly renderer = new TranscriptRenderer();
@@ -131,6 +136,15 @@ export class LichController implements vscode.Disposable {
     this.statusItem = vscode.window.createStatusBarItem("lich.status", vscode.StatusBarAlignment.Left, 10);
     this.statusItem.name = "Lich";
     this.disposables.push(this.transcript, this.serverOutput, this.statusItem);
+    const nextEdits = createVscodeNextEdits(SECTION, {
+      gutterIcon: () => vscode.Uri.joinPath(context.extensionUri, "media", "next-edit.svg"),
+      sendRequest: () => (this.client?.state === State.Running ? (method, params, token) => this.client!.sendRequest(method, params, token) : undefined),
+      model: () => this.nextEditModel,
+      recheck: () => void this.refreshStatus(),
+      log: (message) => this.serverOutput.appendLine(message),
+    });
+    this.nextEdits = nextEdits.controller;
+    this.disposables.push(...nextEdits.disposables);
     this.disposables.push(this.tasks.onDidChange(() => this.updateStatus()));
     this.updateStatus();
     this.statusItem.show();
@@ -255,7 +269,7 @@ export class LichController implements vscode.Disposable {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
       initializationOptions: this.currentSettings(),
       outputChannel: this.serverOutput,
-      middleware: createMiddleware({
+      middleware: this.withNextEdits(createMiddleware({
         askPrompt: async (args) => {
           const prompt = await askForPrompt(vscode.window, this.history, { title: args.range ? "Lich: Ask Agent About Selection" : "Lich: Ask Agent" });
           if (prompt !== undefined) {
@@ -276,7 +290,7 @@ export class LichController implements vscode.Disposable {
           void this.refreshStatus();
           void this.revealFirstPendingHunk(result);
         },
-      }),
+      })),
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue }),
         closed: () => {
@@ -316,6 +330,19 @@ export class LichController implements vscode.Disposable {
       saveDocuments(params, vscode.workspace.textDocuments, (uri) => vscode.Uri.parse(uri).toString()),
     );
     return client;
+  }
+
+  /** The language client's didChange also tells the next-edit controller (./nextEdit) to ask. */
+  private withNextEdits(middleware: Middleware): Middleware {
+    return {
+      ...middleware,
+      didChange: (event, next) => {
+        if (event.contentChanges.length > 0) {
+          this.nextEdits.onDidChange(event.document.uri.toString());
+        }
+        return next(event);
+      },
+    };
   }
 
   private onEvent(event: LichEvent): void {
@@ -378,6 +405,7 @@ export class LichController implements vscode.Disposable {
       this.provider = providerInfo(status);
       this.mcp = mcpServers(status);
       this.completionModel = completionModel(status);
+      this.nextEditModel = nextEditModel(status);
       this.updateStatus();
     } catch (err) {
       this.serverOutput.appendLine(`lich.status failed: ${err instanceof Error ? err.message : String(err)}`);

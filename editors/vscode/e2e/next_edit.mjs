@@ -1,0 +1,443 @@
+// End-to-end test of next edit suggestions (issue #47) in a real VS Code: code-server 4.100.3
+// (VS Code 1.100.3) with the packaged extension, driven by headless Chromium through
+// playwright-core, against the real lich-lsp server whose `next_edit` model (the user's config
+// file) is the fake Zeta model of tests/support/fake_zeta.py (it renames `count` to `total` in the
+// editable region it is sent).
+//
+// In calc.py the user selects `count` at its definition and types `total`. The two uses below
+// show as inline diffs at their place (the old name struck through, the new one after it, a
+// gutter marker); Tab moves the cursor to the first, Tab again accepts it; the same for the
+// second. Then a new use typed at the end of the file is suggested and Escape dismisses it. The
+// file is saved and read from disk. Prints one line `E2E_RESULT {json}` (tests/editors/
+// test_vscode_next_edit_e2e.py reads it); screenshots go to LICH_ARTIFACTS_DIR.
+//
+// Environment: LICH_PYTHON, LICH_VSCODE_CACHE, LICH_VSIX, LICH_ARTIFACTS_DIR, LICH_CHROMIUM (as
+// e2e/run.mjs). See /work/shared/VSCODE-E2E.md for how code-server is installed and run here.
+import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, "..", "..", "..");
+const CACHE = process.env.LICH_VSCODE_CACHE || path.join(REPO, ".ci", "cache", "vscode");
+const CS_ENTRY = path.join(CACHE, "code-server", "node_modules", "code-server", "out", "node", "entry.js");
+const TOOLS_PKG = path.join(CACHE, "tools", "package.json");
+const VSIX = process.env.LICH_VSIX || path.join(REPO, "editors", "vscode", "dist", "lich-lsp.vsix");
+const PYTHON = process.env.LICH_PYTHON || "python3";
+const ARTIFACTS = process.env.LICH_ARTIFACTS_DIR || path.join(REPO, "test-artifacts");
+const CHROMIUM = process.env.LICH_CHROMIUM || "/usr/bin/chromium";
+
+const STEP_TIMEOUT_MS = 60_000;
+const SERVER_START_TIMEOUT_MS = 90_000;
+// How often a wait looks at the page again (each wait is on a condition, bounded by its timeout).
+const POLL_MS = 100;
+const IDLE_STATUS = /^Lich: openai_compat\/fake-model/;
+const FILE = "calc.py";
+const CALC = "def summary(items):\n    count = 0\n    for item in items:\n        count += item\n    return count\n";
+
+const started = Date.now();
+const children = [];
+const result = { ok: false, steps: {}, screenshots: [], errors: [] };
+
+function log(message) {
+  process.stderr.write(`[next-edit-e2e +${((Date.now() - started) / 1000).toFixed(1)}s] ${message}\n`);
+}
+
+function pause(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function waitFor(what, fn, timeoutMs = STEP_TIMEOUT_MS) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      last = await fn();
+      if (last) {
+        return last;
+      }
+    } catch (err) {
+      last = err;
+    }
+    await pause(POLL_MS);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? ` (${last.message})` : ""}; the editor drew ${JSON.stringify(lastDrawn)}`);
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+/** A child in its own process group, so the whole tree (extension host, server) can be killed. */
+function startGroup(command, args, options) {
+  const child = spawn(command, args, { ...options, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  return child;
+}
+
+async function stopAll() {
+  for (const signal of ["SIGTERM", "SIGKILL"]) {
+    for (const child of children) {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // already gone
+      }
+    }
+    const deadline = Date.now() + 5000;
+    while (signal === "SIGTERM" && Date.now() < deadline && children.some((c) => c.exitCode === null && c.signalCode === null)) {
+      await pause(100);
+    }
+  }
+}
+
+async function startZeta(env, requestsFile, logFile) {
+  const child = startGroup(PYTHON, ["-m", "tests.support.fake_zeta", "--port", "0", "--rename", "count=total", "--requests", requestsFile], { cwd: REPO, env });
+  const url = await new Promise((resolve, reject) => {
+    let buffer = "";
+    const timer = setTimeout(() => reject(new Error("the fake Zeta model did not print LISTENING")), 30_000);
+    child.stdout.on("data", (chunk) => {
+      buffer += chunk.toString();
+      const match = /LISTENING (http:\/\/\S+)/.exec(buffer);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`the fake Zeta model exited with ${code}`)));
+  });
+  const out = fs.createWriteStream(logFile);
+  child.stdout.pipe(out);
+  child.stderr.pipe(out);
+  return url;
+}
+
+// --- the page ------------------------------------------------------------------------------
+
+async function quickInputVisible(page) {
+  return page.evaluate(() => {
+    const widget = document.querySelector(".quick-input-widget");
+    return !!widget && widget.style.display !== "none" && getComputedStyle(widget).display !== "none";
+  });
+}
+
+async function openFile(page, name) {
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Control+P");
+  await waitFor("quick open", () => quickInputVisible(page), 15_000);
+  await page.locator(".quick-input-widget input.input").first().fill(name);
+  await waitFor(`quick open result ${name}`, () =>
+    page.evaluate((wanted) => {
+      const input = document.querySelector(".quick-input-widget input.input");
+      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
+      const row = input && input.value === wanted && rows.find((r) => (r.querySelector(".label-name")?.textContent || "").trim() === wanted);
+      if (!row) {
+        return false;
+      }
+      row.click();
+      return true;
+    }, name),
+  );
+  await waitFor(`editor tab ${name}`, () =>
+    page.evaluate((wanted) => {
+      const active = document.querySelector(".tabs-container .tab.active .label-name, .tabs-container .tab.active .monaco-icon-label");
+      return !!active && active.textContent.includes(wanted);
+    }, name),
+  );
+}
+
+async function lichStatus(page) {
+  const texts = await page.evaluate(() => [...document.querySelectorAll(".statusbar-item")].map((el) => el.textContent.replace(/\s+/g, " ").trim()));
+  return texts.find((text) => /^Lich\b/.test(text)) || "";
+}
+
+/** The cursor as the status bar shows it: [line, column], 1-based. */
+async function cursorPosition(page) {
+  const text = await page.evaluate(() => document.querySelector("#status\\.editor\\.selection")?.textContent || "");
+  const match = /Ln (\d+), Col (\d+)/.exec(text);
+  return match ? [Number(match[1]), Number(match[2])] : null;
+}
+
+/**
+ * What the editor draws, line by line in order (Monaco recycles line elements: sorted by their
+ * top): the line's text, the text of its `after` decorations (VS Code draws them with CSS
+ * ::after), whether part of it is struck through, and whether its gutter shows a lich marker.
+ */
+async function drawnLines(page) {
+  return page.evaluate(() => {
+    const editor = document.querySelector(".editor-group-container.active .monaco-editor");
+    if (!editor) {
+      return [];
+    }
+    const clean = (text) => text.replace(/\u00a0/g, " ");
+    // Gutter icons are absolutely placed elements of their own (the glyph margin): matched to
+    // the line at the same height on the screen.
+    const markers = [...editor.querySelectorAll(".margin *")]
+      .filter((el) => getComputedStyle(el).backgroundImage.includes("next-edit.svg"))
+      .map((el) => el.getBoundingClientRect())
+      .filter((box) => box.height > 0);
+    const lines = [...editor.querySelectorAll(".view-lines .view-line")].map((line) => {
+      const spans = [...line.querySelectorAll("span span, span")];
+      const after = spans
+        .map((span) => getComputedStyle(span, "::after").content)
+        .filter((content) => content && content !== "none" && content !== "normal")
+        .map((content) => clean(content.replace(/^"|"$/g, "")));
+      const struck = spans
+        .filter((span) => span.children.length === 0 && getComputedStyle(span).textDecorationLine.includes("line-through"))
+        .map((span) => clean(span.textContent));
+      const top = parseFloat(line.style.top || "0");
+      const box = line.getBoundingClientRect();
+      const marker = markers.some((m) => m.top < box.bottom && m.bottom > box.top);
+      return { top, text: clean(line.textContent), after, struck, marker };
+    });
+    lines.sort((a, b) => a.top - b.top);
+    return lines.map(({ top, ...rest }) => rest);
+  }).then((lines) => (lastDrawn = lines));
+}
+
+/** The last drawing read, for the error when a wait on it times out. */
+let lastDrawn = [];
+
+async function editorText(page) {
+  return (await drawnLines(page)).map((line) => line.text).join("\n");
+}
+
+async function screenshot(page, name) {
+  const file = path.join(ARTIFACTS, `vscode-next-edit-${name}.png`);
+  await page.screenshot({ path: file });
+  result.screenshots.push(file);
+  return file;
+}
+
+/** The lines that show a suggestion: a marker, struck-through text or an `after` text. */
+function suggested(lines) {
+  return lines.filter((line) => line.marker || line.struck.length > 0 || line.after.length > 0);
+}
+
+async function step(name, fn) {
+  const t0 = Date.now();
+  const details = await fn();
+  result.steps[name] = { ms: Date.now() - t0, ...(details || {}) };
+  log(`step ${name} ok`);
+  return details;
+}
+
+async function scenario(page, folder) {
+  await openFile(page, FILE);
+  await waitFor("the Lich status bar item (the server answered lich.status)", async () => IDLE_STATUS.test(await lichStatus(page)), SERVER_START_TIMEOUT_MS);
+  await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+  // Line 2, column 5: the start of `count` at its definition; Ctrl+D selects the word.
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("ArrowDown");
+  await page.keyboard.press("End");
+  await page.keyboard.press("Home");
+  await page.keyboard.press("Control+D");
+  await page.keyboard.type("total", { delay: 30 });
+
+  await step("shown", async () => {
+    const lines = await waitFor("suggestions on the two uses of count", async () => {
+      const drawn = await drawnLines(page);
+      const shown = suggested(drawn);
+      return shown.length === 2 && shown.every((line) => line.marker && line.struck.includes("count") && line.after.includes("total")) ? drawn : false;
+    });
+    const shot = await screenshot(page, "shown");
+    return { lines, cursor: await cursorPosition(page), screenshot: shot };
+  });
+
+  await page.keyboard.press("Tab");
+  await step("jumped", async () => {
+    const cursor = await waitFor("the cursor on the first suggestion (line 4)", async () => {
+      const at = await cursorPosition(page);
+      return at && at[0] === 4 ? at : false;
+    });
+    return { cursor, text: await editorText(page) };
+  });
+
+  await page.keyboard.press("Tab");
+  await step("accepted_first", async () => {
+    const text = await waitFor("line 4 renamed", async () => {
+      const now = await editorText(page);
+      return now.includes("        total += item") ? now : false;
+    });
+    return { text, cursor: await cursorPosition(page) };
+  });
+
+  await step("second_shown", async () => {
+    const lines = await waitFor("the suggestion on the last use", async () => {
+      const drawn = await drawnLines(page);
+      const shown = suggested(drawn);
+      return shown.length === 1 && shown[0].text.includes("return count") && shown[0].after.includes("total") ? drawn : false;
+    });
+    return { lines };
+  });
+  await page.keyboard.press("Tab");
+  await waitFor("the cursor on line 5", async () => (await cursorPosition(page))?.[0] === 5);
+  await page.keyboard.press("Tab");
+  const renamed = await step("accepted_second", async () => {
+    const text = await waitFor("line 5 renamed", async () => {
+      const now = await editorText(page);
+      return now.includes("    return total") ? now : false;
+    });
+    return { text };
+  });
+
+  // A new use of the old name: suggested, then dismissed with Escape.
+  await page.keyboard.press("Control+End");
+  await page.keyboard.type("print(count)", { delay: 30 });
+  await step("new_use_shown", async () => {
+    const lines = await waitFor("the suggestion on the new line", async () => {
+      const drawn = await drawnLines(page);
+      const shown = suggested(drawn);
+      return shown.length === 1 && shown[0].text.includes("print(count)") && shown[0].after.includes("total") ? drawn : false;
+    });
+    await screenshot(page, "new-use");
+    return { lines };
+  });
+  await page.keyboard.press("Escape");
+  await step("dismissed", async () => {
+    const lines = await waitFor("no suggestion after Escape", async () => {
+      const drawn = await drawnLines(page);
+      return suggested(drawn).length === 0 ? drawn : false;
+    });
+    return { lines, text: await editorText(page) };
+  });
+
+  await page.keyboard.press("Control+S");
+  const disk = await waitFor("the saved file", () => {
+    const text = fs.readFileSync(path.join(folder, FILE), "utf8");
+    return text.includes("print(count)") ? text : false;
+  });
+  return { renamed: renamed.text, disk_text: disk };
+}
+
+async function main() {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  for (const [what, file] of [
+    ["code-server (run .ci/vscode/install.sh)", CS_ENTRY],
+    ["playwright-core (run .ci/vscode/install.sh)", TOOLS_PKG],
+    ["chromium (apt-get install chromium)", CHROMIUM],
+    ["the packaged extension (run .ci/vscode/build.sh)", VSIX],
+  ]) {
+    if (!fs.existsSync(file)) {
+      throw new Error(`missing ${what}: ${file}`);
+    }
+  }
+  const { chromium } = createRequire(TOOLS_PKG)("playwright-core");
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "lich-next-edit-e2e-"));
+  result.scratch = scratch;
+  const home = path.join(scratch, "home");
+  const userData = path.join(scratch, "user-data");
+  const extensionsDir = path.join(scratch, "extensions");
+  const folder = path.join(scratch, "project");
+  for (const dir of [home, path.join(userData, "User"), path.join(userData, "Machine"), extensionsDir, path.join(folder, ".git")]) {
+    fs.mkdirSync(dir, { recursive: true });
+  }
+  fs.writeFileSync(path.join(folder, FILE), CALC);
+  const env = {
+    ...process.env,
+    HOME: home,
+    XDG_CONFIG_HOME: path.join(home, ".config"),
+    XDG_DATA_HOME: path.join(home, ".local", "share"),
+    XDG_CACHE_HOME: path.join(home, ".cache"),
+    XDG_STATE_HOME: path.join(home, ".local", "state"),
+    PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
+  };
+  delete env.OPENAI_API_KEY;
+  delete env.ANTHROPIC_API_KEY;
+
+  const requestsFile = path.join(scratch, "zeta-requests.jsonl");
+  const zetaUrl = await startZeta(env, requestsFile, path.join(scratch, "zeta.log"));
+  // The next-edit model is a user-side key: the user's config file (the server inherits HOME).
+  const userConfig = path.join(home, ".config", "lich", "config.json");
+  fs.mkdirSync(path.dirname(userConfig), { recursive: true });
+  fs.writeFileSync(userConfig, JSON.stringify({ next_edit: { kind: "openai_compat", format: "zeta", base_url: `${zetaUrl}/v1`, model: "zeta" } }, null, 2));
+
+  const settings = {
+    "workbench.startupEditor": "none",
+    "workbench.welcomePage.walkthroughs.openOnInstall": false,
+    "workbench.tips.enabled": false,
+    "workbench.enableExperiments": false,
+    "security.workspace.trust.enabled": false,
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "extensions.autoUpdate": false,
+    "extensions.autoCheckUpdates": false,
+    "extensions.ignoreRecommendations": true,
+    "files.autoSave": "off",
+    "files.hotExit": "off",
+    "window.restoreWindows": "none",
+    "chat.commandCenter.enabled": false,
+    "editor.quickSuggestions": { other: false, comments: false, strings: false },
+    "editor.wordBasedSuggestions": "off",
+    "lich.server.command": PYTHON,
+    "lich.server.args": ["-m", "lich_lsp"],
+    // A chat provider that is never asked; the status bar names it once the server answered.
+    "lich.provider.kind": "openai_compat",
+    "lich.baseUrl": `${zetaUrl}/v1`,
+    "lich.model": "fake-model",
+  };
+  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
+  // code-server reads machine-scoped settings (lich.server.*) from the Machine settings (run.mjs).
+  const machine = Object.fromEntries(Object.entries(settings).filter(([key]) => key.startsWith("lich.server.")));
+  fs.writeFileSync(path.join(userData, "Machine", "settings.json"), JSON.stringify(machine, null, 2));
+
+  const csArgs = ["--user-data-dir", userData, "--extensions-dir", extensionsDir];
+  const install = spawnSync(process.execPath, [CS_ENTRY, ...csArgs, "--install-extension", VSIX, "--force"], { env, encoding: "utf8", timeout: 120_000 });
+  if (install.status !== 0 || !/successfully installed/i.test(install.stdout + install.stderr)) {
+    throw new Error(`installing the .vsix failed: ${install.stdout}\n${install.stderr}`);
+  }
+  const port = await freePort();
+  const codeServer = startGroup(
+    process.execPath,
+    [CS_ENTRY, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", ...csArgs, folder],
+    { env, cwd: folder },
+  );
+  const csLog = fs.createWriteStream(path.join(scratch, "code-server.log"));
+  codeServer.stdout.pipe(csLog);
+  codeServer.stderr.pipe(csLog);
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor("code-server /healthz", async () => (await fetch(`${base}/healthz`)).ok, SERVER_START_TIMEOUT_MS);
+
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
+  });
+  let page;
+  try {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    page = await context.newPage();
+    await page.goto(`${base}/?folder=${encodeURIComponent(folder)}`);
+    await page.waitForSelector(".monaco-workbench", { timeout: SERVER_START_TIMEOUT_MS });
+    Object.assign(result, await scenario(page, folder));
+    result.requests = fs.existsSync(requestsFile) ? fs.readFileSync(requestsFile, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line)) : [];
+    result.ok = true;
+  } catch (err) {
+    result.errors.push(err instanceof Error ? err.stack || err.message : String(err));
+    if (page) {
+      await screenshot(page, "failed").catch(() => undefined);
+    }
+  } finally {
+    await browser.close().catch(() => undefined);
+  }
+}
+
+try {
+  await main();
+} catch (err) {
+  result.errors.push(err instanceof Error ? err.stack || err.message : String(err));
+} finally {
+  await stopAll();
+  process.stdout.write(`E2E_RESULT ${JSON.stringify(result)}\n`);
+}

@@ -1,0 +1,124 @@
+"""Next edit suggestions in a real VS Code (code-server 4.100.3 = VS Code 1.100.3) driven by
+headless Chromium through editors/vscode/e2e/next_edit.mjs (issue #47), against the real lich-lsp
+server whose next-edit model is the fake Zeta model (tests/support/fake_zeta.py: it renames
+`count` to `total` in the editable region it is sent).
+
+The user selects `count` at its definition and types `total`: the two uses below are drawn as
+inline diffs at their place (the old name struck through, `total` after it, a gutter marker);
+Tab puts the cursor on the first, Tab again accepts it; the second follows the same way. A new
+use typed at the end is suggested too and Escape dismisses it; the saved file has what the editor
+shows. Install with .ci/vscode/install.sh and .ci/vscode/build.sh; skips without them, except
+under CI=true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.editors.test_vscode_e2e import ARTIFACTS, DRIVER_TIMEOUT_S, _ensure_fresh_vsix
+from tests.editors.vscode_support import (
+    CACHE_DIR,
+    CHROMIUM,
+    CODE_SERVER_ENTRY,
+    EXT_DIR,
+    PLAYWRIGHT_CORE,
+    REPO,
+    VSIX,
+    node_binary,
+    require,
+)
+
+pytestmark = [pytest.mark.vscode, pytest.mark.slow]
+
+DRIVER = EXT_DIR / "e2e" / "next_edit.mjs"
+RENAMED = "def summary(items):\n    total = 0\n    for item in items:\n        total += item\n    return total\n"
+
+
+@pytest.fixture(scope="module")
+def e2e() -> dict[str, Any]:
+    require(node_binary() is not None, "node is not installed")
+    require(
+        CODE_SERVER_ENTRY.exists(),
+        f"code-server is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
+    )
+    require(
+        PLAYWRIGHT_CORE.exists(),
+        f"playwright-core is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
+    )
+    require(
+        CHROMIUM.exists(),
+        f"{CHROMIUM} is missing: run .ci/vscode/install.sh (apt-get install chromium)",
+    )
+    _ensure_fresh_vsix()
+    env = dict(os.environ)
+    env.update(
+        {
+            "LICH_PYTHON": sys.executable,
+            "LICH_VSCODE_CACHE": str(CACHE_DIR),
+            "LICH_VSIX": str(VSIX),
+            "LICH_ARTIFACTS_DIR": str(ARTIFACTS),
+            "LICH_CHROMIUM": str(CHROMIUM),
+        }
+    )
+    done = subprocess.run(
+        [node_binary() or "node", str(DRIVER)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DRIVER_TIMEOUT_S,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("E2E_RESULT ")]
+    assert lines, f"the driver printed no result (exit {done.returncode}):\n{done.stderr[-6000:]}"
+    result: dict[str, Any] = json.loads(lines[-1][len("E2E_RESULT ") :])
+    assert result["ok"] and not result["errors"], f"{result['errors']}\n{done.stderr[-4000:]}"
+    return result
+
+
+def _suggested(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The drawn lines that show a suggestion, by their text."""
+    return {
+        line["text"]: line for line in lines if line["marker"] or line["struck"] or line["after"]
+    }
+
+
+def test_a_rename_suggests_the_uses_away_from_the_cursor_as_inline_diffs(
+    e2e: dict[str, Any],
+) -> None:
+    shown = e2e["steps"]["shown"]
+    suggested = _suggested(shown["lines"])
+    assert set(suggested) == {"        count += item", "    return count"}
+    for line in suggested.values():
+        assert line == {**line, "struck": ["count"], "after": ["total"], "marker": True}
+    # The cursor stayed where the user typed (line 2, after `total`); nothing was changed yet.
+    assert shown["cursor"] == [2, 10]
+
+
+def test_tab_jumps_then_accepts_each_suggestion(e2e: dict[str, Any]) -> None:
+    steps = e2e["steps"]
+    assert steps["jumped"]["cursor"][0] == 4
+    assert "        count += item" in steps["jumped"]["text"]  # the jump changed nothing
+    assert "        total += item" in steps["accepted_first"]["text"]
+    assert "    return count" in steps["accepted_first"]["text"]
+    second = _suggested(steps["second_shown"]["lines"])
+    assert list(second) == ["    return count"]
+    assert e2e["renamed"].rstrip("\n") == RENAMED.rstrip("\n")
+
+
+def test_escape_dismisses_and_the_file_saves_what_the_editor_shows(e2e: dict[str, Any]) -> None:
+    steps = e2e["steps"]
+    assert list(_suggested(steps["new_use_shown"]["lines"])) == ["print(count)"]
+    assert _suggested(steps["dismissed"]["lines"]) == {}
+    assert e2e["disk_text"] == RENAMED + "print(count)"
+
+
+def test_the_model_was_asked_with_the_users_rename_in_the_region(e2e: dict[str, Any]) -> None:
+    prompts = [str(request.get("prompt", "")) for request in e2e["requests"]]
+    assert any("total<|user_cursor_is_here|> = 0" in prompt for prompt in prompts), prompts
+    assert all(request.get("model") == "zeta" for request in e2e["requests"])
