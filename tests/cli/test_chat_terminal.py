@@ -7,6 +7,7 @@ blocks on) or on the fake provider's records, never on a clock; SCREEN_WAIT_S on
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -24,6 +25,10 @@ import pytest
 
 from tests.support.cli_runner import run_lich
 from tests.support.fake_provider import FakeProviderServer
+
+# The LSP harness sits beside the LSP tests (no package there).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lsp"))
+from lsp_harness import provider_options, start_session, stop_session  # noqa: E402
 
 SCREEN_WAIT_S = 60.0
 DONE = "lich-chat-done"
@@ -309,3 +314,40 @@ def test_history_completion_alt_enter_and_ctrl_c_twice(
     terminal.send("C-c")
     terminal.wait_exit()
     terminal.shows_text("exit=0")
+
+
+async def test_the_terminal_continues_an_editors_thread_and_the_editor_continues_it(
+    tmp_path: Path, work: Path, fake_provider: FakeProviderServer, chat: list[ChatTerminal]
+) -> None:
+    """A thread started by an editor (lich.ask over the wire, a real lich-lsp) is continued in
+    `lich chat --thread ID` with the editor's turn in its history; the editor's next lich.ask
+    {thread} then has the terminal's turn in its own."""
+    root = work.resolve()
+    fake_provider.script(
+        {"text": "Editor answer ONE."},
+        {"text": "Terminal answer TWO."},
+        {"text": "Editor answer THREE."},
+    )
+    client = await start_session(root, init_options=provider_options(fake_provider))
+    try:
+        one = await client.command("lich.ask", {"prompt": "asked in the editor"})
+        thread = one["thread"]
+        terminal = start_chat(tmp_path, root, fake_provider, "--thread", thread)
+        chat.append(terminal)
+        await asyncio.to_thread(terminal.shows_text, f"thread {thread}")
+        await asyncio.to_thread(terminal.shows_text, "Ctrl-D quits")
+        terminal.type_line("asked in the terminal")
+        # The turn's end line (the answer alone may still be the status line's).
+        await asyncio.to_thread(terminal.shows_text, "model call(s)")
+        sent = messages_text(fake_provider.requests[1])
+        assert "asked in the editor" in sent and "Editor answer ONE." in sent
+        terminal.send("C-d")
+        await asyncio.to_thread(terminal.wait_exit)
+
+        three = await client.command("lich.ask", {"prompt": "back in the editor", "thread": thread})
+        assert three["thread"] == thread and three["turn"] == 3, three
+        sent = messages_text(fake_provider.requests[2])
+        assert "asked in the terminal" in sent and "Terminal answer TWO." in sent
+    finally:
+        await stop_session(client)
+    assert not client.failures, client.failures
