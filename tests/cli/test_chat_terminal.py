@@ -178,8 +178,8 @@ def test_send_stream_follow_up_queue_and_approvals_answered_y_and_n(
     chat.append(terminal)
     terminal.shows_text("Ctrl-D quits")  # the prompt is up (its status line)
     terminal.type_line("first question")
-    screen = terminal.shows_text("print('fenced')")
-    assert "First answer here." in screen
+    screen = terminal.shows_text("model call(s)")  # the turn's end line
+    assert "First answer here." in screen and "print('fenced')" in screen
     assert "**answer**" not in screen and "```" not in screen  # rendered, not the raw markdown
 
     terminal.type_line("second question")
