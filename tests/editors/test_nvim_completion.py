@@ -166,3 +166,36 @@ def test_partial_keys_set_to_false_or_empty_are_not_mapped(
         "<M-Right>": "",
         "<M-C-Right>": "",
     }
+
+
+@pytest.mark.parametrize("case", ["tab", "off", "user"])
+def test_tab_accepts_a_suggestion_and_is_a_real_tab_otherwise(
+    nvim: str,  # noqa: F811
+    workspace: Path,  # noqa: F811
+    tmp_path: Path,
+    fake_provider: FakeProviderServer,
+    case: str,
+) -> None:
+    """Issue #45 (tests/editors/nvim/completion_tab.lua): by default <Tab> accepts the suggestion
+    shown and is a real <Tab> where none is; `completion.accept_tab = false`, or a <Tab> the
+    user maps in Insert mode, leaves <Tab> unmapped by the plugin."""
+    (workspace / "calc.py").write_text("", encoding="utf-8")
+    fake_provider.script({"text": SUGGESTION, "chunks": 2}, *[{"text": ""}] * 5)
+    write_completion_config(tmp_path, fake_provider)
+    result = run_scenario(nvim, "completion_tab", workspace, tmp_path, {"case": case})
+    assert_passed(result)
+    tab_map = result["values"]["tab_map"]
+    if case == "tab":
+        text = result["values"]["text"]
+        assert text.rstrip(" \t") == "def add(a, b):\n    return a + b" != text
+        # One model request for "def add"; what followed asked with nothing left to suggest.
+        assert fake_provider.requests[0]["json"]["prompt"].endswith("def add")
+    elif case == "off":
+        # No <Tab> mapping of the buffer's: none at all (an empty Lua table reads as []), or
+        # Neovim 0.11's own global one.
+        assert not tab_map or tab_map == {
+            "buffer": 0,
+            "desc": "vim.snippet.jump if active, otherwise <Tab>",
+        }
+    else:
+        assert tab_map == {"buffer": 0, "desc": "the user's own <Tab>"}

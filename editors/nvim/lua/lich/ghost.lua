@@ -21,6 +21,8 @@ M.defaults = {
   accept_tab = true,
 }
 local TAB_DESC = "lich: accept the inline suggestion (else a real <Tab>)"
+-- The description of Neovim 0.11's default Insert-mode <Tab> (vim/_defaults.lua).
+local SNIPPET_TAB_DESC = "vim.snippet.jump if active, otherwise <Tab>"
 
 -- lich.status is read again on InsertEnter when older than this, so a completion model added to
 -- (or removed from) the config is picked up without restarting the server.
@@ -427,13 +429,48 @@ local function unmapped_keys(key)
   return keys
 end
 
---- Whether Insert mode in `bufnr` maps <Tab> already (buffer-local or global), other than
---- this plugin's own mapping: then <Tab> is left to it.
+--- Whether Insert mode in `bufnr` maps <Tab> to something of the user's (buffer-local or
+--- global): then <Tab> is left to it. The plugin's own mappings (their description starts with
+--- "lich:", as next edit suggestions' <Tab>) are not the user's.
 local function tab_taken(bufnr)
   local existing = vim.api.nvim_buf_call(bufnr, function()
     return vim.fn.maparg("<Tab>", "i", false, true)
   end)
-  return type(existing) == "table" and next(existing) ~= nil and existing.desc ~= TAB_DESC
+  if type(existing) ~= "table" or next(existing) == nil then
+    return false
+  end
+  local desc = type(existing.desc) == "string" and existing.desc or ""
+  -- Neovim's own default (0.11: jump to a snippet's next field) is not the user's either: the
+  -- mapping here does the same where nothing is suggested.
+  local neovim_default = existing.buffer == 0 and desc == SNIPPET_TAB_DESC
+  return desc:find("^lich:") == nil and not neovim_default
+end
+
+--- <Tab> in Insert mode: the ghost text's suggestion when one is shown and no completion menu
+--- is open, else a next edit suggestion's accept (lich.next_edit maps <Tab> too, and this one
+--- takes its place), else the jump to a snippet's next field (Neovim 0.11's own <Tab>), else a
+--- real <Tab>.
+local function tab()
+  if vim.fn.pumvisible() == 0 and M.accept() then
+    return
+  end
+  local next_edit = package.loaded["lich.next_edit"]
+  if next_edit ~= nil and next_edit.accept() then
+    return
+  end
+  if vim.snippet and vim.snippet.active({ direction = 1 }) then
+    vim.snippet.jump(1)
+    return
+  end
+  vim.api.nvim_feedkeys(unmapped_keys("<Tab>"), "ni", false)
+end
+
+--- Map <Tab> in `bufnr` (unless the user maps it); again on InsertEnter, since another part of
+--- the plugin may map it on the same attach, after this one.
+local function map_tab(bufnr)
+  if not tab_taken(bufnr) then
+    vim.keymap.set("i", "<Tab>", tab, { buffer = bufnr, desc = TAB_DESC })
+  end
 end
 
 local group = vim.api.nvim_create_augroup("lich_ghost", { clear = true })
@@ -506,10 +543,15 @@ function M.attach(client, bufnr, opts)
   map(opts.accept_key, M.accept, "lich: accept the inline suggestion")
   map(opts.accept_word_key, M.accept_word, "lich: accept the inline suggestion's next word")
   map(opts.accept_line_key, M.accept_line, "lich: accept the inline suggestion's line")
-  if opts.accept_tab and not tab_taken(bufnr) then
-    map("<Tab>", function()
-      return vim.fn.pumvisible() == 0 and M.accept()
-    end, TAB_DESC)
+  if opts.accept_tab then
+    map_tab(bufnr)
+    vim.api.nvim_create_autocmd("InsertEnter", {
+      group = group,
+      buffer = bufnr,
+      callback = function()
+        map_tab(bufnr)
+      end,
+    })
   end
 end
 
