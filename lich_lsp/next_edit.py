@@ -55,7 +55,6 @@ NEXT_EDIT_METHOD = "textDocument/copilotInlineEdit"
 # After the region's end marker, how long the rest of the answer is read (Zeta closes its fence
 # and stops: a few tokens) before the stream is closed instead.
 DRAIN_S = 1.0
-NO_EDITS: dict[str, Any] = {"edits": []}
 
 
 class NextEdits:
@@ -146,13 +145,13 @@ class NextEdits:
         uri, version, position = parse_params(params)
         model = self.model()
         if model is None:
-            return NO_EDITS
+            return _no_edits()
         doc = self._port.text_document(uri)
         rel = self._relative(uri)
         if doc is None or not rel:
-            return NO_EDITS
+            return _no_edits()
         if version is not None and doc.version is not None and version != doc.version:
-            return NO_EDITS  # the request is for a text the user has moved on from
+            return _no_edits()  # the request is for a text the user has moved on from
         current = doc.version
         older = self._in_flight.get(uri)
         if older is not None:
@@ -170,10 +169,10 @@ class NextEdits:
                 del self._in_flight[uri]
         doc = self._port.text_document(uri)
         if answer is None or token.cancelled or doc is None or doc.version != current:
-            return NO_EDITS
+            return _no_edits()
         rewritten = parse_answer(answer, excerpt)
         if rewritten is None:
-            return NO_EDITS
+            return _no_edits()
         edits = region_edits(text, excerpt.region_start, excerpt.region_end, rewritten)
         edits = self._without_undo(rel, text, edits)
         return {"edits": [self._wire_edit(uri, current, text, edit) for edit in edits]}
@@ -281,6 +280,10 @@ class NextEdits:
 
     def _encoding(self) -> str:
         return self._port.position_encoding
+
+
+def _no_edits() -> dict[str, Any]:
+    return {"edits": []}
 
 
 async def _read_to_end(stream: AsyncIterator[str]) -> None:

@@ -191,9 +191,9 @@ class EditHistory:
         return list(self._edits)
 
     def latest(self, path: str) -> RecentEdit | None:
-        """The newest edit when it is of `path` (its lines are where they are now), else None."""
-        edits = self.recent()
-        return edits[-1] if edits and edits[-1].path == path else None
+        """The newest edit of `path`: every later change of that file would have joined it or
+        replaced it as the newest, so its lines are where they are now."""
+        return next((edit for edit in reversed(self.recent()) if edit.path == path), None)
 
     def forget(self, path: str) -> None:
         self._edits = [edit for edit in self._edits if edit.path != path]

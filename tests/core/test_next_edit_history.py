@@ -145,15 +145,15 @@ def test_only_the_last_few_and_recent_edits_are_kept() -> None:
     assert history.latest("a.py") is None
 
 
-def test_latest_is_only_the_newest_edit_of_that_file() -> None:
+def test_latest_is_the_newest_edit_of_that_file() -> None:
     history = EditHistory(now=Clock())
     history.record("a.py", TEXT, edited(TEXT, 1, "a\n"))
-    assert history.latest("a.py") is not None
     history.record("b.py", TEXT, edited(TEXT, 1, "b\n"))
-    assert history.latest("a.py") is None
+    assert history.latest("a.py").new == ["a\n"]  # an edit of another file since
     assert history.latest("b.py").new == ["b\n"]
+    assert history.latest("c.py") is None
     history.forget("b.py")
-    assert history.latest("a.py").new == ["a\n"]
+    assert history.latest("b.py") is None and len(history.recent()) == 1
 
 
 def test_the_diff_has_the_files_line_numbers_and_context() -> None:
