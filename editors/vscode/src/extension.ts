@@ -4,6 +4,8 @@
  * `lich/saveDocuments` request. Palette commands live under `lichClient.*` so they never clash
  * with the server's command ids.
  */
+import * as fs from "node:fs/promises";
+import * as os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import {
@@ -21,7 +23,7 @@ import { showMessageRequest, SHOW_MESSAGE_REQUEST_METHOD, type MessageActionItem
 import { CHAT_VIEW_ID, OPEN_CHAT_COMMAND } from "./chatProtocol";
 import { COMPLETIONS_ENABLED_SETTING, completionModel } from "./completions";
 import { ChatSession, ChatViewProvider } from "./chatView";
-import { CONFIG_TEMPLATE } from "./configTemplate";
+import { CONFIG_TEMPLATE, userConfigPath } from "./configTemplate";
 import { ASK_COMMAND, createMiddleware, trackedAsk, type AskArgs } from "./middleware";
 import { canImportLichLsp, findOnPath, pythonExtensionInterpreter } from "./nodeResolveDeps";
 import { createVscodeNextEdits, nextEditModel, type NextEditController } from "./nextEdit";
@@ -44,8 +46,10 @@ import {
 } from "./review";
 import { resolveServer, serverMissingMessage, type ServerSpec } from "./serverResolve";
 import { RESTART_SETTINGS, SECTION, serverSettings, type ServerSettings } from "./settings";
-import { mcpServers, providerInfo, statusView, type McpServerInfo, type ProviderInfo } from "./status";
-import { TaskTracker } from "./tasks";
+import { ReviewDecorations, REVIEW_LIST_COMMAND } from "./reviewDecorations";
+import { completionInfo, completionView, mcpServers, providerInfo, SERVER_LOG_COMMAND, statusView, type CompletionInfo, type McpServerInfo, type ProviderInfo } from "./status";
+import { OPEN_CHAT_ACTION, TaskNotificationsCapability, taskNotice, TaskTracker } from "./tasks";
+import { DEMO_COMMAND, DEMO_TERMINAL_NAME, demoCommand, demoShellLine, DOCS_COMMAND, NO_MODEL_CONTEXT, runModelSetup, SETUP_COMMAND, WELCOME_VIEW_ID } from "./welcome";
 import { UNDO_COMMAND, undoTaskCommand, type UndoResult } from "./undo";
 import { MANAGE_TRUST_COMMAND, runTrustCommand, TRUST_COMMAND, type TrustArgs, type TrustResult } from "./trust";
 import { askTranscript, EVENT_METHOD, eventTaskId, OPEN_TRANSCRIPT_COMMAND, TRANSCRIPT_CHANNEL, TranscriptRenderer, type LichEvent } from "./transcript";
@@ -68,6 +72,10 @@ export const COMMANDS = {
   runTestsMatching: "lichClient.runTestsMatching",
   undoTask: "lichClient.undoTask",
   openChat: OPEN_CHAT_COMMAND,
+  setUpModel: SETUP_COMMAND,
+  tryDemo: DEMO_COMMAND,
+  openSetupDocs: DOCS_COMMAND,
+  showServerLog: SERVER_LOG_COMMAND,
 } as const;
 const ACTION_RESTART = "Restart Server";
 const ACTION_SETTINGS = "Open Settings";
@@ -94,8 +102,12 @@ export class LichController implements vscode.Disposable {
   /** lich.status's next-edit model (./nextEdit): null when next edits are off, undefined before it answered. */
   private nextEditModel: string | null | undefined;
   readonly nextEdits: NextEditController;
+  /** lich.status's completion model and its last failure, for the ghost-text status item. */
+  private completion: CompletionInfo = { model: undefined };
   private mcp: McpServerInfo[] = [];
   private readonly statusItem: vscode.StatusBarItem;
+  private readonly completionItem: vscode.StatusBarItem;
+  private readonly extensionUri: vscode.Uri;
   private readonly renderer = new TranscriptRenderer();
   private readonly disposables: vscode.Disposable[] = [];
   private crashes = 0;
@@ -107,6 +119,7 @@ export class LichController implements vscode.Disposable {
 
   constructor(context: vscode.ExtensionContext) {
     this.workspaceState = context.workspaceState;
+    this.extensionUri = context.extensionUri;
     this.transcript = vscode.window.createOutputChannel(TRANSCRIPT_CHANNEL);
     this.serverOutput = vscode.window.createOutputChannel(CLIENT_NAME);
     this.history = new PromptHistory(context.workspaceState);
@@ -135,7 +148,9 @@ export class LichController implements vscode.Disposable {
     this.chatView = new ChatViewProvider(context.extensionUri, this.chat);
     this.statusItem = vscode.window.createStatusBarItem("lich.status", vscode.StatusBarAlignment.Left, 10);
     this.statusItem.name = "Lich";
-    this.disposables.push(this.transcript, this.serverOutput, this.statusItem);
+    this.completionItem = vscode.window.createStatusBarItem("lich.completion", vscode.StatusBarAlignment.Right, 100);
+    this.completionItem.name = "Lich Ghost Text";
+    this.disposables.push(this.transcript, this.serverOutput, this.statusItem, this.completionItem);
     const nextEdits = createVscodeNextEdits(SECTION, {
       gutterIcon: () => vscode.Uri.joinPath(context.extensionUri, "media", "next-edit.svg"),
       sendRequest: () => (this.client?.state === State.Running ? (method, params, token) => this.client!.sendRequest(method, params, token) : undefined),
@@ -168,6 +183,14 @@ export class LichController implements vscode.Disposable {
     register(COMMANDS.runTests, () => this.runTests(false));
     register(COMMANDS.runTestsMatching, () => this.runTests(true));
     register(COMMANDS.openChat, () => this.chatView.open());
+    register(COMMANDS.setUpModel, () => this.setUpModel());
+    register(COMMANDS.tryDemo, () => this.tryDemo());
+    register(COMMANDS.openSetupDocs, () => this.openSetupDocs());
+    register(COMMANDS.showServerLog, () => this.serverOutput.show(true));
+    // The welcome view (./welcome): an empty tree, so VS Code shows its viewsWelcome content.
+    this.disposables.push(
+      vscode.window.createTreeView(WELCOME_VIEW_ID, { treeDataProvider: { getChildren: () => [], getTreeItem: (item: vscode.TreeItem) => item } }),
+    );
     this.disposables.push(
       this.chatView,
       vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chatView, { webviewOptions: { retainContextWhenHidden: true } }),
@@ -180,6 +203,8 @@ export class LichController implements vscode.Disposable {
     register(REVIEW_COMMANDS.rejectAll, () => this.reviewCommand(REJECT_ALL_COMMAND, {}));
     const lenses = new ReviewCodeLensProvider();
     this.disposables.push(lenses, vscode.languages.registerCodeLensProvider({ scheme: "file" }, lenses));
+    // The proposed text of each pending hunk, drawn in the editor (./reviewDecorations).
+    this.disposables.push(new ReviewDecorations((uri) => this.chatRequest(REVIEW_LIST_COMMAND, { uri })));
     // The chat's Accept / Reject follow the server's hunks: a hunk decided in the editor (its
     // lens, Accept All) or dropped by the user's typing greys out in the chat too.
     let hunkIds = "";
@@ -281,11 +306,13 @@ export class LichController implements vscode.Disposable {
         routeAsk: (args) => this.routeAskToChat(args),
         settings: () => this.currentSettings(),
         completions: {
-          enabled: () => vscode.workspace.getConfiguration(SECTION).get<boolean>(COMPLETIONS_ENABLED_SETTING, true) !== false,
+          enabled: () => this.completionsEnabled(),
           model: () => this.completionModel,
           recheck: () => void this.refreshStatus(),
+          failing: () => this.completion.lastError !== undefined,
         },
-        onAskResult: (result) => {
+        onAskResult: (result, args) => {
+          this.notifyTaskEnd(result, args.prompt);
           this.rememberTranscript(result);
           void this.refreshStatus();
           void this.revealFirstPendingHunk(result);
@@ -310,6 +337,8 @@ export class LichController implements vscode.Disposable {
     client.registerProposedFeatures();
     client.registerFeature(new SaveDocumentsCapability());
     client.registerFeature(new ReviewHunksCapability());
+    // End-of-task notifications are ours (./tasks): none for a chat turn, one with "Open chat" otherwise.
+    client.registerFeature(new TaskNotificationsCapability());
     client.onNotification(EVENT_METHOD, (event: LichEvent) => this.onEvent(event));
     // Back after a crash (the client restarts the server by itself) or a restart: the chat
     // reads its thread again, so it shows what the server has.
@@ -384,6 +413,21 @@ export class LichController implements vscode.Disposable {
     this.statusItem.text = view.text;
     this.statusItem.tooltip = view.tooltip;
     this.statusItem.command = view.command;
+    const ghost = this.state === "running" ? completionView(this.completion, this.completionsEnabled()) : undefined;
+    if (ghost) {
+      this.completionItem.text = ghost.text;
+      this.completionItem.tooltip = ghost.tooltip;
+      this.completionItem.command = ghost.command;
+      this.completionItem.show();
+    } else {
+      this.completionItem.hide();
+    }
+    // The welcome view shows while the server says no model is set up.
+    void vscode.commands.executeCommand("setContext", NO_MODEL_CONTEXT, this.state === "running" && this.provider.configured === false);
+  }
+
+  private completionsEnabled(): boolean {
+    return vscode.workspace.getConfiguration(SECTION).get<boolean>(COMPLETIONS_ENABLED_SETTING, true) !== false;
   }
 
   /** Send one server command; undefined (after telling the user) when the server is not running. */
@@ -406,6 +450,7 @@ export class LichController implements vscode.Disposable {
       this.mcp = mcpServers(status);
       this.completionModel = completionModel(status);
       this.nextEditModel = nextEditModel(status);
+      this.completion = completionInfo(status);
       this.updateStatus();
     } catch (err) {
       this.serverOutput.appendLine(`lich.status failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -453,6 +498,7 @@ export class LichController implements vscode.Disposable {
       const result = await trackedAsk(this.tasks, args, (sent) =>
         client.sendRequest(ExecuteCommandRequest.type, { command: ASK_COMMAND, arguments: [sent] }),
       );
+      this.notifyTaskEnd(result, prompt);
       this.rememberTranscript(result);
       void this.revealFirstPendingHunk(result);
       return result;
@@ -499,6 +545,70 @@ export class LichController implements vscode.Disposable {
         return;
       }
     }
+  }
+
+  /**
+   * The one notification for a task that did not start in the chat (the palette, a code action):
+   * the server sends none (taskNotifications); "Open chat" shows the task's thread in the chat.
+   */
+  private notifyTaskEnd(result: unknown, prompt: string | undefined): void {
+    const notice = taskNotice(result, prompt ?? "agent task");
+    if (!notice) {
+      return;
+    }
+    const show = notice.level === "error" ? vscode.window.showErrorMessage : notice.level === "warning" ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+    const actions = notice.thread ? [OPEN_CHAT_ACTION] : [];
+    void Promise.resolve(show(notice.message, ...actions)).then(async (choice) => {
+      if (choice === OPEN_CHAT_ACTION && notice.thread) {
+        await this.chat.pickThread(notice.thread);
+        await this.chatView.open();
+      }
+    });
+  }
+
+  /** "Set Up a Model" (the welcome view, the "no model" status item): written to the user config. */
+  async setUpModel(): Promise<void> {
+    const configPath = userConfigPath(process.env, os.homedir());
+    await runModelSetup({
+      ui: vscode.window,
+      configPath,
+      readFile: async (file) => {
+        try {
+          return await fs.readFile(file, "utf8");
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+            return undefined;
+          }
+          throw err;
+        }
+      },
+      writeFile: async (file, text) => {
+        await fs.mkdir(path.dirname(file), { recursive: true });
+        await fs.writeFile(file, text, "utf8");
+      },
+      env: process.env,
+      openFile: (file) => void vscode.window.showTextDocument(vscode.Uri.file(file)),
+      // The server checks its config files before each command: lich.status reads the new one.
+      written: () => this.refreshStatus(),
+    });
+  }
+
+  /** "Try the Demo": `lich demo` (a recorded conversation, no key, no network) in a terminal. */
+  tryDemo(): void {
+    const demo = demoCommand(this.serverSpec);
+    if (!demo) {
+      void vscode.window.showWarningMessage("Lich: run `lich demo` in a terminal (the server command set in lich.server.command is not one this can derive it from).");
+      return;
+    }
+    // In the user's shell, not as the terminal's process: the output stays after the demo ends.
+    const terminal = vscode.window.createTerminal({ name: DEMO_TERMINAL_NAME });
+    terminal.show();
+    terminal.sendText(demoShellLine(demo));
+  }
+
+  /** "Read the Docs": the extension's README (setting up a model, commands, settings). */
+  async openSetupDocs(): Promise<void> {
+    await vscode.commands.executeCommand("markdown.showPreview", vscode.Uri.joinPath(this.extensionUri, "README.md"));
   }
 
   private rememberTranscript(result: unknown): void {

@@ -11,6 +11,9 @@ export interface StatusView {
 export const CANCEL_COMMAND = "lichClient.cancelTask";
 export const TRANSCRIPT_COMMAND = "lichClient.showTranscript";
 export const CONFIG_COMMAND = "lichClient.openConfig";
+/** The first-run setup (./welcome); here as a string so this module stays free of vscode. */
+export const SETUP_MODEL_COMMAND = "lichClient.setUpModel";
+export const SERVER_LOG_COMMAND = "lichClient.showServerLog";
 
 /** What `lich.status` says about the chat provider: `provider: {name, kind, model, describe}`. */
 export interface ProviderInfo {
@@ -21,6 +24,8 @@ export interface ProviderInfo {
   describe?: string;
   /** Set when the server could not build the provider chain ("misconfigured: KEY: ..."). */
   problem?: string;
+  /** False when no provider is configured and the built-in default would be tried (lich.status). */
+  configured?: boolean;
 }
 
 export function providerInfo(status: unknown): ProviderInfo {
@@ -37,6 +42,9 @@ export function providerInfo(status: unknown): ProviderInfo {
   const info: ProviderInfo = { kind: text(record.kind), model: text(record.model), describe };
   if (!info.kind && describe?.startsWith("misconfigured")) {
     info.problem = describe;
+  }
+  if (typeof record.configured === "boolean") {
+    info.configured = record.configured;
   }
   return info;
 }
@@ -147,9 +155,84 @@ export function statusView(
       command: CONFIG_COMMAND,
     };
   }
+  if (provider.configured === false) {
+    // The server would try its built-in default (Ollama on localhost): not a model the user chose.
+    return {
+      text: `$(hubot) Lich: no model${mark}`,
+      tooltip: [`No model is set up yet${detail ? ` (the default would be ${detail})` : ""}. Click to set one up.`, ...mcpLines].join("\n"),
+      command: SETUP_MODEL_COMMAND,
+    };
+  }
   return {
     text: `$(hubot) Lich${where ? `: ${where}` : ""}${mark}`,
     tooltip: [`lich-lsp is ready${detail ? ` (model ${detail})` : ""}. Click for the transcript.`, ...(completion ? [`Completions: ${completion}`] : []), ...mcpLines].join("\n"),
     command: TRANSCRIPT_COMMAND,
+  };
+}
+
+/** `lich.status`'s `completion`: the model (null: completions off) and the last failed request. */
+export interface CompletionInfo {
+  model: string | null | undefined;
+  /** The last failure in plain words; cleared by the next success. */
+  lastError?: string;
+  /** When it failed (ISO time). */
+  lastErrorAt?: string;
+}
+
+export function completionInfo(status: unknown): CompletionInfo {
+  const completion = status && typeof status === "object" ? (status as Record<string, unknown>).completion : undefined;
+  if (completion === undefined) {
+    return { model: undefined };
+  }
+  if (!completion || typeof completion !== "object") {
+    return { model: null };
+  }
+  const record = completion as Record<string, unknown>;
+  const text = (value: unknown): string | undefined => (typeof value === "string" && value.trim() !== "" ? value : undefined);
+  const info: CompletionInfo = { model: text(record.model) ?? null };
+  const lastError = text(record.last_error);
+  if (lastError) {
+    info.lastError = lastError;
+    info.lastErrorAt = text(record.last_error_at);
+  }
+  return info;
+}
+
+/** At most this many characters of the last completion failure in the status item's tooltip. */
+export const COMPLETION_ERROR_CHARS = 200;
+export const COMPLETION_ITEM_TEXT = "Ghost text";
+
+/** "14:03:07" from an ISO time (the local clock), or the text as it is when it does not parse. */
+export function clockTime(iso: string | undefined, zone?: string): string {
+  if (!iso) {
+    return "";
+  }
+  const when = new Date(iso);
+  return Number.isNaN(when.getTime()) ? iso : when.toLocaleTimeString("en-GB", { hour12: false, timeZone: zone });
+}
+
+/**
+ * The ghost-text status item: hidden (undefined) while completions are off or unknown; the model
+ * when they work; a warning with the last failure (when, and what) while they fail.
+ */
+export function completionView(info: CompletionInfo, enabled: boolean, zone?: string): StatusView | undefined {
+  if (!enabled) {
+    return undefined;
+  }
+  if (!info.model) {
+    return undefined;
+  }
+  if (info.lastError) {
+    const at = clockTime(info.lastErrorAt, zone);
+    return {
+      text: `$(warning) ${COMPLETION_ITEM_TEXT}: failing`,
+      tooltip: `Ghost text from ${info.model} failed${at ? ` at ${at}` : ""}: ${clipLine(info.lastError, COMPLETION_ERROR_CHARS)}\nClick for the server log.`,
+      command: SERVER_LOG_COMMAND,
+    };
+  }
+  return {
+    text: `$(sparkle) ${COMPLETION_ITEM_TEXT}`,
+    tooltip: `Ghost text from ${info.model}. Click for the server log.`,
+    command: SERVER_LOG_COMMAND,
   };
 }

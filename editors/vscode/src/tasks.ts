@@ -99,3 +99,73 @@ export class TaskTracker {
     }
   }
 }
+
+/**
+ * End-of-task notifications. The extension declares `experimental.lich.taskNotifications`, so the
+ * server sends no end-of-task window/showMessage for any task; the extension says it itself, once
+ * and only for a task not started from the chat (a code action, the palette): the chat shows its
+ * own turns' outcome, and one toast per chat turn was a toast for every message.
+ */
+export const OPEN_CHAT_ACTION = "Open chat";
+/** At most this many characters of the answer's first line in the notification. */
+export const NOTICE_ANSWER_CHARS = 120;
+
+export interface TaskNotice {
+  level: "info" | "warning" | "error";
+  message: string;
+  /** The thread the task was a turn of: "Open chat" shows it. */
+  thread?: string;
+}
+
+function firstLine(text: string, max: number): string {
+  const line = text
+    .split("\n")
+    .map((part) => part.trim())
+    .find((part) => part !== "") ?? "";
+  const chars = Array.from(line);
+  return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : line;
+}
+
+/**
+ * The one short notification for a finished lich.ask (its result: AskResult): `Lich: <title>:
+ * <first line of the answer>`, or why it stopped. Undefined for something that is not a result.
+ */
+export function taskNotice(result: unknown, title: string): TaskNotice | undefined {
+  if (!result || typeof result !== "object") {
+    return undefined;
+  }
+  const r = result as Record<string, unknown>;
+  const text = (value: unknown): string => (typeof value === "string" ? value : "");
+  const thread = text(r.thread) || undefined;
+  const label = firstLine(title, 60) || "task";
+  const reason = text(r.stopped_reason);
+  let notice: TaskNotice;
+  if (reason === "error") {
+    notice = { level: "error", message: `Lich: ${label} failed: ${firstLine(text(r.error), NOTICE_ANSWER_CHARS) || "see the chat for details"}` };
+  } else if (reason === "aborted") {
+    notice = { level: "warning", message: `Lich: ${label}: cancelled.` };
+  } else if (reason === "budget") {
+    notice = { level: "warning", message: `Lich: ${label}: stopped after its turn limit (lich.maxTurns).` };
+  } else {
+    const answer = firstLine(text(r.final), NOTICE_ANSWER_CHARS) || firstLine(text(r.review_message), NOTICE_ANSWER_CHARS) || "done.";
+    notice = { level: "info", message: `Lich: ${label}: ${answer}` };
+  }
+  return thread ? { ...notice, thread } : notice;
+}
+
+/** Declares `experimental.lich.taskNotifications: true` (a StaticFeature of vscode-languageclient). */
+export class TaskNotificationsCapability {
+  fillClientCapabilities(capabilities: { experimental?: unknown }): void {
+    const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
+    const lich = (experimental.lich ?? {}) as Record<string, unknown>;
+    capabilities.experimental = { ...experimental, lich: { ...lich, taskNotifications: true } };
+  }
+
+  initialize(): void {}
+
+  getState(): { kind: "static" } {
+    return { kind: "static" };
+  }
+
+  clear(): void {}
+}

@@ -128,7 +128,11 @@ describe("package.json contributions", () => {
 
   it("contributes the Lich chat view in its own side bar container, with its icon packaged", () => {
     expect(manifest.contributes.viewsContainers.activitybar).toEqual([{ id: "lich", title: "Lich", icon: "media/lich.svg" }]);
-    expect(manifest.contributes.views.lich).toEqual([expect.objectContaining({ type: "webview", id: "lichClient.chat" })]);
+    expect(manifest.contributes.views.lich).toEqual([
+      expect.objectContaining({ type: "webview", id: "lichClient.chat" }),
+      // First-run guidance: shown only while the server says no model is set up (src/welcome.ts).
+      expect.objectContaining({ id: "lichClient.welcome", when: "lich.noModel" }),
+    ]);
     expect(manifest.activationEvents).toContain("onView:lichClient.chat");
     const ignore = readFileSync(path.join(__dirname, "..", ".vscodeignore"), "utf8");
     expect(ignore).toContain("!dist/chat.js");
@@ -162,6 +166,10 @@ describe("package.json contributions", () => {
         "Reject All",
         "Accept Change",
         "Reject Change",
+        "Set Up a Model",
+        "Try the Demo",
+        "Read the Setup Docs",
+        "Show Server Log",
       ].sort(),
     );
   });

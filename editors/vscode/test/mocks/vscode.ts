@@ -145,12 +145,20 @@ export const mock = {
   /** Every warning with the actions it offered (mock.warnings keeps the bare texts). */
   warningPrompts: [] as { message: string; actions: string[] }[],
   warningChoice: undefined as string | undefined,
+  /** Every information message with the actions it offered, and the action the "user" picks. */
+  infoPrompts: [] as { message: string; actions: string[] }[],
+  infoChoice: undefined as string | undefined,
   errorChoice: undefined as string | undefined,
   /** Input boxes shown, and what the "user" answers (undefined: dismissed). */
   inputBoxes: [] as Record<string, unknown>[],
   inputBoxAnswer: undefined as string | undefined,
   outputs: new Map<string, string[]>(),
-  statusItems: [] as { text: string; tooltip?: string; command?: string }[],
+  statusItems: [] as { text: string; tooltip?: string; command?: string; visible?: boolean }[],
+  /** Tree views created (by view id), terminals created, decorations set per editor. */
+  treeViews: [] as string[],
+  terminals: [] as Record<string, unknown>[],
+  /** The context keys set with the setContext command. */
+  contextKeys: new Map<string, unknown>(),
   quickPicks: [] as FakeQuickPick[],
   onQuickPickShown: undefined as ((pick: FakeQuickPick) => void) | undefined,
   files: new Map<string, string>(),
@@ -180,6 +188,8 @@ export const mock = {
     mock.warnings = [];
     mock.warningPrompts = [];
     mock.warningChoice = undefined;
+    mock.infoPrompts = [];
+    mock.infoChoice = undefined;
     mock.errorChoice = undefined;
     mock.inputBoxes = [];
     mock.inputBoxAnswer = undefined;
@@ -193,6 +203,9 @@ export const mock = {
     mock.webviewViewProviders = new Map();
     mock.external = [];
     mock.shownDocuments = [];
+    mock.treeViews = [];
+    mock.terminals = [];
+    mock.contextKeys = new Map();
   },
 };
 
@@ -210,6 +223,17 @@ export class Range {
     readonly start: Position,
     readonly end: Position,
   ) {}
+}
+
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+
+export enum OverviewRulerLane {
+  Left = 1,
+  Center = 2,
+  Right = 4,
+  Full = 7,
 }
 
 export class CodeLens {
@@ -302,11 +326,25 @@ function outputChannel(name: string) {
   };
 }
 
+const visibleEditorsChanged = new EventEmitter<unknown[]>();
+
 export const window = {
   activeTextEditor: undefined as unknown,
+  visibleTextEditors: [] as unknown[],
+  onDidChangeVisibleTextEditors: visibleEditorsChanged.event,
+  createTextEditorDecorationType: (options: unknown) => ({ key: `decoration-${Math.random()}`, options, dispose: () => undefined }),
+  createTreeView: (id: string) => {
+    mock.treeViews.push(id);
+    return new Disposable(() => undefined);
+  },
+  createTerminal: (options: Record<string, unknown>) => {
+    const terminal = { ...options, sent: [] as string[] };
+    mock.terminals.push(terminal);
+    return { show: () => undefined, sendText: (text: string) => void terminal.sent.push(text), dispose: () => undefined };
+  },
   createOutputChannel: (name: string) => outputChannel(name),
   createStatusBarItem: () => {
-    const item = { text: "", tooltip: "", command: "", name: "", show: () => undefined, dispose: () => undefined };
+    const item = { text: "", tooltip: "", command: "", name: "", visible: false, show: () => void (item.visible = true), hide: () => void (item.visible = false), dispose: () => undefined };
     mock.statusItems.push(item);
     return item;
   },
@@ -319,9 +357,10 @@ export const window = {
     mock.errors.push({ message, actions });
     return mock.errorChoice;
   },
-  showInformationMessage: async (message: string) => {
+  showInformationMessage: async (message: string, ...actions: string[]) => {
     mock.infos.push(message);
-    return undefined;
+    mock.infoPrompts.push({ message, actions });
+    return mock.infoChoice;
   },
   showWarningMessage: async (message: string, ...actions: string[]) => {
     mock.warnings.push(message);
@@ -352,6 +391,10 @@ export const commands = {
     return new Disposable(() => mock.commands.delete(id));
   },
   executeCommand: async (command: string, ...args: unknown[]) => {
+    if (command === "setContext") {
+      mock.contextKeys.set(String(args[0]), args[1]);
+      return undefined;
+    }
     mock.executed.push({ command, args });
     return undefined;
   },
