@@ -188,6 +188,5 @@ def prompt_session(session: ChatSession, controls: Controls) -> PromptSession[st
         complete_while_typing=True,
         key_bindings=key_bindings(controls),
         bottom_toolbar=lambda: controls.status(),
-        refresh_interval=REFRESH_S,
         enable_history_search=False,
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 from lich_cli.chat.commands import QUIT as QUIT_COMMAND
 from lich_cli.chat.commands import run_command
-from lich_cli.chat.input import QUIT, Controls, prompt_session
+from lich_cli.chat.input import QUIT, REFRESH_S, Controls, prompt_session
 from lich_cli.chat.session import AgentUnavailable, ChatSession
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -118,6 +118,7 @@ class Terminal(Controls):
         print(self._greeting(), flush=True)
         with patch_stdout(raw=True):
             worker = asyncio.create_task(self._work())
+            ticker = asyncio.create_task(self._tick(prompt.app))
             try:
                 while not self.leaving:
                     text = await prompt.prompt_async()
@@ -130,13 +131,21 @@ class Terminal(Controls):
                 self.leaving = True
                 self.stop_turn()
                 worker.cancel()
-                await asyncio.gather(worker, *started, return_exceptions=True)
+                ticker.cancel()
+                await asyncio.gather(worker, ticker, *started, return_exceptions=True)
                 await session.close()
         if session.thread is not None:
             print(
                 f"lich: thread {session.thread} (continue with: lich chat --thread {session.thread})"
             )
         return 0
+
+    async def _tick(self, app: Any) -> None:
+        """Redraw the status line's spinner and seconds while a turn runs (idle, nothing moves)."""
+        while True:
+            await asyncio.sleep(REFRESH_S)
+            if self.turn_running:
+                app.invalidate()
 
     def _set_up(self) -> None:
         from lich_cli.chat.approvals import ChatApprovalCheck
