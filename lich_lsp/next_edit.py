@@ -74,13 +74,19 @@ class NextEdits:
         self._drains: set[asyncio.Future[None]] = set()
         # (config generation, model or None, why there is none); rebuilt when the config changes.
         self._model: tuple[int, NextEditModel | None, str] | None = None
+        self._configured: tuple[int, bool] | None = None  # (config generation, configured)
         self._last_failure = ""
         self.requests = 0  # provider requests made (lich.status; the bench reads it)
 
     # --- the model ---
 
     def configured(self) -> bool:
-        return self._holder.config.settings.next_edit is not None
+        """Whether a `next_edit` model is configured (asked per keystroke: once per config
+        generation, as Settings are made at each read)."""
+        generation = self._holder.generation
+        if self._configured is None or self._configured[0] != generation:
+            self._configured = (generation, self._holder.config.settings.next_edit is not None)
+        return self._configured[1]
 
     def model(self) -> NextEditModel | None:
         generation = self._holder.generation
