@@ -81,7 +81,7 @@ async def run_command(
         undo(session, out)
     elif name == "/model":
         if rest:
-            session.set_model(rest)
+            await session.set_model(rest)
             out.info(f"lich: model {rest} from the next turn")
         else:
             out.info(f"lich: model {session.describe_model()}")

@@ -99,13 +99,16 @@ class ChatSession:
             raise AgentUnavailable(self._agent_error or "the agent could not be built")
         return self._agent
 
-    def set_model(self, name: str) -> None:
-        """Use model `name` from the next turn on (the agent is built again)."""
+    async def set_model(self, name: str) -> None:
+        """Use model `name` from the next turn on: the agent is built again (the old one's MCP
+        servers are closed first)."""
         apply_provider_flags(self.config, model=name, kind=None, base_url=None)
         with self._build_lock:
-            self._agent = None
+            old, self._agent = self._agent, None
             self._agent_error = None
             self._built.clear()
+        if old is not None and old.runtime.mcp is not None:
+            await old.runtime.aclose()
 
     def describe_model(self) -> str:
         if self._agent is None:
@@ -166,10 +169,10 @@ class ChatSession:
             session_id=session_id,
             run_record={"face": "cli", "task_id": task_id},
         )
-        self.thread = result.session_id or session_id or self.thread
+        thread = result.session_id or session_id or self.thread or ""
+        self.thread = thread or None
         self.last_task_id = task_id
-        assert self.thread is not None
-        return TurnOutcome(result.stopped_reason, self.thread, task_id, result.error)
+        return TurnOutcome(result.stopped_reason, thread, task_id, result.error)
 
     def _mentions(self, prompt: str, on_note: Callable[[str], None]) -> tuple[str | None, Any]:
         """The files `@path` mentions attach (from the disk), as the editors' lich.ask does."""
