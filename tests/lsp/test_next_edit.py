@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import threading
 from pathlib import Path
@@ -25,7 +26,10 @@ from lsp_harness import WAIT_S, EditorClient, apply_text_edits, start_session, s
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-pytestmark = pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
+    pytest.mark.timeout(60),
+]
 
 METHOD = "textDocument/copilotInlineEdit"
 START = "<|editable_region_start|>"
@@ -337,6 +341,26 @@ async def test_off_without_a_model_and_never_for_a_secret_file(
     assert len(await next_edits(other, code, 3, cursor)) == 3
     sent = json.dumps(fake_provider.requests[0]["json"])
     assert "sk-secret" not in sent and ".env" not in sent
+
+
+async def test_a_model_configured_while_the_server_runs_is_used(
+    root: Path, fake_provider, sessions
+) -> None:
+    client = await open_session(root, "neovim", {})
+    sessions.append(client)
+    uri = client.open(root / "calc.py", SOURCE)
+    assert (await client.command("lich.status", {}))["next_edit"]["model"] is None
+    user_config = Path(os.environ["XDG_CONFIG_HOME"]) / "lich" / "config.json"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(json.dumps(zeta_options(fake_provider)), encoding="utf-8")
+    status = (await client.command("lich.status", {}))["next_edit"]  # looks at the files first
+    assert status["model"].startswith("openai_compat zeta @")
+    fake_provider.script({"answer": zeta_renames})
+    client.type_text(uri, SOURCE)  # the first change seen from now on (version 2)
+    client.type_text(uri, SOURCE.replace("    count = 0", "    tot = 0"))
+    client.type_text(uri, SOURCE.replace("    count = 0", "    total = 0"))
+    edits = await next_edits(client, uri, 4, types.Position(line=1, character=len("    total")))
+    assert applied(client.text(uri), edits, client.encoding) == RENAMED
 
 
 async def test_bad_params_are_a_clear_error(root: Path, sessions) -> None:
