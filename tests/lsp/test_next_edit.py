@@ -175,6 +175,19 @@ async def test_a_rename_at_the_definition_is_finished_on_the_other_lines(
     assert status["model"].startswith("openai_compat zeta @") and status["requests"] == 1
 
 
+async def test_crlf_lines_keep_their_breaks(root: Path, fake_provider, sessions) -> None:
+    fake_provider.script({"answer": zeta_renames})
+    client = await open_session(root, "visual-studio-code", zeta_options(fake_provider))
+    sessions.append(client)
+    crlf = SOURCE.replace("\n", "\r\n")
+    uri = client.open(root / "calc.py", crlf)
+    client.type_text(uri, crlf.replace("    count = 0", "    total = 0"))
+    edits = await next_edits(client, uri, 2, types.Position(line=1, character=len("    total")))
+    assert applied(client.text(uri), edits, client.encoding) == RENAMED.replace("\n", "\r\n")
+    prompt = fake_provider.requests[0]["json"]["prompt"]
+    assert "-    count = 0\n+    total = 0\n" in prompt  # the diff's lines, without the \r
+
+
 async def test_an_outdated_version_gets_no_edits_and_asks_nothing(
     root: Path, fake_provider, sessions
 ) -> None:
