@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,23 @@ def newest_source_mtime() -> float:
             else:
                 paths.append(entry)
     return max(path.stat().st_mtime for path in paths if path.exists())
+
+
+def ensure_fresh_vsix(timeout_s: int = 180) -> None:
+    """Repackage the extension when its sources are newer than the .vsix (or it is missing), so an
+    end-to-end test never runs a stale build."""
+    if VSIX.exists() and VSIX.stat().st_mtime >= newest_source_mtime():
+        return
+    vsce = EXT_DIR / "node_modules" / ".bin" / "vsce"
+    require(
+        vsce.exists(),
+        f"{VSIX} is missing or stale and node_modules is not installed: run .ci/vscode/build.sh",
+    )
+    done = subprocess.run(
+        ["npm", "run", "--silent", "package"],
+        cwd=EXT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    assert done.returncode == 0, f"packaging the extension failed:\n{done.stdout}\n{done.stderr}"

@@ -40,7 +40,7 @@ button.rewind { font-size: 0.85em; padding: 0 6px; opacity: 0; }
 .markdown pre { margin: 0; background: var(--vscode-textCodeBlock-background); padding: 6px; overflow-x: auto; border-radius: 0 0 3px 3px;
   font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); white-space: pre; word-break: normal; overflow-wrap: normal; }
 .markdown code { font-family: var(--vscode-editor-font-family); color: var(--vscode-textPreformat-foreground); }
-.markdown pre code { color: var(--vscode-editor-foreground, inherit); white-space: pre; }
+.markdown pre code { color: var(--vscode-editor-foreground, inherit); white-space: pre; background: transparent; padding: 0; }
 .code-block { margin: 6px 0; border: 1px solid var(--vscode-panel-border, transparent); border-radius: 3px; }
 .code-toolbar { display: flex; gap: 4px; align-items: center; padding: 2px 4px; font-size: 0.85em; background: var(--vscode-editorWidget-background, transparent); }
 .code-lang { flex: 1; color: var(--vscode-descriptionForeground); font-family: var(--vscode-editor-font-family); }
@@ -127,7 +127,9 @@ button.jump { position: absolute; bottom: 100%; right: 12px; margin-bottom: 6px;
 .context-label { padding: 0 6px; border-radius: 8px; font-family: var(--vscode-editor-font-family);
   background: var(--vscode-badge-background); color: var(--vscode-badge-foreground); }
 button.drop-context, button.unqueue { padding: 0 5px; color: var(--vscode-button-secondaryForeground); background: var(--vscode-button-secondaryBackground); }
-.header select.models { flex: 0 1 auto; max-width: 40%; }
+.header { flex-wrap: wrap; }
+.header select.threads { flex: 1 1 9em; }
+.header select.models { flex: 0 1 auto; max-width: 45%; }
 .queue[hidden], .context[hidden], .code-block[hidden], .diff[hidden] { display: none; }
 .composer { position: relative; padding: 6px 8px 8px 8px; border-top: 1px solid var(--vscode-panel-border, transparent); }
 .attachment { display: flex; gap: 6px; align-items: center; font-size: 0.9em; color: var(--vscode-descriptionForeground); margin-bottom: 4px; }
