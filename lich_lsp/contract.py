@@ -311,8 +311,182 @@ class RewindResult:
     error: str | None = field(default=None, metadata=doc("", omit_if_none=True))
 
 
-# An object whose fields are documented in docs/lsp.md but not (yet) typed here.
+# An object whose fields are documented in docs/lsp.md but not typed here.
 Untyped = dict[str, Any]
+
+
+def _omitted(text: str) -> Any:
+    """A result field left out when it does not apply."""
+    return field(default=None, metadata=doc(text, omit_if_none=True))
+
+
+@dataclass(frozen=True, kw_only=True)
+class IgnoredKeyInfo:
+    key: str
+    what: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkspaceChangeInfo:
+    key: str
+    what: str
+    before_trust: bool = field(metadata=doc("in effect before trust too (it narrows)"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrustInfo:
+    """The workspace config's trust."""
+
+    state: Literal["trusted", "untrusted", "no_config", "refused"]
+    config: str = field(metadata=doc("the workspace config file"))
+    keys: list[IgnoredKeyInfo] = field(
+        metadata=doc("what is ignored until trust (after a trust: what it applied)")
+    )
+    changed: bool = field(metadata=doc("trusted before, changed since"))
+    agent_writes: list[str] | None = _omitted("files agent runs without process/exec wrote")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrustWorkspaceResult(TrustInfo):
+    """What lich.trustWorkspace did; the editor shows `message`."""
+
+    changes: list[WorkspaceChangeInfo] = field(
+        default_factory=list,
+        metadata=doc("what the workspace file changes from the user's own settings"),
+    )
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class HunkRefusal:
+    hunk_id: str
+    error: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewAnswerResult:
+    """lich.acceptHunk, rejectHunk, acceptAll, rejectAll: what was done, or `ok: false` with
+    `error` when nothing could be."""
+
+    ok: bool
+    accepted: list[str] | None = _omitted("the hunks applied (accept)")
+    rejected: list[str] | None = _omitted("the hunks dropped (reject)")
+    edited: list[str] | None = _omitted("the files an accept changed (uris)")
+    pending: int | None = _omitted("hunks still pending, every file")
+    missing: list[str] | None = _omitted("hunks not pending (already answered or dropped)")
+    refused: list[HunkRefusal] | None = _omitted("hunks that cannot be answered, and why")
+    busy: list[str] | None = _omitted("hunks whose accept is on its way to the editor")
+    error: str | None = _omitted("why nothing was done")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewHunkInfo:
+    hunk_id: str
+    task_id: str
+    uri: str
+    range: Range = field(metadata=doc("the hunk's old lines, where they are now"))
+    start_line: int
+    end_line: int
+    old_text: str
+    new_text: str
+    summary: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewListResult:
+    hunks: list[ReviewHunkInfo]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderInfo:
+    """The chat chain's first provider."""
+
+    name: str
+    kind: str
+    model: str
+    describe: str = field(metadata=doc("one line for a status display"))
+    configured: bool = field(
+        metadata=doc("false: nothing names a provider, the built-in local default stands in")
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReviewInfo:
+    style: str = field(metadata=doc("how pending changes are shown: hunks or batch"))
+    pending: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientInfo:
+    """What the client declared that the server uses."""
+
+    document_changes: bool
+    create_files: bool
+    delete_files: bool
+    change_annotations: bool
+    save_documents: bool
+    show_message_request: bool
+    apply_edit: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigInfo:
+    """Which settings are in use."""
+
+    generation: int = field(metadata=doc("up by one when a re-read changed values or trust"))
+    read_at: str = field(metadata=doc("local time YYYY-MM-DDTHH:MM:SS+hhmm"))
+    problems: list[Untyped] = field(metadata=doc("each value dropped {source, key, detail, ...}"))
+    broken_files: list[Untyped] = field(metadata=doc("each trusted config file that cannot parse"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompletionInfo:
+    """The completion (ghost text) model."""
+
+    model: str | None = field(metadata=doc("null: completions are off"))
+    error: str | None = field(metadata=doc("why the configured model cannot be used"))
+    last_error: str | None = field(
+        metadata=doc("the last completion request's failure, until one succeeds")
+    )
+    last_error_at: str | None = field(metadata=doc("its ISO time"))
+    requests: int
+    own_ms: Untyped = field(metadata=doc("the server's own time per completion"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelInfo:
+    """A model for one editor feature (next edits)."""
+
+    model: str | None = field(metadata=doc("null: off"))
+    error: str | None
+    requests: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusResult:
+    """The server's state for a status display (docs/lsp.md, lich.status)."""
+
+    version: str
+    provider: ProviderInfo
+    root: str
+    edit_mode: str = field(metadata=doc("what a lich.ask without mode gets"))
+    edit_mode_reason: str | None = _omitted("why edit_mode is not the config's value")
+    review: ReviewInfo
+    disk_write_policy: str
+    position_encoding: str
+    open_documents: int
+    tasks: list[Untyped]
+    client: ClientInfo
+    config_error: str | None = field(metadata=doc("a config file that cannot be parsed"))
+    config: ConfigInfo
+    work_dir: str | None
+    trust: TrustInfo
+    mcp_servers: list[Untyped]
+    undoable_tasks: list[Untyped]
+    project_rules: list[Untyped]
+    threads: list[Untyped]
+    completion: CompletionInfo
+    next_edit: ModelInfo | None = _omitted("the next-edit model")
 
 
 @dataclass(frozen=True)
@@ -326,7 +500,7 @@ class CommandType:
 COMMAND_TYPES: dict[str, CommandType] = {
     "lich.ask": CommandType(AskParams, AskResult),
     "lich.cancel": CommandType(CancelParams, CancelResult),
-    "lich.status": CommandType(NoParams, Untyped),
+    "lich.status": CommandType(NoParams, StatusResult),
     "lich.tools": CommandType(NoParams, ToolsResult),
     "lich.read": CommandType(ReadParams, ReadResult, optional=False),
     "lich.applyPatch": CommandType(ApplyPatchParams, ToolRunResult, optional=False),
@@ -335,15 +509,15 @@ COMMAND_TYPES: dict[str, CommandType] = {
     "lich.threads": CommandType(NoParams, ThreadsResult),
     "lich.thread": CommandType(ThreadParams, ThreadResult, optional=False),
     "lich.rewind": CommandType(RewindParams, RewindResult, optional=False),
-    "lich.trustWorkspace": CommandType(TrustWorkspaceParams, Untyped),
+    "lich.trustWorkspace": CommandType(TrustWorkspaceParams, TrustWorkspaceResult),
     "lich.runTests": CommandType(RunTestsParams, RunTestsResult),
     "lich.undoTask": CommandType(UndoTaskParams, UndoTaskResult),
     "lich.answerQuestion": CommandType(AnswerQuestionParams, AnswerQuestionResult, optional=False),
-    "lich.acceptHunk": CommandType(HunkParams, Untyped, optional=False),
-    "lich.rejectHunk": CommandType(HunkParams, Untyped, optional=False),
-    "lich.acceptAll": CommandType(ReviewScopeParams, Untyped),
-    "lich.rejectAll": CommandType(ReviewScopeParams, Untyped),
-    "lich.reviewList": CommandType(ReviewScopeParams, Untyped),
+    "lich.acceptHunk": CommandType(HunkParams, ReviewAnswerResult, optional=False),
+    "lich.rejectHunk": CommandType(HunkParams, ReviewAnswerResult, optional=False),
+    "lich.acceptAll": CommandType(ReviewScopeParams, ReviewAnswerResult),
+    "lich.rejectAll": CommandType(ReviewScopeParams, ReviewAnswerResult),
+    "lich.reviewList": CommandType(ReviewScopeParams, ReviewListResult),
 }
 
 
@@ -550,7 +724,11 @@ def parse_params(command: str, args: tuple[Any, ...]) -> Any:
 
 
 def result_of(cls: type[Any], data: dict[str, Any]) -> Any:
-    """A result dataclass from the JSON a part built (checked: a wrong shape is a bug, raised)."""
+    """A result dataclass from the JSON a part built (checked: a wrong shape is a bug, raised;
+    so is a field the type does not declare, which the clients' types would not know)."""
+    unknown = set(data) - {item.name for item in dataclasses.fields(cls)}
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no field {', '.join(sorted(unknown))}")
     return converter().structure(data, cls)
 
 

@@ -31,7 +31,13 @@ from lich_core.settings import settings_of
 from lich_lsp.arguments import resolve_uri
 from lich_lsp.code_actions import kind_allowed
 from lich_lsp.commands import ACCEPT_ALL, ACCEPT_HUNK, REJECT_ALL, REJECT_HUNK, REVIEW_LIST
-from lich_lsp.contract import HunkParams, ReviewScopeParams
+from lich_lsp.contract import (
+    HunkParams,
+    ReviewAnswerResult,
+    ReviewListResult,
+    ReviewScopeParams,
+    result_of,
+)
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.review_apply import ReviewApply
 from lich_lsp.review_hunks import (
@@ -69,26 +75,35 @@ class ReviewStore(ReviewApply):
     # --- the commands ---
 
     def register(self, table: CommandTable) -> None:
-        def accept_hunk(params: HunkParams, request_id: Any) -> Any:
-            return self._accept_hunk_command(table, params, request_id)
+        async def accept_hunk(params: HunkParams, request_id: Any) -> ReviewAnswerResult:
+            answer = await self._accept_hunk_command(table, params, request_id)
+            return result_of(ReviewAnswerResult, answer)
 
-        def accept_all(params: ReviewScopeParams, request_id: Any) -> Any:
-            return self._accept_all_command(table, params, request_id)
+        async def reject_hunk(params: HunkParams, request_id: Any) -> ReviewAnswerResult:
+            return result_of(ReviewAnswerResult, self.reject([params.hunk_id]))
+
+        async def accept_all(params: ReviewScopeParams, request_id: Any) -> ReviewAnswerResult:
+            answer = await self._accept_all_command(table, params, request_id)
+            return result_of(ReviewAnswerResult, answer)
+
+        async def reject_all(params: ReviewScopeParams, request_id: Any) -> ReviewAnswerResult:
+            return result_of(ReviewAnswerResult, self._reject_all(params))
+
+        async def review_list(params: ReviewScopeParams, request_id: Any) -> ReviewListResult:
+            hunks = self.listing(self._scope_uri(REVIEW_LIST, params))
+            return result_of(ReviewListResult, {"hunks": hunks})
 
         table.add(ACCEPT_HUNK, accept_hunk, typed=True)
-        table.add(REJECT_HUNK, self._reject_hunk_command, typed=True)
+        table.add(REJECT_HUNK, reject_hunk, typed=True)
         table.add(ACCEPT_ALL, accept_all, typed=True)
-        table.add(REJECT_ALL, self._reject_all_command, typed=True)
-        table.add(REVIEW_LIST, self._review_list_command, typed=True)
+        table.add(REJECT_ALL, reject_all, typed=True)
+        table.add(REVIEW_LIST, review_list, typed=True)
 
     async def _accept_hunk_command(
         self, table: CommandTable, params: HunkParams, request_id: Any
     ) -> dict[str, Any]:
         with table.cancellable(request_id):
             return await self.accept([params.hunk_id])
-
-    async def _reject_hunk_command(self, params: HunkParams, request_id: Any) -> dict[str, Any]:
-        return self.reject([params.hunk_id])
 
     def _scope_uri(self, command: str, params: ReviewScopeParams) -> str | None:
         if params.uri is not None:
@@ -104,18 +119,11 @@ class ReviewStore(ReviewApply):
         with table.cancellable(request_id):
             return await self.accept(ids)
 
-    async def _reject_all_command(
-        self, params: ReviewScopeParams, request_id: Any
-    ) -> dict[str, Any]:
+    def _reject_all(self, params: ReviewScopeParams) -> dict[str, Any]:
         ids = self.ids(self._scope_uri(REJECT_ALL, params))
         if not ids:
             return {"ok": True, "rejected": [], "pending": len(self.pending())}
         return self.reject(ids)
-
-    async def _review_list_command(
-        self, params: ReviewScopeParams, request_id: Any
-    ) -> dict[str, Any]:
-        return {"hunks": self.listing(self._scope_uri(REVIEW_LIST, params))}
 
     # --- code actions ---
 

@@ -32,7 +32,7 @@ from lich_lsp.approvals import ApprovalCheck
 from lich_lsp.commands import STATUS, CommandTable
 from lich_lsp.completions import InlineCompletions
 from lich_lsp.context import SessionContext
-from lich_lsp.contract import NoParams
+from lich_lsp.contract import NoParams, StatusResult, result_of
 from lich_lsp.documents import DocumentStore
 from lich_lsp.edits import ClientFeatures
 from lich_lsp.journal import TaskJournal
@@ -327,13 +327,13 @@ class EditorSession:
 
     # --- lich.status ---
 
-    async def _status_command(self, params: NoParams, request_id: Any) -> dict[str, Any]:
+    async def _status_command(self, params: NoParams, request_id: Any) -> StatusResult:
         result = self.status()
         result["edit_mode"], why = self.agent_commands.edit_mode()
         if why is not None:
             result["edit_mode_reason"] = why
         result["client"]["apply_edit"] = self.features.apply_edit
-        return result
+        return result_of(StatusResult, result)
 
     def status(self) -> dict[str, Any]:
         caps = self.features

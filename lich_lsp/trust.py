@@ -28,7 +28,7 @@ from lich_core.errors import ConfigError
 from lich_core.trust import UNTRUSTED, Fingerprint
 from lich_lsp.commands import TRUST_WORKSPACE
 from lich_lsp.config import report_config_warnings
-from lich_lsp.contract import TrustWorkspaceParams
+from lich_lsp.contract import TrustWorkspaceParams, TrustWorkspaceResult, result_of
 from lich_lsp.pending_questions import Choice
 
 if TYPE_CHECKING:
@@ -140,13 +140,7 @@ class WorkspaceTrust:
         except (ConfigError, OSError) as err:
             message = f"lich: cannot change workspace trust: {err}"
             self._messages.show_message(message, types.MessageType.Error)
-            trust_status = holder.config.trust
-            return {
-                "state": trust_status.state,
-                "config": str(trust_status.config_path),
-                "keys": [],
-                "message": message,
-            }
+            return {**holder.config.trust.to_json(), "keys": [], "message": message}
         holder.rebuild()  # a changed config is a new generation: the next request builds its runtime
         self._questions.withdraw_kind("trust")  # answered, one way or the other
         self._messages.log(change.message)
@@ -154,5 +148,5 @@ class WorkspaceTrust:
 
     async def trust_workspace_command(
         self, params: TrustWorkspaceParams, request_id: Any
-    ) -> dict[str, Any]:
-        return self.change(trust=not params.revoke)
+    ) -> TrustWorkspaceResult:
+        return result_of(TrustWorkspaceResult, self.change(trust=not params.revoke))

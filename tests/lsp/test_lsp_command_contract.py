@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 from pygls.exceptions import JsonRpcException
 
@@ -90,3 +91,38 @@ def test_the_schema_covers_every_command_and_the_generator_writes_it(
     assert capsys.readouterr().out.strip() == str(out)
     assert main(["--schema", "--out", "-"]) == 0
     assert json.loads(capsys.readouterr().out) == schema
+
+
+def test_every_result_is_typed() -> None:
+    """No command answers an object the schema leaves open (#44): its clients' types are
+    generated from it (editors/vscode/src/protocol.generated.ts)."""
+    schema = command_schema()
+    for name, described in schema["properties"]["commands"]["properties"].items():
+        result = described["properties"]["result"]
+        ref = result.get("$ref", "")
+        assert ref.startswith("#/$defs/"), (name, result)
+        assert schema["$defs"][ref.removeprefix("#/$defs/")]["properties"], name
+
+
+async def test_status_trust_and_review_answers_fit_their_schema(
+    session, root: Path, client_name: str
+) -> None:
+    (root / ".lich").mkdir()
+    (root / ".lich" / "config.json").write_text('{"max_turns": 5}', encoding="utf-8")
+    client = await session(client_name)
+    schema = command_schema()
+
+    def check(command: str, answer: object) -> None:
+        described = schema["properties"]["commands"]["properties"][command]
+        jsonschema.validate(answer, {**described["properties"]["result"], "$defs": schema["$defs"]})
+
+    check("lich.status", await client.command("lich.status", {}))
+    trusted = await client.command("lich.trustWorkspace", {})
+    assert trusted["state"] == "trusted" and trusted["changes"][0]["key"] == "max_turns"
+    check("lich.trustWorkspace", trusted)
+    check("lich.trustWorkspace", await client.command("lich.trustWorkspace", {"revoke": True}))
+    check("lich.reviewList", await client.command("lich.reviewList", {}))
+    check("lich.acceptAll", await client.command("lich.acceptAll", {}))
+    gone = await client.command("lich.rejectHunk", {"hunk_id": "t9-1"})
+    assert gone["ok"] is False and gone["error"].startswith("not_found:")
+    check("lich.rejectHunk", gone)

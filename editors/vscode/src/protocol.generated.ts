@@ -886,6 +886,50 @@ export type CancelResult = {
   cancelled: string[];
 };
 
+/** What the client declared that the server uses. */
+export type ClientInfo = {
+  document_changes: boolean;
+  create_files: boolean;
+  delete_files: boolean;
+  change_annotations: boolean;
+  save_documents: boolean;
+  show_message_request: boolean;
+  apply_edit: boolean;
+};
+
+/** The completion (ghost text) model. */
+export type CompletionInfo = {
+  /** null: completions are off */
+  model: string | null;
+  /** why the configured model cannot be used */
+  error: string | null;
+  /** the last completion request's failure, until one succeeds */
+  last_error: string | null;
+  /** its ISO time */
+  last_error_at: string | null;
+  requests: number;
+  /** the server's own time per completion */
+  own_ms: {
+    [key: string]: unknown;
+  };
+};
+
+/** Which settings are in use. */
+export type ConfigInfo = {
+  /** up by one when a re-read changed values or trust */
+  generation: number;
+  /** local time YYYY-MM-DDTHH:MM:SS+hhmm */
+  read_at: string;
+  /** each value dropped {source, key, detail, ...} */
+  problems: {
+    [key: string]: unknown;
+  }[];
+  /** each trusted config file that cannot parse */
+  broken_files: {
+    [key: string]: unknown;
+  }[];
+};
+
 /** What an undo or a rewind did to one file. */
 export type FileOutcome = {
   uri: string;
@@ -904,6 +948,16 @@ export type HunkParams = {
   hunk_id: string;
 };
 
+export type HunkRefusal = {
+  hunk_id: string;
+  error: string;
+};
+
+export type IgnoredKeyInfo = {
+  key: string;
+  what: string;
+};
+
 export type MentionsParams = {
   /** what follows the @ so far */
   prefix?: string | null;
@@ -911,6 +965,14 @@ export type MentionsParams = {
 
 export type MentionsResult = {
   candidates: string[];
+};
+
+/** A model for one editor feature (next edits). */
+export type ModelInfo = {
+  /** null: off */
+  model: string | null;
+  error: string | null;
+  requests: number;
 };
 
 /** No fields; the argument may be left out. */
@@ -930,6 +992,17 @@ export type Position = {
   line: number;
   /** 0-based character (the position encoding's units) */
   character: number;
+};
+
+/** The chat chain's first provider. */
+export type ProviderInfo = {
+  name: string;
+  kind: string;
+  model: string;
+  /** one line for a status display */
+  describe: string;
+  /** false: nothing names a provider, the built-in local default stands in */
+  configured: boolean;
 };
 
 /** An LSP range. */
@@ -955,6 +1028,50 @@ export type ReadResult = {
   total_lines: number;
   /** LINE:HASH|content rows */
   rows: string;
+};
+
+/** lich.acceptHunk, rejectHunk, acceptAll, rejectAll: what was done, or `ok: false` with `error` when nothing could be. */
+export type ReviewAnswerResult = {
+  ok: boolean;
+  /** the hunks applied (accept) */
+  accepted?: string[] | null;
+  /** the hunks dropped (reject) */
+  rejected?: string[] | null;
+  /** the files an accept changed (uris) */
+  edited?: string[] | null;
+  /** hunks still pending, every file */
+  pending?: number | null;
+  /** hunks not pending (already answered or dropped) */
+  missing?: string[] | null;
+  /** hunks that cannot be answered, and why */
+  refused?: HunkRefusal[] | null;
+  /** hunks whose accept is on its way to the editor */
+  busy?: string[] | null;
+  /** why nothing was done */
+  error?: string | null;
+};
+
+export type ReviewHunkInfo = {
+  hunk_id: string;
+  task_id: string;
+  uri: string;
+  /** the hunk's old lines, where they are now */
+  range: Range;
+  start_line: number;
+  end_line: number;
+  old_text: string;
+  new_text: string;
+  summary: string;
+};
+
+export type ReviewInfo = {
+  /** how pending changes are shown: hunks or batch */
+  style: string;
+  pending: number;
+};
+
+export type ReviewListResult = {
+  hunks: ReviewHunkInfo[];
 };
 
 export type ReviewScopeParams = {
@@ -1007,6 +1124,45 @@ export type RunToolParams = {
   } | null;
 };
 
+/** The server's state for a status display (docs/lsp.md, lich.status). */
+export type StatusResult = {
+  version: string;
+  provider: ProviderInfo;
+  root: string;
+  /** what a lich.ask without mode gets */
+  edit_mode: string;
+  /** why edit_mode is not the config's value */
+  edit_mode_reason?: string | null;
+  review: ReviewInfo;
+  disk_write_policy: string;
+  position_encoding: string;
+  open_documents: number;
+  tasks: {
+    [key: string]: unknown;
+  }[];
+  client: ClientInfo;
+  /** a config file that cannot be parsed */
+  config_error: string | null;
+  config: ConfigInfo;
+  work_dir: string | null;
+  trust: TrustInfo;
+  mcp_servers: {
+    [key: string]: unknown;
+  }[];
+  undoable_tasks: {
+    [key: string]: unknown;
+  }[];
+  project_rules: {
+    [key: string]: unknown;
+  }[];
+  threads: {
+    [key: string]: unknown;
+  }[];
+  completion: CompletionInfo;
+  /** the next-edit model */
+  next_edit?: ModelInfo | null;
+};
+
 export type TestFailureView = {
   test_id: string;
   /** the failing test's file ('' when unknown) */
@@ -1057,9 +1213,38 @@ export type ToolsResult = {
   }[];
 };
 
+/** The workspace config's trust. */
+export type TrustInfo = {
+  state: "trusted" | "untrusted" | "no_config" | "refused";
+  /** the workspace config file */
+  config: string;
+  /** what is ignored until trust (after a trust: what it applied) */
+  keys: IgnoredKeyInfo[];
+  /** trusted before, changed since */
+  changed: boolean;
+  /** files agent runs without process/exec wrote */
+  agent_writes?: string[] | null;
+};
+
 export type TrustWorkspaceParams = {
   /** take the trust back */
   revoke?: boolean;
+};
+
+/** What lich.trustWorkspace did; the editor shows `message`. */
+export type TrustWorkspaceResult = {
+  state: "trusted" | "untrusted" | "no_config" | "refused";
+  /** the workspace config file */
+  config: string;
+  /** what is ignored until trust (after a trust: what it applied) */
+  keys: IgnoredKeyInfo[];
+  /** trusted before, changed since */
+  changed: boolean;
+  /** files agent runs without process/exec wrote */
+  agent_writes?: string[] | null;
+  /** what the workspace file changes from the user's own settings */
+  changes: WorkspaceChangeInfo[];
+  message: string;
 };
 
 export type UndoTaskParams = {
@@ -1079,13 +1264,18 @@ export type UndoTaskResult = {
   error?: string | null;
 };
 
+export type WorkspaceChangeInfo = {
+  key: string;
+  what: string;
+  /** in effect before trust too (it narrows) */
+  before_trust: boolean;
+};
+
 /** Every workspace/executeCommand command of the server: its one argument and its result. */
 export interface LichCommands {
   "lich.ask": { params: AskParams; result: AskResult };
   "lich.cancel": { params: CancelParams; result: CancelResult };
-  "lich.status": { params: NoParams; result: {
-    [key: string]: unknown;
-  } };
+  "lich.status": { params: NoParams; result: StatusResult };
   "lich.tools": { params: NoParams; result: ToolsResult };
   "lich.read": { params: ReadParams; result: ReadResult };
   "lich.applyPatch": { params: ApplyPatchParams; result: ToolRunResult };
@@ -1094,27 +1284,15 @@ export interface LichCommands {
   "lich.threads": { params: NoParams; result: ThreadsResult };
   "lich.thread": { params: ThreadParams; result: ThreadResult };
   "lich.rewind": { params: RewindParams; result: RewindResult };
-  "lich.trustWorkspace": { params: TrustWorkspaceParams; result: {
-    [key: string]: unknown;
-  } };
+  "lich.trustWorkspace": { params: TrustWorkspaceParams; result: TrustWorkspaceResult };
   "lich.runTests": { params: RunTestsParams; result: RunTestsResult };
   "lich.undoTask": { params: UndoTaskParams; result: UndoTaskResult };
   "lich.answerQuestion": { params: AnswerQuestionParams; result: AnswerQuestionResult };
-  "lich.acceptHunk": { params: HunkParams; result: {
-    [key: string]: unknown;
-  } };
-  "lich.rejectHunk": { params: HunkParams; result: {
-    [key: string]: unknown;
-  } };
-  "lich.acceptAll": { params: ReviewScopeParams; result: {
-    [key: string]: unknown;
-  } };
-  "lich.rejectAll": { params: ReviewScopeParams; result: {
-    [key: string]: unknown;
-  } };
-  "lich.reviewList": { params: ReviewScopeParams; result: {
-    [key: string]: unknown;
-  } };
+  "lich.acceptHunk": { params: HunkParams; result: ReviewAnswerResult };
+  "lich.rejectHunk": { params: HunkParams; result: ReviewAnswerResult };
+  "lich.acceptAll": { params: ReviewScopeParams; result: ReviewAnswerResult };
+  "lich.rejectAll": { params: ReviewScopeParams; result: ReviewAnswerResult };
+  "lich.reviewList": { params: ReviewScopeParams; result: ReviewListResult };
 }
 
 export type LichCommandName = keyof LichCommands;
