@@ -588,6 +588,11 @@ CONFIG_TEMPLATE = """\
   // "completion_debounce_ms": 75
   // "completion_prefix_chars": 6000
   // "completion_suffix_chars": 2000
+  // Next edit suggestions (the edit you are about to make, anywhere near the cursor); off while
+  // unset (needs trust here). An entry like "completion"'s plus "format": "zeta" (Zed's open
+  // Zeta model over OpenAI-compatible /completions) or "chat" (any chat model). See
+  // docs/next-edit.md.
+  // "next_edit": {"kind": "openai_compat", "base_url": "http://127.0.0.1:8000/v1", "model": "zed-industries/zeta", "format": "zeta"}
   // How files the editor does not have open are written: "auto" (the default), "editor" or "disk".
   // "disk_write_policy": "editor"
 }
