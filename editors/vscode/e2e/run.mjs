@@ -543,6 +543,8 @@ async function chatScenario(context, base, folder, requestsFile, chatPlan, onPag
   const secondTurn = chat.locator("section.turn").nth(1);
   await secondTurn.hover();
   await secondTurn.locator("button.rewind").click();
+  // Rewind asks first (issue #45): confirm it.
+  await secondTurn.locator("button.rewind-confirm").click();
   const restored = await waitFor("greet.py restored in the editor after Rewind to here", async () => {
     const text = await editorText(page);
     return text.includes(chatPlan.old_line) && !text.includes(chatPlan.new_line) ? text : false;
