@@ -141,10 +141,18 @@ class ApprovalCheck:
         """The question as a diagnostic with code actions; the answer's title, None when unanswered."""
         questions = self._questions
         message = _question(tool, args, capability, ctx)
-        question = questions.post("approval", message, f"run {tool.name}", PENDING_CHOICES)
+        # The code actions name what they allow (a menu of titles is all Kate or Helix show),
+        # and "Allow always" its whole scope, wider than this one call.
+        choices = (
+            Choice("once", ALLOW_ONCE),
+            Choice("always", f"{ALLOW_ALWAYS} ({always_scope(tool, args, ctx)})"),
+            Choice("deny", DENY),
+        )
+        subject = approval_subject(tool, args, capability)
+        question = questions.post("approval", message, subject, choices)
         await _report(ctx, tool, args, question.question_id, message)
         answer = await questions.wait(question, ctx.cancel, PENDING_APPROVAL_TIMEOUT_S)
-        return next((choice.title for choice in PENDING_CHOICES if choice.answer == answer), None)
+        return next((c.title for c in PENDING_CHOICES if c.answer == answer), None)
 
     def _unanswered(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
         running = what_will_run(tool, args, ctx)
@@ -161,6 +169,36 @@ class ApprovalCheck:
             + (f"; the call {running}" if running else "")
             + f'; allow it with the config key approval.{tool.name} = "allow"'
         )
+
+
+# The command or file an answer's code action names, at most this long (a menu line).
+SUBJECT_MAX_CHARS = 60
+
+
+def approval_subject(tool: Tool, args: dict[str, Any], capability: str | None) -> str:
+    """What a pending approval question's answers allow, after each code action's title: a menu
+    of titles is all Kate or Helix show, so it names the command (`Allow once: run `make test`
+    (terminal)`), else the file or URL (`Allow once: edit_file src/app.py`)."""
+    described = describe_tool_call(tool.name, args, capability)
+    target = described.target
+    command = target.command if target is not None else None
+    if described.kind == "execute" and command:
+        return f"run `{_clip(command)}` ({tool.name})"
+    return _clip(described.title) if described.title else f"run {tool.name}"
+
+
+def always_scope(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
+    """What "Allow always" allows from then on (its approval key, lich_core.approvals):
+    `every terminal call`, `fetch_url on docs.python.org`, `write_file to AGENTS.md`."""
+    name, _, where = call_approval_key(tool, args, ctx).partition("@")
+    if not where:
+        return f"every {name} call"
+    return f"{name} on {where}" if tool_capability(tool) == NET_CAPABILITY else f"{name} to {where}"
+
+
+def _clip(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= SUBJECT_MAX_CHARS else line[: SUBJECT_MAX_CHARS - 1] + "…"
 
 
 def approval_details(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:

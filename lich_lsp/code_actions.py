@@ -3,7 +3,8 @@
 "Ask agent…" (`refactor.rewrite.lich`) on any range, or, for a client that can neither ask for
 a prompt nor show a choice (Kate, Helix: no window/showMessageRequest, no lich integration), one
 "Ask agent: <prompt>" per configured `quick_prompts` entry instead; one "Fix with agent: <message>"
-(`quickfix.lich`) per diagnostic in the request's context (any source), and the user's
+(`quickfix.lich`) per diagnostic in the request's context (any source but lich's own questions
+and review hunks), and the user's
 `code_actions: [{title, prompt, kind}]`. Every action carries a `lich.ask` command; the
 diagnostics the client sent are remembered per document version so a later lich.ask on that
 file can put them in the task context. On a line an undoable task changed, "Undo task: <title>"
@@ -29,6 +30,11 @@ ASK_TITLE = "Ask agent…"
 QUICK_PROMPT_TITLE = "Ask agent: "
 FIX_TITLE_MAX_CHARS = 80
 ASK_COMMAND = "lich.ask"
+# lich's own diagnostics that are no problem to fix: a pending question (pending_questions'
+# QUESTION_SOURCE) and a change waiting for review (review_hunks' REVIEW_SOURCE). Their own code
+# actions answer them; "Fix with agent" on them would ask the agent about its own question.
+# Named here, not imported: both modules sit above this one (tests check the names agree).
+NOT_TO_FIX_SOURCES = frozenset({"lich", "lich review"})
 # "Undo task: <title>" on the lines a task changed (lich_lsp.undo); inside the advertised ASK_KIND.
 UNDO_KIND = "refactor.rewrite.lich.undo"
 UNDO_TITLE = "Undo task: "
@@ -122,6 +128,8 @@ def compute_code_actions(
                 {**base, "prompt": prompt, "diagnostics": all_diagnostics},
             )
     for diagnostic in diagnostics:
+        if diagnostic.source in NOT_TO_FIX_SOURCES:
+            continue
         add(
             f"Fix with agent: {_first_line(diagnostic.message)}",
             FIX_KIND,

@@ -265,7 +265,8 @@ class TaskUndo:
 
     def code_action_tasks(self, params: types.CodeActionParams) -> list[tuple[str, str]]:
         """(task_id, title) of the undoable tasks that changed a line of the request's range, newest
-        first. From memory only: an open document's text and the journal once it is loaded."""
+        first, but not a task the file reads as before (undone in the editor: ctrl-z, by hand).
+        From memory only: an open document's text and the journal once it is loaded."""
         journal = self._journal
         if not journal.loaded:
             journal.load_soon()
@@ -291,10 +292,19 @@ class TaskUndo:
             last -= 1  # a selection of whole lines ends at the start of the next one
         found = []
         for entry in entries:
+            if _reads_as_before(entry, rel, current):
+                continue  # undone already, by the editor's own undo or by hand: nothing to offer
             ranges = journal.changed_ranges(entry, rel, current)
             if any(start <= last and first < end for start, end in ranges):
                 found.append((entry.task_id, entry.title))
         return found
+
+
+def _reads_as_before(entry: JournalEntry, rel: str, current: str) -> bool:
+    """Whether `rel` reads as it did before `entry`'s task changed it (lich.undoTask would
+    find nothing to undo there: plan_undo's "unchanged")."""
+    record = entry.files.get(rel)
+    return record is not None and bool(record.steps) and record.steps[0].base == current
 
 
 def choice_title(entry: JournalEntry) -> str:

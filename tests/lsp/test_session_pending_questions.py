@@ -22,6 +22,10 @@ from tests.support.fake_provider import FakeProviderServer
 
 CANNOT_ASK = "emacs"  # its published capabilities have no window.showMessageRequest
 MARKER_COMMAND = "echo approved > ran.txt"
+# The code actions name the command they allow, and "Allow always" its scope (the tool).
+ONCE = f"Allow once: run `{MARKER_COMMAND}` (terminal)"
+ALWAYS = f"Allow always (every terminal call): run `{MARKER_COMMAND}` (terminal)"
+DENY = f"Deny: run `{MARKER_COMMAND}` (terminal)"
 
 
 def questions(fake: FakeEditor, uri: str) -> list[types.Diagnostic]:
@@ -87,13 +91,9 @@ async def test_allow_once_runs_deny_refuses_always_remembers(editor, root: Path)
     )
     assert any("cannot show questions" in text and "main.py" in text for _, text in fake.messages)
     offered = answers_at(fake, uri, question)
-    assert list(offered) == [
-        "Allow once: run terminal",
-        "Allow always: run terminal",
-        "Deny: run terminal",
-    ]
+    assert list(offered) == [ONCE, ALWAYS, DENY]
     assert not once.done()  # the tool waits for the answer
-    answered = await run_answer(fake, offered["Allow once: run terminal"])
+    answered = await run_answer(fake, offered[ONCE])
     assert answered["answer"] == "once" and answered["kind"] == "approval"
     result = await once
     assert result["ok"] is True, result
@@ -103,14 +103,14 @@ async def test_allow_once_runs_deny_refuses_always_remembers(editor, root: Path)
     (root / "ran.txt").unlink()
     _, denied = fake.start_command("lich.runTool", call)
     await fake.wait_until(lambda: bool(questions(fake, uri)), what="the second question")
-    await run_answer(fake, answers_at(fake, uri)["Deny: run terminal"])
+    await run_answer(fake, answers_at(fake, uri)[DENY])
     refused = await denied
     assert refused == {**refused, "ok": False, "error": "approval_denied: the user denied terminal"}
     assert not (root / "ran.txt").exists()
 
     _, always = fake.start_command("lich.runTool", call)
     await fake.wait_until(lambda: bool(questions(fake, uri)), what="the third question")
-    await run_answer(fake, answers_at(fake, uri)["Allow always: run terminal"])
+    await run_answer(fake, answers_at(fake, uri)[ALWAYS])
     assert (await always)["ok"] is True
     saved = json.loads((workspace_state_dir(root) / "approvals.json").read_text(encoding="utf-8"))
     assert saved == {"always": ["terminal"]}
@@ -140,7 +140,7 @@ async def test_the_question_goes_on_the_file_the_task_started_from(
         types.Position(1, 0),
     )
     assert questions(fake, uri_of(root / "first.py")) == []
-    await run_answer(fake, answers_at(fake, origin, question)["Allow once: run terminal"])
+    await run_answer(fake, answers_at(fake, origin, question)[ONCE])
     result = await task
     assert result["stopped_reason"] == "final"
     assert tool_messages(fake_provider)[0].strip() == "[exit 0]"  # the command ran
@@ -160,7 +160,7 @@ async def test_with_no_file_open_the_question_waits_for_the_first_one(editor, ro
     await fake.wait_until(
         lambda: bool(questions(fake, uri)), what="the question on the opened file"
     )
-    await run_answer(fake, answers_at(fake, uri)["Deny: run terminal"])
+    await run_answer(fake, answers_at(fake, uri)[DENY])
     assert (await call)["error"] == "approval_denied: the user denied terminal"
 
 
