@@ -48,7 +48,7 @@ import { resolveServer, serverMissingMessage, type ServerSpec } from "./serverRe
 import { RESTART_SETTINGS, SECTION, serverSettings, type ServerSettings } from "./settings";
 import { ReviewDecorations, REVIEW_LIST_COMMAND } from "./reviewDecorations";
 import { completionInfo, completionView, mcpServers, providerInfo, SERVER_LOG_COMMAND, statusView, type CompletionInfo, type McpServerInfo, type ProviderInfo } from "./status";
-import { OPEN_CHAT_ACTION, TaskNotificationsCapability, taskNotice, TaskTracker } from "./tasks";
+import { OPEN_CHAT_ACTION, TaskNotificationsCapability, taskNotice, TaskTracker, toastError } from "./tasks";
 import { DEMO_COMMAND, DEMO_TERMINAL_NAME, demoCommand, demoShellLine, DOCS_COMMAND, NO_MODEL_CONTEXT, runModelSetup, SETUP_COMMAND, WELCOME_VIEW_ID } from "./welcome";
 import { UNDO_COMMAND, undoTaskCommand, type UndoResult } from "./undo";
 import { MANAGE_TRUST_COMMAND, runTrustCommand, TRUST_COMMAND, type TrustArgs, type TrustResult } from "./trust";
@@ -503,7 +503,7 @@ export class LichController implements vscode.Disposable {
       void this.revealFirstPendingHunk(result);
       return result;
     } catch (err) {
-      void vscode.window.showErrorMessage(`Lich: the task failed: ${err instanceof Error ? err.message : String(err)}`);
+      void vscode.window.showErrorMessage(`Lich: the task failed: ${toastError(err)}`);
       return undefined;
     } finally {
       void this.refreshStatus();
@@ -733,7 +733,7 @@ export class LichController implements vscode.Disposable {
       }
       return result;
     } catch (err) {
-      void vscode.window.showErrorMessage(`Lich: applying the patch failed: ${err instanceof Error ? err.message : String(err)}`);
+      void vscode.window.showErrorMessage(`Lich: applying the patch failed: ${toastError(err)}`);
       return undefined;
     }
   }
@@ -816,7 +816,7 @@ export class LichController implements vscode.Disposable {
     try {
       answer = await this.serverCommand<ReviewAnswer>(command, sent);
     } catch (err) {
-      answer = { ok: false, error: err instanceof Error ? err.message : String(err) };
+      answer = { ok: false, error: toastError(err) };
     }
     const outcome = reviewOutcome(command, answer);
     if (outcome?.level === "error") {

@@ -117,6 +117,18 @@ export interface TaskNotice {
   thread?: string;
 }
 
+/**
+ * An error as a notification says it: without the JSON-RPC wrapping ("Request lich.ask failed
+ * with message: ") or the command's id in front, and a lost connection in plain words.
+ */
+export function toastError(err: unknown): string {
+  const message = err instanceof Error ? err.message : typeof err === "string" ? err : String(err);
+  if (/connection (got disposed|is closed)|pending response rejected|client is not running/i.test(message)) {
+    return "the language server stopped (it restarts by itself)";
+  }
+  return message.replace(/^Request \S+ failed with message: /, "").replace(/^lich\.[A-Za-z]+: /, "");
+}
+
 function firstLine(text: string, max: number): string {
   const line = text
     .split("\n")
@@ -141,7 +153,7 @@ export function taskNotice(result: unknown, title: string): TaskNotice | undefin
   const reason = text(r.stopped_reason);
   let notice: TaskNotice;
   if (reason === "error") {
-    notice = { level: "error", message: `Lich: ${label} failed: ${firstLine(text(r.error), NOTICE_ANSWER_CHARS) || "see the chat for details"}` };
+    notice = { level: "error", message: `Lich: ${label} failed: ${firstLine(toastError(text(r.error)), NOTICE_ANSWER_CHARS) || "see the chat for details"}` };
   } else if (reason === "aborted") {
     notice = { level: "warning", message: `Lich: ${label}: cancelled.` };
   } else if (reason === "budget") {

@@ -7,6 +7,7 @@
  * starts the server with `workspace_trust: "never"` (settings.ts) and refuses the trust command
  * here, without asking the server.
  */
+import { toastError } from "./tasks";
 
 export const TRUST_COMMAND = "lich.trustWorkspace";
 export const MANAGE_TRUST_ACTION = "Manage Workspace Trust";
@@ -91,7 +92,7 @@ export async function runTrustCommand(deps: TrustDeps, revoke: boolean): Promise
   try {
     result = await deps.send(revoke ? { revoke: true } : {});
   } catch (err) {
-    void deps.ui.showErrorMessage(`Lich: ${revoke ? "revoking" : "recording"} workspace config trust failed: ${err instanceof Error ? err.message : String(err)}`);
+    void deps.ui.showErrorMessage(`Lich: ${revoke ? "revoking" : "recording"} workspace config trust failed: ${toastError(err)}`);
     return undefined;
   }
   if (!result || typeof result !== "object") {

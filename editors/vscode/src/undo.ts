@@ -8,6 +8,7 @@
  * here we only pick the task (from lich.status's `undoable_tasks`, newest first) and report a
  * request that failed.
  */
+import { toastError } from "./tasks";
 
 export const UNDO_COMMAND = "lich.undoTask";
 export const UNDO_TITLE = "Lich: Undo Task";
@@ -152,7 +153,7 @@ export async function undoTaskCommand(deps: UndoDeps, taskId?: string): Promise<
     }
     return await deps.send({ task_id: chosen });
   } catch (err) {
-    void deps.ui.showErrorMessage(`Lich: undoing the task failed: ${err instanceof Error ? err.message : String(err)}`);
+    void deps.ui.showErrorMessage(`Lich: undoing the task failed: ${toastError(err)}`);
     return undefined;
   }
 }

@@ -119,3 +119,14 @@ describe("in the extension", () => {
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 });
+
+describe("errors in notifications", () => {
+  it("lose the JSON-RPC wrapping and the command id; a lost server is said in plain words", async () => {
+    const { toastError } = await import("../src/tasks");
+    expect(toastError(new Error("Request lich.ask failed with message: lich.ask: the thread th1 is busy"))).toBe("the thread th1 is busy");
+    expect(toastError(new Error("Connection got disposed."))).toBe("the language server stopped (it restarts by itself)");
+    expect(taskNotice({ stopped_reason: "error", error: "Request lich.ask failed with message: the model server did not answer" }, "Fix")?.message).toBe(
+      "Lich: Fix failed: the model server did not answer",
+    );
+  });
+});

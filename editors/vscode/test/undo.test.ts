@@ -97,7 +97,8 @@ describe("Lich: Undo Task", () => {
       throw new Error("lich.undoTask: no task 't9' in the undo journal");
     };
     expect(await undoTaskCommand(d)).toBeUndefined();
-    expect(errors).toEqual(["Lich: undoing the task failed: lich.undoTask: no task 't9' in the undo journal"]);
+    // Without the command's id in front (the user did not type lich.undoTask).
+    expect(errors).toEqual(["Lich: undoing the task failed: no task 't9' in the undo journal"]);
   });
 });
 
