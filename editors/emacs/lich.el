@@ -377,6 +377,10 @@ Runs `lich-connect-functions'."
 (autoload 'lich-new-thread "lich-chat" "Empty the chat: the next message starts a new thread." t)
 (autoload 'lich-rewind "lich-chat" "Rewind the chat's thread to before a turn." t)
 
+;;;; Next edit suggestions (lich-next-edit.el, loaded on first use)
+
+(autoload 'lich-next-edit-mode "lich-next-edit" "Show the lich server's next edit suggestions as you edit." t)
+
 ;;;; Progress (`$/progress')
 
 (defvar lich--progress-title nil
