@@ -49,6 +49,8 @@ button.code-action:hover { background: var(--vscode-button-secondaryHoverBackgro
 .markdown table { border-collapse: collapse; margin: 6px 0; display: block; overflow-x: auto; }
 .markdown th, .markdown td { border: 1px solid var(--vscode-panel-border, var(--vscode-descriptionForeground)); padding: 2px 6px; text-align: left; }
 .markdown th { background: var(--vscode-editorWidget-background, transparent); }
+.markdown .align-right { text-align: right; }
+.markdown .align-center { text-align: center; }
 .markdown blockquote { margin: 4px 0; padding: 0 8px; border-left: 3px solid var(--vscode-textBlockQuote-border, var(--vscode-descriptionForeground));
   background: var(--vscode-textBlockQuote-background, transparent); }
 .markdown hr { border: 0; border-top: 1px solid var(--vscode-panel-border, var(--vscode-descriptionForeground)); }

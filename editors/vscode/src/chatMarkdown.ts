@@ -88,6 +88,20 @@ function createRenderer(): MarkdownIt {
   md.validateLink = () => true;
   md.normalizeLink = (url) => url;
   md.normalizeLinkText = (text) => text;
+  // Table alignment as a class, not markdown-it's `style` attribute: the page's CSP refuses
+  // inline styles (and would report each one).
+  md.core.ruler.push("align_as_class", (state) => {
+    for (const token of state.tokens) {
+      const style = token.attrGet("style");
+      if (style !== null) {
+        token.attrs = (token.attrs ?? []).filter(([name]) => name !== "style");
+        const align = /text-align:\s*(left|center|right)/.exec(style);
+        if (align) {
+          token.attrJoin("class", `align-${align[1]}`);
+        }
+      }
+    }
+  });
   const rules = md.renderer.rules;
   rules.fence = (tokens, index) => codeBlock(tokens[index].content.replace(/\n$/, ""), tokens[index].info);
   rules.code_block = (tokens, index) => codeBlock(tokens[index].content.replace(/\n$/, ""), "");

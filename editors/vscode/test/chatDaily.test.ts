@@ -76,6 +76,13 @@ describe("markdown with markdown-it and highlight.js", () => {
     expect([...outer.querySelectorAll(":scope > li > ol > li")].map((li) => li.textContent)).toEqual(["inner", "inner two"]);
   });
 
+  it("aligns table columns with classes: no inline style for the CSP to refuse", () => {
+    const html = renderMarkdown("| n | name |\n|--:|:-:|\n| 1 | a |");
+    expect(html).not.toContain("style=");
+    const el = dom(html);
+    expect([...el.querySelectorAll("td")].map((td) => td.className)).toEqual(["align-right", "align-center"]);
+  });
+
   it("highlights code in a known language and keeps its text exact; unknown languages stay plain", () => {
     const el = dom(renderMarkdown('```python\ndef greet(name):\n    return f"Hello, {name}!"  # <b>\n```'));
     const code = el.querySelector("pre code")!;
