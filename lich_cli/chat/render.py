@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -299,7 +300,12 @@ class TerminalView(TurnView):
         from rich.console import Console
 
         # The stream is looked up at each print: prompt_toolkit's proxy while the prompt runs.
-        self.console = Console(force_terminal=True, highlight=False, soft_wrap=False)
+        # The width is the terminal's at each print: an exported COLUMNS (which rich would
+        # prefer) is stale after the first resize.
+        environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        self.console = Console(
+            force_terminal=True, highlight=False, soft_wrap=False, _environ=environ
+        )
         self.blocks = BlockSplitter()
 
     def pending_text(self) -> str:

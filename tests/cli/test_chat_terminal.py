@@ -110,6 +110,8 @@ def start_chat(tmp_path: Path, work: Path, fake: FakeProviderServer, *args: str)
             "LICH_BASE_URL": fake.url + "/v1",
             "LICH_MODEL": "fake-model",
             "LICH_PROVIDER_KIND": "openai_compat",
+            # A stale exported width: the pane's real one (WIDTH) must win.
+            "COLUMNS": "40",
         }
     )
     socket = f"lich-chat-{os.getpid()}-{tmp_path.name}"
