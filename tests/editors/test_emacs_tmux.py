@@ -5,7 +5,8 @@ capture-pane, as a person uses it.
 - The chat: C-c C-c on a turn that follows a failed one stops it and the chat takes the next
   message, several times in a row (each step waits for the screen to show its outcome, never for
   a time); a message sent while a turn runs shows as queued, C-c C-k takes one back to the input,
-  and the queued one is sent when the turn ends; a tool call line opens with TAB to its output.
+  and the queued one is sent when the turn ends; a tool call line opens with TAB to its output;
+  the answer is not repeated in the echo area (*Messages* does not have it).
 - Ghost text: `lich-completion-mode' shows the completion model's suggestion after the cursor in
   its own colour, and TAB inserts it (the saved file says so).
 
@@ -297,6 +298,13 @@ def test_a_tool_call_line_opens_to_its_output(
         lambda s: "|def hello():" not in s and "▸ read_file hello.py: ok" in s,
         "the output hidden again",
     )
+    # The answer was said in the chat only: the server did not repeat it in the echo area
+    # (lich.ask origin "chat"), as the *Messages* log, shown alone, tells.
+    screen.keys("C-h", "e")
+    screen.keys("C-x", "o", "C-x", "1")
+    shown = screen.shows(lambda s: "*Messages*" in s and "lich chat" not in s, "*Messages* alone")
+    assert "Connected!" in shown, shown  # the log holds Eglot's messages of this session
+    assert "Read it." not in shown, shown
 
 
 def test_ghost_text_shows_and_tab_accepts_it(
