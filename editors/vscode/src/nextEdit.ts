@@ -7,7 +7,7 @@
  * A suggestion that inserts at the cursor shows as ghost text there; one elsewhere shows as an
  * inline diff at its place (the text it replaces struck through, the text it inserts after it,
  * a gutter marker). Tab jumps to the suggestion, Tab again accepts it; Escape dismisses. The
- * keybindings are scoped by the `lich.nextEditVisible` context key, so Tab and Escape keep their
+ * keybindings are scoped by the `lichClient.nextEditVisible` context key, so Tab and Escape keep their
  * usual meaning whenever nothing is shown.
  *
  * Requests wait for a pause in typing (`lich.nextEdit.debounceMs`), and each new one cancels the
@@ -23,7 +23,7 @@
 import * as vscode from "vscode";
 
 export const NEXT_EDIT_METHOD = "textDocument/copilotInlineEdit";
-export const NEXT_EDIT_CONTEXT = "lich.nextEditVisible";
+export const NEXT_EDIT_CONTEXT = "lichClient.nextEditVisible";
 export const NEXT_EDIT_COMMANDS = {
   acceptOrJump: "lichClient.nextEdit.acceptOrJump",
   dismiss: "lichClient.nextEdit.dismiss",
