@@ -165,6 +165,9 @@ def test_approval_card_shows_the_command_and_sets_allow_always_apart(chat: dict[
     assert step["always_button"] == "Allow always"
     assert step["always_scope"] == "for every terminal call, in this workspace"
     assert step["always_below"] is True
+    # The chat is on screen: no duplicate notification for the question.
+    assert step["toast_while_asked"] is False
+    assert step["toast_left"] is False
     assert step["answer"] == "I did not run it."
 
 

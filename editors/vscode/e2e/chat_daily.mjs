@@ -501,11 +501,13 @@ async function run(page, folder, requestsFile) {
           return !!always && !!once && always.top >= once.bottom;
         })(),
       }));
+      // The chat is on screen: the question is asked there only (no duplicate toast).
+      const toastWhileAsked = !!(await findNotification(page, "lich wants to run terminal"));
       await docsScreenshot(page, "vscode-chat-approval");
       await card.locator("button", { hasText: /^Deny$/ }).click();
       const answered = await waitForTurn(chat, prompt, (t) => !t.live && t.answer.includes(DENIED_ANSWER), "the answer after Deny");
       const toast = await findNotification(page, "lich wants to run terminal");
-      return { ...shown, answer: answered.turn.answer, toast_left: !!toast };
+      return { ...shown, answer: answered.turn.answer, toast_while_asked: toastWhileAsked, toast_left: !!toast };
     }, page),
   );
 

@@ -593,7 +593,8 @@ async function chatReviewScenario(context, base, folder, chatPlan, onPage) {
   const approvalCommand = (await approval.locator(".approval-command").textContent().catch(() => "")) || "";
   const approvalCwd = (await approval.locator(".approval-cwd").textContent().catch(() => "")) || "";
   const buttons = await approval.locator("button").allTextContents();
-  const toast = await waitFor("the approval notification", () => findNotification(page, "lich wants to run terminal"));
+  // The chat is on screen: the question is asked there only, no duplicate toast (issue #45).
+  const toast = await findNotification(page, "lich wants to run terminal");
   await approval.locator("button", { hasText: /^Allow once$/ }).click();
   const answered = await waitFor("the chat's approval marked answered", async () => {
     const text = await approval.locator(".approval-answer").textContent().catch(() => "");

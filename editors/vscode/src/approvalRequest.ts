@@ -1,7 +1,8 @@
 /**
  * The extension's `window/showMessageRequest` handler. The server asks tool approvals with it
  * (lich_lsp/approvals.py: "lich wants to run <tool> …" with Allow once / Allow always / Deny):
- * such a question shows both in VS Code's notification and in the chat view, and whichever the
+ * while the chat view is visible such a question shows there only (no duplicate toast); with
+ * the view hidden it shows both in VS Code's notification and in the chat, and whichever the
  * user answers first answers the server; the chat's copy then greys out with the answer. Any
  * other question (the workspace trust question, …) is shown as the language client would.
  *
@@ -37,6 +38,8 @@ export interface ApprovalDeps {
   chat(message: string, actions: string[]): ChatApproval;
   /** Take the notification out of sight once the chat answered. */
   hideDialog?(): void;
+  /** Whether the chat view is on screen now: then its copy is the only one (no toast). */
+  chatVisible?(): boolean;
 }
 
 /** Whether the server's question is a tool approval (the chat shows those). */
@@ -54,14 +57,16 @@ export async function showMessageRequest(params: ShowMessageRequestParams, token
     return (await deps.dialog(params)) ?? null;
   }
   const chat = deps.chat(params.message, actions.map((action) => action.title));
-  const outcomes: Promise<Outcome>[] = [
-    chat.answer.then((title): Outcome => ({ from: "chat", title })),
-    Promise.resolve(deps.dialog(params)).then(
-      (item): Promise<Outcome> | Outcome =>
-        // Closing the notification while the chat still asks leaves the answer to the chat.
-        item === undefined && chat.shown ? new Promise<Outcome>(() => undefined) : { from: "dialog", title: item?.title },
-    ),
-  ];
+  const outcomes: Promise<Outcome>[] = [chat.answer.then((title): Outcome => ({ from: "chat", title }))];
+  if (!(chat.shown && deps.chatVisible?.() === true)) {
+    outcomes.push(
+      Promise.resolve(deps.dialog(params)).then(
+        (item): Promise<Outcome> | Outcome =>
+          // Closing the notification while the chat still asks leaves the answer to the chat.
+          item === undefined && chat.shown ? new Promise<Outcome>(() => undefined) : { from: "dialog", title: item?.title },
+      ),
+    );
+  }
   let subscription: { dispose(): void } | undefined;
   if (token) {
     outcomes.push(

@@ -347,12 +347,13 @@ export class LichController implements vscode.Disposable {
         void this.chat.reload().then(() => this.chat.listThreads());
       }
     });
-    // Tool approvals show in the chat as well as in the notification (./approvalRequest).
+    // Tool approvals show in the chat, and in the notification unless the chat is on screen (./approvalRequest).
     client.onRequest(SHOW_MESSAGE_REQUEST_METHOD, (params: ShowMessageRequestParams, token?: vscode.CancellationToken) =>
       showMessageRequest(params, token, {
         dialog: (question) => showMessage(question),
         chat: (message, actions) => this.chat.askApproval(message, actions),
         hideDialog: () => void vscode.commands.executeCommand("notifications.hideToasts"),
+        chatVisible: () => this.chatView.visible,
       }),
     );
     client.onRequest(SAVE_DOCUMENTS_METHOD, (params: SaveDocumentsParams) =>

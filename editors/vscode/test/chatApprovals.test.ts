@@ -79,13 +79,21 @@ function donePosted() {
   return posted.filter((m): m is Extract<ToView, { type: "approvalDone" }> => m.type === "approvalDone");
 }
 
+let chatVisible: boolean;
+
 function ask(token?: FakeToken, params: ShowMessageRequestParams = QUESTION) {
-  return showMessageRequest(params, token, { dialog: dialog.show, chat: (message, actions) => session.askApproval(message, actions), hideDialog: () => hidden++ });
+  return showMessageRequest(params, token, {
+    dialog: dialog.show,
+    chat: (message, actions) => session.askApproval(message, actions),
+    hideDialog: () => hidden++,
+    chatVisible: () => chatVisible,
+  });
 }
 
 beforeEach(() => {
   posted = [];
   hidden = 0;
+  chatVisible = false;
   dialog = new FakeDialog();
   const state = memento();
   session = new ChatSession({
@@ -171,6 +179,23 @@ describe("approval questions in the chat", () => {
     dialog.click(undefined);
     expect(await answered).toBeNull();
     expect(dialog.shown).toEqual([trust]);
+  });
+
+  it("while the chat view is visible the question is asked there only: no duplicate toast", async () => {
+    chatVisible = true;
+    const answered = ask();
+    expect(approvalsPosted()).toHaveLength(1);
+    expect(dialog.shown).toEqual([]);
+    await session.onMessage({ type: "answerApproval", id: 1, answer: "Deny" });
+    expect(await answered).toEqual({ title: "Deny" });
+    expect(donePosted()).toEqual([{ type: "approvalDone", id: 1, answer: "Deny", where: "chat" }]);
+    // Other questions still go to the notification, and without a view the toast is the way.
+    const trust: ShowMessageRequestParams = { type: 2, message: "lich: trust?", actions: [{ title: "Trust" }] };
+    void ask(undefined, trust);
+    expect(dialog.shown).toEqual([trust]);
+    session.detach();
+    void ask();
+    expect(dialog.shown).toEqual([trust, QUESTION]);
   });
 
   it("re-shows a question still waiting when the view draws its thread again", async () => {
