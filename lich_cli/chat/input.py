@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from lich_cli.chat.session import ChatSession
 
 QUIT = "\x00quit"  # what the prompt returns when a key asked to leave (never typed text)
+RESTART = "\x00restart"  # ... when the thread changed: a new prompt, with that thread's history
 MENTION_COMPLETIONS = 50
 HISTORY_OTHER_THREADS = 200
 REFRESH_S = 0.1  # the spinner's frame

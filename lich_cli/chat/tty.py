@@ -16,7 +16,7 @@ from typing import Any
 
 from lich_cli.chat.commands import QUIT as QUIT_COMMAND
 from lich_cli.chat.commands import run_command
-from lich_cli.chat.input import QUIT, REFRESH_S, Controls, prompt_session
+from lich_cli.chat.input import QUIT, REFRESH_S, RESTART, Controls, prompt_session
 from lich_cli.chat.session import AgentUnavailable, ChatSession
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -40,6 +40,8 @@ class Terminal(Controls):
         self.question_keys = ""
         self.view: Any = None
         self.leaving = False
+        self.prompt = prompt_session(session, self)
+        self._carry = ""  # the line being typed when the prompt was made again
 
     # --- Controls (the keys) ---
 
@@ -104,7 +106,6 @@ class Terminal(Controls):
         from prompt_toolkit.patch_stdout import patch_stdout
 
         session = self.session
-        prompt = prompt_session(session, self)
         started: list[asyncio.Future[None]] = []
 
         def after_render(_app: object) -> None:
@@ -114,16 +115,20 @@ class Terminal(Controls):
                 self._set_up()
                 started.append(asyncio.get_running_loop().run_in_executor(None, session.prepare))
 
-        prompt.app.after_render += after_render
+        self.prompt.app.after_render += after_render
         print(self._greeting(), flush=True)
         with patch_stdout(raw=True):
             worker = asyncio.create_task(self._work())
-            ticker = asyncio.create_task(self._tick(prompt.app))
+            ticker = asyncio.create_task(self._tick())
             try:
                 while not self.leaving:
-                    text = await prompt.prompt_async()
+                    text = await self.prompt.prompt_async(default=self._carry)
+                    self._carry = ""
                     if text == QUIT:
                         break
+                    if text == RESTART:
+                        self.prompt = prompt_session(session, self)
+                        continue
                     self.quit_armed = False
                     if not self._submit(text.strip()):
                         break
@@ -140,12 +145,19 @@ class Terminal(Controls):
             )
         return 0
 
-    async def _tick(self, app: Any) -> None:
+    async def _tick(self) -> None:
         """Redraw the status line's spinner and seconds while a turn runs (idle, nothing moves)."""
         while True:
             await asyncio.sleep(REFRESH_S)
             if self.turn_running:
-                app.invalidate()
+                self.prompt.app.invalidate()
+
+    def _restart_prompt(self) -> None:
+        """Make the prompt again (keeping what is being typed), for the new thread's history."""
+        app = self.prompt.app
+        if app.is_running:
+            self._carry = app.current_buffer.text
+            app.exit(result=RESTART)
 
     def _set_up(self) -> None:
         from lich_cli.chat.approvals import ChatApprovalCheck
@@ -182,15 +194,15 @@ class Terminal(Controls):
             self.busy = True
             try:
                 if text.startswith("/"):
-                    if (
-                        await run_command(text, self.session, self.view, self.confirm)
-                        == QUIT_COMMAND
-                    ):
+                    thread = self.session.thread
+                    done = await run_command(text, self.session, self.view, self.confirm)
+                    if done == QUIT_COMMAND:
                         self.leaving = True
-                        from prompt_toolkit.application.current import get_app
-
-                        get_app().exit(result=QUIT)
+                        if self.prompt.app.is_running:
+                            self.prompt.app.exit(result=QUIT)
                         return
+                    if self.session.thread != thread or text.split()[0] == "/new":
+                        self._restart_prompt()
                 else:
                     await self._turn(text, queued)
             except Exception as err:  # noqa: BLE001 - one line, never a traceback on the screen

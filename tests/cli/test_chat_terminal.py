@@ -275,20 +275,32 @@ def test_history_completion_alt_enter_and_ctrl_c_twice(
     chat: list[ChatTerminal],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Continuing a thread (`--thread latest`): Up brings back its prompt; Tab completes `@a.`
-    to a workspace path and `/thre` to a command; Alt+Enter and Shift+Enter add a line (one
-    prompt of three lines is sent); Ctrl-C clears the line, and twice at an empty prompt quits."""
+    """Continuing a thread (`--thread ID`): Up brings back its prompt before the other thread's;
+    after `/thread OTHER`, Up brings back OTHER's. Tab completes `@a.` to a workspace path and
+    `/thre` to a command; Alt+Enter and Shift+Enter add a line (one prompt of three lines is
+    sent); Ctrl-C clears the line, and twice at an empty prompt quits."""
     (work / "a.txt").write_text("text\n", encoding="utf-8")
-    fake_provider.script({"text": "Earlier answer."}, {"text": "Two lines received."})
+    fake_provider.script(
+        {"text": "Earlier answer."}, {"text": "Other answer."}, {"text": "Lines received."}
+    )
     monkeypatch.setenv("LICH_BASE_URL", fake_provider.url + "/v1")
     monkeypatch.setenv("LICH_MODEL", "fake-model")
-    first = run_lich("chat", "--work-dir", str(work), cwd=work, stdin="an earlier prompt\n")
-    assert first.returncode == 0, first.stderr
-    terminal = start_chat(tmp_path, work, fake_provider, "--thread", "latest")
+    threads = []
+    for prompt in ("an earlier prompt", "the other thread's prompt"):
+        done = run_lich("chat", "--work-dir", str(work), cwd=work, stdin=prompt + "\n")
+        assert done.returncode == 0, done.stderr
+        threads.append(done.stderr.strip().splitlines()[-1].removeprefix("lich: thread "))
+    terminal = start_chat(tmp_path, work, fake_provider, "--thread", threads[0])
     chat.append(terminal)
     terminal.shows_text("Ctrl-D quits")
     terminal.send("Up")
     terminal.shows_text("› an earlier prompt")
+    terminal.send("C-c")  # the line is cleared, nothing is sent
+    terminal.type_line(f"/thread {threads[1]}")
+    terminal.shows_text(f"continuing thread {threads[1]}")
+    terminal.shows_text(f" {threads[1]} · /help")  # the new prompt's status line
+    terminal.send("Up")
+    terminal.shows_text("› the other thread's prompt")
     terminal.send("C-c")  # the line is cleared, nothing is sent
     terminal.send("-l", "see @a.")
     terminal.shows(lambda s: re.search(r"^ +@a\.txt", s, re.M) is not None, "the path in the menu")
@@ -306,11 +318,11 @@ def test_history_completion_alt_enter_and_ctrl_c_twice(
     terminal.send("-l", "\x1b[13;2u")  # Shift+Enter, as terminals with CSI u report it
     terminal.send("-l", "line three")
     terminal.send("Enter")
-    terminal.shows_text("Two lines received.")
-    assert len(fake_provider.requests) == 2
-    last_user = [m for m in fake_provider.requests[1]["json"]["messages"] if m["role"] == "user"]
+    terminal.shows_text("model call(s)")  # the turn's end line
+    assert len(fake_provider.requests) == 3
+    last_user = [m for m in fake_provider.requests[2]["json"]["messages"] if m["role"] == "user"]
     assert last_user[-1]["content"] == "line one\nline two\nline three"
-    assert "an earlier prompt" in messages_text(fake_provider.requests[1])
+    assert "the other thread's prompt" in messages_text(fake_provider.requests[2])
     terminal.send("C-c")
     terminal.shows_text("Ctrl-C again (or Ctrl-D) to quit")
     terminal.send("C-c")
