@@ -226,7 +226,8 @@ def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
 ) -> None:
     """A turn writes a.txt (its diff on screen); /rewind 1 asks with the turn's prompt, `y`
     restores the file. A turn that streams one paragraph and then stalls shows that paragraph
-    while running; Escape stops it: the provider sees the stream closed."""
+    while running; Escape stops it: the provider sees the stream closed. A turn whose answer
+    does not start shows a spinner with the seconds waited; Ctrl-C stops it."""
     (work / "a.txt").write_text("old line\n", encoding="utf-8")
     first_block = "Streaming part one.\n\n"
     fake_provider.script(
@@ -238,6 +239,8 @@ def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
         {"text": "Wrote it."},
         # The role event and the first half (exactly the first paragraph), then silence.
         {"text": first_block + "X" * len(first_block), "chunks": 2, "stall_after_chunks": 2},
+        # Not a byte of the answer: the spinner and the seconds waited, until Ctrl-C.
+        {"text": "never sent", "stall_after_chunks": 0},
     )
     terminal = start_chat(tmp_path, work, fake_provider)
     chat.append(terminal)
@@ -263,6 +266,16 @@ def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
     terminal.shows_text("aborted")
     # The rewound turn is not in the next request's history.
     assert "change a.txt" not in messages_text(fake_provider.requests[-1])
+
+    terminal.type_line("and another")
+    terminal.shows(
+        lambda s: re.search(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] waiting for the model · \d+\.\d s", s) is not None,
+        "the spinner with the seconds waited",
+    )
+    assert fake_provider.wait_for_requests(4, timeout_s=SCREEN_WAIT_S)
+    terminal.send("C-c")  # Ctrl-C stops a turn too
+    assert fake_provider.wait_closed_early(3, timeout_s=SCREEN_WAIT_S) is not None
+    terminal.shows_text("aborted", count=2)
     terminal.send("C-d")
     terminal.wait_exit()
     terminal.shows_text("exit=0")
