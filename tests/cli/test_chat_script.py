@@ -238,3 +238,41 @@ def test_undo_takes_back_the_last_turns_edits_and_model_switches(
     assert "write a.txt" in sent and "took back your changes to a.txt" in sent
     usage = run_lich("--help", cwd=work)
     assert "lich chat [--thread ID|latest]" in usage.stdout
+
+
+async def test_always_is_remembered_for_its_scope_in_the_shared_store(tmp_path: Path) -> None:
+    """`a` allows the call and every later one in its scope without asking (the store the
+    editors and ACP read); a fetch's scope is its host; `n` denies; a deny policy never asks."""
+    from lich_cli.chat.approvals import ChatApprovalCheck
+    from lich_core.approvals import ApprovalStore
+    from lich_core.config import load_config
+    from lich_core.runtime import build_tool_runtime
+
+    asked: list[tuple[str, str]] = []
+    answers = ["a", "a", "n"]
+
+    async def asker(question: str, scope: str) -> str:
+        asked.append((question, scope))
+        return answers.pop(0)
+
+    check = ChatApprovalCheck(tmp_path, asker)
+    runtime = build_tool_runtime(load_config(str(tmp_path)))
+    terminal, fetch = runtime.registry.get("terminal"), runtime.registry.get("fetch_url")
+    assert terminal is not None and fetch is not None
+    ctx = ToolContext(work_dir=tmp_path)
+    assert await check(terminal, {"command": "make"}, ctx) is None
+    assert await check(terminal, {"command": "make test"}, ctx) is None  # not asked again
+    assert [scope for _, scope in asked] == ["terminal in this workspace"]
+    docs = {"url": "https://docs.python.org/3/"}
+    assert await check(fetch, docs, ctx) is None
+    assert asked[-1][1] == "fetch_url on docs.python.org in this workspace"
+    refusal = await check(fetch, {"url": "https://example.com/"}, ctx)
+    assert refusal == "approval_denied: the user denied fetch_url"
+    assert len(asked) == 3
+    store = ApprovalStore(tmp_path)  # what the editors read
+    assert store.is_always("terminal") and store.is_always("fetch_url@docs.python.org")
+    assert not store.is_always("fetch_url@example.com")
+    denying = ToolContext(work_dir=tmp_path, settings={"approval": {"terminal": "deny"}})
+    refused = await ChatApprovalCheck(tmp_path, asker)(terminal, {"command": "x"}, denying)
+    assert refused == "approval_denied: terminal is denied by the approval policy"
+    assert len(asked) == 3

@@ -186,7 +186,8 @@ def test_send_stream_follow_up_queue_and_approvals_answered_y_and_n(
 
     terminal.type_line("second question")
     question = "? lich wants to run terminal (process/exec): runs `echo chat-ran-this`"
-    terminal.shows_text(question)
+    screen = terminal.shows_text(question)
+    assert "y allow once · a always (terminal in this workspace) · n deny" in screen
     terminal.type_line("third question")  # typed while the question waits: queued
     terminal.shows_text("queued: third question")
     terminal.send("y")
