@@ -276,3 +276,30 @@ async def test_always_is_remembered_for_its_scope_in_the_shared_store(tmp_path: 
     refused = await ChatApprovalCheck(tmp_path, asker)(terminal, {"command": "x"}, denying)
     assert refused == "approval_denied: terminal is denied by the approval policy"
     assert len(asked) == 3
+
+
+def test_streamed_markdown_is_cut_into_whole_blocks() -> None:
+    """The terminal renders a block once it is complete: a paragraph or a table at a blank
+    line, a fenced block (blank lines inside it included) at its closing fence, however the
+    text is split into deltas."""
+    from lich_cli.chat.render import BlockSplitter
+
+    text = (
+        "Intro paragraph\nstill intro.\n\n"
+        "| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "Before the fence.\n```python\nx = 1\n\ny = 2\n```\n"
+        "The tail, not yet ended"
+    )
+    expected = [
+        "Intro paragraph\nstill intro.\n\n",
+        "| a | b |\n|---|---|\n| 1 | 2 |\n\n",
+        "Before the fence.\n",
+        "```python\nx = 1\n\ny = 2\n```\n",
+    ]
+    for size in (1, 3, 7, len(text)):
+        splitter = BlockSplitter()
+        blocks = []
+        for start in range(0, len(text), size):
+            blocks += splitter.feed(text[start : start + size])
+        assert blocks == expected, size
+        assert splitter.rest() == "The tail, not yet ended"
