@@ -109,6 +109,8 @@ describe("package.json contributions", () => {
       "lich.completions.enabled",
       "lich.completions.model",
       "lich.completions.debounceMs",
+      "lich.nextEdit.enabled",
+      "lich.nextEdit.debounceMs",
       "lich.trace.server",
     ];
     expect(Object.keys(properties).sort()).toEqual([...expected].sort());
@@ -170,6 +172,8 @@ describe("package.json contributions", () => {
         "Try the Demo",
         "Read the Setup Docs",
         "Show Server Log",
+        "Go To or Accept Next Edit Suggestion",
+        "Dismiss Next Edit Suggestion",
       ].sort(),
     );
   });
