@@ -651,6 +651,7 @@ export class ChatSession {
     this.post({ type: "turnEnd", outcome });
     this.deps.onAskResult?.(result);
     void this.listThreads();
+    void this.sendModels(); // a config edited meanwhile may have changed the model
     await this.refreshHunks();
     return result;
   }

@@ -367,12 +367,12 @@ describe("the Lich chat view", () => {
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 
-  it("an approval question shows in the view and the notification; the view's answer answers the server", async () => {
+  it("an approval question shows in the visible view only (no duplicate toast); the view's answer answers the server", async () => {
     const { ctx, view } = await openChat();
     const handler = clients[0].requests.get("window/showMessageRequest")!;
     const actions = [{ title: "Allow once" }, { title: "Allow always" }, { title: "Deny" }];
     const answer = handler({ type: 2, message: "lich wants to run terminal (process/exec): runs `ls`", actions }) as Promise<unknown>;
-    expect(mock.warningPrompts).toEqual([{ message: "lich wants to run terminal (process/exec): runs `ls`", actions }]);
+    expect(mock.warningPrompts).toEqual([]);
     const question = view.posted.find((m) => m.type === "approval") as unknown as { approval: { id: number } };
     view.send({ type: "answerApproval", id: question.approval.id, answer: "Allow once" });
     expect(await answer).toEqual({ title: "Allow once" });
