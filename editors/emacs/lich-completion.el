@@ -94,7 +94,9 @@ While non-nil, `lich-completion-active-map' is active (TAB accepts).")
     (overlay-put overlay 'priority 100)
     (overlay-put overlay 'lich-completion t)
     (setq lich-completion--overlay overlay
-          lich-completion--shown text)))
+          lich-completion--shown text
+          ;; The suggestion is for the text as it is now.
+          lich-completion--last-tick (buffer-chars-modified-tick))))
 
 ;;;; Asking
 
@@ -168,6 +170,10 @@ Then the rest stays shown (no new request is needed for it)."
     (setq lich-completion--last-tick (buffer-chars-modified-tick))
     (cond ((memq this-command lich-completion--own-commands))
           ((and changed (lich-completion--typed-ahead)))
+          ;; Nothing happened to the text or to point (a scroll, or the hook's run as a command
+          ;; loop starts): the suggestion stays.
+          ((and (not changed) (overlayp lich-completion--overlay)
+                (= (point) (overlay-start lich-completion--overlay))))
           (t
            (lich-completion--hide)
            (when (and changed buffer-file-name (not (region-active-p)))

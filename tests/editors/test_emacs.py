@@ -638,13 +638,14 @@ def test_completion_at_point_inserts_the_suggestion(
     """completion-at-point through each client against the real lich-lsp, the fake provider as
     the user config's completion model: typing `x = max(va` then completion-at-point leaves
     `x = max(value_a, value_b)` in the buffer (the item's textEdit replaced the typed `va`);
-    the capf alone offers that one candidate, as a completion UI would show it; the provider was
+    the capf alone offers that one candidate, as a completion UI would show it; lich-completion-mode
+    shows it as ghost text through the client's adapter and TAB inserts it; the provider was
     asked with the text before the cursor as the prompt. With `lich-eglot-completions` nil,
     Eglot's capf is gone from the lich buffer after a reconnect."""
     if client == "lsp-mode" and not _feature_available(emacs, "lsp-mode"):
         pytest.skip("Emacs has no lsp-mode (Debian: apt-get install elpa-lsp-mode)")
     # Two turns: the second capf call may ask again rather than answer from the last suggestion.
-    fake_provider.script({"text": "lue_a, value_b)"}, {"text": "lue_a, value_b)"})
+    fake_provider.script(*[{"text": "lue_a, value_b)"}] * 3)
     config = {
         "completion": {
             "kind": "openai_compat",
@@ -670,6 +671,7 @@ def test_completion_at_point_inserts_the_suggestion(
     )
     assert result["values"]["after_completion_at_point"] == "x = max(value_a, value_b)"
     assert result["values"][f"capf_candidates_{client}"] == ["value_a, value_b)"]
+    assert result["values"][f"ghost_{client}"] == "lue_a, value_b)"
     fim = [r for r in fake_provider.requests if r["path"].endswith("/completions")]
     assert fim, fake_provider.requests
     body = fim[0]["json"]

@@ -5,8 +5,9 @@
 ;; (eglot or lsp-mode).  In hello.py: type `x = max(va', call `completion-at-point' (the
 ;; client's capf, then `completion-in-region' inserts the only candidate and runs its exit
 ;; function, as company and corfu do); the buffer reads the suggestion.  Then the same through
-;; the capf alone (what a completion UI calls), and with `lich-eglot-completions' off Eglot's
-;; capf is gone from the lich buffer.  Writes {"error": ..., "checks": [...], "values": {...}}.
+;; the capf alone (what a completion UI calls), then as ghost text (`lich-completion-mode':
+;; shown after point, TAB inserts it), and with `lich-eglot-completions' off Eglot's capf is
+;; gone from the lich buffer.  Writes {"error": ..., "checks": [...], "values": {...}}.
 
 (require 'cl-lib)
 (require 'subr-x)
@@ -25,6 +26,7 @@
       (require 'lich-lsp-mode))
   (require 'eglot)
   (require 'lich-eglot))
+(require 'lich-completion)
 
 (defvar lsp-auto-guess-root)
 (defvar lsp-enable-file-watchers)
@@ -117,6 +119,28 @@
     (lich-test-value 'after_capf (lich-test-last-line))
     (lich-test-check "the capf's candidate inserted the suggestion"
                      (equal (lich-test-last-line) lich-test-expected) (lich-test-last-line))
+    ;; Ghost text through this client's adapter (lich-completion-mode): the suggestion shows
+    ;; after point without entering the buffer, and TAB inserts it.
+    (lich-completion-mode 1)
+    (delete-region (line-beginning-position) (line-end-position))
+    (insert lich-test-typed)
+    ;; What Emacs does once the user stops typing (batch Emacs never idles): its idle timers run,
+    ;; Eglot's sends the edit; then lich-completion-mode's own timer asks.
+    (mapc #'timer-event-handler (copy-sequence timer-idle-list))
+    (lich-completion--request (current-buffer))
+    (lich-test-wait "the ghost text" 30 (lambda () lich-completion--shown))
+    (lich-test-value (intern (format "ghost_%s" lich-test-client)) lich-completion--shown)
+    (lich-test-check "the ghost text shows the suggestion, the buffer has only the typed text"
+                     (and (equal (overlay-get lich-completion--overlay 'after-string)
+                                 "lue_a, value_b)")
+                          (equal (lich-test-last-line) lich-test-typed))
+                     (list lich-completion--shown (lich-test-last-line)))
+    (execute-kbd-macro (kbd "TAB"))
+    (lich-test-check "TAB inserted the ghost text"
+                     (and (equal (lich-test-last-line) lich-test-expected)
+                          (null lich-completion--overlay))
+                     (lich-test-last-line))
+    (lich-completion-mode -1)
     (if (equal lich-test-client "lsp-mode")
         (lsp-workspace-shutdown (lsp-find-workspace 'lich buffer-file-name))
       ;; `lich-eglot-completions' nil: the lich buffer no longer asks lich for completions.
