@@ -158,6 +158,11 @@ def test_try_the_demo_plays_lich_demo_in_a_terminal(e2e: dict[str, Any]) -> None
     assert "a real provider" in welcome["demo_text"]
 
 
+def test_read_the_docs_opens_the_readme_preview(e2e: dict[str, Any]) -> None:
+    welcome = _scenario(e2e, "welcome")
+    assert "README" in welcome["docs_tab"]
+
+
 def test_set_up_a_model_writes_the_user_config_and_the_status_names_it(
     e2e: dict[str, Any],
 ) -> None:

@@ -376,9 +376,10 @@ async function welcomeScenario(context, base, folder, configFile, fakeUrl, onPag
     page.evaluate(() => {
       const names = [...document.querySelectorAll(".terminal-tabs-entry, .single-terminal-tab, .terminal-tab, .tabs-list .monaco-list-row")].map((el) => el.textContent.replace(/\s+/g, " ").trim());
       const title = (document.querySelector(".panel .title-label, .panel .composite.title")?.textContent || "").trim();
-      const rows = (document.querySelector(".terminal-wrapper.active .xterm-rows, .xterm .xterm-rows")?.textContent || "").replace(/\u00a0/g, " ");
+      const rows = [...document.querySelectorAll(".xterm-rows > div")].map((el) => el.textContent.replace(/\u00a0/g, " ")).join("\n");
       const found = names.some((name) => name.includes("Lich demo")) || title.includes("Lich demo");
-      return found ? { names, rows } : false;
+      // Once the shell has echoed the command the extension typed.
+      return found && rows.includes("lich_cli demo") ? { names, rows: rows.slice(0, 2000) } : false;
     }),
   );
   // The demo prints its steps as it plays: wait for its closing lines in the terminal.
@@ -390,6 +391,14 @@ async function welcomeScenario(context, base, folder, configFile, fakeUrl, onPag
     90_000,
   );
   await screenshot(page, "demo");
+  // Read the Docs: the extension's README in a markdown preview.
+  await page.locator(".welcome-view-content .monaco-button", { hasText: /^Read the Docs$/ }).click();
+  const docsTab = await waitFor("the README preview tab", () =>
+    page.evaluate(() => {
+      const tab = [...document.querySelectorAll(".tabs-container .tab")].map((t) => (t.textContent || "").replace(/\s+/g, " ").trim()).find((t) => /README/.test(t));
+      return tab || false;
+    }),
+  );
   // Set Up a Model: kind, URL, model, key variable.
   await page.locator(".welcome-view-content .monaco-button", { hasText: /^Set Up a Model$/ }).click();
   await waitFor("the provider kind pick", async () => (await quickInputVisible(page)) && (await quickInputTitle(page)).includes("Lich: Set Up a Model"));
@@ -405,7 +414,7 @@ async function welcomeScenario(context, base, folder, configFile, fakeUrl, onPag
   const saved = await waitFor("the saved notification", async () => (await notificationItems(page)).find((n) => n.message.startsWith("Lich: OpenAI-compatible fake-model")));
   const viewGone = await waitFor("the Get Started view to go", async () => !(await welcomeView(page)), 15_000).catch(() => false);
   await screenshot(page, "welcome-done");
-  return { status_before: status, view, terminal, demo_text: demoText.slice(-600), config: JSON.parse(written), status_after: after, saved, view_gone: viewGone };
+  return { status_before: status, view, terminal, demo_text: demoText.slice(-2000), docs_tab: docsTab, config: JSON.parse(written), status_after: after, saved, view_gone: viewGone };
 }
 
 async function notifyScenario(context, base, folder, plan, onPage) {

@@ -107,6 +107,8 @@ export class LichController implements vscode.Disposable {
   private mcp: McpServerInfo[] = [];
   private readonly statusItem: vscode.StatusBarItem;
   private readonly completionItem: vscode.StatusBarItem;
+  /** The last value of the welcome view's context key (set only when it changes). */
+  private noModel: boolean | undefined;
   private readonly extensionUri: vscode.Uri;
   private readonly renderer = new TranscriptRenderer();
   private readonly disposables: vscode.Disposable[] = [];
@@ -424,7 +426,11 @@ export class LichController implements vscode.Disposable {
       this.completionItem.hide();
     }
     // The welcome view shows while the server says no model is set up.
-    void vscode.commands.executeCommand("setContext", NO_MODEL_CONTEXT, this.state === "running" && this.provider.configured === false);
+    const noModel = this.state === "running" && this.provider.configured === false;
+    if (noModel !== this.noModel) {
+      this.noModel = noModel;
+      void vscode.commands.executeCommand("setContext", NO_MODEL_CONTEXT, noModel);
+    }
   }
 
   private completionsEnabled(): boolean {

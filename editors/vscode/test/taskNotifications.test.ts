@@ -103,6 +103,19 @@ describe("in the extension", () => {
     ctx.subscriptions.forEach((d) => d.dispose());
   });
 
+  it("a palette task (chat closed) ends in one notification too", async () => {
+    const ctx = context();
+    await activate(ctx as never);
+    mock.onQuickPickShown = (pick) => {
+      pick.type("Add a docstring");
+      pick.accept();
+    };
+    clients[0].responses["lich.ask"] = { task_id: "t1", thread: "th-1", stopped_reason: "final", final: "Added a docstring to greet()." };
+    await mock.commands.get("lichClient.askAgent")!();
+    expect(mock.infoPrompts).toEqual([{ message: "Lich: Add a docstring: Added a docstring to greet().", actions: [OPEN_CHAT_ACTION] }]);
+    ctx.subscriptions.forEach((d) => d.dispose());
+  });
+
   it("a chat turn ends in the chat only", async () => {
     const ctx = context();
     await activate(ctx as never);
