@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import termios
+from typing import Any
 
 from lich_cli.common import add_common_options
 
@@ -49,9 +51,43 @@ def cmd_chat(argv: list[str]) -> int:
         print(f"lich: {err}", file=sys.stderr)
         return EXIT_FAILED
     if sys.stdin.isatty() and sys.stdout.isatty():
-        from lich_cli.chat.tty import run_terminal
+        saved = early_prompt(session.greeting())
+        try:
+            from lich_cli.chat.tty import run_terminal
 
-        return run_terminal(session)
+            return run_terminal(session)
+        finally:
+            restore_terminal(saved)
     from lich_cli.chat.script import run_script
 
     return run_script(session, sys.stdin, sys.stdout)
+
+
+def early_prompt(greeting: str) -> list[Any] | None:
+    """Print `greeting` and draw the prompt line now, while prompt_toolkit loads (~100 ms), and
+    stop the terminal from echoing or cooking what is typed meanwhile: the keys wait in the
+    terminal's buffer and reach the input line as they were pressed (an Enter stays an Enter,
+    not a Ctrl-J). The terminal's attributes as they were, for restore_terminal; None when
+    they cannot be read."""
+    print(greeting, flush=True)
+    fd = sys.stdin.fileno()
+    try:
+        saved = termios.tcgetattr(fd)
+        quiet = termios.tcgetattr(fd)
+        quiet[0] &= ~termios.ICRNL  # iflag
+        quiet[3] &= ~(termios.ECHO | termios.ICANON)  # lflag
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    except termios.error:
+        return None
+    # The line prompt_toolkit draws over, from its start ("\r"), as soon as it is up.
+    sys.stdout.write("\x1b[1;36m›\x1b[0m \r")
+    sys.stdout.flush()
+    return saved
+
+
+def restore_terminal(saved: list[Any] | None) -> None:
+    if saved is not None:
+        try:
+            termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, saved)
+        except termios.error:
+            pass  # the terminal is gone

@@ -72,6 +72,10 @@ class ChatSession:
                 raise SessionStartError(str(err)) from None
         return session
 
+    def greeting(self) -> str:
+        where = f"thread {self.thread}" if self.thread else "a new thread"
+        return f"lich chat · {where} · {self.root} · /help for commands"
+
     # --- the agent ---
 
     def prepare(self) -> None:

@@ -116,7 +116,6 @@ class Terminal(Controls):
                 started.append(asyncio.get_running_loop().run_in_executor(None, session.prepare))
 
         self.prompt.app.after_render += after_render
-        print(self._greeting(), flush=True)
         with patch_stdout(raw=True):
             worker = asyncio.create_task(self._work())
             ticker = asyncio.create_task(self._tick())
@@ -165,11 +164,6 @@ class Terminal(Controls):
 
         self.view = TerminalView(self.session.root)
         self.session.call_check = ChatApprovalCheck(self.session.root, self.ask)
-
-    def _greeting(self) -> str:
-        thread = self.session.thread
-        where = f"thread {thread}" if thread else "a new thread"
-        return f"lich chat · {where} · {self.session.root} · /help for commands"
 
     def _submit(self, text: str) -> bool:
         """Take one submitted line; False to leave."""

@@ -178,7 +178,9 @@ def test_send_stream_follow_up_queue_and_approvals_answered_y_and_n(
     )
     terminal = start_chat(tmp_path, work, fake_provider)
     chat.append(terminal)
-    terminal.shows_text("Ctrl-D quits")  # the prompt is up (its status line)
+    # Typed as soon as the greeting shows, maybe before the input line is live: the keys wait
+    # in the terminal and arrive as pressed (the Enter sends, nothing is echoed twice).
+    terminal.shows_text("/help for commands")
     terminal.type_line("first question")
     screen = terminal.shows_text("model call(s)")  # the turn's end line
     assert "First answer here." in screen and "print('fenced')" in screen
@@ -201,6 +203,9 @@ def test_send_stream_follow_up_queue_and_approvals_answered_y_and_n(
 
     requests = fake_provider.requests
     assert len(requests) == 5
+    (first_prompt,) = [m for m in requests[0]["json"]["messages"] if m["role"] == "user"]
+    assert first_prompt["content"] == "first question"
+    assert screen.count("first question") == 1  # no echo of the keys typed ahead
     # One thread: each request carries the turns before it.
     assert "first question" in messages_text(requests[1])
     assert "First **answer** here." in messages_text(requests[1])
