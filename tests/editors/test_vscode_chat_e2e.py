@@ -6,7 +6,8 @@ to its end; scrolled up, "Jump to latest" shows, and sending shows the new messa
 block's Copy, Insert at cursor and Apply to file (a chat turn whose edit lands in the file); a slow
 turn shows its seconds, a message sent meanwhile is queued and goes out after Escape stopped the
 turn; the approval card shows the command in a code block with Allow always set apart; Rewind to
-here asks first and then puts the file back.
+here asks first and then puts the file back; Tab reaches every control with a visible focus, and
+New thread puts the cursor in the input.
 
 Screenshots land in test-artifacts/ (the docs' ones in docs/editors with
 LICH_UPDATE_DOCS_SCREENSHOTS=1). Install with .ci/vscode/install.sh and .ci/vscode/build.sh;
@@ -185,6 +186,31 @@ def test_rewind_asks_first_then_puts_the_file_back_without_internal_ids(
     assert step["notice"].startswith('Rewound to before "Apply this code to greet.py')
     assert "restored greet.py" in step["notice"]
     assert "thread" not in step["notice"]
+
+
+def test_every_control_is_reached_with_tab_and_shows_its_focus(chat: dict[str, Any]) -> None:
+    step = _step(chat, "keyboard_tab")
+    for control in (
+        "select.threads",
+        "select.models",
+        "button.new-thread",
+        "button.rewind",
+        "button.code-action.code-copy",
+        "button.code-action.code-insert",
+        "button.code-action.code-apply",
+        "summary.",  # a tool call's line
+        "button.drop-context",
+        "textarea.input",
+        "button.send",
+    ):
+        assert control in step["reached"], step["reached"]
+    assert step["without_outline"] == []
+
+
+def test_new_thread_puts_the_cursor_in_the_input(chat: dict[str, Any]) -> None:
+    step = _step(chat, "new_thread_focuses_input")
+    assert step["input_focused"] is True
+    assert step["empty"] is True
 
 
 def test_chat_screenshots_are_saved(chat: dict[str, Any]) -> None:

@@ -539,6 +539,32 @@ async function run(page, folder, requestsFile) {
   );
 
   all.push(
+    await step("keyboard_tab", async () => {
+      // Every control is reached with Tab, each with a visible focus outline.
+      await chat.locator("select.threads").focus();
+      const seen = [];
+      for (let i = 0; i < 400; i++) {
+        const focused = await chat.locator(":root").evaluate(() => {
+          const el = document.activeElement;
+          if (!el || el === document.body) {
+            return null;
+          }
+          const style = getComputedStyle(el);
+          return { name: `${el.tagName.toLowerCase()}.${[...el.classList].join(".")}`, outline: style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0 };
+        });
+        if (!focused || (seen.length > 0 && focused.name === "select.threads")) {
+          break;
+        }
+        seen.push(focused);
+        await page.keyboard.press("Tab");
+      }
+      const names = [...new Set(seen.map((f) => f.name))];
+      const withoutOutline = [...new Set(seen.filter((f) => !f.outline).map((f) => f.name))];
+      return { reached: names, without_outline: withoutOutline };
+    }, page),
+  );
+
+  all.push(
     await step("themes", async () => {
       // The docs' light and dark pictures of a thread with markdown, code and a queued-then-sent turn.
       await chat.locator("section.turn").first().evaluate((s) => s.scrollIntoView({ block: "start" }));
@@ -551,6 +577,15 @@ async function run(page, folder, requestsFile) {
       await page.keyboard.press("Escape");
       await docsScreenshot(page, "vscode-chat-light");
       return {};
+    }, page),
+  );
+
+  all.push(
+    await step("new_thread_focuses_input", async () => {
+      await chat.locator("button.new-thread").click();
+      const focused = await waitFor("the input to have the focus", () => input.evaluate((el) => el === document.activeElement), 15_000);
+      const empty = await waitFor("the new thread's empty view", async () => (await chat.locator("section.turn").count()) === 0, 15_000);
+      return { input_focused: focused, empty };
     }, page),
   );
   return all.every(Boolean);
