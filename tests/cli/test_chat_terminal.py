@@ -117,7 +117,12 @@ def start_chat(tmp_path: Path, work: Path, fake: FakeProviderServer, *args: str)
     socket = f"lich-chat-{os.getpid()}-{tmp_path.name}"
     lich = shlex.join([sys.executable, "-m", "lich_cli", "chat", "--work-dir", str(work), *args])
     # The pane stays open after lich exits (the test reads its last words), and says so.
-    command = f"{lich}; echo exit=$?; tmux -L {shlex.quote(socket)} wait-for -S {DONE}; sleep 600"
+    # The terminal's settings before and after, which lich must give back as it found them.
+    stty = [shlex.quote(str(tmp_path / name)) for name in ("stty.before", "stty.after")]
+    command = (
+        f"stty -g > {stty[0]}; {lich}; echo exit=$?; stty -g > {stty[1]}; "
+        f"tmux -L {shlex.quote(socket)} wait-for -S {DONE}; sleep 600"
+    )
     started = tmux(
         socket,
         "new-session",
@@ -225,6 +230,8 @@ def test_send_stream_follow_up_queue_and_approvals_answered_y_and_n(
     terminal.wait_exit()
     screen = terminal.shows_text("exit=0")
     assert f"continue with: lich chat --thread {thread['thread']}" in screen
+    before, after = ((tmp_path / name).read_text() for name in ("stty.before", "stty.after"))
+    assert after == before  # echo, line editing and Enter as they were
 
 
 def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
