@@ -151,6 +151,8 @@ def key_bindings(controls: Controls) -> KeyBindings:
     def _escape(event: KeyPressEvent) -> None:
         if controls.running():
             controls.stop_turn()
+        elif controls.question_pending():
+            controls.answer("n")  # a rewind's question: Escape is no
 
     @bindings.add("c-c")
     def _interrupt(event: KeyPressEvent) -> None:
@@ -158,6 +160,8 @@ def key_bindings(controls: Controls) -> KeyBindings:
         if controls.running():
             controls.quit_armed = False
             controls.stop_turn()
+        elif controls.question_pending():
+            controls.answer("n")
         elif buffer.text:
             controls.quit_armed = False
             buffer.reset()

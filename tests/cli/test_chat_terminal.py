@@ -237,8 +237,8 @@ def test_send_stream_follow_up_queue_and_approvals_answered_y_and_n(
 def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
     tmp_path: Path, work: Path, fake_provider: FakeProviderServer, chat: list[ChatTerminal]
 ) -> None:
-    """A turn writes a.txt (its diff on screen); /rewind 1 asks with the turn's prompt, `y`
-    restores the file. A turn that streams one paragraph and then stalls shows that paragraph
+    """A turn writes a.txt (its diff on screen); /rewind 1 asks with the turn's prompt: Escape
+    says no (nothing changes), `y` restores the file. A turn that streams one paragraph and then stalls shows that paragraph
     while running; Escape stops it: the provider sees the stream closed. A turn whose answer
     does not start shows a spinner with the seconds waited; Ctrl-C stops it."""
     (work / "a.txt").write_text("old line\n", encoding="utf-8")
@@ -265,6 +265,11 @@ def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
 
     terminal.type_line("/rewind 1")
     terminal.shows_text("Rewind turn 1 of this thread? Turn 1: change a.txt")
+    terminal.send("Escape")  # no
+    terminal.shows_text("lich: not rewound")
+    assert (work / "a.txt").read_text(encoding="utf-8") == "new line\n"
+    terminal.type_line("/rewind 1")
+    terminal.shows_text("Rewind turn 1 of this thread? Turn 1: change a.txt", count=2)
     terminal.send("y")
     screen = terminal.shows_text("restored a.txt")
     assert (work / "a.txt").read_text(encoding="utf-8") == "old line\n"
