@@ -748,11 +748,18 @@ until a later request (the chat then stayed \"running\")."
       (setq lich-chat--queue-overlay overlay))))
 
 (defun lich-chat--send-queued ()
-  "Send the oldest queued message, if any (a turn just ended)."
+  "Send the oldest queued message, if any (a turn just ended).
+With no server to send it to, it stays queued and the chat says why."
   (when (and lich-chat--queue (not lich-chat--pending))
-    (let ((prompt (pop lich-chat--queue)))
-      (lich-chat--draw-queue)
-      (lich-chat--send prompt))))
+    (let ((prompt (car lich-chat--queue)))
+      (condition-case err
+          (progn
+            (lich-chat--send prompt)
+            (pop lich-chat--queue))
+        (error (lich-chat--insert (concat "The queued message was not sent: "
+                                          (error-message-string err))
+                                  'lich-chat-problem-face)))
+      (lich-chat--draw-queue))))
 
 (defun lich-chat-unqueue ()
   "Take the last queued message back: it is not sent.
@@ -956,7 +963,9 @@ managed by the new server)."
            (when (and (equal thread lich-chat-thread) (not lich-chat--pending))
              (lich-chat--show thread result)
              (lich-chat--insert "(the lich server restarted: thread reloaded)"
-                                'lich-chat-tool-face)))))
+                                'lich-chat-tool-face)
+             ;; A message queued behind the turn the old server took with it goes out now.
+             (lich-chat--send-queued)))))
      (lambda (err)
        (when (buffer-live-p buffer)
          (with-current-buffer buffer

@@ -602,6 +602,7 @@ def test_chat_renders_events_without_a_server(emacs: str) -> None:
         "lich-chat-input-history-holds-a-loaded-threads-prompts",
         "lich-chat-cancel-does-not-wait-and-never-sticks",
         "lich-chat-queues-a-message-sent-while-a-turn-runs",
+        "lich-chat-keeps-a-queued-message-it-cannot-send",
         "lich-chat-tool-line-opens-to-its-diff-or-output",
         "lich-chat-draws-answers-as-markdown",
     ):
@@ -644,7 +645,8 @@ def test_completion_at_point_inserts_the_suggestion(
     Eglot's capf is gone from the lich buffer after a reconnect."""
     if client == "lsp-mode" and not _feature_available(emacs, "lsp-mode"):
         pytest.skip("Emacs has no lsp-mode (Debian: apt-get install elpa-lsp-mode)")
-    # Two turns: the second capf call may ask again rather than answer from the last suggestion.
+    # Three turns: the second capf call and the ghost text may ask again rather than answer from
+    # the last suggestion.
     fake_provider.script(*[{"text": "lue_a, value_b)"}] * 3)
     config = {
         "completion": {

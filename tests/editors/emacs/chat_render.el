@@ -422,6 +422,20 @@
       (should (string-match-p "^You: second$" (lich-test-text)))
       (should (equal (lich-chat--input-text) "third")))))
 
+(ert-deftest lich-chat-keeps-a-queued-message-it-cannot-send ()
+  (lich-test-with-chat
+    (lich-test-type-and-send "first")
+    (let ((ask (car lich-test-asks)))
+      (lich-test-type-and-send "second")
+      ;; The server is gone when the turn ends: the message stays queued, and the chat says why.
+      (setq lich-test-connection nil)
+      (funcall (nth 1 ask) '(:task_id "t1" :thread "th1" :stopped_reason "final" :final "one"))
+      (should (= (length lich-test-asks) 1))
+      (should (equal lich-chat--queue '("second")))
+      (should (string-match-p "Queued: second" (overlay-get lich-chat--queue-overlay 'before-string)))
+      (should (string-match-p "^The queued message was not sent: lich: no lich server is running"
+                              (lich-test-text))))))
+
 (ert-deftest lich-chat-tool-line-opens-to-its-diff-or-output ()
   (lich-test-with-chat
     (lich-test-type-and-send "edit")
