@@ -599,8 +599,8 @@ export class ChatSession {
     const args: AskArgs = { ...extra, prompt: text, origin: CHAT_ORIGIN };
     const attachment = this.attachment;
     this.attachment = undefined;
-    // What the message is about: an explicit attachment (Ask About Selection, @-less Apply), else
-    // the editor context unless its chip was removed.
+    // What the message is about: a `uri` of the caller (Apply to file), else an explicit
+    // attachment (Ask About Selection), else the editor context unless its chip was removed.
     const context = this.currentContext();
     const about = attachment ?? context;
     if (about && args.uri === undefined) {
@@ -778,8 +778,11 @@ export class ChatSession {
     if (context?.uri !== this.contextDropped) {
       this.contextDropped = undefined; // another file: attached again, as a new context
     }
+    const shownBefore = this.currentContext()?.label;
     this.editorContext = context;
-    this.postContext();
+    if (this.currentContext()?.label !== shownBefore) {
+      this.postContext(); // not at every cursor move: only when the chip would change
+    }
   }
 
   /** The editor context the next message carries: undefined when none or removed by the user. */
