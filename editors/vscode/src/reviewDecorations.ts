@@ -129,14 +129,18 @@ export class ReviewDecorations implements vscode.Disposable {
 
   constructor(private readonly list: (uri: string) => Promise<unknown>) {
     this.subscriptions = [
-      vscode.languages.onDidChangeDiagnostics(() => void this.refresh()),
+      // Diagnostics change all the time (every linter, every keystroke): only the visible files
+      // whose diagnostics changed are drawn again.
+      vscode.languages.onDidChangeDiagnostics((event) => void this.refresh(event.uris.map((uri) => uri.toString()))),
       vscode.window.onDidChangeVisibleTextEditors(() => void this.refresh()),
     ];
   }
 
-  /** Redraw every visible editor (its hunks asked for again when it has some). */
-  async refresh(): Promise<void> {
-    await Promise.all(vscode.window.visibleTextEditors.map((editor) => this.draw(editor)));
+  /** Redraw the visible editors (of `uris` only, when given); a file with hunks asks for them again. */
+  async refresh(uris?: readonly string[]): Promise<void> {
+    const wanted = uris ? new Set(uris) : undefined;
+    const editors = vscode.window.visibleTextEditors.filter((editor) => !wanted || wanted.has(editor.document.uri.toString()));
+    await Promise.all(editors.map((editor) => this.draw(editor)));
   }
 
   private async draw(editor: vscode.TextEditor): Promise<void> {

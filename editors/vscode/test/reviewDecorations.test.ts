@@ -87,6 +87,13 @@ describe("the decorations in a visible editor", () => {
     expect(added[0].range.start).toEqual({ line: 1, character: 27 });
     expect(added[0].renderOptions.after.contentText).toBe(`→ ${NBSP.repeat(4)}return f"Hello, {name}!"`);
     expect([...other.set.values()].every((list) => list.length === 0)).toBe(true);
+    // Another file's diagnostics changing (a linter) asks nothing and draws nothing again.
+    const asks = asked.length;
+    mock.setDiagnostics("file:///ws/lint.py", [{ source: "ruff", range: {} }]);
+    expect(asked.length).toBe(asks); // (a draw asks at once, before its first await)
+    // The file's own diagnostics changing (the hunk moved as the user typed) asks again.
+    mock.setDiagnostics(uri, [{ source: "lich review", code: "t1-1", range: {}, message: "lich: proposed change" }]);
+    expect(asked.length).toBe(asks + 1);
     // Accepted: the server drops the diagnostic; the marks go without asking the server again.
     const before = asked.length;
     mock.setDiagnostics(uri, []);
