@@ -177,7 +177,11 @@ class TurnView:
         elif isinstance(data, LlmRetry):
             if data.discarded_chars:
                 self._restart_text()
-            self._show_note(f"{data.provider} failed ({data.kind}): {data.action}")
+            if data.action == "retry":
+                what = f"retrying in {data.delay_s:.1f} s (attempt {data.attempt + 1} of {data.max_attempts})"
+            else:
+                what = f"trying {data.next_provider}"
+            self._show_note(f"{data.provider} failed ({data.kind}): {what}")
         elif isinstance(data, RunError):
             self._end_text()
             self._show_error(f"lich: error: {data.message}")

@@ -303,3 +303,23 @@ def test_streamed_markdown_is_cut_into_whole_blocks() -> None:
             blocks += splitter.feed(text[start : start + size])
         assert blocks == expected, size
         assert splitter.rest() == "The tail, not yet ended"
+
+
+def test_a_failed_turn_is_one_error_line_and_exit_status_1(
+    tmp_path: Path, fake_provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider refuses the request: the turn's error is one `lich: error:` line on stderr
+    (no traceback), the next line is still read and answered, and the exit status says a turn
+    failed."""
+    work = tmp_path / "ws"
+    work.mkdir()
+    provider_env(monkeypatch, fake_provider)
+    fake_provider.script(
+        {"status": 400, "body": {"error": {"message": "bad request"}}}, {"text": "Fine now."}
+    )
+    done = chat(work, "first\nsecond\n")
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("lich: error:")]
+    assert len(errors) == 1 and "400" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
+    assert "Fine now.\n" in done.stdout
