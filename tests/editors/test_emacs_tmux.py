@@ -6,7 +6,8 @@ capture-pane, as a person uses it.
   message, several times in a row (each step waits for the screen to show its outcome, never for
   a time); a message sent while a turn runs shows as queued, C-c C-k takes one back to the input,
   and the queued one is sent when the turn ends; a tool call line opens with TAB to its output;
-  the answer is not repeated in the echo area (*Messages* does not have it).
+  the answer is not repeated in the echo area (*Messages* does not have it); an answer's markdown
+  is drawn in markdown-mode's faces.
 - Ghost text: `lich-completion-mode' shows the completion model's suggestion after the cursor in
   its own colour, and TAB inserts it (the saved file says so).
 
@@ -352,3 +353,25 @@ def test_ghost_text_shows_and_tab_accepts_it(
     assert text == "def hello():\n    return 1\nx = max(value_a, value_b)  # ok\n", text
     fim = [r for r in fake_provider.requests if r["path"].endswith("/completions")]
     assert fim and fim[0]["json"]["prompt"].endswith("return 1\nx = max(va"), fim
+
+
+def test_an_answer_is_drawn_as_markdown(
+    terminal: Callable[[str], Screen], tmp_path: Path, fake_provider: FakeProviderServer
+) -> None:
+    """With markdown-mode installed (Debian's elpa-markdown-mode, scripts/test.sh), the answer's
+    `**bold**` and `` `code` `` are drawn in their own faces: on the terminal, an escape sequence
+    starts each of them, while the text stays as the model wrote it."""
+    fake_provider.script({"text": "Use **strong** words and `code_here` too."})
+    write_provider_config(tmp_path, fake_provider)
+    screen = terminal("chat")
+    chat_ready(screen)
+    send(screen, "format it")
+    screen.shows(
+        lambda s: "lich: Use **strong** words and `code_here` too." in s, "the answer as written"
+    )
+    line = next(row for row in screen.coloured().splitlines() if "strong" in row)
+    # Plain text would run on without an escape between the words and the marked-up ones.
+    assert re.search(r"\x1b\[[0-9;]*m\*\*strong", line) or re.search(
+        r"\x1b\[[0-9;]*mstrong", line
+    ), repr(line)
+    assert re.search(r"\x1b\[[0-9;]*m`?code_here", line), repr(line)
