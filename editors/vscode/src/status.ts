@@ -177,6 +177,8 @@ export interface CompletionInfo {
   lastError?: string;
   /** When it failed (ISO time). */
   lastErrorAt?: string;
+  /** Why there is no model although one is configured (`completion.error`: the entry is wrong). */
+  configError?: string;
 }
 
 export function completionInfo(status: unknown): CompletionInfo {
@@ -190,6 +192,10 @@ export function completionInfo(status: unknown): CompletionInfo {
   const record = completion as Record<string, unknown>;
   const text = (value: unknown): string | undefined => (typeof value === "string" && value.trim() !== "" ? value : undefined);
   const info: CompletionInfo = { model: text(record.model) ?? null };
+  const configError = text(record.error);
+  if (!info.model && configError) {
+    info.configError = configError;
+  }
   const lastError = text(record.last_error);
   if (lastError) {
     info.lastError = lastError;
@@ -218,6 +224,14 @@ export function clockTime(iso: string | undefined, zone?: string): string {
 export function completionView(info: CompletionInfo, enabled: boolean, zone?: string): StatusView | undefined {
   if (!enabled) {
     return undefined;
+  }
+  if (!info.model && info.configError) {
+    // A completion model is configured but cannot be built: say so rather than nothing.
+    return {
+      text: `$(warning) ${COMPLETION_ITEM_TEXT}: off`,
+      tooltip: `Ghost text is off: ${clipLine(info.configError, COMPLETION_ERROR_CHARS)}\nClick for the server log.`,
+      command: SERVER_LOG_COMMAND,
+    };
   }
   if (!info.model) {
     return undefined;

@@ -34,6 +34,14 @@ describe("the ghost-text status item", () => {
       "Ghost text from ollama qwen2.5-coder (generate) failed at 10:03:07: the completion server did not answer (connection refused)\nClick for the server log.",
     );
     expect(completionView({ model: null }, true)).toBeUndefined();
+    // Configured but broken: off, and why.
+    const broken = completionInfo({ completion: { model: null, error: "completion.format: must be one of completions, generate, chat" } });
+    expect(broken).toEqual({ model: null, configError: "completion.format: must be one of completions, generate, chat" });
+    expect(completionView(broken, true)).toEqual({
+      text: "$(warning) Ghost text: off",
+      tooltip: "Ghost text is off: completion.format: must be one of completions, generate, chat\nClick for the server log.",
+      command: "lichClient.showServerLog",
+    });
     expect(completionView({ model: "m" }, false)).toBeUndefined();
   });
 
