@@ -550,15 +550,16 @@ def completion_entry(config: Mapping[str, Any]) -> dict[str, Any] | None:
     return v_completion(CONFIG_KEY, value)
 
 
-def completion_spec(entry: Mapping[str, Any], env: Mapping[str, str]) -> ProviderSpec:
-    """The entry as a provider spec (the API key resolved); errors name `completion.<field>`."""
+def entry_spec(config_key: str, entry: Mapping[str, Any], env: Mapping[str, str]) -> ProviderSpec:
+    """A one-provider entry (`completion`, `next_edit`) as a provider spec, the API key resolved;
+    errors name `<config_key>.<field>`."""
     fields = {key: value for key, value in entry.items() if key != "format"}
-    fields.setdefault("name", CONFIG_KEY)
+    fields.setdefault("name", config_key)
     try:
         spec = parse_provider(fields, 0, env)
     except ConfigError as err:
-        raise ConfigError(str(err).replace("providers[0]", CONFIG_KEY)) from None
-    spec.where = CONFIG_KEY
+        raise ConfigError(str(err).replace("providers[0]", config_key)) from None
+    spec.where = config_key
     return spec
 
 
@@ -577,7 +578,7 @@ def build_fim_model(
     entry = completion_entry(config)
     if entry is None:
         return None
-    spec = completion_spec(entry, os.environ if env is None else env)
+    spec = entry_spec(CONFIG_KEY, entry, os.environ if env is None else env)
     wire = entry["format"]
     assert wire in COMPLETION_FORMATS_BY_KIND[spec.kind]
     timeout_ms = spec.timeout_ms or DEFAULT_COMPLETION_TIMEOUT_MS

@@ -19,11 +19,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
 from lich_core.completion.model import FimRequest
-from lich_core.completion.providers import CompletionsWire, HttpFimModel
+from lich_core.completion.providers import CompletionsWire, HttpFimModel, entry_spec
 from lich_core.config import v_next_edit
-from lich_core.errors import ConfigError
 from lich_core.providers.base import CallOptions, Model
-from lich_core.providers.factory import ProviderSpec, build_provider, parse_provider
+from lich_core.providers.factory import build_provider
 from lich_core.settings import settings_of
 from lich_core.vocabulary import CancelToken, Message
 
@@ -106,18 +105,6 @@ class ChatNextEditModel:
             yield response.message.content
 
 
-def next_edit_spec(entry: Mapping[str, Any], env: Mapping[str, str]) -> ProviderSpec:
-    """The entry as a provider spec (the API key resolved); errors name `next_edit.<field>`."""
-    fields = {key: value for key, value in entry.items() if key != "format"}
-    fields.setdefault("name", CONFIG_KEY)
-    try:
-        spec = parse_provider(fields, 0, env)
-    except ConfigError as err:
-        raise ConfigError(str(err).replace("providers[0]", CONFIG_KEY)) from None
-    spec.where = CONFIG_KEY
-    return spec
-
-
 def build_next_edit_model(
     config: Mapping[str, Any], *, env: Mapping[str, str] | None = None
 ) -> ZetaModel | ChatNextEditModel | None:
@@ -126,7 +113,7 @@ def build_next_edit_model(
     if value is None:
         return None
     entry = v_next_edit(CONFIG_KEY, value)
-    spec = next_edit_spec(entry, os.environ if env is None else env)
+    spec = entry_spec(CONFIG_KEY, entry, os.environ if env is None else env)
     timeout_ms = spec.timeout_ms or DEFAULT_NEXT_EDIT_TIMEOUT_MS
     if entry["format"] == "chat":
         chat_spec = dataclasses.replace(
