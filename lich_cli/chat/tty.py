@@ -21,6 +21,9 @@ from lich_cli.chat.session import AgentUnavailable, ChatSession
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 STATUS_TEXT_CHARS = 60
+LEAVE = "\x00leave"  # the worker's last line
+# How long leaving waits for a stopped turn to end (the providers stop on the token at once).
+LEAVE_GRACE_S = 5.0
 ANSWER_KEYS = {"y": "y", "yes": "y", "a": "a", "always": "a", "n": "n", "no": "n"}
 
 
@@ -132,17 +135,29 @@ class Terminal(Controls):
                     if not self._submit(text.strip()):
                         break
             finally:
-                self.leaving = True
-                self.stop_turn()
-                worker.cancel()
+                await self._leave(worker)
                 ticker.cancel()
-                await asyncio.gather(worker, ticker, *started, return_exceptions=True)
+                await asyncio.gather(ticker, *started, return_exceptions=True)
                 await session.close()
         if session.thread is not None:
             print(
                 f"lich: thread {session.thread} (continue with: lich chat --thread {session.thread})"
             )
         return 0
+
+    async def _leave(self, worker: asyncio.Task[None]) -> None:
+        """Stop the running turn and let it end as a stopped turn does (its end is recorded in
+        the thread), within LEAVE_GRACE_S; the queued lines are dropped."""
+        self.leaving = True
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait((LEAVE, False))
+        self.stop_turn()
+        try:
+            await asyncio.wait_for(asyncio.shield(worker), LEAVE_GRACE_S)
+        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - leaving all the same
+            worker.cancel()
+            await asyncio.gather(worker, return_exceptions=True)
 
     async def _tick(self) -> None:
         """Redraw the status line's spinner and seconds while a turn runs (idle, nothing moves)."""
@@ -185,6 +200,8 @@ class Terminal(Controls):
     async def _work(self) -> None:
         while True:
             text, queued = await self.queue.get()
+            if text == LEAVE:
+                return
             self.busy = True
             try:
                 if text.startswith("/"):

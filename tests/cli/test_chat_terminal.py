@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from lich_core.agent.sessions import SessionStore
+from lich_core.config import load_config
 from tests.support.cli_runner import run_lich
 from tests.support.fake_provider import FakeProviderServer
 
@@ -254,6 +256,7 @@ def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
         {"text": first_block + "X" * len(first_block), "chunks": 2, "stall_after_chunks": 2},
         # Not a byte of the answer: the spinner and the seconds waited, until Ctrl-C.
         {"text": "never sent", "stall_after_chunks": 0},
+        {"text": "never sent either", "stall_after_chunks": 0},
     )
     terminal = start_chat(tmp_path, work, fake_provider)
     chat.append(terminal)
@@ -294,9 +297,22 @@ def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
     terminal.send("C-c")  # Ctrl-C stops a turn too
     assert fake_provider.wait_closed_early(3, timeout_s=SCREEN_WAIT_S) is not None
     terminal.shows_text("aborted", count=2)
+    # Ctrl-D while a turn runs: the turn is stopped and ends as stopped turns do.
+    terminal.type_line("one more")
+    assert fake_provider.wait_for_requests(5, timeout_s=SCREEN_WAIT_S)
     terminal.send("C-d")
+    assert fake_provider.wait_closed_early(4, timeout_s=SCREEN_WAIT_S) is not None
     terminal.wait_exit()
     terminal.shows_text("exit=0")
+    store = SessionStore.for_config(load_config(str(work)))
+    (thread,) = [info.session_id for info in store.list()]
+    turns = store.replay(thread)[1].turns
+    assert [turn.prompt for turn in turns[-3:]] == [
+        "tell me a long story",
+        "and another",
+        "one more",
+    ]
+    assert [turn.stopped_reason for turn in turns[-3:]] == ["aborted"] * 3
 
 
 def test_history_completion_alt_enter_and_ctrl_c_twice(
