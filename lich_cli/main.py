@@ -7,7 +7,7 @@
 
 Agent commands (`lich "task"`, `lich init`, `lich config`, `lich threads`, `lich sessions`,
 `lich mcp`) live in lich_cli/agent.py and are dispatched from here; `lich acp` and `lich demo`
-start their faces.
+start their faces, `lich chat` the conversation in a terminal (lich_cli/chat).
 """
 
 from __future__ import annotations
