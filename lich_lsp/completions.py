@@ -38,15 +38,16 @@ from lich_core.completion.context import (
     typed_through,
 )
 from lich_core.completion.model import FimModel, FimRequest
-from lich_core.errors import ConfigError
 from lich_core.providers.base import ProviderError
 from lich_core.tools.secrets import prompt_refusal
 from lich_core.vocabulary import CancelToken
+from lich_lsp.config import ConfiguredModel
 from lich_lsp.paths import relative_path, uri_to_path
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
+    from lich_core.config import Config
     from lich_lsp.config import ConfigHolder
     from lich_lsp.documents import DocumentStore
     from lich_lsp.edits import ClientFeatures
@@ -77,6 +78,15 @@ class _DocumentState:
     shown_text: str = ""
 
 
+def _build_fim_model(config: Config) -> FimModel | None:
+    if config.settings.completion is None:
+        return None  # off: the providers (and httpx) are not imported for it
+    # Imported when a completion model is configured: it loads the HTTP client.
+    from lich_core.completion.providers import build_fim_model
+
+    return build_fim_model(config)
+
+
 class InlineCompletions:
     def __init__(
         self,
@@ -95,7 +105,9 @@ class InlineCompletions:
         self._root = root
         self._states: dict[str, _DocumentState] = {}
         # (config generation, model or None, why there is none); rebuilt when the config changes.
-        self._model: tuple[int, FimModel | None, str] | None = None
+        self._model: ConfiguredModel[FimModel] = ConfiguredModel(
+            holder, messages, _build_fim_model, "completions"
+        )
         # uri -> (document version, its root-relative path or "" outside the root, its snippet
         # windows): computed once per version.
         self._windows: dict[str, tuple[int, str, list[Window]]] = {}
@@ -112,29 +124,14 @@ class InlineCompletions:
     # --- the model ---
 
     def model(self) -> FimModel | None:
-        generation = self._holder.generation
-        if self._model is None or self._model[0] != generation:
-            if self._holder.config.settings.completion is None:
-                # Off: the providers (and httpx) are not imported for it.
-                self._model = (generation, None, "")
-                return None
-            # Imported when a completion model is configured: it loads the HTTP client.
-            from lich_core.completion.providers import build_fim_model
-
-            try:
-                self._model = (generation, build_fim_model(self._holder.config), "")
-            except ConfigError as err:
-                self._model = (generation, None, str(err))
-                self._messages.log(f"lich: completions are off: {err}", types.MessageType.Warning)
-        return self._model[1]
+        return self._model.get()
 
     def status(self) -> dict[str, Any]:
         """lich.status's `completion`: which model completes (None: completions are off)."""
         model = self.model()
-        assert self._model is not None
         return {
             "model": model.describe() if model is not None else None,
-            "error": self._model[2] or None,
+            "error": self._model.error,
             # The last request's failure, until one succeeds: a client shows why ghost text is gone.
             "last_error": self._last_failure or None,
             "last_error_at": self._last_failure_at if self._last_failure else None,

@@ -17,13 +17,14 @@ import hashlib
 import logging
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
 from lsprotocol import types
 
 from lich_core.config import EDITOR_SOURCE, KEYS, Config, config_files, load_config
+from lich_core.errors import ConfigError
 from lich_core.trust import TrustStore
 
 if TYPE_CHECKING:
@@ -197,3 +198,45 @@ async def refresh_config(
     holder.rebuild()
     report_config_warnings(holder, messages)
     return True
+
+
+M = TypeVar("M")
+
+
+class ConfiguredModel(Generic[M]):
+    """An editor feature's model (completions, next edits), built from the config when first
+    asked for and again once the config changed. `build` returns None when the feature is off
+    (it imports the HTTP client only when it builds one); a ConfigError it raises turns the
+    feature off, logged once per config, and `error` says why until the config changes."""
+
+    def __init__(
+        self,
+        holder: ConfigHolder,
+        messages: EditorMessages,
+        build: Callable[[Config], M | None],
+        feature: str,
+    ) -> None:
+        self._holder = holder
+        self._messages = messages
+        self._build = build
+        self._feature = feature
+        self._built: tuple[int, M | None, str] | None = None  # (generation, model, error)
+
+    def get(self) -> M | None:
+        generation = self._holder.generation
+        if self._built is None or self._built[0] != generation:
+            try:
+                self._built = (generation, self._build(self._holder.config), "")
+            except ConfigError as err:
+                self._built = (generation, None, str(err))
+                self._messages.log(
+                    f"lich: {self._feature} are off: {err}", types.MessageType.Warning
+                )
+        return self._built[1]
+
+    @property
+    def error(self) -> str | None:
+        """Why the configured model cannot be used, or None."""
+        self.get()
+        assert self._built is not None
+        return self._built[2] or None

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from lich_core.errors import ConfigError
 from lich_core.next_edit.diff import TextEdit, region_edits, undoes
 from lich_core.next_edit.history import EditHistory, render_edits
 from lich_core.next_edit.prompt import (
@@ -41,9 +40,11 @@ from lich_core.providers.base import ProviderError
 from lich_core.tools.secrets import prompt_refusal
 from lich_core.vocabulary import CancelToken
 from lich_lsp.completions import offset_at
+from lich_lsp.config import ConfiguredModel
 from lich_lsp.paths import relative_path, uri_to_path
 
 if TYPE_CHECKING:
+    from lich_core.config import Config
     from lich_core.next_edit.model import NextEditModel
     from lich_lsp.config import ConfigHolder
     from lich_lsp.messages import EditorMessages
@@ -55,6 +56,15 @@ NEXT_EDIT_METHOD = "textDocument/copilotInlineEdit"
 # After the region's end marker, how long the rest of the answer is read (Zeta closes its fence
 # and stops: a few tokens) before the stream is closed instead.
 DRAIN_S = 1.0
+
+
+def _build_next_edit_model(config: Config) -> NextEditModel | None:
+    if config.settings.next_edit is None:
+        return None  # off: httpx is not imported for it
+    # Imported when a next-edit model is configured: it loads the HTTP client.
+    from lich_core.next_edit.model import build_next_edit_model
+
+    return build_next_edit_model(config)
 
 
 class NextEdits:
@@ -72,8 +82,9 @@ class NextEdits:
         self._paths: dict[str, str] = {}
         self._in_flight: dict[str, CancelToken] = {}
         self._drains: set[asyncio.Future[None]] = set()
-        # (config generation, model or None, why there is none); rebuilt when the config changes.
-        self._model: tuple[int, NextEditModel | None, str] | None = None
+        self._model: ConfiguredModel[NextEditModel] = ConfiguredModel(
+            holder, messages, _build_next_edit_model, "next edits"
+        )
         self._configured: tuple[int, bool] | None = None  # (config generation, configured)
         self._last_failure = ""
         self.requests = 0  # provider requests made (lich.status; the bench reads it)
@@ -89,28 +100,14 @@ class NextEdits:
         return self._configured[1]
 
     def model(self) -> NextEditModel | None:
-        generation = self._holder.generation
-        if self._model is None or self._model[0] != generation:
-            if not self.configured():
-                self._model = (generation, None, "")  # off: httpx is not imported for it
-                return None
-            # Imported when a next-edit model is configured: it loads the HTTP client.
-            from lich_core.next_edit.model import build_next_edit_model
-
-            try:
-                self._model = (generation, build_next_edit_model(self._holder.config), "")
-            except ConfigError as err:
-                self._model = (generation, None, str(err))
-                self._messages.log(f"lich: next edits are off: {err}", types.MessageType.Warning)
-        return self._model[1]
+        return self._model.get()
 
     def status(self) -> dict[str, Any]:
         """lich.status's `next_edit`: which model suggests next edits (None: they are off)."""
         model = self.model()
-        assert self._model is not None
         return {
             "model": model.describe() if model is not None else None,
-            "error": self._model[2] or None,
+            "error": self._model.error,
             "requests": self.requests,
         }
 
