@@ -187,6 +187,8 @@ def send(screen: Screen, text: str) -> None:
     screen.keys("Enter")
 
 
+# Eight rounds of four screen waits each: more than the default 120 s on a loaded machine.
+@pytest.mark.timeout(300)
 def test_cancel_after_a_failed_turn_never_sticks(
     terminal: Callable[[str], Screen], tmp_path: Path, fake_provider: FakeProviderServer
 ) -> None:
