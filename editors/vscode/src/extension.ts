@@ -45,7 +45,7 @@ import {
   type ReviewAnswer,
 } from "./review";
 import { resolveServer, serverMissingMessage, type ServerSpec } from "./serverResolve";
-import { RESTART_SETTINGS, SECTION, serverSettings, type ServerSettings } from "./settings";
+import { providerFromSettings, RESTART_SETTINGS, SECTION, serverSettings, type ServerSettings } from "./settings";
 import { ReviewDecorations, REVIEW_LIST_COMMAND } from "./reviewDecorations";
 import { completionInfo, completionView, mcpServers, providerInfo, SERVER_LOG_COMMAND, statusView, type CompletionInfo, type McpServerInfo, type ProviderInfo } from "./status";
 import { OPEN_CHAT_ACTION, TaskNotificationsCapability, taskNotice, TaskTracker, toastError } from "./tasks";
@@ -597,6 +597,7 @@ export class LichController implements vscode.Disposable {
       openFile: (file) => void vscode.window.showTextDocument(vscode.Uri.file(file)),
       // The server checks its config files before each command: lich.status reads the new one.
       written: () => this.refreshStatus(),
+      settingsProvider: () => providerFromSettings(vscode.workspace.getConfiguration(SECTION)) !== undefined,
     });
   }
 

@@ -74,6 +74,8 @@ export interface SetupDeps {
   openFile(path: string): void;
   /** After the file is written: the server reads it again (its next command checks the file). */
   written(): Promise<void>;
+  /** Whether the `lich.provider.*` settings name a provider: they come before the user config. */
+  settingsProvider?(): boolean;
 }
 
 export interface SetupOutcome {
@@ -163,7 +165,14 @@ export async function runModelSetup(deps: SetupDeps): Promise<SetupOutcome | und
       deps.openFile(deps.configPath);
     }
   };
-  if (provider.api_key_env && !deps.env[provider.api_key_env]) {
+  if (deps.settingsProvider?.()) {
+    void deps.ui
+      .showWarningMessage(
+        `Lich: ${where} is saved in ${deps.configPath}, but the lich.provider.kind setting names a provider, and VS Code's settings come first: clear it to use this one.`,
+        OPEN_FILE_ACTION,
+      )
+      .then(show);
+  } else if (provider.api_key_env && !deps.env[provider.api_key_env]) {
     void deps.ui
       .showWarningMessage(
         `Lich: ${where} is saved in ${deps.configPath}, but ${provider.api_key_env} is not set in VS Code's environment: set it in your shell and start VS Code from there.`,

@@ -77,6 +77,15 @@ describe("Set Up a Model", () => {
     expect(shown.warnings[0]).toContain("ANTHROPIC_API_KEY is not set in VS Code's environment");
   });
 
+  it("says when the lich.provider.* settings would still win over the file", async () => {
+    const { deps, files, shown } = setup("ollama", ["http://localhost:11434", "qwen3"]);
+    deps.settingsProvider = () => true;
+    await runModelSetup(deps);
+    expect(files.has(CONFIG)).toBe(true);
+    expect(shown.infos).toEqual([]);
+    expect(shown.warnings[0]).toContain("the lich.provider.kind setting names a provider");
+  });
+
   it("keeps the file's other keys and providers, replaces an earlier setup and leads the chat models", async () => {
     const existing = `{
   // mine
