@@ -6,8 +6,8 @@ server whose next-edit model is the fake Zeta model (tests/support/fake_zeta.py:
 The user selects `count` at its definition and types `total`: the two uses below are drawn as
 inline diffs at their place (the old name struck through, `total` after it, a gutter marker);
 Tab puts the cursor on the first, Tab again accepts it; the second follows the same way. A new
-use typed at the end is suggested too and Escape dismisses it; the saved file has what the editor
-shows. Install with .ci/vscode/install.sh and .ci/vscode/build.sh; skips without them, except
+use typed at the end is suggested too and Escape dismisses it; `x = tot` gets `al` as ghost text
+after the cursor and Tab accepts it; the saved file has what the editor shows. Install with .ci/vscode/install.sh and .ci/vscode/build.sh; skips without them, except
 under CI=true.
 """
 
@@ -95,7 +95,13 @@ def test_a_rename_suggests_the_uses_away_from_the_cursor_as_inline_diffs(
     suggested = _suggested(shown["lines"])
     assert set(suggested) == {"        count += item", "    return count"}
     for line in suggested.values():
-        assert line == {**line, "struck": ["count"], "after": ["total"], "marker": True}
+        assert line == {
+            **line,
+            "struck": ["count"],
+            "after": ["total"],
+            "marker": True,
+            "ghost": False,
+        }
     # The cursor stayed where the user typed (line 2, after `total`); nothing was changed yet.
     assert shown["cursor"] == [2, 10]
 
@@ -115,7 +121,23 @@ def test_escape_dismisses_and_the_file_saves_what_the_editor_shows(e2e: dict[str
     steps = e2e["steps"]
     assert list(_suggested(steps["new_use_shown"]["lines"])) == ["print(count)"]
     assert _suggested(steps["dismissed"]["lines"]) == {}
-    assert e2e["disk_text"] == RENAMED + "print(count)"
+    # `x = total` went in as line 2, indented by VS Code after the `def` line.
+    assert e2e["disk_text"] == RENAMED.replace("\n", "\n    x = total\n", 1) + "print(count)"
+
+
+def test_a_suggestion_at_the_cursor_is_ghost_text_and_tab_accepts_it(e2e: dict[str, Any]) -> None:
+    """`x = tot`: the model completes the name; the suggestion inserts `al` right at the cursor,
+    so it is drawn after the cursor without a gutter marker or struck text."""
+    ghost = _suggested(e2e["steps"]["ghost_shown"]["lines"])["    x = tot"]
+    assert ghost == {
+        "text": "    x = tot",
+        "after": ["al"],
+        "struck": [],
+        "marker": False,
+        "ghost": True,
+    }
+    assert e2e["steps"]["ghost_shown"]["cursor"] == [2, 12]
+    assert "x = total" in e2e["steps"]["ghost_accepted"]["text"]
 
 
 def test_the_model_was_asked_with_the_users_rename_in_the_region(e2e: dict[str, Any]) -> None:

@@ -7,8 +7,9 @@
 // In calc.py the user selects `count` at its definition and types `total`. The two uses below
 // show as inline diffs at their place (the old name struck through, the new one after it, a
 // gutter marker); Tab moves the cursor to the first, Tab again accepts it; the same for the
-// second. Then a new use typed at the end of the file is suggested and Escape dismisses it. The
-// file is saved and read from disk. Prints one line `E2E_RESULT {json}` (tests/editors/
+// second. Then a new use typed at the end of the file is suggested and Escape dismisses it, and
+// `x = tot` gets `al` as ghost text after the cursor, which Tab accepts. The file is saved and
+// read from disk. Prints one line `E2E_RESULT {json}` (tests/editors/
 // test_vscode_next_edit_e2e.py reads it); screenshots go to LICH_ARTIFACTS_DIR.
 //
 // Environment: LICH_PYTHON, LICH_VSCODE_CACHE, LICH_VSIX, LICH_ARTIFACTS_DIR, LICH_CHROMIUM (as
@@ -103,7 +104,7 @@ async function stopAll() {
 }
 
 async function startZeta(env, requestsFile, logFile) {
-  const child = startGroup(PYTHON, ["-m", "tests.support.fake_zeta", "--port", "0", "--rename", "count=total", "--requests", requestsFile], { cwd: REPO, env });
+  const child = startGroup(PYTHON, ["-m", "tests.support.fake_zeta", "--port", "0", "--rename", "count=total", "--rename", "tot=total", "--requests", requestsFile], { cwd: REPO, env });
   const url = await new Promise((resolve, reject) => {
     let buffer = "";
     const timer = setTimeout(() => reject(new Error("the fake Zeta model did not print LISTENING")), 30_000);
@@ -189,17 +190,19 @@ async function drawnLines(page) {
       .filter((box) => box.height > 0);
     const lines = [...editor.querySelectorAll(".view-lines .view-line")].map((line) => {
       const spans = [...line.querySelectorAll("span span, span")];
-      const after = spans
-        .map((span) => getComputedStyle(span, "::after").content)
-        .filter((content) => content && content !== "none" && content !== "normal")
-        .map((content) => clean(content.replace(/^"|"$/g, "")));
+      const afterStyles = spans
+        .map((span) => getComputedStyle(span, "::after"))
+        .filter((style) => style.content && style.content !== "none" && style.content !== "normal");
+      const after = afterStyles.map((style) => clean(style.content.replace(/^"|"$/g, "")));
+      // Ghost text (a suggestion at the cursor) is drawn in italics; an inline diff's new text is not.
+      const ghost = afterStyles.some((style) => style.fontStyle === "italic");
       const struck = spans
         .filter((span) => span.children.length === 0 && getComputedStyle(span).textDecorationLine.includes("line-through"))
         .map((span) => clean(span.textContent));
       const top = parseFloat(line.style.top || "0");
       const box = line.getBoundingClientRect();
-      const marker = markers.some((m) => m.top < box.bottom && m.bottom > box.top);
-      return { top, text: clean(line.textContent), after, struck, marker };
+      const marker = markers.some((m) => (m.top + m.bottom) / 2 > box.top && (m.top + m.bottom) / 2 < box.bottom);
+      return { top, text: clean(line.textContent), after, struck, marker, ghost };
     });
     lines.sort((a, b) => a.top - b.top);
     return lines.map(({ top, ...rest }) => rest);
@@ -313,10 +316,35 @@ async function scenario(page, folder) {
     return { lines, text: await editorText(page) };
   });
 
+  // A suggestion at the cursor (the model completes `tot` to `total`): ghost text after the
+  // cursor, no marker, nothing struck; Tab accepts it at once.
+  // On a new line 2 (not at the end of the file, which has no final line break by now).
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.press("End");
+  await page.keyboard.press("Enter");
+  await page.keyboard.type("x = tot", { delay: 30 });
+  await step("ghost_shown", async () => {
+    const lines = await waitFor("ghost text after the cursor", async () => {
+      const drawn = await drawnLines(page);
+      const line = drawn.find((l) => l.text.trim() === "x = tot"); // indented after the `def` line
+      return line && line.ghost && line.after.join("") === "al" && !line.marker && line.struck.length === 0 ? drawn : false;
+    });
+    await screenshot(page, "ghost");
+    return { lines, cursor: await cursorPosition(page) };
+  });
+  await page.keyboard.press("Tab");
+  await step("ghost_accepted", async () => {
+    const text = await waitFor("the ghost text accepted", async () => {
+      const now = await editorText(page);
+      return now.includes("x = total") ? now : false;
+    });
+    return { text, cursor: await cursorPosition(page) };
+  });
+
   await page.keyboard.press("Control+S");
   const disk = await waitFor("the saved file", () => {
     const text = fs.readFileSync(path.join(folder, FILE), "utf8");
-    return text.includes("print(count)") ? text : false;
+    return text.includes("x = total") ? text : false;
   });
   return { renamed: renamed.text, disk_text: disk };
 }
