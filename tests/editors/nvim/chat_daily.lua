@@ -1,9 +1,10 @@
 -- The chat as a daily driver (issue #45), headless, against the real server and the fake provider
 -- (tests/editors/test_nvim_chat.py scripts it: an edit_file call, "Answer one.", "Answer two."):
 --   1. Empty settings go out as JSON objects ({}), not lists ([]).
---   2. Messages sent while a turn runs are queued: shown at the end of the conversation, `dd` on
---      a queued line and :LichUnqueue take one back, the rest go out when the turn ends; every
---      ask from the chat says origin = "chat" and nothing is notified.
+--   2. Messages sent while a turn runs (from the input, and :LichAsk from the file while the
+--      chat is shown) are queued: shown at the end of the conversation, `dd` on a queued line
+--      and :LichUnqueue take one back, the rest go out when the turn ends; every ask from the
+--      chat says origin = "chat" and nothing is notified.
 --   3. The edit's diff shows only the changed lines; the tool call is a closed (manual) fold that
 --      zR opens and zM closes again.
 --   4. :LichChat toggles the chat, `q` closes it from either window, and a chat opened again has
@@ -61,6 +62,11 @@ return function(H)
     end
     return found
   end
+  local function queued()
+    return vim.tbl_map(function(entry)
+      return entry.prompt
+    end, chat.queue)
+  end
   local function feed(keys)
     vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), "mx", false)
   end
@@ -71,10 +77,12 @@ return function(H)
   chat.open()
   chat.send("first")
   H.check("the first message started a turn", chat.running ~= nil and chat.running.prompt == "first", chat.running)
-  chat.send("second")
+  -- :LichAsk from the file's window, with the chat shown: the chat's next turn, queued.
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(file_buf))
+  vim.cmd("LichAsk second")
   chat.send("third")
   chat.send("fourth")
-  H.check("three messages are queued", vim.deep_equal(chat.queue, { "second", "third", "fourth" }), chat.queue)
+  H.check("three messages are queued", vim.deep_equal(queued(), { "second", "third", "fourth" }), queued())
   H.values.queued_shown = queued_lines()
   H.check(
     "the queue is shown at the end of the conversation",
@@ -85,9 +93,9 @@ return function(H)
   vim.api.nvim_set_current_win(window_of(chat.conv))
   vim.api.nvim_win_set_cursor(0, { line_of("⋯ queued 2:"), 0 })
   feed("dd")
-  H.check("dd took the queued message under the cursor back", vim.deep_equal(chat.queue, { "second", "fourth" }), chat.queue)
+  H.check("dd took the queued message under the cursor back", vim.deep_equal(queued(), { "second", "fourth" }), queued())
   vim.cmd("LichUnqueue")
-  H.check(":LichUnqueue took the last one back", vim.deep_equal(chat.queue, { "second" }), chat.queue)
+  H.check(":LichUnqueue took the last one back", vim.deep_equal(queued(), { "second" }), queued())
   H.check("the conversation shows what is left of the queue", vim.deep_equal(queued_lines(), { "⋯ queued 1: second" }), chat.lines())
   H.check("nothing of the turn was refused", #vim.tbl_filter(function(m)
     return m.msg:find("is running", 1, true) ~= nil
@@ -97,13 +105,18 @@ return function(H)
     return #lich.finished >= 2 and chat.running == nil and #chat.queue == 0
   end)
   H.values.lines = chat.lines()
-  H.check("the queued message was sent as turn 2 after turn 1's answer", has("Answer one.") and has("## You · turn 2\nsecond") and has("Answer two."), text())
+  H.check(
+    "the queued :LichAsk was sent as turn 2 after turn 1's answer, about the file",
+    has("Answer one.") and has("## You · turn 2\n_about hello.py_\nsecond") and has("Answer two."),
+    text()
+  )
   local answer_one, turn_two = line_of("Answer one."), line_of("## You · turn 2")
   H.check("turn 2 comes after turn 1's answer", answer_one and turn_two and answer_one < turn_two, { answer_one, turn_two })
   H.check("no queued line is left", #queued_lines() == 0 and not has("Sent when the turn ends"), text())
   H.check("two asks, in order", #asks == 2 and asks[1].prompt == "first" and asks[2].prompt == "second", asks)
   H.check("every ask from the chat says origin = chat", asks[1] and asks[1].origin == "chat" and asks[2] and asks[2].origin == "chat", asks)
   H.check("turn 2 continued the thread", asks[2] and asks[2].thread == chat.thread, { asks, chat.thread })
+  H.check("turn 2 is about the file", asks[2] and asks[2].uri == vim.uri_from_bufnr(file_buf), asks)
   local repeated = false
   for index = notified + 1, #H.messages do
     repeated = repeated or H.messages[index].msg:find("Answer", 1, true) ~= nil

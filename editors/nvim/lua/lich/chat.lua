@@ -23,7 +23,9 @@ M.title = nil
 M.turns = 0
 --- While a turn started through the chat (or while it is shown) runs: {thread?, prompt}.
 M.running = nil
---- Messages sent while a turn ran, oldest first: each goes out when the turn before it ends.
+--- Messages sent while a turn ran (the chat's input, :LichChat, :LichAsk and the code actions
+--- while the chat is shown), oldest first: {prompt, ask}, `ask` being require("lich").ask's
+--- options; each goes out when the turn before it ends.
 M.queue = {}
 --- How many times the thread was drawn from lich.thread (tests wait on it).
 M.reloads = 0
@@ -462,8 +464,8 @@ local function queue_block()
     return {}
   end
   local lines = { "" }
-  for index, text in ipairs(M.queue) do
-    table.insert(lines, QUEUED_PREFIX .. index .. ": " .. one_line(text, QUEUE_CHARS))
+  for index, entry in ipairs(M.queue) do
+    table.insert(lines, QUEUED_PREFIX .. index .. ": " .. one_line(entry.prompt, QUEUE_CHARS))
   end
   table.insert(lines, "_Sent when the turn ends. dd on a queued line (or :LichUnqueue [n]) takes it back._")
   return lines
@@ -492,6 +494,14 @@ function M.queued_at(lnum)
   return (index >= 1 and index <= #M.queue) and index or nil
 end
 
+--- Queue an ask for the chat's thread (a turn of it runs): `ask` are require("lich").ask's
+--- options, `ask.prompt` the message shown.
+---@param ask table
+function M.enqueue(ask)
+  table.insert(M.queue, { prompt = ask.prompt, ask = ask })
+  draw_queue()
+end
+
 --- Take queued message `index` (default: the last one) back; returns its text, or nil.
 ---@param index integer|nil
 ---@return string|nil
@@ -501,9 +511,9 @@ function M.unqueue(index)
     notify(#M.queue == 0 and "no message is queued" or ("no queued message " .. index), vim.log.levels.WARN)
     return nil
   end
-  local text = table.remove(M.queue, index)
+  local entry = table.remove(M.queue, index)
   draw_queue()
-  return text
+  return entry.prompt
 end
 
 --- Send the oldest queued message, when no turn runs.
@@ -511,9 +521,10 @@ function M.send_queued()
   if M.running or #M.queue == 0 then
     return
   end
-  local text = table.remove(M.queue, 1)
+  local entry = table.remove(M.queue, 1)
   draw_queue()
-  M.send(text)
+  M.open({ focus = false })
+  require("lich").ask(entry.ask)
 end
 
 --- How a turn ended, in plain words; nil for a normal answer.
@@ -912,11 +923,7 @@ function M.send(text)
     return nil
   end
   M.open({ focus = false })
-  if M.running then
-    table.insert(M.queue, text)
-    draw_queue()
-    return nil
-  end
+  -- While a turn runs, require("lich").ask queues it.
   return require("lich").ask({ prompt = text, bufnr = M.input })
 end
 

@@ -192,8 +192,12 @@ function M.ask(opts)
     mode = opts.mode,
   })
   -- While the chat is shown, every ask (:LichAsk, the code actions, the chat's own input) is the
-  -- chat thread's next turn.
+  -- chat thread's next turn; while a turn of it runs, the ask waits in the chat's queue.
   local chat = require("lich.chat")
+  if chat.is_open() and chat.running then
+    chat.enqueue(vim.tbl_extend("force", opts, { bufnr = bufnr }))
+    return nil
+  end
   local ok, in_chat, thread, chat_turn = pcall(chat.begin_turn, opts.prompt, args.uri, args.range)
   if not ok then
     notify(tostring(in_chat), vim.log.levels.WARN)
