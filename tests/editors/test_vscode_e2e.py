@@ -287,7 +287,8 @@ def test_chat_asks_approval_inline_and_accepts_a_review_hunk(e2e: dict[str, Any]
     assert review["question"] == "Run terminal?"
     assert review["approval_command"] == "echo approved-in-chat"
     assert review["approval_cwd"].startswith("in /")
-    assert review["buttons"] == ["Allow once", "Allow always", "Deny"]
+    # Allow always last, set apart (#45).
+    assert review["buttons"] == ["Allow once", "Deny", "Allow always"]
     # The chat view is on screen: no duplicate toast for the question (#45).
     assert review["toast"] is False
     assert review["answered"] == "Answered: Allow once."

@@ -114,7 +114,7 @@ button.review-reject-all, button.rewind-cancel { color: var(--vscode-button-seco
 pre.approval-command { margin: 2px 0 6px 0; padding: 4px 6px; overflow-x: auto; white-space: pre; border-radius: 3px; background: var(--vscode-textCodeBlock-background);
   font-family: var(--vscode-editor-font-family); font-size: var(--vscode-editor-font-size); }
 /* "Allow always" stands apart, on its own line with what it keeps allowing. */
-.approval-always { order: 3; flex-basis: 100%; display: flex; gap: 6px; align-items: baseline; margin-top: 4px; padding-top: 4px;
+.approval-always { flex-basis: 100%; display: flex; gap: 6px; align-items: baseline; margin-top: 4px; padding-top: 4px;
   border-top: 1px dashed var(--vscode-panel-border, var(--vscode-descriptionForeground)); }
 button.always { color: var(--vscode-button-secondaryForeground); background: var(--vscode-button-secondaryBackground); }
 .approval-scope { font-size: 0.9em; color: var(--vscode-descriptionForeground); }

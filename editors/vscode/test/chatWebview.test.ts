@@ -365,9 +365,10 @@ describe("ChatView: approvals, edits as diffs, review hunks", () => {
     expect(box.querySelector(".approval-cwd")!.textContent).toBe("in /ws");
     expect(box.querySelector(".approval-runs")!.textContent).toBe(details.what_will_run);
     const buttons = [...box.querySelectorAll<HTMLButtonElement>("button")];
-    expect(buttons.map((b) => b.textContent)).toEqual(["Allow once", "Allow always", "Deny"]);
+    // Allow always comes last, set apart (on screen and for Tab).
+    expect(buttons.map((b) => b.textContent)).toEqual(["Allow once", "Deny", "Allow always"]);
     buttons[0].click();
-    buttons[2].click(); // already answered: nothing more is sent
+    buttons[1].click(); // already answered: nothing more is sent
     expect(posted).toEqual([{ type: "answerApproval", id: 4, answer: "Allow once" }]);
     expect(buttons.every((b) => b.disabled)).toBe(true);
     view.handle({ type: "approvalDone", id: 4, answer: "Allow once", where: "chat" });

@@ -334,20 +334,23 @@ export class ChatView {
       box.append(this.text("p", approval.message, "approval-question"));
     }
     const buttons = this.el("div", "approval-buttons");
+    let always: HTMLElement | undefined;
     for (const action of approval.actions) {
       const button = this.button(action, action === "Deny" ? "approval-action deny" : action === ALLOW_ALWAYS ? "approval-action always" : "approval-action");
       button.dataset.approval = String(approval.id);
       button.dataset.answer = action;
       if (action === ALLOW_ALWAYS && details) {
-        // Set apart (its own line, drawn by the CSS) and naming what it will keep allowing.
-        const always = this.el("div", "approval-always");
+        // Set apart, last (on screen and for Tab), naming what it will keep allowing.
+        always = this.el("div", "approval-always");
         const scope = allowAlwaysScope(details.tool, details.host);
         button.title = `Allow now and from now on ${scope}`;
         always.append(button, this.text("span", scope, "approval-scope"));
-        buttons.append(always);
       } else {
         buttons.append(button);
       }
+    }
+    if (always) {
+      buttons.append(always);
     }
     box.append(buttons);
     this.approvals.set(approval.id, box);
