@@ -61,6 +61,8 @@ An answer is shown only if nothing happened since it was asked.")
   "The server's next-edit model as lich.status said.
 A string, `none', or nil (not read yet).")
 (defvar-local lich-next-edit--model-read-at 0)
+(defvar-local lich-next-edit--ask-when-known nil
+  "Non-nil when an edit came before lich.status answered: ask once it has.")
 
 (defvar lich-next-edit-stats (list :requests 0 :shown 0 :accepted 0)
   "Counters for the tests and the curious.")
@@ -144,7 +146,11 @@ START and END are buffer positions."
            (with-current-buffer buffer
              (let* ((next-edit (lich-json-get status "next_edit"))
                     (model (and next-edit (lich-json-get next-edit "model"))))
-               (setq lich-next-edit--model (if (and (stringp model) (not (string-empty-p model))) model 'none))))))
+               (setq lich-next-edit--model (if (and (stringp model) (not (string-empty-p model))) model 'none))
+               (when (and lich-next-edit--ask-when-known (stringp lich-next-edit--model)
+                          (eq (window-buffer) buffer))
+                 (setq lich-next-edit--ask-when-known nil)
+                 (lich-next-edit-request))))))
        #'ignore)
     (error nil))))
 
@@ -154,6 +160,8 @@ START and END are buffer positions."
   (let ((target (ignore-errors (lich--connection)))
         (buffer (current-buffer))
         (generation (cl-incf lich-next-edit--generation)))
+    (unless lich-next-edit--model
+      (setq lich-next-edit--ask-when-known t))
     (when (and target (stringp lich-next-edit--model))
       (let ((adapter (car target)))
         (lich-next-edit--count :requests)

@@ -8,8 +8,11 @@ away from point; TAB moves to each and TAB accepts it; a new use is dismissed wi
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,9 +26,11 @@ from tests.editors.test_emacs import (  # noqa: F401 - emacs is a fixture
     emacs,
     run_emacs_scenario,
 )
+from tests.editors.test_emacs_tmux import SESSION, Screen, _tmux, emacs_nw  # noqa: F401
 from tests.support.fake_zeta import FakeZetaModel
 
 SCENARIO_FILE = SCENARIO.parent / "next_edit_scenario.el"
+TMUX_INIT = SCENARIO.parent / "next_edit_tmux_init.el"
 CALC = "def summary(items):\n    count = 0\n    for item in items:\n        count += item\n    return count\n"
 RENAMED = "def summary(items):\n    total = 0\n    for item in items:\n        total += item\n    return total\n"
 
@@ -34,6 +39,21 @@ RENAMED = "def summary(items):\n    total = 0\n    for item in items:\n        t
 def zeta() -> Iterator[FakeZetaModel]:
     with FakeZetaModel({"count": "total"}) as model:
         yield model
+
+
+def write_next_edit_config(tmp_path: Path, zeta: FakeZetaModel) -> None:
+    """The fake Zeta model as the user config's next-edit model (XDG_CONFIG_HOME=tmp/config)."""
+    config = {
+        "next_edit": {
+            "kind": "openai_compat",
+            "format": "zeta",
+            "base_url": zeta.url + "/v1",
+            "model": "zeta",
+        }
+    }
+    user_config = tmp_path / "config" / "lich" / "config.json"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(json.dumps(config), encoding="utf-8")
 
 
 @pytest.mark.parametrize("client", ["eglot", "lsp-mode"])
@@ -45,17 +65,7 @@ def test_next_edit_away_from_point_is_shown_jumped_to_and_accepted(
 ) -> None:
     if client == "lsp-mode" and not _feature_available(emacs, "lsp-mode"):
         pytest.skip("Emacs has no lsp-mode (Debian: apt-get install elpa-lsp-mode)")
-    config = {
-        "next_edit": {
-            "kind": "openai_compat",
-            "format": "zeta",
-            "base_url": zeta.url + "/v1",
-            "model": "zeta",
-        }
-    }
-    user_config = tmp_path / "config" / "lich" / "config.json"
-    user_config.parent.mkdir(parents=True)
-    user_config.write_text(json.dumps(config), encoding="utf-8")
+    write_next_edit_config(tmp_path, zeta)
     workspace = tmp_path / "ws"
     (workspace / ".git").mkdir(parents=True)
     (tmp_path / "home").mkdir()
@@ -95,3 +105,63 @@ def test_next_edit_byte_compiles(emacs: str, tmp_path: Path) -> None:  # noqa: F
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (tmp_path / "lich-next-edit.elc").exists()
+
+
+def test_in_a_terminal_the_suggestions_show_and_tab_takes_them(
+    emacs_nw: str,  # noqa: F811
+    tmp_path: Path,
+    zeta: FakeZetaModel,
+) -> None:
+    """Emacs -nw in tmux, keys typed as a person types them (Eglot sends the edit when Emacs is
+    idle, as it does for a user): M-d and `total` rename `count` at its definition; both uses
+    show `total` right after the old name on the screen; TAB, TAB takes the first, TAB, TAB the
+    second; C-x C-s saves the renamed file."""
+    write_next_edit_config(tmp_path, zeta)
+    workspace = tmp_path / "ws"
+    (workspace / ".git").mkdir(parents=True)
+    (tmp_path / "home").mkdir()
+    (workspace / "calc.py").write_text(CALC, encoding="utf-8")
+    socket = f"lich-emacs-next-edit-{os.getpid()}"
+    env = dict(os.environ)
+    env.update(
+        {
+            "HOME": str(tmp_path / "home"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_DATA_HOME": str(tmp_path / "data"),
+            "LICH_TEST_WORKSPACE": str(workspace),
+            "LICH_TEST_PYTHON": sys.executable,
+            "TERM": "xterm-256color",
+        }
+    )
+    command = " ".join(
+        shlex.quote(word)
+        for word in [emacs_nw, "-nw", "-q", "-L", str(EMACS_DIR), "-l", str(TMUX_INIT)]
+    )
+    _tmux(
+        socket, "new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40",
+        "-c", str(workspace), command, env=env,
+    )  # fmt: skip
+    screen = Screen(socket, tmp_path / "pane.fifo")
+    try:
+        screen.shows(lambda s: "Next" in s and "def summary(items):" in s, "calc.py, the mode on")
+        screen.keys("M-d")
+        screen.type("total")
+        shown = screen.shows(
+            lambda s: "counttotal += item" in s and "return counttotal" in s,
+            "both uses suggested in place",
+        )
+        assert "    total = 0" in shown, shown
+        screen.keys("Tab", "Tab")
+        screen.shows(
+            lambda s: "        total += item" in s and "return counttotal" in s,
+            "the first use accepted, the second still suggested",
+        )
+        screen.keys("Tab", "Tab")
+        screen.shows(lambda s: "    return total" in s and "counttotal" not in s, "both accepted")
+        screen.keys("C-x", "C-s")
+        screen.shows(lambda s: "Wrote " in s, "the file saved")
+    finally:
+        screen.close()
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=30)
+    assert (workspace / "calc.py").read_text(encoding="utf-8") == RENAMED
