@@ -346,7 +346,25 @@ describe("approval card and review", () => {
     expect(posted).toEqual([{ type: "reviewAll", accept: true }]);
     view.handle({ type: "hunks", hunks: [hunk("h2", 5)] });
     expect(view.log.querySelector(".review-count")!.textContent).toBe("1 change pending");
+    expect(view.log.querySelector<HTMLButtonElement>("button.review-accept-all")!.disabled).toBe(false);
     view.handle({ type: "hunks", hunks: [] });
     expect(view.log.querySelector(".review-all")).toBeNull();
+  });
+
+  it("shows Accept all / Reject all once, in the latest turn with pending changes, counting every pending change", () => {
+    const hunk = (id: string, task: string): HunkView => ({ hunk_id: id, task_id: task, uri: "file:///ws/a.py", path: "a.py", start_line: 0, old_text: "a\n", new_text: "b\n", summary: "a.py" });
+    view.handle({ type: "thread", thread: "th1", running: false, history: [], turns: [{ turn: 1, prompt: "one", task_id: "t1" }, { turn: 2, prompt: "two", task_id: "t2" }] });
+    // t9 is another thread's task: not drawn here, but Accept all decides it too, so it counts.
+    view.handle({ type: "hunks", hunks: [hunk("h1", "t1"), hunk("h2", "t2"), hunk("h9", "t9")] });
+    const bars = [...view.log.querySelectorAll<HTMLElement>(".review-all")];
+    expect(bars).toHaveLength(1);
+    expect(bars[0].closest("section.turn")!.querySelector(".prompt-text")!.textContent).toBe("two");
+    expect(bars[0].querySelector(".review-count")!.textContent).toBe("3 changes pending");
+    // The latest turn's changes are decided: the bar moves to the turn that still has some.
+    view.handle({ type: "hunkDecided", hunk_id: "h2", decision: "accepted" });
+    const moved = [...view.log.querySelectorAll<HTMLElement>(".review-all")];
+    expect(moved).toHaveLength(1);
+    expect(moved[0].closest("section.turn")!.querySelector(".prompt-text")!.textContent).toBe("one");
+    expect(moved[0].querySelector(".review-count")!.textContent).toBe("2 changes pending");
   });
 });

@@ -153,6 +153,8 @@ export class ChatView {
   private readonly approvals = new Map<number, HTMLElement>();
   private readonly hunkEls = new Map<string, HTMLElement>();
   private readonly hunkDecisions = new Map<string, "accepted" | "rejected">();
+  /** Every pending hunk of the server's last listing (also other threads'): Accept all's count. */
+  private listedHunks = new Set<string>();
 
   constructor(
     doc: Document,
@@ -420,6 +422,7 @@ export class ChatView {
 
   private showHunks(hunks: HunkView[]): void {
     const listed = new Set(hunks.map((hunk) => hunk.hunk_id));
+    this.listedHunks = listed;
     for (const id of this.hunkEls.keys()) {
       if (!listed.has(id)) {
         this.markHunkDecided(id);
@@ -479,24 +482,36 @@ export class ChatView {
     this.updateReviewBars();
   }
 
-  /** Accept all / Reject all above the pending changes of each turn that has some. */
+  /**
+   * Accept all / Reject all, once, above the pending changes of the latest turn that has some.
+   * They decide every pending change (lich.acceptAll / lich.rejectAll take no turn), so the count
+   * is the server's whole listing, not only this turn's.
+   */
   private updateReviewBars(): void {
-    for (const body of this.log.querySelectorAll<HTMLElement>("section.turn .answer")) {
-      const pending = body.querySelectorAll(".hunk:not(.decided)").length;
-      let bar = body.querySelector<HTMLElement>(":scope > .review-all");
-      if (pending === 0) {
-        bar?.remove();
-        continue;
+    const bodies = [...this.log.querySelectorAll<HTMLElement>("section.turn .answer")].filter((body) => body.querySelector(".hunk:not(.decided)"));
+    const host = bodies[bodies.length - 1];
+    for (const bar of this.log.querySelectorAll<HTMLElement>(".review-all")) {
+      if (bar.parentElement !== host) {
+        bar.remove();
       }
-      if (!bar) {
-        bar = this.el("div", "review-all");
-        bar.append(this.text("span", "", "review-count"), this.button("Accept all", "review-accept-all"), this.button("Reject all", "review-reject-all"));
-        body.querySelector(".hunk")?.before(bar);
-      }
-      bar.querySelector(".review-count")!.textContent = `${pending} change${pending === 1 ? "" : "s"} pending`;
-      // Listed again: whatever was clicked has been answered, so the buttons work again.
-      bar.querySelectorAll("button").forEach((button) => ((button as HTMLButtonElement).disabled = false));
     }
+    const pending = [...this.listedHunks].filter((id) => !this.hunkDecisions.has(id)).length;
+    if (!host || pending === 0) {
+      return;
+    }
+    let bar = host.querySelector<HTMLElement>(":scope > .review-all");
+    if (!bar) {
+      bar = this.el("div", "review-all");
+      const accept = this.button("Accept all", "review-accept-all");
+      const reject = this.button("Reject all", "review-reject-all");
+      accept.title = "Accept every pending change (lich.acceptAll)";
+      reject.title = "Reject every pending change (lich.rejectAll)";
+      bar.append(this.text("span", "", "review-count"), accept, reject);
+      host.querySelector(".hunk")?.before(bar);
+    }
+    bar.querySelector(".review-count")!.textContent = `${pending} change${pending === 1 ? "" : "s"} pending`;
+    // Listed again: whatever was clicked has been answered, so the buttons work again.
+    bar.querySelectorAll("button").forEach((button) => ((button as HTMLButtonElement).disabled = false));
   }
 
   private showThread(thread: string | undefined, turns: TurnView[], running: boolean, history: string[], notice?: Notice): void {
