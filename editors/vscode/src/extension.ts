@@ -457,6 +457,7 @@ export class LichController implements vscode.Disposable {
       this.mcp = mcpServers(status);
       this.completionModel = completionModel(status);
       this.nextEditModel = nextEditModel(status);
+      this.nextEdits.onModelKnown();
       this.completion = completionInfo(status);
       this.updateStatus();
     } catch (err) {

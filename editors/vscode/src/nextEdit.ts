@@ -175,6 +175,8 @@ export class NextEditController {
   private inFlight: TokenSource | undefined;
   private shown: Shown | undefined;
   private lastRecheck = Number.NEGATIVE_INFINITY;
+  /** A document edited before lich.status answered: asked about once the model is known. */
+  private askWhenKnown: string | undefined;
   /** Counters for the tests and the curious: requests sent, answers shown, edits accepted. */
   readonly stats = { requests: 0, shown: 0, accepted: 0 };
 
@@ -213,6 +215,9 @@ export class NextEditController {
     this.cancel();
     const cursor = this.host.cursor(uri);
     const version = this.host.version(uri);
+    if (this.host.model() === undefined) {
+      this.askWhenKnown = uri;
+    }
     if (!cursor || version === undefined || !this.host.enabled() || !this.host.model()) {
       return;
     }
@@ -246,6 +251,15 @@ export class NextEditController {
     this.stats.shown += 1;
     this.host.draw(uri, suggestions, now);
     this.host.setVisible(true);
+  }
+
+  /** lich.status answered: an edit made before it is asked about now (when there is a model). */
+  onModelKnown(): void {
+    const uri = this.askWhenKnown;
+    this.askWhenKnown = undefined;
+    if (uri && this.host.model() && !this.shown) {
+      void this.requestNow(uri);
+    }
   }
 
   /** Tab: jump to the suggestion, or accept it when the cursor is on it. False: none shown here. */

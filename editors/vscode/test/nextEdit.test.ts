@@ -237,6 +237,19 @@ describe("NextEditController", () => {
     expect(state.visible).toEqual([true, false]);
   });
 
+  it("asks about an edit made before lich.status answered once it has", async () => {
+    const { state, host, fire } = fakeHost({ model: undefined });
+    const controller = new NextEditController(host);
+    controller.onDidChange(URI);
+    await fire();
+    expect(state.requests).toEqual([]);
+    state.model = "zeta";
+    controller.onModelKnown();
+    expect(state.requests.map((r) => r.params.position)).toEqual([{ line: 1, character: 9 }]);
+    controller.onModelKnown(); // once only
+    expect(state.requests).toHaveLength(1);
+  });
+
   it("asks nothing when turned off, or while the server has no next-edit model (re-reading lich.status now and then)", async () => {
     const off = fakeHost({ enabled: false });
     new NextEditController(off.host).onDidChange(URI);

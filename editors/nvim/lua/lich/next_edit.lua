@@ -39,6 +39,9 @@ local pending = nil
 ---@type {bufnr: integer, tick: integer, edits: {mark: integer, text: string, decorations: integer[]}[]}|nil
 local shown = nil
 local timer = nil
+-- Buffers edited before lich.status answered, with what M.request needs: asked once it has.
+---@type table<integer, {opts: table, name: string}>
+local ask_when_known = {}
 
 -- Counters the tests (and curious users) read.
 M.stats = { requests = 0, answers = 0, shown = 0, accepted = 0 }
@@ -138,6 +141,13 @@ local function refresh_model(client, bufnr)
     entry.known = true
     if not entry.model then
       M.clear()
+    end
+    local waiting = ask_when_known
+    ask_when_known = {}
+    for buf, ask in pairs(waiting) do
+      if entry.model and vim.api.nvim_buf_is_valid(buf) then
+        M.request(buf, ask.opts, ask.name) -- asks only about the current buffer
+      end
     end
   end, bufnr)
   if not ok then
@@ -247,6 +257,9 @@ function M.request(bufnr, opts, name)
   end
   local client = lich_client(bufnr, name)
   local model = client and models[client.id]
+  if client and (not model or not model.known) then
+    ask_when_known[bufnr] = { opts = opts, name = name }
+  end
   if not client or not client.initialized or not model or not model.known or not model.model then
     return
   end
