@@ -116,7 +116,9 @@ class InlineCompletions:
         # (uri, prefix window, suffix window) -> the suggestion made for them, oldest first.
         self._recent: OrderedDict[tuple[str, str, str], str] = OrderedDict()
         self._last_failure = ""
-        self._last_failure_at: str | None = None  # ISO time of _last_failure (lich.status)
+        # The last failure in plain words and its ISO time, for lich.status ("" once one succeeds).
+        self._last_failure_plain = ""
+        self._last_failure_at: str | None = None
         self.requests = 0  # provider requests made (lich.status; the bench reads it)
         # The server's own time per answered completion (the provider's excluded), newest last.
         self.own_times_s: deque[float] = deque(maxlen=OWN_TIMES_KEPT)
@@ -133,7 +135,7 @@ class InlineCompletions:
             "model": model.describe() if model is not None else None,
             "error": self._model.error,
             # The last request's failure, until one succeeds: a client shows why ghost text is gone.
-            "last_error": self._last_failure or None,
+            "last_error": self._last_failure_plain or None,
             "last_error_at": self._last_failure_at if self._last_failure else None,
             "requests": self.requests,
             "own_ms": own_time_summary(self.own_times_s),
@@ -291,17 +293,19 @@ class InlineCompletions:
                 return ""  # superseded: the token stopped the stream, the newer request answers
             raise  # $/cancelRequest: pygls answers the request as cancelled
         except ProviderError as err:
-            self._failed(str(err))
+            self._failed(str(err), err.plain())
             return ""
         except Exception as err:  # noqa: BLE001 - a completion never breaks the editor
             log.debug("completion failed", exc_info=True)
-            self._failed(f"internal_error: {type(err).__name__}: {err}")
+            self._failed(
+                f"internal_error: {type(err).__name__}: {err}", "lich failed (details in its log)."
+            )
             return ""
         finally:
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()  # closes the provider's stream at once
-        self._last_failure = ""
+        self._last_failure = self._last_failure_plain = ""
         kept, _ = cut_to_block("".join(pieces), prefix)
         kept = trim_suffix_overlap(kept, suffix)
         if sent and not token.cancelled:
@@ -316,8 +320,10 @@ class InlineCompletions:
         if len(self._recent) > RECENT_SUGGESTIONS_KEPT:
             self._recent.popitem(last=False)
 
-    def _failed(self, message: str) -> None:
-        """One log line per distinct failure until a completion succeeds again."""
+    def _failed(self, message: str, plain: str) -> None:
+        """One log line per distinct failure (`message`, the details) until a completion
+        succeeds again; lich.status says `plain`."""
+        self._last_failure_plain = plain
         self._last_failure_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         if message != self._last_failure:
             self._last_failure = message

@@ -149,7 +149,7 @@ class ProviderError(Exception):
         if self.kind == "response_too_large":
             return "The model's answer was larger than lich accepts, and was dropped."
         if self.status is not None and self.status >= 500:
-            return f"{server.capitalize()} failed{status}, also when asked again."
+            return f"{server.capitalize()} failed{status}."
         return f"{server.capitalize()} answered something that is not a model's answer{status}."
 
     def __str__(self) -> str:

@@ -271,7 +271,10 @@ async def test_a_provider_error_is_an_empty_answer_and_one_log_line(
     assert client.messages == []  # no popup
     # lich.status says why ghost text is gone, and when, until a completion succeeds again.
     completion = (await client.command("lich.status", {}))["completion"]
-    assert "500" in completion["last_error"] and completion["last_error_at"]
+    assert completion["last_error"] == (
+        f"The model server at {fake_provider.url}/v1 failed (HTTP 500)."
+    )
+    assert completion["last_error_at"]
     result = await complete(client, uri, types.Position(line=0, character=4))
     assert [item.insert_text or item.label for item in result.items] != []
     completion = (await client.command("lich.status", {}))["completion"]

@@ -222,7 +222,7 @@ async def test_a_completion_404_names_the_request_and_suggests_v1_only_where_mis
         ("rate_limit", 429, "The model server at http://h:1/v1 is busy or rate-limited (HTTP 429)"),
         ("overflow", 413, "The conversation is too long for the model"),
         ("bad_request", 404, "The model server at http://h:1/v1 rejected the request (HTTP 404)"),
-        ("unknown", 502, "The model server at http://h:1/v1 failed (HTTP 502), also when asked"),
+        ("unknown", 502, "The model server at http://h:1/v1 failed (HTTP 502)."),
         ("unknown", None, "The model server at http://h:1/v1 answered something that is not"),
         ("response_too_large", None, "The model's answer was larger than lich accepts"),
     ],
