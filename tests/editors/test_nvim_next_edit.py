@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 
 from tests.editors.test_nvim import (  # noqa: F401 - nvim and workspace are fixtures
+    _version,
+    _version_tuple,
     assert_passed,
     nvim,
     run_scenario,
@@ -78,15 +80,21 @@ def check_result(result: dict[str, Any], zeta: FakeZetaModel) -> None:
     assert any("total<|user_cursor_is_here|> = 0" in prompt for prompt in prompts), prompts
 
 
+@pytest.mark.parametrize("start", ["setup", "builtin"])
 def test_next_edit_away_from_the_cursor_is_shown_jumped_to_and_accepted(
     nvim: str,  # noqa: F811
     workspace: Path,  # noqa: F811
     tmp_path: Path,
     zeta: FakeZetaModel,
+    start: str,
 ) -> None:
+    """`start`: require("lich").setup{}, or (0.11+) vim.lsp.enable("lich") with next edits wired
+    by require("lich.next_edit").setup(require("lich").config)."""
+    if start == "builtin" and _version_tuple(nvim) < (0, 11):
+        pytest.skip(f"vim.lsp.enable needs Neovim 0.11+ (this is {_version(nvim)})")
     (workspace / "calc.py").write_text(CALC, encoding="utf-8")
     write_next_edit_config(tmp_path, zeta)
-    result = run_scenario(nvim, "next_edit", workspace, tmp_path)
+    result = run_scenario(nvim, "next_edit", workspace, tmp_path, {"builtin": start == "builtin"})
     check_result(result, zeta)
 
 

@@ -7,9 +7,17 @@
 return function(H)
   local type_in_insert = dofile(vim.fn.fnamemodify(H.env.scenario, ":h") .. "/insert_steps.lua")
   local ws = H.env.workspace
+  if H.data.builtin then
+    -- 0.11 without setup(): the built-in config, next edits wired as :help lich-next-edit says.
+    vim.lsp.config("lich", { cmd = { H.env.python, "-m", "lich_lsp" } })
+    vim.lsp.enable("lich")
+    require("lich.next_edit").setup(require("lich").config)
+  end
   vim.cmd("edit " .. ws .. "/calc.py")
   local buf = vim.api.nvim_get_current_buf()
-  require("lich").setup({ cmd = { H.env.python, "-m", "lich_lsp" }, next_edit = H.data.next_edit })
+  if not H.data.builtin then
+    require("lich").setup({ cmd = { H.env.python, "-m", "lich_lsp" }, next_edit = H.data.next_edit })
+  end
   local client = H.wait_client(buf)
   local next_edit = require("lich.next_edit")
   H.wait("the plugin read the server's next-edit model", 30000, function()
