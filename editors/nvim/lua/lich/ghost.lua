@@ -53,6 +53,12 @@ local SPACE, WORD, OTHER = 0, 1, 2
 
 ---@type table<integer, {model: string|nil, known: boolean, checked: number, asking: boolean}>
 local models = {}
+-- The buffers whose <Tab> accepts ghost text (accept_tab, or <Tab> as the accept key): their
+-- lich client's name, and whether <Tab> is the accept key (then mapped always, else while the
+-- server has a completion model; see sync_tabs).
+---@type table<integer, {name: string, always: boolean}>
+local tab_buffers = {}
+local sync_tabs -- defined with the keys below
 ---@type {client_id: integer, request_id: integer, bufnr: integer, row: integer, col: integer}|nil
 local pending = nil
 ---@type {bufnr: integer, row: integer, col: integer, tick: integer, lines: string[]}|nil
@@ -158,6 +164,7 @@ local function refresh_model(client, bufnr)
     if not entry.model then
       M.clear()
     end
+    sync_tabs()
   end, bufnr)
   if not ok then
     entry.asking = false
@@ -465,11 +472,35 @@ local function tab()
   vim.api.nvim_feedkeys(unmapped_keys("<Tab>"), "ni", false)
 end
 
---- Map <Tab> in `bufnr` (unless the user maps it); again on InsertEnter, since another part of
---- the plugin may map it on the same attach, after this one.
-local function map_tab(bufnr)
-  if not tab_taken(bufnr) then
-    vim.keymap.set("i", "<Tab>", tab, { buffer = bufnr, desc = TAB_DESC })
+--- While the server of `bufnr` has a completion model, map <Tab> there (unless the user maps
+--- it; again on InsertEnter, since another part of the plugin may map it on the same attach,
+--- after this one); without one (none configured, or not known yet) the plugin's <Tab> is
+--- taken away, as there is no ghost text to accept.
+local function sync_tab(bufnr)
+  local wanted = tab_buffers[bufnr]
+  if wanted == nil or not vim.api.nvim_buf_is_valid(bufnr) then
+    tab_buffers[bufnr] = nil
+    return
+  end
+  local client = lich_client(bufnr, wanted.name)
+  local entry = client and models[client.id]
+  if wanted.always or (entry and entry.model) then
+    if not tab_taken(bufnr) then
+      vim.keymap.set("i", "<Tab>", tab, { buffer = bufnr, desc = TAB_DESC })
+    end
+    return
+  end
+  local existing = vim.api.nvim_buf_call(bufnr, function()
+    return vim.fn.maparg("<Tab>", "i", false, true)
+  end)
+  if type(existing) == "table" and existing.buffer == 1 and existing.desc == TAB_DESC then
+    vim.keymap.del("i", "<Tab>", { buffer = bufnr })
+  end
+end
+
+sync_tabs = function()
+  for bufnr in pairs(tab_buffers) do
+    sync_tab(bufnr)
   end
 end
 
@@ -543,13 +574,17 @@ function M.attach(client, bufnr, opts)
   map(opts.accept_key, M.accept, "lich: accept the inline suggestion")
   map(opts.accept_word_key, M.accept_word, "lich: accept the inline suggestion's next word")
   map(opts.accept_line_key, M.accept_line, "lich: accept the inline suggestion's line")
-  if opts.accept_tab then
-    map_tab(bufnr)
+  -- <Tab> as the accept key is the user's choice: the same mapping, whatever else maps <Tab>.
+  local tab_is_accept_key = type(opts.accept_key) == "string"
+    and vim.api.nvim_replace_termcodes(opts.accept_key, true, false, true) == "\t"
+  tab_buffers[bufnr] = (opts.accept_tab or tab_is_accept_key) and { name = name, always = tab_is_accept_key } or nil
+  if tab_buffers[bufnr] then
+    sync_tab(bufnr)
     vim.api.nvim_create_autocmd("InsertEnter", {
       group = group,
       buffer = bufnr,
       callback = function()
-        map_tab(bufnr)
+        sync_tab(bufnr)
       end,
     })
   end
