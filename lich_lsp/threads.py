@@ -15,6 +15,7 @@ waits for the editor to apply its edit: a follow-up or another rewind then is `t
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 THREADS_LISTED_MAX = 100
 STATUS_THREADS_MAX = 10
+REWIND_PROMPT_SHOWN_CHARS = 60  # the rewound turn's prompt, as the rewind's message names it
 
 
 class ThreadCommands:
@@ -61,6 +63,7 @@ class ThreadCommands:
         self._undo = undo
         self._notes = notes
         self._messages = ctx.messages
+        self._features = ctx.features
         self._root = ctx.root
         # Threads whose rewind is under way (waiting for the editor to apply its edit).
         self._rewinding: set[str] = set()
@@ -199,11 +202,13 @@ class ThreadCommands:
                 f"{target.prompt[:80]!r}, but these files keep changes from the rewound turns: "
                 f"{', '.join(dict.fromkeys(kept))}. Read them before editing."
             )
-        message = _rewind_message(thread, number, rewound, files, not_restored)
+        message = rewind_message(target.prompt, rewound, files, not_restored)
         ok = not kept and error is None
-        self._messages.show_message(
-            message, types.MessageType.Info if ok else types.MessageType.Warning
-        )
+        kind = types.MessageType.Info if ok else types.MessageType.Warning
+        if self._features.task_notifications:
+            self._messages.log(message, kind)  # the chat that asked shows `message` itself
+        else:
+            self._messages.show_message(message, kind)
         result: dict[str, Any] = {
             "thread": thread,
             "turn": number,
@@ -254,15 +259,21 @@ def _check_id(command: str, thread: str) -> str:
         raise BadArguments(f"{command}: {err}") from None
 
 
-def _rewind_message(
-    thread: str,
-    number: int,
-    rewound: list[Turn],
-    files: list[dict[str, Any]],
-    not_restored: list[dict[str, Any]],
+def rewind_message(
+    prompt: str,
+    rewound: Sequence[Turn],
+    files: Sequence[Mapping[str, Any]],
+    not_restored: Sequence[Mapping[str, Any]],
 ) -> str:
+    """What a rewind did, for the user: the turn named by its prompt (no ids), the files."""
     turns = "turn" if len(rewound) == 1 else "turns"
-    parts = [f"lich: thread {thread} rewound to before turn {number} ({len(rewound)} {turns})"]
+    asked = " ".join(prompt.split())
+    asked = (
+        asked
+        if len(asked) <= REWIND_PROMPT_SHOWN_CHARS
+        else asked[: REWIND_PROMPT_SHOWN_CHARS - 1] + "…"
+    )
+    parts = [f'lich: rewound to before "{asked}" ({len(rewound)} {turns})']
     restored = [f["path"] for f in files if f["outcome"] in ("undone", "rebased")]
     if restored:
         parts.append("restored " + ", ".join(restored))

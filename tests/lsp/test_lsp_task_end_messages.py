@@ -95,3 +95,22 @@ async def test_status_says_whether_the_user_configured_a_provider(session, fake_
     configured = await session(init_options=provider_options(fake_provider))
     provider = (await configured.command("lich.status", {}))["provider"]
     assert provider["configured"] is True and provider["model"] == "fake-model"
+
+
+async def test_a_client_that_notifies_itself_shows_its_own_rewind_notice(
+    session, fake_provider
+) -> None:
+    fake_provider.script({"text": "one"}, {"text": "two"})
+    client = await session(
+        init_options=provider_options(fake_provider), lich_flags={"taskNotifications": True}
+    )
+    first = await client.command("lich.ask", {"prompt": "first", "origin": "chat"})
+    await client.command(
+        "lich.ask", {"prompt": "second", "thread": first["thread"], "origin": "chat"}
+    )
+    rewound = await client.command("lich.rewind", {"thread": first["thread"], "turn": 2})
+    assert rewound["message"] == 'lich: rewound to before "second" (1 turn)'
+    assert [m.message for m in client.messages if "rewound" in m.message] == []
+    assert [m.message for m in client.log_messages if "rewound" in m.message] == [
+        rewound["message"]
+    ]

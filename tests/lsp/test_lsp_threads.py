@@ -123,6 +123,10 @@ async def test_rewind_restores_the_files_and_the_history(
     assert rewound["rewound"] == [2, 3]
     assert [(f["path"], f["outcome"]) for f in rewound["files"]] == [("a.py", "undone")]
     assert client.text(uri) == "value = 1\n"  # one edit took back both turns
+    # Said in words a person reads: the turn by its prompt, no thread id.
+    message = 'lich: rewound to before "make it TWO" (2 turns); restored a.py'
+    assert rewound["message"] == message and thread not in message
+    assert [m.message for m in client.messages if "rewound" in m.message] == [message]
 
     after = await client.command("lich.ask", {"prompt": "what now?", "thread": thread})
     assert after["turn"] == 4  # rewound turns keep their numbers, as lich.thread shows
