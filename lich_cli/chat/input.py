@@ -17,7 +17,7 @@ from prompt_toolkit.completion import Completer, Completion, ThreadedCompleter
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import HTML
-from prompt_toolkit.history import History, ThreadedHistory
+from prompt_toolkit.history import History
 from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.keys import Keys
@@ -188,7 +188,9 @@ def prompt_session(session: ChatSession, controls: Controls) -> PromptSession[st
     return PromptSession(
         message=HTML("<ansicyan><b>›</b></ansicyan> "),
         prompt_continuation="  ",
-        history=ThreadedHistory(ThreadHistory(session)),
+        # Loaded right after the first draw, before any key is read (a task the draw starts),
+        # so an Up pressed at once finds it: not in a thread, which an Up could overtake.
+        history=ThreadHistory(session),
         completer=ThreadedCompleter(ChatCompleter(mention_completions(session))),
         complete_while_typing=True,
         key_bindings=key_bindings(controls),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from lich_cli.chat.commands import QUIT as QUIT_COMMAND
@@ -45,6 +46,7 @@ class Terminal(Controls):
         self.leaving = False
         self.prompt = prompt_session(session, self)
         self._carry = ""  # the line being typed when the prompt was made again
+        self._restarted: asyncio.Event | None = None  # set once the new prompt is drawn
 
     # --- Controls (the keys) ---
 
@@ -130,6 +132,7 @@ class Terminal(Controls):
                         break
                     if text == RESTART:
                         self.prompt = prompt_session(session, self)
+                        self.prompt.app.after_render += self._redrawn
                         continue
                     self.quit_armed = False
                     if not self._submit(text.strip()):
@@ -166,12 +169,20 @@ class Terminal(Controls):
             if self.turn_running:
                 self.prompt.app.invalidate()
 
-    def _restart_prompt(self) -> None:
-        """Make the prompt again (keeping what is being typed), for the new thread's history."""
+    async def _restart_prompt(self) -> None:
+        """Make the prompt again (keeping what is being typed), for the new thread's history;
+        returns once the new one is drawn."""
         app = self.prompt.app
-        if app.is_running:
-            self._carry = app.current_buffer.text
-            app.exit(result=RESTART)
+        if not app.is_running:
+            return
+        self._restarted = asyncio.Event()
+        self._carry = app.current_buffer.text
+        app.exit(result=RESTART)
+        await self._restarted.wait()
+
+    def _redrawn(self, _app: object) -> None:
+        if self._restarted is not None:
+            self._restarted.set()
 
     def _set_up(self) -> None:
         from lich_cli.chat.approvals import ChatApprovalCheck
@@ -206,14 +217,19 @@ class Terminal(Controls):
             try:
                 if text.startswith("/"):
                     thread = self.session.thread
-                    done = await run_command(text, self.session, self.view, self.confirm)
-                    if done == QUIT_COMMAND:
-                        self.leaving = True
-                        if self.prompt.app.is_running:
-                            self.prompt.app.exit(result=QUIT)
-                        return
-                    if self.session.thread != thread or text.split()[0] == "/new":
-                        self._restart_prompt()
+                    # What a thread switch says is shown once the new prompt (its history) is up.
+                    held = HeldOutput(self.view)
+                    try:
+                        done = await run_command(text, self.session, held, self.confirm)
+                        if done == QUIT_COMMAND:
+                            self.leaving = True
+                            if self.prompt.app.is_running:
+                                self.prompt.app.exit(result=QUIT)
+                            return
+                        if self.session.thread != thread or text.split()[0] == "/new":
+                            await self._restart_prompt()
+                    finally:
+                        held.release()
                 else:
                     await self._turn(text, queued)
             except Exception as err:  # noqa: BLE001 - one line, never a traceback on the screen
@@ -243,6 +259,28 @@ class Terminal(Controls):
         finally:
             self.turn_running = False
             self.cancel = None
+
+
+class HeldOutput:
+    """A command's Output whose lines are held until release(), the view's otherwise."""
+
+    def __init__(self, view: Any) -> None:
+        self.view = view
+        self.lines: list[tuple[Callable[[str], None], str]] = []
+
+    def info(self, text: str) -> None:
+        self.lines.append((self.view.info, text))
+
+    def error(self, text: str) -> None:
+        self.lines.append((self.view.error, text))
+
+    def show_call(self, number: int) -> None:
+        self.view.show_call(number)
+
+    def release(self) -> None:
+        lines, self.lines = self.lines, []
+        for show, text in lines:
+            show(text)
 
 
 def _escape(text: str) -> str:

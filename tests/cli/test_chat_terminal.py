@@ -344,8 +344,8 @@ def test_history_completion_alt_enter_and_ctrl_c_twice(
     terminal.shows_text("› an earlier prompt")
     terminal.send("C-c")  # the line is cleared, nothing is sent
     terminal.type_line(f"/thread {threads[1]}")
+    # Said once the prompt is made again with that thread's history.
     terminal.shows_text(f"continuing thread {threads[1]}")
-    terminal.shows_text(f" {threads[1]} · /help")  # the new prompt's status line
     terminal.send("Up")
     terminal.shows_text("› the other thread's prompt")
     terminal.send("C-c")  # the line is cleared, nothing is sent
