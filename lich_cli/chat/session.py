@@ -93,6 +93,8 @@ class ChatSession:
                     self._agent = build_agent(self.config, call_checks=checks)
                 except (ProviderError, ConfigError) as err:
                     self._agent_error = str(err)
+                except Exception as err:  # noqa: BLE001 - said at the next prompt, one line
+                    self._agent_error = f"{type(err).__name__}: {err}"
             finally:
                 self._built.set()
 
