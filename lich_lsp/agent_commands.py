@@ -20,6 +20,7 @@ from lich_core.tools.guard import resolve_file_for
 from lich_core.tools.secrets import prompt_refusal
 from lich_lsp.arguments import BadArguments, resolve_uri
 from lich_lsp.commands import APPLY_PATCH, ASK, CANCEL, MENTIONS, READ, RUN_TOOL, TOOLS
+from lich_lsp.config import model_choices
 from lich_lsp.contract import (
     ApplyPatchParams,
     AskParams,
@@ -266,6 +267,8 @@ class AgentCommands:
             self._check_new_thread(ASK, new_thread)
         if selection is not None and uri is None:
             raise BadArguments(f"{ASK}: field 'range' needs 'uri'")
+        if params.model is not None:
+            self._check_model(params.model)
         path = resolve_uri(ASK, self._root, uri) if uri is not None else None
         if prompt is not None and not prompt.strip():
             raise BadArguments(f"{ASK}: field 'prompt' must not be blank")
@@ -313,8 +316,19 @@ class AgentCommands:
             earlier_turns=len(replay.turns) if replay is not None else 0,
             history=replay.messages if replay is not None else None,
             from_chat=params.origin == "chat",
+            model=params.model,
         )
         return AskResult(**answer)
+
+    def _check_model(self, name: str) -> None:
+        """A model picked for one turn must be a configured provider (lich.status `models`)."""
+        names = [choice["name"] for choice in model_choices(self._holder.config)]
+        if name not in names:
+            configured = ", ".join(names) or "none"
+            raise BadArguments(
+                f"{ASK}: unknown_model: no configured provider is named {name!r} "
+                f"(configured: {configured})"
+            )
 
     def project_rules_for(self, path: Path | None) -> str | None:
         """The labelled rules section for a task on `path` (None: the root's rules only), or None

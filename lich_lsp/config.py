@@ -76,6 +76,18 @@ def settings_from_client(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
+def model_choices(config: Config) -> list[dict[str, str]]:
+    """The configured providers a turn may be asked of (lich.status `models`, lich.ask `model`);
+    none when the config is broken."""
+    from lich_core.providers.factory import provider_specs  # the providers: only when asked
+
+    try:
+        specs = provider_specs(config)
+    except ConfigError:
+        return []
+    return [{"name": spec.name, "kind": spec.kind, "model": spec.model} for spec in specs]
+
+
 def default_config(root: Path) -> Config:
     """Built-in defaults only, with the tools confined to `root`: a session's config before its
     first read (and a test's)."""

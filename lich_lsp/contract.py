@@ -77,6 +77,13 @@ class AskParams:
     )
     thread: str | None = field(default=None, metadata=doc("continue this thread"))
     new_thread: str | None = field(default=None, metadata=doc("start a thread with this id"))
+    model: str | None = field(
+        default=None,
+        metadata=doc(
+            "a configured provider's name (lich.status `models`): this turn's model; none: the"
+            " configured chat chain"
+        ),
+    )
     origin: Literal["chat"] | None = field(
         default=None,
         metadata=doc(
@@ -463,6 +470,15 @@ class ModelInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelChoice:
+    """A configured provider a turn can be asked of (lich.ask `model`)."""
+
+    name: str
+    kind: str
+    model: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class StatusResult:
     """The server's state for a status display (docs/lsp.md, lich.status)."""
 
@@ -486,6 +502,9 @@ class StatusResult:
     project_rules: list[Untyped]
     threads: list[Untyped]
     completion: CompletionInfo
+    models: list[ModelChoice] = field(
+        metadata=doc("the configured providers, for a model picker (empty: none configured)")
+    )
     next_edit: ModelInfo | None = _omitted("the next-edit model")
 
 

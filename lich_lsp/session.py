@@ -368,6 +368,7 @@ class EditorSession:
             "project_rules": self.agent_commands.project_rules_status(),
             "threads": self.threads.status(),
             "completion": self.completions.status(),
+            "models": config.model_choices(self.config),
             "next_edit": self.next_edits.status(),
         }
 

@@ -49,6 +49,7 @@ from lich_lsp.workspace import EDIT_SETTLE_TIMEOUT_S, EditorWorkspace
 
 if TYPE_CHECKING:
     from lich_core.agent.events import AgentEvent, TextDelta
+    from lich_core.config import Config
     from lich_core.hashline.read_state import ReadState
     from lich_lsp.context import SessionContext
     from lich_lsp.journal import TaskJournal
@@ -122,6 +123,18 @@ class TextBatch:
 def task_title(prompt: str) -> str:
     first = prompt.strip().splitlines()[0] if prompt.strip() else "task"
     return first if len(first) <= TITLE_MAX_CHARS else first[: TITLE_MAX_CHARS - 1] + "…"
+
+
+def _picked(config: Config, task: LichTask) -> dict[str, Any]:
+    """build_agent's model arguments for the turn's picked model (compression keeps its own)."""
+    if task.model is None:
+        return {}
+    from lich_core.providers.factory import build_model, chosen_model
+
+    return {
+        "model": chosen_model(config, task.model),
+        "compress_model": build_model(config, "compress"),
+    }
 
 
 def _first_line(text: str) -> str:
@@ -212,6 +225,8 @@ class LichTask:
     history: list[Message] | None = None
     # Asked from a chat (lich.ask origin "chat"): the chat shows how it ended.
     from_chat: bool = False
+    # The configured provider the user picked for this turn (None: the chat chain).
+    model: str | None = None
 
     @property
     def label(self) -> str:
@@ -293,6 +308,7 @@ class TaskManager:
         earlier_turns: int = 0,
         history: Sequence[Message] | None = None,
         from_chat: bool = False,
+        model: str | None = None,
     ) -> dict[str, Any]:
         """Run one agent task to its end (the lich.ask request `request_id` waits for it).
 
@@ -310,6 +326,7 @@ class TaskManager:
         task.read_paths = tuple(read_paths)
         task.project_rules = project_rules
         task.from_chat = from_chat
+        task.model = model
         # Registered before the first await: a second ask on this thread sees it running.
         task.continues = thread is not None
         task.turn = earlier_turns + 1
@@ -435,7 +452,9 @@ class TaskManager:
             # The session's one runtime for this config: plugins were loaded once, and the
             # commands (lich.tools, lich.runTool) see the same plugin state as the agent.
             with self._runtimes.borrow() as runtime:
-                agent = build_agent(config, workspace=task.workspace, runtime=runtime)
+                agent = build_agent(
+                    config, workspace=task.workspace, runtime=runtime, **_picked(config, task)
+                )
                 # The run holds the follow-up's history from here; a finished task (kept for
                 # lich.status) need not.
                 history, task.history = task.history, None

@@ -352,6 +352,21 @@ def build_model(
     return ProviderChain([build_provider(spec) for spec in role_specs(config, role, env)])
 
 
+def chosen_model(
+    config: Mapping[str, Any], name: str, *, env: Mapping[str, str] | None = None
+) -> Model:
+    """The configured provider `name` alone, as a chain (retries apply): the model a user picked
+    for one turn. ConfigError when no provider has that name."""
+    specs = provider_specs(config, env)
+    for spec in specs:
+        if spec.name == name:
+            return ProviderChain([build_provider(spec)])
+    configured = ", ".join(spec.name for spec in specs) or "none"
+    raise ConfigError(
+        f"unknown_model: no configured provider is named {name!r} (configured: {configured})"
+    )
+
+
 def describe_model(
     config: Mapping[str, Any], role: str = "chat", *, env: Mapping[str, str] | None = None
 ) -> str:

@@ -114,3 +114,27 @@ async def test_a_client_that_notifies_itself_shows_its_own_rewind_notice(
     assert [m.message for m in client.log_messages if "rewound" in m.message] == [
         rewound["message"]
     ]
+
+
+async def test_a_turn_runs_on_the_model_the_user_picked(session, fake_provider) -> None:
+    """lich.status lists the configured providers; lich.ask `model` runs one turn on one of
+    them (the chat's model picker), and an unknown name is InvalidParams naming the choices."""
+    fake_provider.script({"text": "from the first"}, {"text": "from the second"})
+    options = provider_options(fake_provider)
+    second = {**options["providers"][0], "name": "second", "model": "second-model"}
+    options["providers"].append(second)
+    client = await session(init_options=options)
+    status = await client.command("lich.status", {})
+    assert status["models"] == [
+        {"name": "fake", "kind": "openai_compat", "model": "fake-model"},
+        {"name": "second", "kind": "openai_compat", "model": "second-model"},
+    ]
+    await client.command("lich.ask", {"prompt": "one"})
+    await client.command("lich.ask", {"prompt": "two", "model": "second"})
+    assert [r["json"]["model"] for r in fake_provider.requests] == ["fake-model", "second-model"]
+    with pytest.raises(JsonRpcException) as caught:
+        await client.command("lich.ask", {"prompt": "three", "model": "gpt-9"})
+    assert caught.value.code == -32602
+    assert "unknown_model: no configured provider is named 'gpt-9' (configured: fake, second)" in (
+        caught.value.message
+    )

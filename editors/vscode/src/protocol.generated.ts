@@ -850,6 +850,8 @@ export type AskParams = {
   thread?: string | null;
   /** start a thread with this id */
   new_thread?: string | null;
+  /** a configured provider's name (lich.status `models`): this turn's model; none: the configured chat chain */
+  model?: string | null;
   /** where the prompt was typed; 'chat': the chat shows the outcome, so no end-of-task window/showMessage is sent */
   origin?: "chat" | null;
 };
@@ -965,6 +967,13 @@ export type MentionsParams = {
 
 export type MentionsResult = {
   candidates: string[];
+};
+
+/** A configured provider a turn can be asked of (lich.ask `model`). */
+export type ModelChoice = {
+  name: string;
+  kind: string;
+  model: string;
 };
 
 /** A model for one editor feature (next edits). */
@@ -1159,6 +1168,8 @@ export type StatusResult = {
     [key: string]: unknown;
   }[];
   completion: CompletionInfo;
+  /** the configured providers, for a model picker (empty: none configured) */
+  models: ModelChoice[];
   /** the next-edit model */
   next_edit?: ModelInfo | null;
 };
