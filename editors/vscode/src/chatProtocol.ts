@@ -150,7 +150,9 @@ export type ToView =
    */
   | { type: "submit"; prompt: string; uri?: string; label?: string }
   /** The chat model(s) as lich.status reports them, for the header's picker. */
-  | { type: "models"; current?: string; models: string[] };
+  /** The header's model picker: the configured providers (lich.status `models`), `current` the one
+   * the next turn runs on; `configured` false: none is set up (the picker offers setup). */
+  | { type: "models"; current?: string; models: ModelChoice[]; configured: boolean };
 
 export interface Notice {
   level: "info" | "error";
@@ -194,9 +196,17 @@ export type ToExtension =
   | { type: "insertCode"; code: string }
   | { type: "applyCode"; code: string; language?: string }
   /** The header's model picker: configure the models (the chat model comes from the config). */
-  | { type: "configureModels" };
+  | { type: "configureModels" }
+  /** The header's model picker: run the next turns on this configured provider. */
+  | { type: "pickModel"; name: string };
 
 export const CHAT_VIEW_ID = "lichClient.chat";
+
+/** A configured provider in the model picker: its name (lich.ask `model`) and what it runs. */
+export interface ModelChoice {
+  name: string;
+  label: string;
+}
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -221,6 +231,8 @@ export function isToExtension(value: unknown): value is ToExtension {
     case "dropContext":
     case "configureModels":
       return true;
+    case "pickModel":
+      return typeof message.name === "string" && message.name !== "";
     case "send":
       return typeof message.prompt === "string" && (message.uri === undefined || typeof message.uri === "string");
     case "reviewAll":

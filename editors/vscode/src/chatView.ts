@@ -12,7 +12,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import { chatHtml, makeNonce } from "./chatHtml";
 import { resolveChatLink } from "./chatLinks";
-import { CHAT_VIEW_ID, isToExtension, type ApprovalDetails, type EditedFile, type HunkView, type Notice, type ToExtension, type ToView, type TurnOutcome, type TurnView } from "./chatProtocol";
+import { CHAT_VIEW_ID, isToExtension, type ApprovalDetails, type EditedFile, type HunkView, type ModelChoice, type Notice, type ToExtension, type ToView, type TurnOutcome, type TurnView } from "./chatProtocol";
 import { ASK_COMMAND, trackedAsk, type AskArgs } from "./middleware";
 import type { PromptHistory } from "./prompt";
 import type { TaskTracker } from "./tasks";
@@ -60,6 +60,8 @@ export interface ChatDeps {
   insertText?(text: string): Thenable<boolean>;
   /** Open the user's config (the model picker's "Configure models…"). */
   configureModels?(): void;
+  /** The model picker's "Set up a model…" (none is configured): the first-run setup. */
+  setUpModel?(): void;
 }
 
 /** The active editor's file (and selection) the next message carries unless the user removes it. */
@@ -159,6 +161,22 @@ export function rewindNotice(answer: Partial<CommandResult<"lich.rewind">> | und
   return { level: problems ? "error" : "info", text: `${parts.join("; ")}.` };
 }
 
+/** lich.status's `models` as the picker's choices (entries of another shape are skipped). */
+export function modelChoices(value: unknown): ModelChoice[] {
+  if (!Array.isArray(value)) {
+    return [];
+  }
+  const choices: ModelChoice[] = [];
+  for (const item of value) {
+    const { name, kind, model } = (item ?? {}) as Record<string, unknown>;
+    if (typeof name === "string" && name) {
+      const runs = [kind, model].filter((part) => typeof part === "string" && part).join("/");
+      choices.push({ name, label: runs ? `${name} (${runs})` : name });
+    }
+  }
+  return choices;
+}
+
 /** The view's summary of a lich.ask result. */
 export function askOutcome(result: unknown): TurnOutcome {
   if (!result || typeof result !== "object") {
@@ -247,6 +265,10 @@ export class ChatSession {
   thread: string | undefined;
   private live: LiveAsk | undefined;
   private attachment: Attachment | undefined;
+  /** The provider picked in the header for the next turns (lich.ask `model`); none: the chain. */
+  private model: string | undefined;
+  /** Whether lich.status named a configured model, as the picker last showed. */
+  private modelsConfigured = true;
   private editorContext: EditorContext | undefined;
   /** The file whose context chip the user removed: it stays off until another file is active. */
   private contextDropped: string | undefined;
@@ -327,8 +349,16 @@ export class ChatSession {
       case "applyCode":
         await this.applyCode(m.code, m.language);
         return;
+      case "pickModel":
+        this.model = m.name;
+        await this.sendModels();
+        return;
       case "configureModels":
-        this.deps.configureModels?.();
+        if (this.modelsConfigured || !this.deps.setUpModel) {
+          this.deps.configureModels?.();
+        } else {
+          this.deps.setUpModel();
+        }
         return;
       case "stop":
         await this.stop();
@@ -597,6 +627,9 @@ export class ChatSession {
     }
     // A chat turn ends in the chat: the server sends no end-of-task notification for it.
     const args: AskArgs = { ...extra, prompt: text, origin: CHAT_ORIGIN };
+    if (this.model !== undefined) {
+      args.model = this.model;
+    }
     const attachment = this.attachment;
     this.attachment = undefined;
     // What the message is about: a `uri` of the caller (Apply to file), else an explicit
@@ -836,16 +869,21 @@ export class ChatSession {
     await this.refreshHunks();
   }
 
-  /** The header's model picker: the chat model lich.status reports. */
+  /** The header's model picker: the configured providers lich.status lists, the picked one (or
+   * the chain's first) current. */
   async sendModels(): Promise<void> {
     try {
-      const status = await this.deps.request<{ provider?: { kind?: unknown; model?: unknown; configured?: unknown } }>(STATUS_COMMAND, {});
-      const kind = typeof status?.provider?.kind === "string" ? status.provider.kind : "";
-      const model = typeof status?.provider?.model === "string" ? status.provider.model : "";
-      const current = status?.provider?.configured === false ? undefined : [kind, model].filter(Boolean).join("/") || undefined;
-      this.post({ type: "models", current, models: current ? [current] : [] });
+      const status = await this.deps.request<{ provider?: { name?: unknown; configured?: unknown }; models?: unknown }>(STATUS_COMMAND, {});
+      const models = modelChoices(status?.models);
+      if (this.model !== undefined && !models.some((m) => m.name === this.model)) {
+        this.model = undefined; // no longer configured: the next turns run on the chain again
+      }
+      const first = typeof status?.provider?.name === "string" ? status.provider.name : undefined;
+      const configured = status?.provider?.configured !== false && models.length > 0;
+      this.modelsConfigured = configured;
+      this.post({ type: "models", current: this.model ?? first, models: configured ? models : [], configured });
     } catch {
-      this.post({ type: "models", models: [] });
+      this.post({ type: "models", models: [], configured: false });
     }
   }
 

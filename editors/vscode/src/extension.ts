@@ -146,6 +146,7 @@ export class LichController implements vscode.Disposable {
         return editor ? editor.edit((edit) => edit.replace(editor.selection, text)) : false;
       },
       configureModels: () => void vscode.commands.executeCommand(COMMANDS.openConfig),
+      setUpModel: () => void vscode.commands.executeCommand(COMMANDS.setUpModel),
     });
     this.chatView = new ChatViewProvider(context.extensionUri, this.chat);
     this.statusItem = vscode.window.createStatusBarItem("lich.status", vscode.StatusBarAlignment.Left, 10);

@@ -277,15 +277,23 @@ describe("editor context, progress, model picker, keyboard", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it("lists the chat model in the header; Configure models… asks the extension", () => {
-    view.handle({ type: "models", current: "openai_compat/fake-model", models: ["openai_compat/fake-model"] });
-    expect([...view.modelSelect.options].map((o) => o.textContent)).toEqual(["openai_compat/fake-model", "Configure models…"]);
+  it("lists the configured models in the header, picks one for the next turns; Configure models… asks the extension", () => {
+    const models = [
+      { name: "fast", label: "fast (ollama/qwen)" },
+      { name: "smart", label: "smart (anthropic/claude)" },
+    ];
+    view.handle({ type: "models", current: "fast", models, configured: true });
+    expect([...view.modelSelect.options].map((o) => o.textContent)).toEqual(["fast (ollama/qwen)", "smart (anthropic/claude)", "Configure models…"]);
+    expect(view.modelSelect.value).toBe("fast");
+    view.modelSelect.value = "smart";
+    view.modelSelect.dispatchEvent(new Event("change"));
+    expect(posted).toEqual([{ type: "pickModel", name: "smart" }]);
     view.modelSelect.value = "__configure__";
     view.modelSelect.dispatchEvent(new Event("change"));
-    expect(posted).toEqual([{ type: "configureModels" }]);
-    expect(view.modelSelect.selectedIndex).toBe(0);
-    view.handle({ type: "models", models: [] });
-    expect(view.modelSelect.options[0].textContent).toBe("No model configured");
+    expect(posted.at(-1)).toEqual({ type: "configureModels" });
+    expect(view.modelSelect.value).toBe("smart"); // the picked model stays picked
+    view.handle({ type: "models", models: [], configured: false });
+    expect([...view.modelSelect.options].map((o) => o.textContent)).toEqual(["No model configured", "Set up a model…"]);
   });
 
   it("New thread puts the cursor in the input; Rewind to here is a real button Tab reaches, and Cancel keeps the turn", () => {

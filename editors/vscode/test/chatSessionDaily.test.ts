@@ -24,6 +24,7 @@ let copied: string[];
 let inserted: string[];
 let editorOpen: boolean;
 let configured: number;
+let setUp: number;
 let finishAsk: (value: unknown) => void;
 
 function postedOf<K extends ToView["type"]>(kind: K): Extract<ToView, { type: K }>[] {
@@ -56,6 +57,7 @@ beforeEach(() => {
   inserted = [];
   editorOpen = true;
   configured = 0;
+  setUp = 0;
   const state = memento();
   session = new ChatSession({
     request: async <T>(command: string, args: Record<string, unknown>): Promise<T> => {
@@ -79,6 +81,7 @@ beforeEach(() => {
       return editorOpen;
     },
     configureModels: () => configured++,
+    setUpModel: () => setUp++,
   });
   session.attach((m) => posted.push(m));
 });
@@ -186,14 +189,35 @@ describe("review and the header", () => {
     expect(postedOf("notice").pop()?.notice).toEqual({ level: "error", text: "nothing is pending" });
   });
 
-  it("sends the chat model of lich.status to the picker (none when the user configured none); Configure opens the config", async () => {
-    answers["lich.status"] = { provider: { kind: "openai_compat", model: "fake-model", configured: true } };
+  it("sends lich.status's configured models to the picker (none when the user configured none); a picked one runs the next turns; Configure opens the config", async () => {
+    answers["lich.status"] = {
+      provider: { name: "fake", kind: "openai_compat", model: "fake-model", configured: true },
+      models: [
+        { name: "fake", kind: "openai_compat", model: "fake-model" },
+        { name: "big", kind: "anthropic", model: "claude" },
+        { kind: "broken" },
+      ],
+    };
     await session.sendModels();
-    expect(postedOf("models").pop()).toEqual({ type: "models", current: "openai_compat/fake-model", models: ["openai_compat/fake-model"] });
-    answers["lich.status"] = { provider: { kind: "ollama", model: "llama3.1", configured: false } };
+    const models = [
+      { name: "fake", label: "fake (openai_compat/fake-model)" },
+      { name: "big", label: "big (anthropic/claude)" },
+    ];
+    expect(postedOf("models").pop()).toEqual({ type: "models", current: "fake", models, configured: true });
+    await session.onMessage({ type: "pickModel", name: "big" });
+    expect(postedOf("models").pop()).toEqual({ type: "models", current: "big", models, configured: true });
+    const turn = session.send("hello");
+    expect(sent.find((s) => s.command === "lich.ask")?.args).toMatchObject({ prompt: "hello", model: "big", origin: "chat" });
+    finishAsk({ task_id: "t1", thread: "th1", stopped_reason: "final" });
+    await turn;
+    answers["lich.status"] = { provider: { kind: "ollama", model: "llama3.1", configured: false }, models: [] };
     await session.sendModels();
-    expect(postedOf("models").pop()).toEqual({ type: "models", current: undefined, models: [] });
+    expect(postedOf("models").pop()).toEqual({ type: "models", current: undefined, models: [], configured: false });
+    await session.onMessage({ type: "configureModels" }); // "Set up a model…" with none configured
+    expect([configured, setUp]).toEqual([0, 1]);
+    answers["lich.status"] = { provider: { name: "fake", configured: true }, models: [{ name: "fake" }] };
+    await session.sendModels();
     await session.onMessage({ type: "configureModels" });
-    expect(configured).toBe(1);
+    expect([configured, setUp]).toEqual([1, 1]);
   });
 });

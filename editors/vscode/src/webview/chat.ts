@@ -10,7 +10,7 @@ import { renderMarkdown } from "../chatMarkdown";
 import { textDiff, toolDiffs, type FileDiff } from "../chatDiff";
 import type { LichEvent } from "../transcript";
 import { ScrollFollower } from "./chatScroll";
-import type { ApprovalView, EditedFile, HunkView, Notice, ThreadSummary, ToExtension, ToolTargetView, ToolView, ToView, TurnOutcome, TurnView } from "../chatProtocol";
+import type { ApprovalView, EditedFile, HunkView, ModelChoice, Notice, ThreadSummary, ToExtension, ToolTargetView, ToolView, ToView, TurnOutcome, TurnView } from "../chatProtocol";
 
 export interface ChatHost {
   post(message: ToExtension): void;
@@ -23,7 +23,7 @@ const MENTIONS_SHOWN_MAX = 12;
 const QUEUED_SHOWN_CHARS = 80;
 const PROGRESS_TICK_MS = 1000;
 const ALLOW_ALWAYS = "Allow always";
-/** The model picker's last entry: opens the config, where the models are. */
+/** The model picker's last entry: opens the config (or the setup, with none), where models are. */
 const CONFIGURE_MODELS = "__configure__";
 
 interface LiveTurn {
@@ -138,6 +138,8 @@ export class ChatView {
   readonly queueEl: HTMLElement;
   readonly jumpButton: HTMLButtonElement;
   readonly modelSelect: HTMLSelectElement;
+  /** The model picker's selected option, restored when "Configure models…" is chosen. */
+  private pickedModel = 0;
   readonly scroll: ScrollFollower;
   private readonly queue: QueuedMessage[] = [];
   private nextQueueId = 1;
@@ -209,9 +211,13 @@ export class ChatView {
     });
     this.jumpButton.addEventListener("click", () => this.scroll.jump());
     this.modelSelect.addEventListener("change", () => {
-      if (this.modelSelect.value === CONFIGURE_MODELS) {
-        this.modelSelect.selectedIndex = 0;
+      const value = this.modelSelect.value;
+      if (value === CONFIGURE_MODELS) {
+        this.modelSelect.selectedIndex = this.pickedModel; // the picked model stays picked
         this.host.post({ type: "configureModels" });
+      } else if (value) {
+        this.pickedModel = this.modelSelect.selectedIndex;
+        this.host.post({ type: "pickModel", name: value });
       }
     });
     this.queueEl.addEventListener("click", (event) => {
@@ -287,7 +293,7 @@ export class ChatView {
         this.submit(message.prompt, message.uri);
         break;
       case "models":
-        this.showModels(message.current, message.models);
+        this.showModels(message.current, message.models, message.configured);
         break;
       case "approval":
         this.showApproval(message.approval);
@@ -966,27 +972,28 @@ export class ChatView {
     this.contextEl.append(this.text("span", "Context:", "context-prefix"), chip, drop);
   }
 
-  private showModels(current: string | undefined, models: string[]): void {
+  private showModels(current: string | undefined, models: ModelChoice[], configured: boolean): void {
     const select = this.modelSelect;
     select.textContent = "";
-    const names = current ? [current, ...models.filter((m) => m !== current)] : models;
-    if (names.length === 0) {
+    if (models.length === 0) {
       const none = this.doc.createElement("option");
       none.value = "";
       none.textContent = "No model configured";
       select.append(none);
     }
-    for (const name of names) {
+    for (const choice of models) {
       const option = this.doc.createElement("option");
-      option.value = name;
-      option.textContent = name;
+      option.value = choice.name;
+      option.textContent = choice.label;
       select.append(option);
     }
     const configure = this.doc.createElement("option");
     configure.value = CONFIGURE_MODELS;
-    configure.textContent = "Configure models…";
+    configure.textContent = configured ? "Configure models…" : "Set up a model…";
     select.append(configure);
-    select.selectedIndex = 0;
+    const index = models.findIndex((choice) => choice.name === current);
+    select.selectedIndex = Math.max(index, 0);
+    this.pickedModel = select.selectedIndex;
   }
 
   private onKey(event: KeyboardEvent): void {
