@@ -114,6 +114,22 @@ def test_next_edit_is_off_when_turned_off(
     assert zeta.requests == []
 
 
+def test_with_nothing_shown_tab_does_what_it_did_before(
+    nvim: str,  # noqa: F811
+    workspace: Path,  # noqa: F811
+    tmp_path: Path,
+    zeta: FakeZetaModel,
+) -> None:
+    """The user's own Insert-mode <Tab> mapping (made before setup) still runs while no
+    suggestion is shown: the plugin's mapping falls through to it, not to a bare <Tab>."""
+    write_next_edit_config(tmp_path, zeta)
+    result = run_scenario(nvim, "next_edit_keys", workspace, tmp_path)
+    assert_passed(result)
+    assert result["values"]["tab_desc"].startswith("lich:")
+    assert result["values"]["line"] == "x<TAB>y"
+    assert result["values"]["shown"] is False
+
+
 # --- as a person sees it: Neovim in a terminal (tmux) -----------------------------------------
 
 

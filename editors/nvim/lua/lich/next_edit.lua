@@ -349,6 +349,32 @@ function M.dismiss()
   return true
 end
 
+--- Do what `key` did before the plugin mapped it: run the `previous` mapping (maparg()'s dict)
+--- or, with none, the key itself unmapped.
+local function fall_through(key, previous)
+  local keys = vim.api.nvim_replace_termcodes(key, true, false, true)
+  if previous then
+    local ok, out = pcall(function()
+      if previous.callback then
+        return previous.callback()
+      end
+      return previous.expr == 1 and vim.api.nvim_eval(previous.rhs) or previous.rhs
+    end)
+    if ok and previous.callback and previous.expr ~= 1 then
+      return -- a Lua mapping that did its work
+    end
+    if ok and type(out) == "string" then
+      if previous.expr ~= 1 or previous.replace_keycodes ~= 0 then
+        out = vim.api.nvim_replace_termcodes(out, true, true, true) -- <lt> too, as a mapping reads it
+      end
+      -- "i": in place of the key, before what was typed after it.
+      vim.api.nvim_feedkeys(out, previous.noremap == 1 and "ni" or "mi", false)
+      return
+    end
+  end
+  vim.api.nvim_feedkeys(keys, "ni", false)
+end
+
 local group = vim.api.nvim_create_augroup("lich_next_edit", { clear = true })
 -- A colorscheme starts with `:highlight clear`, which drops the default links.
 vim.api.nvim_create_autocmd("ColorScheme", { group = group, callback = define_highlights })
@@ -393,13 +419,19 @@ function M.attach(client, bufnr, opts)
     if type(key) ~= "string" or key == "" then
       return -- false or "": the user keeps the key
     end
-    local keys = vim.api.nvim_replace_termcodes(key, true, false, true)
-    vim.keymap.set(modes, key, function()
-      if not fn() then
-        -- No suggestion here: the key does what it does without this mapping.
-        vim.api.nvim_feedkeys(keys, "n", false)
+    for _, mode in ipairs(type(modes) == "table" and modes or { modes }) do
+      -- What the key did before (nvim-cmp's <Tab>, 0.11's snippet <Tab>, the user's own): it
+      -- still does that whenever no suggestion is shown.
+      local previous = vim.fn.maparg(key, mode, false, true)
+      if type(previous) ~= "table" or vim.tbl_isempty(previous) or previous.desc == desc then
+        previous = nil
       end
-    end, { buffer = bufnr, desc = desc })
+      vim.keymap.set(mode, key, function()
+        if not fn() then
+          fall_through(key, previous)
+        end
+      end, { buffer = bufnr, desc = desc })
+    end
   end
   map({ "n", "i" }, opts.accept_key, M.accept, "lich: jump to the next edit suggestion, or accept it")
   map("n", opts.dismiss_key, M.dismiss, "lich: dismiss the next edit suggestion")
