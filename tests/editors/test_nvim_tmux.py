@@ -219,7 +219,8 @@ def test_in_a_terminal_no_hit_enter_prompt_tool_calls_fold_as_they_arrive_q_and_
     turn sent with <C-s>, the user still in Insert mode in the input while the tool calls
     arrive: both are drawn folded (an expr fold was not computed in Insert mode), the answer
     ends the turn with no message and no hit-enter prompt; zR opens the folds and zM closes
-    them; q closes the chat; :LichChat opens it (folds still closed) and closes it again."""
+    them; q closes the chat; :LichChat opens it (folds still closed) and closes it again. With
+    the chat closed, :LichAsk ends with one short line (the server's), no hit-enter prompt."""
     fake_provider.script(
         {
             "text": "Let me look.",
@@ -227,6 +228,7 @@ def test_in_a_terminal_no_hit_enter_prompt_tool_calls_fold_as_they_arrive_q_and_
         },
         {"tool_calls": [EDIT]},
         {"text": "Done, answer one.", "chunks": 3},
+        {"text": "It returns 2.\nA second line that stays in the log."},
     )
     write_provider_config(tmp_path, fake_provider)
     with neovim_in_tmux(nvim, workspace, tmp_path, "hello.py") as term:
@@ -259,6 +261,11 @@ def test_in_a_terminal_no_hit_enter_prompt_tool_calls_fold_as_they_arrive_q_and_
         assert _folded_tools(screen) == ["read_file", "edit_file"], screen
         term.keys(":LichChat", "Enter")
         term.shows_all("hello.py", absent=("lich://chat",))
+
+        # With the chat closed, :LichAsk ends with the server's one-line message, nothing more.
+        term.keys(":LichAsk what does hello return", "Enter")
+        screen = term.shows_all("It returns 2.")
+        assert "A second line" not in screen, screen
 
 
 def test_in_a_terminal_a_message_sent_while_a_turn_runs_is_queued_then_sent(

@@ -207,6 +207,25 @@ function M.handle_save_documents(_, params, _)
   return { saved = saved, failed = failed }
 end
 
+local MESSAGE_LEVELS = {
+  [1] = vim.log.levels.ERROR,
+  [2] = vim.log.levels.WARN,
+  [3] = vim.log.levels.INFO,
+  [4] = vim.log.levels.DEBUG,
+}
+
+--- `window/showMessage` from the lich server, through vim.notify: a one-line message stays one
+--- line. (Neovim 0.11's own handler echoes "LSP[name][Type] message\n", and that trailing
+--- newline alone makes a hit-enter prompt for every message; the server's messages start with
+--- "lich:" already.) A notification plugin shows them its way.
+function M.handle_show_message(_, params, _)
+  if type(params) ~= "table" or type(params.message) ~= "string" then
+    return vim.NIL
+  end
+  vim.notify(params.message, MESSAGE_LEVELS[params.type] or vim.log.levels.INFO)
+  return vim.NIL
+end
+
 function M.handle_event(_, params, _)
   pcall(transcript.on_event, params)
   pcall(require("lich.chat").on_event, params)
@@ -265,6 +284,7 @@ function M.base_config(opts)
   local handlers = {
     ["lich/saveDocuments"] = M.handle_save_documents,
     ["lich/event"] = M.handle_event,
+    ["window/showMessage"] = M.handle_show_message,
   }
   if opts.progress and not compat.has_progress_autocmd then
     handlers["$/progress"] = progress.legacy_handler(opts.name)
