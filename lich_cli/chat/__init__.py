@@ -6,8 +6,9 @@ In a terminal: prompt_toolkit reads the input (history, completion, keys), rich 
 answer (markdown, code, diffs); without one (stdin not a TTY) each line of stdin is one prompt or
 command and the output is plain text. The threads are the store every face uses.
 
-Only argparse and the CLI's config loading are imported here: the prompt must be on screen
-before the agent (providers, tools, httpx) is built, which happens in the background.
+Only argparse, termios and the CLI's config loading are imported here: the prompt is drawn
+before prompt_toolkit loads, and the agent (providers, tools, httpx) is built in the background
+once the input line is live.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 from lich_cli.common import add_common_options
 
-EXIT_OK = 0
 EXIT_FAILED = 1
 
 
