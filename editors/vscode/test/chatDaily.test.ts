@@ -217,6 +217,21 @@ describe("queued messages, Escape, Retry", () => {
     expect(view.input.value).toBe("keep this draft");
   });
 
+  it("a provider failure reads in plain words, the provider's own folded under Details", () => {
+    view.handle({ type: "turnStart", prompt: "explain greet()" });
+    view.handle({ type: "event", event: ev("run_start") });
+    const message = "provider 'vscode' at http://127.0.0.1:9/v1: network: cannot connect (set providers[].base_url)";
+    const summary = "Could not reach the model server at http://127.0.0.1:9/v1. Is it running, and is the address right?";
+    view.handle({ type: "event", event: ev("error", { kind: "network", message, summary }) });
+    view.handle({ type: "turnEnd", outcome: { stopped_reason: "error", error: message } });
+    const section = view.log.querySelector("section.turn")!;
+    expect([...section.querySelectorAll("p.error")].map((p) => p.textContent)).toEqual([`The turn failed: ${summary}`]);
+    const details = section.querySelector("details.error-details")!;
+    expect(details.hasAttribute("open")).toBe(false);
+    expect(details.querySelector("pre")!.textContent).toBe(message);
+    expect(section.querySelector("button.retry")).not.toBeNull();
+  });
+
   it("a failed turn shows its error once, with Retry sending the same message again", () => {
     view.handle({ type: "turnStart", prompt: "explain greet()" });
     view.handle({ type: "event", event: ev("run_start") });

@@ -40,6 +40,8 @@ interface LiveTurn {
   prompt: string;
   /** The run's `error` event, shown once at the end with the outcome (not twice). */
   error?: string;
+  /** Its `summary`: a provider failure in plain words, shown instead (the details folded). */
+  errorSummary?: string;
   /** "Working… N s" until the first token or tool call. */
   progress?: { el: HTMLElement; timer: ReturnType<typeof setInterval> };
 }
@@ -802,6 +804,7 @@ export class ChatView {
       case "error":
         // Shown once, when the turn ends (with Retry), not here and again there.
         live.error = str(data.message) ?? str(data.kind) ?? "the run failed";
+        live.errorSummary = str(data.summary);
         break;
       case "budget_exhausted":
         break; // run_end says it in words
@@ -834,10 +837,17 @@ export class ChatView {
       live.body.append(this.markdown(outcome.final));
     }
     const error = outcome.error ?? (outcome.stopped_reason === "error" ? live.error : undefined);
-    const words = error && !outcome.stopped_reason ? error : outcomeText(outcome.stopped_reason, error);
+    const plain = outcome.stopped_reason === "error" ? live.errorSummary : undefined;
+    const words = plain ? `The turn failed: ${plain}` : error && !outcome.stopped_reason ? error : outcomeText(outcome.stopped_reason, error);
     if (words) {
       const failed = outcome.stopped_reason !== "aborted";
       live.body.append(this.text("p", words, failed ? "error" : "notice"));
+      if (plain && error) {
+        // The provider's own words, for whoever fixes the setup: folded under the plain ones.
+        const details = this.el("details", "error-details");
+        details.append(this.text("summary", "Details"), this.text("pre", error));
+        live.body.append(details);
+      }
       if (failed) {
         live.body.append(this.retryButton(live.prompt));
       }
