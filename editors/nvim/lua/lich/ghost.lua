@@ -513,7 +513,7 @@ vim.api.nvim_create_autocmd("OptionSet", { group = group, pattern = "termguicolo
 --- Wire ghost text into `bufnr` for `client` (the lich client's on_attach).
 ---@param client table
 ---@param bufnr integer
----@param opts table|nil {enabled, accept_key, accept_word_key, accept_line_key}
+---@param opts table|nil {enabled, accept_key, accept_word_key, accept_line_key, accept_tab}
 function M.attach(client, bufnr, opts)
   opts = vim.tbl_extend("force", M.defaults, opts or {})
   if opts.enabled == false then
