@@ -295,11 +295,15 @@ async def _read_to_end(stream: AsyncIterator[str]) -> None:
 
 
 def _line_starts(text: str) -> list[int]:
-    """Each line's start offset as pygls splits lines, then len(text): after a final line break
-    that is the start of the empty last line a position may name."""
+    """Each line's start offset as pygls splits lines; after a final line break, len(text) too:
+    the start of the empty last line a position may name (without one, the text's end is on
+    its last line)."""
     starts = [0]
-    for line in text.splitlines(keepends=True):
+    lines = text.splitlines(keepends=True)
+    for line in lines:
         starts.append(starts[-1] + len(line))
+    if lines and lines[-1].splitlines() == [lines[-1]]:
+        starts.pop()  # the last line has no break: nothing starts after it
     return starts
 
 

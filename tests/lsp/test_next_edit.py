@@ -175,6 +175,22 @@ async def test_a_rename_at_the_definition_is_finished_on_the_other_lines(
     assert status["model"].startswith("openai_compat zeta @") and status["requests"] == 1
 
 
+async def test_an_edit_at_the_end_of_a_file_without_a_final_line_break_stays_on_its_line(
+    root: Path, fake_provider, sessions
+) -> None:
+    """The last line has no break: an edit ending at the text's end is on that line, not one past
+    it (found by the VS Code client)."""
+    fake_provider.script({"answer": zeta_renames})
+    client = await open_session(root, "visual-studio-code", zeta_options(fake_provider))
+    sessions.append(client)
+    source = SOURCE.rstrip("\n")
+    uri = client.open(root / "calc.py", source)
+    client.type_text(uri, source.replace("    count = 0", "    total = 0"))
+    edits = await next_edits(client, uri, 2, types.Position(line=1, character=len("    total")))
+    assert edits[-1]["range"]["end"] == {"line": 5, "character": len("    return count")}
+    assert applied(client.text(uri), edits, client.encoding) == RENAMED.rstrip("\n")
+
+
 async def test_crlf_lines_keep_their_breaks(root: Path, fake_provider, sessions) -> None:
     fake_provider.script({"answer": zeta_renames})
     client = await open_session(root, "visual-studio-code", zeta_options(fake_provider))
