@@ -146,4 +146,11 @@ ERROR_CODES: dict[str, str] = {
     "thread_busy": "a turn of that thread is running, or a rewind of it waits for the editor",
     "invalid_thread_id": "a thread id that is not 1-64 of A-Z a-z 0-9 . _ - or is the reserved 'latest'",
     "not_restorable": "lich.rewind: a rewound turn's file changes are not in the undo journal",
+    "unknown_model": "lich.ask: the model picked for the turn is no configured provider's name",
+    # --- lich chat's own commands ---
+    "unknown_command": "lich chat: a /command it does not know",
+    "no_thread": "lich chat: the command needs a thread and none is open yet",
+    "no_such_turn": "lich chat /rewind: the thread has no turn with that number",
+    "already_rewound": "lich chat /rewind: that turn was rewound before",
+    "no_such_call": "lich chat /show: no tool call with that number in this session",
 }

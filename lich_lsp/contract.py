@@ -413,7 +413,7 @@ class ProviderInfo:
     model: str
     describe: str = field(metadata=doc("one line for a status display"))
     configured: bool = field(
-        metadata=doc("false: nothing names a provider, the built-in local default stands in")
+        metadata=doc("whether the user names a provider (else the built-in local default stands in)")
     )
 
 
@@ -450,7 +450,7 @@ class ConfigInfo:
 class CompletionInfo:
     """The completion (ghost text) model."""
 
-    model: str | None = field(metadata=doc("null: completions are off"))
+    model: str | None = field(metadata=doc("the model, or null when completions are off"))
     error: str | None = field(metadata=doc("why the configured model cannot be used"))
     last_error: str | None = field(
         metadata=doc("the last completion request's failure, until one succeeds")
@@ -464,7 +464,7 @@ class CompletionInfo:
 class ModelInfo:
     """A model for one editor feature (next edits)."""
 
-    model: str | None = field(metadata=doc("null: off"))
+    model: str | None = field(metadata=doc("the model, or null when off"))
     error: str | None
     requests: int
 

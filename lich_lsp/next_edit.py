@@ -331,6 +331,8 @@ def parse_params(params: Any) -> tuple[str, int | None, types.Position]:
     numbers = [
         _field(position, key) if position is not None else None for key in ("line", "character")
     ]
+    line, character = numbers
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
         raise _invalid("position {line, character}: expected non-negative integers")
-    return uri, version, types.Position(line=numbers[0], character=numbers[1])
+    assert isinstance(line, int) and isinstance(character, int)  # checked just above
+    return uri, version, types.Position(line=line, character=character)

@@ -186,7 +186,7 @@ class TurnView:
             self._end_text()
             self._show_error(f"lich: error: {data.message}")
         elif isinstance(data, PluginWarning):
-            self._show_note(f"warning: {data.message}")
+            self._show_note(f"plugin warning: {data.message}")
         elif isinstance(data, RunEnd):
             self.waiting_since = None
             self._end_text()

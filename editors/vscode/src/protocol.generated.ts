@@ -901,7 +901,7 @@ export type ClientInfo = {
 
 /** The completion (ghost text) model. */
 export type CompletionInfo = {
-  /** null: completions are off */
+  /** the model, or null when completions are off */
   model: string | null;
   /** why the configured model cannot be used */
   error: string | null;
@@ -978,7 +978,7 @@ export type ModelChoice = {
 
 /** A model for one editor feature (next edits). */
 export type ModelInfo = {
-  /** null: off */
+  /** the model, or null when off */
   model: string | null;
   error: string | null;
   requests: number;
@@ -1010,7 +1010,7 @@ export type ProviderInfo = {
   model: string;
   /** one line for a status display */
   describe: string;
-  /** false: nothing names a provider, the built-in local default stands in */
+  /** whether the user names a provider (else the built-in local default stands in) */
   configured: boolean;
 };
 
