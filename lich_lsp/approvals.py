@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from lich_core.agent.targets import describe_tool_call
+from lich_core.agent.targets import approval_details, describe_tool_call
 from lich_core.approvals import (  # the policy and the store live in the core, shared with ACP
     NET_CAPABILITY,
     call_approval_key,
@@ -199,28 +199,6 @@ def always_scope(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> str:
 def _clip(text: str) -> str:
     line = " ".join(text.split())
     return line if len(line) <= SUBJECT_MAX_CHARS else line[: SUBJECT_MAX_CHARS - 1] + "…"
-
-
-def approval_details(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """The question as data (the `approval` event's fields but the question's id, text and
-    options): the tool, its capability, kind and target (lich_core.agent.targets, as the tool
-    events say them), the command it runs and where, the host it reaches, what it will start."""
-    capability = tool_capability(tool)
-    described = describe_tool_call(tool.name, args, capability)
-    target = described.target
-    runs = described.kind == "execute"
-    return {
-        "tool": tool.name,
-        "capability": capability,
-        "kind": described.kind,
-        "target": target,
-        "command": target.command if target is not None else None,
-        "cwd": ((target.cwd if target is not None else None) or str(ctx.work_dir))
-        if runs
-        else None,
-        "host": url_host(args) if capability == NET_CAPABILITY else None,
-        "what_will_run": what_will_run(tool, args, ctx),
-    }
 
 
 async def _report(

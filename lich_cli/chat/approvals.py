@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from lich_core.agent.targets import describe_tool_call
+from lich_core.agent.targets import approval_details
 from lich_core.approvals import (
     NET_CAPABILITY,
     ApprovalStore,
@@ -24,7 +24,6 @@ from lich_core.approvals import (
     question_text,
     refusal_before_asking,
     url_host,
-    what_will_run,
 )
 from lich_core.tools.types import Tool, ToolContext, tool_capability
 
@@ -98,23 +97,10 @@ async def _report(
     """The run's `approval` event, with the fields the language server gives it."""
     if ctx.report_approval is None:
         return
-    capability = tool_capability(tool)
-    described = describe_tool_call(tool.name, args, capability)
-    target = described.target
-    runs = described.kind == "execute"
     await ctx.report_approval(
         {
             "id": question_id,
-            "tool": tool.name,
-            "capability": capability,
-            "kind": described.kind,
-            "target": target,
-            "command": target.command if target is not None else None,
-            "cwd": ((target.cwd if target is not None else None) or str(ctx.work_dir))
-            if runs
-            else None,
-            "host": url_host(args) if capability == NET_CAPABILITY else None,
-            "what_will_run": what_will_run(tool, args, ctx),
+            **approval_details(tool, args, ctx),
             "question": text,
             "options": OPTIONS,
         }

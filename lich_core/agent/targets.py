@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lich_core.agent.events import LineRange, ToolKind, ToolTarget
+from lich_core.approvals import NET_CAPABILITY, url_host, what_will_run
+from lich_core.tools.types import Tool, ToolContext, tool_capability
 
 TITLE_ARG_CHARS = 80
 # A target's command, query or URL as sent: at most this many characters (the arguments carry all).
@@ -150,3 +152,26 @@ def _title(name: str, args: Mapping[str, Any], paths: list[str]) -> str:
         return f"{name} {_short(', '.join(paths))}"
     value = _first_str(args, ("command", "url", "query", "pattern", "code"))
     return f"{name} {_short(value)}" if value is not None else name
+
+
+def approval_details(tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """An approval question as data (the `approval` event's fields but the question's id, text
+    and options), the same for every face: the tool, its capability, kind and target (as the
+    tool events say them), the command it runs and where, the host it reaches, what it will
+    start."""
+    capability = tool_capability(tool)
+    described = describe_tool_call(tool.name, args, capability)
+    target = described.target
+    runs = described.kind == "execute"
+    return {
+        "tool": tool.name,
+        "capability": capability,
+        "kind": described.kind,
+        "target": target,
+        "command": target.command if target is not None else None,
+        "cwd": ((target.cwd if target is not None else None) or str(ctx.work_dir))
+        if runs
+        else None,
+        "host": url_host(args) if capability == NET_CAPABILITY else None,
+        "what_will_run": what_will_run(tool, args, ctx),
+    }
