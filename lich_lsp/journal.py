@@ -27,10 +27,10 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lich_core.hashline.replacements import apply_replacements, line_replacements
 from lich_core.userstate import (
@@ -45,12 +45,16 @@ from lich_core.vocabulary import LineReplacement
 from lich_core.workspace import FileChange
 from lich_lsp.undo_rebase import Step, changed_lines, line_mapper
 
+if TYPE_CHECKING:
+    from lich_core.agent.thread_log import Turn
+
 log = logging.getLogger("lich.lsp.journal")
 
 JOURNAL_DIR_NAME = "undo"
 JOURNAL_VERSION = 1
 # Tasks kept in the undo journal (the oldest is forgotten first).
 MAX_JOURNAL_TASKS = 20
+REWIND_PROMPT_SHOWN_CHARS = 60  # the rewound turn's prompt, as a rewind's message names it
 _TASK_ID = re.compile(r"^t[0-9]{1,12}$")
 
 
@@ -365,6 +369,36 @@ class TaskJournal:
     def get(self, task_id: str) -> JournalEntry | None:
         return self.entries().get(task_id)
 
+    def entries_for_turns(
+        self, turns: Sequence[Turn]
+    ) -> tuple[list[JournalEntry], list[dict[str, Any]]]:
+        """The entries of a thread's `turns` (oldest first), and the turns that changed files
+        this journal cannot restore: {turn, files, reason} (lich.rewind, lich chat's /rewind)."""
+        entries = []
+        missing: list[dict[str, Any]] = []
+        for turn in turns:
+            entry = self.get(turn.task_id) if turn.task_id else None
+            if entry is not None:
+                if entry.files:
+                    entries.append(entry)
+                continue
+            if not turn.files:
+                continue
+            if (
+                not turn.task_id
+            ):  # the faces that journal their turns (lich-lsp, lich chat) name them
+                reason = (
+                    f"not_restorable: turn {turn.number} ran in {turn.face or 'another client'}, "
+                    "whose changes are not in the undo journal"
+                )
+            else:
+                reason = (
+                    f"not_restorable: turn {turn.number}'s task {turn.task_id} is no longer in "
+                    "the undo journal (it keeps the last tasks that changed files)"
+                )
+            missing.append({"turn": turn.number, "files": list(turn.files), "reason": reason})
+        return entries, missing
+
     def undoable(self) -> list[JournalEntry]:
         """Entries with changes left to undo, newest first."""
         return [
@@ -479,3 +513,35 @@ def _add_change(entry: JournalEntry, rel: str, change: FileChange) -> None:
         record.steps.append(JournalStep(change.base_text, (), deleted=True))
     else:
         record.steps.append(JournalStep(change.base_text, change.replacements, result=new_text))
+
+
+def rewind_message(
+    prompt: str,
+    rewound: Sequence[Turn],
+    files: Sequence[Mapping[str, Any]],
+    not_restored: Sequence[Mapping[str, Any]],
+) -> str:
+    """What a rewind did, for the user: the turn named by its prompt (no ids), then the files
+    restored and those not (lich.rewind's message, lich chat's /rewind)."""
+    turns = "turn" if len(rewound) == 1 else "turns"
+    asked = " ".join(prompt.split())
+    if len(asked) > REWIND_PROMPT_SHOWN_CHARS:
+        asked = asked[: REWIND_PROMPT_SHOWN_CHARS - 1] + "…"
+    parts = [f'lich: rewound to before "{asked}" ({len(rewound)} {turns})']
+    parts += file_outcome_parts(files)
+    for item in not_restored:
+        parts.append(f"not restored: {', '.join(item['files'])}: {item['reason']}")
+    return "; ".join(parts)
+
+
+def file_outcome_parts(files: Sequence[Mapping[str, Any]]) -> list[str]:
+    """An undo's per-file reports {path, outcome, reason?} in words: restored, or not and why."""
+    parts = []
+    restored = [f["path"] for f in files if f["outcome"] in ("undone", "rebased")]
+    if restored:
+        parts.append("restored " + ", ".join(restored))
+    for problem in files:
+        if problem["outcome"] in ("refused", "failed"):
+            reason = problem["reason"].partition(": ")[2] or problem["reason"]
+            parts.append(f"not restored: {problem['path']}: {reason}")
+    return parts

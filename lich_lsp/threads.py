@@ -15,7 +15,6 @@ waits for the editor to apply its edit: a follow-up or another rewind then is `t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -33,18 +32,18 @@ from lich_lsp.contract import (
     ThreadsResult,
     result_of,
 )
+from lich_lsp.journal import rewind_message
 
 if TYPE_CHECKING:
     from lich_lsp.commands import CommandTable
     from lich_lsp.context import SessionContext
-    from lich_lsp.journal import JournalEntry, TaskJournal
+    from lich_lsp.journal import TaskJournal
     from lich_lsp.review_hunks import ModelNotes
     from lich_lsp.tasks import TaskManager
     from lich_lsp.undo import TaskUndo
 
 THREADS_LISTED_MAX = 100
 STATUS_THREADS_MAX = 10
-REWIND_PROMPT_SHOWN_CHARS = 60  # the rewound turn's prompt, as the rewind's message names it
 
 
 class ThreadCommands:
@@ -185,7 +184,7 @@ class ThreadCommands:
         self, thread: str, number: int, target: Turn, replay: Replay
     ) -> dict[str, Any]:
         rewound = [turn for turn in replay.live_turns() if turn.number >= number]
-        entries, not_restored = self._journal_entries(rewound)
+        entries, not_restored = self._journal.entries_for_turns(rewound)
         files: list[dict[str, Any]] = []
         error = None
         if entries:
@@ -222,34 +221,6 @@ class ThreadCommands:
             result["error"] = error
         return result
 
-    def _journal_entries(
-        self, turns: list[Turn]
-    ) -> tuple[list[JournalEntry], list[dict[str, Any]]]:
-        """The undo journal's entries for `turns` (oldest first), and the turns that changed
-        files the journal cannot restore: {turn, files, reason}."""
-        entries = []
-        missing: list[dict[str, Any]] = []
-        for turn in turns:
-            entry = self._journal.get(turn.task_id) if turn.task_id else None
-            if entry is not None:
-                if entry.files:
-                    entries.append(entry)
-                continue
-            if not turn.files:
-                continue
-            if turn.face != "lsp":
-                reason = (
-                    f"not_restorable: turn {turn.number} ran in {turn.face or 'another client'}, "
-                    "whose changes are not in the editor's undo journal"
-                )
-            else:
-                reason = (
-                    f"not_restorable: turn {turn.number}'s task {turn.task_id} is no longer in "
-                    "the undo journal (it keeps the last tasks that changed files)"
-                )
-            missing.append({"turn": turn.number, "files": list(turn.files), "reason": reason})
-        return entries, missing
-
 
 def _check_id(command: str, thread: str) -> str:
     """`thread` if it is a thread id (the core's rule), else InvalidParams `invalid_thread_id:`."""
@@ -257,30 +228,3 @@ def _check_id(command: str, thread: str) -> str:
         return check_thread_id(thread)
     except InvalidThreadId as err:
         raise BadArguments(f"{command}: {err}") from None
-
-
-def rewind_message(
-    prompt: str,
-    rewound: Sequence[Turn],
-    files: Sequence[Mapping[str, Any]],
-    not_restored: Sequence[Mapping[str, Any]],
-) -> str:
-    """What a rewind did, for the user: the turn named by its prompt (no ids), the files."""
-    turns = "turn" if len(rewound) == 1 else "turns"
-    asked = " ".join(prompt.split())
-    asked = (
-        asked
-        if len(asked) <= REWIND_PROMPT_SHOWN_CHARS
-        else asked[: REWIND_PROMPT_SHOWN_CHARS - 1] + "…"
-    )
-    parts = [f'lich: rewound to before "{asked}" ({len(rewound)} {turns})']
-    restored = [f["path"] for f in files if f["outcome"] in ("undone", "rebased")]
-    if restored:
-        parts.append("restored " + ", ".join(restored))
-    for problem in files:
-        if problem["outcome"] in ("refused", "failed"):
-            reason = problem["reason"].partition(": ")[2] or problem["reason"]
-            parts.append(f"not restored: {problem['path']}: {reason}")
-    for item in not_restored:
-        parts.append(f"not restored: {', '.join(item['files'])}: {item['reason']}")
-    return "; ".join(parts)

@@ -25,7 +25,7 @@ from lich_core.agent.sessions import SessionError, SessionStore
 from lich_core.agent.thread_log import Turn
 from lich_core.errors import ToolError
 from lich_core.workspace import DiskWorkspace, FileChange, apply_to_disk, decode_text
-from lich_lsp.journal import JournalEntry, TaskJournal
+from lich_lsp.journal import JournalEntry, TaskJournal, file_outcome_parts, rewind_message
 from lich_lsp.undo_rebase import Step, UndoPlan, plan_undo
 
 RESTORED = ("undone", "rebased")
@@ -98,17 +98,13 @@ def rewind_thread(store: SessionStore, journal: TaskJournal, thread: str, number
     target = turn_to_rewind(store, thread, number)
     _, replay = store.replay(thread)
     rewound = [turn for turn in replay.live_turns() if turn.number >= number]
-    entries, not_restored = journal_entries(journal, rewound)
+    entries, not_restored = journal.entries_for_turns(rewound)
     files = undo_on_disk(journal, entries) if entries else []
     store.rewind(thread, target.run_id)
     kept = [f["path"] for f in files if f["outcome"] in PROBLEMS]
     kept += [name for item in not_restored for name in item["files"]]
-    turns = "turn" if len(rewound) == 1 else "turns"
-    parts = [f"lich: thread {thread} rewound to before turn {number} ({len(rewound)} {turns})"]
-    parts += _file_parts(files)
-    for item in not_restored:
-        parts.append(f"not restored: {', '.join(item['files'])}: {item['reason']}")
-    return Outcome(not kept, "; ".join(parts), files, list(dict.fromkeys(kept)))
+    message = rewind_message(target.prompt, rewound, files, not_restored)
+    return Outcome(not kept, message, files, list(dict.fromkeys(kept)))
 
 
 def undo_task(journal: TaskJournal, task_id: str | None) -> Outcome:
@@ -117,31 +113,9 @@ def undo_task(journal: TaskJournal, task_id: str | None) -> Outcome:
     if entry is None or not entry.files:
         raise RewindError("nothing_to_undo: the last turn changed no file that can be undone")
     files = undo_on_disk(journal, [entry])
-    parts = _file_parts(files)
+    parts = file_outcome_parts(files)
     message = f"lich: undo {entry.task_id} ({entry.title}): " + ("; ".join(parts) or "no change")
     return Outcome(not any(f["outcome"] in PROBLEMS for f in files), message, files)
-
-
-def journal_entries(
-    journal: TaskJournal, turns: list[Turn]
-) -> tuple[list[JournalEntry], list[dict[str, Any]]]:
-    """The journal's entries for `turns` (oldest first), and the turns that changed files the
-    journal cannot restore: {turn, files, reason} (as lich.rewind reports them)."""
-    entries = []
-    missing: list[dict[str, Any]] = []
-    for turn in turns:
-        entry = journal.get(turn.task_id) if turn.task_id else None
-        if entry is not None:
-            if entry.files:
-                entries.append(entry)
-            continue
-        if turn.files:
-            reason = (
-                f"not_restorable: turn {turn.number} ran in {turn.face or 'another client'}, "
-                "whose changes are not in the undo journal"
-            )
-            missing.append({"turn": turn.number, "files": list(turn.files), "reason": reason})
-    return entries, missing
 
 
 def undo_on_disk(journal: TaskJournal, entries: Sequence[JournalEntry]) -> list[dict[str, Any]]:
@@ -196,15 +170,3 @@ def _change_for(path: Path, current: str | None, plan: UndoPlan) -> FileChange:
     if current is None:
         return FileChange.write(path, plan.new_text, None)
     return FileChange(path, "write", plan.new_text, current, plan.replacements)
-
-
-def _file_parts(files: list[dict[str, Any]]) -> list[str]:
-    parts = []
-    restored = [f["path"] for f in files if f["outcome"] in RESTORED]
-    if restored:
-        parts.append("restored " + ", ".join(restored))
-    for problem in files:
-        if problem["outcome"] in PROBLEMS:
-            reason = problem["reason"].partition(": ")[2] or problem["reason"]
-            parts.append(f"not restored: {problem['path']}: {reason}")
-    return parts

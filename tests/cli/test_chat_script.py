@@ -74,7 +74,7 @@ def test_scripted_prompts_commands_and_a_rewind_in_plain_text(
     thread_id = thread.split()[1]
     assert "2 turns" in thread and thread.endswith("write a.txt")
     assert '"path": "a.txt"' in out  # /show 1: the call's arguments
-    assert f"lich: thread {thread_id} rewound to before turn 1 (2 turns); restored a.txt" in out
+    assert 'lich: rewound to before "write a.txt" (2 turns); restored a.txt' in out
     assert (work / "a.txt").read_text(encoding="utf-8") == "old\n"
     assert done.stderr.rstrip().endswith(f"lich: thread {thread_id}")
     assert [t["thread"] for t in threads(work)] == [thread_id]
