@@ -413,7 +413,9 @@ class ProviderInfo:
     model: str
     describe: str = field(metadata=doc("one line for a status display"))
     configured: bool = field(
-        metadata=doc("whether the user names a provider (else the built-in local default stands in)")
+        metadata=doc(
+            "whether the user names a provider (else the built-in local default stands in)"
+        )
     )
 
 
