@@ -285,7 +285,13 @@ export class NextEditController {
     const applied = await this.host.apply(shown.uri, shown.version, suggestion);
     if (applied) {
       this.stats.accepted += 1;
-      this.host.moveCursor(shown.uri, endOf(suggestion));
+      // To the end of the accepted text, unless the user moved on while the edit was applied
+      // (the cursor elsewhere, or text typed): their cursor is theirs.
+      const now = this.host.cursor(shown.uri);
+      const untouched = now !== undefined && (samePos(now, suggestion.range.start) || samePos(now, endOf(suggestion)));
+      if (untouched && this.host.version(shown.uri) === shown.version + 1) {
+        this.host.moveCursor(shown.uri, endOf(suggestion));
+      }
     }
     return applied;
   }
@@ -318,6 +324,10 @@ export class NextEditController {
       this.host.setVisible(false);
     }
   }
+}
+
+function samePos(a: Pos, b: Pos): boolean {
+  return a.line === b.line && a.character === b.character;
 }
 
 /** Where the cursor goes after accepting: the end of the inserted text. */

@@ -224,6 +224,28 @@ describe("NextEditController", () => {
     expect(await controller.acceptOrJump()).toBe(false);
   });
 
+  it("an accept leaves the cursor alone when the user moved or typed while the edit was applied", async () => {
+    const { state, host, fire } = fakeHost();
+    const controller = new NextEditController(host);
+    controller.onDidChange(URI);
+    await fire();
+    state.requests[0].resolve(ANSWER);
+    await settle();
+    expect(await controller.acceptOrJump()).toBe(true); // the cursor onto the suggestion
+    const moves = state.moved.length;
+    // The user presses Ctrl+End while the accepting edit is on its way.
+    host.apply = async (_uri, _version, suggestion) => {
+      state.applied.push(suggestion);
+      state.version += 1;
+      state.cursor = { line: 9, character: 0 };
+      return true;
+    };
+    expect(await controller.acceptOrJump()).toBe(true);
+    expect(state.applied).toEqual([RENAME[0]]);
+    expect(state.moved).toHaveLength(moves);
+    expect(state.cursor).toEqual({ line: 9, character: 0 });
+  });
+
   it("Escape dismisses what is shown", async () => {
     const { state, host, fire } = fakeHost();
     const controller = new NextEditController(host);
