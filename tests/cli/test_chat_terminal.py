@@ -11,13 +11,9 @@ import asyncio
 import json
 import os
 import re
-import select
 import shlex
-import shutil
-import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +23,7 @@ from lich_core.agent.sessions import SessionStore
 from lich_core.config import load_config
 from tests.support.cli_runner import run_lich
 from tests.support.fake_provider import FakeProviderServer
+from tests.support.tmux import Terminal
 
 # The LSP harness sits beside the LSP tests (no package there).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lsp"))
@@ -39,72 +36,21 @@ WIDTH, HEIGHT = 120, 50
 pytestmark = pytest.mark.timeout(180)
 
 
-def tmux(
-    socket: str, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["tmux", "-L", socket, *args],
-        capture_output=True,
-        text=True,
-        timeout=SCREEN_WAIT_S,
-        env=env,
-    )
-
-
-class ChatTerminal:
+class ChatTerminal(Terminal):
     """`lich chat` in a tmux pane: send keys, wait for the screen to show something."""
-
-    def __init__(self, socket: str, fifo: Path) -> None:
-        self.socket = socket
-        os.mkfifo(fifo)
-        self.reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-        self.keeper = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # no EOF before we are done
-        piped = tmux(socket, "pipe-pane", "-t", "chat", "-O", f"cat > {shlex.quote(str(fifo))}")
-        assert piped.returncode == 0, piped.stderr
-
-    def text(self) -> str:
-        """The pane and its scrollback, wrapped lines joined."""
-        return tmux(self.socket, "capture-pane", "-p", "-J", "-S", "-", "-t", "chat").stdout
-
-    def shows(self, predicate: Callable[[str], bool], what: str) -> str:
-        deadline = time.monotonic() + SCREEN_WAIT_S
-        while True:
-            screen = self.text()
-            if predicate(screen):
-                return screen
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self.reader], [], [], remaining)[0]:
-                raise AssertionError(f"the screen never showed {what}:\n{screen}")
-            os.read(self.reader, 65536)
 
     def shows_text(self, needle: str, count: int = 1) -> str:
         return self.shows(lambda screen: screen.count(needle) >= count, repr(needle))
 
-    def send(self, *keys: str) -> None:
-        sent = tmux(self.socket, "send-keys", "-t", "chat", *keys)
-        assert sent.returncode == 0, sent.stderr
-
     def type_line(self, text: str) -> None:
-        self.send("-l", text)
-        self.send("Enter")
+        self.type(text)
+        self.keys("Enter")
 
     def wait_exit(self) -> None:
-        try:
-            tmux(self.socket, "wait-for", DONE)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"lich chat did not exit:\n{self.text()}") from None
-
-    def close(self) -> None:
-        os.close(self.keeper)
-        os.close(self.reader)
-        tmux(self.socket, "kill-server")
+        self.wait_for(DONE, "lich chat did not exit")
 
 
 def start_chat(tmp_path: Path, work: Path, fake: FakeProviderServer, *args: str) -> ChatTerminal:
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no `tmux` on PATH under CI=true (scripts/test.sh installs it)")
-        pytest.skip("no `tmux` on PATH")
     env = dict(os.environ)
     env.update(
         {
@@ -125,23 +71,12 @@ def start_chat(tmp_path: Path, work: Path, fake: FakeProviderServer, *args: str)
         f"stty -g > {stty[0]}; {lich}; echo exit=$?; stty -g > {stty[1]}; "
         f"tmux -L {shlex.quote(socket)} wait-for -S {DONE}; sleep 600"
     )
-    started = tmux(
-        socket,
-        "new-session",
-        "-d",
-        "-s",
-        "chat",
-        "-x",
-        str(WIDTH),
-        "-y",
-        str(HEIGHT),
-        "-c",
-        str(work),
-        command,
-        env=env,
-    )
-    assert started.returncode == 0, started.stderr
-    return ChatTerminal(socket, tmp_path / "pane.fifo")
+    # The screen read is the pane and its scrollback, wrapped lines joined.
+    return ChatTerminal.start(
+        socket, "chat", command,
+        width=WIDTH, height=HEIGHT, cwd=work, fifo=tmp_path / "pane.fifo", env=env,
+        wait_s=SCREEN_WAIT_S, capture=("-J", "-S", "-"),
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -199,11 +134,11 @@ def test_send_stream_follow_up_queue_and_approvals_answered_y_and_n(
     assert "y allow once · a always (terminal in this workspace) · n deny" in screen
     terminal.type_line("third question")  # typed while the question waits: queued
     terminal.shows_text("queued: third question")
-    terminal.send("y")
+    terminal.keys("y")
     screen = terminal.shows_text("model call(s)", count=2)
     assert re.search(r"✓ \[1\] terminal echo chat-ran-this · ok · \d+ ms", screen), screen
     terminal.shows(lambda s: "echo never-run" in s and s.count("y allow once") == 2, "question 2")
-    terminal.send("n")
+    terminal.keys("n")
     screen = terminal.shows_text("model call(s)", count=3)  # the third turn's end line
     assert "› third question" in screen  # the queued prompt, shown again when it is sent
     assert re.search(r"✗ \[2\] terminal echo never-run · failed", screen), screen
@@ -228,7 +163,7 @@ def test_send_stream_follow_up_queue_and_approvals_answered_y_and_n(
         lambda s: re.search(rf"\* {thread['thread']}\s+3 turns .* first question", s) is not None,
         "the thread in /threads",
     )
-    terminal.send("C-d")
+    terminal.keys("C-d")
     terminal.wait_exit()
     screen = terminal.shows_text("exit=0")
     assert f"continue with: lich chat --thread {thread['thread']}" in screen
@@ -268,12 +203,12 @@ def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
 
     terminal.type_line("/rewind 1")
     terminal.shows_text("Rewind turn 1 of this thread? Turn 1: change a.txt")
-    terminal.send("Escape")  # no
+    terminal.keys("Escape")  # no
     terminal.shows_text("lich: not rewound")
     assert (work / "a.txt").read_text(encoding="utf-8") == "new line\n"
     terminal.type_line("/rewind 1")
     terminal.shows_text("Rewind turn 1 of this thread? Turn 1: change a.txt", count=2)
-    terminal.send("y")
+    terminal.keys("y")
     screen = terminal.shows_text("restored a.txt")
     assert (work / "a.txt").read_text(encoding="utf-8") == "old line\n"
     (thread,) = threads_of(work)
@@ -282,7 +217,7 @@ def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
     terminal.type_line("tell me a long story")
     terminal.shows_text("Streaming part one.")
     terminal.shows_text("Esc stops")  # the turn is still running
-    terminal.send("Escape")
+    terminal.keys("Escape")
     assert fake_provider.wait_closed_early(-1, timeout_s=SCREEN_WAIT_S) is not None
     terminal.shows_text("aborted")
     # The rewound turn is not in the next request's history.
@@ -294,13 +229,13 @@ def test_escape_stops_a_streaming_turn_and_rewind_restores_the_file(
         "the spinner with the seconds waited",
     )
     assert fake_provider.wait_for_requests(4, timeout_s=SCREEN_WAIT_S)
-    terminal.send("C-c")  # Ctrl-C stops a turn too
+    terminal.keys("C-c")  # Ctrl-C stops a turn too
     assert fake_provider.wait_closed_early(3, timeout_s=SCREEN_WAIT_S) is not None
     terminal.shows_text("aborted", count=2)
     # Ctrl-D while a turn runs: the turn is stopped and ends as stopped turns do.
     terminal.type_line("one more")
     assert fake_provider.wait_for_requests(5, timeout_s=SCREEN_WAIT_S)
-    terminal.send("C-d")
+    terminal.keys("C-d")
     assert fake_provider.wait_closed_early(4, timeout_s=SCREEN_WAIT_S) is not None
     terminal.wait_exit()
     terminal.shows_text("exit=0")
@@ -340,39 +275,39 @@ def test_history_completion_alt_enter_and_ctrl_c_twice(
     terminal = start_chat(tmp_path, work, fake_provider, "--thread", threads[0])
     chat.append(terminal)
     terminal.shows_text("Ctrl-D quits")
-    terminal.send("Up")
+    terminal.keys("Up")
     terminal.shows_text("› an earlier prompt")
-    terminal.send("C-c")  # the line is cleared, nothing is sent
+    terminal.keys("C-c")  # the line is cleared, nothing is sent
     terminal.type_line(f"/thread {threads[1]}")
     # Said once the prompt is made again with that thread's history.
     terminal.shows_text(f"continuing thread {threads[1]}")
-    terminal.send("Up")
+    terminal.keys("Up")
     terminal.shows_text("› the other thread's prompt")
-    terminal.send("C-c")  # the line is cleared, nothing is sent
-    terminal.send("-l", "see @a.")
+    terminal.keys("C-c")  # the line is cleared, nothing is sent
+    terminal.type("see @a.")
     terminal.shows(lambda s: re.search(r"^ +@a\.txt", s, re.M) is not None, "the path in the menu")
-    terminal.send("Tab")
+    terminal.keys("Tab")
     terminal.shows_text("› see @a.txt")
-    terminal.send("C-c")
-    terminal.send("-l", "/thre")
+    terminal.keys("C-c")
+    terminal.type("/thre")
     terminal.shows_text("continue another thread")  # the menu, with each command's help
-    terminal.send("Tab")
+    terminal.keys("Tab")
     terminal.shows_text("› /threads")
-    terminal.send("C-c")
-    terminal.send("-l", "line one")
-    terminal.send("M-Enter")
-    terminal.send("-l", "line two")
-    terminal.send("-l", "\x1b[13;2u")  # Shift+Enter, as terminals with CSI u report it
-    terminal.send("-l", "line three")
-    terminal.send("Enter")
+    terminal.keys("C-c")
+    terminal.type("line one")
+    terminal.keys("M-Enter")
+    terminal.type("line two")
+    terminal.type("\x1b[13;2u")  # Shift+Enter, as terminals with CSI u report it
+    terminal.type("line three")
+    terminal.keys("Enter")
     terminal.shows_text("model call(s)")  # the turn's end line
     assert len(fake_provider.requests) == 3
     last_user = [m for m in fake_provider.requests[2]["json"]["messages"] if m["role"] == "user"]
     assert last_user[-1]["content"] == "line one\nline two\nline three"
     assert "the other thread's prompt" in messages_text(fake_provider.requests[2])
-    terminal.send("C-c")
+    terminal.keys("C-c")
     terminal.shows_text("Ctrl-C again (or Ctrl-D) to quit")
-    terminal.send("C-c")
+    terminal.keys("C-c")
     terminal.wait_exit()
     terminal.shows_text("exit=0")
 
@@ -402,7 +337,7 @@ async def test_the_terminal_continues_an_editors_thread_and_the_editor_continues
         await asyncio.to_thread(terminal.shows_text, "model call(s)")
         sent = messages_text(fake_provider.requests[1])
         assert "asked in the editor" in sent and "Editor answer ONE." in sent
-        terminal.send("C-d")
+        terminal.keys("C-d")
         await asyncio.to_thread(terminal.wait_exit)
 
         three = await client.command("lich.ask", {"prompt": "back in the editor", "thread": thread})

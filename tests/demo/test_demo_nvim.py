@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shlex
 import shutil
-import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lich_cli.demo.nvim import BUNDLED_PLUGIN, find_plugin
 from tests.demo.demo_support import repo_env, run_demo, run_demo_on_a_terminal
+from tests.support.tmux import Terminal, shell_words
 
 # With the editor tests: one Neovim at a time on a 2-core machine (tests/editors/conftest.py).
 pytestmark = [pytest.mark.nvim, pytest.mark.xdist_group("editors")]
@@ -117,44 +114,7 @@ def test_the_plugin_comes_with_the_package() -> None:
 
 # --- as a person sees it: the real Neovim in a terminal (tmux) ---
 
-SCREEN_WAIT_S = 90.0
 QUIT_CHANNEL = "lich-demo-done"
-
-
-def tmux(socket: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["tmux", "-L", socket, *args], capture_output=True, text=True, timeout=timeout
-    )
-
-
-class Screen:
-    """The pane's screen, read again each time the pane writes: tmux copies its output into a
-    FIFO (pipe-pane), so a wait blocks on the terminal's output, never on a clock."""
-
-    def __init__(self, socket: str, fifo: Path) -> None:
-        self.socket = socket
-        os.mkfifo(fifo)
-        self.reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-        # Our own writer keeps the FIFO open: no end-of-file before we are done with it.
-        self.keeper = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        piped = tmux(socket, "pipe-pane", "-t", "demo", "-O", f"cat > {shlex.quote(str(fifo))}")
-        assert piped.returncode == 0, piped.stderr
-
-    def shows(self, predicate: Callable[[str], bool], what: str) -> str:
-        """The screen once `predicate` holds for it; fails after SCREEN_WAIT_S without it."""
-        deadline = time.monotonic() + SCREEN_WAIT_S
-        while True:
-            screen = tmux(self.socket, "capture-pane", "-p", "-t", "demo").stdout
-            if predicate(screen):
-                return screen
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self.reader], [], [], remaining)[0]:
-                raise AssertionError(f"the screen never showed {what}:\n{screen}")
-            os.read(self.reader, 65536)
-
-    def close(self) -> None:
-        os.close(self.keeper)
-        os.close(self.reader)
 
 
 def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(
@@ -162,17 +122,11 @@ def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(
 ) -> None:
     """Typed in a terminal: the demo says the approval is the user's to answer, the user answers
     1 (Allow once), and the demo ends with its last line showing, no "Press ENTER" prompt."""
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no `tmux` on PATH under CI=true (scripts/test.sh installs it)")
-        pytest.skip("no `tmux` on PATH")
     socket = f"lich-demo-{os.getpid()}"
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = repo_env(TMPDIR=str(temp))
-    demo = " ".join(
-        shlex.quote(word) for word in [sys.executable, "-m", "lich_cli", "demo", "--editor", "nvim"]
-    )
+    demo = shell_words([sys.executable, "-m", "lich_cli", "demo", "--editor", "nvim"])
     # When the demo ends, the shell signals a tmux channel the test waits on.
     command = f"{demo}; tmux -L {shlex.quote(socket)} wait-for -S {QUIT_CHANNEL}"
     environment = [
@@ -180,23 +134,10 @@ def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(
         for key, value in env.items()
         if key in ("HOME", "PYTHONPATH", "TMPDIR") or key.startswith("XDG_")
     ]
-    started = tmux(
-        socket,
-        "new-session",
-        "-d",
-        "-s",
-        "demo",
-        "-x",
-        "150",
-        "-y",
-        "40",
-        "-c",
-        str(elsewhere),
-        *environment,
-        command,
-    )
-    assert started.returncode == 0, started.stderr
-    screen = Screen(socket, tmp_path / "pane.fifo")
+    screen = Terminal.start(
+        socket, "demo", command,
+        width=150, height=40, cwd=elsewhere, fifo=tmp_path / "pane.fifo", options=environment,
+    )  # fmt: skip
     try:
         shown = screen.shows(
             lambda text: "Type number and <Enter>" in text, "the approval question"
@@ -206,13 +147,11 @@ def test_in_a_terminal_the_demo_asks_the_user_and_ends_without_press_enter(
             in shown
         ), shown
         assert "lich wants to run terminal" in shown, shown
-        tmux(socket, "send-keys", "-t", "demo", "1", "Enter")
+        screen.keys("1", "Enter")
         shown = screen.shows(lambda text: "lich demo: done." in text, "the demo's last line")
         assert "Press ENTER" not in shown, shown
-        tmux(socket, "send-keys", "-t", "demo", ":qa!", "Enter")
-        quit_signal = tmux(socket, "wait-for", QUIT_CHANNEL, timeout=SCREEN_WAIT_S)
-        assert quit_signal.returncode == 0, quit_signal.stderr
+        screen.keys(":qa!", "Enter")
+        screen.wait_for(QUIT_CHANNEL, "the demo did not end")
     finally:
         screen.close()
-        tmux(socket, "kill-server")
     assert list(elsewhere.iterdir()) == [] and list(temp.iterdir()) == []

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,8 +24,9 @@ from tests.editors.test_emacs import (  # noqa: F401 - emacs is a fixture
     emacs,
     run_emacs_scenario,
 )
-from tests.editors.test_emacs_tmux import SESSION, Screen, _tmux, emacs_nw  # noqa: F401
+from tests.editors.test_emacs_tmux import SESSION, emacs_env, emacs_nw  # noqa: F401
 from tests.support.fake_zeta import FakeZetaModel
+from tests.support.tmux import Terminal, shell_words
 
 SCENARIO_FILE = SCENARIO.parent / "next_edit_scenario.el"
 TMUX_INIT = SCENARIO.parent / "next_edit_tmux_init.el"
@@ -121,28 +120,12 @@ def test_in_a_terminal_the_suggestions_show_and_tab_takes_them(
     (workspace / ".git").mkdir(parents=True)
     (tmp_path / "home").mkdir()
     (workspace / "calc.py").write_text(CALC, encoding="utf-8")
-    socket = f"lich-emacs-next-edit-{os.getpid()}"
-    env = dict(os.environ)
-    env.update(
-        {
-            "HOME": str(tmp_path / "home"),
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "XDG_DATA_HOME": str(tmp_path / "data"),
-            "LICH_TEST_WORKSPACE": str(workspace),
-            "LICH_TEST_PYTHON": sys.executable,
-            "TERM": "xterm-256color",
-        }
-    )
-    command = " ".join(
-        shlex.quote(word)
-        for word in [emacs_nw, "-nw", "-q", "-L", str(EMACS_DIR), "-l", str(TMUX_INIT)]
-    )
-    _tmux(
-        socket, "new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40",
-        "-c", str(workspace), command, env=env,
+    command = shell_words([emacs_nw, "-nw", "-q", "-L", str(EMACS_DIR), "-l", str(TMUX_INIT)])
+    screen = Terminal.start(
+        f"lich-emacs-next-edit-{os.getpid()}", SESSION, command,
+        width=120, height=40, cwd=workspace, fifo=tmp_path / "pane.fifo",
+        env=emacs_env(tmp_path, workspace),
     )  # fmt: skip
-    screen = Screen(socket, tmp_path / "pane.fifo")
     try:
         screen.shows(lambda s: "Next" in s and "def summary(items):" in s, "calc.py, the mode on")
         screen.keys("M-d")
@@ -163,5 +146,4 @@ def test_in_a_terminal_the_suggestions_show_and_tab_takes_them(
         screen.shows(lambda s: "Wrote " in s, "the file saved")
     finally:
         screen.close()
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=30)
     assert (workspace / "calc.py").read_text(encoding="utf-8") == RENAMED

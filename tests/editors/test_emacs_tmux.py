@@ -11,8 +11,8 @@ capture-pane, as a person uses it.
 - Ghost text: `lich-completion-mode' shows the completion model's suggestion after the cursor in
   its own colour, and TAB inserts it (the saved file says so).
 
-Each wait blocks on the pane's output (tmux pipe-pane into a FIFO) and fails after
-SCREEN_WAIT_S. Skips without emacs, Eglot or tmux (fails under CI=true).
+Each wait blocks on the pane's output (tmux pipe-pane into a FIFO, tests/support/tmux.py) and
+fails after SCREEN_WAIT_S. Skips without emacs, Eglot or tmux (fails under CI=true).
 """
 
 from __future__ import annotations
@@ -20,12 +20,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
-import shlex
 import shutil
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -34,69 +30,14 @@ import pytest
 from tests.editors.test_emacs import EMACS_DIR, _eglot_available
 from tests.editors.test_nvim import write_provider_config
 from tests.support.fake_provider import FakeProviderServer
+from tests.support.tmux import Terminal, shell_words
 
 INIT = Path(__file__).resolve().parent / "emacs" / "tmux_init.el"
-SCREEN_WAIT_S = 90.0
 SESSION = "emacs"
 # C-c C-c after a failed turn, this many times in a row (the bug stuck 6 runs of 24).
 CANCEL_ROUNDS = 8
 # A turn that runs until it is cancelled: text every 50 ms.
 ENDLESS = {"endless": True, "text": "tick ", "chunk_delay_s": 0.05}
-
-
-def _tmux(socket: str, *args: str, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(
-        ["tmux", "-L", socket, *args],
-        capture_output=True,
-        text=True,
-        timeout=SCREEN_WAIT_S,
-        env=env,
-    )
-    assert proc.returncode == 0, (args, proc.stderr)
-    return proc.stdout
-
-
-class Screen:
-    """Emacs in a tmux pane. Reads the screen again each time the pane writes (its output is
-    copied into a FIFO with pipe-pane): a wait blocks on the terminal's output, not a clock."""
-
-    def __init__(self, socket: str, fifo: Path) -> None:
-        self.socket = socket
-        os.mkfifo(fifo)
-        self.reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-        # Our own writer keeps the FIFO open: no end-of-file before we are done with it.
-        self.keeper = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        _tmux(socket, "pipe-pane", "-t", SESSION, "-O", f"cat > {shlex.quote(str(fifo))}")
-
-    def text(self) -> str:
-        return _tmux(self.socket, "capture-pane", "-p", "-t", SESSION)
-
-    def coloured(self) -> str:
-        """The screen with its colour escapes (capture-pane -e)."""
-        return _tmux(self.socket, "capture-pane", "-p", "-e", "-t", SESSION)
-
-    def keys(self, *keys: str) -> None:
-        _tmux(self.socket, "send-keys", "-t", SESSION, *keys)
-
-    def type(self, text: str) -> None:
-        _tmux(self.socket, "send-keys", "-t", SESSION, "-l", text)
-
-    def shows(self, predicate: Callable[[str], bool], what: str, coloured: bool = False) -> str:
-        """The screen (with its colour escapes when `coloured`) once `predicate` holds for it;
-        fails after SCREEN_WAIT_S without it."""
-        deadline = time.monotonic() + SCREEN_WAIT_S
-        while True:
-            screen = self.coloured() if coloured else self.text()
-            if predicate(screen):
-                return screen
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self.reader], [], [], remaining)[0]:
-                raise AssertionError(f"the screen never showed {what}:\n{screen}")
-            os.read(self.reader, 65536)
-
-    def close(self) -> None:
-        os.close(self.keeper)
-        os.close(self.reader)
 
 
 @pytest.fixture
@@ -127,37 +68,19 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def terminal(emacs_nw: str, workspace: Path, tmp_path: Path) -> Iterator[Callable[[str], Screen]]:
+def terminal(emacs_nw: str, workspace: Path, tmp_path: Path) -> Iterator[Callable[[str], Terminal]]:
     """Starts Emacs in a fresh tmux server (its own socket, the test's HOME and XDG dirs) with
     tmux_init.el in the given view ("chat" or "ghost"); kills the server at the end."""
-    socket = f"lich-emacs-{os.getpid()}"
-    screens: list[Screen] = []
+    screens: list[Terminal] = []
 
-    def start(view: str) -> Screen:
-        env = dict(os.environ)
-        env.update(
-            {
-                "HOME": str(tmp_path / "home"),
-                "XDG_CONFIG_HOME": str(tmp_path / "config"),
-                "XDG_STATE_HOME": str(tmp_path / "state"),
-                "XDG_DATA_HOME": str(tmp_path / "data"),
-                "LICH_TEST_WORKSPACE": str(workspace),
-                "LICH_TEST_PYTHON": sys.executable,
-                "LICH_TEST_VIEW": view,
-                "TERM": "xterm-256color",
-            }
-        )
-        command = " ".join(
-            shlex.quote(word)
-            for word in [emacs_nw, "-nw", "-q", "-L", str(EMACS_DIR), "-l", str(INIT)]
-        )
-        _tmux(
-            socket,
-            "new-session", "-d", "-s", SESSION, "-x", "160", "-y", "45",
-            "-c", str(workspace), command,
-            env=env,
+    def start(view: str) -> Terminal:
+        env = emacs_env(tmp_path, workspace)
+        env["LICH_TEST_VIEW"] = view
+        command = shell_words([emacs_nw, "-nw", "-q", "-L", str(EMACS_DIR), "-l", str(INIT)])
+        screen = Terminal.start(
+            f"lich-emacs-{os.getpid()}", SESSION, command,
+            width=160, height=45, cwd=workspace, fifo=tmp_path / "pane.fifo", env=env,
         )  # fmt: skip
-        screen = Screen(socket, tmp_path / "pane.fifo")
         screens.append(screen)
         return screen
 
@@ -166,7 +89,24 @@ def terminal(emacs_nw: str, workspace: Path, tmp_path: Path) -> Iterator[Callabl
     finally:
         for screen in screens:
             screen.close()
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=30)
+
+
+def emacs_env(tmp_path: Path, workspace: Path) -> dict[str, str]:
+    """Emacs's environment in the pane: the test's HOME and XDG dirs, the workspace and the
+    Python that runs lich-lsp for the init file."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "HOME": str(tmp_path / "home"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_DATA_HOME": str(tmp_path / "data"),
+            "LICH_TEST_WORKSPACE": str(workspace),
+            "LICH_TEST_PYTHON": sys.executable,
+            "TERM": "xterm-256color",
+        }
+    )
+    return env
 
 
 def after(marker: str, screen: str) -> str | None:
@@ -186,11 +126,11 @@ def header(screen: str) -> str:
     return screen.splitlines()[0] if screen else ""
 
 
-def chat_ready(screen: Screen) -> None:
+def chat_ready(screen: Terminal) -> None:
     screen.shows(lambda s: "lich chat · new thread" in header(s), "the chat's header")
 
 
-def send(screen: Screen, text: str) -> None:
+def send(screen: Terminal, text: str) -> None:
     screen.type(text)
     screen.keys("Enter")
 
@@ -198,7 +138,7 @@ def send(screen: Screen, text: str) -> None:
 # Eight rounds of four screen waits each: more than the default 120 s on a loaded machine.
 @pytest.mark.timeout(300)
 def test_cancel_after_a_failed_turn_never_sticks(
-    terminal: Callable[[str], Screen], tmp_path: Path, fake_provider: FakeProviderServer
+    terminal: Callable[[str], Terminal], tmp_path: Path, fake_provider: FakeProviderServer
 ) -> None:
     """CANCEL_ROUNDS times: a turn the provider fails (HTTP 400), then a turn that streams until
     C-c C-c stops it: the screen shows "Cancelled." under it and the header stops saying
@@ -242,7 +182,7 @@ def test_cancel_after_a_failed_turn_never_sticks(
 
 
 def test_a_message_sent_while_a_turn_runs_is_queued_then_sent(
-    terminal: Callable[[str], Screen], tmp_path: Path, fake_provider: FakeProviderServer
+    terminal: Callable[[str], Terminal], tmp_path: Path, fake_provider: FakeProviderServer
 ) -> None:
     """While "first" streams, "second" and "third" are sent: both show as queued and nothing
     reaches the provider; C-c C-k takes "third" back to the input; C-c C-c ends the running turn
@@ -282,7 +222,7 @@ def test_a_message_sent_while_a_turn_runs_is_queued_then_sent(
 
 
 def test_a_tool_call_line_opens_to_its_output(
-    terminal: Callable[[str], Screen], tmp_path: Path, fake_provider: FakeProviderServer
+    terminal: Callable[[str], Terminal], tmp_path: Path, fake_provider: FakeProviderServer
 ) -> None:
     """The read_file call is one line naming its file, its output hidden; TAB on the line shows
     the file's lines as the model read them, TAB again hides them."""
@@ -319,7 +259,7 @@ def test_a_tool_call_line_opens_to_its_output(
 
 
 def test_ghost_text_shows_and_tab_accepts_it(
-    terminal: Callable[[str], Screen],
+    terminal: Callable[[str], Terminal],
     workspace: Path,
     tmp_path: Path,
     fake_provider: FakeProviderServer,
@@ -347,7 +287,7 @@ def test_ghost_text_shows_and_tab_accepts_it(
     screen.shows(lambda s: "x = max(value_a, value_b)" in s, "the ghost text")
     line = next(
         row
-        for row in screen.coloured().splitlines()
+        for row in screen.text(escapes=True).splitlines()
         if "lue_a, value_b)" in re.sub(r"\x1b\[[0-9;]*m", "", row)
     )
     # The suggestion is drawn in another colour than the typed text: an escape between them.
@@ -366,7 +306,7 @@ def test_ghost_text_shows_and_tab_accepts_it(
 
 
 def test_an_answer_is_drawn_as_markdown(
-    terminal: Callable[[str], Screen], tmp_path: Path, fake_provider: FakeProviderServer
+    terminal: Callable[[str], Terminal], tmp_path: Path, fake_provider: FakeProviderServer
 ) -> None:
     """With markdown-mode installed (Debian's elpa-markdown-mode, scripts/test.sh), the answer's
     `**bold**` and `` `code` `` are drawn in their own faces: on the terminal, an escape sequence
@@ -387,5 +327,5 @@ def test_an_answer_is_drawn_as_markdown(
             "\x1b[" in between(s, "Use ", "strong") and "\x1b[" in between(s, "and ", "code_here")
         ),
         "the answer in markdown's faces",
-        coloured=True,
+        escapes=True,
     )

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shlex
-import shutil
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +31,7 @@ from tests.editors.test_nvim import (  # noqa: F401 - `nvim` and `workspace` are
     write_provider_config,
 )
 from tests.support.fake_provider import FakeProviderServer
+from tests.support.tmux import Terminal, shell_words
 
 pytestmark = pytest.mark.nvim
 
@@ -148,55 +145,9 @@ def test_a_tool_name_with_a_newline_renders_escaped_live_and_after_a_restart(
 
 # --- the rewind's question as a person sees it: Neovim in a terminal (tmux) ---
 
-SCREEN_WAIT_S = 90.0
 TERMINAL_DONE = "lich-chat-done"
 # Neovim's own vim.ui.select (inputlist()) ends its question with this line.
 QUESTION_END = "Type number and <Enter>"
-
-
-def _tmux(
-    socket: str, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["tmux", "-L", socket, *args],
-        capture_output=True,
-        text=True,
-        timeout=SCREEN_WAIT_S,
-        env=env,
-    )
-
-
-class _Screen:
-    """The pane's screen, read again each time the pane writes (tmux copies its output into a
-    FIFO with pipe-pane): a wait blocks on the terminal's output, never on a clock."""
-
-    def __init__(self, socket: str, fifo: Path) -> None:
-        self.socket = socket
-        os.mkfifo(fifo)
-        self.reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-        # Our own writer keeps the FIFO open: no end-of-file before we are done with it.
-        self.keeper = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        piped = _tmux(socket, "pipe-pane", "-t", "chat", "-O", f"cat > {shlex.quote(str(fifo))}")
-        assert piped.returncode == 0, piped.stderr
-
-    def text(self) -> str:
-        return _tmux(self.socket, "capture-pane", "-p", "-t", "chat").stdout
-
-    def shows(self, predicate: Callable[[str], bool], what: str) -> str:
-        """The screen once `predicate` holds for it; fails after SCREEN_WAIT_S without it."""
-        deadline = time.monotonic() + SCREEN_WAIT_S
-        while True:
-            screen = self.text()
-            if predicate(screen):
-                return screen
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self.reader], [], [], remaining)[0]:
-                raise AssertionError(f"the screen never showed {what}:\n{screen}")
-            os.read(self.reader, 65536)
-
-    def close(self) -> None:
-        os.close(self.keeper)
-        os.close(self.reader)
 
 
 def scenario_env(
@@ -235,6 +186,40 @@ def scenario_command(binary: str) -> list[str]:
     ]
 
 
+def scenario_in_terminal(
+    binary: str,
+    scenario: str,
+    root: Path,
+    tmp_path: Path,
+    result_file: Path,
+    socket: str,
+    done: str,
+    width: int,
+    height: int,
+) -> Terminal:
+    """run_scenario's `scenario` ({"terminal": true}) with Neovim drawing on a real terminal, in
+    a tmux session "chat"; when Neovim quits, the pane's shell signals the channel `done`."""
+    env = scenario_env(scenario, root, tmp_path, result_file, {"terminal": True})
+    env["TERM"] = "xterm-256color"
+    nvim_command = shell_words(scenario_command(binary))
+    # When Neovim quits, the shell signals a tmux channel the test waits on.
+    command = f"{nvim_command}; tmux -L {shlex.quote(socket)} wait-for -S {done}"
+    # A fresh tmux server on its own socket: it and the pane's shell get `env`.
+    return Terminal.start(
+        socket, "chat", command,
+        width=width, height=height, cwd=root, fifo=tmp_path / "pane.fifo", env=env,
+    )  # fmt: skip
+
+
+def terminal_result(result_file: Path, output: str) -> dict[str, Any]:
+    """What the scenario run in a terminal wrote, with `output` (what the screen showed) for
+    assert_passed's message when it wrote none of its own."""
+    assert result_file.exists(), f"nvim wrote no result\n{output}"
+    result = json.loads(result_file.read_text(encoding="utf-8"))
+    result.setdefault("output", output)
+    return result
+
+
 def _asks_about(turn: int) -> Callable[[str], bool]:
     """Whether the screen ends with the rewind's question, and it is about `turn` (earlier
     questions may still show above it)."""
@@ -263,61 +248,26 @@ def test_in_a_terminal_rewind_asks_with_the_turns_message_and_no_sends_nothing(
     the question on the screen names turn 2 and shows "second question"; the user types 2 (No:
     nothing is sent), 2 again to `:LichRewind 1`'s question about turn 1, then 1 (Yes):
     lich.rewind {turn: 2}."""
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no `tmux` on PATH under CI=true (scripts/test.sh installs it)")
-        pytest.skip("no `tmux` on PATH")
     _script_model_text(fake_provider)
     write_provider_config(tmp_path, fake_provider)
     result_file = tmp_path / "chat_model_text.json"
-    socket = f"lich-chat-{os.getpid()}"
-    env = scenario_env("chat_model_text", workspace, tmp_path, result_file, {"terminal": True})
-    env["TERM"] = "xterm-256color"
-    nvim_command = " ".join(shlex.quote(word) for word in scenario_command(nvim))
-    # When Neovim quits, the shell signals a tmux channel the test waits on.
-    command = f"{nvim_command}; tmux -L {shlex.quote(socket)} wait-for -S {TERMINAL_DONE}"
-    # A fresh tmux server on its own socket: it and the pane's shell get `env`.
-    started = _tmux(
-        socket,
-        "new-session",
-        "-d",
-        "-s",
-        "chat",
-        "-x",
-        "160",
-        "-y",
-        "50",
-        "-c",
-        str(workspace),
-        command,
-        env=env,
-    )
-    assert started.returncode == 0, started.stderr
-    screen = _Screen(socket, tmp_path / "pane.fifo")
+    screen = scenario_in_terminal(
+        nvim, "chat_model_text", workspace, tmp_path, result_file,
+        f"lich-chat-{os.getpid()}", TERMINAL_DONE, 160, 50,
+    )  # fmt: skip
     try:
         shown = screen.shows(_asks_about(2), "the question about turn 2")
         assert "Turn 2: second question" in shown, shown
-        _tmux(socket, "send-keys", "-t", "chat", "2", "Enter")
+        screen.keys("2", "Enter")
         shown = screen.shows(_asks_about(1), ":LichRewind 1's question about turn 1")
         assert "Turn 1: first question" in shown, shown
-        _tmux(socket, "send-keys", "-t", "chat", "2", "Enter")
+        screen.keys("2", "Enter")
         shown = screen.shows(_asks_about(2), "the question about turn 2 again")
-        _tmux(socket, "send-keys", "-t", "chat", "1", "Enter")
-        try:
-            subprocess.run(
-                ["tmux", "-L", socket, "wait-for", TERMINAL_DONE],
-                capture_output=True,
-                text=True,
-                timeout=SCREEN_WAIT_S,
-            )
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"Neovim did not finish the scenario:\n{screen.text()}") from None
+        screen.keys("1", "Enter")
+        screen.wait_for(TERMINAL_DONE, "Neovim did not finish the scenario")
     finally:
         screen.close()
-        _tmux(socket, "kill-server")
-    assert result_file.exists(), f"nvim wrote no result\n{shown}"
-    result = json.loads(result_file.read_text(encoding="utf-8"))
-    result.setdefault("output", shown)
+    result = terminal_result(result_file, shown)
     assert_passed(result)
     assert [q["answer"] for q in result["values"]["questions"]] == [2, 2, 1]
     assert result["values"]["rewinds"] == [{"thread": result["values"]["thread"], "turn": 2}]

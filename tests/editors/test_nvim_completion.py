@@ -26,20 +26,30 @@ SUGGESTION = "(a, b):\n    return a + b"
 PARTIAL_KEYS = ["<M-Right>", "<M-C-Right>"]  # the word and line keys' defaults
 
 
-def write_completion_config(tmp_path: Path, provider: FakeProviderServer | None) -> None:
-    """The user's config (run_scenario points XDG_CONFIG_HOME there): a completion model at the
-    fake provider, or none; no debounce, so each change asks at once."""
-    config: dict[str, Any] = {"completion_debounce_ms": 0}
-    if provider is not None:
-        config["completion"] = {
-            "kind": "openai_compat",
-            "format": "completions",
-            "base_url": provider.url + "/v1",
-            "model": "fim",
-        }
+def local_model(url: str, request_format: str, model: str) -> dict[str, str]:
+    """A model setting for a fake model server on 127.0.0.1 at `url`."""
+    return {
+        "kind": "openai_compat",
+        "format": request_format,
+        "base_url": url + "/v1",
+        "model": model,
+    }
+
+
+def write_user_config(tmp_path: Path, config: dict[str, Any]) -> None:
+    """`config` as the user's config file (run_scenario points XDG_CONFIG_HOME there)."""
     path = tmp_path / "config" / "lich" / "config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config), encoding="utf-8")
+
+
+def write_completion_config(tmp_path: Path, provider: FakeProviderServer | None) -> None:
+    """The user's config: a completion model at the fake provider, or none; no debounce, so each
+    change asks at once."""
+    config: dict[str, Any] = {"completion_debounce_ms": 0}
+    if provider is not None:
+        config["completion"] = local_model(provider.url, "completions", "fim")
+    write_user_config(tmp_path, config)
 
 
 @pytest.mark.parametrize("start", ["setup", "builtin"])

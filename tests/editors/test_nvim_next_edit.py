@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,13 +25,8 @@ from tests.editors.test_nvim import (  # noqa: F401 - nvim and workspace are fix
     run_scenario,
     workspace,
 )
-from tests.editors.test_nvim_chat import (
-    SCREEN_WAIT_S,
-    _Screen,
-    _tmux,
-    scenario_command,
-    scenario_env,
-)
+from tests.editors.test_nvim_chat import scenario_in_terminal, terminal_result
+from tests.editors.test_nvim_completion import local_model, write_user_config
 from tests.support.fake_zeta import FakeZetaModel
 
 pytestmark = pytest.mark.nvim
@@ -42,7 +34,6 @@ pytestmark = pytest.mark.nvim
 CALC = "def summary(items):\n    count = 0\n    for item in items:\n        count += item\n    return count\n"
 RENAMED = "def summary(items):\n    total = 0\n    for item in items:\n        total += item\n    return total"
 TERMINAL_DONE = "lich-next-edit-done"
-SESSION = "chat"  # the name _Screen reads
 
 
 @pytest.fixture
@@ -52,19 +43,14 @@ def zeta() -> Any:
 
 
 def write_next_edit_config(tmp_path: Path, model: FakeZetaModel) -> None:
-    """The user's config (run_scenario points XDG_CONFIG_HOME there): the fake Zeta model as the
-    next-edit model."""
-    config = {
-        "next_edit": {
-            "kind": "openai_compat",
-            "format": "zeta",
-            "base_url": model.url + "/v1",
-            "model": "zeta",
-        },
-    }
-    path = tmp_path / "config" / "lich" / "config.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(config), encoding="utf-8")
+    """The user's config: the fake Zeta model as the next-edit model."""
+    write_user_config(tmp_path, {"next_edit": local_model(model.url, "zeta", "zeta")})
+
+
+def calc_with_next_edits(root: Path, tmp_path: Path, model: FakeZetaModel) -> None:
+    """calc.py, whose `count` the scenarios rename, and the fake Zeta model in the config."""
+    (root / "calc.py").write_text(CALC, encoding="utf-8")
+    write_next_edit_config(tmp_path, model)
 
 
 def check_result(result: dict[str, Any], zeta: FakeZetaModel) -> None:
@@ -92,8 +78,7 @@ def test_next_edit_away_from_the_cursor_is_shown_jumped_to_and_accepted(
     by require("lich.next_edit").setup(require("lich").config)."""
     if start == "builtin" and _version_tuple(nvim) < (0, 11):
         pytest.skip(f"vim.lsp.enable needs Neovim 0.11+ (this is {_version(nvim)})")
-    (workspace / "calc.py").write_text(CALC, encoding="utf-8")
-    write_next_edit_config(tmp_path, zeta)
+    calc_with_next_edits(workspace, tmp_path, zeta)
     result = run_scenario(nvim, "next_edit", workspace, tmp_path, {"builtin": start == "builtin"})
     check_result(result, zeta)
 
@@ -105,8 +90,7 @@ def test_next_edit_is_off_when_turned_off(
     zeta: FakeZetaModel,
 ) -> None:
     """`next_edit = { enabled = false }`: nothing is asked and <Tab> is not mapped."""
-    (workspace / "calc.py").write_text(CALC, encoding="utf-8")
-    write_next_edit_config(tmp_path, zeta)
+    calc_with_next_edits(workspace, tmp_path, zeta)
     result = run_scenario(nvim, "next_edit_off", workspace, tmp_path)
     assert_passed(result)
     assert not str(result["values"]["tab_map"]).startswith("lich")
@@ -174,42 +158,19 @@ def test_in_a_terminal_the_suggestion_shows_where_it_applies(
     """The same scenario with Neovim drawing on a real terminal: at each stage the pane shows the
     suggestion next to the text it replaces (with its gutter sign), then the accepted text, then a
     new suggestion and, after Normal mode's <Esc>, none."""
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no `tmux` on PATH under CI=true (scripts/test.sh installs it)")
-        pytest.skip("no `tmux` on PATH")
-    (workspace / "calc.py").write_text(CALC, encoding="utf-8")
-    write_next_edit_config(tmp_path, zeta)
+    calc_with_next_edits(workspace, tmp_path, zeta)
     result_file = tmp_path / "next_edit.json"
-    socket = f"lich-next-edit-{os.getpid()}"
-    env = scenario_env("next_edit", workspace, tmp_path, result_file, {"terminal": True})
-    env["TERM"] = "xterm-256color"
-    nvim_command = " ".join(shlex.quote(word) for word in scenario_command(nvim))
-    command = f"{nvim_command}; tmux -L {shlex.quote(socket)} wait-for -S {TERMINAL_DONE}"
-    started = _tmux(
-        socket, "new-session", "-d", "-s", SESSION, "-x", "120", "-y", "40", "-c", str(workspace),
-        command, env=env,
+    screen = scenario_in_terminal(
+        nvim, "next_edit", workspace, tmp_path, result_file,
+        f"lich-next-edit-{os.getpid()}", TERMINAL_DONE, 120, 40,
     )  # fmt: skip
-    assert started.returncode == 0, started.stderr
-    screen = _Screen(socket, tmp_path / "pane.fifo")
     seen: dict[str, str] = {}
     try:
         for name, predicate in STAGES:
             seen[name] = screen.shows(predicate, f"the {name} stage")
             (workspace / f"seen-{name}").write_text("", encoding="utf-8")
-        try:
-            subprocess.run(
-                ["tmux", "-L", socket, "wait-for", TERMINAL_DONE],
-                capture_output=True,
-                text=True,
-                timeout=SCREEN_WAIT_S,
-            )
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"Neovim did not finish the scenario:\n{screen.text()}") from None
+        screen.wait_for(TERMINAL_DONE, "Neovim did not finish the scenario")
     finally:
         screen.close()
-        _tmux(socket, "kill-server")
-    assert result_file.exists(), f"nvim wrote no result\n{seen}"
-    result = json.loads(result_file.read_text(encoding="utf-8"))
-    result.setdefault("output", json.dumps(seen, indent=1))
+    result = terminal_result(result_file, json.dumps(seen, indent=1))
     check_result(result, zeta)

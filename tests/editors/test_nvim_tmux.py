@@ -13,13 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
-import shlex
-import shutil
-import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,10 +28,10 @@ from tests.editors.test_nvim import (  # noqa: F401 - `nvim` and `workspace` are
 )
 from tests.editors.test_nvim_completion import SUGGESTION, write_completion_config
 from tests.support.fake_provider import FakeProviderServer
+from tests.support.tmux import Terminal, require_tmux, shell_words
 
 pytestmark = pytest.mark.nvim
 
-SCREEN_WAIT_S = 90.0
 WIDTH, HEIGHT = 160, 50
 HIT_ENTER = "Press ENTER or type command to continue"
 
@@ -78,75 +73,28 @@ end))
 """
 
 
-def _tmux(socket: str, *args: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        ["tmux", "-L", socket, *args],
-        capture_output=True,
-        text=True,
-        timeout=SCREEN_WAIT_S,
-        env=env,
-    )
-    assert done.returncode == 0, (args, done.stderr)
-    return done.stdout
-
-
-class Terminal:
-    """Neovim in a tmux pane: keys in, the screen out. A wait reads the screen again each time
-    the pane writes (tmux copies its output into a FIFO), so it blocks on output, not a clock."""
-
-    def __init__(self, socket: str, fifo: Path) -> None:
-        self.socket = socket
-        os.mkfifo(fifo)
-        self.reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-        # Our own writer keeps the FIFO open: no end-of-file before we are done with it.
-        self.keeper = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        _tmux(socket, "pipe-pane", "-t", "nvim", "-O", f"cat > {shlex.quote(str(fifo))}")
-
-    def keys(self, *keys: str) -> None:
-        """tmux key names ("Enter", "Escape", "C-s") or literal text, in order."""
-        _tmux(self.socket, "send-keys", "-t", "nvim", *keys)
-
-    def text(self, escapes: bool = False) -> str:
-        return _tmux(self.socket, "capture-pane", "-p", *(["-e"] if escapes else []), "-t", "nvim")
-
-    def shows(self, predicate: Callable[[str], bool], what: str) -> str:
-        """The screen once `predicate` holds for it, or once a hit-enter prompt is up (which
-        nothing in these tests answers: the caller's assertion then fails at once)."""
-        deadline = time.monotonic() + SCREEN_WAIT_S
-        while True:
-            screen = self.text()
-            if predicate(screen) or HIT_ENTER in screen:
-                return screen
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self.reader], [], [], remaining)[0]:
-                raise AssertionError(f"the screen never showed {what}:\n{screen}")
-            os.read(self.reader, 65536)
+class NvimTerminal(Terminal):
+    """Neovim in a tmux pane, whose waits also end at a hit-enter prompt."""
 
     def shows_all(self, *needles: str, absent: tuple[str, ...] = ()) -> str:
-        """The screen once it holds every needle and none of `absent`; no hit-enter prompt."""
+        """The screen once it holds every needle and none of `absent`, or once a hit-enter
+        prompt is up (which nothing in these tests answers: the assertion then fails at once)."""
 
         def predicate(screen: str) -> bool:
             return all(n in screen for n in needles) and not any(a in screen for a in absent)
 
-        screen = self.shows(predicate, f"{needles} without {absent}")
+        screen = self.shows(lambda s: predicate(s) or HIT_ENTER in s, f"{needles} without {absent}")
         assert HIT_ENTER not in screen, f"a hit-enter prompt:\n{screen}"
         return screen
-
-    def close(self) -> None:
-        os.close(self.keeper)
-        os.close(self.reader)
 
 
 @contextmanager
 def neovim_in_tmux(
     binary: str, root: Path, tmp_path: Path, file: str, wait_model: bool = False
-) -> Iterator[Terminal]:
+) -> Iterator[NvimTerminal]:
     """Neovim editing `file` of the workspace `root` in a fresh tmux server of its own, with the
     user's init file above and temporary XDG directories."""
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no `tmux` on PATH under CI=true (scripts/test.sh installs it)")
-        pytest.skip("no `tmux` on PATH")
+    require_tmux()
     init = tmp_path / "init.lua"
     init.write_text(
         INIT_LUA.format(
@@ -167,31 +115,20 @@ def neovim_in_tmux(
     )
     # No truecolor: the ghost text's colour must show in a 256-colour terminal.
     env.pop("COLORTERM", None)
-    command = " ".join(
-        shlex.quote(word) for word in [binary, "-n", "-i", "NONE", "-u", str(init), file]
-    )
-    socket = f"lich-nvim-{os.getpid()}-{tmp_path.name}"
-    _tmux(
-        socket,
-        "new-session",
-        "-d",
-        "-s",
+    terminal = NvimTerminal.start(
+        f"lich-nvim-{os.getpid()}-{tmp_path.name}",
         "nvim",
-        "-x",
-        str(WIDTH),
-        "-y",
-        str(HEIGHT),
-        "-c",
-        str(root),
-        command,
+        shell_words([binary, "-n", "-i", "NONE", "-u", str(init), file]),
+        width=WIDTH,
+        height=HEIGHT,
+        cwd=root,
+        fifo=tmp_path / "pane.fifo",
         env=env,
     )
-    terminal = Terminal(socket, tmp_path / "pane.fifo")
     try:
         yield terminal
     finally:
         terminal.close()
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=30)
 
 
 EDIT = {
