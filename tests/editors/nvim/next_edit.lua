@@ -43,7 +43,8 @@ return function(H)
     H.values.stage = name
     if H.data.terminal then
       vim.cmd("redraw!")
-      H.wait("the test read the screen at " .. name, 60000, function()
+      -- Longer than the test's own wait for a screen (tests/support/tmux.py), so it gives up first.
+      H.wait("the test read the screen at " .. name, 150000, function()
         return vim.fn.filereadable(H.env.workspace .. "/seen-" .. name) == 1
       end)
     end
