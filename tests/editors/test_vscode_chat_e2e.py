@@ -16,37 +16,15 @@ skips when they have not run, except under CI=true where that is a failure.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.editors.vscode_support import (
-    CACHE_DIR,
-    CHROMIUM,
-    CODE_SERVER_ENTRY,
-    EXT_DIR,
-    PLAYWRIGHT_CORE,
-    REPO,
-    VSIX,
-    ensure_fresh_vsix,
-    node_binary,
-    require,
-)
+from tests.editors.vscode_support import DOCS_SHOTS, require_vscode_install, run_driver
 
 pytestmark = [pytest.mark.vscode, pytest.mark.slow]
 
-DRIVER = EXT_DIR / "e2e" / "chat_daily.mjs"
-ARTIFACTS = REPO / "test-artifacts"
-DOCS_SHOTS = (
-    REPO / "docs" / "editors"
-    if os.environ.get("LICH_UPDATE_DOCS_SCREENSHOTS") == "1"
-    else ARTIFACTS / "docs-screenshots"
-)
 # A cold code-server + Chromium start on a loaded 2-core machine, then seven steps.
 DRIVER_TIMEOUT_S = 480
 NEW_LINE = '    return f"Hello, {name}!"'
@@ -55,45 +33,8 @@ OLD_LINE = '    return "Hello, " + name'
 
 @pytest.fixture(scope="module")
 def chat() -> dict[str, Any]:
-    require(node_binary() is not None, "node is not installed")
-    require(
-        CODE_SERVER_ENTRY.exists(),
-        f"code-server is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
-    )
-    require(
-        PLAYWRIGHT_CORE.exists(),
-        f"playwright-core is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
-    )
-    require(
-        CHROMIUM.exists(),
-        f"{CHROMIUM} is missing: run .ci/vscode/install.sh (apt-get install chromium)",
-    )
-    ensure_fresh_vsix()
-    env = dict(os.environ)
-    env.update(
-        {
-            "LICH_PYTHON": sys.executable,
-            "LICH_VSCODE_CACHE": str(CACHE_DIR),
-            "LICH_VSIX": str(VSIX),
-            "LICH_ARTIFACTS_DIR": str(ARTIFACTS),
-            "LICH_DOCS_DIR": str(DOCS_SHOTS),
-            "LICH_CHROMIUM": str(CHROMIUM),
-        }
-    )
-    done = subprocess.run(
-        [node_binary() or "node", str(DRIVER)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DRIVER_TIMEOUT_S,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("E2E_RESULT ")]
-    assert lines, f"the driver printed no result (exit {done.returncode}):\n{done.stderr[-6000:]}"
-    result: dict[str, Any] = json.loads(lines[-1][len("E2E_RESULT ") :])
-    assert not result["errors"], f"the e2e setup failed: {result['errors']}\n{done.stderr[-6000:]}"
-    result["_stderr"] = done.stderr
-    return result
+    require_vscode_install()
+    return run_driver("chat_daily.mjs", DRIVER_TIMEOUT_S)
 
 
 def _step(result: dict[str, Any], name: str) -> dict[str, Any]:

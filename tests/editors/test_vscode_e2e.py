@@ -23,123 +23,32 @@ under CI=true where that is a failure.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.editors.vscode_support import (
-    CACHE_DIR,
-    CHROMIUM,
-    CODE_SERVER_ENTRY,
-    EXT_DIR,
-    PLAYWRIGHT_CORE,
-    REPO,
-    VSIX,
-    newest_source_mtime,
-    node_binary,
-    require,
+    DOCS_SHOTS,
+    passed_scenario,
+    require_vscode_install,
+    run_driver,
 )
 
 pytestmark = [pytest.mark.vscode, pytest.mark.slow]
 
-DRIVER = EXT_DIR / "e2e" / "run.mjs"
-ARTIFACTS = REPO / "test-artifacts"
-# The docs' screenshots are retaken into docs/editors only when asked (a test run must not
-# rewrite tracked files): LICH_UPDATE_DOCS_SCREENSHOTS=1.
-DOCS_SHOTS = (
-    REPO / "docs" / "editors"
-    if os.environ.get("LICH_UPDATE_DOCS_SCREENSHOTS") == "1"
-    else ARTIFACTS / "docs-screenshots"
-)
 # Generous: a cold code-server + Chromium start on a loaded 2-core machine.
 DRIVER_TIMEOUT_S = 420
-PACKAGE_TIMEOUT_S = 180
-
-
-def _ensure_fresh_vsix() -> None:
-    """Repackage when the sources are newer than the .vsix, so the test never runs a stale build."""
-    if VSIX.exists() and VSIX.stat().st_mtime >= newest_source_mtime():
-        return
-    vsce = EXT_DIR / "node_modules" / ".bin" / "vsce"
-    require(
-        vsce.exists(),
-        f"{VSIX} is missing or stale and node_modules is not installed: run .ci/vscode/build.sh",
-    )
-    done = subprocess.run(
-        ["npm", "run", "--silent", "package"],
-        cwd=EXT_DIR,
-        capture_output=True,
-        text=True,
-        timeout=PACKAGE_TIMEOUT_S,
-    )
-    assert done.returncode == 0, f"packaging the extension failed:\n{done.stdout}\n{done.stderr}"
-
-
-def _run_driver() -> tuple[dict[str, Any], str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "LICH_PYTHON": sys.executable,
-            "LICH_VSCODE_CACHE": str(CACHE_DIR),
-            "LICH_VSIX": str(VSIX),
-            "LICH_ARTIFACTS_DIR": str(ARTIFACTS),
-            "LICH_DOCS_DIR": str(DOCS_SHOTS),
-            "LICH_CHROMIUM": str(CHROMIUM),
-        }
-    )
-    done = subprocess.run(
-        [node_binary() or "node", str(DRIVER)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DRIVER_TIMEOUT_S,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("E2E_RESULT ")]
-    assert lines, (
-        f"the driver printed no result (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    )
-    return json.loads(lines[-1][len("E2E_RESULT ") :]), done.stderr
 
 
 @pytest.fixture(scope="module")
 def e2e() -> dict[str, Any]:
-    require(node_binary() is not None, "node is not installed")
-    require(
-        CODE_SERVER_ENTRY.exists(),
-        f"code-server is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
-    )
-    require(
-        PLAYWRIGHT_CORE.exists(),
-        f"playwright-core is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
-    )
-    require(
-        CHROMIUM.exists(),
-        f"{CHROMIUM} is missing: run .ci/vscode/install.sh (apt-get install chromium)",
-    )
-    _ensure_fresh_vsix()
-    result, stderr = _run_driver()
-    result["_stderr"] = stderr
-    assert not result.get("errors"), f"the e2e setup failed: {result['errors']}\n{stderr[-6000:]}"
-    return result
-
-
-def _scenario(result: dict[str, Any], name: str) -> dict[str, Any]:
-    scenario = result["scenarios"].get(name)
-    assert scenario is not None, f"scenario {name} did not run: {sorted(result['scenarios'])}"
-    assert scenario["ok"], (
-        f"{name} failed: {scenario.get('error')}\nnotifications: {scenario.get('notifications')}\n{result['_stderr'][-4000:]}"
-    )
-    return scenario
+    require_vscode_install()
+    return run_driver("run.mjs", DRIVER_TIMEOUT_S)
 
 
 def test_ask_agent_edits_the_editor_and_saves_to_disk(e2e: dict[str, Any]) -> None:
-    ask = _scenario(e2e, "ask_agent")
+    ask = passed_scenario(e2e, "ask_agent")
     assert 'return f"Hello, {name}!"' in ask["editor_text"]
     assert (
         ask["disk_text"]
@@ -154,21 +63,21 @@ def test_ask_agent_edits_the_editor_and_saves_to_disk(e2e: dict[str, Any]) -> No
 
 
 def test_apply_hashline_patch_from_editor_and_clipboard(e2e: dict[str, Any]) -> None:
-    patch = _scenario(e2e, "apply_patch")
+    patch = passed_scenario(e2e, "apply_patch")
     assert patch["disk_text"] == "x = 1\ny = 42\nz = 3\n"
     assert patch["clipboard_disk_text"] == "x = 1\ny = 42\nz = 7\n"
     assert "Edited patch_me.py" in patch["notification"]
 
 
 def test_code_action_without_prompt_asks_in_an_input_box(e2e: dict[str, Any]) -> None:
-    action = _scenario(e2e, "code_action_prompt")
+    action = passed_scenario(e2e, "code_action_prompt")
     assert action["code_action"].startswith("Ask agent")
     assert action["transcript_has_answer"] is True
     assert "task" not in action["status_after"]
 
 
 def test_cancel_task_stops_a_slow_task_shown_in_the_status_bar(e2e: dict[str, Any]) -> None:
-    cancel = _scenario(e2e, "cancel_task")
+    cancel = passed_scenario(e2e, "cancel_task")
     assert cancel["status_while_running"].endswith("1 task")
     assert "task" not in cancel["status_after"]
     # The slow model turn waits 120 s: stopping well before proves the cancel.
@@ -178,7 +87,7 @@ def test_cancel_task_stops_a_slow_task_shown_in_the_status_bar(e2e: dict[str, An
 def test_undo_task_restores_the_file_in_the_editor_and_on_disk(e2e: dict[str, Any]) -> None:
     """Lich: Undo Task after the other first-folder scenarios: the pick lists the Ask Agent task
     (the only one that changed a file), and the server's inverse edit puts hello.py back."""
-    undo = _scenario(e2e, "undo_task")
+    undo = passed_scenario(e2e, "undo_task")
     assert undo["picked"]["rows"] == 1, undo["picked"]
     assert "Use an f-string in greet()" in undo["picked"]["text"]
     assert 'return "Hello, " + name' in undo["editor_text"]
@@ -197,7 +106,7 @@ TRUST_QUESTION = "lich: this workspace's .lich/config.json"
 def test_untrusted_plugin_stays_off_when_the_trust_question_is_dismissed(
     e2e: dict[str, Any],
 ) -> None:
-    not_now = _scenario(e2e, "trust_not_now")
+    not_now = passed_scenario(e2e, "trust_not_now")
     question = not_now["question"]
     assert question["message"].startswith(TRUST_QUESTION)
     assert "evil.py" in question["message"], "the question must say what the config would load"
@@ -211,7 +120,7 @@ def test_untrusted_plugin_stays_off_when_the_trust_question_is_dismissed(
 def test_trust_workspace_config_command_loads_the_plugin_and_revoke_answers(
     e2e: dict[str, Any],
 ) -> None:
-    command = _scenario(e2e, "trust_command")
+    command = passed_scenario(e2e, "trust_command")
     assert command["marker_before"] is False
     assert command["trusted_message"].startswith("lich: trusted "), command["trusted_message"]
     assert command["marker_after_trust"] is True
@@ -219,7 +128,7 @@ def test_trust_workspace_config_command_loads_the_plugin_and_revoke_answers(
 
 
 def test_trust_button_of_the_question_loads_the_plugin(e2e: dict[str, Any]) -> None:
-    question = _scenario(e2e, "trust_question_trust")
+    question = passed_scenario(e2e, "trust_question_trust")
     assert question["marker_before_answer"] is False
     assert question["trusted_message"].startswith("lich: trusted "), question["trusted_message"]
     assert question["marker_after_trust"] is True
@@ -229,7 +138,7 @@ def test_run_tests_warns_shows_problems_and_clears_them(e2e: dict[str, Any]) -> 
     """Lich: Run Tests Matching… / Run Tests on a pytest project with a failing test: green for
     the filtered run, a warning with Show Problems whose Problems view lists the "lich tests"
     failure, and after an unsaved fix a green run that saved the file and cleared the problem."""
-    run = _scenario(e2e, "run_tests")
+    run = passed_scenario(e2e, "run_tests")
     assert run["filtered_message"].startswith("Lich: tests passed: 1 passed")
     assert run["red_message"].startswith("Lich: tests failed: ")
     assert run["red_buttons"] == ["Show Problems"]
@@ -247,7 +156,7 @@ def test_chat_view_answers_follows_up_with_the_history_and_rewinds_the_edit(
     """The Lich chat view (a webview in the side bar): Lich: Open Chat focuses its input, Enter
     sends, the answer shows in the view; the follow-up's request carries the first answer and its
     edit shows in the editor; Rewind to here on the follow-up takes the edit back."""
-    chat = _scenario(e2e, "chat_view")
+    chat = passed_scenario(e2e, "chat_view")
     assert chat["input_focused_by_open_chat"] is True
     first = chat["first_turns"]
     assert [t["prompt"] for t in first] == ["How does greet() build its text?"]
@@ -282,7 +191,7 @@ def test_chat_asks_approval_inline_and_accepts_a_review_hunk(e2e: dict[str, Any]
     screen, so not in a notification too); Allow once in the chat answers it; the patch is drawn as a diff
     under its call and waits as a hunk with Accept / Reject; Accept in the chat puts it in the
     editor."""
-    review = _scenario(e2e, "chat_review")
+    review = passed_scenario(e2e, "chat_review")
     # Rendered from the server's `approval` event (not parsed out of the request's message).
     assert review["question"] == "Run terminal?"
     assert review["approval_command"] == "echo approved-in-chat"
@@ -330,7 +239,7 @@ def test_chat_links_open_only_workspace_files_and_say_why_not(e2e: dict[str, Any
     file next to the folder) open no editor (the tabs stay as they were, the active editor is not
     /etc/passwd nor the outside file), the window stays, and each says why in a notification; the
     workspace-relative `docs/notes.md` opens that file."""
-    links = _scenario(e2e, "chat_links")
+    links = passed_scenario(e2e, "chat_links")
     before = _tab_labels(links["tabs_before"])
     for label, reason in LINK_REASONS.items():
         clicked = links["refused"][label]
@@ -353,7 +262,7 @@ def test_chat_open_file_opens_the_file_the_server_reported(e2e: dict[str, Any]) 
     so the file written is <root>/file:/etc/passwd, which the server reports. The edit's Open file
     opens that file (not /etc/passwd), and the answer's own link to file:///etc/passwd is
     refused."""
-    links = _scenario(e2e, "chat_links")
+    links = passed_scenario(e2e, "chat_links")
     assert links["disk_text"] == WRITTEN + "\n"
     assert links["diff_path"] == "file:///etc/passwd"  # what the model named, shown as such
     assert links["changed"] == "Changed: file:/etc/passwd"
@@ -374,7 +283,7 @@ def test_inline_completion_ghost_text_is_accepted_with_tab(e2e: dict[str, Any]) 
     Python file shows the model's `a + b` as ghost text (the client declared inline completions,
     so the server answered textDocument/inlineCompletion), Tab puts it in the buffer, saving
     puts it on disk; the FIM request carried the text before the cursor, the path and a suffix."""
-    fim = _scenario(e2e, "inline_completion")
+    fim = passed_scenario(e2e, "inline_completion")
     assert "a + b" in fim["ghost"]
     assert Path(fim["screenshot"]) == DOCS_SHOTS / "vscode-completion.png"
     assert "    return a + b" in fim["editor_after_tab"]

@@ -21,41 +21,22 @@ CI=true where that is a failure.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.editors.vscode_support import (
-    CACHE_DIR,
-    CHROMIUM,
-    CODE_SERVER_ENTRY,
-    EXT_DIR,
-    PLAYWRIGHT_CORE,
-    REPO,
-    VSIX,
-    newest_source_mtime,
-    node_binary,
-    require,
+    DOCS_SHOTS,
+    passed_scenario,
+    require_vscode_install,
+    run_driver,
 )
 
 pytestmark = [pytest.mark.vscode, pytest.mark.slow]
 
-DRIVER = EXT_DIR / "e2e" / "editor.mjs"
-ARTIFACTS = REPO / "test-artifacts"
-# Retaken into docs/editors only when asked (a test run must not rewrite tracked files).
-DOCS_SHOTS = (
-    REPO / "docs" / "editors"
-    if os.environ.get("LICH_UPDATE_DOCS_SCREENSHOTS") == "1"
-    else ARTIFACTS / "docs-screenshots"
-)
 # A cold code-server + Chromium start on a loaded 2-core machine, four folders, the demo.
 DRIVER_TIMEOUT_S = 600
-PACKAGE_TIMEOUT_S = 180
 FAKE_KEY_ENV = "LICH_E2E_FAKE_KEY"
 NOTIFY_ANSWER = "Explained: greet() builds a greeting with +."
 CHAT_ANSWER = "Chat answer: yes, that is all it does."
@@ -63,86 +44,16 @@ OLD_LINE = '    return "Hello, " + name'
 NEW_LINE = '    return f"Hello, {name}!"'
 
 
-def _ensure_fresh_vsix() -> None:
-    """Repackage when the sources are newer than the .vsix, so the test never runs a stale build."""
-    if VSIX.exists() and VSIX.stat().st_mtime >= newest_source_mtime():
-        return
-    vsce = EXT_DIR / "node_modules" / ".bin" / "vsce"
-    require(
-        vsce.exists(),
-        f"{VSIX} is missing or stale and node_modules is not installed: run .ci/vscode/build.sh",
-    )
-    done = subprocess.run(
-        ["npm", "run", "--silent", "package"],
-        cwd=EXT_DIR,
-        capture_output=True,
-        text=True,
-        timeout=PACKAGE_TIMEOUT_S,
-    )
-    assert done.returncode == 0, f"packaging the extension failed:\n{done.stdout}\n{done.stderr}"
-
-
 @pytest.fixture(scope="module")
 def e2e() -> dict[str, Any]:
-    require(node_binary() is not None, "node is not installed")
-    require(
-        CODE_SERVER_ENTRY.exists(),
-        f"code-server is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
-    )
-    require(
-        PLAYWRIGHT_CORE.exists(),
-        f"playwright-core is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
-    )
-    require(
-        CHROMIUM.exists(),
-        f"{CHROMIUM} is missing: run .ci/vscode/install.sh (apt-get install chromium)",
-    )
-    _ensure_fresh_vsix()
-    env = dict(os.environ)
-    env.update(
-        {
-            "LICH_PYTHON": sys.executable,
-            "LICH_VSCODE_CACHE": str(CACHE_DIR),
-            "LICH_VSIX": str(VSIX),
-            "LICH_ARTIFACTS_DIR": str(ARTIFACTS),
-            "LICH_DOCS_DIR": str(DOCS_SHOTS),
-            "LICH_CHROMIUM": str(CHROMIUM),
-        }
-    )
-    done = subprocess.run(
-        [node_binary() or "node", str(DRIVER)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DRIVER_TIMEOUT_S,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("E2E_RESULT ")]
-    assert lines, (
-        f"the driver printed no result (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    )
-    result: dict[str, Any] = json.loads(lines[-1][len("E2E_RESULT ") :])
-    result["_stderr"] = done.stderr
-    assert not result.get("errors"), (
-        f"the e2e setup failed: {result['errors']}\n{done.stderr[-6000:]}"
-    )
-    return result
-
-
-def _scenario(result: dict[str, Any], name: str) -> dict[str, Any]:
-    scenario = result["scenarios"].get(name)
-    assert scenario is not None, f"scenario {name} did not run: {sorted(result['scenarios'])}"
-    assert scenario["ok"], (
-        f"{name} failed: {scenario.get('error')}\nnotifications: {scenario.get('notifications')}\n"
-        f"{result['_stderr'][-4000:]}"
-    )
-    return scenario
+    require_vscode_install()
+    return run_driver("editor.mjs", DRIVER_TIMEOUT_S)
 
 
 def test_no_model_shows_the_welcome_view_and_the_status_says_no_model(
     e2e: dict[str, Any],
 ) -> None:
-    welcome = _scenario(e2e, "welcome")
+    welcome = passed_scenario(e2e, "welcome")
     assert welcome["status_before"] == "Lich: no model"
     assert welcome["view"]["title"] == "Get Started"
     assert welcome["view"]["text"].startswith("No model is set up")
@@ -150,7 +61,7 @@ def test_no_model_shows_the_welcome_view_and_the_status_says_no_model(
 
 
 def test_try_the_demo_plays_lich_demo_in_a_terminal(e2e: dict[str, Any]) -> None:
-    welcome = _scenario(e2e, "welcome")
+    welcome = passed_scenario(e2e, "welcome")
     assert "Lich demo" in welcome["terminal"]["names"]
     assert "-m lich_cli demo" in welcome["terminal"]["rows"]
     # The recorded conversation ran to its end: its summary and next steps are in the terminal.
@@ -159,14 +70,14 @@ def test_try_the_demo_plays_lich_demo_in_a_terminal(e2e: dict[str, Any]) -> None
 
 
 def test_read_the_docs_opens_the_readme_preview(e2e: dict[str, Any]) -> None:
-    welcome = _scenario(e2e, "welcome")
+    welcome = passed_scenario(e2e, "welcome")
     assert "README" in welcome["docs_tab"]
 
 
 def test_set_up_a_model_writes_the_user_config_and_the_status_names_it(
     e2e: dict[str, Any],
 ) -> None:
-    welcome = _scenario(e2e, "welcome")
+    welcome = passed_scenario(e2e, "welcome")
     [provider] = welcome["config"]["providers"]
     assert provider["kind"] == "openai_compat"
     assert provider["model"] == "fake-model"
@@ -182,7 +93,7 @@ def test_set_up_a_model_writes_the_user_config_and_the_status_names_it(
 def test_a_code_action_task_ends_in_one_notification_that_opens_its_chat(
     e2e: dict[str, Any],
 ) -> None:
-    notify = _scenario(e2e, "notify")
+    notify = passed_scenario(e2e, "notify")
     assert notify["notice"] == {
         "message": f"Lich: Explain this line: {NOTIFY_ANSWER}",
         "buttons": ["Open chat"],
@@ -195,7 +106,7 @@ def test_a_code_action_task_ends_in_one_notification_that_opens_its_chat(
 
 
 def test_a_chat_turn_ends_without_a_notification(e2e: dict[str, Any]) -> None:
-    notify = _scenario(e2e, "notify")
+    notify = passed_scenario(e2e, "notify")
     assert [t["prompt"] for t in notify["chat_turns"]] == ["Explain this line", "Is that all?"]
     assert notify["chat_turns"][1]["answer"] == CHAT_ANSWER
     # Only the later palette command's message: nothing for the chat turn before it.
@@ -205,7 +116,7 @@ def test_a_chat_turn_ends_without_a_notification(e2e: dict[str, Any]) -> None:
 def test_review_mode_draws_the_proposed_line_in_the_editor_and_accept_applies_it(
     e2e: dict[str, Any],
 ) -> None:
-    review = _scenario(e2e, "review")
+    review = passed_scenario(e2e, "review")
     shown = review["shown"]
     assert shown["lines"][1] == OLD_LINE  # the file still has the old line...
     assert shown["struck"] == [OLD_LINE]  # ...marked deleted...
@@ -218,7 +129,7 @@ def test_review_mode_draws_the_proposed_line_in_the_editor_and_accept_applies_it
 
 
 def test_failing_ghost_text_shows_in_its_status_item(e2e: dict[str, Any]) -> None:
-    ghost = _scenario(e2e, "ghost_status")
+    ghost = passed_scenario(e2e, "ghost_status")
     assert ghost["before"]["text"] == "Ghost text"
     assert ghost["failing"]["text"] == "Ghost text: failing"
     assert " failed at " in ghost["tooltip"]

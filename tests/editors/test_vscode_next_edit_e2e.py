@@ -13,71 +13,25 @@ under CI=true.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
-from tests.editors.test_vscode_e2e import ARTIFACTS, DRIVER_TIMEOUT_S, _ensure_fresh_vsix
-from tests.editors.vscode_support import (
-    CACHE_DIR,
-    CHROMIUM,
-    CODE_SERVER_ENTRY,
-    EXT_DIR,
-    PLAYWRIGHT_CORE,
-    REPO,
-    VSIX,
-    node_binary,
-    require,
-)
+from tests.editors.vscode_support import require_vscode_install, run_driver
 
 pytestmark = [pytest.mark.vscode, pytest.mark.slow]
 
-DRIVER = EXT_DIR / "e2e" / "next_edit.mjs"
+# As long as run.mjs gets (tests/editors/test_vscode_e2e.py): a cold start on a loaded machine.
+DRIVER_TIMEOUT_S = 420
 RENAMED = "def summary(items):\n    total = 0\n    for item in items:\n        total += item\n    return total\n"
 
 
 @pytest.fixture(scope="module")
 def e2e() -> dict[str, Any]:
-    require(node_binary() is not None, "node is not installed")
-    require(
-        CODE_SERVER_ENTRY.exists(),
-        f"code-server is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
-    )
-    require(
-        PLAYWRIGHT_CORE.exists(),
-        f"playwright-core is not installed in {CACHE_DIR}: run .ci/vscode/install.sh",
-    )
-    require(
-        CHROMIUM.exists(),
-        f"{CHROMIUM} is missing: run .ci/vscode/install.sh (apt-get install chromium)",
-    )
-    _ensure_fresh_vsix()
-    env = dict(os.environ)
-    env.update(
-        {
-            "LICH_PYTHON": sys.executable,
-            "LICH_VSCODE_CACHE": str(CACHE_DIR),
-            "LICH_VSIX": str(VSIX),
-            "LICH_ARTIFACTS_DIR": str(ARTIFACTS),
-            "LICH_CHROMIUM": str(CHROMIUM),
-        }
-    )
-    done = subprocess.run(
-        [node_binary() or "node", str(DRIVER)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DRIVER_TIMEOUT_S,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("E2E_RESULT ")]
-    assert lines, f"the driver printed no result (exit {done.returncode}):\n{done.stderr[-6000:]}"
-    result: dict[str, Any] = json.loads(lines[-1][len("E2E_RESULT ") :])
-    assert result["ok"] and not result["errors"], f"{result['errors']}\n{done.stderr[-4000:]}"
+    require_vscode_install()
+    # The driver takes no docs' screenshots: no LICH_DOCS_DIR.
+    result = run_driver("next_edit.mjs", DRIVER_TIMEOUT_S, docs_dir=None)
+    assert result["ok"], result["_stderr"][-4000:]
     return result
 
 

@@ -20,29 +20,48 @@
 // Environment as e2e/run.mjs: LICH_PYTHON, LICH_VSCODE_CACHE, LICH_VSIX, LICH_ARTIFACTS_DIR,
 // LICH_DOCS_DIR, LICH_CHROMIUM, LICH_E2E_KEEP=1. Prints one line `E2E_RESULT {json}`; exits 0
 // when every step passed, 1 otherwise, 2 when the setup failed.
-import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
-import * as os from "node:os";
 import * as path from "node:path";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+import {
+  ARTIFACTS,
+  BASE_SETTINGS,
+  FAKE_KEY_ENV,
+  PYTHON,
+  STEP_TIMEOUT_MS,
+  chatFrame,
+  codeServerArgs,
+  configure,
+  editorText,
+  fakeProviderArgs,
+  installVsix,
+  isolatedEnv,
+  launchChromium,
+  log,
+  makeScratch,
+  newContext,
+  openFile,
+  pickRow,
+  printResult,
+  quickInputVisible,
+  requestsSent,
+  requireTools,
+  runCommand,
+  screenshotTo,
+  startCodeServer,
+  startFakeModel,
+  statusTexts,
+  stopAll,
+  waitFor,
+  writeSettings,
+} from "./harness.mjs";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.resolve(HERE, "..", "..", "..");
-const CACHE = process.env.LICH_VSCODE_CACHE || path.join(REPO, ".ci", "cache", "vscode");
-const CS_ENTRY = path.join(CACHE, "code-server", "node_modules", "code-server", "out", "node", "entry.js");
-const TOOLS_PKG = path.join(CACHE, "tools", "package.json");
-const VSIX = process.env.LICH_VSIX || path.join(REPO, "editors", "vscode", "dist", "lich-lsp.vsix");
-const PYTHON = process.env.LICH_PYTHON || "python3";
-const ARTIFACTS = process.env.LICH_ARTIFACTS_DIR || path.join(REPO, "test-artifacts");
+configure({ tag: "vscode-chat-e2e" });
+
 const DOCS_DIR = process.env.LICH_DOCS_DIR || path.join(ARTIFACTS, "docs-screenshots");
-const CHROMIUM = process.env.LICH_CHROMIUM || "/usr/bin/chromium";
-const FAKE_KEY_ENV = "LICH_E2E_FAKE_KEY";
-const STEP_TIMEOUT_MS = 60_000;
 const TURN_TIMEOUT_MS = 90_000;
 const SERVER_START_TIMEOUT_MS = 90_000;
-const POLL_MS = 200;
+// A file counts as open once it is the active tab of the active editor group.
+const ACTIVE_GROUP_TAB = ".editor-group-container.active .tab.active .label-name";
 
 const GREET_PY = 'def greet(name):\n    return "Hello, " + name\n\n\nprint(greet("world"))\n';
 const OLD_LINE = '    return "Hello, " + name';
@@ -97,165 +116,9 @@ function scriptedTurns() {
   ];
 }
 
-const started = Date.now();
-const children = [];
 const result = { ok: false, steps: {}, screenshots: [], errors: [] };
 
-function log(message) {
-  process.stderr.write(`[vscode-chat-e2e +${((Date.now() - started) / 1000).toFixed(1)}s] ${message}\n`);
-}
-
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Poll `fn` until it returns something truthy (the condition is the event waited for). */
-async function waitFor(what, fn, timeoutMs = STEP_TIMEOUT_MS) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < deadline) {
-    try {
-      last = await fn();
-      if (last) {
-        return last;
-      }
-    } catch (err) {
-      last = err;
-    }
-    await sleep(POLL_MS);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? ` (${last.message})` : ""}`);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
-
-function startGroup(command, args, options) {
-  const child = spawn(command, args, { ...options, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  return child;
-}
-
-async function stopAll() {
-  for (const signal of ["SIGTERM", "SIGKILL"]) {
-    for (const child of children) {
-      try {
-        process.kill(-child.pid, signal);
-      } catch {
-        // already gone
-      }
-    }
-    const deadline = Date.now() + 5000;
-    while (signal === "SIGTERM" && Date.now() < deadline && children.some((c) => c.exitCode === null && c.signalCode === null)) {
-      await sleep(100);
-    }
-  }
-}
-
-async function startFakeProvider(scriptFile, requestsFile, env, logFile) {
-  const child = startGroup(PYTHON, ["-m", "tests.support.fake_provider", "--port", "0", "--script", scriptFile, "--requests", requestsFile], { cwd: REPO, env });
-  const url = await new Promise((resolve, reject) => {
-    let buffer = "";
-    const timer = setTimeout(() => reject(new Error("fake provider did not print LISTENING")), 30_000);
-    child.stdout.on("data", (chunk) => {
-      buffer += chunk.toString();
-      const match = /LISTENING (http:\/\/\S+)/.exec(buffer);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`fake provider exited with ${code}`)));
-  });
-  const out = fs.createWriteStream(logFile);
-  child.stdout.pipe(out);
-  child.stderr.pipe(out);
-  return url;
-}
-
-function requestsSent(file) {
-  return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line)) : [];
-}
-
 // --- the workbench ---------------------------------------------------------------------------
-
-async function quickInputVisible(page) {
-  return page.evaluate(() => {
-    const widget = document.querySelector(".quick-input-widget");
-    return !!widget && widget.style.display !== "none" && getComputedStyle(widget).display !== "none";
-  });
-}
-
-async function openFile(page, name) {
-  await page.keyboard.press("Escape");
-  await page.keyboard.press("Control+P");
-  await waitFor("quick open", () => quickInputVisible(page), 15_000);
-  await page.locator(".quick-input-widget input.input").first().fill(name);
-  await waitFor(`quick open result ${name}`, () =>
-    page.evaluate((wanted) => {
-      const input = document.querySelector(".quick-input-widget input.input");
-      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
-      const row = input?.value === wanted && rows.find((r) => (r.querySelector(".label-name")?.textContent || "").trim() === wanted);
-      if (!row) {
-        return false;
-      }
-      row.click();
-      return true;
-    }, name),
-  );
-  await waitFor(`editor tab ${name}`, () =>
-    page.evaluate((wanted) => (document.querySelector(".editor-group-container.active .tab.active .label-name")?.textContent || "").includes(wanted), name),
-  );
-}
-
-/** Run a palette command by its exact title (F1, type, click that row). */
-async function runCommand(page, title) {
-  await page.keyboard.press("Escape");
-  await page.keyboard.press("F1");
-  await waitFor("the command palette", () => quickInputVisible(page), 15_000);
-  await page.keyboard.type(title, { delay: 5 });
-  await pickRow(page, title);
-}
-
-/** Click the quick pick row whose label is exactly `label`. */
-async function pickRow(page, label) {
-  await waitFor(`the row "${label}"`, () =>
-    page.evaluate((wanted) => {
-      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
-      const row = rows.find((r) => (r.querySelector(".label-name")?.textContent || "").replace(/\u00a0/g, " ").trim() === wanted);
-      if (!row) {
-        return false;
-      }
-      row.click();
-      return true;
-    }, label),
-  );
-}
-
-/** The active editor's text: Monaco recycles line elements, so sort them by their top offset. */
-async function editorText(page) {
-  return page.evaluate(() => {
-    const editor = document.querySelector(".editor-group-container.active .monaco-editor .view-lines") || document.querySelector(".monaco-editor .view-lines");
-    if (!editor) {
-      return "";
-    }
-    const lines = [...editor.querySelectorAll(".view-line")].map((el) => ({ top: parseFloat(el.style.top || "0"), text: el.textContent.replace(/\u00a0/g, " ") }));
-    lines.sort((a, b) => a.top - b.top);
-    return lines.map((l) => l.text).join("\n");
-  });
-}
-
-async function statusTexts(page) {
-  return page.evaluate(() => [...document.querySelectorAll(".statusbar-item")].map((el) => el.textContent.replace(/\s+/g, " ").trim()).filter(Boolean));
-}
 
 async function findNotification(page, prefix) {
   return page.evaluate((wanted) => {
@@ -270,27 +133,17 @@ async function findNotification(page, prefix) {
 }
 
 async function screenshot(page, name) {
-  const file = path.join(ARTIFACTS, `vscode-${name}.png`);
-  await page.screenshot({ path: file });
-  result.screenshots.push(file);
-  return file;
+  return screenshotTo(page, path.join(ARTIFACTS, `vscode-${name}.png`), result);
 }
 
 async function docsScreenshot(page, name) {
   fs.mkdirSync(DOCS_DIR, { recursive: true });
-  const file = path.join(DOCS_DIR, `${name}.png`);
-  await page.screenshot({ path: file });
+  const file = await screenshotTo(page, path.join(DOCS_DIR, `${name}.png`), result);
   fs.copyFileSync(file, path.join(ARTIFACTS, `vscode-${name}.png`));
-  result.screenshots.push(file);
   return file;
 }
 
 // --- the chat view ---------------------------------------------------------------------------
-
-/** The chat view's document: the webview is an iframe in the workbench with the page inside. */
-function chatFrame(page) {
-  return page.frameLocator("iframe.webview.ready").frameLocator("iframe#active-frame");
-}
 
 async function chatTurns(chat) {
   return chat.locator("section.turn").evaluateAll((sections) =>
@@ -363,7 +216,7 @@ async function run(page, folder, requestsFile) {
 
   all.push(
     await step("keyboard_opens_chat", async () => {
-      await openFile(page, "greet.py");
+      await openFile(page, "greet.py", ACTIVE_GROUP_TAB);
       // Ctrl+Alt+C from the editor: the chat opens with the cursor in its input.
       await page.keyboard.press("Control+Alt+KeyC");
       await input.waitFor({ state: "visible", timeout: STEP_TIMEOUT_MS });
@@ -423,14 +276,14 @@ async function run(page, folder, requestsFile) {
         return text.includes("def greet") ? text : false;
       }, 15_000);
       // Insert at cursor: into the active editor (an empty scratch file).
-      await openFile(page, "scratch.py");
+      await openFile(page, "scratch.py", ACTIVE_GROUP_TAB);
       await block.locator("button.code-insert").click();
       const inserted = await waitFor("the code inserted in scratch.py", async () => {
         const text = await editorText(page);
         return text.includes(NEW_LINE) ? text : false;
       });
       // Apply to file: the agent applies it to the active file, through its edit tools.
-      await openFile(page, "greet.py");
+      await openFile(page, "greet.py", ACTIVE_GROUP_TAB);
       await waitFor("the context chip to name greet.py", async () => ((await chat.locator(".context .context-label").textContent()) || "").startsWith("greet.py"), 15_000);
       await block.locator("button.code-apply").click();
       const applied = await waitFor("the applied answer", async () => {
@@ -593,61 +446,22 @@ async function run(page, folder, requestsFile) {
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  for (const [what, file] of [
-    ["code-server (run .ci/vscode/install.sh)", CS_ENTRY],
-    ["playwright-core (run .ci/vscode/install.sh)", TOOLS_PKG],
-    ["chromium (apt-get install chromium)", CHROMIUM],
-    ["the packaged extension (run .ci/vscode/build.sh)", VSIX],
-  ]) {
-    if (!fs.existsSync(file)) {
-      throw Object.assign(new Error(`missing ${what}: ${file}`), { setup: true });
-    }
-  }
-  const { chromium } = createRequire(TOOLS_PKG)("playwright-core");
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "lich-vscode-chat-e2e-"));
+  const chromium = requireTools();
+  const { scratch, home, userData, extensionsDir } = makeScratch("lich-vscode-chat-e2e-");
   result.scratch = scratch;
-  const home = path.join(scratch, "home");
-  const userData = path.join(scratch, "user-data");
-  const extensionsDir = path.join(scratch, "extensions");
   const folder = path.join(scratch, "chat-daily");
-  for (const dir of [home, path.join(userData, "User"), path.join(userData, "Machine"), extensionsDir, folder]) {
-    fs.mkdirSync(dir, { recursive: true });
-  }
+  fs.mkdirSync(folder, { recursive: true });
   fs.writeFileSync(path.join(folder, "greet.py"), GREET_PY);
   fs.writeFileSync(path.join(folder, "scratch.py"), "");
   const turnsFile = path.join(scratch, "turns.json");
   const requestsFile = path.join(scratch, "requests.jsonl");
   fs.writeFileSync(turnsFile, JSON.stringify(scriptedTurns(), null, 1));
 
-  const env = {
-    ...process.env,
-    HOME: home,
-    XDG_CONFIG_HOME: path.join(home, ".config"),
-    XDG_DATA_HOME: path.join(home, ".local", "share"),
-    XDG_CACHE_HOME: path.join(home, ".cache"),
-    XDG_STATE_HOME: path.join(home, ".local", "state"),
-    PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
-    [FAKE_KEY_ENV]: "sk-fake-e2e",
-  };
-  delete env.OPENAI_API_KEY;
-  delete env.ANTHROPIC_API_KEY;
-  const providerUrl = await startFakeProvider(turnsFile, requestsFile, env, path.join(scratch, "fake-provider.log"));
+  const env = isolatedEnv(home, { [FAKE_KEY_ENV]: "sk-fake-e2e" });
+  const providerUrl = await startFakeModel(fakeProviderArgs(turnsFile, requestsFile), env, path.join(scratch, "fake-provider.log"));
 
   const settings = {
-    "workbench.startupEditor": "none",
-    "workbench.welcomePage.walkthroughs.openOnInstall": false,
-    "workbench.tips.enabled": false,
-    "workbench.enableExperiments": false,
-    "security.workspace.trust.enabled": false,
-    "telemetry.telemetryLevel": "off",
-    "update.mode": "none",
-    "extensions.autoUpdate": false,
-    "extensions.autoCheckUpdates": false,
-    "extensions.ignoreRecommendations": true,
-    "files.autoSave": "off",
-    "files.hotExit": "off",
-    "window.restoreWindows": "none",
-    "chat.commandCenter.enabled": false,
+    ...BASE_SETTINGS,
     "workbench.colorTheme": "Default Dark Modern",
     "lich.server.command": PYTHON,
     "lich.server.args": ["-m", "lich_lsp"],
@@ -657,35 +471,16 @@ async function main() {
     "lich.apiKeyEnv": FAKE_KEY_ENV,
     "lich.approval": { "file/edit": "allow", "file/write": "allow" },
   };
-  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
   // code-server windows are remote: machine-scoped settings are read from Machine/settings.json.
-  const machine = Object.fromEntries(Object.entries(settings).filter(([key]) => key.startsWith("lich.server.")));
-  fs.writeFileSync(path.join(userData, "Machine", "settings.json"), JSON.stringify(machine, null, 2));
+  writeSettings(userData, settings);
 
-  const csArgs = ["--user-data-dir", userData, "--extensions-dir", extensionsDir];
-  const install = spawnSync(process.execPath, [CS_ENTRY, ...csArgs, "--install-extension", VSIX, "--force"], { env, encoding: "utf8", timeout: 120_000 });
-  if (install.status !== 0 || !/successfully installed/i.test(install.stdout + install.stderr)) {
-    throw Object.assign(new Error(`installing the .vsix failed: ${install.stdout}\n${install.stderr}`), { setup: true });
-  }
-  const port = await freePort();
-  const codeServer = startGroup(
-    process.execPath,
-    [CS_ENTRY, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", ...csArgs, folder],
-    { env, cwd: folder },
-  );
-  const out = fs.createWriteStream(path.join(scratch, "code-server.log"));
-  codeServer.stdout.pipe(out);
-  codeServer.stderr.pipe(out);
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor("code-server /healthz", async () => (await fetch(`${base}/healthz`)).ok, SERVER_START_TIMEOUT_MS);
+  const csArgs = codeServerArgs(userData, extensionsDir);
+  installVsix(env, csArgs);
+  const base = await startCodeServer({ env, csArgs, folder, cwd: folder, logFile: path.join(scratch, "code-server.log"), timeoutMs: SERVER_START_TIMEOUT_MS });
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
-  });
+  const browser = await launchChromium(chromium);
   try {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const context = await newContext(browser);
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
     const page = await context.newPage();
     await page.goto(`${base}/?folder=${encodeURIComponent(folder)}`);
@@ -713,5 +508,5 @@ try {
     fs.rmSync(result.scratch, { recursive: true, force: true });
   }
 }
-process.stdout.write(`E2E_RESULT ${JSON.stringify(result)}\n`);
+printResult(result);
 process.exit(exitCode);

@@ -22,159 +22,57 @@
 // LICH_CHROMIUM, LICH_E2E_KEEP=1, LICH_E2E_ONLY=a,b; LICH_DOCS_DIR is where the ghost-text
 // screenshot (vscode-completion-status.png) goes. Prints one line `E2E_RESULT {json}`; exits 0 when
 // every scenario passed, 1 otherwise, 2 when the setup failed.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
-import * as os from "node:os";
 import * as path from "node:path";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+import {
+  ARTIFACTS,
+  BASE_SETTINGS,
+  FAKE_KEY_ENV,
+  HERE,
+  ONLY,
+  PYTHON,
+  REPO,
+  chatFrame,
+  clearScreenshots,
+  codeServerArgs,
+  configure,
+  fakeProviderArgs,
+  freePort,
+  installVsix,
+  isolatedEnv,
+  launchChromium,
+  lichStatus,
+  log,
+  makeScratch,
+  newContext,
+  openFile,
+  pickRow,
+  printResult,
+  quickInputTitle,
+  quickInputVisible,
+  requireTools,
+  runCommand,
+  screenshotTo,
+  setupError,
+  startCodeServer,
+  startFakeModel,
+  started,
+  statusTexts,
+  stopAll,
+  waitFor,
+  writeSettings,
+} from "./harness.mjs";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.resolve(HERE, "..", "..", "..");
-const CACHE = process.env.LICH_VSCODE_CACHE || path.join(REPO, ".ci", "cache", "vscode");
-const CS_ENTRY = path.join(CACHE, "code-server", "node_modules", "code-server", "out", "node", "entry.js");
-const TOOLS_PKG = path.join(CACHE, "tools", "package.json");
-const VSIX = process.env.LICH_VSIX || path.join(REPO, "editors", "vscode", "dist", "lich-lsp.vsix");
-const PYTHON = process.env.LICH_PYTHON || "python3";
-const ARTIFACTS = process.env.LICH_ARTIFACTS_DIR || path.join(REPO, "test-artifacts");
-const CHROMIUM = process.env.LICH_CHROMIUM || "/usr/bin/chromium";
+configure({ tag: "vscode-editor-e2e" });
+
 const DOCS_DIR = process.env.LICH_DOCS_DIR || path.join(ARTIFACTS, "docs-screenshots");
-const ONLY = (process.env.LICH_E2E_ONLY || "").split(",").map((name) => name.trim()).filter(Boolean);
-const FAKE_KEY_ENV = "LICH_E2E_FAKE_KEY";
 const SCENARIOS = ["welcome", "notify", "review", "ghost_status"];
-const STEP_TIMEOUT_MS = 60_000;
 const SERVER_START_TIMEOUT_MS = 60_000;
-const POLL_MS = 200;
 
-const started = Date.now();
-const children = [];
 const result = { ok: false, scenarios: {}, screenshots: [], errors: [], timings_ms: {} };
 
-function log(message) {
-  process.stderr.write(`[vscode-editor-e2e +${((Date.now() - started) / 1000).toFixed(1)}s] ${message}\n`);
-}
-
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Poll `fn` until it returns something truthy (the event); a hang fails at the deadline. */
-async function waitFor(what, fn, timeoutMs = STEP_TIMEOUT_MS) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < deadline) {
-    try {
-      last = await fn();
-      if (last) {
-        return last;
-      }
-    } catch (err) {
-      last = err;
-    }
-    await sleep(POLL_MS);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? ` (${last.message})` : ""}`);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
-
-/** Start a child in its own process group so the whole tree can be killed at the end. */
-function startGroup(command, args, options) {
-  const child = spawn(command, args, { ...options, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  return child;
-}
-
-function killGroup(child, signal) {
-  if (!child || child.pid === undefined) {
-    return;
-  }
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-async function stopAll() {
-  for (const child of children) {
-    killGroup(child, "SIGTERM");
-  }
-  const deadline = Date.now() + 5000;
-  while (Date.now() < deadline && children.some((c) => c.exitCode === null && c.signalCode === null)) {
-    await sleep(100);
-  }
-  for (const child of children) {
-    killGroup(child, "SIGKILL");
-  }
-}
-
-async function startFakeProvider(scriptFile, env, logFile) {
-  const child = startGroup(PYTHON, ["-m", "tests.support.fake_provider", "--port", "0", "--script", scriptFile], { cwd: REPO, env });
-  const url = await new Promise((resolve, reject) => {
-    let buffer = "";
-    const timer = setTimeout(() => reject(new Error("fake provider did not print LISTENING")), 30_000);
-    child.stdout.on("data", (chunk) => {
-      buffer += chunk.toString();
-      const match = /LISTENING (http:\/\/\S+)/.exec(buffer);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`fake provider exited with ${code}`)));
-  });
-  const out = fs.createWriteStream(logFile);
-  child.stdout.pipe(out);
-  child.stderr.pipe(out);
-  return url;
-}
-
 // --- browser helpers (as run.mjs) ---------------------------------------------------------------
-
-async function quickInputVisible(page) {
-  return page.evaluate(() => {
-    const widget = document.querySelector(".quick-input-widget");
-    return !!widget && widget.style.display !== "none" && getComputedStyle(widget).display !== "none";
-  });
-}
-
-async function quickInputTitle(page) {
-  return page.evaluate(() => document.querySelector(".quick-input-widget .quick-input-title")?.textContent || "");
-}
-
-/** Click the row of the visible quick pick whose label is exactly `label`. */
-async function pickRow(page, label) {
-  return waitFor(`the row "${label}"`, () =>
-    page.evaluate((wanted) => {
-      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
-      const row = rows.find((r) => (r.querySelector(".label-name")?.textContent || "").replace(/\u00a0/g, " ").trim() === wanted);
-      if (!row) {
-        return false;
-      }
-      row.click();
-      return true;
-    }, label),
-  );
-}
-
-async function runCommand(page, title) {
-  await page.keyboard.press("Escape");
-  await page.keyboard.press("F1");
-  await waitFor("the command palette", () => quickInputVisible(page), 15_000);
-  await page.keyboard.type(title, { delay: 5 });
-  return pickRow(page, title);
-}
 
 /** Answer an input box whose title contains `titlePart`: its value replaced by `text`, then Enter. */
 async function answerInputBox(page, titlePart, text) {
@@ -200,55 +98,6 @@ async function typeIntoQuickInput(page, expectedTitle, text) {
   await page.keyboard.press("Enter");
 }
 
-async function openFile(page, name) {
-  await page.keyboard.press("Escape");
-  await page.keyboard.press("Control+P");
-  await waitFor("quick open", () => quickInputVisible(page), 15_000);
-  await page.locator(".quick-input-widget input.input").first().fill(name);
-  await waitFor(`quick open result ${name}`, () =>
-    page.evaluate((wanted) => {
-      const input = document.querySelector(".quick-input-widget input.input");
-      if (!input || input.value !== wanted) {
-        return false;
-      }
-      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
-      const row = rows.find((r) => (r.querySelector(".label-name")?.textContent || "").trim() === wanted);
-      if (!row) {
-        return false;
-      }
-      row.click();
-      return true;
-    }, name),
-  );
-  await waitFor(`editor tab ${name}`, () =>
-    page.evaluate((wanted) => {
-      const active = document.querySelector(".tabs-container .tab.active .label-name, .tabs-container .tab.active .monaco-icon-label");
-      return !!active && active.textContent.includes(wanted);
-    }, name),
-  );
-}
-
-/** The active editor's text: Monaco recycles line elements, so sort them by their top offset. */
-async function editorText(page) {
-  return page.evaluate(() => {
-    const editor = document.querySelector(".editor-group-container.active .monaco-editor .view-lines") || document.querySelector(".monaco-editor .view-lines");
-    if (!editor) {
-      return "";
-    }
-    const lines = [...editor.querySelectorAll(".view-line")].map((el) => ({ top: parseFloat(el.style.top || "0"), text: el.textContent.replace(/\u00a0/g, " ") }));
-    lines.sort((a, b) => a.top - b.top);
-    return lines.map((l) => l.text).join("\n");
-  });
-}
-
-async function statusTexts(page) {
-  return page.evaluate(() => [...document.querySelectorAll(".statusbar-item")].map((el) => el.textContent.replace(/\s+/g, " ").trim()).filter(Boolean));
-}
-
-async function lichStatus(page) {
-  return (await statusTexts(page)).find((text) => /^Lich\b/.test(text)) || "";
-}
-
 /** Every notification (toasts and the notification center): message and buttons. */
 async function notificationItems(page) {
   return page.evaluate(() =>
@@ -265,23 +114,12 @@ async function clearNotifications(page) {
 }
 
 async function screenshot(page, name) {
-  const file = path.join(ARTIFACTS, `vscode-editor-${name}.png`);
-  await page.screenshot({ path: file });
-  result.screenshots.push(file);
-  return file;
+  return screenshotTo(page, path.join(ARTIFACTS, `vscode-editor-${name}.png`), result);
 }
 
 async function docsScreenshot(page, name) {
   fs.mkdirSync(DOCS_DIR, { recursive: true });
-  const file = path.join(DOCS_DIR, `${name}.png`);
-  await page.screenshot({ path: file });
-  result.screenshots.push(file);
-  return file;
-}
-
-/** The chat view's document: the webview is an iframe in the workbench with the page in an inner frame. */
-function chatFrame(page) {
-  return page.frameLocator("iframe.webview.ready").frameLocator("iframe#active-frame");
+  return screenshotTo(page, path.join(DOCS_DIR, `${name}.png`), result);
 }
 
 async function chatTurns(chat) {
@@ -555,61 +393,32 @@ async function ghostStatusScenario(context, base, folder, onPage) {
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  for (const name of fs.readdirSync(ARTIFACTS)) {
-    if (name.startsWith("vscode-editor-") && name.endsWith(".png")) {
-      fs.rmSync(path.join(ARTIFACTS, name), { force: true });
-    }
-  }
-  for (const [what, file] of [
-    ["code-server (run .ci/vscode/install.sh)", CS_ENTRY],
-    ["playwright-core (run .ci/vscode/install.sh)", TOOLS_PKG],
-    ["chromium (apt-get install chromium)", CHROMIUM],
-    ["the packaged extension (run .ci/vscode/build.sh)", VSIX],
-  ]) {
-    if (!fs.existsSync(file)) {
-      throw Object.assign(new Error(`missing ${what}: ${file}`), { setup: true });
-    }
-  }
-  const { chromium } = createRequire(TOOLS_PKG)("playwright-core");
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "lich-vscode-editor-e2e-"));
+  clearScreenshots("vscode-editor-");
+  const chromium = requireTools();
+  const { scratch, home, userData, extensionsDir } = makeScratch("lich-vscode-editor-e2e-");
   result.scratch = scratch;
-  const home = path.join(scratch, "home");
-  const userData = path.join(scratch, "user-data");
-  const extensionsDir = path.join(scratch, "extensions");
-  for (const dir of [home, path.join(userData, "User"), extensionsDir]) {
-    fs.mkdirSync(dir, { recursive: true });
-  }
   const plan = JSON.parse(
     (() => {
       const run = spawnSync(PYTHON, [path.join(HERE, "editor_turns.py"), scratch], { cwd: REPO, encoding: "utf8" });
       if (run.status !== 0) {
-        throw Object.assign(new Error(`editor_turns.py failed: ${run.stderr}`), { setup: true });
+        throw setupError(`editor_turns.py failed: ${run.stderr}`);
       }
       return run.stdout;
     })(),
   );
   const configHome = path.join(home, ".config");
-  const env = {
-    ...process.env,
-    HOME: home,
-    XDG_CONFIG_HOME: configHome,
-    XDG_DATA_HOME: path.join(home, ".local", "share"),
-    XDG_CACHE_HOME: path.join(home, ".cache"),
-    XDG_STATE_HOME: path.join(home, ".local", "state"),
-    PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
-    [FAKE_KEY_ENV]: "sk-fake-e2e",
-  };
+  const env = isolatedEnv(home, { [FAKE_KEY_ENV]: "sk-fake-e2e" });
   // No model set up: nothing in the environment may name one.
   for (const key of ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "LICH_PROVIDER_KIND", "LICH_BASE_URL", "LICH_MODEL", "LICH_API_KEY"]) {
     delete env[key];
   }
 
   // The welcome's own model (what the setup points at), and one per folder.
-  const welcomeUrl = await startFakeProvider(plan.notify.turns_file, env, path.join(scratch, "welcome-provider.log"));
+  const welcomeUrl = await startFakeModel(fakeProviderArgs(plan.notify.turns_file), env, path.join(scratch, "welcome-provider.log"));
   const welcomeFolder = folderWith(scratch, "welcome-project", { "hello.py": plan.notify.files["hello.py"] });
-  const notifyUrl = await startFakeProvider(plan.notify.turns_file, env, path.join(scratch, "notify-provider.log"));
+  const notifyUrl = await startFakeModel(fakeProviderArgs(plan.notify.turns_file), env, path.join(scratch, "notify-provider.log"));
   const notifyFolder = folderWith(scratch, "notify-project", plan.notify.files, providerSettings(notifyUrl));
-  const reviewUrl = await startFakeProvider(plan.review.turns_file, env, path.join(scratch, "review-provider.log"));
+  const reviewUrl = await startFakeModel(fakeProviderArgs(plan.review.turns_file), env, path.join(scratch, "review-provider.log"));
   const reviewFolder = folderWith(scratch, "review-project", plan.review.files, {
     ...providerSettings(reviewUrl),
     "lich.editMode": "review",
@@ -623,55 +432,23 @@ async function main() {
   });
 
   const settings = {
-    "workbench.startupEditor": "none",
-    "workbench.welcomePage.walkthroughs.openOnInstall": false,
-    "workbench.tips.enabled": false,
-    "workbench.enableExperiments": false,
-    "security.workspace.trust.enabled": false,
-    "telemetry.telemetryLevel": "off",
-    "update.mode": "none",
-    "extensions.autoUpdate": false,
-    "extensions.autoCheckUpdates": false,
-    "extensions.ignoreRecommendations": true,
-    "files.autoSave": "off",
-    "files.hotExit": "off",
-    "window.restoreWindows": "none",
-    "chat.commandCenter.enabled": false,
+    ...BASE_SETTINGS,
     // The DOM renderer: the terminal's text is then in the page (the demo's output is read there).
     "terminal.integrated.gpuAcceleration": "off",
     "lich.server.command": PYTHON,
     "lich.server.args": ["-m", "lich_lsp"],
     "lich.approval": { "file/edit": "allow", "file/write": "allow" },
   };
-  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
   // code-server reads machine-scoped settings (lich.server.*) from the remote machine's settings.
-  fs.mkdirSync(path.join(userData, "Machine"), { recursive: true });
-  fs.writeFileSync(path.join(userData, "Machine", "settings.json"), JSON.stringify({ "lich.server.command": PYTHON, "lich.server.args": ["-m", "lich_lsp"] }, null, 2));
+  writeSettings(userData, settings);
 
-  const csArgs = ["--user-data-dir", userData, "--extensions-dir", extensionsDir];
-  const install = spawnSync(process.execPath, [CS_ENTRY, ...csArgs, "--install-extension", VSIX, "--force"], { env, encoding: "utf8", timeout: 120_000 });
-  if (install.status !== 0 || !/successfully installed/i.test(install.stdout + install.stderr)) {
-    throw Object.assign(new Error(`installing the .vsix failed: ${install.stdout}\n${install.stderr}`), { setup: true });
-  }
-  const port = await freePort();
-  const codeServer = startGroup(
-    process.execPath,
-    [CS_ENTRY, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", ...csArgs, welcomeFolder],
-    { env, cwd: scratch },
-  );
-  const csLog = fs.createWriteStream(path.join(scratch, "code-server.log"));
-  codeServer.stdout.pipe(csLog);
-  codeServer.stderr.pipe(csLog);
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor("code-server /healthz", async () => (await fetch(`${base}/healthz`)).ok, SERVER_START_TIMEOUT_MS);
+  const csArgs = codeServerArgs(userData, extensionsDir);
+  installVsix(env, csArgs);
+  const base = await startCodeServer({ env, csArgs, folder: welcomeFolder, cwd: scratch, logFile: path.join(scratch, "code-server.log"), timeoutMs: SERVER_START_TIMEOUT_MS });
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
-  });
+  const browser = await launchChromium(chromium);
   try {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const context = await newContext(browser);
     const run = async (name, fn) => {
       let page;
       await scenario(name, () => fn((p) => (page = p)), () => page);
@@ -718,6 +495,6 @@ try {
     }
   }
   fs.writeFileSync(path.join(ARTIFACTS, "vscode-editor-e2e-result.json"), JSON.stringify(result, null, 2));
-  process.stdout.write(`E2E_RESULT ${JSON.stringify(result)}\n`);
+  printResult(result);
   process.exit(exitCode);
 }

@@ -14,154 +14,45 @@
 //
 // Environment: LICH_PYTHON, LICH_VSCODE_CACHE, LICH_VSIX, LICH_ARTIFACTS_DIR, LICH_CHROMIUM (as
 // e2e/run.mjs). See /work/shared/VSCODE-E2E.md for how code-server is installed and run here.
-import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
-import * as os from "node:os";
 import * as path from "node:path";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+import {
+  ARTIFACTS,
+  BASE_SETTINGS,
+  PYTHON,
+  codeServerArgs,
+  configure,
+  installVsix,
+  isolatedEnv,
+  launchChromium,
+  lichStatus,
+  log,
+  makeScratch,
+  newContext,
+  openFile,
+  printResult,
+  requestsSent,
+  requireTools,
+  screenshotTo,
+  startCodeServer,
+  startFakeModel,
+  stopAll,
+  waitFor,
+  writeSettings,
+} from "./harness.mjs";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.resolve(HERE, "..", "..", "..");
-const CACHE = process.env.LICH_VSCODE_CACHE || path.join(REPO, ".ci", "cache", "vscode");
-const CS_ENTRY = path.join(CACHE, "code-server", "node_modules", "code-server", "out", "node", "entry.js");
-const TOOLS_PKG = path.join(CACHE, "tools", "package.json");
-const VSIX = process.env.LICH_VSIX || path.join(REPO, "editors", "vscode", "dist", "lich-lsp.vsix");
-const PYTHON = process.env.LICH_PYTHON || "python3";
-const ARTIFACTS = process.env.LICH_ARTIFACTS_DIR || path.join(REPO, "test-artifacts");
-const CHROMIUM = process.env.LICH_CHROMIUM || "/usr/bin/chromium";
-
-const STEP_TIMEOUT_MS = 60_000;
 const SERVER_START_TIMEOUT_MS = 90_000;
-// How often a wait looks at the page again (each wait is on a condition, bounded by its timeout).
-const POLL_MS = 100;
 const IDLE_STATUS = /^Lich: openai_compat\/fake-model/;
 const FILE = "calc.py";
 const CALC = "def summary(items):\n    count = 0\n    for item in items:\n        count += item\n    return count\n";
 
-const started = Date.now();
-const children = [];
 const result = { ok: false, steps: {}, screenshots: [], errors: [] };
 
-function log(message) {
-  process.stderr.write(`[next-edit-e2e +${((Date.now() - started) / 1000).toFixed(1)}s] ${message}\n`);
-}
-
-function pause(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-async function waitFor(what, fn, timeoutMs = STEP_TIMEOUT_MS) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < deadline) {
-    try {
-      last = await fn();
-      if (last) {
-        return last;
-      }
-    } catch (err) {
-      last = err;
-    }
-    await pause(POLL_MS);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? ` (${last.message})` : ""}; the editor drew ${JSON.stringify(lastDrawn)}`);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
-
-/** A child in its own process group, so the whole tree (extension host, server) can be killed. */
-function startGroup(command, args, options) {
-  const child = spawn(command, args, { ...options, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  return child;
-}
-
-async function stopAll() {
-  for (const signal of ["SIGTERM", "SIGKILL"]) {
-    for (const child of children) {
-      try {
-        process.kill(-child.pid, signal);
-      } catch {
-        // already gone
-      }
-    }
-    const deadline = Date.now() + 5000;
-    while (signal === "SIGTERM" && Date.now() < deadline && children.some((c) => c.exitCode === null && c.signalCode === null)) {
-      await pause(100);
-    }
-  }
-}
-
-async function startZeta(env, requestsFile, logFile) {
-  const child = startGroup(PYTHON, ["-m", "tests.support.fake_zeta", "--port", "0", "--rename", "count=total", "--rename", "tot=total", "--requests", requestsFile], { cwd: REPO, env });
-  const url = await new Promise((resolve, reject) => {
-    let buffer = "";
-    const timer = setTimeout(() => reject(new Error("the fake Zeta model did not print LISTENING")), 30_000);
-    child.stdout.on("data", (chunk) => {
-      buffer += chunk.toString();
-      const match = /LISTENING (http:\/\/\S+)/.exec(buffer);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`the fake Zeta model exited with ${code}`)));
-  });
-  const out = fs.createWriteStream(logFile);
-  child.stdout.pipe(out);
-  child.stderr.pipe(out);
-  return url;
-}
+// How often a wait looks at the page again (each wait is on a condition, bounded by its timeout);
+// a wait that times out says what the editor drew last.
+configure({ tag: "next-edit-e2e", poll: 100, onTimeout: () => `; the editor drew ${JSON.stringify(lastDrawn)}` });
 
 // --- the page ------------------------------------------------------------------------------
-
-async function quickInputVisible(page) {
-  return page.evaluate(() => {
-    const widget = document.querySelector(".quick-input-widget");
-    return !!widget && widget.style.display !== "none" && getComputedStyle(widget).display !== "none";
-  });
-}
-
-async function openFile(page, name) {
-  await page.keyboard.press("Escape");
-  await page.keyboard.press("Control+P");
-  await waitFor("quick open", () => quickInputVisible(page), 15_000);
-  await page.locator(".quick-input-widget input.input").first().fill(name);
-  await waitFor(`quick open result ${name}`, () =>
-    page.evaluate((wanted) => {
-      const input = document.querySelector(".quick-input-widget input.input");
-      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
-      const row = input && input.value === wanted && rows.find((r) => (r.querySelector(".label-name")?.textContent || "").trim() === wanted);
-      if (!row) {
-        return false;
-      }
-      row.click();
-      return true;
-    }, name),
-  );
-  await waitFor(`editor tab ${name}`, () =>
-    page.evaluate((wanted) => {
-      const active = document.querySelector(".tabs-container .tab.active .label-name, .tabs-container .tab.active .monaco-icon-label");
-      return !!active && active.textContent.includes(wanted);
-    }, name),
-  );
-}
-
-async function lichStatus(page) {
-  const texts = await page.evaluate(() => [...document.querySelectorAll(".statusbar-item")].map((el) => el.textContent.replace(/\s+/g, " ").trim()));
-  return texts.find((text) => /^Lich\b/.test(text)) || "";
-}
 
 /** The cursor as the status bar shows it: [line, column], 1-based. */
 async function cursorPosition(page) {
@@ -217,10 +108,7 @@ async function editorText(page) {
 }
 
 async function screenshot(page, name) {
-  const file = path.join(ARTIFACTS, `vscode-next-edit-${name}.png`);
-  await page.screenshot({ path: file });
-  result.screenshots.push(file);
-  return file;
+  return screenshotTo(page, path.join(ARTIFACTS, `vscode-next-edit-${name}.png`), result);
 }
 
 /** The lines that show a suggestion: a marker, struck-through text or an `after` text. */
@@ -351,61 +239,24 @@ async function scenario(page, folder) {
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  for (const [what, file] of [
-    ["code-server (run .ci/vscode/install.sh)", CS_ENTRY],
-    ["playwright-core (run .ci/vscode/install.sh)", TOOLS_PKG],
-    ["chromium (apt-get install chromium)", CHROMIUM],
-    ["the packaged extension (run .ci/vscode/build.sh)", VSIX],
-  ]) {
-    if (!fs.existsSync(file)) {
-      throw new Error(`missing ${what}: ${file}`);
-    }
-  }
-  const { chromium } = createRequire(TOOLS_PKG)("playwright-core");
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "lich-next-edit-e2e-"));
+  const chromium = requireTools();
+  const { scratch, home, userData, extensionsDir } = makeScratch("lich-next-edit-e2e-");
   result.scratch = scratch;
-  const home = path.join(scratch, "home");
-  const userData = path.join(scratch, "user-data");
-  const extensionsDir = path.join(scratch, "extensions");
   const folder = path.join(scratch, "project");
-  for (const dir of [home, path.join(userData, "User"), path.join(userData, "Machine"), extensionsDir, path.join(folder, ".git")]) {
-    fs.mkdirSync(dir, { recursive: true });
-  }
+  fs.mkdirSync(path.join(folder, ".git"), { recursive: true });
   fs.writeFileSync(path.join(folder, FILE), CALC);
-  const env = {
-    ...process.env,
-    HOME: home,
-    XDG_CONFIG_HOME: path.join(home, ".config"),
-    XDG_DATA_HOME: path.join(home, ".local", "share"),
-    XDG_CACHE_HOME: path.join(home, ".cache"),
-    XDG_STATE_HOME: path.join(home, ".local", "state"),
-    PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
-  };
-  delete env.OPENAI_API_KEY;
-  delete env.ANTHROPIC_API_KEY;
+  const env = isolatedEnv(home);
 
   const requestsFile = path.join(scratch, "zeta-requests.jsonl");
-  const zetaUrl = await startZeta(env, requestsFile, path.join(scratch, "zeta.log"));
+  const zetaArgs = ["-m", "tests.support.fake_zeta", "--port", "0", "--rename", "count=total", "--rename", "tot=total", "--requests", requestsFile];
+  const zetaUrl = await startFakeModel(zetaArgs, env, path.join(scratch, "zeta.log"), "the fake Zeta model");
   // The next-edit model is a user-side key: the user's config file (the server inherits HOME).
   const userConfig = path.join(home, ".config", "lich", "config.json");
   fs.mkdirSync(path.dirname(userConfig), { recursive: true });
   fs.writeFileSync(userConfig, JSON.stringify({ next_edit: { kind: "openai_compat", format: "zeta", base_url: `${zetaUrl}/v1`, model: "zeta" } }, null, 2));
 
   const settings = {
-    "workbench.startupEditor": "none",
-    "workbench.welcomePage.walkthroughs.openOnInstall": false,
-    "workbench.tips.enabled": false,
-    "workbench.enableExperiments": false,
-    "security.workspace.trust.enabled": false,
-    "telemetry.telemetryLevel": "off",
-    "update.mode": "none",
-    "extensions.autoUpdate": false,
-    "extensions.autoCheckUpdates": false,
-    "extensions.ignoreRecommendations": true,
-    "files.autoSave": "off",
-    "files.hotExit": "off",
-    "window.restoreWindows": "none",
-    "chat.commandCenter.enabled": false,
+    ...BASE_SETTINGS,
     "editor.quickSuggestions": { other: false, comments: false, strings: false },
     "editor.wordBasedSuggestions": "off",
     "lich.server.command": PYTHON,
@@ -415,41 +266,22 @@ async function main() {
     "lich.baseUrl": `${zetaUrl}/v1`,
     "lich.model": "fake-model",
   };
-  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
   // code-server reads machine-scoped settings (lich.server.*) from the Machine settings (run.mjs).
-  const machine = Object.fromEntries(Object.entries(settings).filter(([key]) => key.startsWith("lich.server.")));
-  fs.writeFileSync(path.join(userData, "Machine", "settings.json"), JSON.stringify(machine, null, 2));
+  writeSettings(userData, settings);
 
-  const csArgs = ["--user-data-dir", userData, "--extensions-dir", extensionsDir];
-  const install = spawnSync(process.execPath, [CS_ENTRY, ...csArgs, "--install-extension", VSIX, "--force"], { env, encoding: "utf8", timeout: 120_000 });
-  if (install.status !== 0 || !/successfully installed/i.test(install.stdout + install.stderr)) {
-    throw new Error(`installing the .vsix failed: ${install.stdout}\n${install.stderr}`);
-  }
-  const port = await freePort();
-  const codeServer = startGroup(
-    process.execPath,
-    [CS_ENTRY, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override", ...csArgs, folder],
-    { env, cwd: folder },
-  );
-  const csLog = fs.createWriteStream(path.join(scratch, "code-server.log"));
-  codeServer.stdout.pipe(csLog);
-  codeServer.stderr.pipe(csLog);
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor("code-server /healthz", async () => (await fetch(`${base}/healthz`)).ok, SERVER_START_TIMEOUT_MS);
+  const csArgs = codeServerArgs(userData, extensionsDir);
+  installVsix(env, csArgs);
+  const base = await startCodeServer({ env, csArgs, folder, cwd: folder, logFile: path.join(scratch, "code-server.log"), timeoutMs: SERVER_START_TIMEOUT_MS });
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
-  });
+  const browser = await launchChromium(chromium);
   let page;
   try {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const context = await newContext(browser);
     page = await context.newPage();
     await page.goto(`${base}/?folder=${encodeURIComponent(folder)}`);
     await page.waitForSelector(".monaco-workbench", { timeout: SERVER_START_TIMEOUT_MS });
     Object.assign(result, await scenario(page, folder));
-    result.requests = fs.existsSync(requestsFile) ? fs.readFileSync(requestsFile, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line)) : [];
+    result.requests = requestsSent(requestsFile);
     result.ok = true;
   } catch (err) {
     result.errors.push(err instanceof Error ? err.stack || err.message : String(err));
@@ -467,5 +299,5 @@ try {
   result.errors.push(err instanceof Error ? err.stack || err.message : String(err));
 } finally {
   await stopAll();
-  process.stdout.write(`E2E_RESULT ${JSON.stringify(result)}\n`);
+  printResult(result);
 }

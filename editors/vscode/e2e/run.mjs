@@ -38,35 +38,58 @@
 // working on one; the test runs them all), LICH_DOCS_DIR is where the chat screenshots go
 // (default <repo>/docs/editors). Prints one line `E2E_RESULT {json}` and exits 0 when
 // every scenario passed, 1 otherwise, 2 when the setup itself failed.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
-import * as os from "node:os";
 import * as path from "node:path";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+import {
+  ARTIFACTS,
+  BASE_SETTINGS,
+  FAKE_KEY_ENV,
+  HERE,
+  ONLY,
+  PYTHON,
+  REPO,
+  STEP_TIMEOUT_MS,
+  chatFrame,
+  clearScreenshots,
+  codeServerArgs,
+  configure,
+  editorText,
+  fakeProviderArgs,
+  installVsix,
+  isolatedEnv,
+  launchChromium,
+  lichStatus,
+  log,
+  makeScratch,
+  newContext,
+  openFile,
+  printResult,
+  quickInputTitle,
+  quickInputVisible,
+  requestsSent,
+  requireTools,
+  runCommand,
+  screenshotTo,
+  sleep,
+  startCodeServer,
+  startFakeModel,
+  started,
+  stopAll,
+  waitFor,
+  writeSettings,
+} from "./harness.mjs";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.resolve(HERE, "..", "..", "..");
-const CACHE = process.env.LICH_VSCODE_CACHE || path.join(REPO, ".ci", "cache", "vscode");
-const CS_ENTRY = path.join(CACHE, "code-server", "node_modules", "code-server", "out", "node", "entry.js");
-const TOOLS_PKG = path.join(CACHE, "tools", "package.json");
-const VSIX = process.env.LICH_VSIX || path.join(REPO, "editors", "vscode", "dist", "lich-lsp.vsix");
-const PYTHON = process.env.LICH_PYTHON || "python3";
-const ARTIFACTS = process.env.LICH_ARTIFACTS_DIR || path.join(REPO, "test-artifacts");
-const CHROMIUM = process.env.LICH_CHROMIUM || "/usr/bin/chromium";
-const FAKE_KEY_ENV = "LICH_E2E_FAKE_KEY";
+configure({ tag: "vscode-e2e" });
+
 const DOCS_DIR = process.env.LICH_DOCS_DIR || path.join(REPO, "docs", "editors");
-const ONLY = (process.env.LICH_E2E_ONLY || "").split(",").map((name) => name.trim()).filter(Boolean);
 
-const STEP_TIMEOUT_MS = 60_000;
 const SERVER_START_TIMEOUT_MS = 60_000;
 // Well under the slow turn's 120 s, so a pass proves the cancel, with room for a loaded machine.
 const CANCEL_DEADLINE_MS = 45_000;
 // The idle status bar text: provider kind and model exactly as the server reports them in
 // lich.status (the extension does not fall back to its settings, so this proves the round trip).
 const IDLE_STATUS = /^Lich: openai_compat\/fake-model$/;
-const POLL_MS = 200;
 // The server's question when .lich/config.json has keys it ignores until trusted.
 const TRUST_QUESTION = "lich: this workspace's .lich/config.json";
 const TRUST_CONFIG = { plugins: [".lich/plugins/evil.py"] };
@@ -90,136 +113,9 @@ const TESTS_PROJECT = {
 };
 const TESTS_FIXED_LINE = "    return a + b";
 
-const started = Date.now();
-const children = [];
 const result = { ok: false, scenarios: {}, screenshots: [], errors: [], timings_ms: {}, uses: null };
 
-function log(message) {
-  process.stderr.write(`[vscode-e2e +${((Date.now() - started) / 1000).toFixed(1)}s] ${message}\n`);
-}
-
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-async function waitFor(what, fn, timeoutMs = STEP_TIMEOUT_MS) {
-  const deadline = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < deadline) {
-    try {
-      last = await fn();
-      if (last) {
-        return last;
-      }
-    } catch (err) {
-      last = err;
-    }
-    await sleep(POLL_MS);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? ` (${last.message})` : ""}`);
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
-
-/** Start a child in its own process group so the whole tree can be killed at the end. */
-function startGroup(command, args, options) {
-  const child = spawn(command, args, { ...options, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  children.push(child);
-  return child;
-}
-
-function killGroup(child, signal = "SIGTERM") {
-  if (!child || child.pid === undefined) {
-    return;
-  }
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-async function stopAll() {
-  for (const child of children) {
-    killGroup(child, "SIGTERM");
-  }
-  const deadline = Date.now() + 5000;
-  while (Date.now() < deadline && children.some((c) => c.exitCode === null && c.signalCode === null)) {
-    await sleep(100);
-  }
-  for (const child of children) {
-    killGroup(child, "SIGKILL");
-  }
-}
-
-function logTo(file, child) {
-  const out = fs.createWriteStream(file);
-  child.stdout.pipe(out);
-  child.stderr.pipe(out);
-}
-
-async function startFakeProvider(scriptFile, env, logFile, args = ["-m", "tests.support.fake_provider", "--port", "0", "--script", scriptFile]) {
-  const child = startGroup(PYTHON, args, { cwd: REPO, env });
-  const url = await new Promise((resolve, reject) => {
-    let buffer = "";
-    const timer = setTimeout(() => reject(new Error("fake provider did not print LISTENING")), 30_000);
-    child.stdout.on("data", (chunk) => {
-      buffer += chunk.toString();
-      const match = /LISTENING (http:\/\/\S+)/.exec(buffer);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`fake provider exited with ${code}`)));
-  });
-  const out = fs.createWriteStream(logFile);
-  child.stdout.pipe(out);
-  child.stderr.pipe(out);
-  return url;
-}
-
 // --- browser helpers -----------------------------------------------------------------------
-
-async function quickInputVisible(page) {
-  return page.evaluate(() => {
-    const widget = document.querySelector(".quick-input-widget");
-    return !!widget && widget.style.display !== "none" && getComputedStyle(widget).display !== "none";
-  });
-}
-
-async function runCommand(page, title) {
-  await page.keyboard.press("Escape");
-  await page.keyboard.press("F1");
-  await waitFor("the command palette", () => quickInputVisible(page), 15_000);
-  await page.keyboard.type(title, { delay: 5 });
-  // Click the row whose label is exactly the title: "Ask Agent" must not pick "Ask Agent About Selection".
-  const clicked = await waitFor(`palette row "${title}"`, () =>
-    page.evaluate((wanted) => {
-      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
-      const row = rows.find((r) => (r.querySelector(".label-name")?.textContent || "").replace(/\u00a0/g, " ").trim() === wanted);
-      if (!row) {
-        return false;
-      }
-      row.click();
-      return true;
-    }, title),
-  );
-  return clicked;
-}
-
-async function quickInputTitle(page) {
-  return page.evaluate(() => document.querySelector(".quick-input-widget .quick-input-title")?.textContent || "");
-}
 
 async function typeIntoQuickInput(page, expectedTitle, text) {
   await waitFor(`input box "${expectedTitle}"`, async () => (await quickInputVisible(page)) && (await quickInputTitle(page)).includes(expectedTitle));
@@ -236,58 +132,8 @@ async function typeIntoQuickInput(page, expectedTitle, text) {
   await page.keyboard.press("Enter");
 }
 
-async function openFile(page, name) {
-  await page.keyboard.press("Escape");
-  await page.keyboard.press("Control+P");
-  await waitFor("quick open", () => quickInputVisible(page), 15_000);
-  await page.locator(".quick-input-widget input.input").first().fill(name);
-  // Click the exact file row once the list is filtered (Enter could pick a stale first row).
-  await waitFor(`quick open result ${name}`, () =>
-    page.evaluate((wanted) => {
-      const input = document.querySelector(".quick-input-widget input.input");
-      if (!input || input.value !== wanted) {
-        return false;
-      }
-      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
-      const row = rows.find((r) => (r.querySelector(".label-name")?.textContent || "").trim() === wanted);
-      if (!row) {
-        return false;
-      }
-      row.click();
-      return true;
-    }, name),
-  );
-  await waitFor(`editor tab ${name}`, () =>
-    page.evaluate((wanted) => {
-      const active = document.querySelector(".tabs-container .tab.active .label-name, .tabs-container .tab.active .monaco-icon-label");
-      return !!active && active.textContent.includes(wanted);
-    }, name),
-  );
-}
-
-/** The active editor's text: Monaco recycles line elements, so sort them by their top offset. */
-async function editorText(page) {
-  return page.evaluate(() => {
-    const editor = document.querySelector(".editor-group-container.active .monaco-editor .view-lines") || document.querySelector(".monaco-editor .view-lines");
-    if (!editor) {
-      return "";
-    }
-    const lines = [...editor.querySelectorAll(".view-line")].map((el) => ({ top: parseFloat(el.style.top || "0"), text: el.textContent.replace(/\u00a0/g, " ") }));
-    lines.sort((a, b) => a.top - b.top);
-    return lines.map((l) => l.text).join("\n");
-  });
-}
-
 async function activeTabDirty(page) {
   return page.evaluate(() => !!document.querySelector(".tabs-container .tab.active.dirty"));
-}
-
-async function statusTexts(page) {
-  return page.evaluate(() => [...document.querySelectorAll(".statusbar-item")].map((el) => el.textContent.replace(/\s+/g, " ").trim()).filter(Boolean));
-}
-
-async function lichStatus(page) {
-  return (await statusTexts(page)).find((text) => /^Lich\b/.test(text)) || "";
 }
 
 async function notifications(page) {
@@ -372,10 +218,7 @@ async function commandNotification(page, title, pattern) {
 }
 
 async function screenshot(page, name) {
-  const file = path.join(ARTIFACTS, `vscode-${name}.png`);
-  await page.screenshot({ path: file });
-  result.screenshots.push(file);
-  return file;
+  return screenshotTo(page, path.join(ARTIFACTS, `vscode-${name}.png`), result);
 }
 
 function transcriptLog(userData) {
@@ -427,11 +270,6 @@ async function scenario(name, fn, pageOf) {
 
 // --- the chat view ---------------------------------------------------------------------------
 
-/** The chat view's document: the webview is an iframe in the workbench with the page in an inner frame. */
-function chatFrame(page) {
-  return page.frameLocator("iframe.webview.ready").frameLocator("iframe#active-frame");
-}
-
 /** The turns the view shows: prompt, answer text, whether it is still running, its Rewind turn. */
 async function chatTurns(chat) {
   return chat.locator("section.turn").evaluateAll((sections) =>
@@ -444,13 +282,6 @@ async function chatTurns(chat) {
       rewind: s.querySelector("button.rewind")?.dataset.turn || null,
     })),
   );
-}
-
-function chatRequestsSent(file) {
-  if (!fs.existsSync(file)) {
-    return [];
-  }
-  return fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line));
 }
 
 async function workbenchTheme(page) {
@@ -481,10 +312,8 @@ async function setColorTheme(page, label, wanted) {
 /** Screenshot for the docs page (and a copy among the artifacts). */
 async function docsScreenshot(page, name) {
   fs.mkdirSync(DOCS_DIR, { recursive: true });
-  const file = path.join(DOCS_DIR, `${name}.png`);
-  await page.screenshot({ path: file });
+  const file = await screenshotTo(page, path.join(DOCS_DIR, `${name}.png`), result);
   fs.copyFileSync(file, path.join(ARTIFACTS, `vscode-${name}.png`));
-  result.screenshots.push(file);
   return file;
 }
 
@@ -521,7 +350,7 @@ async function chatScenario(context, base, folder, requestsFile, chatPlan, onPag
     const text = await editorText(page);
     return text.includes(chatPlan.new_line) ? text : false;
   });
-  const requests = chatRequestsSent(requestsFile);
+  const requests = requestsSent(requestsFile);
   const sentText = (request) => JSON.stringify(request?.messages ?? request ?? "");
 
   // The view in the dark theme, then in the light one, with the patch call opened to show its
@@ -774,7 +603,7 @@ async function inlineCompletionScenario(context, base, folder, fim, requestsFile
     const text = fs.readFileSync(path.join(folder, fim.file), "utf8");
     return text.includes(line) ? text : false;
   });
-  const requests = chatRequestsSent(requestsFile);
+  const requests = requestsSent(requestsFile);
   // The request the ghost text answered: its prompt ends where the typing stopped.
   const asked = requests.find((r) => typeof r.prompt === "string" && r.prompt.endsWith(`${fim.text}${fim.typed}`)) || {};
   return {
@@ -792,33 +621,13 @@ async function inlineCompletionScenario(context, base, folder, fim, requestsFile
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  // Screenshots of an earlier run (a failed-* one especially) must not pass for this run's.
-  for (const name of fs.readdirSync(ARTIFACTS)) {
-    if (name.startsWith("vscode-") && name.endsWith(".png")) {
-      fs.rmSync(path.join(ARTIFACTS, name), { force: true });
-    }
-  }
-  for (const [what, file] of [
-    ["code-server (run .ci/vscode/install.sh)", CS_ENTRY],
-    ["playwright-core (run .ci/vscode/install.sh)", TOOLS_PKG],
-    ["chromium (apt-get install chromium)", CHROMIUM],
-    ["the packaged extension (run .ci/vscode/build.sh)", VSIX],
-  ]) {
-    if (!fs.existsSync(file)) {
-      throw Object.assign(new Error(`missing ${what}: ${file}`), { setup: true });
-    }
-  }
-  const { chromium } = createRequire(TOOLS_PKG)("playwright-core");
+  clearScreenshots("vscode-");
+  const chromium = requireTools();
 
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "lich-vscode-e2e-"));
+  const { scratch, home, userData, extensionsDir } = makeScratch("lich-vscode-e2e-");
   result.scratch = scratch;
-  const home = path.join(scratch, "home");
-  const userData = path.join(scratch, "user-data");
-  const extensionsDir = path.join(scratch, "extensions");
   const workspace = path.join(scratch, "workspace");
-  for (const dir of [home, path.join(userData, "User"), extensionsDir, workspace]) {
-    fs.mkdirSync(dir, { recursive: true });
-  }
+  fs.mkdirSync(workspace, { recursive: true });
 
   // The scripted model and the workspace files it expects.
   const turnsFile = path.join(scratch, "turns.json");
@@ -855,21 +664,10 @@ async function main() {
     fs.writeFileSync(path.join(testsFolder, name), text);
   }
 
-  const env = {
-    ...process.env,
-    HOME: home,
-    XDG_CONFIG_HOME: path.join(home, ".config"),
-    XDG_DATA_HOME: path.join(home, ".local", "share"),
-    XDG_CACHE_HOME: path.join(home, ".cache"),
-    // The server's trust records ("allow always" answers too) must stay in the scratch folder.
-    XDG_STATE_HOME: path.join(home, ".local", "state"),
-    PYTHONPATH: [REPO, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
-    [FAKE_KEY_ENV]: "sk-fake-e2e",
-  };
-  delete env.OPENAI_API_KEY;
-  delete env.ANTHROPIC_API_KEY;
+  // The server's trust records ("allow always" answers too) must stay in the scratch folder.
+  const env = isolatedEnv(home, { [FAKE_KEY_ENV]: "sk-fake-e2e" });
 
-  const providerUrl = await startFakeProvider(turnsFile, env, path.join(scratch, "fake-provider.log"));
+  const providerUrl = await startFakeModel(fakeProviderArgs(turnsFile), env, path.join(scratch, "fake-provider.log"));
   // The chat folder has its own model, which records its requests; the folder's settings point
   // the extension at it.
   const chatFolder = path.join(scratch, "chat-project");
@@ -878,16 +676,7 @@ async function main() {
   for (const [name, text] of Object.entries(plan.chat.files)) {
     fs.writeFileSync(path.join(chatFolder, name), text);
   }
-  const chatProviderUrl = await startFakeProvider(chatTurnsFile, env, path.join(scratch, "chat-provider.log"), [
-    "-m",
-    "tests.support.fake_provider",
-    "--port",
-    "0",
-    "--script",
-    chatTurnsFile,
-    "--requests",
-    chatRequests,
-  ]);
+  const chatProviderUrl = await startFakeModel(fakeProviderArgs(chatTurnsFile, chatRequests), env, path.join(scratch, "chat-provider.log"));
   fs.writeFileSync(path.join(chatFolder, ".vscode", "settings.json"), JSON.stringify({ "lich.baseUrl": `${chatProviderUrl}/v1` }, null, 2));
   // The review-mode chat: its own folder and model, edits wait as hunks.
   const chatReviewFolder = path.join(scratch, "chat-review-project");
@@ -895,7 +684,7 @@ async function main() {
   for (const [name, text] of Object.entries(plan.chat.files)) {
     fs.writeFileSync(path.join(chatReviewFolder, name), text);
   }
-  const chatReviewUrl = await startFakeProvider(chatReviewTurnsFile, env, path.join(scratch, "chat-review-provider.log"));
+  const chatReviewUrl = await startFakeModel(fakeProviderArgs(chatReviewTurnsFile), env, path.join(scratch, "chat-review-provider.log"));
   fs.writeFileSync(
     path.join(chatReviewFolder, ".vscode", "settings.json"),
     JSON.stringify({ "lich.baseUrl": `${chatReviewUrl}/v1`, "lich.editMode": "review" }, null, 2),
@@ -908,23 +697,14 @@ async function main() {
   }
   fs.writeFileSync(path.join(scratch, plan.chat_links.outside), plan.chat_links.outside_text);
   fs.mkdirSync(path.join(chatLinksFolder, ".vscode"), { recursive: true });
-  const chatLinksUrl = await startFakeProvider(chatLinksTurnsFile, env, path.join(scratch, "chat-links-provider.log"));
+  const chatLinksUrl = await startFakeModel(fakeProviderArgs(chatLinksTurnsFile), env, path.join(scratch, "chat-links-provider.log"));
   fs.writeFileSync(path.join(chatLinksFolder, ".vscode", "settings.json"), JSON.stringify({ "lich.baseUrl": `${chatLinksUrl}/v1` }, null, 2));
   // Inline completions: a folder whose completion model is a fake FIM server recording requests.
   const fimFolder = path.join(scratch, "completion-project");
   const fimRequests = path.join(scratch, "fim-requests.jsonl");
   fs.mkdirSync(path.join(fimFolder, ".vscode"), { recursive: true });
   fs.writeFileSync(path.join(fimFolder, plan.fim.file), plan.fim.text);
-  const fimUrl = await startFakeProvider(fimTurnsFile, env, path.join(scratch, "fim-provider.log"), [
-    "-m",
-    "tests.support.fake_provider",
-    "--port",
-    "0",
-    "--script",
-    fimTurnsFile,
-    "--requests",
-    fimRequests,
-  ]);
+  const fimUrl = await startFakeModel(fakeProviderArgs(fimTurnsFile, fimRequests), env, path.join(scratch, "fim-provider.log"));
   fs.writeFileSync(
     path.join(fimFolder, ".vscode", "settings.json"),
     JSON.stringify({ "lich.completions.model": { kind: "openai_compat", format: "completions", base_url: `${fimUrl}/v1`, model: "fim" } }, null, 2),
@@ -932,20 +712,7 @@ async function main() {
   log(`fake provider at ${providerUrl} (model uses ${plan.uses})`);
 
   const settings = {
-    "workbench.startupEditor": "none",
-    "workbench.welcomePage.walkthroughs.openOnInstall": false,
-    "workbench.tips.enabled": false,
-    "workbench.enableExperiments": false,
-    "security.workspace.trust.enabled": false,
-    "telemetry.telemetryLevel": "off",
-    "update.mode": "none",
-    "extensions.autoUpdate": false,
-    "extensions.autoCheckUpdates": false,
-    "extensions.ignoreRecommendations": true,
-    "files.autoSave": "off",
-    "files.hotExit": "off",
-    "window.restoreWindows": "none",
-    "chat.commandCenter.enabled": false,
+    ...BASE_SETTINGS,
     "lich.server.command": PYTHON,
     "lich.server.args": ["-m", "lich_lsp"],
     "lich.provider.kind": "openai_compat",
@@ -954,64 +721,20 @@ async function main() {
     "lich.apiKeyEnv": FAKE_KEY_ENV,
     "lich.approval": { "file/edit": "allow", "file/write": "allow" },
   };
-  fs.writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
-  // code-server windows are remote windows: VS Code drops machine-scoped settings (lich.server.*
-  // are machine-overridable) from User settings there and reads them from the remote machine's
-  // settings, <user-data>/Machine/settings.json. Whether the User copy is dropped depends on when
-  // the extension's settings were registered, so without this copy a window sometimes started
-  // with no server command.
-  const machineSettings = Object.fromEntries(Object.entries(settings).filter(([key]) => key.startsWith("lich.server.")));
-  fs.mkdirSync(path.join(userData, "Machine"), { recursive: true });
-  fs.writeFileSync(path.join(userData, "Machine", "settings.json"), JSON.stringify(machineSettings, null, 2));
+  writeSettings(userData, settings);
 
-  const csArgs = ["--user-data-dir", userData, "--extensions-dir", extensionsDir];
+  const csArgs = codeServerArgs(userData, extensionsDir);
   let t0 = Date.now();
-  const install = spawnSync(process.execPath, [CS_ENTRY, ...csArgs, "--install-extension", VSIX, "--force"], { env, encoding: "utf8", timeout: 120_000 });
-  if (install.status !== 0 || !/successfully installed/i.test(install.stdout + install.stderr)) {
-    throw Object.assign(new Error(`installing the .vsix failed: ${install.stdout}\n${install.stderr}`), { setup: true });
-  }
+  installVsix(env, csArgs);
   result.timings_ms.install_vsix = Date.now() - t0;
 
-  const port = await freePort();
   t0 = Date.now();
-  const codeServer = startGroup(
-    process.execPath,
-    [
-      CS_ENTRY,
-      "--auth",
-      "none",
-      "--bind-addr",
-      `127.0.0.1:${port}`,
-      "--disable-telemetry",
-      "--disable-update-check",
-      "--disable-workspace-trust",
-      "--disable-getting-started-override",
-      ...csArgs,
-      workspace,
-    ],
-    { env, cwd: workspace },
-  );
-  logTo(path.join(scratch, "code-server.log"), codeServer);
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor("code-server /healthz", async () => (await fetch(`${base}/healthz`)).ok, SERVER_START_TIMEOUT_MS);
+  const base = await startCodeServer({ env, csArgs, folder: workspace, cwd: workspace, logFile: path.join(scratch, "code-server.log"), timeoutMs: SERVER_START_TIMEOUT_MS });
   result.timings_ms.code_server_ready = Date.now() - t0;
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-    ],
-  });
+  const browser = await launchChromium(chromium);
   try {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const context = await newContext(browser);
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
     const page = await context.newPage();
     t0 = Date.now();
@@ -1369,6 +1092,6 @@ try {
     }
   }
   fs.writeFileSync(path.join(ARTIFACTS, "vscode-e2e-result.json"), JSON.stringify(result, null, 2));
-  process.stdout.write(`E2E_RESULT ${JSON.stringify(result)}\n`);
+  printResult(result);
   process.exit(exitCode);
 }
