@@ -5,6 +5,7 @@
 -- word or line on the partial keys). The server debounces and supersedes per document
 -- (docs/completions.md), so no timer is needed here.
 local compat = require("lich.compat")
+local status_model = require("lich.status_model")
 
 local M = {}
 
@@ -138,37 +139,17 @@ end
 --- What the plugin knows of the server's completion model for a client: {known, model}.
 ---@param client_id integer
 function M.model(client_id)
-  local entry = models[client_id]
-  return { known = entry ~= nil and entry.known, model = entry and entry.model }
+  return status_model.info(models, client_id)
 end
 
 --- Read lich.status's `completion.model` (null, or no `completion` from an older server: off).
 local function refresh_model(client, bufnr)
-  local entry = models[client.id] or { known = false, checked = 0, asking = false }
-  models[client.id] = entry
-  if entry.asking then
-    return
-  end
-  entry.asking = true
-  local params = { command = "lich.status", arguments = { vim.empty_dict() } }
-  local ok = compat.request(client, "workspace/executeCommand", params, function(err, result)
-    entry.asking = false
-    entry.checked = vim.loop.now()
-    if err then
-      return -- an older or busy server: keep what was known
-    end
-    local completion = type(result) == "table" and result.completion or nil
-    local model = type(completion) == "table" and completion.model or nil
-    entry.model = type(model) == "string" and model or nil
-    entry.known = true
+  status_model.refresh(models, "completion", client, bufnr, function(entry)
     if not entry.model then
       M.clear()
     end
     sync_tabs()
-  end, bufnr)
-  if not ok then
-    entry.asking = false
-  end
+  end)
 end
 
 local function lich_client(bufnr, name)

@@ -6,6 +6,7 @@
 -- mode) drops it. On by default whenever the server has a next-edit model (lich.status
 -- `next_edit.model`); see :help lich-next-edit.
 local compat = require("lich.compat")
+local status_model = require("lich.status_model")
 
 local M = {}
 
@@ -116,29 +117,12 @@ end
 --- What the plugin knows of the server's next-edit model for a client: {known, model}.
 ---@param client_id integer
 function M.model(client_id)
-  local entry = models[client_id]
-  return { known = entry ~= nil and entry.known, model = entry and entry.model }
+  return status_model.info(models, client_id)
 end
 
 --- Read lich.status's `next_edit.model` (null, or no `next_edit` from an older server: off).
 local function refresh_model(client, bufnr)
-  local entry = models[client.id] or { known = false, checked = 0, asking = false }
-  models[client.id] = entry
-  if entry.asking then
-    return
-  end
-  entry.asking = true
-  local params = { command = "lich.status", arguments = { vim.empty_dict() } }
-  local ok = compat.request(client, "workspace/executeCommand", params, function(err, result)
-    entry.asking = false
-    entry.checked = vim.loop.now()
-    if err then
-      return -- an older or busy server: keep what was known
-    end
-    local next_edit = type(result) == "table" and result.next_edit or nil
-    local model = type(next_edit) == "table" and next_edit.model or nil
-    entry.model = type(model) == "string" and model ~= "" and model or nil
-    entry.known = true
+  status_model.refresh(models, "next_edit", client, bufnr, function(entry)
     if not entry.model then
       M.clear()
     end
@@ -149,10 +133,7 @@ local function refresh_model(client, bufnr)
         M.request(buf, ask.opts, ask.name) -- asks only about the current buffer
       end
     end
-  end, bufnr)
-  if not ok then
-    entry.asking = false
-  end
+  end)
 end
 
 local function lich_client(bufnr, name)
