@@ -125,11 +125,19 @@ class Terminal:
 
     def wait_for(self, channel: str, what: str) -> None:
         """Blocks until the pane's command signals `channel`; fails with the screen and `what`
-        after `wait_s`."""
+        after `wait_s`. A server already gone counts as signalled: the command signals as its
+        last step, and its pane (the session, then the server) may end before we ask."""
         try:
-            self.tmux("wait-for", channel)
+            done = subprocess.run(
+                ["tmux", "-L", self.socket, "wait-for", channel],
+                capture_output=True,
+                text=True,
+                timeout=self.wait_s,
+            )
         except subprocess.TimeoutExpired:
             raise AssertionError(f"{what}:\n{self.text()}") from None
+        gone = "no server running" in done.stderr or "server exited" in done.stderr
+        assert done.returncode == 0 or gone, (channel, done.stderr)
 
     def close(self) -> None:
         os.close(self.keeper)
