@@ -64,12 +64,13 @@ def start_chat(tmp_path: Path, work: Path, fake: FakeProviderServer, *args: str)
     )
     socket = f"lich-chat-{os.getpid()}-{tmp_path.name}"
     lich = shlex.join([sys.executable, "-m", "lich_cli", "chat", "--work-dir", str(work), *args])
-    # The pane stays open after lich exits (the test reads its last words), and says so.
+    # The pane stays open after lich exits (the test reads its last words): the shell waits for
+    # a line no one types, until the test closes the terminal.
     # The terminal's settings before and after, which lich must give back as it found them.
     stty = [shlex.quote(str(tmp_path / name)) for name in ("stty.before", "stty.after")]
     command = (
         f"stty -g > {stty[0]}; {lich}; echo exit=$?; stty -g > {stty[1]}; "
-        f"tmux -L {shlex.quote(socket)} wait-for -S {DONE}; sleep 600"
+        f"tmux -L {shlex.quote(socket)} wait-for -S {DONE}; read -r never"
     )
     # The screen read is the pane and its scrollback, wrapped lines joined.
     return ChatTerminal.start(
