@@ -19,11 +19,11 @@ from typing import TextIO
 from lich_cli.chat.commands import QUIT, run_command
 from lich_cli.chat.render import PlainView
 from lich_cli.chat.session import AgentUnavailable, ChatSession
+from lich_core.approvals import CliApprovalCheck
+from lich_core.vocabulary import CancelToken
 
 
 def run_script(session: ChatSession, stdin: TextIO, stdout: TextIO) -> int:
-    from lich_core.approvals import CliApprovalCheck
-
     session.call_check = CliApprovalCheck(session.config.settings.approval)
     return asyncio.run(_run(session, stdin, stdout))
 
@@ -62,8 +62,6 @@ async def _run(session: ChatSession, stdin: TextIO, stdout: TextIO) -> int:
 
 
 async def _turn(session: ChatSession, view: PlainView, text: str) -> bool:
-    from lich_core.vocabulary import CancelToken
-
     view.begin_turn()
     try:
         outcome = await session.run_turn(
