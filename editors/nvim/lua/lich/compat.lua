@@ -83,4 +83,16 @@ function M.stop(client, force)
   return client.stop(force)
 end
 
+--- Cancel a request in flight ({client_id, request_id}, or nil) with $/cancelRequest: the
+--- server closes the model's stream (ghost text, next edits).
+function M.cancel_in_flight(request)
+  if not request then
+    return
+  end
+  local client = vim.lsp.get_client_by_id(request.client_id)
+  if client and not M.is_stopped(client) then
+    pcall(M.cancel_request, client, request.request_id)
+  end
+end
+
 return M

@@ -62,14 +62,7 @@ end
 local function cancel_pending()
   local request = pending
   pending = nil
-  if not request then
-    return
-  end
-  local client = vim.lsp.get_client_by_id(request.client_id)
-  if client and not compat.is_stopped(client) then
-    -- $/cancelRequest: the server closes the model's stream.
-    pcall(compat.cancel_request, client, request.request_id)
-  end
+  compat.cancel_in_flight(request)
 end
 
 --- Remove the suggestions shown (the request in flight stays).
